@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * In-kernel histograms. Bucket layouts match loupe_bucket_scheme so user space can turn
+ * the slots into loupe_bucket arrays without knowing which plugin produced them
+ * (loupe/hist.h has the shared struct and the slot -> bounds functions).
+ */
+#ifndef LOUPE_HIST_BPF_H
+#define LOUPE_HIST_BPF_H
+
+#include "loupe/hist.h"
+
+static __always_inline __u32 loupe_log2_u64(__u64 v)
+{
+	__u32 r = 0, shift;
+
+	shift = (v > 0xFFFFFFFFULL) << 5; v >>= shift; r |= shift;
+	shift = (v > 0xFFFF) << 4; v >>= shift; r |= shift;
+	shift = (v > 0xFF) << 3; v >>= shift; r |= shift;
+	shift = (v > 0xF) << 2; v >>= shift; r |= shift;
+	shift = (v > 0x3) << 1; v >>= shift; r |= shift;
+	r |= (v >> 1);
+	return r;
+}
+
+/* LOUPE_BUCKETS_LOG2: slot i holds [2^i, 2^(i+1)); slot 0 also holds 0. */
+static __always_inline __u32 loupe_log2_slot(__u64 v)
+{
+	__u32 s = v ? loupe_log2_u64(v) : 0;
+
+	return s < LOUPE_HIST_LOG2_SLOTS ? s : LOUPE_HIST_LOG2_SLOTS - 1;
+}
+
+/* LOUPE_BUCKETS_LOG2_LINEAR with LOUPE_HIST_SUB sub-buckets per power of two: values below
+ * LOUPE_HIST_SUB get one slot each; above, slot = (exp - SUB_BITS + 1) * SUB + mantissa. */
+static __always_inline __u32 loupe_linear_slot(__u64 v)
+{
+	__u32 e, s;
+
+	if (v < LOUPE_HIST_SUB)
+		return (__u32)v;
+	e = loupe_log2_u64(v);
+	s = (e - LOUPE_HIST_SUB_BITS + 1) * LOUPE_HIST_SUB +
+	    (__u32)((v >> (e - LOUPE_HIST_SUB_BITS)) & (LOUPE_HIST_SUB - 1));
+	return s < LOUPE_HIST_LINEAR_SLOTS ? s : LOUPE_HIST_LINEAR_SLOTS - 1;
+}
+
+/* Record `v` into a per-CPU loupe_hist (no atomics needed on a per-CPU value). */
+static __always_inline void loupe_hist_add(struct loupe_hist *h, __u64 v, bool linear)
+{
+	__u32 slot = linear ? loupe_linear_slot(v) : loupe_log2_slot(v);
+
+	if (slot < LOUPE_HIST_LINEAR_SLOTS)
+		h->slots[slot] += 1;
+	h->count += 1;
+	h->sum += v;
+	if (h->min == 0 || v < h->min)
+		h->min = v;
+	if (v > h->max)
+		h->max = v;
+}
+
+#endif /* LOUPE_HIST_BPF_H */

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package loupe's build, tests, benchmarks and peer comparisons need.
+# Idempotent: packages already present are skipped, so a second run does no network work.
+set -euo pipefail
+
+BUILD_PKGS=(
+  build-essential cmake ninja-build pkg-config git
+  clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev
+  libboost-dev libtomlplusplus-dev libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+PEER_PKGS=(bpftrace libbpf-tools linux-perf python3)
+
+want=("${BUILD_PKGS[@]}")
+if [[ "${LOUPE_WITH_PEERS:-1}" == 1 ]]; then want+=("${PEER_PKGS[@]}"); fi
+
+missing=()
+for p in "${want[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#want[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# Peers are optional: a peer that fails to install must not block the build.
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" || {
+  echo "install-deps: retrying without peer tools" >&2
+  core=()
+  for p in "${missing[@]}"; do
+    [[ " ${PEER_PKGS[*]} " == *" $p "* ]] || core+=("$p")
+  done
+  ((${#core[@]} == 0)) || $SUDO apt-get install -y -qq --no-install-recommends "${core[@]}"
+}

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// C++ views of the host services table and of a plugin's validated config.
+// Thin wrappers: no state beyond the two pointers, cheap to copy.
+#ifndef LOUPE_SDK_HOST_HPP
+#define LOUPE_SDK_HOST_HPP
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "loupe/abi/host.h"
+
+namespace loupe::sdk {
+
+// The empty key list for plugins without config keys.
+inline constexpr loupe_config_key kNoKeys[1] = {};
+
+class Config {
+ public:
+  Config(const loupe_host_services* svc, const loupe_config* cfg) : svc_(svc), cfg_(cfg) {}
+
+  std::optional<bool> get_bool(const char* key) const {
+    int v = 0;
+    if (svc_->config_bool(cfg_, key, &v) != LOUPE_OK) return std::nullopt;
+    return v != 0;
+  }
+  std::optional<std::int64_t> get_int(const char* key) const {
+    std::int64_t v = 0;
+    if (svc_->config_int(cfg_, key, &v) != LOUPE_OK) return std::nullopt;
+    return v;
+  }
+  std::optional<double> get_float(const char* key) const {
+    double v = 0;
+    if (svc_->config_float(cfg_, key, &v) != LOUPE_OK) return std::nullopt;
+    return v;
+  }
+  std::optional<std::string> get_string(const char* key) const {
+    const char* v = nullptr;
+    if (svc_->config_string(cfg_, key, &v) != LOUPE_OK || v == nullptr) return std::nullopt;
+    return std::string(v);
+  }
+  // Defaults declared in the schema are applied by the host; these fall back only for
+  // keys with no default that the profile omitted.
+  bool get_bool(const char* key, bool fallback) const { return get_bool(key).value_or(fallback); }
+  std::int64_t get_int(const char* key, std::int64_t fallback) const {
+    return get_int(key).value_or(fallback);
+  }
+  double get_float(const char* key, double fallback) const { return get_float(key).value_or(fallback); }
+  std::string get_string(const char* key, std::string fallback) const {
+    return get_string(key).value_or(std::move(fallback));
+  }
+  std::vector<std::string> get_strings(const char* key) const {
+    std::vector<std::string> out;
+    std::uint32_t n = 0;
+    if (svc_->config_list_len(cfg_, key, &n) != LOUPE_OK) return out;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const char* v = nullptr;
+      if (svc_->config_list_string(cfg_, key, i, &v) == LOUPE_OK && v) out.emplace_back(v);
+    }
+    return out;
+  }
+  std::vector<std::int64_t> get_ints(const char* key) const {
+    std::vector<std::int64_t> out;
+    std::uint32_t n = 0;
+    if (svc_->config_list_len(cfg_, key, &n) != LOUPE_OK) return out;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      std::int64_t v = 0;
+      if (svc_->config_list_int(cfg_, key, i, &v) == LOUPE_OK) out.push_back(v);
+    }
+    return out;
+  }
+  std::vector<Config> get_tables(const char* key) const {
+    std::vector<Config> out;
+    std::uint32_t n = 0;
+    if (svc_->config_list_len(cfg_, key, &n) != LOUPE_OK) return out;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const loupe_config* sub = nullptr;
+      if (svc_->config_list_table(cfg_, key, i, &sub) == LOUPE_OK) out.emplace_back(svc_, sub);
+    }
+    return out;
+  }
+
+ private:
+  const loupe_host_services* svc_;
+  const loupe_config* cfg_;
+};
+
+class Host {
+ public:
+  explicit Host(const loupe_host_services* svc) : svc_(svc) {}
+
+  const loupe_host_services* raw() const { return svc_; }
+  loupe_host* handle() const { return svc_->host; }
+
+  void log(loupe_log_level level, const std::string& msg) const {
+    svc_->log(svc_->host, level, msg.c_str());
+  }
+  void info(const std::string& msg) const { log(LOUPE_LOG_INFO, msg); }
+  void warn(const std::string& msg) const { log(LOUPE_LOG_WARN, msg); }
+  void debug(const std::string& msg) const { log(LOUPE_LOG_DEBUG, msg); }
+
+  // 1 = available; `reason` gets the preflight's explanation either way.
+  bool feature(const char* name, std::string* reason = nullptr) const {
+    const char* why = nullptr;
+    int rc = svc_->feature_available(svc_->host, name, &why);
+    if (reason) *reason = why ? why : "";
+    return rc == 1;
+  }
+  bool tracepoint_exists(const std::string& cat_colon_name) const {
+    return svc_->tracepoint_exists(svc_->host, cat_colon_name.c_str()) == 1;
+  }
+  bool ksym_exists(const std::string& name) const {
+    return svc_->ksym_exists(svc_->host, name.c_str()) == 1;
+  }
+  std::string last_error() const {
+    const char* e = svc_->last_error(svc_->host);
+    return e ? e : "";
+  }
+
+  int bpf_load(bpf_object* obj) const { return svc_->bpf_load(svc_->host, obj); }
+  int bpf_attach(bpf_program* prog, const std::string& probe) const {
+    return svc_->bpf_attach(svc_->host, prog, probe.c_str());
+  }
+  int adopt_link(bpf_link* link, bpf_program* prog, const std::string& probe, int err) const {
+    return svc_->bpf_adopt_link(svc_->host, link, prog, probe.c_str(), err);
+  }
+  int register_ring(const loupe_ring_spec& spec) const {
+    return svc_->ring_register(svc_->host, &spec);
+  }
+  int emit(const loupe_record& rec) const { return svc_->emit(svc_->host, &rec); }
+  int symbolize(std::uint32_t pid, loupe_frame_kind kind, const std::uint64_t* addrs,
+                std::uint32_t n, loupe_frame* out) const {
+    return svc_->symbolize(svc_->host, pid, kind, addrs, n, out);
+  }
+  std::uint64_t now_ns(loupe_clock clock = LOUPE_CLOCK_MONOTONIC) const {
+    return svc_->now_ns(svc_->host, clock);
+  }
+  std::uint64_t boot_to_wall_ns(std::uint64_t boot_ns) const {
+    return svc_->boot_to_wall_ns(svc_->host, boot_ns);
+  }
+
+ private:
+  const loupe_host_services* svc_;
+};
+
+}  // namespace loupe::sdk
+
+#endif  // LOUPE_SDK_HOST_HPP
