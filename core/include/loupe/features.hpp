@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Kernel preflight: what this kernel can do, probed (never inferred from a version number).
+#ifndef LOUPE_FEATURES_HPP
+#define LOUPE_FEATURES_HPP
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace loupe {
+
+struct FeatureResult {
+  std::string name;      // "kprobe", "fentry", "tracepoint", ...
+  std::string category;  // "syscall", "filesystem", "capability", "program", "attach", "map", "helper"
+  bool available = false;
+  bool forced_off = false;  // disabled by the user/test, not by the kernel
+  std::string reason;       // why it works or precisely why not (errno text, missing file, ...)
+};
+
+// What plugins and the core ask. Injectable: tests substitute a fixed set or force
+// features off to exercise every fallback path on a kernel that has them all.
+class FeatureSet {
+ public:
+  virtual ~FeatureSet() = default;
+  // Unknown names return a result with available=false and reason "unknown feature".
+  virtual FeatureResult get(const std::string& name) = 0;
+  virtual std::vector<FeatureResult> all() = 0;
+  bool available(const std::string& name) { return get(name).available; }
+};
+
+// Probes the running kernel lazily, once per feature (thread-safe cache). Probing may
+// mount tracefs/bpffs when they are absent (say so in the reason).
+class KernelFeatureProber : public FeatureSet {
+ public:
+  // `forced_off`: names reported unavailable with reason "disabled by --disable-feature"
+  // (also read from the env var LOUPE_DISABLE_FEATURES, comma-separated).
+  explicit KernelFeatureProber(std::set<std::string> forced_off = {});
+  FeatureResult get(const std::string& name) override;
+  std::vector<FeatureResult> all() override;
+  static const std::vector<std::string>& known_features();
+
+ private:
+  FeatureResult probe(const std::string& name);
+  std::mutex mu_;
+  std::map<std::string, FeatureResult> cache_;
+  std::set<std::string> forced_off_;
+};
+
+// Names the missing capability among CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN for a message.
+std::vector<std::string> missing_capabilities();
+
+// Ensures tracefs is mounted (at /sys/kernel/tracing) and returns its path, or "" with
+// `error` set. Shared by the prober and by attach-target checks.
+std::string ensure_tracefs(std::string* error = nullptr);
+// Ensures bpffs is mounted at /sys/fs/bpf.
+bool ensure_bpffs(std::string* error = nullptr);
+
+}  // namespace loupe
+
+#endif  // LOUPE_FEATURES_HPP
