@@ -45,6 +45,9 @@ class KernelFeatureProber : public FeatureSet {
 
  private:
   FeatureResult probe(const std::string& name);
+  // Kernel facts several probes share (vmlinux BTF ids, tracefs path), gathered once.
+  class ProbeContext;
+  std::shared_ptr<ProbeContext> ctx_;
   std::mutex mu_;
   std::map<std::string, FeatureResult> cache_;
   std::set<std::string> forced_off_;
@@ -58,6 +61,15 @@ std::vector<std::string> missing_capabilities();
 std::string ensure_tracefs(std::string* error = nullptr);
 // Ensures bpffs is mounted at /sys/fs/bpf.
 bool ensure_bpffs(std::string* error = nullptr);
+
+// What ensuring a mount found or did, for messages that must say "mounted by loupe".
+struct MountOutcome {
+  std::string path;          // where the filesystem is mounted; "" on failure
+  bool mounted_now = false;  // true when loupe mounted it during this call
+  std::string error;         // why it is not available; "" on success
+};
+MountOutcome mount_tracefs();
+MountOutcome mount_bpffs();
 
 }  // namespace loupe
 
