@@ -2,7 +2,8 @@
 # loupe_add_plugin() exactly as in-tree plugins do.
 include(CMakePackageConfigHelpers)
 
-install(EXPORT loupeTargets NAMESPACE loupe:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/loupe)
+install(EXPORT loupeTargets NAMESPACE loupe:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/loupe
+  COMPONENT sdk)
 configure_package_config_file(
   ${CMAKE_CURRENT_LIST_DIR}/loupeConfig.cmake.in
   ${CMAKE_BINARY_DIR}/loupeConfig.cmake
@@ -15,5 +16,6 @@ install(FILES
   ${CMAKE_BINARY_DIR}/loupeConfigVersion.cmake
   ${CMAKE_CURRENT_LIST_DIR}/LoupeBpf.cmake
   ${CMAKE_CURRENT_LIST_DIR}/LoupePlugin.cmake
-  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/loupe)
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/loupe
+  COMPONENT sdk)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/profiles/ DESTINATION ${CMAKE_INSTALL_DATADIR}/loupe/profiles)

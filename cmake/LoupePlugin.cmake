@@ -29,6 +29,14 @@ function(loupe_add_plugin name)
   endif()
   # Plugins must not leak undefined symbols the host would have to provide.
   target_link_options(${target} PRIVATE -Wl,--no-undefined)
+  # Hidden visibility does not cover libstdc++ template instantiations (namespace std is
+  # declared visibility("default")), so they would be exported as weak/unique symbols and
+  # could bind across plugins. The version script leaves the entry as the only export.
+  set(_vscript ${CMAKE_CURRENT_BINARY_DIR}/${target}.exports.map)
+  file(CONFIGURE OUTPUT ${_vscript}
+       CONTENT "{\n  global: loupe_plugin_entry;\n  local: *;\n};\n")
+  target_link_options(${target} PRIVATE -Wl,--version-script=${_vscript})
+  set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${_vscript})
   set(_i 0)
   foreach(src ${ARG_BPF})
     loupe_bpf_skeleton(${target}_skel${_i} ${src})

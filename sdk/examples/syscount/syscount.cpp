@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// syscount: how many times each syscall was entered, optionally per process. The SDK's
+// example plugin: counting happens in the kernel (per-CPU hash), user space only merges
+// the CPUs and emits one counter record per syscall at each collect().
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loupe/sdk.hpp"
+#include "syscall_names.hpp"
+#include "syscount.h"
+#include "syscount.skel.h"
+
+namespace {
+
+using loupe::sdk::Error;
+
+constexpr const char* kTracepoint = "raw_syscalls:sys_enter";
+
+constexpr loupe_config_key kKeys[] = {
+    {.name = "pid",
+     .type = LOUPE_CFG_INT,
+     .default_value = "0",
+     .help = "process (tgid) to count; 0 = the session's target process, or system-wide",
+     .min_int = 0,
+     .max_int = std::numeric_limits<std::int32_t>::max()},
+    {.name = "per_process",
+     .type = LOUPE_CFG_BOOL,
+     .default_value = "false",
+     .help = "break the counts down per process (adds pid and comm labels)"},
+    {.name = "top",
+     .type = LOUPE_CFG_INT,
+     .default_value = "20",
+     .help = "emit only the N most frequent syscalls (0 = all); the total covers all",
+     .min_int = 0,
+     .max_int = SYSCOUNT_MAX_ENTRIES},
+};
+
+struct SkelDeleter {
+  void operator()(syscount_bpf* s) const { syscount_bpf__destroy(s); }
+};
+
+struct Row {
+  syscount_key key;
+  std::uint64_t count = 0;
+  std::string comm;
+};
+
+class SyscountProfiler : public loupe::sdk::Profiler {
+ public:
+  void setup(const loupe::sdk::SetupArgs& args) override {
+    host_.emplace(args.host);
+    per_process_ = args.config.get_bool("per_process", false);
+    top_ = static_cast<std::size_t>(args.config.get_int("top", 20));
+    std::int64_t pid = args.config.get_int("pid", 0);
+    if (pid == 0 && args.session != nullptr) pid = args.session->target_pid;
+
+    std::string why;
+    if (!host_->feature("tracepoint", &why))
+      throw Error(LOUPE_ERR_UNSUPPORTED, "tracepoint programs unavailable: " + why);
+    // Check the hook before loading, so a missing tracefs is reported as such rather than
+    // as an attach failure after the verifier ran.
+    if (!host_->tracepoint_exists(kTracepoint))
+      throw Error(LOUPE_ERR_NOT_FOUND, std::string("tracepoint ") + kTracepoint +
+                                           " not found (is tracefs mounted?)");
+
+    skel_.reset(syscount_bpf__open());
+    if (!skel_) throw Error(LOUPE_ERR_RESOURCE, std::string("open BPF object: ") + std::strerror(errno));
+    skel_->rodata->loupe_filter_tgid = static_cast<__u32>(pid);
+    skel_->rodata->targ_per_process = per_process_;
+    host_->debug("syscount: pid=" + std::to_string(pid) +
+                 " per_process=" + (per_process_ ? "true" : "false"));
+  }
+
+  void start(const loupe::sdk::StartArgs&) override {
+    if (int rc = host_->bpf_load(skel_->obj); rc != LOUPE_OK)
+      throw Error(static_cast<loupe_status>(rc), host_->last_error());
+    if (int rc = host_->bpf_attach(skel_->progs.syscount_sys_enter, kTracepoint); rc != LOUPE_OK)
+      throw Error(static_cast<loupe_status>(rc), host_->last_error());
+  }
+
+  // Counters are cumulative over the session (the map is never cleared), as
+  // LOUPE_METRIC_COUNTER requires; interval reports show the running totals.
+  void collect(const loupe::sdk::CollectArgs& args) override {
+    std::vector<Row> rows = read_counts();
+    std::uint64_t total = 0;
+    for (const Row& r : rows) total += r.count;
+
+    std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+      if (a.count != b.count) return a.count > b.count;
+      if (a.key.tgid != b.key.tgid) return a.key.tgid < b.key.tgid;
+      return a.key.nr < b.key.nr;
+    });
+    if (top_ != 0 && rows.size() > top_) rows.resize(top_);
+
+    for (const Row& r : rows) {
+      loupe::sdk::RecordBuilder rec(LOUPE_RECORD_METRIC, "syscalls");
+      rec.label("syscall", syscount::syscall_name(r.key.nr)).label("nr", std::to_string(r.key.nr));
+      if (per_process_) rec.label("pid", std::to_string(r.key.tgid)).label("comm", r.comm);
+      emit(rec.metric(LOUPE_METRIC_COUNTER, "count", static_cast<double>(r.count)), args);
+    }
+    loupe::sdk::RecordBuilder sum(LOUPE_RECORD_METRIC, "syscalls_total");
+    emit(sum.metric(LOUPE_METRIC_COUNTER, "count", static_cast<double>(total)), args);
+
+    std::uint64_t dropped = read_dropped();
+    loupe::sdk::RecordBuilder health(LOUPE_RECORD_HEALTH, "dropped_map_full");
+    health.health(dropped ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK, "counts", dropped,
+                  dropped ? "syscalls not counted: the counts map was full" : "");
+    emit(health, args);
+  }
+
+ private:
+  void emit(loupe::sdk::RecordBuilder& rec, const loupe::sdk::CollectArgs& args) const {
+    rec.final(args.is_final).window(args.window_start_ns, args.window_end_ns).emit(*host_);
+  }
+
+  std::vector<Row> read_counts() const {
+    const int fd = bpf_map__fd(skel_->maps.counts);
+    const int ncpu = libbpf_num_possible_cpus();
+    if (ncpu <= 0) throw Error(LOUPE_ERR_INTERNAL, "cannot read the number of possible CPUs");
+    std::vector<syscount_val> slots(static_cast<std::size_t>(ncpu));
+    std::vector<Row> rows;
+    syscount_key key{};
+    syscount_key next{};
+    const syscount_key* prev = nullptr;
+    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+      key = next;
+      prev = &key;
+      if (bpf_map_lookup_elem(fd, &key, slots.data()) != 0) continue;  // deleted meanwhile
+      Row row{key, 0, {}};
+      for (const syscount_val& v : slots) {
+        row.count += v.count;
+        if (row.comm.empty() && v.comm[0] != '\0')
+          row.comm.assign(v.comm, strnlen(v.comm, sizeof(v.comm)));
+      }
+      rows.push_back(std::move(row));
+    }
+    return rows;
+  }
+
+  std::uint64_t read_dropped() const {
+    const int ncpu = libbpf_num_possible_cpus();
+    std::vector<std::uint64_t> slots(static_cast<std::size_t>(std::max(ncpu, 1)));
+    std::uint32_t zero = 0;
+    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.dropped), &zero, slots.data()) != 0) return 0;
+    std::uint64_t n = 0;
+    for (std::uint64_t v : slots) n += v;
+    return n;
+  }
+
+  std::optional<loupe::sdk::Host> host_;
+  std::unique_ptr<syscount_bpf, SkelDeleter> skel_;
+  bool per_process_ = false;
+  std::size_t top_ = 20;
+};
+
+}  // namespace
+
+LOUPE_PROFILER(SyscountProfiler, "syscount", "1.0.0",
+               "per-syscall counts (optionally per process) from raw_syscalls:sys_enter", kKeys)
