@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Symbolization service offered to every plugin (loupe_host_services.symbolize).
+// Kernel addresses via /proc/kallsyms; user addresses per process via /proc/PID/maps and
+// the ELF files (symtab/dynsym, PIE bias, build-id); JIT code via /tmp/perf-PID.map.
+#ifndef LOUPE_SYMBOLIZER_HPP
+#define LOUPE_SYMBOLIZER_HPP
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "loupe/abi/records.h"
+
+namespace loupe {
+
+struct SymbolizerOptions {
+  std::string kallsyms_path = "/proc/kallsyms";
+  std::string proc_root = "/proc";
+  std::string perf_map_dir = "/tmp";
+  std::size_t max_cached_processes = 256;
+  std::size_t max_cached_files = 512;
+};
+
+class Symbolizer {
+ public:
+  virtual ~Symbolizer() = default;
+  // Resolves `n` addresses of `pid` (kind KERNEL ignores pid) into `out`. Thread-safe.
+  // Strings in `out` are owned by the symbolizer and valid until it is destroyed.
+  // Unresolved frames keep module+offset where known and say why in `resolution`.
+  virtual void symbolize(std::uint32_t pid, loupe_frame_kind kind, const std::uint64_t* addrs, std::uint32_t n,
+                         loupe_frame* out) = 0;
+  // Data address (a global variable's name), for lock-wait attribution.
+  virtual void symbolize_data(std::uint32_t pid, std::uint64_t addr, loupe_frame* out) = 0;
+  // Forget a process (exec or exit observed).
+  virtual void invalidate(std::uint32_t pid) = 0;
+};
+
+std::unique_ptr<Symbolizer> make_symbolizer(const SymbolizerOptions& opts = {});
+
+}  // namespace loupe
+
+#endif  // LOUPE_SYMBOLIZER_HPP

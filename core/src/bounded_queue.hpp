@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// A bounded multi-producer queue whose producers never block: a full queue refuses the
+// item and the caller counts the drop. One consumer waits with a timeout.
+#ifndef LOUPE_BOUNDED_QUEUE_HPP
+#define LOUPE_BOUNDED_QUEUE_HPP
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <mutex>
+#include <optional>
+
+namespace loupe {
+
+template <typename T>
+class BoundedQueue {
+ public:
+  explicit BoundedQueue(std::size_t capacity) : capacity_(capacity) {}
+
+  bool try_push(T item) {
+    {
+      std::lock_guard lock(mu_);
+      if (closed_ || items_.size() >= capacity_) return false;
+      items_.push_back(std::move(item));
+      if (items_.size() > high_water_) high_water_ = items_.size();
+    }
+    cv_.notify_one();
+    return true;
+  }
+  // For control items (flush markers) that must not be dropped: may exceed capacity.
+  void push_always(T item) {
+    {
+      std::lock_guard lock(mu_);
+      items_.push_back(std::move(item));
+    }
+    cv_.notify_one();
+  }
+  // Empty optional on timeout, or when closed and drained.
+  std::optional<T> pop(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    if (!cv_.wait_for(lock, timeout, [&] { return !items_.empty() || closed_; })) return std::nullopt;
+    if (items_.empty()) return std::nullopt;
+    T item = std::move(items_.front());
+    items_.pop_front();
+    return item;
+  }
+  void close() {
+    {
+      std::lock_guard lock(mu_);
+      closed_ = true;
+    }
+    cv_.notify_all();
+  }
+  bool closed() const {
+    std::lock_guard lock(mu_);
+    return closed_;
+  }
+  std::size_t size() const {
+    std::lock_guard lock(mu_);
+    return items_.size();
+  }
+  std::size_t high_water() const {
+    std::lock_guard lock(mu_);
+    return high_water_;
+  }
+  std::size_t capacity() const { return capacity_; }
+
+ private:
+  const std::size_t capacity_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<T> items_;
+  std::size_t high_water_ = 0;
+  bool closed_ = false;
+};
+
+}  // namespace loupe
+
+#endif  // LOUPE_BOUNDED_QUEUE_HPP

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// One live instance of a plugin: calls its hooks with argument structs and turns failures
+// into HookError text naming the plugin and the hook. Knows nothing of what the plugin does.
+#ifndef LOUPE_PLUGIN_INSTANCE_HPP
+#define LOUPE_PLUGIN_INSTANCE_HPP
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "loupe/abi/plugin.h"
+#include "loupe/plugin_library.hpp"
+
+namespace loupe {
+
+class HookError : public std::runtime_error {
+ public:
+  HookError(std::string msg, int status) : std::runtime_error(std::move(msg)), status_(status) {}
+  int status() const { return status_; }
+
+ private:
+  int status_;
+};
+
+class PluginInstance {
+ public:
+  PluginInstance(std::shared_ptr<PluginLibrary> lib, std::string instance_name);
+  ~PluginInstance();
+  PluginInstance(const PluginInstance&) = delete;
+  PluginInstance& operator=(const PluginInstance&) = delete;
+
+  // Each throws HookError on a non-OK status (with the plugin's last_error text).
+  void setup(const loupe_setup_args& args);
+  void start();
+  void collect(bool is_final, std::uint64_t window_start_ns, std::uint64_t window_end_ns);
+  void stop(std::uint64_t drain_deadline_ns);
+  void flush(bool is_final);
+  // Returns the status instead of throwing: called per record on the hot path.
+  int consume(const loupe_record& rec);
+  void destroy();
+
+  std::string last_error() const;
+  const std::string& name() const { return instance_name_; }
+  const std::string& plugin_name() const { return lib_->name(); }
+  const loupe_plugin_descriptor& descriptor() const { return lib_->descriptor(); }
+  bool is_sink() const { return descriptor().kind == LOUPE_KIND_SINK; }
+  bool alive() const { return self_ != nullptr; }
+
+ private:
+  [[noreturn]] void fail(const char* hook, int status) const;
+
+  std::shared_ptr<PluginLibrary> lib_;  // keeps the code mapped while the instance lives
+  std::string instance_name_;
+  loupe_plugin* self_ = nullptr;
+};
+
+}  // namespace loupe
+
+#endif  // LOUPE_PLUGIN_INSTANCE_HPP
