@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Entry/exit latency pairs for any number of targets with one set of programs per
+ * mechanism: the target index travels in the attach cookie (uprobe, kprobe, tracepoint
+ * perf links), so N targets share the same code and the same maps.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "loupe/emit.bpf.h"
+#include "loupe/filter.bpf.h"
+#include "loupe/hist.bpf.h"
+#include "latency.h"
+
+const volatile __u32 targ_nesting = LAT_NEST_OUTERMOST;
+const volatile __u64 targ_max_age_ns = 10ULL * 1000 * 1000 * 1000;
+const volatile __u64 targ_min_duration_ns = 0;
+const volatile __u64 targ_outlier_ns = 0; /* 0 = no outlier events */
+const volatile bool targ_outlier_stacks = false;
+const volatile bool targ_linear = false;
+const volatile bool targ_per_pid = false;
+const volatile bool targ_per_comm = false;
+/* fentry programs cannot share code across functions: slot -> target index. */
+const volatile __u32 targ_fentry_target[LAT_FENTRY_SLOTS] = {};
+
+/* In-flight calls; user space sizes it (max_entries) and sweeps stale entries. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 10240);
+	__type(key, struct lat_start_key);
+	__type(value, struct lat_start_val);
+} starts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LAT_MAX_TARGETS);
+	__type(key, __u32);
+	__type(value, struct loupe_hist);
+} hists SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LAT_MAX_TARGETS);
+	__type(key, __u32);
+	__type(value, struct lat_counters);
+} counters SEC(".maps");
+
+/* Optional per-pid / per-comm histograms; max_entries is the cardinality limit. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct lat_breakdown_key);
+	__type(value, struct loupe_hist);
+} breakdown SEC(".maps");
+
+/* Never written: the zeroed value a new breakdown entry starts from (too big for the
+ * 512-byte BPF stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct loupe_hist);
+} zero_hist SEC(".maps");
+
+LOUPE_RING(outliers, 256 * 1024);
+
+static __always_inline void record_breakdown(__u32 target, __u64 pid_tgid, __u64 delta,
+					     struct lat_counters *c)
+{
+	struct lat_breakdown_key key = { .target = target };
+	struct loupe_hist *h;
+	__u32 zero = 0;
+	void *init;
+
+	if (targ_per_pid)
+		key.pid = pid_tgid >> 32;
+	if (targ_per_comm)
+		bpf_get_current_comm(key.comm, sizeof(key.comm));
+	h = bpf_map_lookup_elem(&breakdown, &key);
+	if (!h) {
+		init = bpf_map_lookup_elem(&zero_hist, &zero);
+		if (!init)
+			return;
+		/* -EEXIST from a racing CPU is fine; anything else means the map is full. */
+		if (bpf_map_update_elem(&breakdown, &key, init, BPF_NOEXIST) == -7 /* -E2BIG */) {
+			c->breakdown_overflow++;
+			return;
+		}
+		h = bpf_map_lookup_elem(&breakdown, &key);
+		if (!h)
+			return;
+	}
+	loupe_hist_add(h, delta, targ_linear);
+}
+
+static __always_inline void emit_outlier(void *ctx, __u32 target, __u64 pid_tgid, __u64 delta,
+					 __u32 depth, struct lat_counters *c)
+{
+	struct lat_outlier_event *e;
+	long n;
+
+	if (loupe_sampled_out(&outliers_divisor)) {
+		c->outliers_sampled_out++;
+		return;
+	}
+	e = LOUPE_RESERVE(outliers, struct lat_outlier_event, LAT_RECORD_OUTLIER,
+			  LAT_RECORD_OUTLIER_VERSION);
+	if (!e)
+		return; /* counted in outliers_lost by loupe_reserve() */
+	e->boot_ns = bpf_ktime_get_boot_ns();
+	e->duration_ns = delta;
+	e->pid = pid_tgid >> 32;
+	e->tid = (__u32)pid_tgid;
+	e->target = target;
+	e->depth = depth;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	e->n_user = 0;
+	e->n_kernel = 0;
+	if (targ_outlier_stacks) {
+		n = bpf_get_stack(ctx, e->user_stack, sizeof(e->user_stack), BPF_F_USER_STACK);
+		e->n_user = n < 0 ? n : (__s32)((__u64)n >> 3);
+		n = bpf_get_stack(ctx, e->kernel_stack, sizeof(e->kernel_stack), 0);
+		e->n_kernel = n < 0 ? n : (__s32)((__u64)n >> 3);
+	}
+	LOUPE_SUBMIT(outliers, e);
+	c->outliers++;
+}
+
+static __always_inline int lat_enter(__u32 target)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct lat_start_key key = {};
+	struct lat_start_val *v;
+	struct lat_counters *c;
+	__u64 now;
+	__u32 d;
+
+	if (target >= LAT_MAX_TARGETS || !loupe_filter_pass(pid_tgid))
+		return 0;
+	c = bpf_map_lookup_elem(&counters, &target);
+	if (!c)
+		return 0;
+	c->calls++;
+	now = bpf_ktime_get_ns();
+	key.pid_tgid = pid_tgid;
+	key.target = target;
+	v = bpf_map_lookup_elem(&starts, &key);
+	if (!v) {
+		struct lat_start_val init = {};
+
+		init.depth = 1;
+		init.ts[0] = now;
+		if (bpf_map_update_elem(&starts, &key, &init, BPF_ANY))
+			c->map_full++;
+		return 0;
+	}
+	/* The outermost call of this thread lost its exit (longjmp, killed thread, a
+	 * probe attached mid-call): start over instead of timing against it. */
+	if (v->depth == 0 || now - v->ts[0] > targ_max_age_ns) {
+		if (v->depth)
+			c->expired++;
+		v->depth = 1;
+		v->ts[0] = now;
+		return 0;
+	}
+	d = v->depth;
+	if (targ_nesting == LAT_NEST_EVERY && d < LAT_MAX_DEPTH)
+		v->ts[d] = now;
+	v->depth = d + 1;
+	return 0;
+}
+
+static __always_inline int lat_exit(void *ctx, __u32 target)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct lat_start_key key = {};
+	struct lat_start_val *v;
+	struct lat_counters *c;
+	struct loupe_hist *h;
+	__u64 now, ts, delta;
+	__u32 d;
+
+	if (target >= LAT_MAX_TARGETS || !loupe_filter_pass(pid_tgid))
+		return 0;
+	c = bpf_map_lookup_elem(&counters, &target);
+	if (!c)
+		return 0;
+	key.pid_tgid = pid_tgid;
+	key.target = target;
+	v = bpf_map_lookup_elem(&starts, &key);
+	if (!v || v->depth == 0) {
+		c->unmatched_exits++;
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	c->matched++;
+	d = v->depth - 1; /* the level this exit closes; 0 = outermost */
+	if (d == 0) {
+		ts = v->ts[0];
+		bpf_map_delete_elem(&starts, &key);
+	} else {
+		v->depth = d;
+		if (targ_nesting != LAT_NEST_EVERY)
+			return 0;
+		if (d >= LAT_MAX_DEPTH) {
+			c->depth_overflow++;
+			return 0;
+		}
+		ts = v->ts[d];
+	}
+	delta = now - ts;
+	if ((__s64)delta < 0 || delta > targ_max_age_ns) {
+		c->discarded++;
+		return 0;
+	}
+	if (delta < targ_min_duration_ns) {
+		c->below_min++;
+		return 0;
+	}
+	h = bpf_map_lookup_elem(&hists, &target);
+	if (h)
+		loupe_hist_add(h, delta, targ_linear);
+	if (targ_per_pid || targ_per_comm)
+		record_breakdown(target, pid_tgid, delta, c);
+	if (targ_outlier_ns && delta >= targ_outlier_ns)
+		emit_outlier(ctx, target, pid_tgid, delta, d + 1, c);
+	return 0;
+}
+
+SEC("uprobe")
+int lat_uprobe_entry(struct pt_regs *ctx)
+{
+	return lat_enter((__u32)bpf_get_attach_cookie(ctx));
+}
+
+SEC("uretprobe")
+int lat_uprobe_exit(struct pt_regs *ctx)
+{
+	return lat_exit(ctx, (__u32)bpf_get_attach_cookie(ctx));
+}
+
+SEC("kprobe")
+int lat_kprobe_entry(struct pt_regs *ctx)
+{
+	return lat_enter((__u32)bpf_get_attach_cookie(ctx));
+}
+
+SEC("kretprobe")
+int lat_kprobe_exit(struct pt_regs *ctx)
+{
+	return lat_exit(ctx, (__u32)bpf_get_attach_cookie(ctx));
+}
+
+SEC("tracepoint")
+int lat_tp_entry(void *ctx)
+{
+	return lat_enter((__u32)bpf_get_attach_cookie(ctx));
+}
+
+SEC("tracepoint")
+int lat_tp_exit(void *ctx)
+{
+	return lat_exit(ctx, (__u32)bpf_get_attach_cookie(ctx));
+}
+
+#define LAT_FENTRY_SLOT(n)                                         \
+	SEC("fentry")                                              \
+	int lat_fentry_##n(void *ctx)                              \
+	{                                                          \
+		return lat_enter(targ_fentry_target[n]);           \
+	}                                                          \
+	SEC("fexit")                                               \
+	int lat_fexit_##n(void *ctx)                               \
+	{                                                          \
+		return lat_exit(ctx, targ_fentry_target[n]);       \
+	}
+
+LAT_FENTRY_SLOT(0)
+LAT_FENTRY_SLOT(1)
+LAT_FENTRY_SLOT(2)
+LAT_FENTRY_SLOT(3)
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

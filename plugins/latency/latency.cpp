@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The latency-pairs profiler: times entry -> exit for every target of the profile
+// (kernel functions, user functions, tracepoint pairs, syscalls) with one BPF object.
+#include <bpf/libbpf.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "latency.h"
+#include "latency.skel.h"
+#include "latency_reporter.hpp"
+#include "library_resolver.hpp"
+#include "loupe/sdk/plugin.hpp"
+#include "loupe/sdk/records.hpp"
+#include "outlier_decoder.hpp"
+#include "probe_spec.hpp"
+#include "target_attacher.hpp"
+#include "target_resolver.hpp"
+
+namespace loupe::latency {
+namespace {
+
+constexpr loupe_config_key kTargetFields[] = {
+    {"name", LOUPE_CFG_STRING, 0, nullptr, "label of this target in reports (default: derived from the probe)"},
+    {"kfunc", LOUPE_CFG_STRING, 0, nullptr, "kernel function: fentry/fexit, else kprobe/kretprobe"},
+    {"ufunc", LOUPE_CFG_STRING, 0, nullptr, "user function binary:symbol[+offset], e.g. libc:malloc"},
+    {"tracepoint_entry", LOUPE_CFG_STRING, 0, nullptr, "entry tracepoint category:name"},
+    {"tracepoint_exit", LOUPE_CFG_STRING, 0, nullptr, "exit tracepoint category:name"},
+    {"syscall", LOUPE_CFG_STRING, 0, nullptr, "syscall name: shorthand for its sys_enter/sys_exit pair"},
+};
+
+constexpr loupe_config_key kKeys[] = {
+    {"targets", LOUPE_CFG_TABLE_LIST, LOUPE_CFG_REQUIRED, nullptr,
+     "what to time: [[plugins.targets]] tables, one probe each", 0, 0, kTargetFields,
+     static_cast<std::uint32_t>(std::size(kTargetFields))},
+    {"nesting", LOUPE_CFG_STRING, 0, "\"outermost\"",
+     "recursion: time the \"outermost\" call per thread, or \"every\" level"},
+    {"max_age_ms", LOUPE_CFG_INT, 0, "10000",
+     "entries older than this expire; longer durations are discarded", 1, 86400000},
+    {"min_duration_ns", LOUPE_CFG_INT, 0, "0", "ignore calls shorter than this (counted)", 0,
+     INT64_MAX},
+    {"outlier_ns", LOUPE_CFG_INT, 0, "0", "send calls at least this long as events (0 = off)", 0,
+     INT64_MAX},
+    {"outlier_stacks", LOUPE_CFG_BOOL, 0, "false", "capture user and kernel stacks of outliers"},
+    {"linear_buckets", LOUPE_CFG_BOOL, 0, "false",
+     "8 sub-buckets per power of two (<= 12.5% error) instead of log2"},
+    {"per_pid", LOUPE_CFG_BOOL, 0, "false", "also report one histogram per process"},
+    {"per_comm", LOUPE_CFG_BOOL, 0, "false", "also report one histogram per command name"},
+    {"breakdown_limit", LOUPE_CFG_INT, 0, "256",
+     "most per-pid/per-comm histograms kept (the rest is counted)", 1, 65536},
+    {"max_entries", LOUPE_CFG_INT, 0, "10240", "size of the in-flight correlation map", 16,
+     4194304},
+    {"pid", LOUPE_CFG_INT, 0, "0", "only this process (0 = the session's target or all)", 0,
+     INT32_MAX},
+    {"tid", LOUPE_CFG_INT, 0, "0", "only this thread (0 = all)", 0, INT32_MAX},
+    {"comm", LOUPE_CFG_STRING, 0, "\"\"", "only tasks with this command name (<= 15 chars)"},
+    {"cgroup", LOUPE_CFG_STRING, 0, "\"\"",
+     "only this cgroup v2: a path (/sys/fs/cgroup/...) or a numeric id"},
+    {"missing_targets", LOUPE_CFG_STRING, 0, "\"error\"",
+     "a target that cannot be traced: \"error\" fails the plugin, \"warn\" skips it"},
+};
+
+std::optional<std::string> opt_string(const sdk::Config& c, const char* key) {
+  return c.get_string(key);
+}
+
+std::uint64_t resolve_cgroup(const std::string& text) {
+  if (!text.empty() && std::all_of(text.begin(), text.end(), ::isdigit))
+    return std::stoull(text);
+  std::string path = text.rfind("/sys/fs/cgroup", 0) == 0 ? text : "/sys/fs/cgroup" + text;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw sdk::Error(LOUPE_ERR_NOT_FOUND, "cgroup '" + text + "': " + path +
+                                              " is not a cgroup v2 directory");
+  return st.st_ino;  // cgroup v2 ids are the kernfs inode numbers
+}
+
+struct SkelDeleter {
+  void operator()(latency_bpf* s) const { latency_bpf__destroy(s); }
+};
+
+}  // namespace
+
+class LatencyProfiler : public sdk::Profiler {
+ public:
+  void setup(const sdk::SetupArgs& args) override {
+    host_ = std::make_unique<sdk::Host>(args.host);
+    const auto& cfg = args.config;
+
+    std::string nesting = cfg.get_string("nesting", "outermost");
+    if (nesting != "outermost" && nesting != "every")
+      throw sdk::Error(LOUPE_ERR_INVALID_ARG,
+                       "nesting = \"" + nesting + "\": expected \"outermost\" or \"every\"");
+    std::string missing = cfg.get_string("missing_targets", "error");
+    if (missing != "error" && missing != "warn")
+      throw sdk::Error(LOUPE_ERR_INVALID_ARG,
+                       "missing_targets = \"" + missing + "\": expected \"error\" or \"warn\"");
+    std::int64_t pid = cfg.get_int("pid", 0);
+    int session_pid = args.session ? args.session->target_pid : 0;
+    if (pid && session_pid && pid != session_pid)
+      throw sdk::Error(LOUPE_ERR_INVALID_ARG, "pid = " + std::to_string(pid) +
+                                                  " conflicts with the session's target pid " +
+                                                  std::to_string(session_pid));
+    if (!pid) pid = session_pid;
+    std::string comm = cfg.get_string("comm", "");
+    if (comm.size() > LAT_COMM_LEN - 1)
+      throw sdk::Error(LOUPE_ERR_INVALID_ARG, "comm = \"" + comm + "\" is longer than 15 "
+                                                  "characters (the kernel truncates comm to 15)");
+    std::string cgroup = cfg.get_string("cgroup", "");
+    opts_.max_age_ns = static_cast<std::uint64_t>(cfg.get_int("max_age_ms", 10000)) * 1000000ull;
+    opts_.linear = cfg.get_bool("linear_buckets", false);
+    opts_.per_pid = cfg.get_bool("per_pid", false);
+    opts_.per_comm = cfg.get_bool("per_comm", false);
+
+    auto tables = cfg.get_tables("targets");
+    if (tables.empty())
+      throw sdk::Error(LOUPE_ERR_INVALID_ARG, "no targets: add at least one [[plugins.targets]]");
+    if (tables.size() > LAT_MAX_TARGETS)
+      throw sdk::Error(LOUPE_ERR_INVALID_ARG, std::to_string(tables.size()) + " targets; at most " +
+                                                  std::to_string(LAT_MAX_TARGETS));
+
+    auto libraries = LibraryResolver::from_system();
+    TargetResolver resolver(*host_, libraries, LAT_FENTRY_SLOTS);
+    for (std::size_t i = 0; i < tables.size(); ++i) {
+      const auto& t = tables[i];
+      TargetSpec spec;
+      try {
+        spec = parse_target({opt_string(t, "name"), opt_string(t, "kfunc"), opt_string(t, "ufunc"),
+                             opt_string(t, "tracepoint_entry"), opt_string(t, "tracepoint_exit"),
+                             opt_string(t, "syscall")},
+                            i);
+      } catch (const std::invalid_argument& e) {
+        throw sdk::Error(LOUPE_ERR_INVALID_ARG, e.what());
+      }
+      for (const auto& r : targets_)
+        if (r.spec.name == spec.name)
+          throw sdk::Error(LOUPE_ERR_INVALID_ARG, "two targets are named '" + spec.name +
+                                                      "': give one a distinct name");
+      try {
+        targets_.push_back(resolver.resolve(spec));
+      } catch (const sdk::Error& e) {
+        if (missing == "error") throw;
+        host_->warn(std::string("skipping ") + e.what());
+        skipped_.push_back({spec.name, e.what()});
+      }
+    }
+    if (targets_.empty())
+      throw sdk::Error(LOUPE_ERR_NOT_FOUND, "none of the targets can be traced");
+
+    skel_.reset(latency_bpf__open());
+    if (!skel_) throw sdk::Error(LOUPE_ERR_KERNEL, std::string("opening the BPF object: ") +
+                                                       std::strerror(errno));
+    auto* ro = skel_->rodata;
+    ro->targ_nesting = nesting == "every" ? LAT_NEST_EVERY : LAT_NEST_OUTERMOST;
+    ro->targ_max_age_ns = opts_.max_age_ns;
+    ro->targ_min_duration_ns = static_cast<std::uint64_t>(cfg.get_int("min_duration_ns", 0));
+    ro->targ_outlier_ns = static_cast<std::uint64_t>(cfg.get_int("outlier_ns", 0));
+    ro->targ_outlier_stacks = cfg.get_bool("outlier_stacks", false);
+    ro->targ_linear = opts_.linear;
+    ro->targ_per_pid = opts_.per_pid;
+    ro->targ_per_comm = opts_.per_comm;
+    ro->loupe_filter_tgid = static_cast<std::uint32_t>(pid);
+    ro->loupe_filter_tid = static_cast<std::uint32_t>(cfg.get_int("tid", 0));
+    if (!comm.empty()) {
+      std::memcpy(const_cast<char*>(ro->loupe_filter_comm), comm.c_str(), comm.size() + 1);
+      ro->loupe_filter_comm_on = true;
+    }
+    if (!cgroup.empty()) ro->loupe_filter_cgroup = resolve_cgroup(cgroup);
+    outliers_on_ = ro->targ_outlier_ns != 0;
+
+    bpf_map__set_max_entries(skel_->maps.starts,
+                             static_cast<std::uint32_t>(cfg.get_int("max_entries", 10240)));
+    if (opts_.per_pid || opts_.per_comm)
+      bpf_map__set_max_entries(skel_->maps.breakdown,
+                               static_cast<std::uint32_t>(cfg.get_int("breakdown_limit", 256)));
+
+    attacher_ = std::make_unique<TargetAttacher>(*host_, skel_.get(), pid ? static_cast<int>(pid)
+                                                                           : -1);
+    attacher_->prepare(targets_);
+    for (const auto& t : targets_)
+      labels_.push_back({t.spec.name, to_string(t.mechanism)});
+  }
+
+  void start(const sdk::StartArgs&) override {
+    if (host_->bpf_load(skel_->obj) != LOUPE_OK)
+      throw sdk::Error(LOUPE_ERR_KERNEL, "loading the latency BPF object: " + host_->last_error());
+    attacher_->attach(targets_);
+    if (outliers_on_) {
+      decoder_ = std::make_unique<OutlierDecoder>(*host_, labels_);
+      loupe_ring_spec spec{};
+      spec.size = sizeof(spec);
+      spec.map_fd = bpf_map__fd(skel_->maps.outliers);
+      spec.name = "outliers";
+      spec.record_type = LAT_RECORD_OUTLIER;
+      spec.record_version = LAT_RECORD_OUTLIER_VERSION;
+      spec.min_len = sizeof(lat_outlier_event);
+      spec.max_len = sizeof(lat_outlier_event);
+      spec.category = LOUPE_RING_MUST_KEEP;
+      spec.policy = LOUPE_BP_DEFAULT;
+      spec.lost_map_fd = bpf_map__fd(skel_->maps.outliers_lost);
+      spec.divisor_map_fd = bpf_map__fd(skel_->maps.outliers_divisor);
+      spec.decode = &OutlierDecoder::decode_thunk;
+      spec.user = decoder_.get();
+      if (host_->register_ring(spec) != LOUPE_OK)
+        throw sdk::Error(LOUPE_ERR_INTERNAL, "registering the outliers ring: " +
+                                                 host_->last_error());
+    }
+    ReporterMaps maps;
+    maps.starts_fd = bpf_map__fd(skel_->maps.starts);
+    maps.hists_fd = bpf_map__fd(skel_->maps.hists);
+    maps.counters_fd = bpf_map__fd(skel_->maps.counters);
+    if (opts_.per_pid || opts_.per_comm) maps.breakdown_fd = bpf_map__fd(skel_->maps.breakdown);
+    reporter_ = std::make_unique<LatencyReporter>(*host_, maps, opts_, labels_);
+  }
+
+  void collect(const sdk::CollectArgs& args) override {
+    if (!reporter_) return;
+    reporter_->collect(args.is_final, args.window_start_ns, args.window_end_ns);
+    for (const auto& s : skipped_) {
+      sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, "target_skipped");
+      rb.label("target", s.first).final(args.is_final);
+      rb.health(LOUPE_HEALTH_ERROR, "latency/" + s.first, 1, s.second).emit(*host_);
+    }
+  }
+
+ private:
+  std::unique_ptr<sdk::Host> host_;
+  std::unique_ptr<latency_bpf, SkelDeleter> skel_;
+  std::vector<ResolvedTarget> targets_;
+  std::vector<std::pair<std::string, std::string>> skipped_;
+  std::vector<TargetLabels> labels_;
+  ReporterOptions opts_;
+  bool outliers_on_ = false;
+  std::unique_ptr<TargetAttacher> attacher_;
+  std::unique_ptr<OutlierDecoder> decoder_;
+  std::unique_ptr<LatencyReporter> reporter_;
+};
+
+}  // namespace loupe::latency
+
+LOUPE_PROFILER(loupe::latency::LatencyProfiler, "latency", "0.1.0",
+               "entry/exit latency pairs: histograms, percentiles and outliers per target",
+               loupe::latency::kKeys)

@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "latency_reporter.hpp"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <time.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "loupe/sdk/records.hpp"
+
+namespace loupe::latency {
+namespace {
+
+std::uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // the clock bpf_ktime_get_ns() reads
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
+}
+
+std::string comm_of(std::uint32_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+  std::string s;
+  std::getline(in, s);
+  return s;
+}
+
+}  // namespace
+
+LatencyReporter::LatencyReporter(const sdk::Host& host, ReporterMaps maps, ReporterOptions opts,
+                                 std::vector<TargetLabels> targets)
+    : host_(host),
+      maps_(maps),
+      opts_(opts),
+      targets_(std::move(targets)),
+      expired_swept_(targets_.size(), 0),
+      ncpus_(libbpf_num_possible_cpus()) {}
+
+LatencyReporter::Swept LatencyReporter::sweep_starts(bool is_final) {
+  Swept s{std::vector<std::uint64_t>(targets_.size(), 0),
+          std::vector<std::uint64_t>(targets_.size(), 0)};
+  std::uint64_t now = monotonic_ns();
+  lat_start_key key{}, next{};
+  std::vector<lat_start_key> stale;
+  bool first = true;
+  while (bpf_map_get_next_key(maps_.starts_fd, first ? nullptr : &key, &next) == 0) {
+    first = false;
+    key = next;
+    lat_start_val v{};
+    if (bpf_map_lookup_elem(maps_.starts_fd, &key, &v) != 0 || key.target >= targets_.size())
+      continue;
+    if (v.depth && now > v.ts[0] && now - v.ts[0] > opts_.max_age_ns) {
+      stale.push_back(key);
+      ++s.expired[key.target];
+    } else if (v.depth) {
+      ++s.in_flight[key.target];
+    }
+  }
+  // Deleting after the walk keeps get_next_key from restarting at the head.
+  for (const auto& k : stale) bpf_map_delete_elem(maps_.starts_fd, &k);
+  for (std::size_t i = 0; i < targets_.size(); ++i) expired_swept_[i] += s.expired[i];
+  (void)is_final;
+  return s;
+}
+
+lat_counters LatencyReporter::read_counters(std::uint32_t target) const {
+  std::vector<lat_counters> per_cpu(ncpus_);
+  lat_counters sum{};
+  if (bpf_map_lookup_elem(maps_.counters_fd, &target, per_cpu.data()) != 0) return sum;
+  for (const auto& c : per_cpu) {
+    sum.calls += c.calls;
+    sum.matched += c.matched;
+    sum.unmatched_exits += c.unmatched_exits;
+    sum.expired += c.expired;
+    sum.discarded += c.discarded;
+    sum.below_min += c.below_min;
+    sum.depth_overflow += c.depth_overflow;
+    sum.map_full += c.map_full;
+    sum.outliers += c.outliers;
+    sum.outliers_sampled_out += c.outliers_sampled_out;
+    sum.breakdown_overflow += c.breakdown_overflow;
+  }
+  return sum;
+}
+
+MergedHist LatencyReporter::read_hist(int fd, const void* key) const {
+  std::vector<loupe_hist> per_cpu(ncpus_);
+  if (bpf_map_lookup_elem(fd, key, per_cpu.data()) != 0) return {};
+  return merge_per_cpu(per_cpu);
+}
+
+void LatencyReporter::emit_hist(const std::string& key, const MergedHist& total,
+                                const std::vector<std::pair<std::string, std::string>>& labels) {
+  MergedHist report = total;
+  if (!is_final_) {
+    auto it = previous_.find(key);
+    if (it != previous_.end()) report = interval_delta(total, it->second, opts_.linear);
+    previous_[key] = total;
+  }
+  sdk::RecordBuilder rb(LOUPE_RECORD_HISTOGRAM, "latency");
+  for (const auto& [k, v] : labels) rb.label(k, v);
+  rb.final(is_final_).window(window_start_, window_end_);
+  rb.histogram(opts_.linear ? LOUPE_BUCKETS_LOG2_LINEAR : LOUPE_BUCKETS_LOG2,
+               opts_.linear ? LOUPE_HIST_SUB : 0, "ns", to_buckets(report, opts_.linear),
+               report.count, report.sum, report.min, report.max);
+  rb.emit(host_);
+}
+
+void LatencyReporter::emit_target(std::uint32_t i, const lat_counters& c, const Swept& swept) {
+  const auto& t = targets_[i];
+  auto metric = [&](const char* name, loupe_metric_type type, const char* unit, double v) {
+    sdk::RecordBuilder rb(LOUPE_RECORD_METRIC, name);
+    rb.label("target", t.name).label("mechanism", t.mechanism);
+    rb.final(is_final_).window(window_start_, window_end_).metric(type, unit, v);
+    rb.emit(host_);
+  };
+  std::uint64_t expired = c.expired + expired_swept_[i];
+  metric("calls", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.calls));
+  metric("matched", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.matched));
+  metric("unmatched_exits", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.unmatched_exits));
+  metric("expired", LOUPE_METRIC_COUNTER, "count", static_cast<double>(expired));
+  metric("discarded", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.discarded));
+  metric("below_min", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.below_min));
+  metric("depth_overflow", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.depth_overflow));
+  metric("outliers", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.outliers));
+  metric("in_flight", LOUPE_METRIC_GAUGE, "count", static_cast<double>(swept.in_flight[i]));
+  if (c.calls)
+    metric("match_rate", LOUPE_METRIC_GAUGE, "ratio",
+           static_cast<double>(c.matched) / static_cast<double>(c.calls));
+
+  auto health = [&](const char* name, std::uint64_t v, loupe_health_severity bad,
+                    const std::string& why) {
+    sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, name);
+    rb.label("target", t.name).label("mechanism", t.mechanism);
+    rb.final(is_final_).window(window_start_, window_end_);
+    rb.health(v ? bad : LOUPE_HEALTH_OK, "latency/" + t.name, v, v ? why : std::string());
+    rb.emit(host_);
+  };
+  health("unmatched_exits", c.unmatched_exits, LOUPE_HEALTH_WARN,
+         "exits without a recorded entry (calls in flight when tracing started, or entries "
+         "lost to a full correlation map)");
+  health("expired", expired, LOUPE_HEALTH_WARN,
+         "entries older than max_age_ms dropped: their exits never came");
+  health("discarded", c.discarded, LOUPE_HEALTH_WARN,
+         "impossible durations (negative or above max_age_ms) not recorded");
+  health("map_full", c.map_full, LOUPE_HEALTH_WARN,
+         "the correlation map was full: raise max_entries");
+  if (opts_.per_pid || opts_.per_comm)
+    health("breakdown_overflow", c.breakdown_overflow, LOUPE_HEALTH_WARN,
+           "breakdown cardinality limit reached: later pids/comms only in the target total");
+  if (c.outliers_sampled_out)
+    health("outliers_sampled_out", c.outliers_sampled_out, LOUPE_HEALTH_WARN,
+           "outlier events skipped under ring backpressure (1-in-N sampling)");
+  if (is_final_ && c.calls == 0 && c.unmatched_exits == 0)
+    health("silent_probe", 1, LOUPE_HEALTH_WARN,
+           "the probe never fired for this target (never called, or filtered out)");
+}
+
+void LatencyReporter::emit_breakdown() {
+  lat_breakdown_key key{}, next{};
+  bool first = true;
+  while (bpf_map_get_next_key(maps_.breakdown_fd, first ? nullptr : &key, &next) == 0) {
+    first = false;
+    key = next;
+    if (key.target >= targets_.size()) continue;
+    MergedHist h = read_hist(maps_.breakdown_fd, &key);
+    const auto& t = targets_[key.target];
+    std::vector<std::pair<std::string, std::string>> labels = {{"target", t.name},
+                                                               {"mechanism", t.mechanism}};
+    std::string id = "b/" + std::to_string(key.target);
+    if (opts_.per_pid) {
+      labels.emplace_back("pid", std::to_string(key.pid));
+      id += "/" + std::to_string(key.pid);
+    }
+    std::string comm = opts_.per_comm ? std::string(key.comm, strnlen(key.comm, LAT_COMM_LEN))
+                                      : comm_of(key.pid);
+    if (!comm.empty()) labels.emplace_back("comm", comm);
+    if (opts_.per_comm) id += "/" + comm;
+    emit_hist(id, h, labels);
+  }
+}
+
+void LatencyReporter::collect(bool is_final, std::uint64_t window_start_ns,
+                              std::uint64_t window_end_ns) {
+  is_final_ = is_final;
+  window_start_ = window_start_ns;
+  window_end_ = window_end_ns;
+  Swept swept = sweep_starts(is_final);
+  for (std::uint32_t i = 0; i < targets_.size(); ++i) {
+    MergedHist h = read_hist(maps_.hists_fd, &i);
+    emit_hist("t/" + std::to_string(i), h,
+              {{"target", targets_[i].name}, {"mechanism", targets_[i].mechanism}});
+    emit_target(i, read_counters(i), swept);
+  }
+  if (maps_.breakdown_fd >= 0) emit_breakdown();
+}
+
+}  // namespace loupe::latency

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// collect(): reads the per-CPU histogram and counter maps, sweeps stale in-flight
+// entries, and emits HISTOGRAM, METRIC and HEALTH records per target (and per pid/comm
+// when the breakdown is on). Interval reports carry the interval's delta; the final
+// report covers the whole session.
+#ifndef LOUPE_LATENCY_LATENCY_REPORTER_HPP
+#define LOUPE_LATENCY_LATENCY_REPORTER_HPP
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "hist_merge.hpp"
+#include "latency.h"
+#include "loupe/sdk/host.hpp"
+#include "outlier_decoder.hpp"
+
+namespace loupe::latency {
+
+struct ReporterMaps {
+  int starts_fd = -1;
+  int hists_fd = -1;
+  int counters_fd = -1;
+  int breakdown_fd = -1;  // -1 when the breakdown is off
+};
+
+struct ReporterOptions {
+  bool linear = false;
+  bool per_pid = false;
+  bool per_comm = false;
+  std::uint64_t max_age_ns = 0;
+};
+
+class LatencyReporter {
+ public:
+  LatencyReporter(const sdk::Host& host, ReporterMaps maps, ReporterOptions opts,
+                  std::vector<TargetLabels> targets);
+
+  void collect(bool is_final, std::uint64_t window_start_ns, std::uint64_t window_end_ns);
+
+ private:
+  struct Swept {
+    std::vector<std::uint64_t> expired;    // per target, stale entries removed by the sweep
+    std::vector<std::uint64_t> in_flight;  // per target, entries younger than max_age
+  };
+  Swept sweep_starts(bool is_final);
+  lat_counters read_counters(std::uint32_t target) const;
+  MergedHist read_hist(int fd, const void* key) const;
+  void emit_hist(const std::string& key, const MergedHist& total,
+                 const std::vector<std::pair<std::string, std::string>>& labels);
+  void emit_target(std::uint32_t i, const lat_counters& c, const Swept& swept);
+  void emit_breakdown();
+
+  sdk::Host host_;
+  ReporterMaps maps_;
+  ReporterOptions opts_;
+  std::vector<TargetLabels> targets_;
+  std::vector<std::uint64_t> expired_swept_;  // session totals
+  std::map<std::string, MergedHist> previous_;  // last interval's totals, by record key
+  int ncpus_;
+  bool is_final_ = false;
+  std::uint64_t window_start_ = 0, window_end_ = 0;
+};
+
+}  // namespace loupe::latency
+
+#endif  // LOUPE_LATENCY_LATENCY_REPORTER_HPP

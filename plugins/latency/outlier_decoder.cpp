@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "outlier_decoder.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "latency.h"
+#include "loupe/sdk/records.hpp"
+
+namespace loupe::latency {
+
+OutlierDecoder::OutlierDecoder(const sdk::Host& host, std::vector<TargetLabels> targets)
+    : host_(host), targets_(std::move(targets)) {}
+
+int OutlierDecoder::decode_thunk(void* user, const void* data, std::uint32_t len) {
+  try {
+    return static_cast<OutlierDecoder*>(user)->decode(data, len);
+  } catch (...) {
+    return LOUPE_ERR_INTERNAL;  // nothing may unwind into the core's worker
+  }
+}
+
+int OutlierDecoder::decode(const void* data, std::uint32_t len) {
+  lat_outlier_event e;
+  if (len < sizeof(e)) return LOUPE_ERR_INVALID_ARG;
+  std::memcpy(&e, data, sizeof(e));
+  if (e.target >= targets_.size()) return LOUPE_ERR_INVALID_ARG;
+  const auto& t = targets_[e.target];
+
+  // Leaf first: kernel frames sit above the user frames when both were captured.
+  std::vector<loupe_frame> frames;
+  auto add = [&](std::uint32_t pid, loupe_frame_kind kind, const __u64* addrs, __s32 n) {
+    if (n <= 0) return;
+    std::uint32_t count = std::min<std::uint32_t>(static_cast<std::uint32_t>(n), LAT_STACK_DEPTH);
+    std::vector<std::uint64_t> a(addrs, addrs + count);
+    std::vector<loupe_frame> out(count);
+    if (host_.symbolize(pid, kind, a.data(), count, out.data()) != LOUPE_OK) {
+      for (std::uint32_t i = 0; i < count; ++i) {
+        out[i] = loupe_frame{};
+        out[i].address = a[i];
+        out[i].kind = kind;
+        out[i].resolution = LOUPE_UNRESOLVED_NOT_ATTEMPTED;
+      }
+    }
+    frames.insert(frames.end(), out.begin(), out.end());
+  };
+  add(0, LOUPE_FRAME_KERNEL, e.kernel_stack, e.n_kernel);
+  add(e.pid, LOUPE_FRAME_USER, e.user_stack, e.n_user);
+
+  char comm[LAT_COMM_LEN + 1] = {};
+  std::memcpy(comm, e.comm, LAT_COMM_LEN);
+  sdk::RecordBuilder rb(LOUPE_RECORD_EVENT, "outlier");
+  rb.label("target", t.name).label("mechanism", t.mechanism);
+  rb.event_time(host_.boot_to_wall_ns(e.boot_ns))
+      .field("target", t.name)
+      .field("pid", static_cast<std::int64_t>(e.pid))
+      .field("tid", static_cast<std::int64_t>(e.tid))
+      .field("comm", std::string(comm))
+      .field_u("duration_ns", e.duration_ns)
+      .field("depth", static_cast<std::int64_t>(e.depth));
+  if (e.n_user < 0) rb.field("user_stack_error", static_cast<std::int64_t>(e.n_user));
+  if (e.n_kernel < 0) rb.field("kernel_stack_error", static_cast<std::int64_t>(e.n_kernel));
+  if (!frames.empty()) rb.frames(frames.data(), static_cast<std::uint32_t>(frames.size()));
+  return rb.emit(host_);
+}
+
+}  // namespace loupe::latency

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Turns an outlier ring record into an EVENT record (pid, tid, comm, duration, time and,
+// when captured, the symbolized stacks). Runs on a core worker thread, possibly while
+// collect() runs: it only reads state fixed before the ring was registered.
+#ifndef LOUPE_LATENCY_OUTLIER_DECODER_HPP
+#define LOUPE_LATENCY_OUTLIER_DECODER_HPP
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "loupe/sdk/host.hpp"
+
+namespace loupe::latency {
+
+struct TargetLabels {
+  std::string name;
+  std::string mechanism;
+};
+
+class OutlierDecoder {
+ public:
+  OutlierDecoder(const sdk::Host& host, std::vector<TargetLabels> targets);
+
+  int decode(const void* data, std::uint32_t len);
+  // loupe_ring_spec.decode
+  static int decode_thunk(void* user, const void* data, std::uint32_t len);
+
+ private:
+  sdk::Host host_;
+  std::vector<TargetLabels> targets_;
+};
+
+}  // namespace loupe::latency
+
+#endif  // LOUPE_LATENCY_OUTLIER_DECODER_HPP

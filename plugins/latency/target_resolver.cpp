@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "target_resolver.hpp"
+
+#include <stdexcept>
+
+#include "elf_symbols.hpp"
+#include "loupe/sdk/plugin.hpp"
+
+namespace loupe::latency {
+
+const char* to_string(Mechanism m) {
+  switch (m) {
+    case Mechanism::kFentry: return "fentry";
+    case Mechanism::kKprobe: return "kprobe";
+    case Mechanism::kUprobe: return "uprobe";
+    case Mechanism::kTracepoint: return "tracepoint";
+  }
+  return "?";
+}
+
+std::string ResolvedTarget::probe_label() const {
+  switch (mechanism) {
+    case Mechanism::kFentry: return "fentry:" + spec.kernel_function;
+    case Mechanism::kKprobe: return "kprobe:" + spec.kernel_function;
+    case Mechanism::kUprobe: return "uprobe:" + binary_path + ":" + spec.symbol;
+    case Mechanism::kTracepoint: return "tracepoint:" + spec.entry.full();
+  }
+  return "?";
+}
+
+TargetResolver::TargetResolver(const sdk::Host& host, const LibraryResolver& libraries,
+                               int fentry_slots)
+    : host_(host), libraries_(libraries), fentry_slots_left_(fentry_slots) {}
+
+ResolvedTarget TargetResolver::resolve(const TargetSpec& spec) {
+  switch (spec.kind) {
+    case TargetKind::kKernelFunction: return resolve_kernel_function(spec);
+    case TargetKind::kUserFunction: return resolve_user_function(spec);
+    case TargetKind::kTracepointPair:
+    case TargetKind::kSyscall: return resolve_tracepoints(spec);
+  }
+  throw sdk::Error(LOUPE_ERR_INTERNAL, "unknown target kind");
+}
+
+ResolvedTarget TargetResolver::resolve_kernel_function(const TargetSpec& spec) {
+  const std::string who = "target '" + spec.name + "' (" + spec.spec_text + ")";
+  if (!host_.ksym_exists(spec.kernel_function))
+    throw sdk::Error(LOUPE_ERR_NOT_FOUND, who + ": kernel function '" + spec.kernel_function +
+                                              "' is not in /proc/kallsyms (misspelled, "
+                                              "inlined, or in a module not loaded?)");
+  ResolvedTarget t{spec};
+  std::string fentry_why, kprobe_why;
+  bool fentry = host_.feature("fentry", &fentry_why);
+  if (fentry && fentry_slots_left_ > 0) {
+    t.mechanism = Mechanism::kFentry;
+    t.fentry_slot = next_fentry_slot_++;
+    --fentry_slots_left_;
+    return t;
+  }
+  if (fentry) fentry_why = "all " + std::to_string(next_fentry_slot_) + " fentry slots used";
+  if (host_.feature("kprobe", &kprobe_why)) {
+    t.mechanism = Mechanism::kKprobe;
+    return t;
+  }
+  // The usual case on kernels built without CONFIG_KPROBES and with fentry refused: point
+  // at the stable tracepoint that covers the same path.
+  std::string hint = "trace a tracepoint pair instead, e.g. syscall = \"read\" (the read(2) path "
+                     "that reaches vfs_read), or tracepoint_entry = \"syscalls:sys_enter_read\" "
+                     "+ tracepoint_exit = \"syscalls:sys_exit_read\"; see docs/latency.md";
+  throw sdk::Error(LOUPE_ERR_UNSUPPORTED,
+                   who + " cannot be traced on this kernel: fentry/fexit unavailable (" +
+                       (fentry_why.empty() ? "refused" : fentry_why) +
+                       ") and kprobe/kretprobe unavailable (" +
+                       (kprobe_why.empty() ? "not built in" : kprobe_why) + "); " + hint);
+}
+
+ResolvedTarget TargetResolver::resolve_user_function(const TargetSpec& spec) {
+  const std::string who = "target '" + spec.name + "' (" + spec.spec_text + ")";
+  std::string why;
+  if (!host_.feature("uprobe", &why))
+    throw sdk::Error(LOUPE_ERR_UNSUPPORTED, who + ": uprobes unavailable on this kernel (" +
+                                                why + ")");
+  ResolvedTarget t{spec};
+  t.mechanism = Mechanism::kUprobe;
+  try {
+    t.binary_path = libraries_.resolve(spec.binary);
+    t.file_offset = find_elf_function(t.binary_path, spec.symbol, spec.symbol_offset).file_offset;
+  } catch (const std::runtime_error& e) {
+    throw sdk::Error(LOUPE_ERR_NOT_FOUND, who + ": " + e.what());
+  }
+  return t;
+}
+
+ResolvedTarget TargetResolver::resolve_tracepoints(const TargetSpec& spec) {
+  const std::string who = "target '" + spec.name + "' (" + spec.spec_text + ")";
+  std::string why;
+  if (!host_.feature("tracepoint", &why))
+    throw sdk::Error(LOUPE_ERR_UNSUPPORTED, who + ": tracepoint programs unavailable (" + why +
+                                                ")");
+  for (const auto* tp : {&spec.entry, &spec.exit}) {
+    if (!host_.tracepoint_exists(tp->full())) {
+      std::string msg = who + ": tracepoint " + tp->full() + " does not exist";
+      if (spec.kind == TargetKind::kSyscall)
+        msg += " (unknown syscall name, or a kernel without CONFIG_FTRACE_SYSCALLS; names are "
+               "as in /sys/kernel/tracing/events/syscalls, e.g. \"read\", \"clock_nanosleep\")";
+      else
+        msg += " (see /sys/kernel/tracing/available_events)";
+      throw sdk::Error(LOUPE_ERR_NOT_FOUND, msg);
+    }
+  }
+  ResolvedTarget t{spec};
+  t.mechanism = Mechanism::kTracepoint;
+  return t;
+}
+
+}  // namespace loupe::latency

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Decides, before anything is loaded, how each target will be traced on this kernel and
+// checks that what it needs exists: the mechanism (fentry > kprobe for kernel functions,
+// uprobe, tracepoint), the kernel symbol, the tracepoints, the binary and the symbol's
+// file offset. Every refusal says why and what to do instead.
+#ifndef LOUPE_LATENCY_TARGET_RESOLVER_HPP
+#define LOUPE_LATENCY_TARGET_RESOLVER_HPP
+
+#include <cstdint>
+#include <string>
+
+#include "library_resolver.hpp"
+#include "loupe/sdk/host.hpp"
+#include "probe_spec.hpp"
+
+namespace loupe::latency {
+
+enum class Mechanism { kFentry, kKprobe, kUprobe, kTracepoint };
+
+const char* to_string(Mechanism m);
+
+struct ResolvedTarget {
+  TargetSpec spec;
+  Mechanism mechanism = Mechanism::kTracepoint;
+  std::string binary_path;        // kUprobe
+  std::uint64_t file_offset = 0;  // kUprobe
+  int fentry_slot = -1;           // kFentry
+  std::string probe_label() const;  // "uprobe:/lib/libc.so.6:malloc", "tracepoint:...", ...
+};
+
+class TargetResolver {
+ public:
+  TargetResolver(const sdk::Host& host, const LibraryResolver& libraries, int fentry_slots);
+
+  // Throws sdk::Error (NOT_FOUND / UNSUPPORTED / INVALID_ARG) with the whole story.
+  ResolvedTarget resolve(const TargetSpec& spec);
+
+ private:
+  ResolvedTarget resolve_kernel_function(const TargetSpec& spec);
+  ResolvedTarget resolve_user_function(const TargetSpec& spec);
+  ResolvedTarget resolve_tracepoints(const TargetSpec& spec);
+
+  const sdk::Host& host_;
+  const LibraryResolver& libraries_;
+  int fentry_slots_left_;
+  int next_fentry_slot_ = 0;
+};
+
+}  // namespace loupe::latency
+
+#endif  // LOUPE_LATENCY_TARGET_RESOLVER_HPP
