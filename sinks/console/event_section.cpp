@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <cstdio>
+
+#include "human_units.hpp"
+#include "report_sections.hpp"
+
+namespace loupe::sinks {
+namespace {
+
+constexpr std::size_t kMaxEventFrames = 12;
+
+std::string field_text(const FieldValue& v) {
+  if (auto p = std::get_if<std::int64_t>(&v)) return std::to_string(*p);
+  if (auto p = std::get_if<std::uint64_t>(&v)) return std::to_string(*p);
+  if (auto p = std::get_if<double>(&v)) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", *p);
+    return buf;
+  }
+  const std::string& s = std::get<std::string>(v);
+  return s.find(' ') == std::string::npos && !s.empty() ? s : "\"" + s + "\"";
+}
+
+std::string magnitude_text(const EventMagnitude& m) {
+  return m.unit.empty() ? format_number(m.value) : format_quantity(m.value, m.unit);
+}
+
+}  // namespace
+
+void render_events(const ReportBatch& batch, const ReportOptions& opt, const TextStyle& style,
+                   std::string& out) {
+  if (batch.events.empty()) return;
+  out += style.bold(rule("EVENTS", report_width(opt), "═")) + "\n\n";
+
+  TextTable summary({false, true, true, false});
+  summary.row({"event", "count", "slowest", "ranked by"});
+  for (const auto& [name, log] : batch.events) {
+    bool ranked = !log.slowest.empty();
+    summary.row({name, format_count(log.count),
+                 ranked ? magnitude_text(*log.slowest.front().magnitude) : "-",
+                 ranked ? log.slowest.front().magnitude->key : "(no duration field)"});
+  }
+  auto lines = summary.lines("  ");
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    out += (i == 0 ? style.dim(lines[i]) : lines[i]) + "\n";
+
+  for (const auto& [name, log] : batch.events) {
+    bool ranked = !log.slowest.empty();
+    std::vector<RankedEvent> shown = ranked ? log.slowest : log.latest_ordered();
+    if (shown.size() > opt.top) shown.resize(opt.top);
+    std::string title = ranked ? "slow calls: " + name + ", " + std::to_string(shown.size()) +
+                                     " slowest of " + format_count(log.count) + " by " +
+                                     log.slowest.front().magnitude->key
+                               : name + ": last " + std::to_string(shown.size()) + " of " +
+                                     format_count(log.count);
+    out += "\n  " + style.bold(title) + "\n";
+    for (const auto& ev : shown) {
+      std::string line = "    " + format_clock(ev.event.timestamp_ns);
+      if (ev.magnitude) line += "  " + pad_left(magnitude_text(*ev.magnitude), 9);
+      for (const auto& [k, v] : ev.labels) line += "  " + k + "=" + v;
+      for (const auto& [k, v] : ev.event.fields) {
+        if (ev.magnitude && k == ev.magnitude->key) continue;
+        line += "  " + k + "=" + field_text(v);
+      }
+      out += line + "\n";
+      if (!ev.event.frames.empty())
+        out += "        " + style.dim("stack: " + folded_frames(ev.event.frames, kMaxEventFrames)) +
+               "\n";
+    }
+  }
+  out += "\n";
+}
+
+}  // namespace loupe::sinks

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "human_units.hpp"
+#include "report_sections.hpp"
+
+namespace loupe::sinks {
+namespace {
+
+const char* severity_name(std::uint32_t s) {
+  switch (s) {
+    case LOUPE_HEALTH_OK: return "OK";
+    case LOUPE_HEALTH_WARN: return "WARN";
+    case LOUPE_HEALTH_ERROR: return "ERROR";
+    default: return "?";
+  }
+}
+
+// "lost_kernel@ring:outliers (17)"
+std::string where(const HealthEntry& e) {
+  std::string s = e.name;
+  if (!e.health.component.empty()) s += "@" + e.health.component;
+  if (!e.labels.empty()) s += "{" + labels_text(e.labels) + "}";
+  return s;
+}
+
+}  // namespace
+
+void render_health(const ReportBatch& batch, const ReportOptions& opt, const TextStyle& style,
+                   std::string& out) {
+  out += style.bold(rule("HEALTH SUMMARY", report_width(opt), "═")) + "\n";
+
+  TextTable table({false, false, false, true, false});
+  std::vector<std::uint32_t> severities;
+  std::uint64_t lost = 0;
+  std::vector<std::string> lost_where, failed_where;
+  for (const auto& [key, e] : batch.health) {
+    const HealthCopy& h = e.health;
+    table.row({severity_name(h.severity), h.component.empty() ? "-" : h.component,
+               e.labels.empty() ? e.name : e.name + "{" + labels_text(e.labels) + "}",
+               format_count(h.value), h.message});
+    severities.push_back(h.severity);
+    if (h.severity >= LOUPE_HEALTH_WARN && h.value > 0) {
+      lost += h.value;
+      lost_where.push_back(where(e) + " (" + format_count(h.value) + ")");
+    } else if (h.severity == LOUPE_HEALTH_ERROR) {
+      failed_where.push_back(where(e) + (h.message.empty() ? "" : ": " + h.message));
+    }
+  }
+  auto lines = table.lines("  ");
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (severities[i] == LOUPE_HEALTH_ERROR)
+      out += style.error(lines[i] + "  <<<") + "\n";
+    else if (severities[i] == LOUPE_HEALTH_WARN)
+      out += style.warn(lines[i] + "  <<<") + "\n";
+    else
+      out += lines[i] + "\n";
+  }
+
+  std::string verdict;
+  if (batch.health.empty()) {
+    verdict = "VERDICT: no health records received: losses are unknown";
+    out += style.warn(verdict) + "\n";
+    return;
+  }
+  if (lost == 0 && failed_where.empty()) {
+    out += style.good("VERDICT: no data lost (" + std::to_string(batch.health.size()) +
+                      " health checks OK)") +
+           "\n";
+    return;
+  }
+  if (lost > 0) {
+    verdict = "VERDICT: " + format_count(lost) + " records lost: ";
+    for (std::size_t i = 0; i < lost_where.size(); ++i)
+      verdict += (i ? ", " : "") + lost_where[i];
+  }
+  if (!failed_where.empty()) {
+    verdict += verdict.empty() ? "VERDICT: " : "; ";
+    verdict += std::to_string(failed_where.size()) + " component(s) failed: ";
+    for (std::size_t i = 0; i < failed_where.size(); ++i)
+      verdict += (i ? ", " : "") + failed_where[i];
+  }
+  out += style.error(verdict) + "\n";
+}
+
+}  // namespace loupe::sinks

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "human_units.hpp"
+#include "report_sections.hpp"
+
+namespace loupe::sinks {
+namespace {
+
+constexpr double kQuantiles[] = {0.5, 0.9, 0.95, 0.99, 0.999};
+
+const char* scheme_name(std::uint32_t scheme) {
+  switch (scheme) {
+    case LOUPE_BUCKETS_LOG2: return "log2";
+    case LOUPE_BUCKETS_LOG2_LINEAR: return "log2-linear";
+    case LOUPE_BUCKETS_EXPLICIT: return "explicit";
+    default: return "unknown scheme";
+  }
+}
+
+std::string quantile_label(double q) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "p%g", q * 100.0);
+  return buf;
+}
+
+std::string bar(std::uint64_t count, std::uint64_t peak, std::size_t width) {
+  std::size_t fill = 0;
+  if (peak && count) {
+    fill = static_cast<std::size_t>(std::llround(static_cast<double>(count) * width / peak));
+    fill = std::clamp<std::size_t>(fill, 1, width);
+  }
+  return "|" + std::string(fill, '*') + std::string(width - fill, ' ') + "|";
+}
+
+// Buckets as given plus explicit empty rows for the ranges between them: a gap in a
+// latency distribution is information (bimodal behaviour), so it is shown, not hidden.
+std::vector<loupe_bucket> rows_with_gaps(const std::vector<loupe_bucket>& given) {
+  std::vector<loupe_bucket> rows;
+  for (const auto& b : given) {
+    if (!rows.empty() && rows.back().upper < b.lower) rows.push_back({rows.back().upper, b.lower, 0});
+    rows.push_back(b);
+  }
+  return rows;
+}
+
+}  // namespace
+
+std::vector<loupe_percentile> percentiles_from_buckets(const HistogramCopy& h) {
+  std::vector<loupe_percentile> out;
+  std::uint64_t total = 0;
+  for (const auto& b : h.buckets) total += b.count;
+  if (total == 0) return out;
+  for (double q : kQuantiles) {
+    auto rank = static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(total)));
+    rank = std::max<std::uint64_t>(rank, 1);
+    std::uint64_t seen = 0;
+    for (const auto& b : h.buckets) {
+      seen += b.count;
+      if (seen < rank) continue;
+      std::uint64_t mid = b.upper == UINT64_MAX ? b.lower : b.lower + (b.upper - b.lower) / 2;
+      if (h.max >= h.min && h.count) mid = std::clamp(mid, h.min, h.max);
+      out.push_back({q, mid, b.lower, b.upper});
+      break;
+    }
+  }
+  return out;
+}
+
+void render_histograms(const ReportBatch& batch, const ReportOptions& opt, const TextStyle& style,
+                       std::string& out) {
+  if (batch.histograms.empty()) return;
+  const std::size_t width = report_width(opt);
+  out += style.bold(rule("HISTOGRAMS", width, "═")) + "\n";
+  for (const auto& [key, series] : batch.histograms) {
+    const HistogramCopy& h = series.hist;
+    const std::string& unit = h.unit;
+    std::string title = key + "  (" + (unit.empty() ? "no unit" : unit) + ", " +
+                        scheme_name(h.scheme) +
+                        (h.scheme == LOUPE_BUCKETS_LOG2_LINEAR
+                             ? ", " + std::to_string(h.sub_buckets) + " sub-buckets"
+                             : std::string()) +
+                        ")";
+    out += "\n" + style.bold(rule(title, width)) + "\n";
+    std::string stats = "  count " + format_count(h.count);
+    if (h.count) {
+      stats += "   sum " + format_quantity(static_cast<double>(h.sum), unit) + "   min " +
+               format_quantity(static_cast<double>(h.min), unit) + "   max " +
+               format_quantity(static_cast<double>(h.max), unit) + "   mean " +
+               format_quantity(static_cast<double>(h.sum) / static_cast<double>(h.count), unit);
+    }
+    out += stats + "\n";
+    if (h.buckets.empty()) {
+      out += "  (no samples)\n";
+      continue;
+    }
+
+    std::uint64_t total = 0, peak = 0;
+    for (const auto& b : h.buckets) {
+      total += b.count;
+      peak = std::max(peak, b.count);
+    }
+    std::vector<loupe_bucket> rows = rows_with_gaps(h.buckets);
+    std::size_t lw = 0, uw = 0, cw = 5;
+    for (const auto& b : rows) {
+      lw = std::max(lw, display_width(format_bound(b.lower, unit)));
+      uw = std::max(uw, display_width(format_bound(b.upper, unit)));
+      cw = std::max(cw, display_width(format_count(b.count)));
+    }
+    out += "\n  " + pad_right("range", lw + uw + 5) + " " + pad_left("count", cw) + " " +
+           pad_right("|distribution", opt.bar_width + 2) + "  " + pad_left("pct", 6) + "  " +
+           pad_left("cum", 6) + "\n";
+    std::uint64_t cum = 0;
+    for (const auto& b : rows) {
+      cum += b.count;
+      double pct = total ? static_cast<double>(b.count) / static_cast<double>(total) : 0;
+      double cpct = total ? static_cast<double>(cum) / static_cast<double>(total) : 0;
+      out += "  [" + pad_left(format_bound(b.lower, unit), lw) + ", " +
+             pad_left(format_bound(b.upper, unit), uw) + ") " + pad_left(format_count(b.count), cw) +
+             " " + bar(b.count, peak, opt.bar_width) + "  " + pad_left(format_percent(pct), 6) +
+             "  " + pad_left(format_percent(cpct), 6) + "\n";
+    }
+
+    std::vector<loupe_percentile> pcts =
+        h.percentiles.empty() ? percentiles_from_buckets(h) : h.percentiles;
+    if (!pcts.empty()) out += "\n";
+    for (const auto& p : pcts) {
+      out += "  " + pad_right(quantile_label(p.quantile), 6) + "≈ " +
+             pad_right(format_quantity(static_cast<double>(p.value), unit), 10) + " (in [" +
+             format_bound(p.lower, unit) + ", " + format_bound(p.upper, unit) + "))\n";
+    }
+  }
+  out += "\n";
+}
+
+}  // namespace loupe::sinks

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+#ifndef LOUPE_SINKS_CONSOLE_RECORD_COPY_HPP
+#define LOUPE_SINKS_CONSOLE_RECORD_COPY_HPP
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "loupe/abi/records.h"
+
+namespace loupe::sinks {
+
+// Owned copies of the parts of a record the report needs: consume() only borrows the
+// record, and the report is rendered later at flush().
+
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+struct FrameCopy {
+  std::uint64_t address = 0;
+  std::optional<std::string> symbol;
+  std::optional<std::string> module;
+  std::uint64_t offset = 0;
+};
+
+struct HistogramCopy {
+  std::uint32_t scheme = 0;
+  std::uint32_t sub_buckets = 0;
+  std::string unit;
+  std::vector<loupe_bucket> buckets;
+  std::uint64_t count = 0, sum = 0, min = 0, max = 0;
+  std::vector<loupe_percentile> percentiles;
+};
+
+struct ValueCopy {
+  std::string name;
+  std::string unit;
+  std::int64_t value = 0;
+};
+
+using FieldValue = std::variant<std::int64_t, std::uint64_t, double, std::string>;
+
+struct EventCopy {
+  std::uint64_t timestamp_ns = 0;
+  std::vector<std::pair<std::string, FieldValue>> fields;
+  std::vector<FrameCopy> frames;
+};
+
+struct MetricCopy {
+  std::uint32_t type = 0;
+  std::string unit;
+  double value = 0;
+};
+
+struct HealthCopy {
+  std::uint32_t severity = 0;
+  std::string component;
+  std::uint64_t value = 0;
+  std::string message;
+};
+
+std::string copy_str(const char* s);
+Labels copy_labels(const loupe_record& rec);
+std::vector<FrameCopy> copy_frames(const loupe_frame* frames, std::uint32_t n);
+HistogramCopy copy_histogram(const loupe_histogram& h);
+EventCopy copy_event(const loupe_event& e);
+
+// "name{k=v,k=v}" — the identity of a series in the report.
+std::string series_name(const std::string& name, const Labels& labels);
+std::string labels_text(const Labels& labels);
+
+// A frame as one token: symbol, else module+0xoffset, else the raw address.
+std::string frame_text(const FrameCopy& f);
+// Frames folded leaf → root with ';', at most `max_frames` of them.
+std::string folded_frames(const std::vector<FrameCopy>& frames, std::size_t max_frames);
+
+}  // namespace loupe::sinks
+
+#endif

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "report_batch.hpp"
+
+#include <algorithm>
+#include <string_view>
+
+namespace loupe::sinks {
+namespace {
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+std::optional<double> numeric(const FieldValue& v) {
+  if (auto p = std::get_if<std::int64_t>(&v)) return static_cast<double>(*p);
+  if (auto p = std::get_if<std::uint64_t>(&v)) return static_cast<double>(*p);
+  if (auto p = std::get_if<double>(&v)) return *p;
+  return std::nullopt;
+}
+
+std::string unit_of_key(std::string_view key) {
+  for (const char* u : {"ns", "us", "ms", "bytes"})
+    if (ends_with(key, std::string("_") + u)) return u;
+  return {};
+}
+
+bool is_point_in_time(std::string_view key) {
+  return starts_with(key, "ts") || starts_with(key, "timestamp") || starts_with(key, "start") ||
+         starts_with(key, "end") || starts_with(key, "time");
+}
+
+}  // namespace
+
+std::optional<EventMagnitude> event_magnitude(const EventCopy& e) {
+  static constexpr std::string_view kPreferred[] = {"duration_ns", "latency_ns", "delta_ns",
+                                                    "elapsed_ns",  "wait_ns",    "duration",
+                                                    "latency"};
+  for (std::string_view want : kPreferred)
+    for (const auto& [key, v] : e.fields)
+      if (key == want)
+        if (auto d = numeric(v)) return EventMagnitude{key, *d, unit_of_key(key)};
+  for (const auto& [key, v] : e.fields)
+    if (ends_with(key, "_ns") && !is_point_in_time(key))
+      if (auto d = numeric(v)) return EventMagnitude{key, *d, "ns"};
+  return std::nullopt;
+}
+
+std::vector<RankedEvent> EventLog::latest_ordered() const {
+  std::vector<RankedEvent> out;
+  out.reserve(latest.size());
+  for (std::size_t i = 0; i < latest.size(); ++i)
+    out.push_back(latest[(latest_next + i) % latest.size()]);
+  return out;
+}
+
+void ReportBatch::add(const loupe_record& rec) {
+  ++n_records_;
+  std::string name = copy_str(rec.name);
+  Labels labels = copy_labels(rec);
+  if (rec.plugin) sources.insert(rec.plugin);
+  if (rec.window_start_ns && (!window_start_ns || rec.window_start_ns < window_start_ns))
+    window_start_ns = rec.window_start_ns;
+  window_end_ns = std::max(window_end_ns, rec.window_end_ns);
+
+  switch (rec.kind) {
+    case LOUPE_RECORD_HISTOGRAM:
+      if (rec.histogram) {
+        std::string key = series_name(name, labels);
+        histograms[key] = HistogramSeries{name, std::move(labels), copy_histogram(*rec.histogram)};
+      }
+      break;
+    case LOUPE_RECORD_METRIC:
+      if (rec.metric) {
+        std::string key = labels_text(labels);
+        metrics[name][key] = MetricSeries{
+            std::move(labels), MetricCopy{rec.metric->type, copy_str(rec.metric->unit),
+                                          rec.metric->value}};
+      }
+      break;
+    case LOUPE_RECORD_STACK_SAMPLE:
+      if (rec.stack) add_stack(name, std::move(labels), *rec.stack);
+      break;
+    case LOUPE_RECORD_EVENT:
+      if (rec.event) add_event(name, std::move(labels), *rec.event);
+      break;
+    case LOUPE_RECORD_HEALTH:
+      if (rec.health) {
+        HealthCopy h{rec.health->severity, copy_str(rec.health->component), rec.health->value,
+                     copy_str(rec.health->message)};
+        std::string key = h.component + '\x1f' + name + '\x1f' + labels_text(labels);
+        health[key] = HealthEntry{name, std::move(labels), std::move(h)};
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+void ReportBatch::add_stack(const std::string& name, Labels labels, const loupe_stack_sample& s) {
+  std::vector<FrameCopy> frames = copy_frames(s.frames, s.n_frames);
+  std::string key = labels_text(labels);
+  for (const auto& f : frames) key += '\x1f' + std::to_string(f.address) + ':' + frame_text(f);
+  StackEntry& entry = stacks[name][key];
+  if (entry.frames.empty() && entry.values.empty()) {
+    entry.labels = std::move(labels);
+    entry.frames = std::move(frames);
+  }
+  for (std::uint32_t i = 0; s.values && i < s.n_values; ++i) {
+    std::string vname = copy_str(s.values[i].name);
+    auto it = std::find_if(entry.values.begin(), entry.values.end(),
+                           [&](const ValueCopy& v) { return v.name == vname; });
+    if (it == entry.values.end())
+      entry.values.push_back({vname, copy_str(s.values[i].unit), s.values[i].value});
+    else
+      it->value += s.values[i].value;
+  }
+}
+
+void ReportBatch::add_event(const std::string& name, Labels labels, const loupe_event& e) {
+  EventLog& log = events[name];
+  ++log.count;
+  if (keep_events_ == 0) return;
+  RankedEvent ranked{std::move(labels), copy_event(e), std::nullopt};
+  ranked.magnitude = event_magnitude(ranked.event);
+
+  if (ranked.magnitude) {
+    auto slower = [](const RankedEvent& a, const RankedEvent& b) {
+      return a.magnitude->value > b.magnitude->value;
+    };
+    if (log.slowest.size() < keep_events_ ||
+        ranked.magnitude->value > log.slowest.back().magnitude->value) {
+      auto pos = std::upper_bound(log.slowest.begin(), log.slowest.end(), ranked, slower);
+      log.slowest.insert(pos, ranked);
+      if (log.slowest.size() > keep_events_) log.slowest.pop_back();
+    }
+  }
+  if (log.latest.size() < keep_events_) {
+    log.latest.push_back(std::move(ranked));
+  } else {
+    log.latest[log.latest_next] = std::move(ranked);
+    log.latest_next = (log.latest_next + 1) % keep_events_;
+  }
+}
+
+}  // namespace loupe::sinks

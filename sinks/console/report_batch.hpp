@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+#ifndef LOUPE_SINKS_CONSOLE_REPORT_BATCH_HPP
+#define LOUPE_SINKS_CONSOLE_REPORT_BATCH_HPP
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "loupe/abi/records.h"
+#include "record_copy.hpp"
+
+namespace loupe::sinks {
+
+struct HistogramSeries {
+  std::string name;
+  Labels labels;
+  HistogramCopy hist;
+};
+
+struct MetricSeries {
+  Labels labels;
+  MetricCopy metric;
+};
+
+struct StackEntry {
+  Labels labels;
+  std::vector<FrameCopy> frames;
+  std::vector<ValueCopy> values;
+};
+
+// The numeric field an event is ranked by ("slow calls"), chosen by name only: sinks know
+// records, not plugins.
+struct EventMagnitude {
+  std::string key;
+  double value = 0;
+  std::string unit;  // "ns", ... derived from the key suffix; empty when unknown
+};
+std::optional<EventMagnitude> event_magnitude(const EventCopy& e);
+
+struct RankedEvent {
+  Labels labels;
+  EventCopy event;
+  std::optional<EventMagnitude> magnitude;
+};
+
+// Per event name: exact count, and bounded samples (the N slowest and the N latest) so a
+// flood of events cannot grow the report without bound.
+struct EventLog {
+  std::uint64_t count = 0;
+  std::vector<RankedEvent> slowest;  // descending magnitude
+  std::vector<RankedEvent> latest;   // ring of the last N, oldest first after ordered()
+  std::size_t latest_next = 0;
+  std::vector<RankedEvent> latest_ordered() const;
+};
+
+struct HealthEntry {
+  std::string name;
+  Labels labels;
+  HealthCopy health;
+};
+
+// What arrived since the last flush, reduced to what the report shows: histograms,
+// metrics and health keep their latest value per series (producers send snapshots),
+// stack samples with the same frames and labels are summed.
+class ReportBatch {
+ public:
+  explicit ReportBatch(std::size_t keep_events) : keep_events_(keep_events) {}
+
+  void add(const loupe_record& rec);
+  bool empty() const { return n_records_ == 0; }
+  std::uint64_t n_records() const { return n_records_; }
+
+  std::map<std::string, HistogramSeries> histograms;                   // by series
+  std::map<std::string, std::map<std::string, MetricSeries>> metrics;  // by name, series
+  std::map<std::string, std::map<std::string, StackEntry>> stacks;     // by name, stack
+  std::map<std::string, EventLog> events;                              // by name
+  std::map<std::string, HealthEntry> health;                           // by component, name
+  std::set<std::string> sources;  // producing plugins, for the header only
+  std::uint64_t window_start_ns = 0;
+  std::uint64_t window_end_ns = 0;
+
+ private:
+  void add_stack(const std::string& name, Labels labels, const loupe_stack_sample& s);
+  void add_event(const std::string& name, Labels labels, const loupe_event& e);
+
+  std::size_t keep_events_;
+  std::uint64_t n_records_ = 0;
+};
+
+}  // namespace loupe::sinks
+
+#endif

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: Apache-2.0
+#ifndef LOUPE_SINKS_CONSOLE_REPORT_TEXT_HPP
+#define LOUPE_SINKS_CONSOLE_REPORT_TEXT_HPP
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace loupe::sinks {
+
+struct ReportOptions {
+  std::size_t top = 10;
+  std::size_t bar_width = 40;
+  bool color = false;
+};
+
+// ANSI emphasis, or nothing when the output is not a terminal (or color = "never").
+class TextStyle {
+ public:
+  explicit TextStyle(bool color) : color_(color) {}
+  std::string bold(std::string_view s) const { return wrap("\033[1m", s); }
+  std::string dim(std::string_view s) const { return wrap("\033[2m", s); }
+  std::string warn(std::string_view s) const { return wrap("\033[1;33m", s); }
+  std::string error(std::string_view s) const { return wrap("\033[1;31m", s); }
+  std::string good(std::string_view s) const { return wrap("\033[1;32m", s); }
+
+ private:
+  std::string wrap(const char* code, std::string_view s) const {
+    if (!color_) return std::string(s);
+    return std::string(code) + std::string(s) + "\033[0m";
+  }
+  bool color_;
+};
+
+// Columns are counted in code points so "µs", "∞" and "…" align like ASCII.
+inline std::size_t display_width(std::string_view s) {
+  std::size_t n = 0;
+  for (unsigned char c : s)
+    if ((c & 0xC0) != 0x80) ++n;
+  return n;
+}
+inline std::string pad_right(std::string s, std::size_t width) {
+  std::size_t w = display_width(s);
+  if (w < width) s.append(width - w, ' ');
+  return s;
+}
+inline std::string pad_left(std::string s, std::size_t width) {
+  std::size_t w = display_width(s);
+  if (w < width) s.insert(0, width - w, ' ');
+  return s;
+}
+// "── title ─────" to `width` columns.
+inline std::string rule(std::string_view title, std::size_t width, const char* ch = "─") {
+  std::string out = std::string(ch) + ch + " " + std::string(title) + " ";
+  for (std::size_t w = display_width(out); w < width; ++w) out += ch;
+  return out;
+}
+
+
+// A table whose columns are sized to their widest cell. lines() returns padded rows so
+// callers can wrap a whole row in emphasis without escape codes breaking the widths.
+class TextTable {
+ public:
+  explicit TextTable(std::vector<bool> right_aligned) : right_(std::move(right_aligned)) {}
+  void row(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
+  std::vector<std::string> lines(std::string_view indent) const {
+    std::vector<std::size_t> widths;
+    for (const auto& r : rows_)
+      for (std::size_t i = 0; i < r.size(); ++i) {
+        if (widths.size() <= i) widths.push_back(0);
+        if (display_width(r[i]) > widths[i]) widths[i] = display_width(r[i]);
+      }
+    std::vector<std::string> out;
+    for (const auto& r : rows_) {
+      std::string line(indent);
+      for (std::size_t i = 0; i < r.size(); ++i) {
+        bool right = i < right_.size() && right_[i];
+        bool last = i + 1 == r.size();
+        if (i) line += "  ";
+        line += right ? pad_left(r[i], widths[i]) : last ? r[i] : pad_right(r[i], widths[i]);
+      }
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      out.push_back(std::move(line));
+    }
+    return out;
+  }
+
+ private:
+  std::vector<bool> right_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+}  // namespace loupe::sinks
+
+#endif
