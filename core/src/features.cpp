@@ -29,6 +29,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <optional>
 #include <sstream>
 #include <string_view>
@@ -118,8 +119,15 @@ std::string join(const std::vector<std::string>& parts, const char* sep) {
 std::string privilege_hint(int err, const char* needed) {
   if (err != EPERM && err != EACCES) return "";
   auto missing = missing_capabilities();
-  if (missing.empty()) return std::string(" (needs ") + needed + "; all are in the effective set)";
-  return std::string(" (needs ") + needed + "; missing " + join(missing, ", ") + ")";
+  if (!missing.empty()) return std::string(" (needs ") + needed + "; missing " + join(missing, ", ") + ")";
+  std::string hint = " though CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN are all effective: a kernel security policy refuses it";
+  // securityfs shows the lockdown mode as "none [integrity] confidentiality" when mounted.
+  if (auto lockdown = read_trimmed("/sys/kernel/security/lockdown")) {
+    auto b = lockdown->find('['), e = lockdown->find(']');
+    if (b != std::string::npos && e != std::string::npos && e > b)
+      hint += " (lockdown=" + lockdown->substr(b + 1, e - b - 1) + ")";
+  }
+  return hint;
 }
 
 // The last verifier/kernel log line that says something, e.g. "attach to unsupported member".
@@ -160,7 +168,10 @@ LoadedProg load_probe_prog(bpf_prog_type type, bpf_attach_type expected = bpf_at
   int err = errno;
   out.error = "load refused: " + errno_text(err) + privilege_hint(err, "CAP_BPF or CAP_SYS_ADMIN");
   std::string line = useful_log_line(std::string(log.data(), strnlen(log.data(), log.size())));
-  if (!line.empty()) out.error += ": verifier: " + line;
+  if (!line.empty())
+    out.error += "; verifier: " + line;
+  else
+    out.error += "; verifier log empty (refused before verification)";
   return out;
 }
 
@@ -348,9 +359,11 @@ std::string hex(uint64_t v) {
 // Shared kernel facts, gathered on first use. vmlinux BTF is parsed once and released after the
 // few ids the probes need are read: keeping ~10 MB of types alive for a session is waste.
 
-class KernelFeatureProber::ProbeContext {
+class detail::FeatureProbeContext {
  public:
+  // Each accessor holds mu_ while it gathers: probes run on several threads in all().
   const MountOutcome& tracefs() {
+    std::lock_guard lock(mu_);
     if (!tracefs_) tracefs_ = mount_tracefs();
     return *tracefs_;
   }
@@ -364,6 +377,7 @@ class KernelFeatureProber::ProbeContext {
   };
 
   const BtfFacts& btf() {
+    std::lock_guard lock(mu_);
     if (btf_) return *btf_;
     btf_.emplace();
     if (!path_exists(kVmlinuxBtfPath)) {
@@ -391,6 +405,7 @@ class KernelFeatureProber::ProbeContext {
 
   // First of kKernelFuncCandidates listed in /proc/kallsyms, "" if none.
   const std::string& kallsyms_target() {
+    std::lock_guard lock(mu_);
     if (kallsyms_target_) return *kallsyms_target_;
     kallsyms_target_.emplace();
     std::ifstream in("/proc/kallsyms");
@@ -413,6 +428,7 @@ class KernelFeatureProber::ProbeContext {
   }
 
  private:
+  std::mutex mu_;
   std::optional<MountOutcome> tracefs_;
   std::optional<BtfFacts> btf_;
   std::optional<std::string> kallsyms_target_;
@@ -420,7 +436,7 @@ class KernelFeatureProber::ProbeContext {
 
 namespace {
 
-using Ctx = KernelFeatureProber::ProbeContext;
+using Ctx = detail::FeatureProbeContext;
 
 FeatureResult probe_bpf_syscall() {
   auto prog = load_probe_prog(BPF_PROG_TYPE_SOCKET_FILTER);
@@ -720,7 +736,7 @@ std::vector<std::string> missing_capabilities() {
 }
 
 KernelFeatureProber::KernelFeatureProber(std::set<std::string> forced_off)
-    : ctx_(std::make_shared<ProbeContext>()), forced_off_(std::move(forced_off)) {
+    : ctx_(std::make_shared<detail::FeatureProbeContext>()), forced_off_(std::move(forced_off)) {
   forced_off_.merge(env_forced_off());
 }
 
@@ -735,8 +751,10 @@ const std::vector<std::string>& KernelFeatureProber::known_features() {
 }
 
 FeatureResult KernelFeatureProber::get(const std::string& name) {
-  std::lock_guard lock(mu_);
-  if (auto it = cache_.find(name); it != cache_.end()) return it->second;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = cache_.find(name); it != cache_.end()) return it->second;
+  }
   FeatureResult result;
   const auto& categories = feature_categories();
   auto cat = categories.find(name);
@@ -753,18 +771,30 @@ FeatureResult KernelFeatureProber::get(const std::string& name) {
   }
   result.name = name;
   result.category = cat->second;
-  cache_.emplace(name, result);
-  return result;
+  // Probing ran unlocked; if another thread finished the same probe first, keep its answer so
+  // every caller sees one result per feature.
+  std::lock_guard lock(mu_);
+  return cache_.emplace(name, result).first->second;
 }
 
 std::vector<FeatureResult> KernelFeatureProber::all() {
+  // Closing a tracepoint or uprobe perf event waits for an RCU grace period (~100 ms on these
+  // VMs); attach probes run on their own threads so those waits overlap instead of adding up.
+  const auto& names = known_features();
+  const auto& categories = feature_categories();
+  std::vector<std::future<FeatureResult>> attach(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (categories.at(names[i]) == "attach")
+      attach[i] = std::async(std::launch::async, [this, &name = names[i]] { return get(name); });
+  }
   std::vector<FeatureResult> out;
-  for (const auto& name : known_features()) out.push_back(get(name));
+  out.reserve(names.size());
+  for (size_t i = 0; i < names.size(); ++i) out.push_back(attach[i].valid() ? attach[i].get() : get(names[i]));
   return out;
 }
 
 FeatureResult KernelFeatureProber::probe(const std::string& name) {
-  ProbeContext& ctx = *ctx_;
+  detail::FeatureProbeContext& ctx = *ctx_;
   if (name == "bpf_syscall") return probe_bpf_syscall();
   if (name == "btf") return probe_btf(ctx);
   if (name == "tracefs") return from_mount(ctx.tracefs(), "tracefs");

@@ -13,6 +13,10 @@
 
 namespace loupe {
 
+namespace detail {
+class FeatureProbeContext;  // defined in features.cpp
+}
+
 struct FeatureResult {
   std::string name;      // "kprobe", "fentry", "tracepoint", ...
   std::string category;  // "syscall", "filesystem", "capability", "program", "attach", "map", "helper"
@@ -46,8 +50,7 @@ class KernelFeatureProber : public FeatureSet {
  private:
   FeatureResult probe(const std::string& name);
   // Kernel facts several probes share (vmlinux BTF ids, tracefs path), gathered once.
-  class ProbeContext;
-  std::shared_ptr<ProbeContext> ctx_;
+  std::shared_ptr<detail::FeatureProbeContext> ctx_;
   std::mutex mu_;
   std::map<std::string, FeatureResult> cache_;
   std::set<std::string> forced_off_;
