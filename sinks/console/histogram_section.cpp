@@ -109,7 +109,7 @@ void render_histograms(const ReportBatch& batch, const ReportOptions& opt, const
       uw = std::max(uw, display_width(format_bound(b.upper, unit)));
       cw = std::max(cw, display_width(format_count(b.count)));
     }
-    out += "\n  " + pad_right("range", lw + uw + 5) + " " + pad_left("count", cw) + " " +
+    out += "\n  " + pad_right("range", lw + uw + 5) + pad_left("count", cw) + " " +
            pad_right("|distribution", opt.bar_width + 2) + "  " + pad_left("pct", 6) + "  " +
            pad_left("cum", 6) + "\n";
     std::uint64_t cum = 0;
