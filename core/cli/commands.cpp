@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "commands.hpp"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "loupe/features.hpp"
+#include "loupe/plugin_registry.hpp"
+#include "loupe/session.hpp"
+#include "loupe/version.hpp"
+
+namespace loupe::cli {
+namespace {
+
+using nlohmann::json;
+
+std::vector<std::filesystem::path> search_dirs(const CommonOptions& common) {
+  std::vector<std::filesystem::path> dirs(common.plugin_dirs.begin(), common.plugin_dirs.end());
+  for (auto& d : PluginRegistry::default_search_dirs()) dirs.push_back(d);
+  return dirs;
+}
+
+const char* type_name(std::uint32_t t) {
+  switch (t) {
+    case LOUPE_CFG_BOOL: return "bool";
+    case LOUPE_CFG_INT: return "int";
+    case LOUPE_CFG_FLOAT: return "float";
+    case LOUPE_CFG_STRING: return "string";
+    case LOUPE_CFG_STRING_LIST: return "[string]";
+    case LOUPE_CFG_INT_LIST: return "[int]";
+    case LOUPE_CFG_TABLE_LIST: return "[[table]]";
+    default: return "?";
+  }
+}
+
+const loupe_config_key& key_at(const loupe_config_key* keys, std::uint32_t i, std::uint32_t stride) {
+  return *reinterpret_cast<const loupe_config_key*>(reinterpret_cast<const unsigned char*>(keys) +
+                                                    static_cast<std::size_t>(i) * stride);
+}
+
+json keys_json(const loupe_config_key* keys, std::uint32_t n, std::uint32_t stride) {
+  json arr = json::array();
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const auto& k = key_at(keys, i, stride);
+    json j{{"name", k.name}, {"type", type_name(k.type)}, {"help", k.help ? k.help : ""},
+           {"required", (k.flags & LOUPE_CFG_REQUIRED) != 0}};
+    if (k.default_value) j["default"] = k.default_value;
+    if (k.min_int || k.max_int) j["range"] = {k.min_int, k.max_int};
+    if (k.type == LOUPE_CFG_TABLE_LIST) j["fields"] = keys_json(k.fields, k.n_fields, stride);
+    arr.push_back(j);
+  }
+  return arr;
+}
+
+void print_keys(const loupe_config_key* keys, std::uint32_t n, std::uint32_t stride, const std::string& indent) {
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const auto& k = key_at(keys, i, stride);
+    std::string extra;
+    if (k.default_value) extra += fmt::format(" = {}", k.default_value);
+    if (k.flags & LOUPE_CFG_REQUIRED) extra += " (required)";
+    if (k.min_int || k.max_int) extra += fmt::format(" [{}..{}]", k.min_int, k.max_int);
+    fmt::print("{}{:<20} {:<10}{}\n{}    {}\n", indent, k.name, type_name(k.type), extra, indent, k.help ? k.help : "");
+    if (k.type == LOUPE_CFG_TABLE_LIST) print_keys(k.fields, k.n_fields, stride, indent + "    ");
+  }
+}
+
+json library_json(const PluginLibrary& lib) {
+  const auto& d = lib.descriptor();
+  return json{{"name", lib.name()},
+              {"kind", kind_name(d.kind)},
+              {"version", d.version},
+              {"description", d.description ? d.description : ""},
+              {"abi", fmt::format("{}.{}", d.abi_major, d.abi_minor)},
+              {"path", lib.origin()},
+              {"config", keys_json(d.config_keys, d.n_config_keys, d.config_key_size)}};
+}
+
+Session* g_session = nullptr;
+
+void on_signal(int) {
+  if (g_session) g_session->request_stop();
+}
+
+}  // namespace
+
+int cmd_check(const CommonOptions& common, bool as_json) {
+  KernelFeatureProber prober(common.disabled_features);
+  auto results = prober.all();
+  auto missing = missing_capabilities();
+  if (as_json) {
+    json arr = json::array();
+    for (auto& r : results)
+      arr.push_back({{"name", r.name}, {"category", r.category}, {"available", r.available},
+                     {"forced_off", r.forced_off}, {"reason", r.reason}});
+    std::cout << json{{"loupe", version()}, {"features", arr}, {"missing_capabilities", missing}}.dump(2) << "\n";
+  } else {
+    fmt::print("loupe {} kernel preflight (probed, not inferred from the version)\n\n", version());
+    std::string category;
+    for (auto& r : results) {
+      if (r.category != category) {
+        category = r.category;
+        fmt::print("{}:\n", category);
+      }
+      fmt::print("  {:<16} {:<5} {}\n", r.name, r.available ? "yes" : (r.forced_off ? "off" : "NO"), r.reason);
+    }
+    if (!missing.empty()) {
+      std::string names;
+      for (auto& m : missing) names += (names.empty() ? "" : ", ") + m;
+      fmt::print("\nmissing capabilities: {}\n", names);
+    }
+  }
+  // The check itself succeeded; missing privileges are the one thing that blocks every run.
+  bool admin = std::find(missing.begin(), missing.end(), "CAP_SYS_ADMIN") == missing.end();
+  bool bpf = std::find(missing.begin(), missing.end(), "CAP_BPF") == missing.end() &&
+             std::find(missing.begin(), missing.end(), "CAP_PERFMON") == missing.end();
+  return admin || bpf ? 0 : static_cast<int>(ExitCode::kPrivilege);
+}
+
+int cmd_list(const CommonOptions& common, bool as_json) {
+  PluginRegistry registry(search_dirs(common));
+  registry.scan_all();
+  auto libs = registry.loaded();
+  if (as_json) {
+    json plugins = json::array(), rejected = json::array(), dirs = json::array();
+    for (auto& l : libs) plugins.push_back(library_json(*l));
+    for (auto& r : registry.rejections()) rejected.push_back({{"path", r.path}, {"reason", r.reason}});
+    for (auto& d : registry.search_dirs()) dirs.push_back(d.string());
+    std::cout << json{{"plugins", plugins}, {"rejected", rejected}, {"search_dirs", dirs}}.dump(2) << "\n";
+    return 0;
+  }
+  fmt::print("{:<14} {:<9} {:<8} {:<5} {}\n", "NAME", "KIND", "VERSION", "ABI", "PATH");
+  for (auto& l : libs) {
+    const auto& d = l->descriptor();
+    fmt::print("{:<14} {:<9} {:<8} {}.{:<3} {}\n", l->name(), kind_name(d.kind), d.version, d.abi_major, d.abi_minor,
+               l->origin());
+  }
+  if (libs.empty()) {
+    fmt::print("(no plugins found; searched:");
+    for (auto& d : registry.search_dirs()) fmt::print(" {}", d.string());
+    fmt::print(")\n");
+  }
+  for (auto& r : registry.rejections()) fmt::print("rejected: {}\n", r.reason);
+  return 0;
+}
+
+int cmd_describe(const CommonOptions& common, const std::string& name, bool as_json) {
+  PluginRegistry registry(search_dirs(common));
+  std::shared_ptr<PluginLibrary> lib;
+  try {
+    lib = registry.resolve(name);
+  } catch (const PluginLoadError& e) {
+    spdlog::error("{}", e.what());
+    return static_cast<int>(ExitCode::kPlugin);
+  }
+  if (as_json) {
+    std::cout << library_json(*lib).dump(2) << "\n";
+    return 0;
+  }
+  const auto& d = lib->descriptor();
+  fmt::print("{} ({} {}, plugin ABI {}.{})\n  {}\n  path: {}\n\nconfig keys:\n", lib->name(), kind_name(d.kind), d.version,
+             d.abi_major, d.abi_minor, d.description ? d.description : "", lib->origin());
+  if (d.n_config_keys == 0) fmt::print("  (none)\n");
+  print_keys(d.config_keys, d.n_config_keys, d.config_key_size, "  ");
+  return 0;
+}
+
+int cmd_validate(const CommonOptions& common, const std::string& profile) {
+  SessionOptions opts;
+  opts.profile_path = profile;
+  opts.validate_only = true;
+  for (auto& d : common.plugin_dirs) opts.extra_plugin_dirs.emplace_back(d);
+  Session session(std::move(opts));
+  auto r = session.run();
+  if (r.code != ExitCode::kOk) {
+    std::cerr << r.error << "\n";
+    return static_cast<int>(r.code);
+  }
+  fmt::print("{}: ok\n", profile);
+  return 0;
+}
+
+int cmd_run(const CommonOptions& common, const RunOptions& run) {
+  SessionOptions opts;
+  opts.profile_path = run.profile;
+  opts.duration_s = run.duration;
+  opts.interval_s = run.interval;
+  opts.pid = run.pid;
+  opts.output_dir = run.output;
+  opts.command = run.command;
+  for (auto& d : common.plugin_dirs) opts.extra_plugin_dirs.emplace_back(d);
+  if (!common.disabled_features.empty())
+    opts.features = std::make_shared<KernelFeatureProber>(common.disabled_features);
+  Session session(std::move(opts));
+  g_session = &session;
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  auto r = session.run();
+  g_session = nullptr;
+  if (!r.error.empty()) std::cerr << "loupe: error: " << r.error << "\n";
+  if (r.code == ExitCode::kOk && r.target_exit_status > 0)
+    spdlog::warn("the profiled command exited with status {}", r.target_exit_status);
+  return static_cast<int>(r.code);
+}
+
+}  // namespace loupe::cli

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CLI's subcommands; each returns a process exit code (loupe::ExitCode).
+#ifndef LOUPE_CLI_COMMANDS_HPP
+#define LOUPE_CLI_COMMANDS_HPP
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace loupe::cli {
+
+struct CommonOptions {
+  std::vector<std::string> plugin_dirs;
+  std::set<std::string> disabled_features;
+};
+
+int cmd_check(const CommonOptions& common, bool json);
+int cmd_list(const CommonOptions& common, bool json);
+int cmd_describe(const CommonOptions& common, const std::string& name, bool json);
+int cmd_validate(const CommonOptions& common, const std::string& profile);
+
+struct RunOptions {
+  std::string profile;
+  std::optional<double> duration, interval;
+  std::optional<int> pid;
+  std::optional<std::string> output;
+  std::vector<std::string> command;
+};
+int cmd_run(const CommonOptions& common, const RunOptions& run);
+
+}  // namespace loupe::cli
+
+#endif

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: Apache-2.0
+// `loupe`: check, list, describe, validate, run. Exit codes: loupe::ExitCode (docs/cli.md).
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <cstring>
+
+#include "commands.hpp"
+#include "loupe/session.hpp"
+#include "loupe/version.hpp"
+
+int main(int argc, char** argv) {
+  using namespace loupe::cli;
+  // Everything after "--" is the command to profile, untouched by option parsing.
+  RunOptions run;
+  int cli_argc = argc;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--") == 0) {
+      cli_argc = i;
+      for (int j = i + 1; j < argc; ++j) run.command.emplace_back(argv[j]);
+      break;
+    }
+  }
+
+  CLI::App app{"loupe: plugin-based eBPF profiler"};
+  app.set_version_flag("--version", std::string("loupe ") + loupe::version() + " (plugin ABI " +
+                                        std::to_string(loupe::abi_major()) + "." + std::to_string(loupe::abi_minor()) + ")");
+  app.require_subcommand(1);
+  CommonOptions common;
+  int verbosity = 0;
+  bool quiet = false;
+  app.add_flag("-v,--verbose", verbosity, "More logging (-v info, -vv debug, -vvv trace)");
+  app.add_flag("-q,--quiet", quiet, "Only errors");
+  app.add_option("--plugin-dir", common.plugin_dirs, "Extra directory searched for plugins (first)");
+  app.add_option("--disable-feature", common.disabled_features,
+                 "Treat a kernel feature as absent (kprobe, fentry, tp_btf, ...) to force fallbacks");
+
+  bool json = false;
+  auto* check = app.add_subcommand("check", "Kernel preflight: what this kernel can do, and why not");
+  check->add_flag("--json", json, "Machine-readable output");
+  auto* list = app.add_subcommand("list", "Plugins and sinks found, with rejected files and why");
+  list->add_flag("--json", json, "Machine-readable output");
+  std::string name;
+  auto* describe = app.add_subcommand("describe", "A plugin's kind, version, ABI, path and config keys");
+  describe->add_option("name", name, "Plugin or sink name")->required();
+  describe->add_flag("--json", json, "Machine-readable output");
+  std::string profile;
+  auto* validate = app.add_subcommand("validate", "Check a profile against the plugins' schemas; runs no plugin code");
+  validate->add_option("profile", profile, "TOML profile")->required();
+  auto* runc = app.add_subcommand("run", "Run a profile: loupe run PROFILE [options] [-- CMD ARGS...]");
+  runc->add_option("profile", run.profile, "TOML profile")->required();
+  double duration = -1, interval = -1;
+  int pid = -1;
+  std::string output;
+  runc->add_option("-d,--duration", duration, "Seconds to run (0 = until the command exits or SIGINT)");
+  runc->add_option("-i,--interval", interval, "Seconds between interval reports (0 = final only)");
+  runc->add_option("-p,--pid", pid, "Profile this process");
+  runc->add_option("-o,--output", output, "Output directory");
+
+  try {
+    app.parse(cli_argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : static_cast<int>(loupe::ExitCode::kUsage);
+  }
+  if (!run.command.empty() && !runc->parsed()) {
+    spdlog::error("'-- CMD' is only valid with 'loupe run'");
+    return static_cast<int>(loupe::ExitCode::kUsage);
+  }
+
+  auto logger = spdlog::stderr_color_mt("loupe");
+  spdlog::set_default_logger(logger);
+  spdlog::set_pattern("loupe: %^%l%$: %v");
+  spdlog::set_level(quiet ? spdlog::level::err
+                    : verbosity >= 3 ? spdlog::level::trace
+                    : verbosity == 2 ? spdlog::level::debug
+                    : verbosity == 1 ? spdlog::level::info
+                                     : spdlog::level::warn);
+
+  if (check->parsed()) return cmd_check(common, json);
+  if (list->parsed()) return cmd_list(common, json);
+  if (describe->parsed()) return cmd_describe(common, name, json);
+  if (validate->parsed()) return cmd_validate(common, profile);
+  if (duration >= 0) run.duration = duration;
+  if (interval >= 0) run.interval = interval;
+  if (pid >= 0) run.pid = pid;
+  if (!output.empty()) run.output = output;
+  return cmd_run(common, run);
+}

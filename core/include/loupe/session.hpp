@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The embedding API: run a profiling session from a C++ program without the CLI.
+//
+//   loupe::SessionOptions opts;
+//   opts.profile_path = "profiles/default.toml";
+//   opts.duration_s = 10;
+//   loupe::Session session(std::move(opts));
+//   loupe::SessionResult r = session.run();   // blocks; session.request_stop() from any thread
+//
+// Lifecycle: validate → setup sinks → setup profilers → load → attach → run until the
+// duration, the target's exit or request_stop() → detach → stop + drain → final collect →
+// flush sinks. No BPF program or link outlives run(), whatever ended it.
+#ifndef LOUPE_SESSION_HPP
+#define LOUPE_SESSION_HPP
+
+#include <atomic>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loupe/features.hpp"
+
+namespace loupe {
+
+// Documented in docs/cli.md; the CLI returns these.
+enum class ExitCode : int {
+  kOk = 0,
+  kRuntime = 1,         // a plugin or sink failed during the run; internal errors
+  kUsage = 2,           // bad command line
+  kProfile = 3,         // profile syntax or schema error (file:line:col printed)
+  kPlugin = 4,          // plugin not found, not a plugin, wrong ABI, duplicate name
+  kKernel = 5,          // the kernel refused: missing feature, attach target, verifier
+  kPrivilege = 6,       // missing capabilities (named)
+  kTarget = 7,          // the command to profile could not be started
+  kInterrupted = 130,   // SIGINT/SIGTERM ended the session early (report still written)
+};
+
+struct SessionOptions {
+  std::string profile_path;  // a TOML file, or:
+  std::string profile_text;  // TOML text (profile_path empty); origin shown as "<profile>"
+  std::optional<double> duration_s;
+  std::optional<double> interval_s;
+  std::optional<int> pid;
+  std::optional<std::string> output_dir;
+  std::vector<std::string> command;  // start this, profile it, end when it exits
+  std::vector<std::filesystem::path> extra_plugin_dirs;  // searched first
+  std::shared_ptr<FeatureSet> features;  // injectable; default probes this kernel
+  bool validate_only = false;            // stop after every check that runs no plugin code
+};
+
+struct SessionResult {
+  ExitCode code = ExitCode::kOk;
+  std::string error;             // empty on success
+  int target_exit_status = -1;   // the command's exit status when loupe started one
+  bool interrupted = false;
+  std::uint64_t records_published = 0;
+  std::size_t probes_attached = 0;
+  std::size_t probes_failed = 0;
+};
+
+class Session {
+ public:
+  explicit Session(SessionOptions opts);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  SessionResult run();
+  // Thread-safe and async-signal-safe (one atomic store): ends run() soon after.
+  void request_stop() noexcept { stop_requested_.store(true, std::memory_order_relaxed); }
+
+ private:
+  class Impl;
+  SessionOptions opts_;
+  std::atomic<bool> stop_requested_{false};
+};
+
+}  // namespace loupe
+
+#endif  // LOUPE_SESSION_HPP

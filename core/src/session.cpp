@@ -1,0 +1,448 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "loupe/session.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "bpf_lifecycle.hpp"
+#include "loupe/plugin_registry.hpp"
+#include "loupe/symbolizer.hpp"
+#include "plugin_host.hpp"
+#include "plugin_instance.hpp"
+#include "profile.hpp"
+#include "record_bus.hpp"
+#include "ring_dispatcher.hpp"
+#include "sink_runner.hpp"
+#include "target_process.hpp"
+
+namespace loupe {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct Failure {
+  ExitCode code;
+  std::string message;
+};
+
+ExitCode code_for_status(int status) {
+  switch (status) {
+    case LOUPE_ERR_PERMISSION: return ExitCode::kPrivilege;
+    case LOUPE_ERR_UNSUPPORTED:
+    case LOUPE_ERR_NOT_FOUND:
+    case LOUPE_ERR_KERNEL: return ExitCode::kKernel;
+    case LOUPE_ERR_INVALID_ARG: return ExitCode::kProfile;
+    default: return ExitCode::kRuntime;
+  }
+}
+
+// A plugin instance with its host and, for sinks, its runner.
+struct Live {
+  std::unique_ptr<PluginHost> host;
+  std::unique_ptr<PluginInstance> instance;
+  std::unique_ptr<SinkRunner> runner;
+  const PluginSpec* spec = nullptr;
+  bool started = false;
+};
+
+void make_output_dir(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Failure{ExitCode::kRuntime, fmt::format("cannot create output directory {}: {}", dir, ec.message())};
+  ::chmod(dir.c_str(), 0700);
+}
+
+}  // namespace
+
+class Session::Impl {
+ public:
+  Impl(SessionOptions& opts, std::atomic<bool>& stop) : opts_(opts), stop_(stop) {}
+  SessionResult run();
+
+ private:
+  void load_profile();
+  void resolve_plugins();
+  void check_privileges();
+  void setup_instance(PluginSpec& spec, std::size_t index);
+  bool handle_plugin_failure(Live& live, const HookError& e, const char* phase);
+  void run_loop();
+  void shutdown();
+  void emit_core_health();
+  void publish(const loupe_record& rec);
+
+  SessionOptions& opts_;
+  std::atomic<bool>& stop_;
+  Profile profile_;
+  std::unique_ptr<PluginRegistry> registry_;
+  std::vector<std::shared_ptr<PluginLibrary>> libs_;  // parallel to profile_.plugins
+  std::shared_ptr<FeatureSet> features_;
+  std::unique_ptr<Symbolizer> symbolizer_;
+  RingDispatcher rings_;
+  RecordBus bus_;
+  LinkSet links_;
+  HostContext ctx_;
+  std::vector<Live> sinks_, profilers_;
+  std::unique_ptr<TargetProcess> target_;
+  loupe_session_info info_{};
+  std::string output_dir_;
+  std::string command_text_;
+  std::vector<std::string> instance_names_;
+  SessionResult result_;
+  std::uint64_t session_start_wall_ = 0;
+};
+
+Session::Session(SessionOptions opts) : opts_(std::move(opts)) {}
+Session::~Session() = default;
+
+SessionResult Session::run() {
+  Impl impl(opts_, stop_requested_);
+  return impl.run();
+}
+
+void Session::Impl::load_profile() {
+  profile_ = opts_.profile_path.empty() ? parse_profile_text(opts_.profile_text, "<profile>")
+                                        : parse_profile_file(opts_.profile_path);
+  auto& s = profile_.session;
+  if (opts_.duration_s) s.duration_s = *opts_.duration_s;
+  if (opts_.interval_s) s.interval_s = *opts_.interval_s;
+  if (opts_.pid) s.pid = *opts_.pid;
+  if (opts_.output_dir) s.output_dir = *opts_.output_dir;
+  if (!opts_.command.empty()) s.command = opts_.command;
+  if (s.pid && !s.command.empty())
+    throw Failure{ExitCode::kUsage, "give either a pid or a command to profile, not both"};
+}
+
+void Session::Impl::resolve_plugins() {
+  auto dirs = opts_.extra_plugin_dirs;
+  for (auto& d : PluginRegistry::default_search_dirs()) dirs.push_back(d);
+  registry_ = std::make_unique<PluginRegistry>(dirs);
+  bool have_sink = false;
+  std::map<std::string, int> seen;
+  for (auto& spec : profile_.plugins) {
+    if (!spec.enabled) {
+      libs_.push_back(nullptr);
+      instance_names_.emplace_back();
+      continue;
+    }
+    std::shared_ptr<PluginLibrary> lib;
+    try {
+      lib = spec.path.empty() ? registry_->resolve(spec.name) : registry_->load_path(spec.path);
+    } catch (const PluginLoadError& e) {
+      throw Failure{ExitCode::kPlugin, fmt::format("{}: {}", spec.pos.str(), e.what())};
+    }
+    bool want_sink = spec.kind == PluginSpec::Kind::kSink;
+    if ((lib->descriptor().kind == LOUPE_KIND_SINK) != want_sink)
+      throw Failure{ExitCode::kProfile, fmt::format("{}: '{}' is a {} but is listed under [[{}]]", spec.pos.str(), spec.name,
+                                                    kind_name(lib->descriptor().kind), want_sink ? "sinks" : "plugins")};
+    if (!spec.path.empty() && lib->name() != spec.name)
+      throw Failure{ExitCode::kPlugin, fmt::format("{}: {} declares plugin '{}', the profile expects '{}'", spec.pos.str(),
+                                                   spec.path, lib->name(), spec.name)};
+    validate_plugin_config(spec, lib->descriptor());
+    have_sink |= want_sink;
+    int n = seen[spec.name]++;
+    instance_names_.push_back(n == 0 ? spec.name : fmt::format("{}#{}", spec.name, n + 1));
+    libs_.push_back(lib);
+  }
+  if (!have_sink)
+    throw Failure{ExitCode::kProfile, fmt::format("{}: the profile has no enabled [[sinks]]: results would go nowhere "
+                                                  "(add e.g. [[sinks]] name = \"console\")",
+                                                  profile_.file)};
+}
+
+void Session::Impl::check_privileges() {
+  bool any_profiler = false;
+  for (std::size_t i = 0; i < profile_.plugins.size(); ++i)
+    any_profiler |= libs_[i] && profile_.plugins[i].kind == PluginSpec::Kind::kProfiler;
+  if (!any_profiler) return;
+  auto missing = missing_capabilities();
+  // CAP_SYS_ADMIN alone covers BPF and perf on every kernel; otherwise both are needed.
+  bool has_admin = std::find(missing.begin(), missing.end(), "CAP_SYS_ADMIN") == missing.end();
+  bool has_bpf_perf = std::find(missing.begin(), missing.end(), "CAP_BPF") == missing.end() &&
+                      std::find(missing.begin(), missing.end(), "CAP_PERFMON") == missing.end();
+  if (has_admin || has_bpf_perf) return;
+  std::string names;
+  for (auto& m : missing) names += (names.empty() ? "" : ", ") + m;
+  throw Failure{ExitCode::kPrivilege,
+                fmt::format("missing capabilities: {} (need CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN; run as root or "
+                            "grant them with setcap cap_bpf,cap_perfmon+ep)",
+                            names)};
+}
+
+bool Session::Impl::handle_plugin_failure(Live& live, const HookError& e, const char* phase) {
+  if (!profile_.session.continue_on_plugin_error)
+    throw Failure{code_for_status(e.status()), e.what()};
+  spdlog::warn("{} (on_plugin_error = \"continue\": the session goes on without it)", e.what());
+  loupe_health h{sizeof(h), LOUPE_HEALTH_ERROR, live.host->instance.c_str(), 1, e.what()};
+  loupe_record r{};
+  r.size = sizeof(r);
+  r.kind = LOUPE_RECORD_HEALTH;
+  std::string name = fmt::format("plugin_failed_{}", phase);
+  r.name = name.c_str();
+  r.health = &h;
+  publish(r);
+  live.instance->destroy();
+  return false;
+}
+
+void Session::Impl::setup_instance(PluginSpec& spec, std::size_t index) {
+  Live live;
+  live.spec = &spec;
+  live.host = std::make_unique<PluginHost>(ctx_, instance_names_[index], libs_[index]->name());
+  live.instance = std::make_unique<PluginInstance>(libs_[index], instance_names_[index]);
+  loupe_setup_args args{sizeof(args), 0, &live.host->services, spec.config.get(), &info_};
+  info_.instance_name = live.host->instance.c_str();  // valid during setup; plugins copy what they keep
+  try {
+    live.instance->setup(args);
+  } catch (const HookError& e) {
+    handle_plugin_failure(live, e, "setup");
+    return;
+  }
+  if (live.instance->is_sink()) {
+    live.runner = std::make_unique<SinkRunner>(*live.instance);
+    bus_.attach(live.runner.get());
+    sinks_.push_back(std::move(live));
+  } else {
+    profilers_.push_back(std::move(live));
+  }
+}
+
+void Session::Impl::publish(const loupe_record& rec) {
+  auto owned = std::make_shared<const OwnedRecord>(rec, "loupe", ctx_.window_start_ns.load(),
+                                                   clock_ns(LOUPE_CLOCK_REALTIME));
+  bus_.publish(owned);
+}
+
+void Session::Impl::run_loop() {
+  const auto& s = profile_.session;
+  const auto start = Clock::now();
+  const auto end = s.duration_s > 0 ? start + std::chrono::duration_cast<Clock::duration>(
+                                                  std::chrono::duration<double>(s.duration_s))
+                                    : Clock::time_point::max();
+  const auto interval = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s.interval_s));
+  auto next_report = s.interval_s > 0 ? start + interval : Clock::time_point::max();
+  std::uint64_t window_start = session_start_wall_;
+  while (!stop_.load(std::memory_order_relaxed)) {
+    auto now = Clock::now();
+    if (now >= end) break;
+    if (target_) {
+      if (auto st = target_->poll_exit()) {
+        result_.target_exit_status = *st;
+        spdlog::info("target exited with status {}", *st);
+        break;
+      }
+    }
+    if (s.pid > 0 && ::kill(s.pid, 0) != 0 && errno == ESRCH) {
+      spdlog::info("target pid {} is gone", s.pid);
+      break;
+    }
+    if (now >= next_report) {
+      std::uint64_t window_end = clock_ns(LOUPE_CLOCK_REALTIME);
+      ctx_.window_start_ns = window_start;
+      ctx_.window_end_ns = window_end;
+      for (auto& p : profilers_) {
+        if (!p.instance->alive()) continue;
+        try {
+          p.instance->collect(false, window_start, window_end);
+        } catch (const HookError& e) {
+          spdlog::warn("{}", e.what());
+        }
+      }
+      ctx_.window_end_ns = 0;
+      for (auto& sk : sinks_) sk.runner->flush(false, std::chrono::seconds(5));
+      window_start = window_end;
+      next_report += interval;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (stop_.load()) result_.interrupted = true;
+}
+
+void Session::Impl::emit_core_health() {
+  auto health = [&](const std::string& name, const std::string& component, std::uint64_t value, std::uint32_t sev,
+                    const std::string& msg) {
+    loupe_health h{sizeof(h), sev, component.c_str(), value, msg.empty() ? nullptr : msg.c_str()};
+    loupe_record r{};
+    r.size = sizeof(r);
+    r.kind = LOUPE_RECORD_HEALTH;
+    r.name = name.c_str();
+    r.is_final = 1;
+    r.health = &h;
+    publish(r);
+  };
+  for (const auto& st : rings_.stats()) {
+    std::string comp = st.plugin + "/" + st.ring;
+    health("ring_received", comp, st.received, LOUPE_HEALTH_OK, "");
+    if (st.lost_kernel_known)
+      health("ring_lost_kernel", comp, st.lost_kernel, st.lost_kernel ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK,
+             st.lost_kernel ? "ring full: records lost in the kernel (raise the ring size or sample)" : "");
+    else
+      health("ring_lost_kernel_unknown", comp, 0, LOUPE_HEALTH_WARN, "the plugin does not count reserve failures");
+    health("ring_dropped_queue", comp, st.dropped_queue, st.dropped_queue ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK, "");
+    health("ring_coalesced", comp, st.coalesced, st.coalesced ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK, "");
+    health("ring_malformed", comp, st.malformed, st.malformed ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK, "");
+    health("ring_decode_errors", comp, st.decode_errors, st.decode_errors ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK, "");
+    health("ring_max_delay_ns", comp, st.max_delay_ns, LOUPE_HEALTH_OK, "");
+  }
+  for (const auto& p : links_.results())
+    if (!p.attached)
+      health("probe_attach_failed", p.instance + "/" + p.probe, 1, LOUPE_HEALTH_ERROR, p.error);
+  for (auto& p : profilers_)
+    if (p.host->rejected.load())
+      health("records_rejected", p.host->instance, p.host->rejected.load(), LOUPE_HEALTH_WARN,
+             "malformed records refused by the host");
+  for (auto& sk : sinks_) {
+    auto st = sk.runner->stats();
+    if (st.dropped_full || st.consume_errors || st.disabled)
+      health("sink_loss", sk.host->instance, st.dropped_full + st.consume_errors, LOUPE_HEALTH_WARN,
+             fmt::format("dropped {} (queue full), {} consume errors{}{}", st.dropped_full, st.consume_errors,
+                         st.disabled ? "; disabled: " : "", st.disabled ? st.last_error : ""));
+  }
+}
+
+void Session::Impl::shutdown() {
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(profile_.session.drain_timeout_s));
+  links_.detach_all();  // nothing new enters the rings from here on
+  std::uint64_t mono_deadline = clock_ns(LOUPE_CLOCK_MONOTONIC) +
+                                static_cast<std::uint64_t>(profile_.session.drain_timeout_s * 1e9);
+  for (auto& p : profilers_) {
+    if (!p.instance->alive()) continue;
+    try {
+      p.instance->stop(mono_deadline);
+    } catch (const HookError& e) {
+      spdlog::warn("{}", e.what());
+    }
+  }
+  rings_.stop(deadline);
+  std::uint64_t now = clock_ns(LOUPE_CLOCK_REALTIME);
+  ctx_.window_start_ns = session_start_wall_;
+  ctx_.window_end_ns = now;
+  for (auto& p : profilers_) {
+    if (!p.instance->alive()) continue;
+    try {
+      p.instance->collect(true, session_start_wall_, now);
+    } catch (const HookError& e) {
+      spdlog::warn("{}", e.what());
+    }
+  }
+  emit_core_health();
+  result_.records_published = bus_.published();
+  for (auto& sk : sinks_) {
+    if (!sk.runner->flush(true, std::chrono::seconds(10)))
+      spdlog::warn("sink '{}' did not finish its final flush in time", sk.host->instance);
+    sk.runner->stop();
+  }
+  for (auto& p : profilers_) p.instance->destroy();
+  for (auto& sk : sinks_) sk.instance->destroy();
+}
+
+SessionResult Session::Impl::run() {
+  try {
+    load_profile();
+    resolve_plugins();
+    if (opts_.validate_only) return result_;
+    check_privileges();
+
+    features_ = opts_.features ? opts_.features : std::make_shared<KernelFeatureProber>();
+    symbolizer_ = make_symbolizer();
+    ctx_.features = features_.get();
+    ctx_.symbolizer = symbolizer_.get();
+    ctx_.rings = &rings_;
+    ctx_.bus = &bus_;
+    ctx_.links = &links_;
+    install_libbpf_logging();
+
+    output_dir_ = profile_.session.output_dir;
+    make_output_dir(output_dir_);
+    if (!profile_.session.command.empty()) {
+      try {
+        target_ = std::make_unique<TargetProcess>(profile_.session.command);
+      } catch (const std::exception& e) {
+        throw Failure{ExitCode::kTarget, fmt::format("cannot start '{}': {}", profile_.session.command[0], e.what())};
+      }
+      for (auto& a : profile_.session.command) command_text_ += (command_text_.empty() ? "" : " ") + a;
+    }
+    session_start_wall_ = clock_ns(LOUPE_CLOCK_REALTIME);
+    ctx_.window_start_ns = session_start_wall_;
+    info_.size = sizeof(info_);
+    info_.target_pid = target_ ? target_->pid() : profile_.session.pid;
+    info_.target_command = target_ ? command_text_.c_str() : nullptr;
+    info_.duration_s = profile_.session.duration_s;
+    info_.interval_s = profile_.session.interval_s;
+    info_.output_dir = output_dir_.c_str();
+    info_.start_wall_ns = session_start_wall_;
+
+    // Sinks first, so every record a profiler emits during start() has somewhere to go.
+    for (std::size_t i = 0; i < profile_.plugins.size(); ++i)
+      if (libs_[i] && profile_.plugins[i].kind == PluginSpec::Kind::kSink) setup_instance(profile_.plugins[i], i);
+    for (auto& sk : sinks_) {
+      try {
+        sk.instance->start();
+      } catch (const HookError& e) {
+        throw Failure{ExitCode::kRuntime, e.what()};
+      }
+      sk.runner->start();
+    }
+    for (std::size_t i = 0; i < profile_.plugins.size(); ++i)
+      if (libs_[i] && profile_.plugins[i].kind == PluginSpec::Kind::kProfiler) setup_instance(profile_.plugins[i], i);
+    for (auto& p : profilers_) {
+      if (!p.instance->alive()) continue;
+      try {
+        p.instance->start();
+        p.started = true;
+      } catch (const HookError& e) {
+        handle_plugin_failure(p, e, "start");
+      }
+    }
+    rings_.start();
+    for (const auto& pr : links_.results()) (pr.attached ? result_.probes_attached : result_.probes_failed)++;
+    spdlog::info("session running: {} profiler(s), {} sink(s), {} probe(s) attached{}", profilers_.size(), sinks_.size(),
+                 result_.probes_attached, target_ ? fmt::format(", target pid {}", target_->pid()) : "");
+    if (target_) {
+      std::string err;
+      if (!target_->release(&err))
+        throw Failure{ExitCode::kTarget, fmt::format("cannot start '{}': {}", profile_.session.command[0], err)};
+    }
+    run_loop();
+    if (target_ && !target_->poll_exit()) target_->terminate(std::chrono::seconds(2));
+    shutdown();
+    if (result_.interrupted) result_.code = ExitCode::kInterrupted;
+  } catch (const Failure& f) {
+    result_.code = f.code;
+    result_.error = f.message;
+  } catch (const ProfileError& e) {
+    result_.code = ExitCode::kProfile;
+    result_.error = e.what();
+  } catch (const HookError& e) {
+    result_.code = code_for_status(e.status());
+    result_.error = e.what();
+  } catch (const std::exception& e) {
+    result_.code = ExitCode::kRuntime;
+    result_.error = e.what();
+  }
+  if (result_.code != ExitCode::kOk && result_.code != ExitCode::kInterrupted) {
+    // Failed part-way: detach and free whatever was set up, flushing what sinks have.
+    links_.detach_all();
+    rings_.stop(Clock::now() + std::chrono::milliseconds(200));
+    for (auto& p : profilers_) p.instance->destroy();
+    for (auto& sk : sinks_) {
+      if (sk.runner) {
+        sk.runner->flush(true, std::chrono::seconds(2));
+        sk.runner->stop();
+      }
+      sk.instance->destroy();
+    }
+    if (target_) target_->terminate(std::chrono::milliseconds(500));
+  }
+  return result_;
+}
+
+}  // namespace loupe

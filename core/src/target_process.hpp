@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The command loupe profiles: forked and held before exec until every probe is attached
+// (so its first instructions are observed), then released; reaped on exit.
+#ifndef LOUPE_TARGET_PROCESS_HPP
+#define LOUPE_TARGET_PROCESS_HPP
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace loupe {
+
+class TargetProcess {
+ public:
+  // Forks; the child waits on a pipe. Throws std::runtime_error when fork fails.
+  explicit TargetProcess(std::vector<std::string> argv);
+  ~TargetProcess();
+  TargetProcess(const TargetProcess&) = delete;
+  TargetProcess& operator=(const TargetProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  // Lets the child exec. Returns false with `error` when exec failed (reported by the child).
+  bool release(std::string* error);
+  // Non-blocking: the exit status once the child has exited.
+  std::optional<int> poll_exit();
+  // SIGTERM, then SIGKILL after `grace`; reaps.
+  void terminate(std::chrono::milliseconds grace);
+
+ private:
+  pid_t pid_ = -1;
+  int go_fd_ = -1;    // parent writes one byte to release the child
+  int exec_fd_ = -1;  // CLOEXEC: EOF on success, errno bytes when exec failed
+  std::optional<int> status_;
+};
+
+}  // namespace loupe
+
+#endif  // LOUPE_TARGET_PROCESS_HPP
