@@ -52,11 +52,22 @@ struct Candidate {
 };
 
 // Searches one symbol table; a global/weak definition wins over a local one.
+// .gnu.version of the dynamic symbols: entries with the hidden bit are old versions
+// (memcpy@GLIBC_2.2.5) that callers linked today do not reach; memcpy@@GLIBC_2.14 is it.
+Elf_Data* find_versym(Elf* elf) {
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr shdr;
+    if (gelf_getshdr(scn, &shdr) && shdr.sh_type == SHT_GNU_versym) return elf_getdata(scn, nullptr);
+  }
+  return nullptr;
+}
+
 std::optional<Candidate> search_table(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr,
                                       const std::string& symbol, bool dynsym, bool& undefined,
                                       bool& ifunc) {
   Elf_Data* data = elf_getdata(scn, nullptr);
   if (!data || shdr.sh_entsize == 0) return std::nullopt;
+  Elf_Data* versym = dynsym ? find_versym(elf) : nullptr;
   std::size_t n = shdr.sh_size / shdr.sh_entsize;
   std::optional<Candidate> local;
   for (std::size_t i = 0; i < n; ++i) {
@@ -64,6 +75,8 @@ std::optional<Candidate> search_table(Elf* elf, Elf_Scn* scn, const GElf_Shdr& s
     if (!gelf_getsym(data, static_cast<int>(i), &sym)) continue;
     const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
     if (!name || symbol != name) continue;
+    GElf_Versym vs = 0;
+    if (versym && gelf_getversym(versym, static_cast<int>(i), &vs) && (vs & 0x8000)) continue;
     if (sym.st_shndx == SHN_UNDEF) {
       undefined = true;
       continue;
