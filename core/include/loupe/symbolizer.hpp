@@ -20,6 +20,22 @@ struct SymbolizerOptions {
   std::string perf_map_dir = "/tmp";
   std::size_t max_cached_processes = 256;
   std::size_t max_cached_files = 512;
+  // A frame outside every known mapping re-reads /proc/PID/maps (a dlopen or a new JIT
+  // region since the last read), at most once per this interval per process, so stacks
+  // with garbage frames do not re-read maps on every sample.
+  std::uint32_t maps_reread_interval_ms = 100;
+  // Prefix of /usr/lib/debug where separate debug files are looked up by build-id.
+  std::string debug_root;
+};
+
+// Counters of the caches, for benchmarks, tests and health records.
+struct SymbolizerStats {
+  std::uint64_t maps_reads = 0;        // /proc/PID/maps parsed (first use and re-reads)
+  std::uint64_t elf_loads = 0;         // ELF files parsed (file cache misses)
+  std::uint64_t cached_processes = 0;
+  std::uint64_t cached_files = 0;
+  std::uint64_t interned_strings = 0;
+  std::uint64_t kernel_symbols = 0;    // text symbols read from kallsyms; 0 until first use
 };
 
 class Symbolizer {
@@ -34,6 +50,7 @@ class Symbolizer {
   virtual void symbolize_data(std::uint32_t pid, std::uint64_t addr, loupe_frame* out) = 0;
   // Forget a process (exec or exit observed).
   virtual void invalidate(std::uint32_t pid) = 0;
+  virtual SymbolizerStats stats() const { return {}; }
 };
 
 std::unique_ptr<Symbolizer> make_symbolizer(const SymbolizerOptions& opts = {});

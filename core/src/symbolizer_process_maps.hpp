@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// One process's address space as /proc/PID/maps lists it.
+#ifndef LOUPE_CORE_SYMBOLIZER_PROCESS_MAPS_HPP
+#define LOUPE_CORE_SYMBOLIZER_PROCESS_MAPS_HPP
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace loupe {
+
+struct MapsEntry {
+  std::uint64_t start;
+  std::uint64_t end;
+  std::uint64_t offset;  // file offset of `start`
+  std::uint64_t inode;
+  std::uint32_t dev_major;
+  std::uint32_t dev_minor;
+  bool executable;
+  bool deleted;       // the path ended in " (deleted)": the file was unlinked or replaced
+  std::string path;   // without the " (deleted)" suffix; "" for anonymous memory
+
+  // A regular file (not [heap], [vdso], memfd:..., or anonymous memory).
+  bool file_backed() const { return inode != 0 && !path.empty() && path.front() == '/'; }
+};
+
+// Reads `<proc_root>/<pid>/maps`, sorted by start. Returns false with `*err` = errno when
+// it cannot be read (ENOENT/ESRCH: the process is gone).
+bool read_process_maps(const std::string& proc_root, std::uint32_t pid,
+                       std::vector<MapsEntry>* out, int* err);
+
+// Parses the text of a maps file (exposed for tests on bytes).
+std::vector<MapsEntry> parse_process_maps(const std::string& text);
+
+}  // namespace loupe
+
+#endif  // LOUPE_CORE_SYMBOLIZER_PROCESS_MAPS_HPP

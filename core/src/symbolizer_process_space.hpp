@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// What the symbolizer knows of one process: its mappings, the ELF table behind each
+// file-backed one (loaded on first use, shared through ElfFileCache) with its load bias,
+// and its JIT perf map. Not thread-safe: the symbolizer's lock guards it.
+#ifndef LOUPE_CORE_SYMBOLIZER_PROCESS_SPACE_HPP
+#define LOUPE_CORE_SYMBOLIZER_PROCESS_SPACE_HPP
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "elf_file_cache.hpp"
+#include "perf_map.hpp"
+#include "symbolizer_process_maps.hpp"
+#include "symbolizer_string_pool.hpp"
+
+namespace loupe {
+
+struct MappedRegion {
+  MapsEntry map;
+  const char* module = nullptr;  // interned path, or "[heap]", "[anon]"...
+  bool elf_tried = false;
+  std::shared_ptr<const ElfSymbolTable> elf;
+  std::optional<std::uint64_t> bias;  // runtime - link-time address; set with elf
+};
+
+class ProcessSpace {
+ public:
+  ProcessSpace(std::uint32_t pid, const std::string& proc_root, const std::string& perf_map_dir);
+
+  // (Re)reads /proc/PID/maps, keeping what was learnt about regions that did not change.
+  // Returns false with `*err` = errno when the process is gone.
+  bool reload(StringPool& strings, int* err);
+
+  // The region holding `addr`, or nullptr.
+  MappedRegion* find(std::uint64_t addr);
+  // For data: also the file region whose .bss continues into the anonymous mapping that
+  // holds `addr` (the kernel maps the part of .bss beyond the file as anonymous memory).
+  MappedRegion* find_data(std::uint64_t addr);
+
+  // Loads the region's ELF table through `cache` once; false when it is not readable ELF.
+  bool ensure_elf(MappedRegion& r, ElfFileCache& cache);
+
+  PerfMap& perf_map() { return perf_map_; }
+  std::chrono::steady_clock::time_point loaded_at() const { return loaded_at_; }
+  std::uint32_t pid() const { return pid_; }
+
+ private:
+  int open_mapped_file(const MapsEntry& m) const;
+
+  std::uint32_t pid_;
+  std::string proc_dir_;  // "<proc_root>/<pid>"
+  std::vector<MappedRegion> regions_;
+  PerfMap perf_map_;
+  std::chrono::steady_clock::time_point loaded_at_{};
+};
+
+}  // namespace loupe
+
+#endif  // LOUPE_CORE_SYMBOLIZER_PROCESS_SPACE_HPP
