@@ -82,15 +82,16 @@ class SyscountTest : public ::testing::Test {
   // Writes the profile, runs the workload under loupe, returns the final records.
   std::vector<Json> run(const std::string& plugin_table) {
     const fs::path profile = dir_ / "syscount.toml";
-    const fs::path records = dir_ / "records.jsonl";
+    // The jsonl sink's default file; its own `path` key would collide with the profile's
+    // reserved library `path`.
+    const fs::path records = dir_ / "out" / "records.jsonl";
     std::ofstream(profile) << "[session]\n"
                            << "duration = 0.0\n"
                            << "output_dir = \"" << (dir_ / "out").string() << "\"\n"
                            << "[[plugins]]\n"
                            << plugin_table << "\n"
                            << "[[sinks]]\n"
-                           << "name = \"jsonl\"\n"
-                           << "path = \"" << records.string() << "\"\n";
+                           << "name = \"jsonl\"\n";
     const fs::path log = dir_ / "loupe.log";
     const std::string cmd = "timeout 60 '" + loupe_ + "' run '" + profile.string() + "' -- '" +
                             SYSCOUNT_WORKLOAD + "' " + std::to_string(kGetppid) + " " +
