@@ -33,6 +33,7 @@ std::vector<loupe_percentile> compute_percentiles(const loupe_bucket* buckets, s
         hi = std::min(hi, max == UINT64_MAX ? max : max + 1);
         if (hi <= lo) hi = lo + 1;
       }
+      if (value >= hi) value = hi - 1;  // keep the estimate inside [lower, upper)
       out.push_back({q, value, lo, hi});
       break;
     }

@@ -39,7 +39,7 @@ std::optional<std::string> check_keys(const loupe_config_key* keys, std::uint32_
     if (!valid_identifier(k->name, false))
       return fmt::format("{}: config key #{} has an invalid name (expected [a-z0-9_]+, found '{}')",
                          where, i, k->name ? k->name : "(null)");
-    if (k->name == std::string("name") || k->name == std::string("path") || k->name == std::string("enabled"))
+    if (k->name == std::string("name") || k->name == std::string("library") || k->name == std::string("enabled"))
       if (depth == 0)
         return fmt::format("{}: config key '{}' is reserved by the host", where, k->name);
     if (!seen.insert(k->name).second)

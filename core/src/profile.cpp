@@ -141,9 +141,9 @@ void parse_plugin_list(const toml::node& node, PluginSpec::Kind kind, const char
       continue;
     }
     spec.name = name.as_string()->get();
-    if (auto path = t["path"]) {
+    if (auto path = t["library"]) {
       if (!path.is_string()) {
-        c.error(*path.node(), fmt::format("{}.path: expected a string", section));
+        c.error(*path.node(), fmt::format("{}.library: expected a string (path of the plugin's .so)", section));
       } else {
         std::filesystem::path pp(path.as_string()->get());
         spec.path = (pp.is_absolute() ? pp : base / pp).lexically_normal().string();
@@ -155,13 +155,16 @@ void parse_plugin_list(const toml::node& node, PluginSpec::Kind kind, const char
       else
         spec.enabled = en.as_boolean()->get();
     }
-    spec.raw = std::make_shared<toml::table>(t);
+    // Aliasing pointer into the document: copies of toml++ nodes lose their source positions.
+    spec.raw = std::shared_ptr<void>(p.document, const_cast<toml::table*>(&t));
     p.plugins.push_back(std::move(spec));
   }
 }
 
-Profile parse_table(const toml::table& root, const std::string& origin) {
+Profile parse_table(std::shared_ptr<toml::table> doc, const std::string& origin) {
+  const toml::table& root = *doc;
   Profile p;
+  p.document = doc;
   p.file = origin;
   Checker c(origin);
   auto base = std::filesystem::path(origin).parent_path();
@@ -268,7 +271,7 @@ void validate_table(const toml::table& t, const loupe_config_key* keys, std::uin
                     const std::string& where, bool top, loupe_config& out, Checker& c) {
   for (auto&& [key, node] : t) {
     const std::string k(key.str());
-    if (top && (k == "name" || k == "path" || k == "enabled")) continue;
+    if (top && (k == "name" || k == "library" || k == "enabled")) continue;
     const loupe_config_key* decl = nullptr;
     for (std::uint32_t i = 0; i < n && !decl; ++i)
       if (k == key_at(keys, i, stride)->name) decl = key_at(keys, i, stride);
@@ -324,8 +327,7 @@ bool parse_default(const loupe_config_key& key, ConfigValue& out) {
 
 Profile parse_profile_text(const std::string& text, const std::string& origin) {
   try {
-    toml::table root = toml::parse(text, origin);
-    return parse_table(root, origin);
+    return parse_table(std::make_shared<toml::table>(toml::parse(text, origin)), origin);
   } catch (const toml::parse_error& e) {
     SourcePos p{origin, static_cast<std::uint32_t>(e.source().begin.line), static_cast<std::uint32_t>(e.source().begin.column)};
     throw ProfileError({{p, std::string(e.description())}});
@@ -337,8 +339,7 @@ Profile parse_profile_file(const std::string& path) {
   if (!std::filesystem::is_regular_file(path, ec))
     throw ProfileError({{SourcePos{path, 0, 0}, "cannot read profile: no such file"}});
   try {
-    toml::table root = toml::parse_file(path);
-    return parse_table(root, path);
+    return parse_table(std::make_shared<toml::table>(toml::parse_file(path)), path);
   } catch (const toml::parse_error& e) {
     SourcePos p{path, static_cast<std::uint32_t>(e.source().begin.line), static_cast<std::uint32_t>(e.source().begin.column)};
     throw ProfileError({{p, std::string(e.description())}});

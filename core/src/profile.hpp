@@ -52,7 +52,7 @@ struct SessionSpec {
 struct PluginSpec {
   enum class Kind { kProfiler, kSink } kind = Kind::kProfiler;
   std::string name;
-  std::string path;  // explicit library path, resolved relative to the profile's folder
+  std::string path;  // `library = "..."`: explicit .so path, relative to the profile's folder
   bool enabled = true;
   SourcePos pos;
   std::shared_ptr<void> raw;  // the TOML table (toml::table), kept for schema validation
@@ -60,6 +60,7 @@ struct PluginSpec {
 };
 
 struct Profile {
+  std::shared_ptr<void> document;  // the parsed TOML (toml::table); specs point into it
   std::string file;
   SessionSpec session;
   std::vector<PluginSpec> plugins;  // profilers and sinks, in file order

@@ -1,0 +1,108 @@
+// Verification check 2: profiles fail with file:line:col before any plugin code runs.
+#include <gtest/gtest.h>
+
+#include "loupe/plugin_library.hpp"
+#include "profile.hpp"
+
+namespace {
+
+std::shared_ptr<loupe::PluginLibrary> testprof() {
+  static auto lib = loupe::PluginLibrary::open(std::string(TEST_PLUGIN_DIR) + "/loupe-testprof.so");
+  return lib;
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    auto p = loupe::parse_profile_text(text, "p.toml");
+    for (auto& spec : p.plugins)
+      if (spec.name == "testprof") loupe::validate_plugin_config(spec, testprof()->descriptor());
+  } catch (const loupe::ProfileError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(Profile, SyntaxErrorHasLineAndColumn) {
+  auto e = error_of("[session]\nduration = 5\n[[plugins]\nname = \"x\"\n");
+  EXPECT_EQ(e.rfind("p.toml:3:", 0), 0u) << e;
+}
+
+TEST(Profile, UnknownKeysAreRefusedWithPosition) {
+  auto e = error_of("[session]\nduraton = 5\n");
+  EXPECT_NE(e.find("p.toml:2:1: error: unknown key 'session.duraton'"), std::string::npos) << e;
+  e = error_of("[[plugins]]\nname = \"testprof\"\ncuont = 3\n");
+  EXPECT_NE(e.find("p.toml:3:1: error: unknown key 'cuont' in plugin 'testprof' (known: count, mode"),
+            std::string::npos)
+      << e;
+  e = error_of("[bogus]\n");
+  EXPECT_NE(e.find("unknown top-level key 'bogus'"), std::string::npos) << e;
+}
+
+TEST(Profile, WrongTypesAndRangesAreRefused) {
+  auto e = error_of("[[plugins]]\nname = \"testprof\"\ncount = \"three\"\n");
+  EXPECT_NE(e.find("p.toml:3:9: error: plugin 'testprof'.count: expected integer, found string"), std::string::npos)
+      << e;
+  e = error_of("[[plugins]]\nname = \"testprof\"\ncount = 11\n");
+  EXPECT_NE(e.find("p.toml:3:9: error: plugin 'testprof'.count: 11 is out of range [1, 10]"), std::string::npos) << e;
+  e = error_of("[[plugins]]\nname = \"testprof\"\ncount = 99999999999999999999\n");
+  EXPECT_NE(e.find("p.toml:3:"), std::string::npos) << e;
+  e = error_of("[session]\nduration = -1\n");
+  EXPECT_NE(e.find("p.toml:2:12: error: session.duration: -1 is out of range"), std::string::npos) << e;
+  e = error_of("[session]\npid = \"x\"\n");
+  EXPECT_NE(e.find("session.pid: expected an integer"), std::string::npos) << e;
+}
+
+TEST(Profile, NestedTablesAreValidated) {
+  auto e = error_of("[[plugins]]\nname = \"testprof\"\n[[plugins.targets]]\nweight = 0\n");
+  EXPECT_NE(e.find("targets[0].weight: 0 is out of range [1, 100]"), std::string::npos) << e;
+  EXPECT_NE(e.find("required key 'name' is missing"), std::string::npos) << e;
+}
+
+TEST(Profile, AllErrorsAreReportedAtOnce) {
+  auto e = error_of("[session]\nduraton = 5\ninterval = \"x\"\n");
+  EXPECT_NE(e.find("duraton"), std::string::npos);
+  EXPECT_NE(e.find("session.interval"), std::string::npos);
+}
+
+TEST(Profile, DefaultsAreAppliedAndValuesServed) {
+  auto p = loupe::parse_profile_text(
+      "[session]\nduration = 2\noutput_dir = \"o\"\n[[plugins]]\nname = \"testprof\"\ncount = 4\n"
+      "[[plugins.targets]]\nname = \"a\"\n[[sinks]]\nname = \"jsonl\"\n",
+      "p.toml");
+  ASSERT_EQ(p.plugins.size(), 2u);
+  EXPECT_DOUBLE_EQ(p.session.duration_s, 2.0);
+  EXPECT_EQ(p.session.output_dir, "o");
+  EXPECT_EQ(p.plugins[1].kind, loupe::PluginSpec::Kind::kSink);
+  auto& spec = p.plugins[0];
+  loupe::validate_plugin_config(spec, testprof()->descriptor());
+  std::int64_t count = 0;
+  ASSERT_EQ(loupe::config_int(spec.config.get(), "count", &count), LOUPE_OK);
+  EXPECT_EQ(count, 4);
+  const char* mode = nullptr;
+  ASSERT_EQ(loupe::config_string(spec.config.get(), "mode", &mode), LOUPE_OK);
+  EXPECT_STREQ(mode, "fast");
+  double ratio = 0;
+  ASSERT_EQ(loupe::config_float(spec.config.get(), "ratio", &ratio), LOUPE_OK);
+  EXPECT_DOUBLE_EQ(ratio, 0.5);
+  std::uint32_t n = 0;
+  ASSERT_EQ(loupe::config_list_len(spec.config.get(), "targets", &n), LOUPE_OK);
+  ASSERT_EQ(n, 1u);
+  const loupe_config* t = nullptr;
+  ASSERT_EQ(loupe::config_list_table(spec.config.get(), "targets", 0, &t), LOUPE_OK);
+  std::int64_t w = 0;
+  ASSERT_EQ(loupe::config_int(t, "weight", &w), LOUPE_OK);
+  EXPECT_EQ(w, 1);
+  EXPECT_EQ(loupe::config_int(spec.config.get(), "mode", &w), LOUPE_ERR_INVALID_ARG);
+  EXPECT_EQ(loupe::config_int(spec.config.get(), "nope", &w), LOUPE_ERR_NOT_FOUND);
+}
+
+TEST(Profile, MissingFileIsAClearError) {
+  try {
+    loupe::parse_profile_file("/nonexistent/p.toml");
+    FAIL();
+  } catch (const loupe::ProfileError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/p.toml"), std::string::npos);
+  }
+}
