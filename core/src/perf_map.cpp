@@ -64,7 +64,7 @@ void PerfMap::parse(const std::string& text) {
     auto off = static_cast<std::uint32_t>(names_.size());
     names_.append(line);
     names_.push_back('\0');
-    entries_.push_back({start, size, off, line_no});
+    entries_.push_back({start, size, off, line_no, nullptr});
   }
   std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
     return a.start != b.start ? a.start < b.start : a.line > b.line;
@@ -83,6 +83,7 @@ bool PerfMap::lookup(std::uint64_t addr, Hit* hit) const {
   if (!best) return false;
   hit->name = std::string_view(names_.data() + best->name);
   hit->offset = addr - best->start;
+  hit->interned = &best->interned;
   return true;
 }
 

@@ -24,6 +24,8 @@ class PerfMap {
   struct Hit {
     std::string_view name;  // valid until the next refresh()
     std::uint64_t offset;
+    // The owner's interned copy of the name, cached per entry until the next re-read.
+    const char** interned;
   };
   // Call refresh() first. Later lines win over earlier ones for the same range, as JITs
   // append a new entry when they recompile code at a recycled address.
@@ -38,6 +40,7 @@ class PerfMap {
     std::uint64_t size;
     std::uint32_t name;  // offset into names_
     std::uint32_t line;  // position in the file, for "later wins"
+    mutable const char* interned;
   };
   void parse(const std::string& text);
 

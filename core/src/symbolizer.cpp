@@ -37,6 +37,7 @@ class ElfSymbolizer final : public Symbolizer {
       return;
     }
     ProcessSpace* space = process(pid);
+    ++call_;
     for (std::uint32_t i = 0; i < n; ++i) user_frame(space, kind, addrs[i], &out[i]);
   }
 
@@ -157,10 +158,18 @@ class ElfSymbolizer final : public Symbolizer {
 
   bool perf_map_frame(ProcessSpace& space, std::uint64_t addr, loupe_frame* out) {
     PerfMap& map = space.perf_map();
+    // One stat per stack, not per frame: a JIT stack is mostly JIT frames.
+    if (space.perf_map_checked_call != call_) {
+      space.perf_map_checked_call = call_;
+      space.perf_map_present = map.refresh();
+      if (space.perf_map_present && !space.perf_map_module)
+        space.perf_map_module = strings_.intern(map.path());
+    }
     PerfMap::Hit hit;
-    if (!map.refresh() || !map.lookup(addr, &hit)) return false;
-    out->symbol = strings_.intern(hit.name);
-    out->module = strings_.intern(map.path());
+    if (!space.perf_map_present || !map.lookup(addr, &hit)) return false;
+    if (!*hit.interned) *hit.interned = strings_.intern(hit.name);
+    out->symbol = *hit.interned;
+    out->module = space.perf_map_module;
     out->offset = hit.offset;
     out->kind = LOUPE_FRAME_JIT;
     out->resolution = LOUPE_RESOLVED_PERF_MAP;
@@ -212,6 +221,7 @@ class ElfSymbolizer final : public Symbolizer {
   std::list<ProcessSpace> lru_;  // most recent first
   std::unordered_map<std::uint32_t, std::list<ProcessSpace>::iterator> index_;
   std::uint64_t maps_reads_ = 0;
+  std::uint64_t call_ = 0;  // numbers symbolize() calls, to check a perf map once per call
 };
 
 }  // namespace

@@ -49,6 +49,11 @@ class ProcessSpace {
   std::chrono::steady_clock::time_point loaded_at() const { return loaded_at_; }
   std::uint32_t pid() const { return pid_; }
 
+  // The symbolizer's bookkeeping of when the perf map was last checked.
+  std::uint64_t perf_map_checked_call = 0;
+  bool perf_map_present = false;
+  const char* perf_map_module = nullptr;
+
  private:
   int open_mapped_file(const MapsEntry& m) const;
 

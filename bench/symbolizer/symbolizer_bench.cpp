@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// What one frame costs to symbolize: on a warm cache (the steady state of a profiling
+// session), for a process seen for the first time whose files are already cached (a new
+// worker of a known binary), and fully cold (maps read and every ELF file parsed).
+// The stacks are real addresses of this process: functions of this binary, libc and
+// libstdc++; kernel frames are addresses of real kallsyms entries.
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "loupe/symbolizer.hpp"
+
+namespace {
+
+__attribute__((noinline)) int bench_local_function(int x) { return x * 3 + 1; }
+
+constexpr int kStackDepth = 16;
+
+std::vector<std::uint64_t> user_stack() {
+  const char* libc_fns[] = {"malloc", "free", "printf", "memcpy", "qsort", "nanosleep",
+                            "pthread_mutex_lock", "read", "write", "getenv", "strtol", "fopen"};
+  std::vector<std::uint64_t> addrs;
+  addrs.push_back(reinterpret_cast<std::uint64_t>(&bench_local_function) + 2);
+  addrs.push_back(reinterpret_cast<std::uint64_t>(&user_stack) + 8);
+  for (const char* f : libc_fns)
+    if (void* p = ::dlsym(RTLD_DEFAULT, f)) addrs.push_back(reinterpret_cast<std::uint64_t>(p) + 4);
+  // libstdc++ text: a function the bench uses anyway.
+  addrs.push_back(reinterpret_cast<std::uint64_t>(::dlsym(RTLD_DEFAULT, "_ZdlPv")) + 1);
+  while (addrs.size() < kStackDepth) addrs.push_back(addrs[addrs.size() % 4]);
+  addrs.resize(kStackDepth);
+  return addrs;
+}
+
+std::vector<std::uint64_t> kernel_stack() {
+  std::vector<std::uint64_t> all;
+  std::ifstream in("/proc/kallsyms");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string addr, type;
+    ls >> addr >> type;
+    if (type == "T" || type == "t") all.push_back(std::stoull(addr, nullptr, 16));
+  }
+  std::vector<std::uint64_t> out;
+  std::mt19937_64 rng(42);
+  for (int i = 0; i < kStackDepth && !all.empty(); ++i) out.push_back(all[rng() % all.size()] + 5);
+  if (!out.empty() && out[0] == 5) out.clear();  // kptr_restrict: all zero
+  return out;
+}
+
+// Honesty check: a fast lookup that resolves nothing would measure nothing.
+void count_resolved(benchmark::State& state, const std::vector<loupe_frame>& out) {
+  int resolved = 0;
+  for (const loupe_frame& f : out) resolved += f.resolution < LOUPE_UNRESOLVED_NO_SYMBOL;
+  state.counters["resolved"] = resolved;
+}
+
+void report(benchmark::State& state, std::size_t frames_per_iteration) {
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * frames_per_iteration));
+  state.counters["ns_per_frame"] = benchmark::Counter(
+      static_cast<double>(state.iterations() * frames_per_iteration),
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+void BM_UserStackCacheHit(benchmark::State& state) {
+  auto addrs = user_stack();
+  auto sym = loupe::make_symbolizer();
+  std::vector<loupe_frame> out(addrs.size());
+  auto pid = static_cast<std::uint32_t>(::getpid());
+  sym->symbolize(pid, LOUPE_FRAME_USER, addrs.data(), kStackDepth, out.data());
+  for (auto _ : state) {
+    sym->symbolize(pid, LOUPE_FRAME_USER, addrs.data(), kStackDepth, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  count_resolved(state, out);
+  report(state, addrs.size());
+}
+BENCHMARK(BM_UserStackCacheHit);
+
+void BM_KernelStackCacheHit(benchmark::State& state) {
+  auto addrs = kernel_stack();
+  if (addrs.empty()) {
+    state.SkipWithError("kallsyms shows no addresses (run as root)");
+    return;
+  }
+  auto sym = loupe::make_symbolizer();
+  std::vector<loupe_frame> out(addrs.size());
+  sym->symbolize(0, LOUPE_FRAME_KERNEL, addrs.data(), kStackDepth, out.data());
+  for (auto _ : state) {
+    sym->symbolize(0, LOUPE_FRAME_KERNEL, addrs.data(), kStackDepth, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  count_resolved(state, out);
+  report(state, addrs.size());
+}
+BENCHMARK(BM_KernelStackCacheHit);
+
+void BM_JitStackCacheHit(benchmark::State& state) {
+  // A perf map with 1000 JIT functions in an anonymous region of this process.
+  void* region = ::mmap(nullptr, 1 << 20, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  auto base = reinterpret_cast<std::uint64_t>(region);
+  std::string path = "/tmp/perf-" + std::to_string(::getpid()) + ".map";
+  {
+    std::ofstream map(path);
+    for (int i = 0; i < 1000; ++i) map << std::hex << base + i * 0x400 << " 400 Jit::fn" << std::dec << i << "\n";
+  }
+  std::vector<std::uint64_t> addrs;
+  for (int i = 0; i < kStackDepth; ++i) addrs.push_back(base + (i * 61 % 1000) * 0x400 + 0x10);
+  auto sym = loupe::make_symbolizer();
+  std::vector<loupe_frame> out(addrs.size());
+  auto pid = static_cast<std::uint32_t>(::getpid());
+  sym->symbolize(pid, LOUPE_FRAME_USER, addrs.data(), kStackDepth, out.data());
+  for (auto _ : state) {
+    sym->symbolize(pid, LOUPE_FRAME_USER, addrs.data(), kStackDepth, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  count_resolved(state, out);
+  report(state, addrs.size());
+  std::remove(path.c_str());
+  ::munmap(region, 1 << 20);
+}
+BENCHMARK(BM_JitStackCacheHit);
+
+// New process, known files: /proc/PID/maps read again, ELF tables from the file cache.
+void BM_UserStackProcessMiss(benchmark::State& state) {
+  auto addrs = user_stack();
+  auto sym = loupe::make_symbolizer();
+  std::vector<loupe_frame> out(addrs.size());
+  auto pid = static_cast<std::uint32_t>(::getpid());
+  sym->symbolize(pid, LOUPE_FRAME_USER, addrs.data(), kStackDepth, out.data());
+  for (auto _ : state) {
+    sym->invalidate(pid);
+    sym->symbolize(pid, LOUPE_FRAME_USER, addrs.data(), kStackDepth, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  count_resolved(state, out);
+  report(state, addrs.size());
+}
+BENCHMARK(BM_UserStackProcessMiss);
+
+// Nothing cached: maps read, this binary, libc and libstdc++ parsed.
+void BM_UserStackColdMiss(benchmark::State& state) {
+  auto addrs = user_stack();
+  std::vector<loupe_frame> out(addrs.size());
+  auto pid = static_cast<std::uint32_t>(::getpid());
+  for (auto _ : state) {
+    auto sym = loupe::make_symbolizer();
+    sym->symbolize(pid, LOUPE_FRAME_USER, addrs.data(), kStackDepth, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  count_resolved(state, out);
+  report(state, addrs.size());
+}
+BENCHMARK(BM_UserStackColdMiss)->Unit(benchmark::kMicrosecond);
+
+// First kernel frame of a session: /proc/kallsyms read and sorted.
+void BM_KernelColdLoad(benchmark::State& state) {
+  auto addrs = kernel_stack();
+  if (addrs.empty()) {
+    state.SkipWithError("kallsyms shows no addresses (run as root)");
+    return;
+  }
+  loupe_frame out{};
+  for (auto _ : state) {
+    auto sym = loupe::make_symbolizer();
+    sym->symbolize(0, LOUPE_FRAME_KERNEL, addrs.data(), 1, &out);
+    benchmark::DoNotOptimize(out);
+  }
+}
+BENCHMARK(BM_KernelColdLoad)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
