@@ -108,7 +108,7 @@ std::shared_ptr<PluginLibrary> PluginRegistry::resolve(const std::string& name) 
   std::string where;
   for (const auto& d : dirs_) where += "\n  " + d.string();
   throw PluginLoadError(fmt::format("plugin '{}' not found (looked for loupe-{}.so in:{}\n  set LOUPE_PLUGIN_PATH or "
-                                    "give `path = \"...\"` in the profile)",
+                                    "give `library = \"/path/to/loupe-NAME.so\"` in the profile)",
                                     name, name, where));
 }
 
