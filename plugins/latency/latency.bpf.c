@@ -197,8 +197,10 @@ static __always_inline int lat_exit(void *ctx, __u32 target)
 	c->matched++;
 	d = v->depth - 1; /* the level this exit closes; 0 = outermost */
 	if (d == 0) {
+		/* The entry stays, idle (depth 0), for this thread's next call: reusing it
+		 * saves a hash insert and delete per call. collect() sweeps idle entries. */
 		ts = v->ts[0];
-		bpf_map_delete_elem(&starts, &key);
+		v->depth = 0;
 	} else {
 		v->depth = d;
 		if (targ_nesting != LAT_NEST_EVERY)

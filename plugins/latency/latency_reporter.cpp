@@ -50,10 +50,15 @@ LatencyReporter::Swept LatencyReporter::sweep_starts(bool is_final) {
     lat_start_val v{};
     if (bpf_map_lookup_elem(maps_.starts_fd, &key, &v) != 0 || key.target >= targets_.size())
       continue;
-    if (v.depth && now > v.ts[0] && now - v.ts[0] > opts_.max_age_ns) {
+    bool old = now > v.ts[0] && now - v.ts[0] > opts_.max_age_ns;
+    if (v.depth == 0) {
+      // An idle slot the BPF side keeps for the thread's next call; dropping one whose
+      // thread stayed away (or died) longer than max_age loses nothing.
+      if (old) stale.push_back(key);
+    } else if (old) {
       stale.push_back(key);
       ++s.expired[key.target];
-    } else if (v.depth) {
+    } else {
       ++s.in_flight[key.target];
     }
   }

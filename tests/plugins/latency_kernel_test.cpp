@@ -310,3 +310,59 @@ TEST_F(LatencyKernel, MissingTargetsWarnSkipsWhatCannotBeTraced) {
   EXPECT_EQ(strict.setup(host, cfg, child.pid()), LOUPE_ERR_UNSUPPORTED);
   EXPECT_NE(strict.error().find("fentry/fexit unavailable"), std::string::npos) << strict.error();
 }
+
+TEST_F(LatencyKernel, EntriesWithoutExitsAreInFlightThenExpire) {
+  for (bool wait_past_max_age : {false, true}) {
+    SCOPED_TRACE(wait_past_max_age ? "after max_age" : "within max_age");
+    FakeHost host;
+    HeldChild child({kWorkload, "0", "0", "0", "0", "0", "exit-inside"});
+    Plugin plugin;
+    loupe_config cfg;
+    cfg.values["targets"] =
+        loupe_config::List{target("ufunc", kWorkload + ":lat_exit_inside", "exit_inside")};
+    cfg.values["max_age_ms"] = std::int64_t{wait_past_max_age ? 50 : 60000};
+    ASSERT_EQ(plugin.setup(host, cfg, child.pid()), LOUPE_OK) << plugin.error();
+    ASSERT_EQ(plugin.start(), LOUPE_OK) << plugin.error();
+    ASSERT_EQ(child.run_to_exit(), 0);
+    host.detach_all();
+    if (wait_past_max_age) usleep(150000);
+    ASSERT_EQ(plugin.collect(true), LOUPE_OK);
+    EXPECT_EQ(metric(host, "calls", "exit_inside"), 1);
+    EXPECT_EQ(metric(host, "matched", "exit_inside"), 0);
+    EXPECT_EQ(metric(host, "in_flight", "exit_inside"), wait_past_max_age ? 0 : 1);
+    EXPECT_EQ(metric(host, "expired", "exit_inside"), wait_past_max_age ? 1 : 0);
+    EXPECT_EQ(metric(host, "match_rate", "exit_inside"), 0.0);
+    auto* h = host.find(LOUPE_RECORD_HEALTH, "expired", {{"target", "exit_inside"}});
+    ASSERT_NE(h, nullptr);
+    EXPECT_EQ(h->severity, static_cast<std::uint32_t>(wait_past_max_age ? LOUPE_HEALTH_WARN
+                                                                        : LOUPE_HEALTH_OK));
+  }
+}
+
+TEST_F(LatencyKernel, IntervalReportsCarryTheIntervalAndTheFinalTheSession) {
+  FakeHost host;
+  HeldChild child({kWorkload, "0", "0", "0", "0", "4"});
+  Plugin plugin;
+  loupe_config cfg;
+  cfg.values["targets"] = loupe_config::List{target("syscall", "nanosleep", "nanosleep")};
+  cfg.values["linear_buckets"] = true;
+  ASSERT_EQ(plugin.setup(host, cfg, child.pid()), LOUPE_OK) << plugin.error();
+  ASSERT_EQ(plugin.start(), LOUPE_OK) << plugin.error();
+  ASSERT_EQ(plugin.collect(false), LOUPE_OK);  // nothing yet
+  ASSERT_EQ(child.run_to_exit(), 0);
+  ASSERT_EQ(plugin.collect(false), LOUPE_OK);  // the 4 calls
+  ASSERT_EQ(plugin.collect(false), LOUPE_OK);  // nothing new
+  host.detach_all();
+  ASSERT_EQ(plugin.collect(true), LOUPE_OK);
+  std::vector<std::uint64_t> counts;
+  for (const auto& r : host.records)
+    if (r.kind == LOUPE_RECORD_HISTOGRAM) counts.push_back(r.count);
+  ASSERT_EQ(counts.size(), 4u);
+  EXPECT_EQ(counts, (std::vector<std::uint64_t>{0, 4, 0, 4}));
+  auto* final_hist = host.find(LOUPE_RECORD_HISTOGRAM, "latency", {{"target", "nanosleep"}});
+  ASSERT_NE(final_hist, nullptr);
+  // Linear buckets: 8 per power of two, so 5 ms lands in [4.72 ms, 5.24 ms) or the next.
+  ASSERT_FALSE(final_hist->buckets.empty());
+  EXPECT_GE(final_hist->buckets.front().lower, 4718592u);
+  EXPECT_LE(final_hist->buckets.front().upper - final_hist->buckets.front().lower, 524288u);
+}

@@ -8,6 +8,8 @@
 //     M calls of lat_spin_2us()     (each ~2 us of busy CPU, no syscall)
 //     R calls of lat_recurse(D)     (D nested levels of the same function)
 //     K nanosleep(2) syscalls of ~5 ms (the raw syscall, not clock_nanosleep)
+//   latency_workload N M R D K exit-inside
+//     the same, then exits from inside lat_exit_inside(): an entry whose exit never comes
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +47,11 @@ __attribute__((noinline)) int lat_recurse(int depth)
 	return x;
 }
 
+__attribute__((noinline)) void lat_exit_inside(void)
+{
+	exit(0);
+}
+
 static void nanosleep_5ms(void)
 {
 	struct timespec ts = { .tv_sec = 0, .tv_nsec = 5000000 };
@@ -56,8 +63,8 @@ int main(int argc, char **argv)
 {
 	long n, m, r, d, k, i;
 
-	if (argc != 6) {
-		fprintf(stderr, "usage: %s N M R D K\n", argv[0]);
+	if (argc != 6 && argc != 7) {
+		fprintf(stderr, "usage: %s N M R D K [exit-inside]\n", argv[0]);
 		return 2;
 	}
 	n = atol(argv[1]);
@@ -73,5 +80,7 @@ int main(int argc, char **argv)
 		lat_recurse((int)d);
 	for (i = 0; i < k; i++)
 		nanosleep_5ms();
+	if (argc == 7)
+		lat_exit_inside();
 	return 0;
 }
