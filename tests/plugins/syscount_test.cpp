@@ -82,9 +82,7 @@ class SyscountTest : public ::testing::Test {
   // Writes the profile, runs the workload under loupe, returns the final records.
   std::vector<Json> run(const std::string& plugin_table) {
     const fs::path profile = dir_ / "syscount.toml";
-    // The jsonl sink's default file; its own `path` key would collide with the profile's
-    // reserved library `path`.
-    const fs::path records = dir_ / "out" / "records.jsonl";
+    const fs::path records = dir_ / "out" / "records.jsonl";  // the jsonl sink's default
     std::ofstream(profile) << "[session]\n"
                            << "duration = 0.0\n"
                            << "output_dir = \"" << (dir_ / "out").string() << "\"\n"
@@ -166,10 +164,10 @@ TEST_F(SyscountTest, CountsExactlyTheTargetsSyscalls) {
   EXPECT_EQ(dropped[0]["health"]["value"], 0);
 }
 
-TEST_F(SyscountTest, LoadsByPathAndBreaksDownPerProcess) {
+TEST_F(SyscountTest, LoadsByLibraryPathAndBreaksDownPerProcess) {
   const std::string plugin_dir = env_or_empty("LOUPE_PLUGIN_DIR");
   ASSERT_FALSE(plugin_dir.empty()) << "LOUPE_PLUGIN_DIR is not set (run through ctest)";
-  const auto recs = run("name = \"syscount\"\npath = \"" + plugin_dir +
+  const auto recs = run("name = \"syscount\"\nlibrary = \"" + plugin_dir +
                         "/loupe-syscount.so\"\nper_process = true\ntop = 3");
   const auto syscalls = named(recs, "syscalls");
   ASSERT_EQ(syscalls.size(), 3u) << "top = 3; the two loops are the workload's most frequent";
