@@ -12,6 +12,7 @@
 // matter are loupe/empty and loupe/funclatency.
 //
 //   latency_overhead [--rounds R] [--uprobe-calls N] [--syscall-calls N] [--no-peers]
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -68,6 +69,48 @@ std::string self_exe() {
   if (n <= 0) throw std::runtime_error("readlink /proc/self/exe");
   buf[n] = 0;
   return buf;
+}
+
+// Kernel-side cost of BPF programs (bpf_enable_stats run time), summed over programs.
+struct ProgCost {
+  std::uint64_t run_ns = 0;
+  std::uint64_t runs = 0;
+};
+
+ProgCost prog_cost(const std::vector<std::uint32_t>& ids) {
+  ProgCost c;
+  for (auto id : ids) {
+    int fd = bpf_prog_get_fd_by_id(id);
+    if (fd < 0) continue;
+    bpf_prog_info info{};
+    std::uint32_t len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) {
+      c.run_ns += info.run_time_ns;
+      c.runs += info.run_cnt;
+    }
+    close(fd);
+  }
+  return c;
+}
+
+std::uint32_t prog_id(bpf_program* p) {
+  bpf_prog_info info{};
+  std::uint32_t len = sizeof(info);
+  bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len);
+  return info.id;
+}
+
+std::uint32_t max_prog_id() {
+  std::uint32_t id = 0, next = 0;
+  while (bpf_prog_get_next_id(id, &next) == 0) id = next;
+  return id;
+}
+
+std::vector<std::uint32_t> prog_ids_after(std::uint32_t floor) {
+  std::vector<std::uint32_t> ids;
+  std::uint32_t id = floor, next = 0;
+  while (bpf_prog_get_next_id(id, &next) == 0) ids.push_back(id = next);
+  return ids;
 }
 
 // A set of links that exists for one measurement.
@@ -164,6 +207,7 @@ class Bench {
       std::string name;
       Setup setup;
       std::function<Peer*()> peer;
+      std::vector<std::uint32_t> progs;  // ours; peers' are found by id after they attach
     };
     pid_t pid = getpid();
     std::string tp_script =
@@ -178,21 +222,27 @@ class Bench {
     std::vector<Mode> up = {
         {"none", [](Links&) {}, nullptr},
         {"empty", [&](Links& l) { attach_uprobe(l, empty_->progs.empty_uprobe_entry,
-                                                empty_->progs.empty_uprobe_exit); }, nullptr},
+                                                empty_->progs.empty_uprobe_exit); }, nullptr,
+         {prog_id(empty_->progs.empty_uprobe_entry), prog_id(empty_->progs.empty_uprobe_exit)}},
         {"loupe", [&](Links& l) { attach_uprobe(l, lat_->progs.lat_uprobe_entry,
-                                                lat_->progs.lat_uprobe_exit); }, nullptr},
+                                                lat_->progs.lat_uprobe_exit); }, nullptr,
+         {prog_id(lat_->progs.lat_uprobe_entry), prog_id(lat_->progs.lat_uprobe_exit)}},
     };
     std::vector<Mode> sc = {
         {"none", [](Links&) {}, nullptr},
         {"empty", [&](Links& l) { attach_tp(l, empty_->progs.empty_tp_entry,
-                                            empty_->progs.empty_tp_exit); }, nullptr},
+                                            empty_->progs.empty_tp_exit); }, nullptr,
+         {prog_id(empty_->progs.empty_tp_entry), prog_id(empty_->progs.empty_tp_exit)}},
         {"loupe", [&](Links& l) { attach_tp(l, lat_->progs.lat_tp_entry,
-                                            lat_->progs.lat_tp_exit); }, nullptr},
+                                            lat_->progs.lat_tp_exit); }, nullptr,
+         {prog_id(lat_->progs.lat_tp_entry), prog_id(lat_->progs.lat_tp_exit)}},
     };
     if (o_.peers) {
-      up.push_back({"funclatency", [](Links&) {}, [=, this] {
-                      return new Peer({"/usr/sbin/funclatency", "-p", std::to_string(pid),
-                                       exe_ + ":bench_target"},
+      up.push_back({"funclatency", [](Links&) {}, [=] {
+                      // ":FUNC" = the binary of -p PID; stdbuf so "Tracing" is not
+                      // stuck in a full stdio buffer behind our pipe.
+                      return new Peer({"/usr/bin/stdbuf", "-oL", "/usr/sbin/funclatency", "-p",
+                                       std::to_string(pid), ":bench_target"},
                                       "Tracing");
                     }});
       up.push_back({"bpftrace", [](Links&) {}, [=] {
@@ -204,7 +254,9 @@ class Bench {
                       return new Peer({"/usr/bin/bpftrace", "-e", tp_script}, "Attaching");
                     }});
     }
+    loop_calls_ = static_cast<double>(o_.uprobe_calls);
     measure("uprobe pair on bench_target()", up, [&] { return loop_uprobe(o_.uprobe_calls); });
+    loop_calls_ = static_cast<double>(o_.syscall_calls);
     measure("syscall tracepoint pair on getppid(2)", sc,
             [&] { return loop_syscall(o_.syscall_calls); });
   }
@@ -226,6 +278,35 @@ class Bench {
         }
       }
     }
+    // A second pass with BPF run-time stats on: what the programs themselves cost per
+    // call (entry + exit), free of the trap and syscall noise that dominates wall time.
+    // Stats stay off in the first pass because they add two clock reads per program.
+    std::map<std::string, double> prog_ns;
+    int stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+    for (const auto& m : modes) {
+      if (m.name == "none" || stats_fd < 0) continue;
+      try {
+        std::uint32_t floor = max_prog_id();
+        std::unique_ptr<Peer> peer(m.peer ? m.peer() : nullptr);
+        Links links;
+        m.setup(links);
+        auto ids = m.progs.empty() ? prog_ids_after(floor) : m.progs;
+        ProgCost before = prog_cost(ids);
+        double calls = 0;
+        for (int r = 0; r < std::max(1, o_.rounds / 2); ++r) {
+          loop();
+          calls += 1;
+        }
+        ProgCost after = prog_cost(ids);
+        // Runs per call = number of programs on the path (2 for a pair).
+        double runs = static_cast<double>(after.runs - before.runs);
+        double per_run = runs ? static_cast<double>(after.run_ns - before.run_ns) / runs : 0;
+        prog_ns[m.name] = per_run * (runs ? runs / (calls * loop_calls_) : 0);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "  %s (stats): %s (skipped)\n", m.name.c_str(), e.what());
+      }
+    }
+    if (stats_fd >= 0) close(stats_fd);
     auto median = [](std::vector<double> v) {
       if (v.empty()) return -1.0;
       std::sort(v.begin(), v.end());
@@ -235,12 +316,13 @@ class Bench {
     double empty = median(ns["empty"]) - base;
     double loupe = median(ns["loupe"]) - base;
     std::printf("\n%s (%d rounds, median)\n", title, o_.rounds);
-    std::printf("  %-12s %12s %14s %14s\n", "mode", "ns/call", "added ns/call", "x empty pair");
+    std::printf("  %-12s %12s %14s %14s %16s\n", "mode", "ns/call", "added ns/call", "x empty pair",
+                "BPF ns/call");
     for (const auto& m : modes) {
       if (ns[m.name].empty()) continue;
       double v = median(ns[m.name]);
-      std::printf("  %-12s %12.1f %14.1f %14.2f\n", m.name.c_str(), v, v - base,
-                  m.name == "none" ? 0.0 : (v - base) / empty);
+      std::printf("  %-12s %12.1f %14.1f %14.2f %16.1f\n", m.name.c_str(), v, v - base,
+                  m.name == "none" ? 0.0 : (v - base) / empty, prog_ns[m.name]);
     }
     std::printf("  loupe / empty = %.2f (goal <= 1.20)", loupe / empty);
     if (!ns["funclatency"].empty())
@@ -264,6 +346,7 @@ class Bench {
   }
 
   Options o_;
+  double loop_calls_ = 0;
   std::string exe_;
   std::uint64_t offset_ = 0;
   empty_pair_bpf* empty_ = nullptr;
