@@ -131,6 +131,20 @@ void BM_JitStackCacheHit(benchmark::State& state) {
 }
 BENCHMARK(BM_JitStackCacheHit);
 
+// File:line of one address from DWARF (this binary is built with -g), DWARF already open.
+void BM_SourceLinesWarm(benchmark::State& state) {
+  auto sym = loupe::make_symbolizer();
+  auto pid = static_cast<std::uint32_t>(::getpid());
+  auto addr = reinterpret_cast<std::uint64_t>(&bench_local_function) + 2;
+  loupe::SourceLocation loc[4];
+  if (sym->source_lines(pid, addr, loc, 4) == 0) {
+    state.SkipWithError("no DWARF for this binary (or built without libdw)");
+    return;
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(sym->source_lines(pid, addr, loc, 4));
+}
+BENCHMARK(BM_SourceLinesWarm);
+
 // New process, known files: /proc/PID/maps read again, ELF tables from the file cache.
 void BM_UserStackProcessMiss(benchmark::State& state) {
   auto addrs = user_stack();

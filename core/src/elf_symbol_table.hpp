@@ -12,7 +12,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
+
+#include "elf_dwarf_lines.hpp"
+#include "loupe/symbolizer.hpp"
 
 namespace loupe {
 
@@ -56,6 +60,17 @@ class ElfSymbolTable {
   std::size_t n_objects() const { return objects_.size(); }
   std::size_t memory_bytes() const;
 
+  // The file's DWARF, opened on the first source-line lookup rather than with the table:
+  // most files are never asked for lines. The symbolizer's lock guards it.
+  struct LazyDwarf {
+    bool tried = false;
+    std::unique_ptr<ElfDwarfLines> lines;
+    // Answers by link-time address, as the owner interned them: a DWARF scope walk costs
+    // ~0.1 ms in a large C++ unit and reports ask for the same top frames repeatedly.
+    std::unordered_map<std::uint64_t, std::vector<SourceLocation>> answers;
+  };
+  LazyDwarf& dwarf() const { return dwarf_; }
+
  private:
   struct Builder;
   static const ElfSymbol* find(const std::vector<ElfSymbol>& syms, std::uint64_t vaddr);
@@ -66,6 +81,7 @@ class ElfSymbolTable {
   std::string names_;
   std::string build_id_;
   bool has_symtab_ = false;
+  mutable LazyDwarf dwarf_;
 };
 
 }  // namespace loupe

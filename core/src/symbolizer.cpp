@@ -7,6 +7,7 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <list>
@@ -21,6 +22,9 @@
 
 namespace loupe {
 namespace {
+
+// Bound of the per-file cache of source-line answers (cleared whole when full).
+constexpr std::size_t kMaxSourceAnswersPerFile = 4096;
 
 class ElfSymbolizer final : public Symbolizer {
  public:
@@ -65,6 +69,35 @@ class ElfSymbolizer final : public Symbolizer {
     if (it == index_.end()) return;
     lru_.erase(it->second);
     index_.erase(it);
+  }
+
+  std::uint32_t source_lines(std::uint32_t pid, std::uint64_t addr, SourceLocation* out,
+                             std::uint32_t max) override {
+    std::lock_guard lock(mu_);
+    ProcessSpace* space = process(pid);
+    if (!space || max == 0) return 0;
+    MappedRegion* r = space->find(addr);
+    if (!r || !r->map.file_backed() || !space->ensure_elf(*r, files_)) return 0;
+    ElfSymbolTable::LazyDwarf& dwarf = r->elf->dwarf();
+    if (!dwarf.tried) {
+      dwarf.tried = true;
+      int fd = space->open_file(*r);
+      if (fd >= 0) dwarf.lines = ElfDwarfLines::open(fd, r->elf->build_id(), opts_.debug_root);
+    }
+    if (!dwarf.lines) return 0;
+    std::uint64_t vaddr = addr - *r->bias;
+    auto it = dwarf.answers.find(vaddr);
+    if (it == dwarf.answers.end()) {
+      if (dwarf.answers.size() >= kMaxSourceAnswersPerFile) dwarf.answers.clear();
+      std::vector<SourceLocation> locs;
+      for (const DwarfSourceFrame& f : dwarf.lines->lookup(vaddr))
+        locs.push_back({f.function.empty() ? nullptr : strings_.intern(f.function),
+                        f.file.empty() ? nullptr : strings_.intern(f.file), f.line, f.inlined});
+      it = dwarf.answers.emplace(vaddr, std::move(locs)).first;
+    }
+    auto n = static_cast<std::uint32_t>(std::min<std::size_t>(max, it->second.size()));
+    std::copy_n(it->second.begin(), n, out);
+    return n;
   }
 
   SymbolizerStats stats() const override {

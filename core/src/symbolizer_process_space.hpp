@@ -45,6 +45,9 @@ class ProcessSpace {
   // Loads the region's ELF table through `cache` once; false when it is not readable ELF.
   bool ensure_elf(MappedRegion& r, ElfFileCache& cache);
 
+  // Opens the file behind a file-backed region (the caller owns the fd); -1 on failure.
+  int open_file(const MappedRegion& r) const { return open_mapped_file(r.map); }
+
   PerfMap& perf_map() { return perf_map_; }
   std::chrono::steady_clock::time_point loaded_at() const { return loaded_at_; }
   std::uint32_t pid() const { return pid_; }

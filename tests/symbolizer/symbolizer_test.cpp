@@ -254,6 +254,65 @@ TEST(Symbolizer, KernelDataAddresses) {
   }
 }
 
+// The line of known_target.c tagged with "// line: <tag>".
+std::uint32_t source_line(const std::string& tag) {
+  std::ifstream in(LOUPE_KNOWN_TARGET_SOURCE);
+  std::string line;
+  for (std::uint32_t n = 1; std::getline(in, line); ++n)
+    if (line.ends_with("// line: " + tag)) return n;
+  return 0;
+}
+
+TEST(Symbolizer, SourceLinesFromDwarf) {
+  LiveTarget t(LOUPE_TARGET_PIE);
+  auto sym = make_symbolizer();
+  SourceLocation loc[4];
+  std::uint32_t n = sym->source_lines(t.pid(), t.addr("loupe_known_function"), loc, 4);
+  if (n == 0) GTEST_SKIP() << "built without libdw";
+  EXPECT_EQ(n, 1u);
+  EXPECT_EQ(str(loc[0].function), "loupe_known_function");
+  EXPECT_TRUE(ends_with(loc[0].file, "known_target.c")) << str(loc[0].file);
+  // The entry's row is the first statement's line once the prologue is optimized away.
+  EXPECT_GE(loc[0].line, source_line("known_function"));
+  EXPECT_LE(loc[0].line, source_line("known_function") + 2);
+  EXPECT_FALSE(loc[0].inlined);
+}
+
+TEST(Symbolizer, SourceLinesUnwindInlinedCalls) {
+  LiveTarget t(LOUPE_TARGET_PIE);
+  auto sym = make_symbolizer();
+  std::uint64_t caller = t.addr("loupe_inline_caller");
+  // Somewhere in the caller's code is the inlined helper's body: find it.
+  bool found = false;
+  for (std::uint64_t a = caller; a < caller + 64 && !found; ++a) {
+    if (str(user_frame(*sym, t.pid(), a).symbol) != "loupe_inline_caller") break;
+    SourceLocation loc[4];
+    std::uint32_t n = sym->source_lines(t.pid(), a, loc, 4);
+    if (n == 0 && a == caller) GTEST_SKIP() << "built without libdw";
+    if (n != 2 || !loc[0].inlined) continue;
+    found = true;
+    EXPECT_EQ(str(loc[0].function), "loupe_inlined_helper");
+    EXPECT_TRUE(ends_with(loc[0].file, "known_target.c")) << str(loc[0].file);
+    EXPECT_GE(loc[0].line, source_line("inlined_body") - 2);
+    EXPECT_LE(loc[0].line, source_line("inlined_body") + 1);
+    EXPECT_EQ(str(loc[1].function), "loupe_inline_caller");
+    EXPECT_FALSE(loc[1].inlined);
+    EXPECT_TRUE(ends_with(loc[1].file, "known_target.c")) << str(loc[1].file);
+    EXPECT_EQ(loc[1].line, source_line("call_site"));
+  }
+  EXPECT_TRUE(found) << "no address of loupe_inline_caller maps to the inlined helper";
+}
+
+TEST(Symbolizer, NoSourceLinesWithoutDebugInfo) {
+  LiveTarget t(LOUPE_TARGET_STRIPPED);
+  auto sym = make_symbolizer();
+  SourceLocation loc[4];
+  EXPECT_EQ(sym->source_lines(t.pid(), t.addr("loupe_known_function"), loc, 4), 0u);
+  // Still symbolized from .dynsym.
+  EXPECT_EQ(str(user_frame(*sym, t.pid(), t.addr("loupe_known_function")).symbol),
+            "loupe_known_function");
+}
+
 class PerfMapFile {
  public:
   explicit PerfMapFile(std::uint32_t pid) : path_("/tmp/perf-" + std::to_string(pid) + ".map") {}

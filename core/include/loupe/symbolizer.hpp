@@ -38,6 +38,14 @@ struct SymbolizerStats {
   std::uint64_t kernel_symbols = 0;    // text symbols read from kallsyms; 0 until first use
 };
 
+// One source position of a code address: an inlined call, or the function holding it.
+struct SourceLocation {
+  const char* function;  // DWARF name (unmangled, unqualified); NULL when unknown
+  const char* file;      // as the compiler recorded it (absolute when built so)
+  std::uint32_t line;    // 0 when unknown
+  bool inlined;          // an inlined call: the next entry is where it was inlined
+};
+
 class Symbolizer {
  public:
   virtual ~Symbolizer() = default;
@@ -51,6 +59,16 @@ class Symbolizer {
   // Forget a process (exec or exit observed).
   virtual void invalidate(std::uint32_t pid) = 0;
   virtual SymbolizerStats stats() const { return {}; }
+  // File:line of a user code address from the module's DWARF (or its build-id debug
+  // file), innermost inlined call first and the function holding the code last. Writes up
+  // to `max` entries and returns how many; 0 when there is no DWARF for it. Strings as for
+  // symbolize(). No per-address cache (a few µs each): meant for the frames a report
+  // shows, not for every sample.
+  virtual std::uint32_t source_lines(std::uint32_t pid, std::uint64_t addr, SourceLocation* out,
+                                     std::uint32_t max) {
+    (void)pid, (void)addr, (void)out, (void)max;
+    return 0;
+  }
 };
 
 std::unique_ptr<Symbolizer> make_symbolizer(const SymbolizerOptions& opts = {});
