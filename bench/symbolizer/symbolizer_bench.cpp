@@ -5,6 +5,7 @@
 // worker of a known binary), and fully cold (maps read and every ELF file parsed).
 // The stacks are real addresses of this process: functions of this binary, libc and
 // libstdc++; kernel frames are addresses of real kallsyms entries.
+#include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -16,8 +17,6 @@
 #include <string>
 #include <vector>
 
-#include <benchmark/benchmark.h>
-
 #include "loupe/symbolizer.hpp"
 
 namespace {
@@ -27,8 +26,9 @@ __attribute__((noinline)) int bench_local_function(int x) { return x * 3 + 1; }
 constexpr int kStackDepth = 16;
 
 std::vector<std::uint64_t> user_stack() {
-  const char* libc_fns[] = {"malloc", "free", "printf", "memcpy", "qsort", "nanosleep",
-                            "pthread_mutex_lock", "read", "write", "getenv", "strtol", "fopen"};
+  const char* libc_fns[] = {
+      "malloc", "free",  "printf", "memcpy", "qsort", "nanosleep", "pthread_mutex_lock",
+      "read",   "write", "getenv", "strtol", "fopen"};
   std::vector<std::uint64_t> addrs;
   addrs.push_back(reinterpret_cast<std::uint64_t>(&bench_local_function) + 2);
   addrs.push_back(reinterpret_cast<std::uint64_t>(&user_stack) + 8);
@@ -67,9 +67,9 @@ void count_resolved(benchmark::State& state, const std::vector<loupe_frame>& out
 
 void report(benchmark::State& state, std::size_t frames_per_iteration) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * frames_per_iteration));
-  state.counters["ns_per_frame"] = benchmark::Counter(
-      static_cast<double>(state.iterations() * frames_per_iteration),
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_frame"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * frames_per_iteration),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 void BM_UserStackCacheHit(benchmark::State& state) {
@@ -112,7 +112,8 @@ void BM_JitStackCacheHit(benchmark::State& state) {
   std::string path = "/tmp/perf-" + std::to_string(::getpid()) + ".map";
   {
     std::ofstream map(path);
-    for (int i = 0; i < 1000; ++i) map << std::hex << base + i * 0x400 << " 400 Jit::fn" << std::dec << i << "\n";
+    for (int i = 0; i < 1000; ++i)
+      map << std::hex << base + i * 0x400 << " 400 Jit::fn" << std::dec << i << "\n";
   }
   std::vector<std::uint64_t> addrs;
   for (int i = 0; i < kStackDepth; ++i) addrs.push_back(base + (i * 61 % 1000) * 0x400 + 0x10);

@@ -6,7 +6,7 @@
 namespace loupe {
 
 std::shared_ptr<const ElfSymbolTable> ElfFileCache::get(int fd) {
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0) return nullptr;
   Key key{st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec};
   if (auto it = index_.find(key); it != index_.end()) {

@@ -96,7 +96,8 @@ struct ElfSymbolTable::Builder {
         auto off = static_cast<std::uint32_t>(table.names_.size());
         table.names_.append(name);
         table.names_.push_back('\0');
-        Raw raw{{sym.st_value, sym.st_size, off, type == SHT_DYNSYM}, symbol_rank(sym, type == SHT_DYNSYM)};
+        Raw raw{{sym.st_value, sym.st_size, off, type == SHT_DYNSYM},
+                symbol_rank(sym, type == SHT_DYNSYM)};
         (is_func ? functions : objects).push_back(raw);
         ++n;
       }

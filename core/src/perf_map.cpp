@@ -23,7 +23,7 @@ bool parse_hex(std::string_view& s, std::uint64_t* out) {
 }  // namespace
 
 bool PerfMap::refresh() {
-  struct stat st{};
+  struct stat st {};
   if (::stat(path_.c_str(), &st) != 0) {
     present_ = false;
     entries_.clear();

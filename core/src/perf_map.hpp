@@ -6,8 +6,8 @@
 #ifndef LOUPE_CORE_PERF_MAP_HPP
 #define LOUPE_CORE_PERF_MAP_HPP
 
-#include <ctime>
 #include <cstdint>
+#include <ctime>
 #include <string>
 #include <string_view>
 #include <vector>

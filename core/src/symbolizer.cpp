@@ -113,7 +113,8 @@ class ElfSymbolizer final : public Symbolizer {
   }
 
  private:
-  static loupe_frame unresolved(std::uint64_t addr, std::uint32_t kind, loupe_frame_resolution why) {
+  static loupe_frame unresolved(std::uint64_t addr, std::uint32_t kind,
+                                loupe_frame_resolution why) {
     return loupe_frame{addr, nullptr, nullptr, addr, kind, static_cast<std::uint32_t>(why)};
   }
 
@@ -175,7 +176,8 @@ class ElfSymbolizer final : public Symbolizer {
     return space.reload(strings_, &err);
   }
 
-  void user_frame(ProcessSpace* space, loupe_frame_kind kind, std::uint64_t addr, loupe_frame* out) {
+  void user_frame(ProcessSpace* space, loupe_frame_kind kind, std::uint64_t addr,
+                  loupe_frame* out) {
     *out = unresolved(addr, kind, LOUPE_UNRESOLVED_PROCESS_GONE);
     if (!space) return;
     MappedRegion* r = space->find(addr);

@@ -64,8 +64,8 @@ std::vector<MapsEntry> parse_process_maps(const std::string& text) {
   return out;
 }
 
-bool read_process_maps(const std::string& proc_root, std::uint32_t pid,
-                       std::vector<MapsEntry>* out, int* err) {
+bool read_process_maps(const std::string& proc_root, std::uint32_t pid, std::vector<MapsEntry>* out,
+                       int* err) {
   std::string path = proc_root + "/" + std::to_string(pid) + "/maps";
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {

@@ -18,8 +18,8 @@ struct MapsEntry {
   std::uint32_t dev_major;
   std::uint32_t dev_minor;
   bool executable;
-  bool deleted;       // the path ended in " (deleted)": the file was unlinked or replaced
-  std::string path;   // without the " (deleted)" suffix; "" for anonymous memory
+  bool deleted;      // the path ended in " (deleted)": the file was unlinked or replaced
+  std::string path;  // without the " (deleted)" suffix; "" for anonymous memory
 
   // A regular file (not [heap], [vdso], memfd:..., or anonymous memory).
   bool file_backed() const { return inode != 0 && !path.empty() && path.front() == '/'; }
@@ -27,8 +27,8 @@ struct MapsEntry {
 
 // Reads `<proc_root>/<pid>/maps`, sorted by start. Returns false with `*err` = errno when
 // it cannot be read (ENOENT/ESRCH: the process is gone).
-bool read_process_maps(const std::string& proc_root, std::uint32_t pid,
-                       std::vector<MapsEntry>* out, int* err);
+bool read_process_maps(const std::string& proc_root, std::uint32_t pid, std::vector<MapsEntry>* out,
+                       int* err);
 
 // Parses the text of a maps file (exposed for tests on bytes).
 std::vector<MapsEntry> parse_process_maps(const std::string& text);

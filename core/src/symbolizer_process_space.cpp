@@ -26,8 +26,9 @@ bool ProcessSpace::reload(StringPool& strings, int* err) {
   for (MapsEntry& m : maps) {
     MappedRegion r;
     // An unchanged region keeps its table: a dlopen must not make libc be read again.
-    auto old = std::lower_bound(regions_.begin(), regions_.end(), m.start,
-                                [](const MappedRegion& a, std::uint64_t s) { return a.map.start < s; });
+    auto old =
+        std::lower_bound(regions_.begin(), regions_.end(), m.start,
+                         [](const MappedRegion& a, std::uint64_t s) { return a.map.start < s; });
     if (old != regions_.end() && old->map.start == m.start && old->map.end == m.end &&
         old->map.offset == m.offset && old->map.inode == m.inode && old->map.path == m.path &&
         old->map.deleted == m.deleted) {
@@ -47,8 +48,9 @@ bool ProcessSpace::reload(StringPool& strings, int* err) {
 }
 
 MappedRegion* ProcessSpace::find(std::uint64_t addr) {
-  auto it = std::upper_bound(regions_.begin(), regions_.end(), addr,
-                             [](std::uint64_t a, const MappedRegion& r) { return a < r.map.start; });
+  auto it =
+      std::upper_bound(regions_.begin(), regions_.end(), addr,
+                       [](std::uint64_t a, const MappedRegion& r) { return a < r.map.start; });
   if (it == regions_.begin()) return nullptr;
   --it;
   return addr < it->map.end ? &*it : nullptr;
@@ -70,7 +72,7 @@ int ProcessSpace::open_mapped_file(const MapsEntry& m) const {
     std::string path = proc_dir_ + "/root" + m.path;
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
-      struct stat st{};
+      struct stat st {};
       if (::fstat(fd, &st) == 0 && st.st_ino == m.inode) return fd;
       ::close(fd);
     }

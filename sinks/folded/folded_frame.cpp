@@ -23,7 +23,8 @@ void append_folded_frame(const loupe_frame& frame, std::string& out) {
     // The file name is enough to tell modules apart in a flame graph; full paths would
     // make every unresolved box unreadable.
     std::string_view module(frame.module);
-    if (auto slash = module.rfind('/'); slash != std::string_view::npos && slash + 1 < module.size())
+    if (auto slash = module.rfind('/');
+        slash != std::string_view::npos && slash + 1 < module.size())
       module.remove_prefix(slash + 1);
     append_folded_text(module, out);
     char off[32];

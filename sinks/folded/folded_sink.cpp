@@ -6,8 +6,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cctype>
+#include <cerrno>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -24,10 +24,11 @@ constexpr loupe_config_key kKeys[] = {
      "<output_dir>/<record name>.folded per record name",
      0, 0, nullptr, 0, 0},
     {"value", LOUPE_CFG_STRING, 0, "\"\"",
-     "which value of each record is the line's weight (e.g. \"alloc_bytes\"); empty = the first",
-     0, 0, nullptr, 0, 0},
+     "which value of each record is the line's weight (e.g. \"alloc_bytes\"); empty = the first", 0,
+     0, nullptr, 0, 0},
     {"include_comm", LOUPE_CFG_BOOL, 0, "false",
-     "root each stack at the record's `comm` label, as stackcollapse-perf does", 0, 0, nullptr, 0, 0},
+     "root each stack at the record's `comm` label, as stackcollapse-perf does", 0, 0, nullptr, 0,
+     0},
     {"final_only", LOUPE_CFG_BOOL, 0, "true",
      "fold only end-of-session records (interval reports are often cumulative snapshots)", 0, 0,
      nullptr, 0, 0},
@@ -37,7 +38,8 @@ constexpr loupe_config_key kKeys[] = {
 std::string file_stem(const std::string& name) {
   std::string out;
   for (char c : name)
-    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.') ? c : '_';
+    out +=
+        (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.') ? c : '_';
   if (out.empty() || out.front() == '.') out.insert(out.begin(), '_');
   return out;
 }
@@ -56,7 +58,8 @@ void write_all(int fd, const std::string& text, const std::string& path) {
     ssize_t n = ::write(fd, rest.data(), rest.size());
     if (n < 0 && errno == EINTR) continue;
     if (n < 0)
-      throw sdk::Error(LOUPE_ERR_RESOURCE, "folded: write to '" + path + "' failed: " + std::strerror(errno));
+      throw sdk::Error(LOUPE_ERR_RESOURCE,
+                       "folded: write to '" + path + "' failed: " + std::strerror(errno));
     rest.remove_prefix(static_cast<std::size_t>(n));
   }
 }

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The folded sink as the core drives it: records in through consume(), files out on flush().
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "dl_plugin.hpp"
 #include "fake_host.hpp"
@@ -15,7 +15,11 @@ namespace loupe::test {
 namespace {
 
 loupe_frame sym(const char* name, loupe_frame_kind kind = LOUPE_FRAME_USER) {
-  return loupe_frame{0x1000, name, "/usr/bin/app", 4, static_cast<std::uint32_t>(kind),
+  return loupe_frame{0x1000,
+                     name,
+                     "/usr/bin/app",
+                     4,
+                     static_cast<std::uint32_t>(kind),
                      kind == LOUPE_FRAME_KERNEL ? LOUPE_RESOLVED_KALLSYMS : LOUPE_RESOLVED_SYMTAB};
 }
 loupe_frame unresolved(const char* module, std::uint64_t offset) {
@@ -45,7 +49,9 @@ class FoldedSinkTest : public ::testing::Test {
     if (!s.comm.empty()) r.builder().label("comm", s.comm);
     ASSERT_EQ(inst_.consume(r.record(s.is_final)), LOUPE_OK) << inst_.last_error();
   }
-  std::vector<std::string> lines(const std::string& file) { return split_lines(read_file(dir_.file(file))); }
+  std::vector<std::string> lines(const std::string& file) {
+    return split_lines(read_file(dir_.file(file)));
+  }
 
   DlPlugin lib_;
   FakeHost host_;
@@ -67,10 +73,9 @@ TEST_F(FoldedSinkTest, RootFirstAggregatedPerStackAndName) {
 
 TEST_F(FoldedSinkTest, KernelUnresolvedAndUnknownFrames) {
   start();
-  std::vector<loupe_frame> stack = {sym("do_nanosleep", LOUPE_FRAME_KERNEL),
-                                    sym("entry_SYSCALL_64", LOUPE_FRAME_KERNEL),
-                                    unresolved("/usr/lib/x86_64-linux-gnu/libc.so.6", 0xe9a3f),
-                                    unknown(), sym("main")};
+  std::vector<loupe_frame> stack = {
+      sym("do_nanosleep", LOUPE_FRAME_KERNEL), sym("entry_SYSCALL_64", LOUPE_FRAME_KERNEL),
+      unresolved("/usr/lib/x86_64-linux-gnu/libc.so.6", 0xe9a3f), unknown(), sym("main")};
   feed({"cpu", stack, {{"samples", 2}}});
   ASSERT_EQ(inst_.flush(true), LOUPE_OK);
   EXPECT_EQ(lines("cpu.folded"),

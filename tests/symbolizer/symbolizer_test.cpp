@@ -3,26 +3,26 @@
 // The symbolizer against real processes: programs built by the test build with known
 // symbols print their runtime addresses, the test resolves them through the public
 // interface and checks names, offsets, modules and how each frame was resolved.
+#include "loupe/symbolizer.hpp"
+
 #include <fcntl.h>
 #include <gelf.h>
+#include <gtest/gtest.h>
 #include <libelf.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <cstring>
-#include <memory>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "live_target.hpp"
-#include "loupe/symbolizer.hpp"
 
 namespace loupe {
 namespace {
@@ -97,10 +97,13 @@ TEST(Symbolizer, PieExecutableFromSymtab) {
 TEST(Symbolizer, NonPieExecutableFromSymtab) {
   LiveTarget t(LOUPE_TARGET_NOPIE);
   // Non-PIE: runtime addresses are the link-time ones.
-  EXPECT_EQ(t.addr("loupe_known_function"), link_address(LOUPE_TARGET_NOPIE, "loupe_known_function"));
+  EXPECT_EQ(t.addr("loupe_known_function"),
+            link_address(LOUPE_TARGET_NOPIE, "loupe_known_function"));
   auto sym = make_symbolizer();
-  expect_function(*sym, t, "loupe_known_function", LOUPE_RESOLVED_SYMTAB, "symbolizer_target_nopie");
-  expect_function(*sym, t, "loupe_static_function", LOUPE_RESOLVED_SYMTAB, "symbolizer_target_nopie");
+  expect_function(*sym, t, "loupe_known_function", LOUPE_RESOLVED_SYMTAB,
+                  "symbolizer_target_nopie");
+  expect_function(*sym, t, "loupe_static_function", LOUPE_RESOLVED_SYMTAB,
+                  "symbolizer_target_nopie");
   loupe_frame g = data_frame(*sym, t.pid(), t.addr("loupe_known_global"));
   EXPECT_EQ(str(g.symbol), "loupe_known_global");
 }
@@ -109,7 +112,8 @@ TEST(Symbolizer, StrippedExecutableFallsBackToDynsym) {
   LiveTarget t(LOUPE_TARGET_STRIPPED);
   auto sym = make_symbolizer();
   // Exported by -rdynamic: still named from .dynsym.
-  expect_function(*sym, t, "loupe_known_function", LOUPE_RESOLVED_DYNSYM, "symbolizer_target_stripped");
+  expect_function(*sym, t, "loupe_known_function", LOUPE_RESOLVED_DYNSYM,
+                  "symbolizer_target_stripped");
   // A static function lives only in .symtab, which strip removed: module + link-time
   // address, the one of the unstripped twin, so addr2line on that twin finds it.
   loupe_frame f = user_frame(*sym, t.pid(), t.addr("loupe_static_function"));
@@ -128,7 +132,8 @@ TEST(Symbolizer, SharedLibraryFunctionAndVariable) {
   LiveTarget t(LOUPE_TARGET_SHLIB);
   auto sym = make_symbolizer();
   expect_function(*sym, t, "loupe_lib_function", LOUPE_RESOLVED_SYMTAB, "libloupe_known.so");
-  expect_function(*sym, t, "loupe_known_function", LOUPE_RESOLVED_SYMTAB, "symbolizer_target_shlib");
+  expect_function(*sym, t, "loupe_known_function", LOUPE_RESOLVED_SYMTAB,
+                  "symbolizer_target_shlib");
   loupe_frame g = data_frame(*sym, t.pid(), t.addr("loupe_lib_global"));
   EXPECT_EQ(g.resolution, static_cast<std::uint32_t>(LOUPE_RESOLVED_SYMTAB));
   EXPECT_EQ(str(g.symbol), "loupe_lib_global");
@@ -216,7 +221,8 @@ TEST(Symbolizer, KernelModuleOrBpfSymbolsCarryTheirModule) {
     std::istringstream ls(line);
     module.clear();
     ls >> addr >> type >> name >> module;
-    if (!module.empty() && (type == "t" || type == "T") && std::stoull(addr, nullptr, 16) != 0) break;
+    if (!module.empty() && (type == "t" || type == "T") && std::stoull(addr, nullptr, 16) != 0)
+      break;
     module.clear();
   }
   if (module.empty()) GTEST_SKIP() << "no module or BPF text symbol in /proc/kallsyms";
@@ -432,7 +438,7 @@ TEST(Symbolizer, StringsOutliveEvictionAndAreShared) {
   opts.max_cached_files = 1;
   auto sym = make_symbolizer(opts);
   loupe_frame fa = user_frame(*sym, a.pid(), a.addr("loupe_known_function"));
-  loupe_frame fb = user_frame(*sym, b.pid(), b.addr("loupe_known_function"));  // evicts a
+  loupe_frame fb = user_frame(*sym, b.pid(), b.addr("loupe_known_function"));   // evicts a
   loupe_frame fa2 = user_frame(*sym, a.pid(), a.addr("loupe_known_function"));  // reloads a
   EXPECT_EQ(str(fa.symbol), "loupe_known_function");
   EXPECT_EQ(fa.symbol, fb.symbol);  // interned once
@@ -452,7 +458,8 @@ TEST(Symbolizer, ConcurrentCallersSeeTheSameFrames) {
       for (int k = 0; k < 2000; ++k) {
         loupe_frame out[3];
         sym->symbolize(t.pid(), LOUPE_FRAME_USER, addrs.data(), 3, out);
-        if (str(out[0].symbol) != "loupe_known_function" || str(out[1].symbol) != "loupe_lib_function" ||
+        if (str(out[0].symbol) != "loupe_known_function" ||
+            str(out[1].symbol) != "loupe_lib_function" ||
             str(out[2].symbol) != "loupe_static_function")
           ++bad;
         if (k % 500 == 0) sym->invalidate(t.pid());
