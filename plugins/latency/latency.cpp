@@ -152,6 +152,15 @@ class LatencyProfiler : public sdk::Profiler {
     }
     if (targets_.empty())
       throw sdk::Error(LOUPE_ERR_NOT_FOUND, "none of the targets can be traced");
+    // One program per mechanism serves every target through the attach cookie.
+    std::string why;
+    bool needs_cookie = std::any_of(targets_.begin(), targets_.end(), [](const auto& t) {
+      return t.mechanism != Mechanism::kFentry;
+    });
+    if (needs_cookie && !host_->feature("bpf_cookie", &why))
+      throw sdk::Error(LOUPE_ERR_UNSUPPORTED,
+                       "this kernel lacks bpf_get_attach_cookie (" + why +
+                           "), which the latency programs use to tell targets apart");
 
     skel_.reset(latency_bpf__open());
     if (!skel_) throw sdk::Error(LOUPE_ERR_KERNEL, std::string("opening the BPF object: ") +
