@@ -123,6 +123,17 @@ int svc_symbolize(loupe_host* h, std::uint32_t pid, std::uint32_t kind, const st
   return LOUPE_OK;
 }
 
+int svc_symbolize_data(loupe_host* h, std::uint32_t pid, std::uint64_t addr, loupe_frame* out) {
+  if (!out) return fail(LOUPE_ERR_INVALID_ARG, "symbolize_data: NULL frame");
+  if (!h->ctx.symbolizer) return fail(LOUPE_ERR_UNSUPPORTED, "no symbolizer in this session");
+  h->ctx.symbolizer->symbolize_data(pid, addr, out);
+  return LOUPE_OK;
+}
+
+void svc_symbols_invalidate(loupe_host* h, std::uint32_t pid) {
+  if (h->ctx.symbolizer) h->ctx.symbolizer->invalidate(pid);
+}
+
 std::uint64_t svc_now(loupe_host*, std::uint32_t clock) { return clock_ns(clock); }
 
 std::uint64_t svc_boot_to_wall(loupe_host*, std::uint64_t boot_ns) {
@@ -177,4 +188,6 @@ loupe_host::loupe_host(loupe::HostContext& c, std::string inst, std::string plug
   services.now_ns = svc_now;
   services.boot_to_wall_ns = svc_boot_to_wall;
   services.last_error = svc_last_error;
+  services.symbolize_data = svc_symbolize_data;
+  services.symbols_invalidate = svc_symbols_invalidate;
 }

@@ -168,7 +168,9 @@ TEST(AbiLayout, EveryFieldOffsetIsPinned) {
   EXPECT_EQ(offsetof(loupe_host_services, now_ns), 160u);
   EXPECT_EQ(offsetof(loupe_host_services, boot_to_wall_ns), 168u);
   EXPECT_EQ(offsetof(loupe_host_services, last_error), 176u);
-  EXPECT_EQ(sizeof(loupe_host_services), 184u);
+  EXPECT_EQ(offsetof(loupe_host_services, symbolize_data), 184u);
+  EXPECT_EQ(offsetof(loupe_host_services, symbols_invalidate), 192u);
+  EXPECT_EQ(sizeof(loupe_host_services), 200u);
   // loupe_session_info
   EXPECT_EQ(offsetof(loupe_session_info, size), 0u);
   EXPECT_EQ(offsetof(loupe_session_info, target_pid), 4u);

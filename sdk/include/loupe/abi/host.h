@@ -167,6 +167,13 @@ typedef struct loupe_host_services {
 	/* Text of the last failure of a services call on the calling thread. Host-owned until
 	 * the next call on that thread. */
 	const char *(*last_error)(loupe_host *host);
+
+	/* Name a data address of `pid` (a global variable, e.g. a lock): `out` gets the object
+	 * symbol covering it (resolution as for symbolize). Any thread; may block on a miss. */
+	int (*symbolize_data)(loupe_host *host, uint32_t pid, uint64_t addr, loupe_frame *out);
+	/* Tell the symbolizer a process exec'd or exited so its cached maps are dropped.
+	 * Any thread; never blocks. */
+	void (*symbols_invalidate)(loupe_host *host, uint32_t pid);
 } loupe_host_services;
 
 #ifdef __cplusplus

@@ -135,6 +135,15 @@ class Host {
                 std::uint32_t n, loupe_frame* out) const {
     return svc_->symbolize(svc_->host, pid, kind, addrs, n, out);
   }
+  // Data address -> global variable name; false when the host predates the service.
+  bool symbolize_data(std::uint32_t pid, std::uint64_t addr, loupe_frame* out) const {
+    if (!LOUPE_ABI_HAS_FIELD(svc_, loupe_host_services, symbolize_data) || !svc_->symbolize_data) return false;
+    return svc_->symbolize_data(svc_->host, pid, addr, out) == LOUPE_OK;
+  }
+  void invalidate_symbols(std::uint32_t pid) const {
+    if (LOUPE_ABI_HAS_FIELD(svc_, loupe_host_services, symbols_invalidate) && svc_->symbols_invalidate)
+      svc_->symbols_invalidate(svc_->host, pid);
+  }
   std::uint64_t now_ns(loupe_clock clock = LOUPE_CLOCK_MONOTONIC) const {
     return svc_->now_ns(svc_->host, clock);
   }
