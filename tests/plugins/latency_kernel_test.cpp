@@ -366,3 +366,50 @@ TEST_F(LatencyKernel, IntervalReportsCarryTheIntervalAndTheFinalTheSession) {
   EXPECT_GE(final_hist->buckets.front().lower, 4718592u);
   EXPECT_LE(final_hist->buckets.front().upper - final_hist->buckets.front().lower, 524288u);
 }
+
+TEST_F(LatencyKernel, PerPidAndPerCommBreakdown) {
+  FakeHost host;
+  HeldChild child({kWorkload, "0", "0", "0", "0", "3"});
+  Plugin plugin;
+  loupe_config cfg;
+  cfg.values["targets"] = loupe_config::List{target("syscall", "nanosleep", "nanosleep")};
+  cfg.values["per_pid"] = true;
+  cfg.values["per_comm"] = true;
+  cfg.values["breakdown_limit"] = std::int64_t{4};
+  ASSERT_EQ(plugin.setup(host, cfg, child.pid()), LOUPE_OK) << plugin.error();
+  ASSERT_EQ(plugin.start(), LOUPE_OK) << plugin.error();
+  ASSERT_EQ(child.run_to_exit(), 0);
+  host.detach_all();
+  ASSERT_EQ(plugin.collect(true), LOUPE_OK);
+  auto* h = host.find(LOUPE_RECORD_HISTOGRAM, "latency",
+                      {{"target", "nanosleep"}, {"pid", std::to_string(child.pid())},
+                       {"comm", "latency_workloa"}});
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->count, 3u);
+  auto* overflow = host.find(LOUPE_RECORD_HEALTH, "breakdown_overflow", {{"target", "nanosleep"}});
+  ASSERT_NE(overflow, nullptr);
+  EXPECT_EQ(overflow->health_value, 0u);
+}
+
+TEST_F(LatencyKernel, CommFilterThatMatchesNothingReportsASilentProbe) {
+  FakeHost host;
+  HeldChild child({kWorkload, "0", "0", "0", "0", "2"});
+  Plugin plugin;
+  loupe_config cfg;
+  cfg.values["targets"] = loupe_config::List{target("syscall", "nanosleep", "nanosleep")};
+  cfg.values["comm"] = std::string("no-such-comm");
+  ASSERT_EQ(plugin.setup(host, cfg, child.pid()), LOUPE_OK) << plugin.error();
+  ASSERT_EQ(plugin.start(), LOUPE_OK) << plugin.error();
+  ASSERT_EQ(child.run_to_exit(), 0);
+  host.detach_all();
+  ASSERT_EQ(plugin.collect(true), LOUPE_OK);
+  EXPECT_EQ(metric(host, "calls", "nanosleep"), 0);
+  auto* silent = host.find(LOUPE_RECORD_HEALTH, "silent_probe", {{"target", "nanosleep"}});
+  ASSERT_NE(silent, nullptr);
+  EXPECT_EQ(silent->severity, static_cast<std::uint32_t>(LOUPE_HEALTH_WARN));
+
+  Plugin bad;
+  cfg.values["comm"] = std::string("a-command-name-too-long");
+  EXPECT_EQ(bad.setup(host, cfg, child.pid()), LOUPE_ERR_INVALID_ARG);
+  EXPECT_NE(bad.error().find("longer than 15"), std::string::npos) << bad.error();
+}
