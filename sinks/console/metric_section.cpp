@@ -3,6 +3,18 @@
 #include "report_sections.hpp"
 
 namespace loupe::sinks {
+namespace {
+
+// The unit has its own column: the value carries one only when it was rescaled (µs, MiB).
+std::string metric_value(double value, const std::string& unit) {
+  if (unit == "ratio") return format_number(value * 100.0) + "%";
+  std::string q = format_quantity(value, unit);
+  if (!unit.empty() && q.size() > unit.size() + 1 && q.compare(q.size() - unit.size() - 1, std::string::npos, " " + unit) == 0)
+    q.resize(q.size() - unit.size() - 1);
+  return q;
+}
+
+}  // namespace
 
 void render_metrics(const ReportBatch& batch, const ReportOptions& opt, const TextStyle& style,
                     std::string& out) {
@@ -17,7 +29,7 @@ void render_metrics(const ReportBatch& batch, const ReportOptions& opt, const Te
       const char* type = v.type == LOUPE_METRIC_COUNTER ? "counter"
                          : v.type == LOUPE_METRIC_GAUGE ? "gauge"
                                                         : "metric";
-      table.row({key.empty() ? "-" : key, type, format_quantity(v.value, v.unit),
+      table.row({key.empty() ? "-" : key, type, metric_value(v.value, v.unit),
                  v.unit.empty() ? "-" : v.unit});
     }
     auto lines = table.lines("    ");
