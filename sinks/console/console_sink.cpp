@@ -9,7 +9,7 @@
 
 #include "human_units.hpp"
 #include "loupe/sdk/plugin.hpp"
-#include "output_file.hpp"
+#include "loupe/sdk/output_file.hpp"
 #include "report_batch.hpp"
 #include "report_sections.hpp"
 
@@ -49,7 +49,7 @@ class ConsoleSink : public sdk::Sink {
                        "console: `color` must be \"auto\", \"always\" or \"never\", got \"" +
                            color + "\"");
     const char* dir = args.session ? args.session->output_dir : nullptr;
-    out_ = std::make_unique<OutputFile>(args.config.get_string("path", "-"), dir, "console");
+    out_ = std::make_unique<sdk::OutputFile>(args.config.get_string("path", "-"), dir, "console");
     opt_.color = color == "always" || (color == "auto" && ::isatty(out_->fd()) == 1);
     batch_ = std::make_unique<ReportBatch>(opt_.top);
   }
@@ -94,7 +94,7 @@ class ConsoleSink : public sdk::Sink {
   }
 
   ReportOptions opt_;
-  std::unique_ptr<OutputFile> out_;
+  std::unique_ptr<sdk::OutputFile> out_;
   std::unique_ptr<ReportBatch> batch_;
   unsigned interval_ = 0;
 };

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "loupe/sdk/plugin.hpp"
-#include "output_file.hpp"
+#include "loupe/sdk/output_file.hpp"
 #include "record_json.hpp"
 
 namespace loupe::sinks {
@@ -30,7 +30,7 @@ class JsonlSink : public sdk::Sink {
       throw sdk::Error(LOUPE_ERR_INVALID_ARG,
                        "jsonl: flush_every must be >= 0, got " + std::to_string(flush_every_));
     const char* dir = args.session ? args.session->output_dir : nullptr;
-    out_ = std::make_unique<OutputFile>(path, dir, "jsonl");
+    out_ = std::make_unique<sdk::OutputFile>(path, dir, "jsonl");
   }
 
   void consume(const loupe_record& rec) override {
@@ -59,7 +59,7 @@ class JsonlSink : public sdk::Sink {
     }
   }
 
-  std::unique_ptr<OutputFile> out_;
+  std::unique_ptr<sdk::OutputFile> out_;
   std::string pending_;
   std::int64_t n_pending_ = 0;
   std::int64_t flush_every_ = 0;
