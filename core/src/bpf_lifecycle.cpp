@@ -2,6 +2,8 @@
 #include "bpf_lifecycle.hpp"
 
 #include <bpf/libbpf.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -82,14 +84,31 @@ void LinkSet::add(const std::string& instance, const std::string& probe, bpf_pro
   std::lock_guard lock(mu_);
   ProbeResult r{instance, probe, prog ? bpf_program__name(prog) : "", link != nullptr, ""};
   if (!link) r.error = err ? std::strerror(err < 0 ? -err : err) : "attach failed";
+  if (link) {
+    links_.push_back(link);
+    int fd = prog ? bpf_program__fd(prog) : -1;
+    attached_.push_back({instance, probe, r.program, fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1});
+  }
   results_.push_back(std::move(r));
-  if (link) links_.push_back(link);
+}
+
+std::vector<ProgramStats> LinkSet::program_stats() const {
+  std::lock_guard lock(mu_);
+  std::vector<ProgramStats> out;
+  for (const auto& a : attached_) {
+    ProgramStats s{a.instance, a.probe, a.program};
+    if (ProbeStats::read(a.prog_fd, s)) out.push_back(std::move(s));
+  }
+  return out;
 }
 
 void LinkSet::detach_all() {
   std::lock_guard lock(mu_);
   for (auto it = links_.rbegin(); it != links_.rend(); ++it) bpf_link__destroy(*it);
   links_.clear();
+  for (auto& a : attached_)
+    if (a.prog_fd >= 0) close(a.prog_fd);
+  attached_.clear();
 }
 
 std::vector<ProbeResult> LinkSet::results() const {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "probe_stats.hpp"
+
 struct bpf_object;
 struct bpf_program;
 struct bpf_link;
@@ -37,10 +39,17 @@ class LinkSet {
   void detach_all();
   std::vector<ProbeResult> results() const;
   std::size_t attached_count(const std::string& instance) const;
+  // Run counts and time per attached probe (meaningful while ProbeStats is enabled).
+  std::vector<ProgramStats> program_stats() const;
 
  private:
   mutable std::mutex mu_;
   std::vector<bpf_link*> links_;
+  struct Attached {
+    std::string instance, probe, program;
+    int prog_fd;  // dup of the program's fd: stats stay readable until detach_all()
+  };
+  std::vector<Attached> attached_;
   std::vector<ProbeResult> results_;
 };
 
