@@ -8,11 +8,18 @@ BUILD_PKGS=(
   clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev
   libboost-dev libtomlplusplus-dev libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libprotobuf-dev protobuf-compiler libcpp-httplib-dev
 )
 PEER_PKGS=(bpftrace libbpf-tools linux-perf python3)
+# Large, optional, for tests only: the consumers the sinks are checked against
+# (go tool pprof, promtool + a Prometheus server, headless Chromium). Tests skip with a
+# reason when one is missing; LOUPE_WITH_TEST_TOOLS=0 leaves them out.
+TEST_PKGS=(golang-go prometheus chromium)
 
 want=("${BUILD_PKGS[@]}")
 if [[ "${LOUPE_WITH_PEERS:-1}" == 1 ]]; then want+=("${PEER_PKGS[@]}"); fi
+if [[ "${LOUPE_WITH_TEST_TOOLS:-1}" == 1 ]]; then want+=("${TEST_PKGS[@]}"); fi
+optional=("${PEER_PKGS[@]}" "${TEST_PKGS[@]}")
 
 missing=()
 for p in "${want[@]}"; do
@@ -31,12 +38,12 @@ if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
-# Peers are optional: a peer that fails to install must not block the build.
+# Peers and test tools are optional: one that fails to install must not block the build.
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" || {
-  echo "install-deps: retrying without peer tools" >&2
+  echo "install-deps: retrying without peer and test tools" >&2
   core=()
   for p in "${missing[@]}"; do
-    [[ " ${PEER_PKGS[*]} " == *" $p "* ]] || core+=("$p")
+    [[ " ${optional[*]} " == *" $p "* ]] || core+=("$p")
   done
   ((${#core[@]} == 0)) || $SUDO apt-get install -y -qq --no-install-recommends "${core[@]}"
 }

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// pprof sink: every stack-sample record, whatever plugin made it, as gzip-compressed
+// profile.proto files (one per record name), the format go tool pprof, Pyroscope, Parca
+// and Google Cloud Profiler read.
+#include <map>
+#include <string>
+
+#include "atomic_file.hpp"
+#include "gzip.hpp"
+#include "loupe/sdk/plugin.hpp"
+#include "profile_builder.hpp"
+
+namespace loupe::sinks {
+namespace {
+
+constexpr loupe_config_key kKeys[] = {
+    {"final_only", LOUPE_CFG_BOOL, 0, "true",
+     "profile only end-of-session records (interval reports are often cumulative snapshots)", 0,
+     0, nullptr, 0, 0},
+};
+
+class PprofSink : public sdk::Sink {
+ public:
+  void setup(const sdk::SetupArgs& args) override {
+    final_only_ = args.config.get_bool("final_only", true);
+    output_dir_ = args.session && args.session->output_dir ? args.session->output_dir : "";
+  }
+
+  void consume(const loupe_record& rec) override {
+    if (rec.kind != LOUPE_RECORD_STACK_SAMPLE || !rec.name) return;
+    if (final_only_ && !rec.is_final) return;
+    profiles_[rec.name].add(rec);
+  }
+
+  // Files always hold everything profiled so far; each flush rewrites them.
+  void flush(const sdk::FlushArgs&) override {
+    for (const auto& [name, builder] : profiles_) {
+      if (builder.samples() == 0) continue;
+      replace_file(join_path(output_dir_, file_stem(name) + ".pb.gz"),
+                   gzip_compress(builder.serialize()));
+    }
+  }
+
+ private:
+  bool final_only_ = true;
+  std::string output_dir_;
+  std::map<std::string, ProfileBuilder> profiles_;
+};
+
+}  // namespace
+}  // namespace loupe::sinks
+
+LOUPE_SINK(loupe::sinks::PprofSink, "pprof", "1.0.0",
+           "gzip-compressed profile.proto (pprof) files from every stack-sample record",
+           loupe::sinks::kKeys)
