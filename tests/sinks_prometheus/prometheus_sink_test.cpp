@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The prometheus sink as the core drives it, and its endpoint as Prometheus reads it:
+// exact exposition lines over HTTP, `promtool check metrics` on the served text, bearer
+// token refusal, and a real Prometheus server scraping it on loopback.
+#include <arpa/inet.h>
+#include <httplib.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <thread>
+
+#include "dl_plugin.hpp"
+#include "fake_host.hpp"
+#include "sample_records.hpp"
+
+namespace loupe::test {
+namespace {
+
+using nlohmann::json;
+
+bool have(const char* tool) {
+  return std::system((std::string("command -v ") + tool + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+SampleRecord metric(const char* name, loupe_metric_type type, const char* unit, double v,
+                    std::vector<std::pair<std::string, std::string>> labels = {}) {
+  SampleRecord r(LOUPE_RECORD_METRIC, name);
+  r.builder().metric(type, unit, v);
+  for (auto& [k, val] : labels) r.builder().label(k, val);
+  return r;
+}
+
+class PrometheusSinkTest : public ::testing::Test {
+ protected:
+  PrometheusSinkTest() : lib_(LOUPE_PROMETHEUS_SO) {
+    host_.set_output_dir(dir_.path());
+    host_.set("listen", std::string("127.0.0.1:0"));
+  }
+
+  void start() {
+    ASSERT_EQ(inst_.setup(host_), LOUPE_OK) << inst_.last_error();
+    std::smatch m;
+    for (const auto& [level, msg] : host_.logs())
+      if (std::regex_search(msg, m, std::regex(R"(http://127\.0\.0\.1:(\d+)/metrics)")))
+        port_ = std::stoi(m[1]);
+    ASSERT_GT(port_, 0) << "the sink did not log the address it serves";
+  }
+  void feed(SampleRecord r, bool is_final = true) {
+    ASSERT_EQ(inst_.consume(r.record(is_final)), LOUPE_OK) << inst_.last_error();
+  }
+  // The standard record set: a latency histogram, a counter, a gauge, an event, health.
+  void feed_all() {
+    feed(latency_histogram());
+    feed(metric("syscalls", LOUPE_METRIC_COUNTER, "count", 12345, {{"syscall", "read"}}));
+    feed(metric("syscalls", LOUPE_METRIC_COUNTER, "count", 77, {{"syscall", "write"}}));
+    feed(metric("queue_depth", LOUPE_METRIC_GAUGE, "count", 3));
+    feed(metric("rss", LOUPE_METRIC_GAUGE, "bytes", 1048576));
+    SampleRecord ev(LOUPE_RECORD_EVENT, "slow_read");
+    ev.builder().event_time(kWindowStart).field("duration_ns", std::int64_t{13000000});
+    feed(std::move(ev));
+    feed(health(LOUPE_HEALTH_WARN, "ring_lost_kernel", "latency/outliers", 17, "reserve failed"));
+    feed(health(LOUPE_HEALTH_OK, "ring_received", "latency/outliers", 5000));
+  }
+  httplib::Result get(const std::string& token = {}) {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_connection_timeout(5);
+    c.set_read_timeout(5);
+    httplib::Headers h;
+    if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
+    return c.Get("/metrics", h);
+  }
+  std::string scrape() {
+    auto r = get();
+    EXPECT_TRUE(r) << "no HTTP answer from port " << port_;
+    if (!r) return {};
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->get_header_value("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
+    return r->body;
+  }
+
+  DlPlugin lib_;
+  FakeHost host_;
+  TempDir dir_;
+  PluginInstance inst_{lib_};
+  int port_ = 0;
+};
+
+bool has_line(const std::string& text, const std::string& line) {
+  for (const auto& l : split_lines(text))
+    if (l == line) return true;
+  return false;
+}
+
+TEST_F(PrometheusSinkTest, ServesEveryRecordKindInTheTextFormat) {
+  start();
+  feed_all();
+  std::string text = scrape();
+  SCOPED_TRACE(text);
+  // Histogram: ns converted to seconds, `le` the largest integer inside [lower, upper),
+  // cumulative counts, +Inf = count.
+  EXPECT_TRUE(has_line(text, "# TYPE loupe_latency_seconds histogram"));
+  EXPECT_TRUE(has_line(text, R"(loupe_latency_seconds_bucket{plugin="testplug",comm="dd",le="2.047e-06"} 100)"));
+  EXPECT_TRUE(has_line(text, R"(loupe_latency_seconds_bucket{plugin="testplug",comm="dd",le="4.095e-06"} 150)"));
+  EXPECT_TRUE(has_line(text, R"(loupe_latency_seconds_bucket{plugin="testplug",comm="dd",le="0.000131071"} 151)"));
+  EXPECT_TRUE(has_line(text, R"(loupe_latency_seconds_bucket{plugin="testplug",comm="dd",le="+Inf"} 151)"));
+  EXPECT_TRUE(has_line(text, R"(loupe_latency_seconds_sum{plugin="testplug",comm="dd"} 0.0003)"));
+  EXPECT_TRUE(has_line(text, R"(loupe_latency_seconds_count{plugin="testplug",comm="dd"} 151)"));
+  EXPECT_TRUE(has_line(text, "# TYPE loupe_syscalls_total counter"));
+  EXPECT_TRUE(has_line(text, R"(loupe_syscalls_total{plugin="testplug",syscall="read"} 12345)"));
+  EXPECT_TRUE(has_line(text, R"(loupe_syscalls_total{plugin="testplug",syscall="write"} 77)"));
+  EXPECT_TRUE(has_line(text, "# TYPE loupe_queue_depth gauge"));
+  EXPECT_TRUE(has_line(text, R"(loupe_queue_depth{plugin="testplug"} 3)"));
+  EXPECT_TRUE(has_line(text, R"(loupe_rss_bytes{plugin="testplug"} 1048576)"));
+  EXPECT_TRUE(has_line(text, R"(loupe_slow_read_events_total{plugin="testplug"} 1)"));
+  EXPECT_TRUE(has_line(text, R"(loupe_health_ring_lost_kernel{plugin="testplug",component="latency/outliers"} 17)"));
+  EXPECT_TRUE(has_line(text, R"(loupe_health_ring_received{plugin="testplug",component="latency/outliers"} 5000)"));
+  EXPECT_TRUE(has_line(text, R"(loupe_health_severity{plugin="testplug",check="ring_lost_kernel",component="latency/outliers",severity="warn"} 1)"));
+  EXPECT_TRUE(has_line(text, R"(loupe_health_severity{plugin="testplug",check="ring_received",component="latency/outliers",severity="ok"} 0)"));
+  // One HELP and one TYPE per family, even with several series.
+  EXPECT_EQ(std::count(text.begin(), text.end(), '#'), 2 * 8);
+}
+
+TEST_F(PrometheusSinkTest, PromtoolAcceptsTheExposition) {
+  if (!have("promtool")) GTEST_SKIP() << "promtool (package prometheus) not installed";
+  start();
+  feed_all();
+  feed(metric("lock wait/ns", LOUPE_METRIC_COUNTER, "ns", 2500, {{"cgroup.path", "a\"b\\c"}}));
+  std::string path = dir_.file("metrics.txt");
+  std::ofstream(path) << scrape();
+  FILE* p = ::popen(("promtool check metrics < " + path + " 2>&1").c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof(buf), p)) out.append(buf, n);
+  int rc = ::pclose(p);
+  EXPECT_EQ(rc, 0) << out << "\n---\n" << read_file(path);
+  EXPECT_EQ(out, "") << "promtool lint findings:\n" << out;
+}
+
+TEST_F(PrometheusSinkTest, NamesAndLabelsAreSanitizedAndEscaped) {
+  start();
+  feed(metric("lock wait/ns", LOUPE_METRIC_COUNTER, "ns", 2500,
+              {{"cgroup.path", "a\"b\\c\nd"}, {"__name__", "x"}, {"plugin", "spoof"}}));
+  std::string text = scrape();
+  EXPECT_TRUE(has_line(
+      text, R"(loupe_lock_wait_seconds_total{plugin="testplug",cgroup_path="a\"b\\c\nd",_name_="x"} 2.5e-06)"))
+      << text;
+}
+
+TEST_F(PrometheusSinkTest, LatestValueOfEachSeriesWins) {
+  start();
+  feed(metric("syscalls", LOUPE_METRIC_COUNTER, "count", 5), /*is_final=*/false);
+  EXPECT_TRUE(has_line(scrape(), R"(loupe_syscalls_total{plugin="testplug"} 5)"));
+  feed(metric("syscalls", LOUPE_METRIC_COUNTER, "count", 9));
+  EXPECT_TRUE(has_line(scrape(), R"(loupe_syscalls_total{plugin="testplug"} 9)"));
+}
+
+TEST_F(PrometheusSinkTest, TypeClashIsSkippedWithAWarning) {
+  start();
+  feed(metric("depth", LOUPE_METRIC_GAUGE, "count", 1));
+  SampleRecord h(LOUPE_RECORD_HISTOGRAM, "depth");
+  h.builder().histogram(LOUPE_BUCKETS_LOG2, 0, "", {{1, 2, 1}}, 1, 1, 1, 1);
+  feed(std::move(h));  // named loupe_depth too, but a histogram
+  std::string text = scrape();
+  EXPECT_TRUE(has_line(text, "# TYPE loupe_depth gauge")) << text;
+  EXPECT_EQ(text.find("loupe_depth_bucket"), std::string::npos) << text;
+  bool warned = false;
+  for (const auto& [level, msg] : host_.logs())
+    warned |= level == LOUPE_LOG_WARN && msg.find("'loupe_depth' is a gauge") != std::string::npos;
+  EXPECT_TRUE(warned);
+}
+
+TEST_F(PrometheusSinkTest, BearerTokenIsRequiredWhenSet) {
+  host_.set("token", std::string("s3cret"));
+  start();
+  feed(metric("up_things", LOUPE_METRIC_GAUGE, "count", 1));
+  auto none = get();
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 401);
+  EXPECT_EQ(none->get_header_value("WWW-Authenticate"), "Bearer realm=\"loupe\"");
+  EXPECT_EQ(none->body.find("loupe_up_things"), std::string::npos);
+  auto wrong = get("s3cre");
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status, 401);
+  auto right = get("s3cret");
+  ASSERT_TRUE(right);
+  EXPECT_EQ(right->status, 200);
+  EXPECT_NE(right->body.find("loupe_up_things"), std::string::npos);
+}
+
+TEST_F(PrometheusSinkTest, BadOrTakenListenAddressFailsSetupClearly) {
+  host_.set("listen", std::string("127.0.0.1:http"));
+  EXPECT_EQ(inst_.setup(host_), LOUPE_ERR_INVALID_ARG);
+  EXPECT_NE(inst_.last_error().find("port must be a number"), std::string::npos) << inst_.last_error();
+
+  FakeHost first_host;
+  first_host.set("listen", std::string("127.0.0.1:0"));
+  PluginInstance first(lib_);
+  ASSERT_EQ(first.setup(first_host), LOUPE_OK);
+  std::smatch m;
+  std::string taken;
+  for (const auto& [level, msg] : first_host.logs())
+    if (std::regex_search(msg, m, std::regex(R"(127\.0\.0\.1:(\d+))"))) taken = m[1];
+  ASSERT_FALSE(taken.empty());
+  FakeHost second_host;
+  second_host.set("listen", "127.0.0.1:" + taken);
+  PluginInstance second(lib_);
+  EXPECT_EQ(second.setup(second_host), LOUPE_ERR_RESOURCE);
+  EXPECT_NE(second.last_error().find("cannot listen on 127.0.0.1:" + taken), std::string::npos)
+      << second.last_error();
+}
+
+// A real Prometheus server scrapes the sink every second over loopback; its query API
+// must return the series, a quantile computed from the buckets, and a value that moved.
+class PrometheusServer {
+ public:
+  PrometheusServer(const std::string& dir, int target_port, const std::string& token)
+      : port_(free_port()) {
+    std::ofstream(dir + "/prometheus.yml")
+        << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+        << "scrape_configs:\n  - job_name: loupe\n    scrape_interval: 1s\n"
+        << "    authorization:\n      credentials: " << token << "\n"
+        << "    static_configs:\n      - targets: ['127.0.0.1:" << target_port << "']\n";
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      std::string log = dir + "/prometheus.log";
+      std::freopen(log.c_str(), "w", stdout);
+      std::freopen(log.c_str(), "a", stderr);
+      std::string cfg = "--config.file=" + dir + "/prometheus.yml";
+      std::string data = "--storage.tsdb.path=" + dir + "/data";
+      std::string web = "--web.listen-address=127.0.0.1:" + std::to_string(port_);
+      ::execlp("prometheus", "prometheus", cfg.c_str(), data.c_str(), web.c_str(),
+               "--storage.tsdb.retention.time=1h", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+  }
+  ~PrometheusServer() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      for (int i = 0; i < 100 && ::waitpid(pid_, nullptr, WNOHANG) == 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (::waitpid(pid_, nullptr, WNOHANG) == 0) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, nullptr, 0);
+      }
+    }
+  }
+  // The instant-query result vector, or null when the server is not answering yet.
+  json query(const std::string& promql) {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_connection_timeout(2);
+    c.set_read_timeout(5);
+    auto r = c.Get("/api/v1/query", httplib::Params{{"query", promql}}, httplib::Headers{});
+    if (!r || r->status != 200) return nullptr;
+    json j = json::parse(r->body, nullptr, false);
+    if (j.is_discarded() || j.value("status", "") != "success") return nullptr;
+    return j["data"]["result"];
+  }
+  // Polls until `pred` holds for the query's result or `timeout` passes.
+  template <typename Pred>
+  json wait_for(const std::string& promql, Pred pred, std::chrono::seconds timeout) {
+    auto until = std::chrono::steady_clock::now() + timeout;
+    json last;
+    while (std::chrono::steady_clock::now() < until) {
+      last = query(promql);
+      if (!last.is_null() && pred(last)) return last;
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    return last;
+  }
+
+ private:
+  int port_;
+  pid_t pid_ = -1;
+};
+
+double value_of(const json& result) { return std::stod(result[0]["value"][1].get<std::string>()); }
+
+TEST_F(PrometheusSinkTest, RealPrometheusServerScrapesTheSink) {
+  if (!have("prometheus")) GTEST_SKIP() << "prometheus (package prometheus) not installed";
+  host_.set("token", std::string("t0ken"));
+  start();
+  feed_all();
+  feed(metric("requests", LOUPE_METRIC_COUNTER, "count", 5), /*is_final=*/false);
+  PrometheusServer server(dir_.path(), port_, "t0ken");
+  auto non_empty = [](const json& r) { return r.is_array() && !r.empty(); };
+
+  json r = server.wait_for(R"(loupe_latency_seconds_count{comm="dd",job="loupe"})", non_empty,
+                           std::chrono::seconds(25));
+  ASSERT_TRUE(non_empty(r)) << "no series after 25 s; server log:\n"
+                            << read_file(dir_.file("prometheus.log"));
+  EXPECT_EQ(value_of(r), 151);
+  EXPECT_EQ(r[0]["metric"]["plugin"], "testplug");
+
+  // p50 from the buckets: 75.5 of 151 values fall in the first bucket (<= 2.047 us).
+  json q = server.query("histogram_quantile(0.5, loupe_latency_seconds_bucket)");
+  ASSERT_TRUE(non_empty(q));
+  EXPECT_GT(value_of(q), 0.0);
+  EXPECT_LE(value_of(q), 2.047e-6);
+  json sev = server.query(R"(loupe_health_severity{check="ring_lost_kernel"})");
+  ASSERT_TRUE(non_empty(sev));
+  EXPECT_EQ(value_of(sev), 1);
+  EXPECT_EQ(sev[0]["metric"]["severity"], "warn");
+  json up = server.query(R"(up{job="loupe"})");
+  ASSERT_TRUE(non_empty(up));
+  EXPECT_EQ(value_of(up), 1);
+
+  // A later report moves the value: the endpoint is live, not a snapshot of setup time.
+  feed(metric("requests", LOUPE_METRIC_COUNTER, "count", 9));
+  json moved = server.wait_for(
+      "loupe_requests_total", [&](const json& res) { return non_empty(res) && value_of(res) == 9; },
+      std::chrono::seconds(15));
+  ASSERT_TRUE(non_empty(moved));
+  EXPECT_EQ(value_of(moved), 9);
+}
+
+}  // namespace
+}  // namespace loupe::test
