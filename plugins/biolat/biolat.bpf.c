@@ -1,0 +1,520 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Block request lifecycle: insert -> issue -> complete, keyed by request. Three flavours
+ * of the same three hooks; user space keeps one set (bpf_program__set_autoload) after
+ * probing: tp_btf, else raw_tp, else classic tracepoints.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "loupe/emit.bpf.h"
+#include "loupe/filter.bpf.h"
+#include "loupe/hist.bpf.h"
+#include "biolat.h"
+
+#define REQ_OP_MASK 0xff /* REQ_OP_BITS = 8 since v4.10 (ef295ecf090d) */
+#define REQ_OP_READ_ 0
+#define REQ_OP_WRITE_ 1
+#define REQ_OP_FLUSH_ 2
+#define REQ_OP_DISCARD_ 3
+#define MINORBITS 20
+
+const volatile __u32 targ_dev = 0; /* kernel dev_t (major << 20 | minor); 0 = every device */
+const volatile __u64 targ_min_ns = 0;
+const volatile __u64 targ_outlier_ns = 0; /* 0 = no outlier events */
+const volatile bool targ_per_process = true;
+/*
+ * block_rq_insert/issue lost their request_queue argument in v5.11 (a54895fa057c,
+ * "block: remove the request_queue to argument request based tracepoints"): user space
+ * reads the prototype from BTF and says which argument is the request.
+ */
+const volatile bool targ_rq_single_arg = true;
+
+/*
+ * struct request lost rq_disk in v5.17 (f3fa33acca9f, "block: remove the ->rq_disk field
+ * in struct request"); the disk is rq->q->disk since v5.16 (d152c682f03c, "block: add an
+ * explicit ->disk backpointer to the request_queue"). Both flavours, chosen by CO-RE.
+ */
+struct request_queue___x {
+	struct gendisk *disk;
+} __attribute__((preserve_access_index));
+
+struct request___x {
+	struct request_queue___x *q;
+	struct gendisk *rq_disk;
+} __attribute__((preserve_access_index));
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 10240);
+	__type(key, struct bio_start_key);
+	__type(value, struct bio_start);
+} starts SEC(".maps");
+
+/* Where the last issued request of each dev+op ended, for the sequential test. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct bio_stats_key);
+	__type(value, __u64);
+} last_end SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct bio_stats_key);
+	__type(value, struct bio_stats);
+} stats SEC(".maps");
+
+/* max_entries is the per-process cardinality limit (user space sets it). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 256);
+	__type(key, struct bio_proc_key);
+	__type(value, struct bio_proc);
+} procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bio_counters);
+} counters SEC(".maps");
+
+/* Never written: the zeroed value a new stats entry starts from (too big for the stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bio_stats);
+} zero_stats SEC(".maps");
+
+LOUPE_RING(outliers, 256 * 1024);
+
+static __always_inline struct bio_counters *get_counters(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&counters, &zero);
+}
+
+static __always_inline void hist_add(struct bio_hist *h, __u64 v)
+{
+	__u32 slot = loupe_log2_slot(v);
+
+	if (slot < BIO_HIST_SLOTS)
+		h->slots[slot] += 1;
+	h->count += 1;
+	h->sum += v;
+	if (h->min == 0 || v < h->min)
+		h->min = v;
+	if (v > h->max)
+		h->max = v;
+}
+
+static __always_inline __u8 op_class(__u32 op)
+{
+	switch (op) {
+	case REQ_OP_READ_:
+		return BIO_OP_READ;
+	case REQ_OP_WRITE_:
+		return BIO_OP_WRITE;
+	case REQ_OP_FLUSH_:
+		return BIO_OP_FLUSH;
+	case REQ_OP_DISCARD_:
+		return BIO_OP_DISCARD;
+	}
+	return BIO_OP_OTHER;
+}
+
+/* What the request carries, from wherever the flavour reads it. */
+struct rq_info {
+	struct bio_start_key key;
+	__u64 sector;
+	__u32 bytes;
+	__u8 op;
+	__u8 sync;
+};
+
+static __always_inline __u32 rq_dev(struct request *rq)
+{
+	struct request___x *r = (void *)rq;
+	struct gendisk *disk;
+
+	if (bpf_core_field_exists(r->rq_disk))
+		disk = BPF_CORE_READ(r, rq_disk);
+	else
+		disk = BPF_CORE_READ(r, q, disk);
+	if (!disk)
+		return 0;
+	return (BPF_CORE_READ(disk, major) << MINORBITS) | BPF_CORE_READ(disk, first_minor);
+}
+
+static __always_inline void rq_read(struct request *rq, struct rq_info *ri)
+{
+	__u32 flags = BPF_CORE_READ(rq, cmd_flags);
+
+	ri->key.id = (__u64)rq;
+	ri->key.dev = rq_dev(rq);
+	ri->sector = BPF_CORE_READ(rq, __sector);
+	ri->bytes = BPF_CORE_READ(rq, __data_len);
+	ri->op = op_class(flags & REQ_OP_MASK);
+	/* The bit moved as flags were added below it: relocate it from the kernel's enum. */
+	ri->sync = !!(flags & (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_SYNC)));
+}
+
+/* Classic tracepoints give rwbs (blk_fill_rwbs): [F]{W,R,D,F,N,...}[F][A][S][M]. */
+static __always_inline void rwbs_read(const char *rwbs, struct rq_info *ri)
+{
+	char c0 = rwbs[0], c1 = rwbs[1];
+	char op = c0;
+	int i;
+
+	/* A leading F is REQ_PREFLUSH when another operation letter follows. */
+	if (c0 == 'F' && (c1 == 'W' || c1 == 'R' || c1 == 'D' || c1 == 'F' || c1 == 'N'))
+		op = c1;
+	ri->op = op == 'R' ? BIO_OP_READ :
+		 op == 'W' ? BIO_OP_WRITE :
+		 op == 'F' ? BIO_OP_FLUSH :
+		 op == 'D' ? BIO_OP_DISCARD : BIO_OP_OTHER;
+	ri->sync = 0;
+#pragma unroll
+	for (i = 1; i < 8; i++) {
+		if (rwbs[i] == 0)
+			break;
+		if (rwbs[i] == 'S')
+			ri->sync = 1;
+	}
+}
+
+static __always_inline __u8 pattern_of(struct rq_info *ri)
+{
+	struct bio_stats_key k = { .dev = ri->key.dev, .op = ri->op };
+	__u64 end = ri->sector + (ri->bytes >> 9);
+	__u64 *last = bpf_map_lookup_elem(&last_end, &k);
+	__u8 p;
+
+	if (!last) {
+		bpf_map_update_elem(&last_end, &k, &end, BPF_ANY);
+		return BIO_PATTERN_UNKNOWN;
+	}
+	p = *last == ri->sector ? BIO_PATTERN_SEQUENTIAL : BIO_PATTERN_RANDOM;
+	*last = end;
+	return p;
+}
+
+static __always_inline void fill_task(struct bio_start *s, __u64 pid_tgid)
+{
+	s->pid = pid_tgid >> 32;
+	s->tid = (__u32)pid_tgid;
+	bpf_get_current_comm(s->comm, sizeof(s->comm));
+}
+
+static __always_inline int on_insert(struct rq_info *ri)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct bio_counters *c = get_counters();
+	struct bio_start s = {}, *old;
+
+	if (!c || (targ_dev && ri->key.dev != targ_dev) || !loupe_filter_pass(pid_tgid))
+		return 0;
+	old = bpf_map_lookup_elem(&starts, &ri->key);
+	if (old && old->issue_ns)
+		c->requeued++; /* re-inserted after a requeue: times restart */
+	s.insert_ns = bpf_ktime_get_ns();
+	s.sector = ri->sector;
+	s.bytes = ri->bytes;
+	s.op = ri->op;
+	s.sync = ri->sync;
+	fill_task(&s, pid_tgid);
+	if (bpf_map_update_elem(&starts, &ri->key, &s, BPF_ANY))
+		c->map_full++;
+	return 0;
+}
+
+static __always_inline int on_issue(struct rq_info *ri)
+{
+	struct bio_counters *c = get_counters();
+	struct bio_start *s;
+	__u64 pid_tgid;
+
+	if (!c || (targ_dev && ri->key.dev != targ_dev))
+		return 0;
+	s = bpf_map_lookup_elem(&starts, &ri->key);
+	if (s) {
+		/* Issue runs in whatever context dispatches (often kblockd): the task that
+		 * inserted the request stays its owner. */
+		if (s->issue_ns)
+			c->requeued++;
+		s->issue_ns = bpf_ktime_get_ns();
+		s->sector = ri->sector;
+		s->bytes = ri->bytes;
+		s->done = 0;
+		s->pattern = pattern_of(ri);
+		return 0;
+	}
+	/* Direct issue (no scheduler queueing): the submitter issues in its own context. */
+	pid_tgid = bpf_get_current_pid_tgid();
+	if (!loupe_filter_pass(pid_tgid))
+		return 0;
+	{
+		struct bio_start init = {};
+
+		init.issue_ns = bpf_ktime_get_ns();
+		init.sector = ri->sector;
+		init.bytes = ri->bytes;
+		init.op = ri->op;
+		init.sync = ri->sync;
+		init.pattern = pattern_of(ri);
+		fill_task(&init, pid_tgid);
+		c->issue_no_insert++;
+		if (bpf_map_update_elem(&starts, &ri->key, &init, BPF_ANY))
+			c->map_full++;
+	}
+	return 0;
+}
+
+static __always_inline void record_proc(struct bio_start *s, __u32 dev, __u64 total, int error,
+					struct bio_counters *c)
+{
+	struct bio_proc_key k = { .dev = dev, .pid = s->pid, .op = s->op };
+	struct bio_proc *p, init = {};
+
+	__builtin_memcpy(k.comm, s->comm, sizeof(k.comm));
+	p = bpf_map_lookup_elem(&procs, &k);
+	if (!p) {
+		/* -EEXIST from a racing CPU is fine; -E2BIG means the map is full. */
+		if (bpf_map_update_elem(&procs, &k, &init, BPF_NOEXIST) == -7) {
+			c->proc_overflow++;
+			return;
+		}
+		p = bpf_map_lookup_elem(&procs, &k);
+		if (!p)
+			return;
+	}
+	p->count++;
+	p->bytes += s->bytes;
+	p->total_ns += total;
+	if (total > p->max_ns)
+		p->max_ns = total;
+	if (error)
+		p->errors++;
+}
+
+static __always_inline void emit_outlier(struct bio_start *s, __u32 dev, __u64 queue,
+					 __u64 service, __u64 total, int error,
+					 struct bio_counters *c)
+{
+	struct bio_outlier_event *e;
+
+	if (loupe_sampled_out(&outliers_divisor)) {
+		c->outliers_sampled_out++;
+		return;
+	}
+	e = LOUPE_RESERVE(outliers, struct bio_outlier_event, BIO_RECORD_OUTLIER,
+			  BIO_RECORD_OUTLIER_VERSION);
+	if (!e)
+		return; /* counted in outliers_lost */
+	e->boot_ns = bpf_ktime_get_boot_ns();
+	e->sector = s->sector;
+	e->queue_ns = queue;
+	e->service_ns = service;
+	e->total_ns = total;
+	e->dev = dev;
+	e->bytes = s->bytes;
+	e->pid = s->pid;
+	e->tid = s->tid;
+	e->error = error;
+	e->op = s->op;
+	e->sync = s->sync;
+	e->pad[0] = 0;
+	e->pad[1] = 0;
+	__builtin_memcpy(e->comm, s->comm, sizeof(e->comm));
+	LOUPE_SUBMIT(outliers, e);
+	c->outliers++;
+}
+
+/* `done_bytes` < 0: the flavour cannot tell partial completions apart. */
+static __always_inline int on_complete(struct bio_start_key *key, int error, __s64 done_bytes)
+{
+	struct bio_counters *c = get_counters();
+	struct bio_stats_key sk = {};
+	struct bio_start *sp, s;
+	struct bio_stats *st;
+	__u64 now, first, queue = 0, service, total;
+	__u32 zero = 0;
+	void *init;
+
+	if (!c)
+		return 0;
+	sp = bpf_map_lookup_elem(&starts, key);
+	if (!sp || !sp->issue_ns) {
+		c->unmatched++;
+		return 0;
+	}
+	if (done_bytes >= 0 && (__u64)sp->done + done_bytes < sp->bytes) {
+		/* blk_update_request() finished part of it; the rest completes later. */
+		sp->done += done_bytes;
+		c->partial++;
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	s = *sp;
+	bpf_map_delete_elem(&starts, key);
+	c->completed++;
+
+	first = s.insert_ns ? s.insert_ns : s.issue_ns;
+	total = now - first;
+	service = now - s.issue_ns;
+	if (s.insert_ns)
+		queue = s.issue_ns - s.insert_ns;
+	if (total < targ_min_ns) {
+		c->below_min++;
+		return 0;
+	}
+	sk.dev = key->dev;
+	sk.op = s.op;
+	sk.sync = s.sync;
+	st = bpf_map_lookup_elem(&stats, &sk);
+	if (!st) {
+		init = bpf_map_lookup_elem(&zero_stats, &zero);
+		if (!init)
+			return 0;
+		bpf_map_update_elem(&stats, &sk, init, BPF_NOEXIST);
+		st = bpf_map_lookup_elem(&stats, &sk);
+		if (!st)
+			return 0;
+	}
+	if (s.insert_ns)
+		hist_add(&st->queue, queue);
+	hist_add(&st->service, service);
+	hist_add(&st->total, total);
+	hist_add(&st->size, s.bytes);
+	st->bytes += s.bytes;
+	if (s.pattern == BIO_PATTERN_SEQUENTIAL)
+		st->sequential++;
+	else if (s.pattern == BIO_PATTERN_RANDOM)
+		st->random++;
+	if (error)
+		st->errors++;
+	if (targ_per_process)
+		record_proc(&s, key->dev, total, error, c);
+	if (targ_outlier_ns && total >= targ_outlier_ns)
+		emit_outlier(&s, key->dev, queue, service, total, error, c);
+	return 0;
+}
+
+static __always_inline struct request *rq_arg(unsigned long long *args)
+{
+	/* The untaken branch is pruned at load: the flag is read-only data. */
+	if (targ_rq_single_arg)
+		return (struct request *)args[0];
+	return (struct request *)args[1];
+}
+
+static __always_inline int rq_insert(struct request *rq)
+{
+	struct rq_info ri = {};
+
+	rq_read(rq, &ri);
+	return on_insert(&ri);
+}
+
+static __always_inline int rq_issue(struct request *rq)
+{
+	struct rq_info ri = {};
+
+	rq_read(rq, &ri);
+	return on_issue(&ri);
+}
+
+static __always_inline int rq_complete(struct request *rq, int error, __u32 nr_bytes)
+{
+	struct bio_start_key key = { .id = (__u64)rq, .dev = rq_dev(rq) };
+
+	return on_complete(&key, error, nr_bytes);
+}
+
+SEC("tp_btf/block_rq_insert")
+int bio_btf_insert(unsigned long long *ctx)
+{
+	return rq_insert(rq_arg(ctx));
+}
+
+SEC("tp_btf/block_rq_issue")
+int bio_btf_issue(unsigned long long *ctx)
+{
+	return rq_issue(rq_arg(ctx));
+}
+
+/* TP_PROTO(struct request *rq, blk_status_t error, unsigned int nr_bytes) */
+SEC("tp_btf/block_rq_complete")
+int bio_btf_complete(unsigned long long *ctx)
+{
+	return rq_complete((struct request *)ctx[0], (__u8)ctx[1], (__u32)ctx[2]);
+}
+
+SEC("raw_tp/block_rq_insert")
+int bio_raw_insert(struct bpf_raw_tracepoint_args *ctx)
+{
+	return rq_insert(rq_arg(ctx->args));
+}
+
+SEC("raw_tp/block_rq_issue")
+int bio_raw_issue(struct bpf_raw_tracepoint_args *ctx)
+{
+	return rq_issue(rq_arg(ctx->args));
+}
+
+SEC("raw_tp/block_rq_complete")
+int bio_raw_complete(struct bpf_raw_tracepoint_args *ctx)
+{
+	return rq_complete((struct request *)ctx->args[0], (__u8)ctx->args[1],
+			   (__u32)ctx->args[2]);
+}
+
+/*
+ * Classic tracepoints carry no request pointer: requests are keyed by (dev, sector), and
+ * a partial completion moves the sector, so there the first completion closes a request.
+ */
+static __always_inline void tp_read(struct trace_event_raw_block_rq *ctx, struct rq_info *ri)
+{
+	char rwbs[8];
+
+	bpf_probe_read_kernel(rwbs, sizeof(rwbs), ctx->rwbs);
+	ri->key.id = ctx->sector;
+	ri->key.dev = ctx->dev;
+	ri->sector = ctx->sector;
+	ri->bytes = ctx->bytes;
+	rwbs_read(rwbs, ri);
+}
+
+SEC("tracepoint/block/block_rq_insert")
+int bio_tp_insert(struct trace_event_raw_block_rq *ctx)
+{
+	struct rq_info ri = {};
+
+	tp_read(ctx, &ri);
+	return on_insert(&ri);
+}
+
+SEC("tracepoint/block/block_rq_issue")
+int bio_tp_issue(struct trace_event_raw_block_rq *ctx)
+{
+	struct rq_info ri = {};
+
+	tp_read(ctx, &ri);
+	return on_issue(&ri);
+}
+
+SEC("tracepoint/block/block_rq_complete")
+int bio_tp_complete(struct trace_event_raw_block_rq_completion *ctx)
+{
+	struct bio_start_key key = { .id = ctx->sector, .dev = ctx->dev };
+
+	return on_complete(&key, ctx->error, -1);
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

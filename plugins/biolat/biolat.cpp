@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// biolat: block I/O latency (queue, service, total), request size, sequential share,
+// errors and a bounded per-process breakdown per device and operation, from the block
+// request tracepoints; requests above a threshold leave the kernel as events.
+#include <bpf/libbpf.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "bio_labels.hpp"
+#include "biolat.h"
+#include "biolat.skel.h"
+#include "biolat_reporter.hpp"
+#include "device_names.hpp"
+#include "loupe/sdk/plugin.hpp"
+#include "loupe/sdk/records.hpp"
+#include "outlier_decoder.hpp"
+#include "rq_prototype.hpp"
+
+namespace loupe::biolat {
+namespace {
+
+constexpr loupe_config_key kKeys[] = {
+    {"device", LOUPE_CFG_STRING, 0, "\"\"",
+     "only this disk: a name (vda, /dev/nvme0n1) or major:minor (\"\" = every device)"},
+    {"pid", LOUPE_CFG_INT, 0, "0",
+     "only requests this process started (0 = the session's target process, or all)", 0,
+     INT32_MAX},
+    {"all_processes", LOUPE_CFG_BOOL, 0, "false",
+     "trace every process even when the session has a target process"},
+    {"min_latency_ns", LOUPE_CFG_INT, 0, "0",
+     "ignore requests whose total latency is below this (counted)", 0, INT64_MAX},
+    {"outlier_ns", LOUPE_CFG_INT, 0, "0",
+     "send requests at least this slow (total) as slow_request events (0 = off)", 0, INT64_MAX},
+    {"per_process", LOUPE_CFG_BOOL, 0, "true",
+     "per-process (pid, comm) request counts, bytes and latency per device and op"},
+    {"process_limit", LOUPE_CFG_INT, 0, "256",
+     "most (device, op, pid, comm) entries kept; the rest is counted", 1, 65536},
+    {"max_in_flight", LOUPE_CFG_INT, 0, "10240", "size of the in-flight request map", 64,
+     4194304},
+    {"mechanism", LOUPE_CFG_STRING, 0, "\"auto\"",
+     "hook flavour: \"auto\" (tp_btf, else raw_tp, else tracepoint), or force one of them"},
+};
+
+struct SkelDeleter {
+  void operator()(biolat_bpf* s) const { biolat_bpf__destroy(s); }
+};
+
+constexpr const char* kHooks[] = {"block_rq_insert", "block_rq_issue", "block_rq_complete"};
+
+}  // namespace
+
+class BiolatProfiler : public sdk::Profiler {
+ public:
+  void setup(const sdk::SetupArgs& args) override {
+    host_ = std::make_unique<sdk::Host>(args.host);
+    const auto& cfg = args.config;
+
+    std::int64_t pid = cfg.get_int("pid", 0);
+    int session_pid = args.session ? args.session->target_pid : 0;
+    if (pid && session_pid && pid != session_pid)
+      throw sdk::Error(LOUPE_ERR_INVALID_ARG, "pid = " + std::to_string(pid) +
+                                                  " conflicts with the session's target pid " +
+                                                  std::to_string(session_pid));
+    if (!pid && !cfg.get_bool("all_processes", false)) pid = session_pid;
+
+    std::uint32_t dev = 0;
+    std::string device = cfg.get_string("device", "");
+    if (!device.empty()) {
+      try {
+        dev = DeviceNames().resolve(device);
+      } catch (const std::invalid_argument& e) {
+        throw sdk::Error(LOUPE_ERR_INVALID_ARG, e.what());
+      }
+    }
+    mechanism_ = choose_mechanism(cfg.get_string("mechanism", "auto"));
+
+    bool single_arg = true;
+    if (mechanism_ != BIO_MECH_TRACEPOINT) {
+      std::string why;
+      auto single = rq_tracepoint_single_arg("block_rq_issue", &why);
+      if (!single)
+        throw sdk::Error(LOUPE_ERR_UNSUPPORTED,
+                         "cannot read the block_rq_issue prototype for " +
+                             std::string(mechanism_name(mechanism_)) + ": " + why);
+      single_arg = *single;
+    }
+
+    skel_.reset(biolat_bpf__open());
+    if (!skel_)
+      throw sdk::Error(LOUPE_ERR_KERNEL,
+                       std::string("opening the BPF object: ") + std::strerror(errno));
+    auto* ro = skel_->rodata;
+    ro->targ_dev = dev;
+    ro->targ_min_ns = static_cast<std::uint64_t>(cfg.get_int("min_latency_ns", 0));
+    ro->targ_outlier_ns = static_cast<std::uint64_t>(cfg.get_int("outlier_ns", 0));
+    ro->targ_per_process = cfg.get_bool("per_process", true);
+    ro->targ_rq_single_arg = single_arg;
+    ro->loupe_filter_tgid = static_cast<std::uint32_t>(pid);
+    per_process_ = ro->targ_per_process;
+    outliers_on_ = ro->targ_outlier_ns != 0;
+
+    bpf_program* progs[3][3] = {
+        {skel_->progs.bio_btf_insert, skel_->progs.bio_btf_issue, skel_->progs.bio_btf_complete},
+        {skel_->progs.bio_raw_insert, skel_->progs.bio_raw_issue, skel_->progs.bio_raw_complete},
+        {skel_->progs.bio_tp_insert, skel_->progs.bio_tp_issue, skel_->progs.bio_tp_complete}};
+    for (std::uint32_t m = 0; m < 3; ++m)
+      for (std::uint32_t h = 0; h < 3; ++h) bpf_program__set_autoload(progs[m][h], m == mechanism_);
+    for (std::uint32_t h = 0; h < 3; ++h) chosen_[h] = progs[mechanism_][h];
+
+    bpf_map__set_max_entries(skel_->maps.starts,
+                             static_cast<std::uint32_t>(cfg.get_int("max_in_flight", 10240)));
+    bpf_map__set_max_entries(skel_->maps.procs,
+                             static_cast<std::uint32_t>(cfg.get_int("process_limit", 256)));
+    host_->debug(std::string("biolat: mechanism=") + mechanism_name(mechanism_) +
+                 " rq_single_arg=" + (single_arg ? "true" : "false") + " pid=" +
+                 std::to_string(pid) + " dev=" + (dev ? dev_string(dev) : std::string("all")));
+  }
+
+  void start(const sdk::StartArgs&) override {
+    if (host_->bpf_load(skel_->obj) != LOUPE_OK)
+      throw sdk::Error(LOUPE_ERR_KERNEL, "loading the biolat BPF object: " + host_->last_error());
+    for (std::uint32_t h = 0; h < 3; ++h)
+      if (host_->bpf_attach(chosen_[h], kHooks[h]) != LOUPE_OK)
+        throw sdk::Error(LOUPE_ERR_KERNEL, std::string("attaching ") + kHooks[h] + ": " +
+                                               host_->last_error());
+    std::string mech = mechanism_name(mechanism_);
+    if (outliers_on_) {
+      decoder_ = std::make_unique<OutlierDecoder>(*host_, mech);
+      loupe_ring_spec spec{};
+      spec.size = sizeof(spec);
+      spec.map_fd = bpf_map__fd(skel_->maps.outliers);
+      spec.name = "slow_requests";
+      spec.record_type = BIO_RECORD_OUTLIER;
+      spec.record_version = BIO_RECORD_OUTLIER_VERSION;
+      spec.min_len = sizeof(bio_outlier_event);
+      spec.max_len = sizeof(bio_outlier_event);
+      spec.category = LOUPE_RING_MUST_KEEP;
+      spec.policy = LOUPE_BP_DEFAULT;
+      spec.lost_map_fd = bpf_map__fd(skel_->maps.outliers_lost);
+      spec.divisor_map_fd = bpf_map__fd(skel_->maps.outliers_divisor);
+      spec.decode = &OutlierDecoder::decode_thunk;
+      spec.user = decoder_.get();
+      if (host_->register_ring(spec) != LOUPE_OK)
+        throw sdk::Error(LOUPE_ERR_INTERNAL,
+                         "registering the slow_requests ring: " + host_->last_error());
+    }
+    ReporterMaps maps;
+    maps.stats_fd = bpf_map__fd(skel_->maps.stats);
+    maps.procs_fd = per_process_ ? bpf_map__fd(skel_->maps.procs) : -1;
+    maps.counters_fd = bpf_map__fd(skel_->maps.counters);
+    maps.starts_fd = bpf_map__fd(skel_->maps.starts);
+    reporter_ = std::make_unique<BiolatReporter>(*host_, maps, mech);
+  }
+
+  void collect(const sdk::CollectArgs& args) override {
+    if (reporter_) reporter_->collect(args.is_final, args.window_start_ns, args.window_end_ns);
+  }
+
+ private:
+  // tp_btf, else raw_tp, else classic tracepoints; a forced choice must be available.
+  std::uint32_t choose_mechanism(const std::string& wanted) {
+    struct Option {
+      const char* feature;
+      std::uint32_t mech;
+    };
+    constexpr Option kOrder[] = {{"tp_btf", BIO_MECH_TP_BTF},
+                                 {"raw_tp", BIO_MECH_RAW_TP},
+                                 {"tracepoint", BIO_MECH_TRACEPOINT}};
+    std::string reasons;
+    for (const auto& o : kOrder) {
+      if (wanted != "auto" && wanted != o.feature) continue;
+      std::string why;
+      if (host_->feature(o.feature, &why)) {
+        if (o.mech == BIO_MECH_TRACEPOINT)
+          for (const char* h : kHooks)
+            if (!host_->tracepoint_exists(std::string("block:") + h))
+              throw sdk::Error(LOUPE_ERR_NOT_FOUND, std::string("tracepoint block:") + h +
+                                                        " not found (is tracefs mounted?)");
+        return o.mech;
+      }
+      reasons += std::string(reasons.empty() ? "" : "; ") + o.feature + ": " + why;
+    }
+    if (reasons.empty())
+      throw sdk::Error(LOUPE_ERR_INVALID_ARG, "mechanism = \"" + wanted +
+                                                  "\": expected auto, tp_btf, raw_tp or tracepoint");
+    throw sdk::Error(LOUPE_ERR_UNSUPPORTED, "no usable hook for the block tracepoints (" +
+                                                reasons + ")");
+  }
+
+  std::unique_ptr<sdk::Host> host_;
+  std::unique_ptr<biolat_bpf, SkelDeleter> skel_;
+  std::uint32_t mechanism_ = BIO_MECH_TP_BTF;
+  bpf_program* chosen_[3] = {};
+  bool per_process_ = true;
+  bool outliers_on_ = false;
+  std::unique_ptr<OutlierDecoder> decoder_;
+  std::unique_ptr<BiolatReporter> reporter_;
+};
+
+}  // namespace loupe::biolat
+
+LOUPE_PROFILER(loupe::biolat::BiolatProfiler, "biolat", "0.1.0",
+               "block I/O latency, size, pattern and attribution per device and operation",
+               loupe::biolat::kKeys)

@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "biolat_reporter.hpp"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <cstring>
+
+#include "bio_hist.hpp"
+#include "bio_labels.hpp"
+#include "loupe/sdk/records.hpp"
+
+namespace loupe::biolat {
+namespace {
+
+std::uint64_t pack(const bio_stats_key& k) {
+  return (static_cast<std::uint64_t>(k.dev) << 16) | (static_cast<std::uint64_t>(k.op) << 8) |
+         k.sync;
+}
+
+}  // namespace
+
+BiolatReporter::BiolatReporter(const sdk::Host& host, ReporterMaps maps, std::string mechanism)
+    : host_(host), maps_(maps), mechanism_(std::move(mechanism)),
+      ncpus_(libbpf_num_possible_cpus()) {}
+
+void BiolatReporter::hist(const char* name, const char* unit, const bio_hist& h,
+                          const Labels& labels) {
+  sdk::RecordBuilder rb(LOUPE_RECORD_HISTOGRAM, name);
+  for (const auto& [k, v] : labels) rb.label(k, v);
+  rb.final(is_final_).window(window_start_, window_end_);
+  rb.histogram(LOUPE_BUCKETS_LOG2, 0, unit, to_buckets(h), h.count, h.sum, h.min, h.max);
+  rb.emit(host_);
+}
+
+void BiolatReporter::metric(const char* name, loupe_metric_type type, const char* unit, double v,
+                            const Labels& labels) {
+  sdk::RecordBuilder rb(LOUPE_RECORD_METRIC, name);
+  for (const auto& [k, val] : labels) rb.label(k, val);
+  rb.final(is_final_).window(window_start_, window_end_).metric(type, unit, v);
+  rb.emit(host_);
+}
+
+void BiolatReporter::emit_device(const bio_stats_key& key, const bio_stats& total) {
+  bio_stats report = total;
+  if (!is_final_) {
+    auto it = previous_.find(pack(key));
+    if (it != previous_.end()) report = interval_delta(total, it->second);
+    previous_[pack(key)] = total;
+  }
+  Labels labels = {{"device", devices_.name(key.dev)},
+                   {"dev", dev_string(key.dev)},
+                   {"op", op_name(key.op)},
+                   {"sync", key.sync ? "true" : "false"},
+                   {"mechanism", mechanism_}};
+  if (report.queue.count) hist("queue_latency", "ns", report.queue, labels);
+  hist("service_latency", "ns", report.service, labels);
+  hist("total_latency", "ns", report.total, labels);
+  hist("request_size", "bytes", report.size, labels);
+  // Counters are cumulative over the session, as LOUPE_METRIC_COUNTER requires.
+  metric("requests", LOUPE_METRIC_COUNTER, "count", static_cast<double>(total.total.count), labels);
+  metric("bytes", LOUPE_METRIC_COUNTER, "bytes", static_cast<double>(total.bytes), labels);
+  metric("sequential", LOUPE_METRIC_COUNTER, "count", static_cast<double>(total.sequential),
+         labels);
+  metric("random", LOUPE_METRIC_COUNTER, "count", static_cast<double>(total.random), labels);
+  metric("errors", LOUPE_METRIC_COUNTER, "count", static_cast<double>(total.errors), labels);
+  if (std::uint64_t judged = total.sequential + total.random)
+    metric("sequential_share", LOUPE_METRIC_GAUGE, "ratio",
+           static_cast<double>(total.sequential) / static_cast<double>(judged), labels);
+}
+
+void BiolatReporter::emit_procs() {
+  std::vector<bio_proc> per_cpu(static_cast<std::size_t>(ncpus_));
+  bio_proc_key key{}, next{};
+  bool first = true;
+  while (bpf_map_get_next_key(maps_.procs_fd, first ? nullptr : &key, &next) == 0) {
+    first = false;
+    key = next;
+    if (bpf_map_lookup_elem(maps_.procs_fd, &key, per_cpu.data()) != 0) continue;
+    bio_proc p = merge_per_cpu(std::span<const bio_proc>(per_cpu));
+    Labels labels = {{"device", devices_.name(key.dev)},
+                     {"dev", dev_string(key.dev)},
+                     {"op", op_name(key.op)},
+                     {"pid", std::to_string(key.pid)},
+                     {"comm", std::string(key.comm, strnlen(key.comm, BIO_COMM_LEN))},
+                     {"mechanism", mechanism_}};
+    metric("process_requests", LOUPE_METRIC_COUNTER, "count", static_cast<double>(p.count), labels);
+    metric("process_bytes", LOUPE_METRIC_COUNTER, "bytes", static_cast<double>(p.bytes), labels);
+    metric("process_errors", LOUPE_METRIC_COUNTER, "count", static_cast<double>(p.errors), labels);
+    if (p.count) {
+      metric("process_latency_avg", LOUPE_METRIC_GAUGE, "ns",
+             static_cast<double>(p.total_ns) / static_cast<double>(p.count), labels);
+      metric("process_latency_max", LOUPE_METRIC_GAUGE, "ns", static_cast<double>(p.max_ns),
+             labels);
+    }
+  }
+}
+
+bio_counters BiolatReporter::read_counters() const {
+  std::vector<bio_counters> per_cpu(static_cast<std::size_t>(ncpus_));
+  bio_counters sum{};
+  std::uint32_t zero = 0;
+  if (bpf_map_lookup_elem(maps_.counters_fd, &zero, per_cpu.data()) != 0) return sum;
+  // Every field is a __u64 counter: sum them as an array.
+  constexpr std::size_t kFields = sizeof(bio_counters) / sizeof(__u64);
+  auto* out = reinterpret_cast<__u64*>(&sum);
+  for (const auto& c : per_cpu) {
+    const auto* in = reinterpret_cast<const __u64*>(&c);
+    for (std::size_t i = 0; i < kFields; ++i) out[i] += in[i];
+  }
+  return sum;
+}
+
+std::uint64_t BiolatReporter::count_in_flight() const {
+  bio_start_key key{}, next{};
+  std::uint64_t n = 0;
+  bool first = true;
+  while (bpf_map_get_next_key(maps_.starts_fd, first ? nullptr : &key, &next) == 0) {
+    first = false;
+    key = next;
+    ++n;
+  }
+  return n;
+}
+
+void BiolatReporter::emit_health(const bio_counters& c, std::uint64_t in_flight) {
+  Labels labels = {{"mechanism", mechanism_}};
+  metric("completed", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.completed), labels);
+  metric("issued_without_insert", LOUPE_METRIC_COUNTER, "count",
+         static_cast<double>(c.issue_no_insert), labels);
+  metric("below_min_latency", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.below_min),
+         labels);
+  metric("outliers", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.outliers), labels);
+  metric("in_flight", LOUPE_METRIC_GAUGE, "count", static_cast<double>(in_flight), labels);
+  auto health = [&](const char* name, std::uint64_t v, loupe_health_severity bad,
+                    const std::string& why) {
+    sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, name);
+    rb.label("mechanism", mechanism_).final(is_final_).window(window_start_, window_end_);
+    rb.health(v ? bad : LOUPE_HEALTH_OK, "biolat", v, v ? why : std::string());
+    rb.emit(host_);
+  };
+  health("unmatched_completions", c.unmatched, LOUPE_HEALTH_OK,
+         "completions of requests not tracked: in flight when tracing began, or started by "
+         "a filtered-out process or device");
+  health("map_full", c.map_full, LOUPE_HEALTH_WARN,
+         "the in-flight map was full: requests not timed (raise max_in_flight)");
+  health("requeued", c.requeued, LOUPE_HEALTH_OK,
+         "requests issued again after a requeue: their service time restarts");
+  health("partial_completions", c.partial, LOUPE_HEALTH_OK,
+         "partial completions: the request stays in flight until the rest completes");
+  if (maps_.procs_fd >= 0)
+    health("process_overflow", c.proc_overflow, LOUPE_HEALTH_WARN,
+           "per-process limit reached: later processes counted in the device totals only");
+  if (c.outliers_sampled_out)
+    health("outliers_sampled_out", c.outliers_sampled_out, LOUPE_HEALTH_WARN,
+           "slow-request events skipped under ring backpressure (1-in-N sampling)");
+}
+
+void BiolatReporter::collect(bool is_final, std::uint64_t window_start_ns,
+                             std::uint64_t window_end_ns) {
+  is_final_ = is_final;
+  window_start_ = window_start_ns;
+  window_end_ = window_end_ns;
+  std::vector<bio_stats> per_cpu(static_cast<std::size_t>(ncpus_));
+  bio_stats_key key{}, next{};
+  bool first = true;
+  while (bpf_map_get_next_key(maps_.stats_fd, first ? nullptr : &key, &next) == 0) {
+    first = false;
+    key = next;
+    if (bpf_map_lookup_elem(maps_.stats_fd, &key, per_cpu.data()) != 0) continue;
+    emit_device(key, merge_per_cpu(std::span<const bio_stats>(per_cpu)));
+  }
+  if (maps_.procs_fd >= 0) emit_procs();
+  emit_health(read_counters(), count_in_flight());
+}
+
+}  // namespace loupe::biolat

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Reads the per-device, per-process and health maps at collect() and emits records:
+// latency and size histograms per device+op+sync (interval deltas between final reports,
+// the whole session in the final one), cumulative counters, bounded per-process totals
+// and health.
+#ifndef LOUPE_BIOLAT_BIOLAT_REPORTER_HPP
+#define LOUPE_BIOLAT_BIOLAT_REPORTER_HPP
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "biolat.h"
+#include "device_names.hpp"
+#include "loupe/sdk/host.hpp"
+
+namespace loupe::biolat {
+
+struct ReporterMaps {
+  int stats_fd = -1;
+  int procs_fd = -1;  // -1: per-process breakdown off
+  int counters_fd = -1;
+  int starts_fd = -1;
+};
+
+class BiolatReporter {
+ public:
+  BiolatReporter(const sdk::Host& host, ReporterMaps maps, std::string mechanism);
+
+  void collect(bool is_final, std::uint64_t window_start_ns, std::uint64_t window_end_ns);
+
+ private:
+  using Labels = std::vector<std::pair<std::string, std::string>>;
+
+  void emit_device(const bio_stats_key& key, const bio_stats& total);
+  void emit_procs();
+  void emit_health(const bio_counters& c, std::uint64_t in_flight);
+  void hist(const char* name, const char* unit, const bio_hist& h, const Labels& labels);
+  void metric(const char* name, loupe_metric_type type, const char* unit, double v,
+              const Labels& labels);
+  bio_counters read_counters() const;
+  std::uint64_t count_in_flight() const;
+
+  sdk::Host host_;
+  ReporterMaps maps_;
+  std::string mechanism_;
+  DeviceNames devices_;
+  int ncpus_;
+  bool is_final_ = false;
+  std::uint64_t window_start_ = 0, window_end_ = 0;
+  std::map<std::uint64_t, bio_stats> previous_;  // by packed stats key, for deltas
+};
+
+}  // namespace loupe::biolat
+
+#endif  // LOUPE_BIOLAT_BIOLAT_REPORTER_HPP
