@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// html sink: one self-contained report file — interactive flame graphs of every stack
+// profile, histograms with percentiles, and the health summary — that works offline and
+// can be attached to a ticket.
+#include <optional>
+#include <string>
+
+#include "atomic_file.hpp"
+#include "loupe/sdk/plugin.hpp"
+#include "report_data.hpp"
+#include "report_page.hpp"
+
+namespace loupe::sinks {
+namespace {
+
+constexpr loupe_config_key kKeys[] = {
+    {"path", LOUPE_CFG_STRING, 0, "\"report.html\"", "the report file (relative to output_dir)", 0,
+     0, nullptr, 0, 0},
+    {"title", LOUPE_CFG_STRING, 0, "\"\"",
+     "page title; empty = \"loupe report\" with the target command", 0, 0, nullptr, 0, 0},
+    {"value", LOUPE_CFG_STRING, 0, "\"\"",
+     "which value of each stack record weighs the flame graph (e.g. \"alloc_bytes\"); empty = the "
+     "first",
+     0, 0, nullptr, 0, 0},
+    {"final_only", LOUPE_CFG_BOOL, 0, "true",
+     "show only end-of-session records (interval reports are often cumulative snapshots)", 0, 0,
+     nullptr, 0, 0},
+};
+
+class HtmlSink : public sdk::Sink {
+ public:
+  void setup(const sdk::SetupArgs& args) override {
+    std::string dir = args.session && args.session->output_dir ? args.session->output_dir : "";
+    path_ = join_path(dir, args.config.get_string("path", "report.html"));
+    title_ = args.config.get_string("title", "");
+    if (title_.empty()) {
+      title_ = "loupe report";
+      if (args.session && args.session->target_command)
+        title_ += std::string(": ") + args.session->target_command;
+    }
+    final_only_ = args.config.get_bool("final_only", true);
+    data_.emplace(args.config.get_string("value", ""));
+  }
+
+  void consume(const loupe_record& rec) override {
+    // Health is always shown: losses reported in an interval are still losses.
+    if (final_only_ && !rec.is_final && rec.kind != LOUPE_RECORD_HEALTH) return;
+    data_->add(rec);
+  }
+
+  void flush(const sdk::FlushArgs&) override {
+    replace_file(path_, render_report_page(data_->to_json(title_)));
+  }
+
+ private:
+  std::string path_;
+  std::string title_;
+  bool final_only_ = true;
+  std::optional<ReportData> data_;
+};
+
+}  // namespace
+}  // namespace loupe::sinks
+
+LOUPE_SINK(loupe::sinks::HtmlSink, "html", "1.0.0",
+           "one self-contained HTML report: flame graphs, histograms, health",
+           loupe::sinks::kKeys)
