@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "lock_reporter.hpp"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "loupe/sdk/records.hpp"
+#include "wait_pattern.hpp"
+
+namespace loupe::lockwait {
+namespace {
+
+std::uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // the clock bpf_ktime_get_ns() reads
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
+}
+
+std::string hex(std::uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+const char* kind_name(std::uint32_t kind) { return kind == LW_KIND_KERNEL ? "kernel" : "futex"; }
+
+template <typename K, typename V>
+std::vector<std::pair<K, V>> dump_hash(int fd) {
+  std::vector<std::pair<K, V>> out;
+  K key{}, next{};
+  bool first = true;
+  while (bpf_map_get_next_key(fd, first ? nullptr : &key, &next) == 0) {
+    first = false;
+    key = next;
+    V v{};
+    if (bpf_map_lookup_elem(fd, &key, &v) == 0) out.emplace_back(key, v);
+  }
+  return out;
+}
+
+}  // namespace
+
+LockReporter::LockReporter(const sdk::Host& host, ReporterMaps maps, ReporterOptions opts,
+                           SymbolCache& symbols)
+    : host_(host), maps_(maps), opts_(std::move(opts)), symbols_(symbols),
+      ncpus_(libbpf_num_possible_cpus()) {}
+
+std::vector<std::uint64_t> LockReporter::read_counters() const {
+  std::vector<std::uint64_t> sum(LW_C_NR, 0), per_cpu(ncpus_);
+  for (std::uint32_t i = 0; i < LW_C_NR; ++i) {
+    if (bpf_map_lookup_elem(maps_.counters_fd, &i, per_cpu.data()) != 0) continue;
+    for (auto v : per_cpu) sum[i] += v;
+  }
+  return sum;
+}
+
+std::uint64_t LockReporter::sweep_inflight() {
+  std::uint64_t now = monotonic_ns(), in_flight = 0;
+  std::vector<lw_inflight_key> stale;
+  for (const auto& [k, v] : dump_hash<lw_inflight_key, lw_inflight_val>(maps_.inflight_fd)) {
+    if (now > v.start_ns && now - v.start_ns > opts_.max_age_ns)
+      stale.push_back(k);
+    else
+      ++in_flight;
+  }
+  // Deleting after the walk keeps get_next_key from restarting at the head.
+  for (const auto& k : stale) bpf_map_delete_elem(maps_.inflight_fd, &k);
+  expired_swept_ += stale.size();
+  return in_flight;
+}
+
+void LockReporter::emit_stacks(const LockSummary& s, const std::string& lock_label) {
+  std::uint32_t n = 0;
+  for (const auto& st : s.stacks) {
+    if (opts_.stacks_per_lock && n++ >= opts_.stacks_per_lock) break;
+    std::vector<CachedFrame> cached;
+    if (st.kernel_stack_id >= 0) cached = symbols_.kernel_stack(st.kernel_stack_id);
+    if (st.user_stack_id >= 0) {
+      auto u = symbols_.user_stack(s.key.tgid, st.user_stack_id, st.caller_ip);
+      cached.insert(cached.end(), u.begin(), u.end());  // leaf first: kernel, then user
+    }
+    std::vector<loupe_frame> frames(cached.size());
+    for (std::size_t i = 0; i < cached.size(); ++i) {
+      const auto& c = cached[i];
+      frames[i] = {c.address, c.symbol.empty() ? nullptr : c.symbol.c_str(),
+                   c.module.empty() ? nullptr : c.module.c_str(), c.offset, c.kind, c.resolution};
+    }
+    sdk::RecordBuilder rb(LOUPE_RECORD_STACK_SAMPLE, "lock_wait");
+    rb.label("lock", lock_label).label("addr", hex(s.key.addr)).label("kind", kind_name(s.key.kind));
+    if (s.key.tgid) rb.label("pid", std::to_string(s.key.tgid));
+    if (!st.comm.empty()) rb.label("comm", st.comm);
+    if (st.user_stack_id < 0 && st.kernel_stack_id < 0) rb.label("stack", "unavailable");
+    rb.final(is_final_).window(window_start_, window_end_);
+    rb.frames(frames.data(), static_cast<std::uint32_t>(frames.size()));
+    rb.value("wait_ns", "ns", static_cast<std::int64_t>(st.total_ns));
+    rb.value("waits", "count", static_cast<std::int64_t>(st.waits));
+    rb.emit(host_);
+  }
+}
+
+void LockReporter::emit_lock(std::uint32_t rank, const LockSummary& s, double window_s) {
+  LockName name = symbols_.lock_name(s.key.kind == LW_KIND_KERNEL ? 0 : s.key.tgid, s.key.addr);
+  std::string label = SymbolCache::label(name, s.key.addr);
+  std::string type = lock_type(s.key.kind, s.val.flags);
+  WaitShape shape{s.val.waits, s.val.total_ns, hist_p50(s.val), s.val.max_ns,
+                  static_cast<std::uint32_t>(s.threads.size()), window_s};
+  PatternHint hint = classify(shape);
+
+  auto labels = [&](sdk::RecordBuilder& rb) -> sdk::RecordBuilder& {
+    rb.label("lock", label).label("addr", hex(s.key.addr)).label("kind", kind_name(s.key.kind));
+    rb.label("type", type);
+    if (s.key.tgid) rb.label("pid", std::to_string(s.key.tgid));
+    rb.label("rank", std::to_string(rank));
+    return rb.final(is_final_).window(window_start_, window_end_);
+  };
+
+  std::vector<std::uint64_t> slots(s.val.slots, s.val.slots + LW_HIST_SLOTS);
+  sdk::RecordBuilder h(LOUPE_RECORD_HISTOGRAM, "lock_wait");
+  labels(h).label("pattern", to_string(hint.pattern));
+  h.log2_histogram("ns", slots, s.val.waits, s.val.total_ns, s.val.min_ns, s.val.max_ns);
+  h.emit(host_);
+
+  auto metric = [&](const char* n, loupe_metric_type t, const char* unit, double v) {
+    sdk::RecordBuilder rb(LOUPE_RECORD_METRIC, n);
+    labels(rb).metric(t, unit, v).emit(host_);
+  };
+  metric("lock_wait_total", LOUPE_METRIC_COUNTER, "ns", static_cast<double>(s.val.total_ns));
+  metric("lock_waits", LOUPE_METRIC_COUNTER, "count", static_cast<double>(s.val.waits));
+  metric("lock_wait_max", LOUPE_METRIC_GAUGE, "ns", static_cast<double>(s.val.max_ns));
+
+  sdk::RecordBuilder ev(LOUPE_RECORD_EVENT, "lock");
+  labels(ev).event_time(host_.now_ns(LOUPE_CLOCK_REALTIME));
+  ev.field_u("rank", rank).field("lock", label).field("addr", hex(s.key.addr));
+  ev.field("kind", std::string(kind_name(s.key.kind))).field("type", type);
+  if (!name.module.empty()) ev.field("module", name.module);
+  ev.field_u("waits", s.val.waits).field_u("total_ns", s.val.total_ns);
+  ev.field_u("max_ns", s.val.max_ns).field_u("p50_ns", shape.p50_ns);
+  ev.field_u("mean_ns", s.val.waits ? s.val.total_ns / s.val.waits : 0);
+  ev.field_u("threads", s.threads.size());
+  ev.field("pattern", std::string(to_string(hint.pattern))).field("hint", hint.text);
+  ev.emit(host_);
+
+  std::uint32_t n = 0;
+  for (const auto& t : s.threads) {
+    if (n++ >= opts_.threads_per_lock) break;
+    sdk::RecordBuilder rb(LOUPE_RECORD_METRIC, "thread_wait_total");
+    labels(rb).label("tid", std::to_string(t.tid)).label("comm", t.comm);
+    rb.metric(LOUPE_METRIC_COUNTER, "ns", static_cast<double>(t.total_ns)).emit(host_);
+    sdk::RecordBuilder w(LOUPE_RECORD_METRIC, "thread_waits");
+    labels(w).label("tid", std::to_string(t.tid)).label("comm", t.comm);
+    w.metric(LOUPE_METRIC_COUNTER, "count", static_cast<double>(t.waits)).emit(host_);
+  }
+  emit_stacks(s, label);
+}
+
+void LockReporter::emit_counters(const std::vector<std::uint64_t>& c) {
+  auto metric = [&](const char* n, loupe_metric_type t, const char* unit, double v) {
+    sdk::RecordBuilder rb(LOUPE_RECORD_METRIC, n);
+    rb.final(is_final_).window(window_start_, window_end_).metric(t, unit, v).emit(host_);
+  };
+  metric("futex_waits", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c[LW_C_FUTEX_MATCHED]));
+  metric("kernel_waits", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c[LW_C_KERNEL_MATCHED]));
+  metric("futex_non_wait_ops", LOUPE_METRIC_COUNTER, "count",
+         static_cast<double>(c[LW_C_NON_WAIT_OPS]));
+  if (opts_.pthread_stacks) {
+    metric("pthread_calls", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c[LW_C_PTHREAD_CALLS]));
+    metric("pthread_attributed_waits", LOUPE_METRIC_COUNTER, "count",
+           static_cast<double>(c[LW_C_PTHREAD_STACKS]));
+  }
+
+  auto health = [&](const char* n, std::uint64_t v, const std::string& why) {
+    sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, n);
+    rb.final(is_final_).window(window_start_, window_end_);
+    rb.health(v ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK, "lockwait", v, v ? why : std::string());
+    rb.emit(host_);
+  };
+  health("unmatched", c[LW_C_UNMATCHED],
+         "wait ends without their begin, or begins replaced before their end (waits in "
+         "progress when tracing started or stopped)");
+  health("expired", c[LW_C_EXPIRED] + expired_swept_,
+         "waits older than max_age_ms dropped: their end never came");
+  health("discarded", c[LW_C_DISCARDED], "impossible durations (above max_age_ms) not recorded");
+  health("inflight_full", c[LW_C_INFLIGHT_FULL],
+         "the in-flight map was full: those waits are lost; raise max_inflight");
+  health("locks_full", c[LW_C_LOCKS_FULL],
+         "the lock map was full: later locks only in the waiter rows; raise max_locks");
+  health("waiters_full", c[LW_C_WAITERS_FULL],
+         "the (lock, thread, stack) map was full: stacks and threads incomplete; raise "
+         "max_waiters");
+  health("lost_wait_ns", c[LW_C_LOST_NS], "wait time not attributed to any lock (maps full)");
+  health("stack_failures_user", c[LW_C_USTACK_FAIL],
+         "user stacks not captured (stack map full or collision; raise max_stacks)");
+  health("stack_failures_kernel", c[LW_C_KSTACK_FAIL],
+         "kernel stacks not captured (stack map full or collision; raise max_stacks)");
+  health("first_seen_lost", c[LW_C_FIRST_SEEN_LOST],
+         "first-seen records dropped: those locks and stacks are named at the end, which "
+         "fails for processes that exited");
+  if (is_final_) {
+    if (opts_.futex && c[LW_C_FUTEX_BEGIN] == 0)
+      health("silent_probe_futex", 1, "no futex wait was seen (nothing contended, or filtered out)");
+    if (opts_.kernel && c[LW_C_KERNEL_BEGIN] == 0)
+      health("silent_probe_kernel", 1,
+             "no kernel lock contention was seen (nothing contended, or filtered out)");
+  }
+}
+
+void LockReporter::collect(bool is_final, std::uint64_t window_start_ns,
+                           std::uint64_t window_end_ns) {
+  is_final_ = is_final;
+  if (!first_window_start_) first_window_start_ = window_start_ns;
+  window_start_ = first_window_start_;  // cumulative since start
+  window_end_ = window_end_ns;
+  std::uint64_t in_flight = sweep_inflight();
+  auto locks = dump_hash<lw_lock_key, lw_lock_val>(maps_.locks_fd);
+  auto waiters = dump_hash<lw_waiter_key, lw_waiter_val>(maps_.waiters_fd);
+  auto table = build_lock_table(locks, waiters);
+  double window_s = window_end_ > window_start_ ? (window_end_ - window_start_) / 1e9 : 0;
+  std::uint32_t rank = 0;
+  for (const auto& s : table) {
+    if (rank >= opts_.top) break;
+    emit_lock(++rank, s, window_s);
+  }
+  sdk::RecordBuilder g(LOUPE_RECORD_METRIC, "locks_seen");
+  g.final(is_final_).window(window_start_, window_end_)
+      .metric(LOUPE_METRIC_GAUGE, "count", static_cast<double>(table.size())).emit(host_);
+  sdk::RecordBuilder f(LOUPE_RECORD_METRIC, "in_flight");
+  f.final(is_final_).window(window_start_, window_end_)
+      .metric(LOUPE_METRIC_GAUGE, "count", static_cast<double>(in_flight)).emit(host_);
+  emit_counters(read_counters());
+}
+
+}  // namespace loupe::lockwait

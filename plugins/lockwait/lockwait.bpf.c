@@ -1,0 +1,397 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Lock waits: futex wait syscalls (user space) and lock:contention_begin/end (kernel),
+ * paired per thread, aggregated per lock and per (lock, thread, stack) in the kernel.
+ * Only the first sighting of a (lock, thread, stack) row goes through the ring, so user
+ * space can name the lock and the stack while the process still exists.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "loupe/emit.bpf.h"
+#include "loupe/filter.bpf.h"
+#include "loupe/hist.bpf.h"
+#include "lockwait.h"
+
+const volatile __u64 targ_max_age_ns = 10ULL * 1000 * 1000 * 1000;
+const volatile __u64 targ_min_wait_ns = 0;
+const volatile bool targ_user_stacks = true;
+const volatile bool targ_kernel_stacks = true;
+/* Kernel contention is system-wide unless the task filters select it: a process filter
+ * keeps only the contention its own threads suffer. */
+const volatile bool targ_pthread_stacks = false;
+const volatile __u64 targ_pthread_max_gap_ns = 1000ULL * 1000 * 1000;
+const volatile __u32 targ_rwlock_size = 56; /* sizeof(pthread_rwlock_t) on x86_64 glibc */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 10240);
+	__type(key, struct lw_inflight_key);
+	__type(value, struct lw_inflight_val);
+} inflight SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct lw_lock_key);
+	__type(value, struct lw_lock_val);
+} locks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct lw_waiter_key);
+	__type(value, struct lw_waiter_val);
+} waiters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 8192);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, LW_STACK_DEPTH * sizeof(__u64));
+} stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 10240);
+	__type(key, __u32); /* tid */
+	__type(value, struct lw_pending_val);
+} pending SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LW_C_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+/* Never written: the zeroed value new lock entries start from (too big for the stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lw_lock_val);
+} zero_lock SEC(".maps");
+
+LOUPE_RING(first_seen, 64 * 1024);
+
+static __always_inline void count(__u32 idx, __u64 n)
+{
+	__u64 *c = bpf_map_lookup_elem(&counters, &idx);
+
+	if (c)
+		*c += n;
+}
+
+static __always_inline bool is_wait_op(__u32 op)
+{
+	switch (op & LW_FUTEX_CMD_MASK) {
+	case LW_FUTEX_WAIT:
+	case LW_FUTEX_LOCK_PI:
+	case LW_FUTEX_WAIT_BITSET:
+	case LW_FUTEX_WAIT_REQUEUE_PI:
+	case LW_FUTEX_LOCK_PI2:
+		return true;
+	}
+	return false;
+}
+
+static __always_inline __s32 user_stack(void *ctx, __u32 tid, __u64 addr, __u64 *caller_ip)
+{
+	struct lw_pending_val *p;
+	__s32 id;
+
+	if (!targ_user_stacks)
+		return -1;
+	if (targ_pthread_stacks) {
+		/* The stack taken at pthread_*lock entry has every caller; the one taken here
+		 * has lost the frames between libc's syscall and the first frame-pointer
+		 * function. Use it when it is about this very futex. */
+		p = bpf_map_lookup_elem(&pending, &tid);
+		if (p && p->user_stack_id >= 0 && addr >= p->lock &&
+		    addr < p->lock + targ_rwlock_size &&
+		    bpf_ktime_get_ns() - p->ts < targ_pthread_max_gap_ns) {
+			count(LW_C_PTHREAD_STACKS, 1);
+			*caller_ip = p->caller_ip;
+			return p->user_stack_id;
+		}
+	}
+	id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+	if (id < 0)
+		count(LW_C_USTACK_FAIL, 1);
+	return id;
+}
+
+static __always_inline void wait_begin(void *ctx, __u32 kind, __u64 key_addr, __u64 addr,
+				       __u32 flags)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct lw_inflight_key key = {};
+	struct lw_inflight_val val = {};
+	struct lw_inflight_val *old;
+
+	if (!loupe_filter_pass(pid_tgid))
+		return;
+	key.tid = (__u32)pid_tgid;
+	key.kind = kind;
+	key.addr = key_addr;
+	val.start_ns = bpf_ktime_get_ns();
+	val.addr = addr;
+	val.flags = flags;
+	val.user_stack_id = -1;
+	val.kernel_stack_id = -1;
+	if (kind == LW_KIND_FUTEX) {
+		val.user_stack_id = user_stack(ctx, key.tid, addr, &val.caller_ip);
+	} else if (targ_kernel_stacks) {
+		val.kernel_stack_id = bpf_get_stackid(ctx, &stacks, 0);
+		if (val.kernel_stack_id < 0)
+			count(LW_C_KSTACK_FAIL, 1);
+	}
+	count(kind == LW_KIND_FUTEX ? LW_C_FUTEX_BEGIN : LW_C_KERNEL_BEGIN, 1);
+	/* A begin still there means its end never came (a thread killed mid-wait, or a
+	 * futex wait interrupted in a way the exit tracepoint missed). */
+	old = bpf_map_lookup_elem(&inflight, &key);
+	if (old) {
+		if (val.start_ns - old->start_ns > targ_max_age_ns)
+			count(LW_C_EXPIRED, 1);
+		else
+			count(LW_C_UNMATCHED, 1);
+		*old = val;
+		return;
+	}
+	if (bpf_map_update_elem(&inflight, &key, &val, BPF_ANY))
+		count(LW_C_INFLIGHT_FULL, 1);
+}
+
+static __always_inline void record_lock(__u32 tgid, __u32 kind, __u64 addr, __u64 delta,
+					__u32 flags)
+{
+	struct lw_lock_key key = { .tgid = tgid, .kind = kind, .addr = addr };
+	struct lw_lock_val *v;
+	__u32 zero = 0;
+	void *init;
+
+	v = bpf_map_lookup_elem(&locks, &key);
+	if (!v) {
+		init = bpf_map_lookup_elem(&zero_lock, &zero);
+		if (!init)
+			return;
+		bpf_map_update_elem(&locks, &key, init, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&locks, &key);
+		if (!v) {
+			count(LW_C_LOCKS_FULL, 1);
+			count(LW_C_LOST_NS, delta);
+			return;
+		}
+	}
+	/* Contended locks are, by definition, hit from several CPUs at once: atomics keep
+	 * the sums exact; max/min may lose a race, which only costs precision. */
+	__sync_fetch_and_add(&v->waits, 1);
+	__sync_fetch_and_add(&v->total_ns, delta);
+	__sync_fetch_and_add(&v->slots[loupe_log2_slot(delta) < LW_HIST_SLOTS ?
+				       loupe_log2_slot(delta) : LW_HIST_SLOTS - 1], 1);
+	if (delta > v->max_ns)
+		v->max_ns = delta;
+	if (v->min_ns == 0 || delta < v->min_ns)
+		v->min_ns = delta;
+	/* Flags of one lock hardly ever change; a lost race only drops a rare bit. */
+	if ((v->flags | flags) != v->flags)
+		v->flags |= flags;
+}
+
+static __always_inline void record_waiter(__u64 pid_tgid, __u32 kind,
+					  const struct lw_inflight_val *w, __u64 delta)
+{
+	struct lw_waiter_key key = {};
+	struct lw_waiter_val *v, init = {};
+	struct lw_first_seen_event *e;
+
+	key.tgid = kind == LW_KIND_KERNEL ? 0 : pid_tgid >> 32;
+	key.tid = (__u32)pid_tgid;
+	key.addr = w->addr;
+	key.kind = kind;
+	key.user_stack_id = w->user_stack_id;
+	key.kernel_stack_id = w->kernel_stack_id;
+	key.caller_ip = w->caller_ip;
+	v = bpf_map_lookup_elem(&waiters, &key);
+	if (v) {
+		__sync_fetch_and_add(&v->waits, 1);
+		__sync_fetch_and_add(&v->total_ns, delta);
+		if (delta > v->max_ns)
+			v->max_ns = delta;
+		return;
+	}
+	init.waits = 1;
+	init.total_ns = delta;
+	init.max_ns = delta;
+	bpf_get_current_comm(init.comm, sizeof(init.comm));
+	if (bpf_map_update_elem(&waiters, &key, &init, BPF_NOEXIST)) {
+		/* -EEXIST: another CPU inserted it first; retry once as an update. */
+		v = bpf_map_lookup_elem(&waiters, &key);
+		if (!v) {
+			count(LW_C_WAITERS_FULL, 1);
+			return;
+		}
+		__sync_fetch_and_add(&v->waits, 1);
+		__sync_fetch_and_add(&v->total_ns, delta);
+		return;
+	}
+	e = LOUPE_RESERVE(first_seen, struct lw_first_seen_event, LW_RECORD_FIRST_SEEN,
+			  LW_RECORD_FIRST_SEEN_VERSION);
+	if (!e) {
+		count(LW_C_FIRST_SEEN_LOST, 1);
+		return;
+	}
+	e->tgid = pid_tgid >> 32;
+	e->kind = kind;
+	e->addr = w->addr;
+	e->user_stack_id = w->user_stack_id;
+	e->kernel_stack_id = w->kernel_stack_id;
+	e->caller_ip = w->caller_ip;
+	LOUPE_SUBMIT(first_seen, e);
+}
+
+static __always_inline void wait_end(__u32 kind, __u64 key_addr)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct lw_inflight_key key = {};
+	struct lw_inflight_val *v, w;
+	__u64 delta;
+
+	if (!loupe_filter_pass(pid_tgid))
+		return;
+	key.tid = (__u32)pid_tgid;
+	key.kind = kind;
+	key.addr = key_addr;
+	v = bpf_map_lookup_elem(&inflight, &key);
+	if (!v) {
+		/* Non-wait futex ops never made an entry: only kernel ends are unmatched here,
+		 * futex exits are filtered by the entry's presence. */
+		if (kind == LW_KIND_KERNEL)
+			count(LW_C_UNMATCHED, 1);
+		return;
+	}
+	w = *v;
+	bpf_map_delete_elem(&inflight, &key);
+	delta = bpf_ktime_get_ns() - w.start_ns;
+	if ((__s64)delta < 0 || delta > targ_max_age_ns) {
+		count(LW_C_DISCARDED, 1);
+		return;
+	}
+	count(kind == LW_KIND_FUTEX ? LW_C_FUTEX_MATCHED : LW_C_KERNEL_MATCHED, 1);
+	if (delta < targ_min_wait_ns)
+		return;
+	record_lock(kind == LW_KIND_KERNEL ? 0 : pid_tgid >> 32, kind, w.addr, delta,
+		    kind == LW_KIND_KERNEL ? w.flags : 0);
+	record_waiter(pid_tgid, kind, &w, delta);
+}
+
+SEC("tracepoint/syscalls/sys_enter_futex")
+int lw_futex_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	__u32 op = (__u32)ctx->args[1];
+
+	if (!is_wait_op(op)) {
+		count(LW_C_NON_WAIT_OPS, 1);
+		return 0;
+	}
+	wait_begin(ctx, LW_KIND_FUTEX, 0, ctx->args[0], op);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_futex")
+int lw_futex_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	wait_end(LW_KIND_FUTEX, 0);
+	return 0;
+}
+
+/* futex_wait(2), Linux 6.7: always a wait. */
+SEC("tracepoint/syscalls/sys_enter_futex_wait")
+int lw_futex_wait_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	wait_begin(ctx, LW_KIND_FUTEX, 0, ctx->args[0], LW_FUTEX_WAIT);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_futex_wait")
+int lw_futex_wait_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	wait_end(LW_KIND_FUTEX, 0);
+	return 0;
+}
+
+/* futex_waitv(2), Linux 5.16: waits on up to 128 futexes; attributed to the first one. */
+SEC("tracepoint/syscalls/sys_enter_futex_waitv")
+int lw_futex_waitv_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	struct futex_waitv first = {};
+
+	if (ctx->args[1] == 0 ||
+	    bpf_probe_read_user(&first, sizeof(first), (void *)ctx->args[0]))
+		return 0;
+	wait_begin(ctx, LW_KIND_FUTEX, 0, first.uaddr, LW_FUTEX_WAIT);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_futex_waitv")
+int lw_futex_waitv_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	wait_end(LW_KIND_FUTEX, 0);
+	return 0;
+}
+
+SEC("tp_btf/contention_begin")
+int BPF_PROG(lw_contention_begin_btf, void *lock, unsigned int flags)
+{
+	wait_begin(ctx, LW_KIND_KERNEL, (__u64)lock, (__u64)lock, flags);
+	return 0;
+}
+
+SEC("tp_btf/contention_end")
+int BPF_PROG(lw_contention_end_btf, void *lock, int ret)
+{
+	wait_end(LW_KIND_KERNEL, (__u64)lock);
+	return 0;
+}
+
+SEC("tracepoint/lock/contention_begin")
+int lw_contention_begin(struct trace_event_raw_contention_begin *ctx)
+{
+	wait_begin(ctx, LW_KIND_KERNEL, (__u64)ctx->lock_addr, (__u64)ctx->lock_addr, ctx->flags);
+	return 0;
+}
+
+SEC("tracepoint/lock/contention_end")
+int lw_contention_end(struct trace_event_raw_contention_end *ctx)
+{
+	wait_end(LW_KIND_KERNEL, (__u64)ctx->lock_addr);
+	return 0;
+}
+
+/* Optional: pthread entry points, for the full caller stack of the futex wait that may
+ * follow. Arg 0 is the mutex/rwlock. */
+SEC("uprobe")
+int BPF_KPROBE(lw_pthread_lock, void *lock)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct lw_pending_val p = {};
+	__u32 tid = (__u32)pid_tgid;
+
+	if (!loupe_filter_pass(pid_tgid))
+		return 0;
+	count(LW_C_PTHREAD_CALLS, 1);
+	p.lock = (__u64)lock;
+	p.ts = bpf_ktime_get_ns();
+	p.user_stack_id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+	/* At function entry the return address is at the top of the stack. */
+	bpf_probe_read_user(&p.caller_ip, sizeof(p.caller_ip), (void *)PT_REGS_SP(ctx));
+	if (p.user_stack_id < 0)
+		count(LW_C_USTACK_FAIL, 1);
+	bpf_map_update_elem(&pending, &tid, &p, BPF_ANY);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The lock-wait profiler: who waits, on which lock, for how long, and from where. User
+// space waits are futex wait syscalls; kernel waits are lock:contention_begin/end.
+#include <bpf/libbpf.h>
+#include <dlfcn.h>
+#include <pthread.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "elf_function_offset.hpp"
+#include "lock_reporter.hpp"
+#include "lockwait.h"
+#include "lockwait.skel.h"
+#include "loupe/sdk/plugin.hpp"
+#include "loupe/sdk/records.hpp"
+#include "symbol_cache.hpp"
+
+namespace loupe::lockwait {
+namespace {
+
+constexpr loupe_config_key kKeys[] = {
+    {"futex", LOUPE_CFG_BOOL, 0, "true", "trace user-space waits (futex wait syscalls)"},
+    {"kernel", LOUPE_CFG_BOOL, 0, "true",
+     "trace kernel lock contention (lock:contention_begin/end)"},
+    {"user_stacks", LOUPE_CFG_BOOL, 0, "true", "capture the user stack of each futex wait"},
+    {"kernel_stacks", LOUPE_CFG_BOOL, 0, "true", "capture the kernel stack of each kernel wait"},
+    {"pthread_stacks", LOUPE_CFG_BOOL, 0, "false",
+     "uprobes on libc pthread_mutex_lock/pthread_rwlock_*lock: the futex wait takes the "
+     "stack seen there, which keeps the lock's direct caller (costs a uprobe per call)"},
+    {"libc", LOUPE_CFG_STRING, 0, "\"\"",
+     "libc for pthread_stacks (default: the one loupe itself runs with)"},
+    {"top", LOUPE_CFG_INT, 0, "10", "locks reported, by total wait", 1, 10000},
+    {"stacks_per_lock", LOUPE_CFG_INT, 0, "20", "stack samples per reported lock (0 = all)", 0,
+     100000},
+    {"threads_per_lock", LOUPE_CFG_INT, 0, "16", "threads in each lock's breakdown", 1, 100000},
+    {"min_wait_ns", LOUPE_CFG_INT, 0, "0", "ignore waits shorter than this", 0, INT64_MAX},
+    {"max_age_ms", LOUPE_CFG_INT, 0, "10000",
+     "waits older than this expire; longer ones are discarded", 1, 86400000},
+    {"max_inflight", LOUPE_CFG_INT, 0, "10240", "waits in progress tracked at once", 16, 4194304},
+    {"max_locks", LOUPE_CFG_INT, 0, "4096", "distinct locks aggregated", 16, 1048576},
+    {"max_waiters", LOUPE_CFG_INT, 0, "16384", "distinct (lock, thread, stack) rows", 16,
+     4194304},
+    {"max_stacks", LOUPE_CFG_INT, 0, "8192", "distinct stacks kept", 16, 1048576},
+    {"pid", LOUPE_CFG_INT, 0, "0", "only this process (0 = the session's target or all)", 0,
+     INT32_MAX},
+    {"tid", LOUPE_CFG_INT, 0, "0", "only this thread (0 = all)", 0, INT32_MAX},
+    {"comm", LOUPE_CFG_STRING, 0, "\"\"", "only tasks with this command name (<= 15 chars)"},
+};
+
+struct SkelDeleter {
+  void operator()(lockwait_bpf* s) const { lockwait_bpf__destroy(s); }
+};
+
+std::string own_libc() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&pthread_mutex_lock), &info) && info.dli_fname)
+    return info.dli_fname;
+  return "/lib/x86_64-linux-gnu/libc.so.6";
+}
+
+}  // namespace
+
+class LockwaitProfiler : public sdk::Profiler {
+ public:
+  void setup(const sdk::SetupArgs& args) override {
+    host_ = std::make_unique<sdk::Host>(args.host);
+    const auto& cfg = args.config;
+    opts_.futex = cfg.get_bool("futex", true);
+    opts_.kernel = cfg.get_bool("kernel", true);
+    opts_.pthread_stacks = cfg.get_bool("pthread_stacks", false);
+    opts_.top = static_cast<std::uint32_t>(cfg.get_int("top", 10));
+    opts_.stacks_per_lock = static_cast<std::uint32_t>(cfg.get_int("stacks_per_lock", 20));
+    opts_.threads_per_lock = static_cast<std::uint32_t>(cfg.get_int("threads_per_lock", 16));
+    opts_.max_age_ns = static_cast<std::uint64_t>(cfg.get_int("max_age_ms", 10000)) * 1000000ull;
+    if (!opts_.futex && !opts_.kernel)
+      throw sdk::Error(LOUPE_ERR_INVALID_ARG, "futex = false and kernel = false: nothing to trace");
+
+    std::int64_t pid = cfg.get_int("pid", 0);
+    int session_pid = args.session ? args.session->target_pid : 0;
+    if (pid && session_pid && pid != session_pid)
+      throw sdk::Error(LOUPE_ERR_INVALID_ARG, "pid = " + std::to_string(pid) +
+                                                  " conflicts with the session's target pid " +
+                                                  std::to_string(session_pid));
+    if (!pid) pid = session_pid;
+    std::string comm = cfg.get_string("comm", "");
+    if (comm.size() > 15)
+      throw sdk::Error(LOUPE_ERR_INVALID_ARG, "comm = \"" + comm + "\" is longer than 15 "
+                                                  "characters (the kernel truncates comm to 15)");
+    check_features();
+
+    skel_.reset(lockwait_bpf__open());
+    if (!skel_)
+      throw sdk::Error(LOUPE_ERR_KERNEL, std::string("opening the BPF object: ") +
+                                             std::strerror(errno));
+    auto* ro = skel_->rodata;
+    ro->targ_max_age_ns = opts_.max_age_ns;
+    ro->targ_min_wait_ns = static_cast<std::uint64_t>(cfg.get_int("min_wait_ns", 0));
+    ro->targ_user_stacks = cfg.get_bool("user_stacks", true);
+    ro->targ_kernel_stacks = cfg.get_bool("kernel_stacks", true);
+    ro->targ_pthread_stacks = opts_.pthread_stacks;
+    ro->loupe_filter_tgid = static_cast<std::uint32_t>(pid);
+    ro->loupe_filter_tid = static_cast<std::uint32_t>(cfg.get_int("tid", 0));
+    if (!comm.empty()) {
+      std::memcpy(const_cast<char*>(ro->loupe_filter_comm), comm.c_str(), comm.size() + 1);
+      ro->loupe_filter_comm_on = true;
+    }
+    target_pid_ = static_cast<int>(pid);
+    auto size = [&](bpf_map* m, const char* key, std::int64_t def) {
+      bpf_map__set_max_entries(m, static_cast<std::uint32_t>(cfg.get_int(key, def)));
+    };
+    size(skel_->maps.inflight, "max_inflight", 10240);
+    size(skel_->maps.pending, "max_inflight", 10240);
+    size(skel_->maps.locks, "max_locks", 4096);
+    size(skel_->maps.waiters, "max_waiters", 16384);
+    size(skel_->maps.stacks, "max_stacks", 8192);
+    choose_programs();
+    if (opts_.pthread_stacks) {
+      libc_ = cfg.get_string("libc", "");
+      if (libc_.empty()) libc_ = own_libc();
+    }
+  }
+
+  void start(const sdk::StartArgs&) override {
+    if (host_->bpf_load(skel_->obj) != LOUPE_OK)
+      throw sdk::Error(LOUPE_ERR_KERNEL, "loading the lockwait BPF object: " + host_->last_error());
+    auto* p = &skel_->progs;
+    if (opts_.futex) {
+      attach(p->lw_futex_enter, "sys_enter_futex");
+      attach(p->lw_futex_exit, "sys_exit_futex");
+      if (futex_wait_) {
+        attach(p->lw_futex_wait_enter, "sys_enter_futex_wait");
+        attach(p->lw_futex_wait_exit, "sys_exit_futex_wait");
+      }
+      if (futex_waitv_) {
+        attach(p->lw_futex_waitv_enter, "sys_enter_futex_waitv");
+        attach(p->lw_futex_waitv_exit, "sys_exit_futex_waitv");
+      }
+      if (opts_.pthread_stacks) attach_pthread();
+    }
+    if (opts_.kernel) {
+      bool btf = opts_.kernel_mechanism == "tp_btf";
+      attach(btf ? p->lw_contention_begin_btf : p->lw_contention_begin, "lock:contention_begin");
+      attach(btf ? p->lw_contention_end_btf : p->lw_contention_end, "lock:contention_end");
+    }
+    symbols_ = std::make_unique<SymbolCache>(*host_, bpf_map__fd(skel_->maps.stacks));
+    loupe_ring_spec spec{};
+    spec.size = sizeof(spec);
+    spec.map_fd = bpf_map__fd(skel_->maps.first_seen);
+    spec.name = "first_seen";
+    spec.record_type = LW_RECORD_FIRST_SEEN;
+    spec.record_version = LW_RECORD_FIRST_SEEN_VERSION;
+    spec.min_len = sizeof(lw_first_seen_event);
+    spec.max_len = sizeof(lw_first_seen_event);
+    spec.category = LOUPE_RING_MUST_KEEP;
+    spec.policy = LOUPE_BP_DEFAULT;
+    spec.lost_map_fd = bpf_map__fd(skel_->maps.first_seen_lost);
+    spec.divisor_map_fd = -1;  // every first sighting matters: no sampling
+    spec.decode = &SymbolCache::decode_thunk;
+    spec.user = symbols_.get();
+    if (host_->register_ring(spec) != LOUPE_OK)
+      throw sdk::Error(LOUPE_ERR_INTERNAL, "registering the first_seen ring: " + host_->last_error());
+    ReporterMaps maps;
+    maps.inflight_fd = bpf_map__fd(skel_->maps.inflight);
+    maps.locks_fd = bpf_map__fd(skel_->maps.locks);
+    maps.waiters_fd = bpf_map__fd(skel_->maps.waiters);
+    maps.counters_fd = bpf_map__fd(skel_->maps.counters);
+    reporter_ = std::make_unique<LockReporter>(*host_, maps, opts_, *symbols_);
+  }
+
+  void collect(const sdk::CollectArgs& args) override {
+    if (reporter_) reporter_->collect(args.is_final, args.window_start_ns, args.window_end_ns);
+  }
+
+ private:
+  // Probe, never compare versions: each hook is used only if this kernel has it.
+  void check_features() {
+    std::string why;
+    if (!host_->feature("tracepoint", &why))
+      throw sdk::Error(LOUPE_ERR_UNSUPPORTED, "tracepoints unavailable: " + why);
+    if (opts_.futex) {
+      if (!host_->tracepoint_exists("syscalls:sys_enter_futex"))
+        throw sdk::Error(LOUPE_ERR_UNSUPPORTED,
+                         "tracepoint syscalls:sys_enter_futex is absent (CONFIG_FTRACE_SYSCALLS "
+                         "off?): set futex = false to trace kernel locks only");
+      futex_wait_ = host_->tracepoint_exists("syscalls:sys_enter_futex_wait");
+      futex_waitv_ = host_->tracepoint_exists("syscalls:sys_enter_futex_waitv");
+    }
+    if (opts_.kernel) {
+      if (!host_->tracepoint_exists("lock:contention_begin")) {
+        // Linux 5.19+ with CONFIG_LOCKDEP-free lock tracepoints; older kernels have none.
+        if (!opts_.futex)
+          throw sdk::Error(LOUPE_ERR_UNSUPPORTED,
+                           "tracepoint lock:contention_begin is absent on this kernel");
+        host_->warn("lock:contention_begin is absent on this kernel: kernel lock waits are "
+                    "not traced (set kernel = false to silence this)");
+        opts_.kernel = false;
+      } else {
+        opts_.kernel_mechanism = host_->feature("tp_btf") ? "tp_btf" : "tracepoint";
+      }
+    }
+    if (opts_.pthread_stacks && !host_->feature("uprobe", &why))
+      throw sdk::Error(LOUPE_ERR_UNSUPPORTED, "pthread_stacks needs uprobes: " + why);
+  }
+
+  void choose_programs() {
+    auto* p = &skel_->progs;
+    auto on = [](bpf_program* prog, bool v) { bpf_program__set_autoload(prog, v); };
+    on(p->lw_futex_enter, opts_.futex);
+    on(p->lw_futex_exit, opts_.futex);
+    on(p->lw_futex_wait_enter, opts_.futex && futex_wait_);
+    on(p->lw_futex_wait_exit, opts_.futex && futex_wait_);
+    on(p->lw_futex_waitv_enter, opts_.futex && futex_waitv_);
+    on(p->lw_futex_waitv_exit, opts_.futex && futex_waitv_);
+    bool btf = opts_.kernel && opts_.kernel_mechanism == "tp_btf";
+    bool tp = opts_.kernel && !btf;
+    on(p->lw_contention_begin_btf, btf);
+    on(p->lw_contention_end_btf, btf);
+    on(p->lw_contention_begin, tp);
+    on(p->lw_contention_end, tp);
+    on(p->lw_pthread_lock, opts_.futex && opts_.pthread_stacks);
+  }
+
+  void attach(bpf_program* prog, const std::string& probe) {
+    if (host_->bpf_attach(prog, probe) != LOUPE_OK)
+      throw sdk::Error(LOUPE_ERR_KERNEL, "attaching " + probe + ": " + host_->last_error());
+  }
+
+  void attach_pthread() {
+    for (const char* fn : {"pthread_mutex_lock", "pthread_rwlock_rdlock", "pthread_rwlock_wrlock"}) {
+      LIBBPF_OPTS(bpf_uprobe_opts, o, .func_name = fn);
+      std::uint64_t off = elf_function_offset(libc_, fn);
+      if (off) o.func_name = nullptr;
+      bpf_link* link = bpf_program__attach_uprobe_opts(skel_->progs.lw_pthread_lock,
+                                                       target_pid_ ? target_pid_ : -1,
+                                                       libc_.c_str(), off, &o);
+      int err = link ? 0 : errno;
+      host_->adopt_link(link, skel_->progs.lw_pthread_lock, libc_ + ":" + fn, err);
+      if (!link)
+        throw sdk::Error(LOUPE_ERR_KERNEL, "uprobe on " + libc_ + ":" + fn + ": " +
+                                               std::strerror(err));
+    }
+  }
+
+  std::unique_ptr<sdk::Host> host_;
+  std::unique_ptr<lockwait_bpf, SkelDeleter> skel_;
+  ReporterOptions opts_;
+  bool futex_wait_ = false, futex_waitv_ = false;
+  int target_pid_ = 0;
+  std::string libc_;
+  std::unique_ptr<SymbolCache> symbols_;
+  std::unique_ptr<LockReporter> reporter_;
+};
+
+}  // namespace loupe::lockwait
+
+LOUPE_PROFILER(loupe::lockwait::LockwaitProfiler, "lockwait", "0.1.0",
+               "lock waits: futex and kernel lock contention per lock, thread and stack",
+               loupe::lockwait::kKeys)

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Names of locks and frames of stacks, resolved as soon as the kernel first reports them
+// (the first-seen ring, decoded on a core worker thread) while the waiting process still
+// exists; collect() then reads the cache, and resolves late whatever the ring missed.
+#ifndef LOUPE_LOCKWAIT_SYMBOL_CACHE_HPP
+#define LOUPE_LOCKWAIT_SYMBOL_CACHE_HPP
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "loupe/sdk/host.hpp"
+
+namespace loupe::lockwait {
+
+struct LockName {
+  std::string symbol;  // empty when no symbol covers the address
+  std::string module;
+  std::uint64_t offset = 0;  // from the symbol's start
+};
+
+// Frames own their strings (the host's are valid until destroy(), but a copy keeps the
+// cache independent of it).
+struct CachedFrame {
+  std::uint64_t address = 0;
+  std::string symbol, module;
+  std::uint64_t offset = 0;
+  std::uint32_t kind = 0, resolution = 0;
+};
+
+class SymbolCache {
+ public:
+  SymbolCache(const sdk::Host& host, int stacks_fd) : host_(host), stacks_fd_(stacks_fd) {}
+
+  // The ring's decode callback (loupe_ring_spec.decode).
+  static int decode_thunk(void* user, const void* data, std::uint32_t len);
+
+  // tgid 0 = a kernel address.
+  LockName lock_name(std::uint32_t tgid, std::uint64_t addr);
+  // caller_ip != 0: inserted after the leaf unless the unwinder already has it.
+  std::vector<CachedFrame> user_stack(std::uint32_t tgid, std::int32_t id,
+                                      std::uint64_t caller_ip = 0);
+  std::vector<CachedFrame> kernel_stack(std::int32_t id);
+
+  // Human label: symbol[+0xoff] or 0xaddr.
+  static std::string label(const LockName& n, std::uint64_t addr);
+
+ private:
+  std::vector<CachedFrame> resolve_stack(std::uint32_t pid, std::int32_t id, bool user,
+                                         std::uint64_t caller_ip);
+
+  sdk::Host host_;
+  int stacks_fd_;
+  std::mutex mu_;
+  std::map<std::pair<std::uint32_t, std::uint64_t>, LockName> locks_;
+  // (pid or 0 for kernel, stack id)
+  std::map<std::tuple<std::uint32_t, std::int32_t, std::uint64_t>, std::vector<CachedFrame>> stacks_;
+};
+
+}  // namespace loupe::lockwait
+
+#endif  // LOUPE_LOCKWAIT_SYMBOL_CACHE_HPP

@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// End to end through the CLI on the real kernel: `loupe run PROFILE -- workload` with the
+// jsonl sink, then loupe's records are checked against what the workload measured itself.
+// Root only; skipped when the loupe binary was not built.
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;  // stdout + stderr of loupe and the workload
+  std::vector<json> records;
+};
+
+class LockwaitE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root: loads BPF programs";
+    const char* bin = std::getenv("LOUPE_BIN");
+    if (!bin || !fs::exists(bin)) GTEST_SKIP() << "LOUPE_BIN not built: " << (bin ? bin : "(unset)");
+    loupe_ = bin;
+    char tmpl[] = "/tmp/loupe-lockwait-e2e-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+
+ public:
+  RunResult run(const std::string& plugin_body, const std::string& cmd) {
+    std::string profile = dir_ + "/profile.toml";
+    std::ofstream(profile) << "[session]\noutput_dir = \"" << dir_ << "/out\"\n\n"
+                           << "[[plugins]]\nname = \"lockwait\"\n" << plugin_body
+                           << "\n[[sinks]]\nname = \"jsonl\"\n"
+                           << "\n[[sinks]]\nname = \"folded\"\nvalue = \"wait_ns\"\n";
+    RunResult r;
+    FILE* p = popen((loupe_ + " run " + profile + " -- " + cmd + " 2>&1").c_str(), "r");
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.output.append(buf, n);
+    int status = pclose(p);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream in(dir_ + "/out/records.jsonl");
+    std::string rec;
+    while (std::getline(in, rec))
+      if (!rec.empty()) r.records.push_back(json::parse(rec));
+    return r;
+  }
+
+  std::string loupe_;
+  std::string dir_;
+};
+
+std::vector<const json*> finals(const RunResult& r, const std::string& kind,
+                                const std::string& name) {
+  std::vector<const json*> out;
+  for (const auto& rec : r.records)
+    if (rec.value("kind", "") == kind && rec.value("name", "") == name && rec.value("is_final", false))
+      out.push_back(&rec);
+  return out;
+}
+
+double health(const RunResult& r, const std::string& name) {
+  for (const json* h : finals(r, "health", name)) return (*h)["health"]["value"].get<double>();
+  return -1;
+}
+
+bool frames_contain(const json& stack, const std::string& symbol) {
+  for (const auto& f : stack["stack"]["frames"])
+    if (f["symbol"].is_string() && f["symbol"].get<std::string>() == symbol) return true;
+  return false;
+}
+
+std::string describe(const json& stack) {
+  std::string s;
+  for (const auto& f : stack["stack"]["frames"])
+    s += (f["symbol"].is_string() ? f["symbol"].get<std::string>() : "?") + ";";
+  return s;
+}
+
+struct MutexRun {
+  RunResult r;
+  std::string addr;
+  double workload_ns = 0;
+  const json* hist = nullptr;
+  std::vector<const json*> stacks;
+};
+
+MutexRun run_mutex(LockwaitE2E& t, const std::string& body) {
+  MutexRun m;
+  // 4 threads x 15 iterations x 2 ms hold: ~0.2 s of holding, seconds of waiting.
+  m.r = t.run(body, std::string(LOCKWAIT_MUTEX) + " 4 15 2000");
+  std::smatch sm;
+  if (std::regex_search(m.r.output, sm, std::regex("lock_addr=(0x[0-9a-f]+) total_wait_ns=([0-9]+)"))) {
+    m.addr = sm[1];
+    m.workload_ns = std::stod(sm[2]);
+  }
+  for (const json* h : finals(m.r, "histogram", "lock_wait"))
+    if ((*h)["labels"].value("addr", "") == m.addr) m.hist = h;
+  for (const json* s : finals(m.r, "stack", "lock_wait"))
+    if ((*s)["labels"].value("addr", "") == m.addr) m.stacks.push_back(s);
+  return m;
+}
+
+double stack_wait_ns(const json& s) {
+  for (const auto& v : s["stack"]["values"])
+    if (v["name"] == "wait_ns") return v["value"].get<double>();
+  return 0;
+}
+
+}  // namespace
+
+TEST_F(LockwaitE2E, MutexWaitMatchesTheWorkloadsOwnFigureAndIsNamed) {
+  auto m = run_mutex(*this, "kernel = false\n");
+  ASSERT_EQ(m.r.exit_code, 0) << m.r.output;
+  ASSERT_FALSE(m.addr.empty()) << m.r.output;
+  ASSERT_GT(m.workload_ns, 0) << "no contention at all: " << m.r.output;
+  ASSERT_NE(m.hist, nullptr) << "no lock_wait histogram for " << m.addr << "\n" << m.r.output;
+  const json& h = *m.hist;
+  EXPECT_EQ(h["labels"]["lock"], "g_lock") << h.dump();
+  EXPECT_EQ(h["labels"]["type"], "futex");
+  EXPECT_EQ(h["labels"]["rank"], "1") << "g_lock is the most waited-on lock";
+  double loupe_ns = h["histogram"]["sum"].get<double>();
+  EXPECT_NEAR(loupe_ns, m.workload_ns, 0.10 * m.workload_ns)
+      << "loupe " << loupe_ns << " ns vs workload " << m.workload_ns << " ns";
+  EXPECT_EQ(health(m.r, "inflight_full"), 0);
+  EXPECT_EQ(health(m.r, "waiters_full"), 0);
+  EXPECT_EQ(health(m.r, "stack_failures_user"), 0);
+
+  // Frame-pointer unwinding from libc's futex syscall: libc keeps no frame pointers, so
+  // the first frame above libc is the caller of the function that called
+  // pthread_mutex_lock (worker), not contend_on_g_lock itself (see README).
+  ASSERT_FALSE(m.stacks.empty());
+  double stacks_ns = 0;
+  bool worker = false;
+  for (const json* s : m.stacks) {
+    stacks_ns += stack_wait_ns(*s);
+    worker |= frames_contain(*s, "worker");
+  }
+  EXPECT_TRUE(worker) << describe(*m.stacks[0]);
+  EXPECT_NEAR(stacks_ns, loupe_ns, 0.01 * loupe_ns) << "stack samples carry all the wait";
+
+  // The per-thread breakdown adds up to the lock's total.
+  double threads_ns = 0;
+  for (const json* t : finals(m.r, "metric", "thread_wait_total"))
+    if ((*t)["labels"].value("addr", "") == m.addr) threads_ns += (*t)["metric"]["value"].get<double>();
+  EXPECT_NEAR(threads_ns, loupe_ns, 0.01 * loupe_ns);
+
+  // The summary event says what kind of contention this is: ~2 ms holds.
+  bool event = false;
+  for (const json* e : finals(m.r, "event", "lock"))
+    if ((*e)["event"]["fields"].value("addr", "") == m.addr) {
+      event = true;
+      EXPECT_EQ((*e)["event"]["fields"]["pattern"], "long_hold") << e->dump();
+    }
+  EXPECT_TRUE(event);
+  // The folded sink turned the stack samples into a flame-graph input.
+  EXPECT_TRUE(fs::exists(dir_ + "/out/lock_wait.folded"));
+}
+
+TEST_F(LockwaitE2E, PthreadStacksNameTheDirectCaller) {
+  auto m = run_mutex(*this, "kernel = false\npthread_stacks = true\n");
+  ASSERT_EQ(m.r.exit_code, 0) << m.r.output;
+  ASSERT_NE(m.hist, nullptr) << m.r.output;
+  double loupe_ns = (*m.hist)["histogram"]["sum"].get<double>();
+  EXPECT_NEAR(loupe_ns, m.workload_ns, 0.10 * m.workload_ns);
+  // Every contended wait on g_lock took the stack of its pthread_mutex_lock call, whose
+  // first caller frame is contend_on_g_lock.
+  double named_ns = 0;
+  for (const json* s : m.stacks)
+    if (frames_contain(*s, "contend_on_g_lock")) named_ns += stack_wait_ns(*s);
+  EXPECT_GE(named_ns, 0.9 * loupe_ns) << (m.stacks.empty() ? "" : describe(*m.stacks[0]));
+  for (const json* p : finals(m.r, "metric", "pthread_attributed_waits"))
+    EXPECT_GT((*p)["metric"]["value"].get<double>(), 0);
+}
+
+TEST_F(LockwaitE2E, KernelLockContentionHasSymbolizedKernelStacks) {
+  if (!fs::exists("/sys/kernel/tracing/events/lock/contention_begin"))
+    GTEST_SKIP() << "lock:contention_begin is absent on this kernel";
+  auto r = run("futex = false\n", std::string(LOCKWAIT_KERNEL) + " 4 400");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto hists = finals(r, "histogram", "lock_wait");
+  ASSERT_FALSE(hists.empty()) << "no kernel contention seen\n" << r.output;
+  double waits = 0;
+  for (const json* h : hists) {
+    EXPECT_EQ((*h)["labels"]["kind"], "kernel");
+    waits += (*h)["histogram"]["count"].get<double>();
+  }
+  EXPECT_GT(waits, 0);
+  // Kernel stacks resolve through kallsyms; the contended lock sits on the mmap path.
+  bool symbolized = false, mm_path = false;
+  for (const json* s : finals(r, "stack", "lock_wait")) {
+    for (const auto& f : (*s)["stack"]["frames"]) {
+      if (f["kind"] != "kernel" || !f["symbol"].is_string()) continue;
+      symbolized = true;
+      std::string sym = f["symbol"];
+      if (sym.find("mmap") != std::string::npos || sym.find("munmap") != std::string::npos ||
+          sym.find("fault") != std::string::npos || sym.find("vma") != std::string::npos)
+        mm_path = true;
+    }
+  }
+  EXPECT_TRUE(symbolized);
+  EXPECT_TRUE(mm_path) << "no mm frame in any kernel stack";
+  EXPECT_EQ(health(r, "stack_failures_kernel"), 0);
+}
