@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "memalloc_reporter.hpp"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <algorithm>
+
+#include "allocator_attacher.hpp"
+#include "loupe/hist.h"
+#include "loupe/sdk/records.hpp"
+
+namespace loupe::memalloc {
+namespace {
+
+const char* origin_name(std::uint32_t origin) {
+  switch (origin) {
+    case MA_ORIGIN_USER:
+      return "user";
+    case MA_ORIGIN_KMALLOC:
+      return "kmalloc";
+    case MA_ORIGIN_PAGE:
+      return "page";
+  }
+  return "unknown";
+}
+
+// Reads every (key, value) of a hash map; entries added or removed meanwhile may be
+// missed or seen once, which a snapshot of a live map cannot avoid.
+template <typename K, typename V, typename Fn>
+void for_each_entry(int fd, Fn&& fn) {
+  K key{}, next{};
+  V value{};
+  K* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    if (bpf_map_lookup_elem(fd, &next, &value) == 0) fn(next, value);
+    key = next;
+    prev = &key;
+  }
+}
+
+}  // namespace
+
+MemallocReporter::MemallocReporter(const sdk::Host& host, ReporterMaps maps, ReporterOptions opts,
+                                   SampleScaling scaling, StackFrames& frames,
+                                   std::vector<std::pair<std::string, std::string>> skipped)
+    : host_(host),
+      maps_(maps),
+      opts_(opts),
+      scaling_(scaling),
+      frames_(frames),
+      skipped_(std::move(skipped)) {}
+
+SiteTable MemallocReporter::read_sites() const {
+  SiteTable t;
+  for_each_entry<ma_stack_key, ma_stack_stats>(
+      maps_.sites_fd, [&](const ma_stack_key& k, const ma_stack_stats& v) { t.add_site(k, v); });
+  std::uint64_t now = host_.now_ns(LOUPE_CLOCK_MONOTONIC);
+  for_each_entry<ma_alloc_key, ma_alloc_info>(maps_.outstanding_fd,
+                                              [&](const ma_alloc_key&, const ma_alloc_info& v) {
+                                                t.add_outstanding(v, now, opts_.min_age_ns);
+                                              });
+  return t;
+}
+
+ma_counters MemallocReporter::read_counters() const {
+  int ncpu = libbpf_num_possible_cpus();
+  ma_counters total{};
+  if (ncpu <= 0) return total;
+  std::vector<ma_counters> per(static_cast<std::size_t>(ncpu));
+  std::uint32_t zero = 0;
+  if (bpf_map_lookup_elem(maps_.counters_fd, &zero, per.data()) != 0) return total;
+  constexpr std::size_t kWords = sizeof(ma_counters) / sizeof(__u64);
+  auto* t = reinterpret_cast<__u64*>(&total);
+  for (const auto& c : per) {
+    const auto* w = reinterpret_cast<const __u64*>(&c);
+    for (std::size_t i = 0; i < kWords; ++i) t[i] += w[i];
+  }
+  return total;
+}
+
+void MemallocReporter::emit_metric(const std::string& name, const char* unit, double v,
+                                   bool is_final, const std::string& func) {
+  sdk::RecordBuilder rb(LOUPE_RECORD_METRIC, name);
+  rb.final(is_final).window(win_start_, win_end_);
+  if (!func.empty()) rb.label("function", func);
+  rb.metric(LOUPE_METRIC_COUNTER, unit, v).emit(host_);
+}
+
+void MemallocReporter::emit_health(const std::string& name, std::uint64_t v,
+                                   const std::string& message, bool is_final,
+                                   loupe_health_severity bad) {
+  sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, name);
+  rb.final(is_final).window(win_start_, win_end_);
+  rb.health(v ? bad : LOUPE_HEALTH_OK, "memalloc", v, v ? message : std::string()).emit(host_);
+}
+
+void MemallocReporter::emit_sites(const std::vector<SiteRow>& rows, bool is_final,
+                                  std::uint64_t now_ns) {
+  const std::string sampling = scaling_.describe();
+  for (const auto& r : rows) {
+    const auto& frames = frames_.frames(r.key);
+    Estimate alloc = scaling_.scale(r.allocs, r.bytes);
+    Estimate freed = scaling_.scale(r.frees, r.freed_bytes);
+    Estimate live = scaling_.scale(r.outstanding, r.outstanding_bytes);
+    auto base = [&](sdk::RecordBuilder& rb) {
+      rb.final(is_final).window(win_start_, win_end_);
+      rb.label("pid", std::to_string(r.key.tgid)).label("origin", origin_name(r.key.origin));
+      rb.label("sampling", sampling);
+      rb.frames(frames.data(), static_cast<std::uint32_t>(frames.size()));
+    };
+    sdk::RecordBuilder site(LOUPE_RECORD_STACK_SAMPLE, "alloc_sites");
+    base(site);
+    site.value("alloc_bytes", "bytes", static_cast<std::int64_t>(alloc.bytes))
+        .value("allocs", "count", static_cast<std::int64_t>(alloc.count))
+        .value("outstanding_bytes", "bytes", static_cast<std::int64_t>(live.bytes))
+        .value("outstanding_allocs", "count", static_cast<std::int64_t>(live.count))
+        .value("frees", "count", static_cast<std::int64_t>(freed.count))
+        .value("freed_bytes", "bytes", static_cast<std::int64_t>(freed.bytes))
+        .emit(host_);
+    if (r.outstanding == 0) continue;
+    sdk::RecordBuilder leak(LOUPE_RECORD_STACK_SAMPLE, "leaks");
+    base(leak);
+    std::uint64_t age = now_ns > r.oldest_ns ? now_ns - r.oldest_ns : 0;
+    leak.value("outstanding_bytes", "bytes", static_cast<std::int64_t>(live.bytes))
+        .value("outstanding_allocs", "count", static_cast<std::int64_t>(live.count))
+        .value("oldest_age_ns", "ns", static_cast<std::int64_t>(age))
+        .emit(host_);
+  }
+}
+
+void MemallocReporter::emit_histogram(bool is_final) {
+  int ncpu = libbpf_num_possible_cpus();
+  if (ncpu <= 0) return;
+  std::vector<loupe_hist> per(static_cast<std::size_t>(ncpu));
+  std::uint32_t zero = 0;
+  if (bpf_map_lookup_elem(maps_.sizes_fd, &zero, per.data()) != 0) return;
+  std::vector<std::uint64_t> slots(LOUPE_HIST_LOG2_SLOTS, 0);
+  std::uint64_t count = 0, sum = 0, min = 0, max = 0;
+  for (const auto& h : per) {
+    if (h.count == 0) continue;
+    for (std::size_t i = 0; i < slots.size(); ++i) slots[i] += h.slots[i];
+    if (count == 0 || h.min < min) min = h.min;
+    max = std::max<std::uint64_t>(max, h.max);
+    count += h.count;
+    sum += h.sum;
+  }
+  sdk::RecordBuilder rb(LOUPE_RECORD_HISTOGRAM, "alloc_size");
+  rb.final(is_final).window(win_start_, win_end_).label("sampling", scaling_.describe());
+  rb.log2_histogram("bytes", slots, count, sum, min, max).emit(host_);
+}
+
+void MemallocReporter::collect(bool is_final, std::uint64_t window_start_ns,
+                               std::uint64_t window_end_ns) {
+  win_start_ = window_start_ns;
+  win_end_ = window_end_ns;
+  std::uint64_t now = host_.now_ns(LOUPE_CLOCK_MONOTONIC);
+  SiteTable table = read_sites();
+  auto all = table.rows();
+  auto shown = SiteTable::top(all, opts_.top);
+  emit_sites(shown, is_final, now);
+  emit_histogram(is_final);
+
+  Estimate allocs, frees, live;
+  for (const auto& r : all) {
+    Estimate a = scaling_.scale(r.allocs, r.bytes), f = scaling_.scale(r.frees, r.freed_bytes),
+             l = scaling_.scale(r.outstanding, r.outstanding_bytes);
+    allocs.count += a.count;
+    allocs.bytes += a.bytes;
+    frees.count += f.count;
+    frees.bytes += f.bytes;
+    live.count += l.count;
+    live.bytes += l.bytes;
+  }
+  emit_metric("allocs", "count", static_cast<double>(allocs.count), is_final);
+  emit_metric("alloc_bytes", "bytes", static_cast<double>(allocs.bytes), is_final);
+  emit_metric("frees", "count", static_cast<double>(frees.count), is_final);
+  emit_metric("freed_bytes", "bytes", static_cast<double>(frees.bytes), is_final);
+  emit_metric("outstanding_allocs", "count", static_cast<double>(live.count), is_final);
+  emit_metric("outstanding_bytes", "bytes", static_cast<double>(live.bytes), is_final);
+  emit_metric("sites", "count", static_cast<double>(all.size()), is_final);
+  emit_metric("sites_reported", "count", static_cast<double>(shown.size()), is_final);
+
+  ma_counters c = read_counters();
+  const auto& names = allocator_functions();
+  for (std::size_t i = 0; i < MA_NR_FUNCS; ++i)
+    if (c.calls[i])
+      emit_metric("calls", "count", static_cast<double>(c.calls[i]), is_final, names[i]);
+  emit_metric("calls", "count", static_cast<double>(c.frees), is_final, "free");
+  emit_metric("frees_untracked", "count", static_cast<double>(c.frees_untracked), is_final);
+  emit_metric("sampled_out", "count", static_cast<double>(c.sampled_out), is_final);
+  emit_metric("failed", "count", static_cast<double>(c.failed), is_final);
+  emit_metric("nested", "count", static_cast<double>(c.nested), is_final);
+  emit_metric("kernel_allocs", "count", static_cast<double>(c.kernel_allocs), is_final);
+  emit_metric("kernel_frees", "count", static_cast<double>(c.kernel_frees), is_final);
+
+  emit_health("stack_failures_user", c.user_stack_failed,
+              "user stacks could not be taken; those allocations have no user frames", is_final);
+  emit_health("stack_failures_kernel", c.kernel_stack_failed, "kernel stacks could not be taken",
+              is_final);
+  emit_health("stack_collisions", c.stack_collisions,
+              "the stack map had no room for a new stack (raise max_stacks)", is_final);
+  emit_health("sites_full", c.stats_full,
+              "allocation sites beyond max_sites = " + std::to_string(opts_.max_sites) +
+                  " were not counted per site",
+              is_final);
+  emit_health("outstanding_full", c.outstanding_full,
+              "live allocations beyond max_outstanding = " + std::to_string(opts_.max_outstanding) +
+                  " were not tracked: the leak report is short",
+              is_final);
+  emit_health("pending_full", c.pending_full,
+              "allocator calls in flight could not be tracked (too many threads)", is_final);
+  emit_health("unmatched", c.unmatched_returns,
+              "allocator returns without their entry (probes attached mid-call)", is_final,
+              LOUPE_HEALTH_OK);
+  for (const auto& [func, why] : skipped_)
+    emit_health("probe_skipped", 1, func + ": " + why, is_final);
+}
+
+}  // namespace loupe::memalloc

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "stack_frames.hpp"
+
+#include <bpf/bpf.h>
+
+namespace loupe::memalloc {
+
+std::vector<std::uint64_t> StackFrames::read(std::int32_t id) const {
+  std::vector<std::uint64_t> ips(MA_STACK_DEPTH, 0);
+  if (id < 0 || bpf_map_lookup_elem(stacks_fd_, &id, ips.data()) != 0) return {};
+  std::size_t n = 0;
+  while (n < ips.size() && ips[n] != 0) ++n;
+  ips.resize(n);
+  return ips;
+}
+
+void StackFrames::append(std::uint32_t pid, loupe_frame_kind kind, std::int32_t id,
+                         std::vector<loupe_frame>& out) const {
+  auto ips = read(id);
+  if (ips.empty()) return;
+  std::vector<loupe_frame> f(ips.size());
+  if (host_.symbolize(pid, kind, ips.data(), static_cast<std::uint32_t>(ips.size()), f.data()) !=
+      LOUPE_OK) {
+    // Keep the addresses: an unsymbolized stack still tells sites apart.
+    for (std::size_t i = 0; i < ips.size(); ++i)
+      f[i] = loupe_frame{ips[i],
+                         nullptr,
+                         nullptr,
+                         ips[i],
+                         static_cast<std::uint32_t>(kind),
+                         LOUPE_UNRESOLVED_NOT_ATTEMPTED};
+  }
+  out.insert(out.end(), f.begin(), f.end());
+}
+
+const std::vector<loupe_frame>& StackFrames::frames(const ma_stack_key& key) {
+  std::lock_guard lock(mu_);
+  auto k = std::make_tuple(key.tgid, key.user_stack_id, key.kernel_stack_id);
+  auto it = cache_.find(k);
+  if (it != cache_.end()) return it->second;
+  std::vector<loupe_frame> out;
+  append(0, LOUPE_FRAME_KERNEL, key.kernel_stack_id, out);
+  append(key.tgid, LOUPE_FRAME_USER, key.user_stack_id, out);
+  return cache_.emplace(k, std::move(out)).first->second;
+}
+
+void StackFrames::warm(std::uint32_t tgid, std::int32_t user_stack_id) {
+  {
+    std::lock_guard lock(mu_);
+    if (!warmed_.insert(tgid).second) return;
+  }
+  // Addresses cached for this pid may predate its exec (a held `loupe run -- cmd` child).
+  host_.invalidate_symbols(tgid);
+  ma_stack_key key{tgid, user_stack_id, -1, MA_ORIGIN_USER};
+  frames(key);
+}
+
+}  // namespace loupe::memalloc

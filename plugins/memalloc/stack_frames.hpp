@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Reads stacks from the BPF stack map and symbolizes them through the host, caching the
+// frames of each (process, stack id): a stack id names one stack for the session.
+#ifndef LOUPE_MEMALLOC_STACK_FRAMES_HPP
+#define LOUPE_MEMALLOC_STACK_FRAMES_HPP
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "loupe/sdk/host.hpp"
+#include "memalloc.h"
+
+namespace loupe::memalloc {
+
+class StackFrames {
+ public:
+  StackFrames(const sdk::Host& host, int stacks_fd) : host_(host), stacks_fd_(stacks_fd) {}
+
+  // Kernel frames (leaf first), then user frames; an unavailable half is left out.
+  const std::vector<loupe_frame>& frames(const ma_stack_key& key);
+
+  // Symbolizes one stack of `tgid` now, so its address space stays known after it exits.
+  // Called for each new process; cheap after the first time.
+  void warm(std::uint32_t tgid, std::int32_t user_stack_id);
+
+ private:
+  std::vector<std::uint64_t> read(std::int32_t id) const;
+  void append(std::uint32_t pid, loupe_frame_kind kind, std::int32_t id,
+              std::vector<loupe_frame>& out) const;
+
+  const sdk::Host& host_;
+  int stacks_fd_;
+  std::mutex mu_;  // collect() and the warm-up thread
+  std::map<std::tuple<std::uint32_t, std::int32_t, std::int32_t>, std::vector<loupe_frame>> cache_;
+  std::set<std::uint32_t> warmed_;
+};
+
+}  // namespace loupe::memalloc
+
+#endif  // LOUPE_MEMALLOC_STACK_FRAMES_HPP

@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// End to end through the CLI on the real kernel: `loupe run PROFILE -- memalloc_workload`
+// with the jsonl sink; the stack records are grouped by the workload function that called
+// the allocator (the first frame in the workload binary) and checked against what the
+// workload did. Root only; skipped when the loupe binary was not built.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const std::string kWorkload = MEMALLOC_WORKLOAD;
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;
+  std::vector<json> records;
+};
+
+struct Site {
+  std::int64_t allocs = 0, alloc_bytes = 0, outstanding_allocs = 0, outstanding_bytes = 0,
+               frees = 0;
+};
+
+class MemallocE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root: loads BPF programs and attaches uprobes";
+    const char* bin = std::getenv("LOUPE_BIN");
+    if (!bin || !fs::exists(bin))
+      GTEST_SKIP() << "LOUPE_BIN not built: " << (bin ? bin : "(unset)");
+    loupe_ = bin;
+    char tmpl[] = "/tmp/loupe-memalloc-e2e-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  RunResult run(const std::string& plugin_body, const std::vector<std::string>& cmd,
+                const std::string& extra_sinks = "") {
+    std::string profile = dir_ + "/profile.toml";
+    std::ofstream(profile) << "[session]\noutput_dir = \"" << dir_ << "/out\"\n\n"
+                           << "[[plugins]]\nname = \"memalloc\"\n"
+                           << plugin_body << "\n[[sinks]]\nname = \"jsonl\"\n"
+                           << extra_sinks;
+    std::string line = loupe_ + " run " + profile + " --";
+    for (const auto& c : cmd) line += " " + c;
+    line += " 2>&1";
+    RunResult r;
+    FILE* p = popen(line.c_str(), "r");
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.output.append(buf, n);
+    int status = pclose(p);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream in(dir_ + "/out/records.jsonl");
+    std::string rec;
+    while (std::getline(in, rec))
+      if (!rec.empty()) r.records.push_back(json::parse(rec));
+    return r;
+  }
+
+  std::string loupe_;
+  std::string dir_;
+};
+
+// The workload function that called the allocator: the first frame in the workload binary.
+std::string site_of(const json& rec) {
+  for (const auto& f : rec["stack"]["frames"]) {
+    if (!f["module"].is_string() || f["module"].get<std::string>() != kWorkload) continue;
+    return f["symbol"].is_string() ? f["symbol"].get<std::string>() : "?";
+  }
+  return "(outside the workload)";
+}
+
+std::int64_t value(const json& rec, const std::string& name) {
+  for (const auto& v : rec["stack"]["values"])
+    if (v["name"] == name) return v["value"].get<std::int64_t>();
+  return -1;
+}
+
+std::map<std::string, Site> sites(const RunResult& r, const std::string& name) {
+  std::map<std::string, Site> out;
+  for (const auto& rec : r.records) {
+    if (rec["kind"] != "stack" || rec["name"] != name || !rec["is_final"].get<bool>()) continue;
+    Site& s = out[site_of(rec)];
+    if (name == "alloc_sites") {
+      s.allocs += value(rec, "allocs");
+      s.alloc_bytes += value(rec, "alloc_bytes");
+      s.frees += value(rec, "frees");
+    }
+    s.outstanding_allocs += value(rec, "outstanding_allocs");
+    s.outstanding_bytes += value(rec, "outstanding_bytes");
+  }
+  return out;
+}
+
+double metric(const RunResult& r, const std::string& name, const std::string& func = "") {
+  for (const auto& rec : r.records)
+    if (rec["kind"] == "metric" && rec["name"] == name && rec["is_final"].get<bool>() &&
+        rec["labels"].value("function", "") == func)
+      return rec["metric"]["value"].get<double>();
+  return -1;
+}
+
+std::uint64_t health(const RunResult& r, const std::string& name) {
+  for (const auto& rec : r.records)
+    if (rec["kind"] == "health" && rec["name"] == name && rec["is_final"].get<bool>())
+      return rec["health"]["value"].get<std::uint64_t>();
+  return ~0ull;
+}
+
+}  // namespace
+
+TEST_F(MemallocE2E, KnownSitesGiveExactCountsBytesAndLeaks) {
+  auto r = run("", {kWorkload});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto s = sites(r, "alloc_sites");
+
+  struct Expect {
+    std::string fn;
+    std::int64_t allocs, bytes, frees, live, live_bytes;
+  };
+  for (const auto& e : {Expect{"ma_leak_4k", 1000, 4096000, 0, 1000, 4096000},
+                        Expect{"ma_churn_64", 10000, 640000, 10000, 0, 0},
+                        Expect{"ma_calloc_site", 100, 51200, 100, 0, 0},
+                        Expect{"ma_leak_1m", 1, 1 << 20, 0, 1, 1 << 20},
+                        // malloc(100), realloc(200), realloc(5000): three sites' worth of
+                        // allocations from one function, every block freed.
+                        Expect{"ma_realloc_site", 150, 50 * (100 + 200 + 5000), 150, 0, 0},
+                        Expect{"ma_memalign_leak", 10, 2560, 0, 10, 2560},
+                        Expect{"ma_aligned_site", 10, 1280, 10, 0, 0}}) {
+    SCOPED_TRACE(e.fn);
+    ASSERT_TRUE(s.count(e.fn)) << r.output;
+    EXPECT_EQ(s[e.fn].allocs, e.allocs);
+    EXPECT_EQ(s[e.fn].alloc_bytes, e.bytes);
+    EXPECT_EQ(s[e.fn].frees, e.frees);
+    EXPECT_EQ(s[e.fn].outstanding_allocs, e.live);
+    EXPECT_EQ(s[e.fn].outstanding_bytes, e.live_bytes);
+  }
+
+  // The leak report names exactly the leaking functions, with their exact bytes.
+  auto leaks = sites(r, "leaks");
+  std::set<std::string> leaking;
+  for (const auto& [fn, site] : leaks) leaking.insert(fn);
+  EXPECT_EQ(leaking, (std::set<std::string>{"ma_leak_4k", "ma_leak_1m", "ma_memalign_leak"}))
+      << r.output;
+  EXPECT_EQ(leaks["ma_leak_4k"].outstanding_bytes, 4096000);
+  EXPECT_EQ(leaks["ma_leak_1m"].outstanding_bytes, 1 << 20);
+  EXPECT_EQ(leaks["ma_memalign_leak"].outstanding_bytes, 2560);
+
+  EXPECT_EQ(metric(r, "calls", "calloc"), 100);
+  EXPECT_EQ(metric(r, "calls", "realloc"), 100);
+  EXPECT_EQ(metric(r, "calls", "posix_memalign"), 10);
+  EXPECT_EQ(health(r, "stack_failures_user"), 0u);
+  EXPECT_EQ(health(r, "outstanding_full"), 0u);
+  EXPECT_EQ(health(r, "sites_full"), 0u);
+
+  // The size histogram has the 10,000 64-byte churn allocations in [64, 128).
+  bool found = false;
+  for (const auto& rec : r.records)
+    if (rec["kind"] == "histogram" && rec["name"] == "alloc_size" && rec["is_final"].get<bool>())
+      for (const auto& b : rec["histogram"]["buckets"])
+        if (b["lower"] == 64) {
+          found = true;
+          EXPECT_GE(b["count"].get<std::int64_t>(), 10000);
+        }
+  EXPECT_TRUE(found);
+}

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// A workload with known allocation sites for the memalloc profiler's tests. Built -O0
+// with frame pointers; every site is its own noinline function so the symbolized caller
+// of the allocator names the site.
+//
+//   memalloc_workload
+//     ma_leak_4k:        1000 x malloc(4096), never freed       -> leaks 4,096,000 B
+//     ma_churn_64:      10000 x malloc(64) + free               -> no leak
+//     ma_calloc_site:     100 x calloc(16, 32) + free           -> no leak
+//     ma_leak_1m:           1 x malloc(1 MiB), never freed      -> leaks 1,048,576 B
+//     ma_realloc_site:     50 x malloc(100), realloc 200, realloc 5000, free -> no leak
+//     ma_memalign_leak:    10 x posix_memalign(64, 256), never freed -> leaks 2,560 B
+//     ma_aligned_site:     10 x aligned_alloc(64, 128) + free   -> no leak
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+static void *volatile keep[2048];
+static int nkeep;
+
+__attribute__((noinline)) void ma_leak_4k(int n)
+{
+	for (int i = 0; i < n; i++) {
+		char *p = malloc(4096);
+
+		p[0] = 1;
+		keep[nkeep++ % 2048] = p;
+	}
+}
+
+__attribute__((noinline)) void ma_churn_64(int n)
+{
+	for (int i = 0; i < n; i++) {
+		char *volatile p = malloc(64);
+
+		p[0] = 1;
+		free(p);
+	}
+}
+
+__attribute__((noinline)) void ma_calloc_site(int n)
+{
+	for (int i = 0; i < n; i++) {
+		char *volatile p = calloc(16, 32);
+
+		free(p);
+	}
+}
+
+__attribute__((noinline)) void ma_leak_1m(void)
+{
+	char *p = malloc(1 << 20);
+
+	memset(p, 1, 4096);
+	keep[nkeep++ % 2048] = p;
+}
+
+__attribute__((noinline)) void ma_realloc_site(int n)
+{
+	for (int i = 0; i < n; i++) {
+		char *p = malloc(100);
+
+		p = realloc(p, 200);
+		p = realloc(p, 5000);
+		free(p);
+	}
+}
+
+__attribute__((noinline)) void ma_memalign_leak(int n)
+{
+	for (int i = 0; i < n; i++) {
+		void *p = NULL;
+
+		if (posix_memalign(&p, 64, 256) == 0)
+			keep[nkeep++ % 2048] = p;
+	}
+}
+
+__attribute__((noinline)) void ma_aligned_site(int n)
+{
+	for (int i = 0; i < n; i++) {
+		char *volatile p = aligned_alloc(64, 128);
+
+		free(p);
+	}
+}
+
+int main(void)
+{
+	ma_leak_4k(1000);
+	ma_churn_64(10000);
+	ma_calloc_site(100);
+	ma_leak_1m();
+	ma_realloc_site(50);
+	ma_memalign_leak(10);
+	ma_aligned_site(10);
+	return 0;
+}
