@@ -115,7 +115,10 @@ std::uint64_t hist_p50(const lw_lock_val& v) {
 std::string lock_type(std::uint32_t kind, std::uint32_t flags) {
   if (kind == LW_KIND_FUTEX) return "futex";
   // Same decoding as perf lock contention (tools/perf/builtin-lock.c, get_type_str).
-  std::string rw = (flags & LW_LCB_READ) ? ":read" : (flags & LW_LCB_WRITE) ? ":write" : "";
+  // Flags are OR'd over a lock's waits: readers and writers both waited -> no suffix.
+  bool r = flags & LW_LCB_READ, w = flags & LW_LCB_WRITE;
+  std::string rw = r && w ? "" : r ? ":read" : w ? ":write" : "";
+  if (r && w && !(flags & (LW_LCB_PERCPU | LW_LCB_SPIN))) return "rwsem";
   if (flags & LW_LCB_PERCPU) return "percpu-rwsem" + rw;
   if (flags & LW_LCB_RT) return "rtmutex";
   if (flags & LW_LCB_MUTEX) return "mutex";
