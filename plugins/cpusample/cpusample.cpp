@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// On-CPU sampling profiler: a cpu-clock perf event per CPU at a fixed frequency (or
+// period), user and kernel stacks counted in the kernel, folded into stack-sample
+// records at collect().
+#include <bpf/libbpf.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "cgroup_id.hpp"
+#include "cpusample.h"
+#include "cpusample.skel.h"
+#include "loupe/sdk/plugin.hpp"
+#include "loupe/sdk/records.hpp"
+#include "perf_event_sampler.hpp"
+#include "stack_reporter.hpp"
+
+namespace loupe::cpusample {
+namespace {
+
+constexpr loupe_config_key kKeys[] = {
+    {"frequency", LOUPE_CFG_INT, 0, "99",
+     "samples per second per CPU (99 avoids lockstep with 100 Hz timers)", 1, 100000},
+    {"period_ns", LOUPE_CFG_INT, 0, "0",
+     "sample every N ns of CPU time instead of at a frequency (0 = use frequency)", 0,
+     INT64_MAX},
+    {"user_stacks", LOUPE_CFG_BOOL, 0, "true", "capture user stacks"},
+    {"kernel_stacks", LOUPE_CFG_BOOL, 0, "true", "capture kernel stacks"},
+    {"per_thread", LOUPE_CFG_BOOL, 0, "false", "keep threads apart (a tid label per stack)"},
+    {"include_idle", LOUPE_CFG_BOOL, 0, "false", "also count samples of the idle task"},
+    {"max_stacks", LOUPE_CFG_INT, 0, "16384", "distinct stacks kept (stack map size)", 64,
+     1048576},
+    {"max_keys", LOUPE_CFG_INT, 0, "16384",
+     "distinct (process, stacks) counts kept in the kernel", 64, 1048576},
+    {"symbolize_interval_ms", LOUPE_CFG_INT, 0, "250",
+     "symbolize new stacks this often while their process runs (0 = only at collect)", 0,
+     60000},
+    {"pid", LOUPE_CFG_INT, 0, "0", "only this process (0 = the session's target or all)", 0,
+     INT32_MAX},
+    {"tid", LOUPE_CFG_INT, 0, "0", "only this thread (0 = all)", 0, INT32_MAX},
+    {"comm", LOUPE_CFG_STRING, 0, "\"\"", "only tasks with this command name (<= 15 chars)"},
+    {"cgroup", LOUPE_CFG_STRING, 0, "\"\"",
+     "only this cgroup v2: a path (/sys/fs/cgroup/...) or a numeric id"},
+};
+
+struct SkelDeleter {
+  void operator()(cpusample_bpf* s) const { cpusample_bpf__destroy(s); }
+};
+
+}  // namespace
+
+// Symbolizes new stacks periodically so processes that exit before the final report
+// still get names. Stops (and joins) on destruction.
+class SymbolWarmer {
+ public:
+  SymbolWarmer(StackReporter& reporter, std::chrono::milliseconds every)
+      : thread_([this, &reporter, every] {
+          std::unique_lock lock(mu_);
+          while (!cv_.wait_for(lock, every, [this] { return stop_; })) {
+            lock.unlock();
+            reporter.warm();
+            lock.lock();
+          }
+        }) {}
+  ~SymbolWarmer() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+class CpuSampleProfiler : public sdk::Profiler {
+ public:
+  ~CpuSampleProfiler() override { warmer_.reset(); }
+
+  void setup(const sdk::SetupArgs& args) override {
+    host_ = std::make_unique<sdk::Host>(args.host);
+    const auto& cfg = args.config;
+    spec_.frequency_hz = static_cast<std::uint64_t>(cfg.get_int("frequency", 99));
+    spec_.period_ns = static_cast<std::uint64_t>(cfg.get_int("period_ns", 0));
+    if (spec_.period_ns && spec_.period_ns < 10000)
+      throw sdk::Error(LOUPE_ERR_INVALID_ARG, "period_ns = " + std::to_string(spec_.period_ns) +
+                                                  ": below 10000 ns the sampling interrupt "
+                                                  "would dominate the CPU");
+    std::int64_t pid = cfg.get_int("pid", 0);
+    int session_pid = args.session ? args.session->target_pid : 0;
+    if (pid && session_pid && pid != session_pid)
+      throw sdk::Error(LOUPE_ERR_INVALID_ARG, "pid = " + std::to_string(pid) +
+                                                  " conflicts with the session's target pid " +
+                                                  std::to_string(session_pid));
+    if (!pid) pid = session_pid;
+    std::string comm = cfg.get_string("comm", "");
+    if (comm.size() > CS_COMM_LEN - 1)
+      throw sdk::Error(LOUPE_ERR_INVALID_ARG,
+                       "comm = \"" + comm + "\" is longer than 15 characters");
+    bool user = cfg.get_bool("user_stacks", true);
+    bool kernel = cfg.get_bool("kernel_stacks", true);
+    opts_.per_thread = cfg.get_bool("per_thread", false);
+    warm_every_ms_ = cfg.get_int("symbolize_interval_ms", 250);
+
+    std::string why;
+    if (!host_->feature("perf_event", &why))
+      throw sdk::Error(LOUPE_ERR_UNSUPPORTED, "perf_event programs are unavailable: " + why);
+
+    skel_.reset(cpusample_bpf__open());
+    if (!skel_)
+      throw sdk::Error(LOUPE_ERR_KERNEL,
+                       std::string("opening the BPF object: ") + std::strerror(errno));
+    auto* ro = skel_->rodata;
+    ro->targ_user_stacks = user;
+    ro->targ_kernel_stacks = kernel;
+    ro->targ_per_thread = opts_.per_thread;
+    ro->targ_include_idle = cfg.get_bool("include_idle", false);
+    ro->loupe_filter_tgid = static_cast<std::uint32_t>(pid);
+    ro->loupe_filter_tid = static_cast<std::uint32_t>(cfg.get_int("tid", 0));
+    if (!comm.empty()) {
+      std::memcpy(const_cast<char*>(ro->loupe_filter_comm), comm.c_str(), comm.size() + 1);
+      ro->loupe_filter_comm_on = true;
+    }
+    if (std::string cg = cfg.get_string("cgroup", ""); !cg.empty())
+      ro->loupe_filter_cgroup = resolve_cgroup_id(cg);
+    bpf_map__set_max_entries(skel_->maps.stacks,
+                             static_cast<std::uint32_t>(cfg.get_int("max_stacks", 16384)));
+    bpf_map__set_max_entries(skel_->maps.counts,
+                             static_cast<std::uint32_t>(cfg.get_int("max_keys", 16384)));
+    if (!user && !kernel) bpf_map__set_max_entries(skel_->maps.stacks, 1);
+  }
+
+  void start(const sdk::StartArgs&) override {
+    if (host_->bpf_load(skel_->obj) != LOUPE_OK)
+      throw sdk::Error(LOUPE_ERR_KERNEL, "loading the cpusample BPF object: " + host_->last_error());
+    ReporterMaps maps;
+    maps.counts_fd = bpf_map__fd(skel_->maps.counts);
+    maps.stacks_fd = bpf_map__fd(skel_->maps.stacks);
+    maps.counters_fd = bpf_map__fd(skel_->maps.counters);
+    reporter_ = std::make_unique<StackReporter>(*host_, maps, opts_);
+    PerfEventSampler sampler(*host_, spec_);
+    cpus_ = sampler.attach(skel_->progs.cs_sample, "cpu-clock");
+    host_->info("sampling " + std::to_string(cpus_) + " CPUs at " + spec_.describe());
+    if (warm_every_ms_ > 0)
+      warmer_ = std::make_unique<SymbolWarmer>(*reporter_, std::chrono::milliseconds(warm_every_ms_));
+  }
+
+  void stop(const sdk::StopArgs&) override { warmer_.reset(); }
+
+  void collect(const sdk::CollectArgs& args) override {
+    if (!reporter_) return;
+    reporter_->collect(args.is_final, args.window_start_ns, args.window_end_ns);
+    sdk::RecordBuilder rb(LOUPE_RECORD_METRIC, "cpus_sampled");
+    rb.final(args.is_final).window(args.window_start_ns, args.window_end_ns);
+    rb.metric(LOUPE_METRIC_GAUGE, "count", cpus_).emit(*host_);
+  }
+
+ private:
+  std::unique_ptr<sdk::Host> host_;
+  std::unique_ptr<cpusample_bpf, SkelDeleter> skel_;
+  SamplingSpec spec_;
+  ReporterOptions opts_;
+  std::int64_t warm_every_ms_ = 250;
+  int cpus_ = 0;
+  std::unique_ptr<StackReporter> reporter_;
+  std::unique_ptr<SymbolWarmer> warmer_;
+};
+
+}  // namespace loupe::cpusample
+
+LOUPE_PROFILER(loupe::cpusample::CpuSampleProfiler, "cpusample", "0.1.0",
+               "on-CPU sampling: user + kernel stacks at a fixed frequency, counted in the kernel",
+               loupe::cpusample::kKeys)

@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// JIT region tracking: executable memory installed and removed at run time, per process,
+// with CPU samples attributed to the regions and to their JIT symbols (perf maps).
+#include <bpf/libbpf.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "cgroup_id.hpp"
+#include "jit_tracker.hpp"
+#include "jitregions.h"
+#include "jitregions.skel.h"
+#include "loupe/sdk/plugin.hpp"
+#include "loupe/sdk/records.hpp"
+#include "perf_event_sampler.hpp"
+
+namespace loupe::jitregions {
+namespace {
+
+constexpr loupe_config_key kKeys[] = {
+    {"frequency", LOUPE_CFG_INT, 0, "99", "samples per second per CPU for attribution", 1, 100000},
+    {"period_ns", LOUPE_CFG_INT, 0, "0", "sample every N ns of CPU time instead (0 = frequency)",
+     0, INT64_MAX},
+    {"sample", LOUPE_CFG_BOOL, 0, "true", "sample CPUs and attribute samples to regions"},
+    {"file_backed", LOUPE_CFG_BOOL, 0, "false",
+     "also track file-backed executable mappings (every shared library load)"},
+    {"max_processes", LOUPE_CFG_INT, 0, "1024", "processes kept in the region table", 1, 1048576},
+    {"max_regions", LOUPE_CFG_INT, 0, "4096", "live regions kept per process (oldest evicted)", 1,
+     1048576},
+    {"max_retired", LOUPE_CFG_INT, 0, "256", "removed regions kept per process until reported", 0,
+     1048576},
+    {"pid", LOUPE_CFG_INT, 0, "0", "only this process (0 = the session's target or all)", 0,
+     INT32_MAX},
+    {"comm", LOUPE_CFG_STRING, 0, "\"\"", "only tasks with this command name (<= 15 chars)"},
+    {"cgroup", LOUPE_CFG_STRING, 0, "\"\"",
+     "only this cgroup v2: a path (/sys/fs/cgroup/...) or a numeric id"},
+};
+
+struct SkelDeleter {
+  void operator()(jitregions_bpf* s) const { jitregions_bpf__destroy(s); }
+};
+
+}  // namespace
+
+class JitRegionsProfiler : public sdk::Profiler {
+ public:
+  void setup(const sdk::SetupArgs& args) override {
+    host_ = std::make_unique<sdk::Host>(args.host);
+    const auto& cfg = args.config;
+    spec_.frequency_hz = static_cast<std::uint64_t>(cfg.get_int("frequency", 99));
+    spec_.period_ns = static_cast<std::uint64_t>(cfg.get_int("period_ns", 0));
+    if (spec_.period_ns && spec_.period_ns < 10000)
+      throw sdk::Error(LOUPE_ERR_INVALID_ARG, "period_ns = " + std::to_string(spec_.period_ns) +
+                                                  ": below 10000 ns the sampling interrupt "
+                                                  "would dominate the CPU");
+    sample_ = cfg.get_bool("sample", true);
+    std::int64_t pid = cfg.get_int("pid", 0);
+    int session_pid = args.session ? args.session->target_pid : 0;
+    if (pid && session_pid && pid != session_pid)
+      throw sdk::Error(LOUPE_ERR_INVALID_ARG, "pid = " + std::to_string(pid) +
+                                                  " conflicts with the session's target pid " +
+                                                  std::to_string(session_pid));
+    if (!pid) pid = session_pid;
+    std::string comm = cfg.get_string("comm", "");
+    if (comm.size() > JR_COMM_LEN - 1)
+      throw sdk::Error(LOUPE_ERR_INVALID_ARG,
+                       "comm = \"" + comm + "\" is longer than 15 characters");
+    limits_.max_processes = static_cast<std::size_t>(cfg.get_int("max_processes", 1024));
+    limits_.max_regions = static_cast<std::size_t>(cfg.get_int("max_regions", 4096));
+    limits_.max_retired = static_cast<std::size_t>(cfg.get_int("max_retired", 256));
+
+    for (const char* tp : {"syscalls:sys_enter_mmap", "syscalls:sys_enter_mprotect",
+                           "syscalls:sys_enter_munmap", "sched:sched_process_exit"})
+      if (!host_->tracepoint_exists(tp))
+        throw sdk::Error(LOUPE_ERR_NOT_FOUND, std::string("tracepoint ") + tp +
+                                                  " is absent (syscall tracepoints need "
+                                                  "CONFIG_FTRACE_SYSCALLS and tracefs)");
+    std::string why;
+    if (sample_ && !host_->feature("perf_event", &why))
+      throw sdk::Error(LOUPE_ERR_UNSUPPORTED, "perf_event programs are unavailable: " + why +
+                                                  " (set sample = false to track regions only)");
+
+    skel_.reset(jitregions_bpf__open());
+    if (!skel_)
+      throw sdk::Error(LOUPE_ERR_KERNEL,
+                       std::string("opening the BPF object: ") + std::strerror(errno));
+    auto* ro = skel_->rodata;
+    ro->targ_file_backed = cfg.get_bool("file_backed", false);
+    ro->loupe_filter_tgid = static_cast<std::uint32_t>(pid);
+    if (!comm.empty()) {
+      std::memcpy(const_cast<char*>(ro->loupe_filter_comm), comm.c_str(), comm.size() + 1);
+      ro->loupe_filter_comm_on = true;
+    }
+    if (std::string cg = cfg.get_string("cgroup", ""); !cg.empty())
+      ro->loupe_filter_cgroup = cpusample::resolve_cgroup_id(cg);
+    pkey_ = host_->tracepoint_exists("syscalls:sys_enter_pkey_mprotect");
+    bpf_program__set_autoload(skel_->progs.jr_pkey_mprotect_enter, pkey_);
+    bpf_program__set_autoload(skel_->progs.jr_pkey_mprotect_exit, pkey_);
+    bpf_program__set_autoload(skel_->progs.jr_sample, sample_);
+  }
+
+  void start(const sdk::StartArgs&) override {
+    if (host_->bpf_load(skel_->obj) != LOUPE_OK)
+      throw sdk::Error(LOUPE_ERR_KERNEL, "loading the jitregions BPF object: " + host_->last_error());
+    tracker_ = std::make_unique<JitTracker>(*host_, limits_);
+    loupe_ring_spec spec{};
+    spec.size = sizeof(spec);
+    spec.map_fd = bpf_map__fd(skel_->maps.events);
+    spec.name = "events";
+    spec.record_type = JR_RECORD;
+    spec.record_version = JR_RECORD_VERSION;
+    spec.min_len = sizeof(jr_event);
+    spec.max_len = sizeof(jr_event);
+    // Region changes must not be lost; samples are few (99 Hz, tracked processes only).
+    spec.category = LOUPE_RING_MUST_KEEP;
+    spec.policy = LOUPE_BP_DEFAULT;
+    spec.lost_map_fd = bpf_map__fd(skel_->maps.events_lost);
+    spec.divisor_map_fd = -1;  // sampling out region changes would corrupt the table
+    spec.decode = &JitTracker::decode_thunk;
+    spec.user = tracker_.get();
+    if (host_->register_ring(spec) != LOUPE_OK)
+      throw sdk::Error(LOUPE_ERR_INTERNAL, "registering the events ring: " + host_->last_error());
+
+    auto& p = skel_->progs;
+    // Exit halves first: an exit without its entry finds nothing pending and is harmless.
+    struct Tp {
+      bpf_program* prog;
+      const char* name;
+    };
+    std::vector<Tp> tps = {{p.jr_mmap_exit, "syscalls:sys_exit_mmap"},
+                           {p.jr_mprotect_exit, "syscalls:sys_exit_mprotect"},
+                           {p.jr_munmap_exit, "syscalls:sys_exit_munmap"},
+                           {p.jr_mmap_enter, "syscalls:sys_enter_mmap"},
+                           {p.jr_mprotect_enter, "syscalls:sys_enter_mprotect"},
+                           {p.jr_munmap_enter, "syscalls:sys_enter_munmap"},
+                           {p.jr_process_exit, "sched:sched_process_exit"},
+                           {p.jr_process_exec, "sched:sched_process_exec"}};
+    if (pkey_) {
+      tps.insert(tps.begin(), {p.jr_pkey_mprotect_exit, "syscalls:sys_exit_pkey_mprotect"});
+      tps.push_back({p.jr_pkey_mprotect_enter, "syscalls:sys_enter_pkey_mprotect"});
+    }
+    for (const auto& tp : tps) {
+      std::string name = tp.name;
+      auto colon = name.find(':');
+      bpf_link* link = bpf_program__attach_tracepoint(tp.prog, name.substr(0, colon).c_str(),
+                                                      name.substr(colon + 1).c_str());
+      int err = link ? 0 : errno;
+      host_->adopt_link(link, tp.prog, name.substr(colon + 1), err);
+      if (!link)
+        throw sdk::Error(LOUPE_ERR_KERNEL,
+                         "attaching " + name + ": " + std::strerror(err));
+    }
+    if (sample_) {
+      cpusample::PerfEventSampler sampler(*host_, spec_);
+      int cpus = sampler.attach(p.jr_sample, "cpu-clock");
+      host_->info("jitregions: sampling " + std::to_string(cpus) + " CPUs at " + spec_.describe());
+    }
+  }
+
+  void collect(const sdk::CollectArgs& args) override {
+    if (tracker_) tracker_->report(args.is_final, args.window_start_ns, args.window_end_ns);
+  }
+
+ private:
+  std::unique_ptr<sdk::Host> host_;
+  std::unique_ptr<jitregions_bpf, SkelDeleter> skel_;
+  cpusample::SamplingSpec spec_;
+  TableLimits limits_;
+  bool sample_ = true;
+  bool pkey_ = false;
+  std::unique_ptr<JitTracker> tracker_;
+};
+
+}  // namespace loupe::jitregions
+
+LOUPE_PROFILER(loupe::jitregions::JitRegionsProfiler, "jitregions", "0.1.0",
+               "JIT code regions (mmap/mprotect/munmap with PROT_EXEC) with CPU samples "
+               "attributed to them and their perf-map symbols",
+               loupe::jitregions::kKeys)

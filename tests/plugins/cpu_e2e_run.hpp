@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Runs `loupe run PROFILE -- CMD...` with the jsonl sink and reads the records back; shared
+// by the cpusample and jitregions end-to-end tests.
+#ifndef LOUPE_TESTS_CPU_E2E_RUN_HPP
+#define LOUPE_TESTS_CPU_E2E_RUN_HPP
+
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace loupe::test {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;  // stdout + stderr of loupe and the command
+  std::vector<nlohmann::json> records;
+
+  std::vector<const nlohmann::json*> all(const std::string& kind, const std::string& name) const {
+    std::vector<const nlohmann::json*> out;
+    for (const auto& r : records)
+      if (r.value("kind", "") == kind && r.value("name", "") == name && r.value("is_final", false))
+        out.push_back(&r);
+    return out;
+  }
+};
+
+class CliRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root: loads BPF programs and opens perf events";
+    const char* bin = std::getenv("LOUPE_BIN");
+    if (!bin || !std::filesystem::exists(bin))
+      GTEST_SKIP() << "LOUPE_BIN not built: " << (bin ? bin : "(unset)");
+    struct stat st {};
+    if (::stat("/sys/kernel/tracing/events", &st) != 0 &&
+        mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr) != 0)
+      GTEST_SKIP() << "tracefs absent and cannot be mounted";
+    loupe_ = bin;
+    char tmpl[] = "/tmp/loupe-cpu-e2e-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+
+  RunResult run(const std::string& plugins, const std::vector<std::string>& cmd,
+                const std::string& extra_args = "") {
+    std::string profile = dir_ + "/profile.toml";
+    std::ofstream(profile) << "[session]\noutput_dir = \"" << dir_ << "/out\"\n\n"
+                           << plugins << "\n[[sinks]]\nname = \"jsonl\"\n";
+    std::string line = loupe_ + " run " + profile + " " + extra_args + " --";
+    for (const auto& c : cmd) line += " " + c;
+    line += " 2>&1";
+    RunResult r;
+    FILE* p = popen(line.c_str(), "r");
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.output.append(buf, n);
+    int status = pclose(p);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream in(dir_ + "/out/records.jsonl");
+    std::string rec;
+    while (std::getline(in, rec))
+      if (!rec.empty()) r.records.push_back(nlohmann::json::parse(rec));
+    return r;
+  }
+
+  std::string loupe_;
+  std::string dir_;
+};
+
+}  // namespace loupe::test
+
+#endif  // LOUPE_TESTS_CPU_E2E_RUN_HPP

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// jitregions end to end on the real kernel: a workload JITs a hot loop (mmap RW, write
+// x86-64 code, mprotect RX, name it in /tmp/perf-PID.map) and runs it for 2 s; loupe must
+// report the region as the workload printed it, attribute >= 80% of the process's
+// samples to `jit_hot_loop`, and report install -> first execution latency. Then node
+// with --perf-basic-prof, a real JIT.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "cpu_e2e_run.hpp"
+
+using loupe::test::CliRun;
+using loupe::test::RunResult;
+using nlohmann::json;
+
+namespace {
+
+const std::string kJit = JIT_HOT_LOOP_WORKLOAD;
+
+double metric(const RunResult& r, const std::string& name) {
+  auto m = r.all("metric", name);
+  return m.empty() ? -1 : (*m.back())["metric"]["value"].get<double>();
+}
+
+class JitRegionsE2E : public CliRun {
+ protected:
+  void TearDown() override {
+    for (const auto& p : perf_maps_) std::filesystem::remove(p);
+    CliRun::TearDown();
+  }
+  void forget_perf_map(const RunResult& r) {
+    for (const auto* rec : r.all("metric", "jit_samples_total"))
+      perf_maps_.push_back("/tmp/perf-" + (*rec)["labels"]["pid"].get<std::string>() + ".map");
+  }
+  std::vector<std::string> perf_maps_;
+};
+
+}  // namespace
+
+TEST_F(JitRegionsE2E, HandWrittenJitRegionIsReportedAndGetsItsSamples) {
+  auto r = run("[[plugins]]\nname = \"jitregions\"\n", {kJit, "2", "--churn", "3"});
+  forget_perf_map(r);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // "region START SIZE TID" from the workload.
+  auto at = r.output.find("region ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  std::istringstream line(r.output.substr(at + 7));
+  std::string start_hex;
+  std::uint64_t size = 0, tid = 0;
+  line >> start_hex >> size >> tid;
+  std::uint64_t start = std::stoull(start_hex, nullptr, 16);
+
+  const json* region = nullptr;
+  int regions = 0;
+  for (const auto* rec : r.all("event", "jit_region")) {
+    ++regions;
+    const auto& f = (*rec)["event"]["fields"];
+    if (f["address"].get<std::uint64_t>() == start) region = rec;
+  }
+  ASSERT_NE(region, nullptr) << "no region at " << start_hex << "\n" << r.output;
+  const auto& f = (*region)["event"]["fields"];
+  EXPECT_EQ(f["size"].get<std::uint64_t>(), size);
+  EXPECT_EQ(f["install_tid"].get<std::uint64_t>(), tid);
+  EXPECT_EQ(f["source"], "mprotect");
+  EXPECT_EQ(f["top_symbol"], "jit_hot_loop");
+  EXPECT_GT(f["time_installed_ns"].get<std::uint64_t>(), (*region)["window"]["start_ns"].get<std::uint64_t>());
+  ASSERT_TRUE(f.contains("first_exec_latency_ns"));
+  // The loop starts right after the install: the first sample follows within the run.
+  EXPECT_LT(f["first_exec_latency_ns"].get<std::uint64_t>(), 2'000'000'000ull);
+  // 3 churned regions (installed, unmapped) + the hot one; one generation each here.
+  EXPECT_EQ(regions, 4);
+  EXPECT_EQ(metric(r, "jit_installs"), 4);
+  EXPECT_EQ(metric(r, "jit_removals"), 3);
+
+  double total = metric(r, "jit_samples_total");
+  std::int64_t named = 0;
+  for (const auto* rec : r.all("stack", "jit_samples"))
+    if ((*rec)["stack"]["frames"][0]["symbol"] == "jit_hot_loop")
+      named += (*rec)["stack"]["values"][0]["value"].get<std::int64_t>();
+  std::printf("  samples=%.0f attributed to jit_hot_loop=%lld first_exec=%llu ns\n", total,
+              (long long)named, (unsigned long long)f["first_exec_latency_ns"].get<std::uint64_t>());
+  ASSERT_GE(total, 10);
+  EXPECT_GE(named, 0.8 * total);
+  EXPECT_GE(metric(r, "jit_symbol_share"), 0.8);
+  auto hist = r.all("histogram", "jit_first_exec_latency");
+  ASSERT_EQ(hist.size(), 1u);
+  EXPECT_EQ((*hist[0])["histogram"]["count"].get<std::uint64_t>(), 1u);
+}
+
+TEST_F(JitRegionsE2E, NodePerfBasicProfSamplesLandOnJsFunctions) {
+  const char* candidates[] = {"/usr/bin/node", "/usr/local/bin/node", "/usr/bin/nodejs"};
+  std::string node;
+  for (const char* c : candidates)
+    if (std::filesystem::exists(c)) node = c;
+  if (node.empty()) GTEST_SKIP() << "node is not installed (needed for --perf-basic-prof)";
+  std::string script = dir_ + "/hot.js";
+  std::ofstream(script) << "function loupeHotLoop(n) { let x = 0; for (let i = 0; i < n; i++) "
+                           "{ x = (x * 31 + i) % 1000003; } return x; }\n"
+                           "const end = Date.now() + 2000; let s = 0;\n"
+                           "while (Date.now() < end) s += loupeHotLoop(1e6);\n"
+                           "console.log(s);\n";
+  auto r = run("[[plugins]]\nname = \"jitregions\"\n", {node, "--perf-basic-prof", script});
+  forget_perf_map(r);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  double total = metric(r, "jit_samples_total");
+  std::int64_t hot = 0;
+  for (const auto* rec : r.all("stack", "jit_samples")) {
+    const auto& fr = (*rec)["stack"]["frames"][0];
+    if (fr["symbol"].is_string() &&
+        fr["symbol"].get<std::string>().find("loupeHotLoop") != std::string::npos)
+      hot += (*rec)["stack"]["values"][0]["value"].get<std::int64_t>();
+  }
+  std::printf("  node samples=%.0f in loupeHotLoop=%lld installs=%.0f\n", total, (long long)hot,
+              metric(r, "jit_installs"));
+  ASSERT_GE(total, 10);
+  EXPECT_GE(hot * 2, static_cast<std::int64_t>(total));  // the hot JS function dominates
+  EXPECT_GE(metric(r, "jit_installs"), 1);
+}
