@@ -135,10 +135,12 @@ TEST_F(LatencyE2E, WorkloadGivesExactCountsZeroUnmatchedAndRightBuckets) {
   // p50 of the spin sits in the [2 us, 4 us) log2 bucket.
   json spin50 = percentile(*find(r, "histogram", "latency", "spin2us"), 0.5);
   EXPECT_LE(spin50["upper"].get<std::uint64_t>(), 4096u);
-  // Every 3 ms sleep in [2^21, 2^22): one bucket only.
-  const json* sleep = find(r, "histogram", "latency", "sleep3ms");
-  ASSERT_EQ((*sleep)["histogram"]["buckets"].size(), 1u) << sleep->dump();
-  EXPECT_EQ((*sleep)["histogram"]["buckets"][0]["lower"].get<std::uint64_t>(), 1u << 21);
+  // A sleep never returns early: nothing below 3 ms / 5 ms. (Late wake-ups on a busy
+  // 2-CPU machine can push a few into the next bucket, so only the p50 is pinned above.)
+  EXPECT_GE((*find(r, "histogram", "latency", "sleep3ms"))["histogram"]["min"].get<std::uint64_t>(),
+            3000000u);
+  EXPECT_GE((*find(r, "histogram", "latency", "nanosleep"))["histogram"]["min"].get<std::uint64_t>(),
+            5000000u);
 
   int outliers = 0;
   for (const auto& rec : r.records)
