@@ -144,12 +144,13 @@ TEST_F(LatencyE2E, WorkloadGivesExactCountsZeroUnmatchedAndRightBuckets) {
 
   int outliers = 0;
   for (const auto& rec : r.records)
-    if (rec.value("kind", "") == "event" && rec.value("name", "") == "outlier") {
+    if (rec.value("kind", "") == "event" && rec.value("name", "") == "outlier" &&
+        rec["labels"].value("target", "") == "nanosleep") {
       ++outliers;
       EXPECT_GE(rec["event"]["fields"]["duration_ns"].get<std::uint64_t>(), 4000000u);
       EXPECT_FALSE(rec["event"]["frames"].empty());
     }
-  EXPECT_EQ(outliers, kK);  // only the 5 ms nanosleeps pass 4 ms
+  EXPECT_EQ(outliers, kK);  // every 5 ms nanosleep passes 4 ms (a late 3 ms sleep may too)
 }
 
 TEST_F(LatencyE2E, KernelFunctionOnThisKernelSaysPreciselyWhy) {
