@@ -132,6 +132,7 @@ static __always_inline __u8 op_class(__u32 op)
 /* What the request carries, from wherever the flavour reads it. */
 struct rq_info {
 	struct bio_start_key key;
+	__u32 dev;
 	__u64 sector;
 	__u32 bytes;
 	__u8 op;
@@ -157,7 +158,7 @@ static __always_inline void rq_read(struct request *rq, struct rq_info *ri)
 	__u32 flags = BPF_CORE_READ(rq, cmd_flags);
 
 	ri->key.id = (__u64)rq;
-	ri->key.dev = rq_dev(rq);
+	ri->dev = rq_dev(rq);
 	ri->sector = BPF_CORE_READ(rq, __sector);
 	ri->bytes = BPF_CORE_READ(rq, __data_len);
 	ri->op = op_class(flags & REQ_OP_MASK);
@@ -191,7 +192,7 @@ static __always_inline void rwbs_read(const char *rwbs, struct rq_info *ri)
 
 static __always_inline __u8 pattern_of(struct rq_info *ri)
 {
-	struct bio_stats_key k = { .dev = ri->key.dev, .op = ri->op };
+	struct bio_stats_key k = { .dev = ri->dev, .op = ri->op };
 	__u64 end = ri->sector + (ri->bytes >> 9);
 	__u64 *last = bpf_map_lookup_elem(&last_end, &k);
 	__u8 p;
@@ -218,7 +219,7 @@ static __always_inline int on_insert(struct rq_info *ri)
 	struct bio_counters *c = get_counters();
 	struct bio_start s = {}, *old;
 
-	if (!c || (targ_dev && ri->key.dev != targ_dev) || !loupe_filter_pass(pid_tgid))
+	if (!c || (targ_dev && ri->dev != targ_dev) || !loupe_filter_pass(pid_tgid))
 		return 0;
 	old = bpf_map_lookup_elem(&starts, &ri->key);
 	if (old && old->issue_ns)
@@ -226,6 +227,7 @@ static __always_inline int on_insert(struct rq_info *ri)
 	s.insert_ns = bpf_ktime_get_ns();
 	s.sector = ri->sector;
 	s.bytes = ri->bytes;
+	s.dev = ri->dev;
 	s.op = ri->op;
 	s.sync = ri->sync;
 	fill_task(&s, pid_tgid);
@@ -234,16 +236,24 @@ static __always_inline int on_insert(struct rq_info *ri)
 	return 0;
 }
 
-static __always_inline int on_issue(struct rq_info *ri)
+/* `rq` non-NULL: ri holds only the key and the rest is read from rq when needed. */
+static __always_inline int on_issue(struct rq_info *ri, struct request *rq)
 {
 	struct bio_counters *c = get_counters();
 	struct bio_start *s;
 	__u64 pid_tgid;
 
-	if (!c || (targ_dev && ri->key.dev != targ_dev))
+	if (!c)
 		return 0;
 	s = bpf_map_lookup_elem(&starts, &ri->key);
 	if (s) {
+		if (rq) {
+			/* Only what can change since insert: merges grow the request. */
+			ri->sector = BPF_CORE_READ(rq, __sector);
+			ri->bytes = BPF_CORE_READ(rq, __data_len);
+		}
+		ri->dev = s->dev;
+		ri->op = s->op;
 		/* Issue runs in whatever context dispatches (often kblockd): the task that
 		 * inserted the request stays its owner. */
 		if (s->issue_ns)
@@ -256,6 +266,10 @@ static __always_inline int on_issue(struct rq_info *ri)
 		return 0;
 	}
 	/* Direct issue (no scheduler queueing): the submitter issues in its own context. */
+	if (rq)
+		rq_read(rq, ri);
+	if (targ_dev && ri->dev != targ_dev)
+		return 0;
 	pid_tgid = bpf_get_current_pid_tgid();
 	if (!loupe_filter_pass(pid_tgid))
 		return 0;
@@ -265,6 +279,7 @@ static __always_inline int on_issue(struct rq_info *ri)
 		init.issue_ns = bpf_ktime_get_ns();
 		init.sector = ri->sector;
 		init.bytes = ri->bytes;
+		init.dev = ri->dev;
 		init.op = ri->op;
 		init.sync = ri->sync;
 		init.pattern = pattern_of(ri);
@@ -374,7 +389,7 @@ static __always_inline int on_complete(struct bio_start_key *key, int error, __s
 		c->below_min++;
 		return 0;
 	}
-	sk.dev = key->dev;
+	sk.dev = s.dev;
 	sk.op = s.op;
 	sk.sync = s.sync;
 	st = bpf_map_lookup_elem(&stats, &sk);
@@ -400,9 +415,9 @@ static __always_inline int on_complete(struct bio_start_key *key, int error, __s
 	if (error)
 		st->errors++;
 	if (targ_per_process)
-		record_proc(&s, key->dev, total, error, c);
+		record_proc(&s, s.dev, total, error, c);
 	if (targ_outlier_ns && total >= targ_outlier_ns)
-		emit_outlier(&s, key->dev, queue, service, total, error, c);
+		emit_outlier(&s, s.dev, queue, service, total, error, c);
 	return 0;
 }
 
@@ -426,13 +441,13 @@ static __always_inline int rq_issue(struct request *rq)
 {
 	struct rq_info ri = {};
 
-	rq_read(rq, &ri);
-	return on_issue(&ri);
+	ri.key.id = (__u64)rq;
+	return on_issue(&ri, rq);
 }
 
 static __always_inline int rq_complete(struct request *rq, int error, __u32 nr_bytes)
 {
-	struct bio_start_key key = { .id = (__u64)rq, .dev = rq_dev(rq) };
+	struct bio_start_key key = { .id = (__u64)rq };
 
 	return on_complete(&key, error, nr_bytes);
 }
@@ -486,6 +501,7 @@ static __always_inline void tp_read(struct trace_event_raw_block_rq *ctx, struct
 	bpf_probe_read_kernel(rwbs, sizeof(rwbs), ctx->rwbs);
 	ri->key.id = ctx->sector;
 	ri->key.dev = ctx->dev;
+	ri->dev = ctx->dev;
 	ri->sector = ctx->sector;
 	ri->bytes = ctx->bytes;
 	rwbs_read(rwbs, ri);
@@ -506,7 +522,7 @@ int bio_tp_issue(struct trace_event_raw_block_rq *ctx)
 	struct rq_info ri = {};
 
 	tp_read(ctx, &ri);
-	return on_issue(&ri);
+	return on_issue(&ri, NULL);
 }
 
 SEC("tracepoint/block/block_rq_complete")

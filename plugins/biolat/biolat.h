@@ -42,8 +42,8 @@ struct bio_hist {
 	__u64 slots[BIO_HIST_SLOTS];
 };
 
-/* One in-flight request. tp_btf/raw_tp key it by its struct request address; classic
- * tracepoints expose no pointer, so there it is (dev, sector). */
+/* One in-flight request. tp_btf/raw_tp key it by its struct request address (dev 0);
+ * classic tracepoints expose no pointer, so there it is (dev, sector). */
 struct bio_start_key {
 	__u64 id;
 	__u32 dev;
@@ -56,6 +56,8 @@ struct bio_start {
 	__u64 sector;
 	__u32 bytes;     /* request size at issue (at insert until then) */
 	__u32 done;      /* bytes completed by partial completions so far */
+	__u32 dev;       /* kernel dev_t of the disk */
+	__u32 pad2;
 	__u32 pid;       /* tgid of the task that inserted it, else the one that issued it */
 	__u32 tid;
 	__u8 op;         /* enum bio_op */
