@@ -2,6 +2,7 @@
 //
 // A CPU-bound workload with known stacks for the cpusample tests and bench:
 //   cpu_spin SECONDS [user|syscall]
+//   cpu_spin MILLIONS fixed      (a fixed amount of work; prints the elapsed seconds, for bench/)
 // "user" burns CPU in main -> cpu_spin_outer -> cpu_spin_inner (frame pointers kept);
 // "syscall" loops on getppid() so most samples land in the kernel under
 // main -> cpu_syscall_loop.
@@ -54,6 +55,14 @@ int main(int argc, char **argv)
 	double seconds = argc > 1 ? atof(argv[1]) : 1.0;
 	const char *mode = argc > 2 ? argv[2] : "user";
 
+	if (strcmp(mode, "fixed") == 0) {
+		double t0 = now_s();
+
+		for (long i = 0; i < (long)(seconds * 5); i++)
+			cpu_spin_inner(200000);
+		printf("elapsed %.4f\n", now_s() - t0);
+		return 0;
+	}
 	if (strcmp(mode, "syscall") == 0)
 		cpu_syscall_loop(seconds);
 	else
