@@ -382,6 +382,8 @@ static __always_inline int kernel_alloc(void *ctx, __u64 addr, __u64 size, __u32
 	if (targ_kernel_user_stacks && BPF_CORE_READ(task, mm))
 		key.user_stack_id = get_stack(ctx, BPF_F_USER_STACK, c);
 	record_alloc(addr, 0, size, &key, c);
+	if (key.user_stack_id >= 0 && !bpf_map_lookup_elem(&seen_pids, &key.tgid))
+		bpf_map_update_elem(&seen_pids, &key.tgid, &key.user_stack_id, BPF_NOEXIST);
 	return 0;
 }
 

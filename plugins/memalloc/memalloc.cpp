@@ -209,8 +209,8 @@ class MemallocProfiler : public sdk::Profiler {
     if (user_) {
       AllocatorAttacher attacher(*host_, skel_.get(), binary_, pid_ ? pid_ : -1);
       skipped = attacher.attach(functions_);
-      start_warmer();
     }
+    start_warmer();
     ReporterMaps maps;
     maps.sites_fd = bpf_map__fd(skel_->maps.sites);
     maps.outstanding_fd = bpf_map__fd(skel_->maps.outstanding);

@@ -183,3 +183,63 @@ TEST_F(MemallocE2E, KnownSitesGiveExactCountsBytesAndLeaks) {
         }
   EXPECT_TRUE(found);
 }
+
+TEST_F(MemallocE2E, KernelModeGivesKmallocStacksWithSymbolizedKernelFrames) {
+  auto r = run("user = false\nkernel = true\n", {kWorkload}, "[[sinks]]\nname = \"folded\"\n");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  int kmalloc_sites = 0, slab_leaf = 0;
+  for (const auto& rec : r.records) {
+    if (rec["kind"] != "stack" || rec["name"] != "alloc_sites" || !rec["is_final"].get<bool>())
+      continue;
+    EXPECT_EQ(rec["labels"]["origin"], "kmalloc");
+    ++kmalloc_sites;
+    const auto& frames = rec["stack"]["frames"];
+    ASSERT_FALSE(frames.empty());
+    const auto& leaf = frames[0];
+    EXPECT_EQ(leaf["kind"], "kernel");
+    EXPECT_EQ(leaf["resolution"], "kallsyms") << leaf.dump();
+    std::string sym = leaf["symbol"].is_string() ? leaf["symbol"].get<std::string>() : "";
+    // The tracepoints fire inside the slab allocator's entry points.
+    if (sym.find("kmalloc") != std::string::npos ||
+        sym.find("kmem_cache_alloc") != std::string::npos)
+      ++slab_leaf;
+  }
+  // execve, mmap and page faults of the workload allocate kernel memory on its behalf.
+  EXPECT_GT(kmalloc_sites, 5) << r.output;
+  EXPECT_EQ(slab_leaf, kmalloc_sites);
+  EXPECT_GT(metric(r, "kernel_allocs"), 0);
+  EXPECT_EQ(health(r, "stack_failures_kernel"), 0u);
+  // The folded sink turns the same records into a flame graph with kernel frames.
+  std::ifstream folded(dir_ + "/out/alloc_sites.folded");
+  std::string line;
+  ASSERT_TRUE(std::getline(folded, line));
+  EXPECT_NE(line.find("_[k]"), std::string::npos) << line;
+}
+
+TEST_F(MemallocE2E, OneInNSamplingScalesEstimates) {
+  // 1 in 4 of the 10,000 churn allocations: the estimate is 4 x a binomial(10000, 1/4)
+  // draw, whose standard deviation is ~43 samples (~1.7%); 10% is > 5 sigma.
+  auto r = run("sample_every = 4\n", {kWorkload});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto s = sites(r, "alloc_sites");
+  ASSERT_TRUE(s.count("ma_churn_64")) << r.output;
+  EXPECT_NEAR(s["ma_churn_64"].allocs, 10000, 1000);
+  EXPECT_EQ(s["ma_churn_64"].alloc_bytes, s["ma_churn_64"].allocs * 64);
+  EXPECT_EQ(s["ma_churn_64"].allocs % 4, 0);
+  EXPECT_GT(metric(r, "sampled_out"), 5000);
+}
+
+TEST_F(MemallocE2E, PoissonByBytesSamplesLargeAllocationsAlwaysAndScalesSmallOnes) {
+  // Mean 64 KiB between samples: the 1 MiB leak is sampled with p = 1 - e^-16 (always),
+  // and the 4 KiB leak site (4,096,000 bytes) is estimated within a few percent.
+  auto r = run("sample_bytes = 65536\n", {kWorkload});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto s = sites(r, "alloc_sites");
+  ASSERT_TRUE(s.count("ma_leak_1m")) << r.output;
+  EXPECT_EQ(s["ma_leak_1m"].allocs, 1);
+  EXPECT_EQ(s["ma_leak_1m"].alloc_bytes, 1 << 20);
+  ASSERT_TRUE(s.count("ma_leak_4k")) << r.output;
+  // ~61 samples of p = 0.061: sd ~ 12.5% of the estimate; 50% is 4 sigma.
+  EXPECT_NEAR(s["ma_leak_4k"].alloc_bytes, 4096000, 0.5 * 4096000);
+  EXPECT_NEAR(s["ma_leak_4k"].outstanding_bytes, s["ma_leak_4k"].alloc_bytes, 1);
+}
