@@ -193,6 +193,8 @@ int cmd_run(const CommonOptions& common, const RunOptions& run) {
   opts.pid = run.pid;
   opts.output_dir = run.output;
   opts.command = run.command;
+  opts.delivery_delay_ms = run.delivery_delay_ms;
+  opts.record_path = run.record;
   for (auto& d : common.plugin_dirs) opts.extra_plugin_dirs.emplace_back(d);
   if (!common.disabled_features.empty())
     opts.features = std::make_shared<KernelFeatureProber>(common.disabled_features);
@@ -206,8 +208,30 @@ int cmd_run(const CommonOptions& common, const RunOptions& run) {
   auto r = session.run();
   g_session = nullptr;
   if (!r.error.empty()) std::cerr << "loupe: error: " << r.error << "\n";
+  if (!run.record.empty() && r.error.empty())
+    spdlog::info("{} ring records written to {}", r.records_recorded, run.record);
   if (r.code == ExitCode::kOk && r.target_exit_status > 0)
     spdlog::warn("the profiled command exited with status {}", r.target_exit_status);
+  return static_cast<int>(r.code);
+}
+
+int cmd_replay(const CommonOptions& common, const ReplayOptions& replay) {
+  SessionOptions opts;
+  opts.profile_path = replay.profile;
+  opts.replay_path = replay.capture;
+  opts.output_dir = replay.output;
+  for (auto& d : common.plugin_dirs) opts.extra_plugin_dirs.emplace_back(d);
+  Session session(std::move(opts));
+  g_session = &session;
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  auto r = session.run();
+  g_session = nullptr;
+  if (!r.error.empty()) std::cerr << "loupe: error: " << r.error << "\n";
+  else spdlog::info("replayed {} ring records from {}", r.records_replayed, replay.capture);
   return static_cast<int>(r.code);
 }
 

@@ -26,8 +26,17 @@ struct RunOptions {
   std::optional<int> pid;
   std::optional<std::string> output;
   std::vector<std::string> command;
+  std::optional<double> delivery_delay_ms;
+  std::string record;  // --record FILE
 };
 int cmd_run(const CommonOptions& common, const RunOptions& run);
+
+struct ReplayOptions {
+  std::string capture;
+  std::string profile;
+  std::optional<std::string> output;
+};
+int cmd_replay(const CommonOptions& common, const ReplayOptions& replay);
 
 }  // namespace loupe::cli
 

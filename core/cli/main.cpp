@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// `loupe`: check, list, describe, validate, run. Exit codes: loupe::ExitCode (docs/cli.md).
+// `loupe`: check, list, describe, validate, run, replay. Exit codes: loupe::ExitCode (docs/cli.md).
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -57,6 +57,18 @@ int main(int argc, char** argv) {
   runc->add_option("-i,--interval", interval, "Seconds between interval reports (0 = final only)");
   runc->add_option("-p,--pid", pid, "Profile this process");
   runc->add_option("-o,--output", output, "Output directory");
+  double delivery_delay = -1;
+  runc->add_option("--delivery-delay", delivery_delay,
+                   "Longest a ring record waits before it is read, in ms (default 20; producers skip wake-ups "
+                   "below a watermark)");
+  runc->add_option("--record", run.record, "Also write every raw ring record to FILE (for loupe replay)");
+  ReplayOptions replay;
+  auto* replayc = app.add_subcommand("replay", "Feed a --record capture through the profile's decoders and sinks, "
+                                               "without a kernel: loupe replay FILE PROFILE");
+  replayc->add_option("capture", replay.capture, "File written by loupe run --record")->required();
+  replayc->add_option("profile", replay.profile, "TOML profile naming the same plugins")->required();
+  std::string replay_output;
+  replayc->add_option("-o,--output", replay_output, "Output directory");
 
   try {
     app.parse(cli_argc, argv);
@@ -82,6 +94,11 @@ int main(int argc, char** argv) {
   if (list->parsed()) return cmd_list(common, json);
   if (describe->parsed()) return cmd_describe(common, name, json);
   if (validate->parsed()) return cmd_validate(common, profile);
+  if (replayc->parsed()) {
+    if (!replay_output.empty()) replay.output = replay_output;
+    return cmd_replay(common, replay);
+  }
+  if (delivery_delay >= 0) run.delivery_delay_ms = delivery_delay;
   if (duration >= 0) run.duration = duration;
   if (interval >= 0) run.interval = interval;
   if (pid >= 0) run.pid = pid;

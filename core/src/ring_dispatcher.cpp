@@ -5,12 +5,19 @@
 #include <bpf/libbpf.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/epoll.h>
 #include <time.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 
 namespace loupe {
 namespace {
+
+// Returned by the sample callback to end a ring's batch: libbpf has already advanced the
+// consumer position past this record, so nothing is read twice.
+constexpr int kBatchFull = -ENOSPC;
 
 std::uint64_t mono_ns() {
   timespec ts{};
@@ -29,25 +36,51 @@ std::uint64_t read_percpu_sum(int fd) {
   return sum;
 }
 
+void store_max(std::atomic<std::uint64_t>& slot, std::uint64_t v) {
+  std::uint64_t prev = slot.load(std::memory_order_relaxed);
+  while (v > prev && !slot.compare_exchange_weak(prev, v, std::memory_order_relaxed)) {
+  }
+}
+
 }  // namespace
 
 struct RingDispatcher::Ring {
   RingDispatcher* owner;
+  std::uint32_t index;
   std::string plugin;
   std::string name;
   loupe_ring_spec spec;
-  std::atomic<std::uint64_t> received{0}, malformed{0}, dropped{0}, coalesced{0}, decode_errors{0}, decoded{0},
-      max_delay_ns{0};
+  ring_buffer* rb = nullptr;  // one per ring, so batches are bounded per ring
+  std::size_t batch = 0;      // records taken this round (reader thread)
+  std::atomic<std::uint64_t> received{0}, malformed{0}, dropped{0}, coalesced{0}, count_only{0}, decode_errors{0},
+      decoded{0}, max_delay_ns{0}, delay_sum_ns{0};
+  std::atomic<bool> count_only_active{false};
+  std::atomic<std::uint32_t> divisor{1};
+  // Feedback state (reader thread).
+  std::uint64_t fb_offered = 0, fb_lost = 0;
+  int fb_clean = 0;
   std::mutex coalesce_mu;
   std::map<std::uint64_t, std::uint64_t> coalesced_by_key;
+  std::uint64_t coalesced_keys_seen = 0;
+
+  std::uint64_t lost_kernel() const { return read_percpu_sum(spec.lost_map_fd); }
 };
 
 RingDispatcher::RingDispatcher() : RingDispatcher(Options{}) {}
-RingDispatcher::RingDispatcher(Options opts) : opts_(opts), queue_(opts.queue_capacity) {}
+RingDispatcher::RingDispatcher(Options opts) { configure(opts); }
 
 RingDispatcher::~RingDispatcher() {
   stop(std::chrono::steady_clock::now());
-  if (rb_) ring_buffer__free(rb_);
+  for (auto& r : rings_)
+    if (r->rb) ring_buffer__free(r->rb);
+  if (epoll_fd_ >= 0) ::close(epoll_fd_);
+}
+
+void RingDispatcher::configure(const Options& opts) {
+  opts_ = opts;
+  if (opts_.batch_limit == 0) opts_.batch_limit = 1;
+  if (opts_.max_divisor < 1) opts_.max_divisor = 1;
+  queue_ = std::make_unique<ByteQueue>(opts_.queue_bytes, opts_.queue_capacity);
 }
 
 const char* RingDispatcher::check_header(const loupe_ring_spec& spec, const void* data, std::size_t len) {
@@ -65,10 +98,11 @@ const char* RingDispatcher::check_header(const loupe_ring_spec& spec, const void
 std::string RingDispatcher::add_ring(const std::string& plugin, const loupe_ring_spec& spec) {
   if (spec.size < offsetof(loupe_ring_spec, user) + sizeof(void*)) return "ring spec table truncated";
   if (started_) return "rings must be registered during start(), before the session runs";
-  if (spec.map_fd < 0) return "ring spec has no map_fd";
+  if (spec.map_fd < 0 && !opts_.replay) return "ring spec has no map_fd";
   if (!spec.decode) return "ring spec has no decode callback";
   if (spec.min_len < sizeof(loupe_ring_header)) return "ring spec min_len is smaller than the record header";
   if (spec.max_len && spec.max_len < spec.min_len) return "ring spec max_len < min_len";
+  if (spec.policy > LOUPE_BP_COUNT_ONLY) return fmt::format("ring spec policy {} is unknown", spec.policy);
   if (spec.policy == LOUPE_BP_COALESCE && !spec.coalesce_key) return "COALESCE policy needs a coalesce_key callback";
   auto ring = std::make_unique<Ring>();
   ring->owner = this;
@@ -76,110 +110,233 @@ std::string RingDispatcher::add_ring(const std::string& plugin, const loupe_ring
   ring->name = spec.name ? spec.name : "ring";
   ring->spec = spec;
   ring->spec.name = nullptr;  // borrowed; we keep our copy in `name`
-  if (ring->spec.policy == LOUPE_BP_DEFAULT)
-    ring->spec.policy = spec.category == LOUPE_RING_DROPPABLE_SAMPLE ? LOUPE_BP_DROP_NEWEST : LOUPE_BP_DROP_NEWEST;
-  std::lock_guard lock(mu_);
-  int err = 0;
-  if (!rb_) {
-    rb_ = ring_buffer__new(spec.map_fd, &RingDispatcher::on_sample, ring.get(), nullptr);
-    if (!rb_) err = -errno;
-  } else {
-    err = ring_buffer__add(rb_, spec.map_fd, &RingDispatcher::on_sample, ring.get());
+  if (ring->spec.policy == LOUPE_BP_DEFAULT) {
+    // Samples and pairs are statistics: counting what is dropped keeps them honest. A
+    // must-keep ring with a key keeps its keys' counts rather than nothing.
+    ring->spec.policy = spec.category == LOUPE_RING_MUST_KEEP && spec.coalesce_key ? LOUPE_BP_COALESCE
+                                                                                   : LOUPE_BP_DROP_NEWEST;
   }
-  if (err) return fmt::format("cannot attach to ring '{}': {}", ring->name, std::strerror(-err));
+  if (opts_.replay) {
+    ring->spec.map_fd = ring->spec.lost_map_fd = ring->spec.divisor_map_fd = -1;
+  } else {
+    ring->rb = ring_buffer__new(spec.map_fd, &RingDispatcher::on_sample, ring.get(), nullptr);
+    if (!ring->rb) return fmt::format("cannot attach to ring '{}': {}", ring->name, std::strerror(errno));
+    if (epoll_fd_ < 0) epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.ptr = ring.get();
+    if (epoll_fd_ < 0 || epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, ring_buffer__epoll_fd(ring->rb), &ev) != 0) {
+      std::string err = std::strerror(errno);
+      ring_buffer__free(ring->rb);
+      return fmt::format("cannot watch ring '{}': {}", ring->name, err);
+    }
+  }
+  std::lock_guard lock(mu_);
+  ring->index = static_cast<std::uint32_t>(rings_.size());
   rings_.push_back(std::move(ring));
   return {};
 }
 
-int RingDispatcher::on_sample(void* ctx, void* data, std::size_t len) {
-  auto* ring = static_cast<Ring*>(ctx);
-  ring->received.fetch_add(1, std::memory_order_relaxed);
-  if (check_header(ring->spec, data, len) != nullptr) {
-    ring->malformed.fetch_add(1, std::memory_order_relaxed);
-    return 0;
-  }
-  Item item{ring, std::vector<std::uint8_t>(static_cast<std::uint8_t*>(data), static_cast<std::uint8_t*>(data) + len),
-            mono_ns()};
-  if (ring->owner->queue_.try_push(std::move(item))) return 0;
-  if (ring->spec.policy == LOUPE_BP_COALESCE) {
-    std::uint64_t key = ring->spec.coalesce_key(ring->spec.user, data, static_cast<std::uint32_t>(len));
-    std::lock_guard lock(ring->coalesce_mu);
-    ring->coalesced_by_key[key] += 1;
-    ring->coalesced.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    ring->dropped.fetch_add(1, std::memory_order_relaxed);
-  }
-  return 0;
+void RingDispatcher::emit_event(const Ring& ring, const char* what, std::uint32_t old_div, std::uint32_t new_div,
+                                double ratio) {
+  spdlog::info("ring {}/{}: {} (divisor {} -> {}, loss {:.2f}%)", ring.plugin, ring.name, what, old_div, new_div,
+               ratio * 100);
+  if (on_event_) on_event_(DispatchEvent{ring.plugin, ring.name, what, old_div, new_div, ratio});
 }
 
-void RingDispatcher::process(Item& item) {
-  Ring* ring = item.ring;
-  int rc = ring->spec.decode(ring->spec.user, item.bytes.data(), static_cast<std::uint32_t>(item.bytes.size()));
-  if (rc == LOUPE_OK)
-    ring->decoded.fetch_add(1, std::memory_order_relaxed);
-  else
-    ring->decode_errors.fetch_add(1, std::memory_order_relaxed);
-  std::uint64_t delay = mono_ns() - item.read_ns;
-  std::uint64_t prev = ring->max_delay_ns.load(std::memory_order_relaxed);
-  while (delay > prev && !ring->max_delay_ns.compare_exchange_weak(prev, delay)) {
+void RingDispatcher::apply_policy(Ring& ring, const void* data, std::uint32_t len) {
+  switch (ring.spec.policy) {
+    case LOUPE_BP_COALESCE: {
+      std::uint64_t key = ring.spec.coalesce_key(ring.spec.user, data, len);
+      std::lock_guard lock(ring.coalesce_mu);
+      auto it = ring.coalesced_by_key.find(key);
+      if (it == ring.coalesced_by_key.end()) {
+        if (ring.coalesced_by_key.size() >= opts_.max_coalesce_keys) key = kCoalesceOverflowKey;
+        it = ring.coalesced_by_key.emplace(key, 0).first;
+      }
+      it->second += 1;
+      ring.coalesced.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    case LOUPE_BP_COUNT_ONLY:
+      ring.count_only.fetch_add(1, std::memory_order_relaxed);
+      if (!ring.count_only_active.exchange(true)) emit_event(ring, "count_only_entered", ring.divisor, ring.divisor, 0);
+      return;
+    default: ring.dropped.fetch_add(1, std::memory_order_relaxed); return;
+  }
+}
+
+void RingDispatcher::accept(Ring& ring, const void* data, std::uint32_t len, std::uint64_t read_ns) {
+  ring.received.fetch_add(1, std::memory_order_relaxed);
+  if (check_header(ring.spec, data, len) != nullptr) {
+    ring.malformed.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (ring.count_only_active.load(std::memory_order_relaxed)) {
+    // Degraded: stay so until the worker has caught up, so the ring does not flap.
+    if (queue_->fill() > opts_.count_only_resume_fill) {
+      ring.count_only.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    ring.count_only_active.store(false);
+    emit_event(ring, "count_only_left", ring.divisor, ring.divisor, 0);
+  }
+  if (queue_->try_push(ring.index, data, len, read_ns)) return;
+  apply_policy(ring, data, len);
+}
+
+int RingDispatcher::on_sample(void* ctx, void* data, std::size_t len) {
+  auto* ring = static_cast<Ring*>(ctx);
+  RingDispatcher* self = ring->owner;
+  std::uint64_t now = mono_ns();
+  auto n = static_cast<std::uint32_t>(len);
+  if (self->capture_) self->capture_->append(ring->index, data, n, now);
+  self->accept(*ring, data, n, now);
+  return ++ring->batch >= self->opts_.batch_limit ? kBatchFull : 0;
+}
+
+void RingDispatcher::inject(std::size_t index, const void* data, std::uint32_t len, bool wait_for_room) {
+  Ring* ring = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    if (index >= rings_.size()) return;
+    ring = rings_[index].get();
+  }
+  std::uint64_t now = mono_ns();
+  if (wait_for_room && started_ && check_header(ring->spec, data, len) == nullptr) {
+    while (!queue_->try_push(ring->index, data, len, now)) {
+      queue_->notify();
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    ring->received.fetch_add(1, std::memory_order_relaxed);
+    queue_->notify();
+    return;
+  }
+  accept(*ring, data, len, now);
+  queue_->notify();
+}
+
+void RingDispatcher::process(const ByteQueue::Slot& slot, bool abandon) {
+  Ring* ring = rings_[slot.ring].get();  // the set is fixed while the worker runs
+  if (abandon) {
+    ring->dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  int rc = ring->spec.decode(ring->spec.user, slot.data, slot.len);
+  (rc == LOUPE_OK ? ring->decoded : ring->decode_errors).fetch_add(1, std::memory_order_relaxed);
+  std::uint64_t delay = mono_ns() - slot.read_ns;
+  ring->delay_sum_ns.fetch_add(delay, std::memory_order_relaxed);
+  store_max(ring->max_delay_ns, delay);
+}
+
+bool RingDispatcher::drain_round() {
+  bool more = false;
+  for (auto& r : rings_) {  // the set is fixed once the reader runs
+    r->batch = 0;
+    int n = ring_buffer__consume(r->rb);
+    if (n == kBatchFull) more = true;
+  }
+  queue_->notify();
+  return more;
+}
+
+void RingDispatcher::feedback_tick() {
+  std::lock_guard lock(mu_);
+  for (auto& rp : rings_) {
+    Ring& r = *rp;
+    std::uint64_t kernel = r.lost_kernel();
+    std::uint64_t lost = kernel + r.dropped.load() + r.coalesced.load() + r.count_only.load();
+    std::uint64_t offered = r.received.load() + kernel;
+    std::uint64_t d_lost = lost - r.fb_lost, d_offered = offered - r.fb_offered;
+    r.fb_lost = lost;
+    r.fb_offered = offered;
+    if (r.spec.divisor_map_fd < 0) continue;
+    double ratio = d_offered ? static_cast<double>(d_lost) / static_cast<double>(d_offered) : 0.0;
+    std::uint32_t div = r.divisor.load(), next = div;
+    if (d_offered && ratio > opts_.raise_loss_ratio) {
+      r.fb_clean = 0;
+      next = div * 2 > opts_.max_divisor ? opts_.max_divisor : div * 2;
+    } else if (d_lost == 0 && div > 1 && ++r.fb_clean >= opts_.lower_after_clean_periods) {
+      r.fb_clean = 0;
+      next = div / 2;
+    } else if (d_lost) {
+      r.fb_clean = 0;
+    }
+    if (next == div) continue;
+    std::uint32_t key = 0;
+    if (bpf_map_update_elem(r.spec.divisor_map_fd, &key, &next, BPF_ANY) != 0) {
+      spdlog::warn("ring {}/{}: cannot set the sampling divisor: {}", r.plugin, r.name, std::strerror(errno));
+      continue;
+    }
+    r.divisor.store(next);
+    emit_event(r, next > div ? "divisor_raised" : "divisor_lowered", div, next, ratio);
   }
 }
 
 void RingDispatcher::reader_loop() {
   const int timeout_ms = static_cast<int>(opts_.max_delivery_delay.count());
+  epoll_event events[16];
   while (!stop_reader_.load(std::memory_order_acquire)) {
-    ring_buffer* rb = nullptr;
-    {
-      std::lock_guard lock(mu_);
-      rb = rb_;
+    bool more = drain_round();
+    auto now = std::chrono::steady_clock::now();
+    if (now >= next_feedback_) {
+      feedback_tick();
+      next_feedback_ = now + opts_.feedback_period;
     }
-    if (!rb) {
+    if (more) continue;  // a ring had more than a batch: serve everyone again at once
+    // Wakes on a forced wake-up, else after the delivery delay: producers below the
+    // watermark submit without waking us.
+    int n = epoll_wait(epoll_fd_, events, 16, timeout_ms);
+    if (n < 0 && errno != EINTR) {
+      spdlog::error("ring reader: epoll_wait: {}", std::strerror(errno));
       std::this_thread::sleep_for(opts_.max_delivery_delay);
-      continue;
     }
-    int n = ring_buffer__poll(rb, timeout_ms);
-    if (n == -EINTR) continue;
-    // Producers submit with BPF_RB_NO_WAKEUP below the watermark: drain on our schedule.
-    if (n == 0) ring_buffer__consume(rb);
   }
 }
 
 void RingDispatcher::worker_loop() {
+  const auto idle = opts_.max_delivery_delay.count() > 0 ? opts_.max_delivery_delay : std::chrono::milliseconds(1);
   for (;;) {
-    auto item = queue_.pop(std::chrono::milliseconds(100));
-    if (!item) {
-      if (queue_.closed() && queue_.size() == 0) return;
+    ByteQueue::Slot slot;
+    if (queue_->peek(&slot)) {
+      process(slot, abandon_.load(std::memory_order_relaxed));
+      queue_->release(slot);
       continue;
     }
-    process(*item);
+    if (stop_worker_.load(std::memory_order_acquire)) return;
+    queue_->wait(idle);
   }
 }
 
 void RingDispatcher::start() {
   if (started_) return;
   started_ = true;
-  reader_ = std::thread([this] { reader_loop(); });
+  stop_reader_ = stop_worker_ = abandon_ = false;
+  next_feedback_ = std::chrono::steady_clock::now() + opts_.feedback_period;
+  if (!opts_.replay && !rings_.empty()) reader_ = std::thread([this] { reader_loop(); });
   worker_ = std::thread([this] { worker_loop(); });
 }
 
 void RingDispatcher::stop(std::chrono::steady_clock::time_point deadline) {
   if (!started_) return;
-  started_ = false;
   stop_reader_.store(true, std::memory_order_release);
   if (reader_.joinable()) reader_.join();
-  {
-    std::lock_guard lock(mu_);
-    if (rb_) ring_buffer__consume(rb_);  // what the kernel still holds
-  }
-  // Let the worker drain until the deadline, then count the rest as dropped.
-  while (queue_.size() > 0 && std::chrono::steady_clock::now() < deadline)
+  // What the kernel still holds, in bounded rounds, until the deadline.
+  if (!opts_.replay && !rings_.empty())
+    while (drain_round() && std::chrono::steady_clock::now() < deadline) {
+    }
+  while (queue_->size() > 0 && std::chrono::steady_clock::now() < deadline) {
+    queue_->notify();
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  queue_.close();
-  if (queue_.size() > 0) {
-    spdlog::warn("ring drain deadline passed with {} records queued; they are counted as dropped", queue_.size());
-    while (auto item = queue_.pop(std::chrono::milliseconds(0))) item->ring->dropped.fetch_add(1);
   }
+  if (queue_->size() > 0) {
+    spdlog::warn("ring drain deadline passed with {} records queued; they are counted as dropped", queue_->size());
+    abandon_.store(true);
+  }
+  stop_worker_.store(true, std::memory_order_release);
+  queue_->wake();
   if (worker_.joinable()) worker_.join();
+  started_ = false;
 }
 
 std::vector<RingStats> RingDispatcher::stats() const {
@@ -190,17 +347,49 @@ std::vector<RingStats> RingDispatcher::stats() const {
     s.plugin = r->plugin;
     s.ring = r->name;
     s.lost_kernel_known = r->spec.lost_map_fd >= 0;
-    s.lost_kernel = read_percpu_sum(r->spec.lost_map_fd);
+    s.lost_kernel = r->lost_kernel();
     s.received = r->received.load();
     s.malformed = r->malformed.load();
     s.dropped_queue = r->dropped.load();
     s.coalesced = r->coalesced.load();
+    s.count_only = r->count_only.load();
     s.decode_errors = r->decode_errors.load();
     s.decoded = r->decoded.load();
-    s.queue_high_water = queue_.high_water();
+    std::uint64_t done = s.malformed + s.dropped_queue + s.coalesced + s.count_only + s.decode_errors + s.decoded;
+    s.queued = s.received > done ? s.received - done : 0;
+    s.queue_high_water = queue_->high_water();
     s.max_delay_ns = r->max_delay_ns.load();
+    std::uint64_t n = s.decoded + s.decode_errors;
+    s.mean_delay_ns = n ? r->delay_sum_ns.load() / n : 0;
+    s.divisor = r->divisor.load();
+    {
+      std::lock_guard cl(r->coalesce_mu);
+      s.coalesced_keys = r->coalesced_by_key.size();
+    }
     out.push_back(std::move(s));
   }
+  return out;
+}
+
+std::vector<CoalescedCount> RingDispatcher::take_coalesced() {
+  std::lock_guard lock(mu_);
+  std::vector<CoalescedCount> out;
+  for (auto& r : rings_) {
+    std::map<std::uint64_t, std::uint64_t> keys;
+    {
+      std::lock_guard cl(r->coalesce_mu);
+      keys.swap(r->coalesced_by_key);
+    }
+    for (auto& [k, n] : keys) out.push_back({r->plugin, r->name, k, n});
+  }
+  return out;
+}
+
+std::vector<CaptureRing> RingDispatcher::ring_table() const {
+  std::lock_guard lock(mu_);
+  std::vector<CaptureRing> out;
+  for (const auto& r : rings_)
+    out.push_back({r->plugin, r->name, r->spec.record_type, r->spec.record_version, r->spec.min_len, r->spec.max_len});
   return out;
 }
 

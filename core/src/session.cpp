@@ -9,9 +9,11 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include "bpf_lifecycle.hpp"
+#include "capture_file.hpp"
 #include "loupe/plugin_registry.hpp"
 #include "loupe/symbolizer.hpp"
 #include "plugin_host.hpp"
@@ -75,8 +77,13 @@ class Session::Impl {
   bool handle_plugin_failure(Live& live, const HookError& e, const char* phase);
   void run_loop();
   void shutdown();
-  void emit_core_health();
+  void emit_core_health(bool is_final);
+  void emit_coalesced(bool is_final);
   void publish(const loupe_record& rec);
+  void configure_dispatch();
+  void publish_dispatch_event(const DispatchEvent& ev);
+  void start_recording();
+  void replay_capture();
 
   SessionOptions& opts_;
   std::atomic<bool>& stop_;
@@ -97,6 +104,9 @@ class Session::Impl {
   std::vector<std::string> instance_names_;
   SessionResult result_;
   std::uint64_t session_start_wall_ = 0;
+  std::unique_ptr<CaptureWriter> capture_;
+  std::unique_ptr<CaptureReader> replay_;
+  std::map<std::pair<std::string, std::uint64_t>, std::uint64_t> coalesced_totals_;  // (ring, key)
 };
 
 Session::Session(SessionOptions opts) : opts_(std::move(opts)) {}
@@ -255,6 +265,7 @@ void Session::Impl::run_loop() {
           spdlog::warn("{}", e.what());
         }
       }
+      emit_core_health(false);
       ctx_.window_end_ns = 0;
       for (auto& sk : sinks_) sk.runner->flush(false, std::chrono::seconds(5));
       window_start = window_end;
@@ -265,7 +276,113 @@ void Session::Impl::run_loop() {
   if (stop_.load()) result_.interrupted = true;
 }
 
-void Session::Impl::emit_core_health() {
+void Session::Impl::emit_coalesced(bool is_final) {
+  // Records merged under pressure keep their key: one counter per (ring, key), cumulative.
+  for (auto& c : rings_.take_coalesced()) coalesced_totals_[{c.plugin + "/" + c.ring, c.key}] += c.count;
+  for (const auto& [rk, count] : coalesced_totals_) {
+    std::string key = rk.second == RingDispatcher::kCoalesceOverflowKey ? "other" : fmt::format("{:#x}", rk.second);
+    loupe_label labels[] = {{"ring", rk.first.c_str()}, {"key", key.c_str()}};
+    loupe_metric m{sizeof(m), LOUPE_METRIC_COUNTER, "records", static_cast<double>(count)};
+    loupe_record r{};
+    r.size = sizeof(r);
+    r.kind = LOUPE_RECORD_METRIC;
+    r.name = "ring_coalesced_records";
+    r.labels = labels;
+    r.n_labels = 2;
+    r.is_final = is_final ? 1 : 0;
+    r.metric = &m;
+    publish(r);
+  }
+}
+
+void Session::Impl::publish_dispatch_event(const DispatchEvent& ev) {
+  std::string ring = ev.plugin + "/" + ev.ring;
+  loupe_field fields[5] = {};
+  fields[0].key = "ring";
+  fields[0].type = LOUPE_FIELD_STR;
+  fields[0].v.str = ring.c_str();
+  fields[1].key = "change";
+  fields[1].type = LOUPE_FIELD_STR;
+  fields[1].v.str = ev.what.c_str();
+  fields[2].key = "old_divisor";
+  fields[2].type = LOUPE_FIELD_U64;
+  fields[2].v.u64 = ev.old_divisor;
+  fields[3].key = "new_divisor";
+  fields[3].type = LOUPE_FIELD_U64;
+  fields[3].v.u64 = ev.new_divisor;
+  fields[4].key = "loss_ratio";
+  fields[4].type = LOUPE_FIELD_F64;
+  fields[4].v.f64 = ev.loss_ratio;
+  loupe_event e{sizeof(e), 5, clock_ns(LOUPE_CLOCK_REALTIME), fields, nullptr, 0};
+  loupe_record r{};
+  r.size = sizeof(r);
+  r.kind = LOUPE_RECORD_EVENT;
+  r.name = "ring_backpressure";
+  r.event = &e;
+  publish(r);
+}
+
+void Session::Impl::configure_dispatch() {
+  RingDispatcher::Options o;
+  if (opts_.delivery_delay_ms) {
+    if (*opts_.delivery_delay_ms < 0 || *opts_.delivery_delay_ms > 10000)
+      throw Failure{ExitCode::kUsage,
+                    fmt::format("delivery delay {} ms is out of range [0, 10000]", *opts_.delivery_delay_ms)};
+    o.max_delivery_delay = std::chrono::milliseconds(static_cast<long>(*opts_.delivery_delay_ms));
+  }
+  o.replay = !opts_.replay_path.empty();
+  rings_.configure(o);
+  rings_.set_event_handler([this](const DispatchEvent& ev) { publish_dispatch_event(ev); });
+}
+
+void Session::Impl::start_recording() {
+  if (opts_.record_path.empty()) return;
+  try {
+    capture_ = std::make_unique<CaptureWriter>(opts_.record_path, rings_.ring_table());
+  } catch (const std::exception& e) {
+    throw Failure{ExitCode::kRuntime, e.what()};
+  }
+  rings_.set_capture(capture_.get());
+  if (rings_.ring_count() == 0)
+    spdlog::warn("--record: the profile's plugins registered no ring; the capture will be empty");
+}
+
+// Maps the capture's rings onto the rings the plugins registered in replay mode, then
+// feeds every record through the normal path (header checks, queue, decode, sinks).
+void Session::Impl::replay_capture() {
+  auto table = rings_.ring_table();
+  std::vector<std::size_t> map;
+  for (const auto& cr : replay_->rings()) {
+    std::size_t found = table.size();
+    for (std::size_t i = 0; i < table.size(); ++i)
+      if (table[i].instance == cr.instance && table[i].ring == cr.ring) found = i;
+    if (found == table.size())
+      throw Failure{ExitCode::kProfile,
+                    fmt::format("{}: ring '{}/{}' was recorded but no plugin of the profile registers it in replay "
+                                "mode (is plugin '{}' enabled, and does it honour LOUPE_SESSION_REPLAY?)",
+                                opts_.replay_path, cr.instance, cr.ring, cr.instance)};
+    const auto& t = table[found];
+    if (t.record_type != cr.record_type || t.record_version != cr.record_version)
+      throw Failure{ExitCode::kPlugin,
+                    fmt::format("{}: ring '{}/{}' was recorded with record type {} version {}, the plugin now decodes "
+                                "type {} version {}",
+                                opts_.replay_path, cr.instance, cr.ring, cr.record_type, cr.record_version,
+                                t.record_type, t.record_version)};
+    map.push_back(found);
+  }
+  CaptureReader::Record rec;
+  try {
+    while (!stop_.load(std::memory_order_relaxed) && replay_->next(&rec)) {
+      rings_.inject(map[rec.ring], rec.bytes.data(), static_cast<std::uint32_t>(rec.bytes.size()), true);
+      ++result_.records_replayed;
+    }
+  } catch (const std::runtime_error& e) {
+    spdlog::warn("{} (replayed {} records before it)", e.what(), result_.records_replayed);
+  }
+  if (stop_.load()) result_.interrupted = true;
+}
+
+void Session::Impl::emit_core_health(bool is_final) {
   auto health = [&](const std::string& name, const std::string& component, std::uint64_t value, std::uint32_t sev,
                     const std::string& msg) {
     loupe_health h{sizeof(h), sev, component.c_str(), value, msg.empty() ? nullptr : msg.c_str()};
@@ -273,24 +390,35 @@ void Session::Impl::emit_core_health() {
     r.size = sizeof(r);
     r.kind = LOUPE_RECORD_HEALTH;
     r.name = name.c_str();
-    r.is_final = 1;
+    r.is_final = is_final ? 1 : 0;
     r.health = &h;
     publish(r);
   };
+  auto warn_if = [](std::uint64_t v) { return v ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK; };
   for (const auto& st : rings_.stats()) {
     std::string comp = st.plugin + "/" + st.ring;
     health("ring_received", comp, st.received, LOUPE_HEALTH_OK, "");
     if (st.lost_kernel_known)
-      health("ring_lost_kernel", comp, st.lost_kernel, st.lost_kernel ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK,
+      health("ring_lost_kernel", comp, st.lost_kernel, warn_if(st.lost_kernel),
              st.lost_kernel ? "ring full: records lost in the kernel (raise the ring size or sample)" : "");
-    else
+    else if (opts_.replay_path.empty())
       health("ring_lost_kernel_unknown", comp, 0, LOUPE_HEALTH_WARN, "the plugin does not count reserve failures");
-    health("ring_dropped_queue", comp, st.dropped_queue, st.dropped_queue ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK, "");
-    health("ring_coalesced", comp, st.coalesced, st.coalesced ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK, "");
-    health("ring_malformed", comp, st.malformed, st.malformed ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK, "");
-    health("ring_decode_errors", comp, st.decode_errors, st.decode_errors ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK, "");
+    health("ring_dropped_queue", comp, st.dropped_queue, warn_if(st.dropped_queue), "");
+    health("ring_coalesced", comp, st.coalesced, warn_if(st.coalesced), "");
+    health("ring_count_only", comp, st.count_only, warn_if(st.count_only),
+           st.count_only ? "queue full: the ring was degraded to counting records" : "");
+    health("ring_malformed", comp, st.malformed, warn_if(st.malformed), "");
+    health("ring_decode_errors", comp, st.decode_errors, warn_if(st.decode_errors), "");
+    health("ring_decoded", comp, st.decoded, LOUPE_HEALTH_OK, "");
+    health("ring_queued", comp, st.queued, LOUPE_HEALTH_OK, "");
+    health("ring_queue_high_water", comp, st.queue_high_water, LOUPE_HEALTH_OK, "");
+    health("ring_mean_delay_ns", comp, st.mean_delay_ns, LOUPE_HEALTH_OK, "");
     health("ring_max_delay_ns", comp, st.max_delay_ns, LOUPE_HEALTH_OK, "");
+    health("ring_sampling_divisor", comp, st.divisor, st.divisor > 1 ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK,
+           st.divisor > 1 ? fmt::format("the kernel side emits 1 in {} records (sustained loss)", st.divisor) : "");
   }
+  emit_coalesced(is_final);
+  if (!is_final) return;
   for (const auto& p : links_.results())
     if (!p.attached)
       health("probe_attach_failed", p.instance + "/" + p.probe, 1, LOUPE_HEALTH_ERROR, p.error);
@@ -322,6 +450,13 @@ void Session::Impl::shutdown() {
     }
   }
   rings_.stop(deadline);
+  if (capture_) {
+    rings_.set_capture(nullptr);
+    result_.records_recorded = capture_->records();
+    std::string err = capture_->close();
+    if (!err.empty()) spdlog::error("{}", err);
+    spdlog::info("recorded {} ring records to {}", result_.records_recorded, opts_.record_path);
+  }
   std::uint64_t now = clock_ns(LOUPE_CLOCK_REALTIME);
   ctx_.window_start_ns = session_start_wall_;
   ctx_.window_end_ns = now;
@@ -333,7 +468,7 @@ void Session::Impl::shutdown() {
       spdlog::warn("{}", e.what());
     }
   }
-  emit_core_health();
+  emit_core_health(true);
   result_.records_published = bus_.published();
   for (auto& sk : sinks_) {
     if (!sk.runner->flush(true, std::chrono::seconds(10)))
@@ -349,7 +484,19 @@ SessionResult Session::Impl::run() {
     load_profile();
     resolve_plugins();
     if (opts_.validate_only) return result_;
-    check_privileges();
+    const bool replay = !opts_.replay_path.empty();
+    if (replay) {
+      if (!profile_.session.command.empty() || profile_.session.pid)
+        throw Failure{ExitCode::kUsage, "a replay profiles no process: drop the command / pid"};
+      try {
+        replay_ = std::make_unique<CaptureReader>(opts_.replay_path);
+      } catch (const std::runtime_error& e) {
+        throw Failure{ExitCode::kUsage, e.what()};
+      }
+    } else {
+      check_privileges();
+    }
+    configure_dispatch();
 
     features_ = opts_.features ? opts_.features : std::make_shared<KernelFeatureProber>();
     symbolizer_ = make_symbolizer();
@@ -379,6 +526,7 @@ SessionResult Session::Impl::run() {
     info_.interval_s = profile_.session.interval_s;
     info_.output_dir = output_dir_.c_str();
     info_.start_wall_ns = session_start_wall_;
+    info_.flags = replay ? LOUPE_SESSION_REPLAY : 0;
 
     // Sinks first, so every record a profiler emits during start() has somewhere to go.
     for (std::size_t i = 0; i < profile_.plugins.size(); ++i)
@@ -402,7 +550,12 @@ SessionResult Session::Impl::run() {
         handle_plugin_failure(p, e, "start");
       }
     }
+    start_recording();
     rings_.start();
+    if (replay && links_.results().size())
+      throw Failure{ExitCode::kPlugin, fmt::format("replay: a plugin attached {} probe(s) although the session has "
+                                                   "LOUPE_SESSION_REPLAY set (it must not load BPF in replay)",
+                                                   links_.results().size())};
     for (const auto& pr : links_.results()) (pr.attached ? result_.probes_attached : result_.probes_failed)++;
     spdlog::info("session running: {} profiler(s), {} sink(s), {} probe(s) attached{}", profilers_.size(), sinks_.size(),
                  result_.probes_attached, target_ ? fmt::format(", target pid {}", target_->pid()) : "");
@@ -411,7 +564,10 @@ SessionResult Session::Impl::run() {
       if (!target_->release(&err))
         throw Failure{ExitCode::kTarget, fmt::format("cannot start '{}': {}", profile_.session.command[0], err)};
     }
-    run_loop();
+    if (replay)
+      replay_capture();
+    else
+      run_loop();
     if (target_ && !target_->poll_exit()) target_->terminate(std::chrono::seconds(2));
     shutdown();
     if (result_.interrupted) result_.code = ExitCode::kInterrupted;

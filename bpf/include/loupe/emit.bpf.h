@@ -81,13 +81,22 @@ static __always_inline void *loupe_reserve(void *ring, void *lost_map, __u32 siz
 	return hdr;
 }
 
+/* Wakes the consumer once the unconsumed data passes the watermark, or half the ring when
+ * the ring is smaller than the watermark (else a small ring would never wake it and would
+ * overflow between two timed drains). */
 static __always_inline void loupe_submit(void *ring, void *rec)
 {
 	__u64 flags = BPF_RB_NO_WAKEUP;
+	__u64 avail;
 
-	if (loupe_wakeup_bytes == 0 ||
-	    bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= loupe_wakeup_bytes)
+	if (loupe_wakeup_bytes == 0) {
 		flags = BPF_RB_FORCE_WAKEUP;
+	} else {
+		avail = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA);
+		if (avail >= loupe_wakeup_bytes ||
+		    avail >= bpf_ringbuf_query(ring, BPF_RB_RING_SIZE) / 2)
+			flags = BPF_RB_FORCE_WAKEUP;
+	}
 	bpf_ringbuf_submit(rec, flags);
 }
 

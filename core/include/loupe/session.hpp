@@ -49,6 +49,10 @@ struct SessionOptions {
   std::vector<std::filesystem::path> extra_plugin_dirs;  // searched first
   std::shared_ptr<FeatureSet> features;  // injectable; default probes this kernel
   bool validate_only = false;            // stop after every check that runs no plugin code
+  // Ring dispatch (docs/performance.md "dispatch").
+  std::optional<double> delivery_delay_ms;  // longest a record waits in a ring before it is read
+  std::string record_path;  // write every raw ring record here (loupe run --record)
+  std::string replay_path;  // no kernel: feed this capture through decode and sinks (loupe replay)
 };
 
 struct SessionResult {
@@ -59,6 +63,8 @@ struct SessionResult {
   std::uint64_t records_published = 0;
   std::size_t probes_attached = 0;
   std::size_t probes_failed = 0;
+  std::uint64_t records_recorded = 0;  // --record
+  std::uint64_t records_replayed = 0;  // replay
 };
 
 class Session {

@@ -55,7 +55,18 @@ typedef struct loupe_session_info {
 	const char *output_dir;       /* exists, 0700; sinks put files here */
 	const char *instance_name;    /* unique name of this instance in the profile */
 	uint64_t start_wall_ns;       /* CLOCK_REALTIME at session start */
+	/* Appended (test with LOUPE_ABI_HAS_FIELD): LOUPE_SESSION_* bits. */
+	uint32_t flags;
+	uint32_t reserved;
 } loupe_session_info;
+
+/*
+ * LOUPE_SESSION_REPLAY: `loupe replay` feeds recorded ring records through the plugins'
+ * decode callbacks; there is no kernel side. setup() runs as usual; start() must not load
+ * or attach BPF and registers the same rings (same names, record type and version) with
+ * map_fd, lost_map_fd and divisor_map_fd = -1. collect() should skip reading BPF maps.
+ */
+#define LOUPE_SESSION_REPLAY 0x1u
 
 typedef struct loupe_setup_args {
 	uint32_t size;
