@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Added cost per allocation of the memalloc programs, measured in one run on the same
+// loop: malloc(64) + free() of this process, through the libc it maps.
+//
+// Modes, interleaved round by round so drift hits every mode alike: none (the loop
+// alone), empty (do-nothing programs on malloc entry, malloc return and free entry: the
+// uprobe floor), loupe (memalloc's own programs and maps, set up as the plugin sets them
+// up for a pid, every allocation recorded) and bpftrace (a script keeping the same
+// state: size per thread, bytes and count per user stack, live address -> size).
+// Added cost = mode - none; the ratio that matters is loupe / empty.
+//
+//   memalloc_overhead [--rounds R] [--calls N] [--no-peers]
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "empty_alloc.skel.h"
+#include "memalloc.h"
+#include "memalloc.skel.h"
+
+namespace {
+
+double now_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+__attribute__((noinline)) double loop(long n) {
+  double t0 = now_s();
+  for (long i = 0; i < n; ++i) {
+    void* volatile p = std::malloc(64);
+    std::free(p);
+  }
+  return (now_s() - t0) * 1e9 / static_cast<double>(n);
+}
+
+std::string self_libc() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    auto slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    std::string path = line.substr(slash);
+    if (path.find("/libc.so") != std::string::npos) return path;
+  }
+  throw std::runtime_error("no libc in /proc/self/maps");
+}
+
+struct Links {
+  std::vector<bpf_link*> links;
+  ~Links() {
+    for (auto* l : links) bpf_link__destroy(l);
+  }
+  void uprobe(bpf_program* p, const std::string& libc, const char* func, bool ret) {
+    LIBBPF_OPTS(bpf_uprobe_opts, o, .retprobe = ret, .func_name = func);
+    bpf_link* l = bpf_program__attach_uprobe_opts(p, getpid(), libc.c_str(), 0, &o);
+    if (!l) throw std::runtime_error(std::string("attach ") + func + ": " + std::strerror(errno));
+    links.push_back(l);
+  }
+};
+
+// bpftrace attached to this process for one measurement.
+class Bpftrace {
+ public:
+  explicit Bpftrace(const std::string& script) {
+    int out[2];
+    if (pipe(out) != 0) throw std::runtime_error("pipe");
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(out[1], 1);
+      dup2(out[1], 2);
+      close(out[0]);
+      execl("/usr/bin/bpftrace", "bpftrace", "-e", script.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(out[1]);
+    fd_ = out[0];
+    std::string seen;
+    char buf[512];
+    double deadline = now_s() + 30;
+    while (seen.find("Attaching") == std::string::npos) {
+      ssize_t n = read(fd_, buf, sizeof(buf));
+      if (n <= 0 || now_s() > deadline)
+        throw std::runtime_error("bpftrace did not attach: " + seen);
+      seen.append(buf, static_cast<std::size_t>(n));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // last attach settles
+  }
+  ~Bpftrace() {
+    kill(pid_, SIGINT);
+    char buf[4096];
+    while (read(fd_, buf, sizeof(buf)) > 0) {
+    }
+    waitpid(pid_, nullptr, 0);
+    close(fd_);
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int fd_ = -1;
+};
+
+// Kernel-side run time of BPF programs (BPF_STATS_RUN_TIME), summed over `progs`.
+std::pair<std::uint64_t, std::uint64_t> run_time(const std::vector<bpf_program*>& progs) {
+  std::uint64_t ns = 0, cnt = 0;
+  for (auto* p : progs) {
+    bpf_prog_info info{};
+    std::uint32_t len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len) == 0) {
+      ns += info.run_time_ns;
+      cnt += info.run_cnt;
+    }
+  }
+  return {ns, cnt};
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int rounds = 5;
+  long calls = 5000;
+  bool peers = true;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--rounds" && i + 1 < argc)
+      rounds = std::atoi(argv[++i]);
+    else if (a == "--calls" && i + 1 < argc)
+      calls = std::atol(argv[++i]);
+    else if (a == "--no-peers")
+      peers = false;
+    else {
+      std::fprintf(stderr, "usage: %s [--rounds R] [--calls N] [--no-peers]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (geteuid() != 0) {
+    std::fprintf(stderr, "memalloc_overhead: needs root (loads BPF, attaches uprobes)\n");
+    return 77;
+  }
+  try {
+    const std::string libc = self_libc();
+    std::unique_ptr<empty_alloc_bpf, void (*)(empty_alloc_bpf*)> empty(
+        empty_alloc_bpf__open_and_load(), &empty_alloc_bpf__destroy);
+    if (!empty) throw std::runtime_error("loading the empty programs");
+    // The plugin's setup for a session with a target pid and default keys, user only.
+    std::unique_ptr<memalloc_bpf, void (*)(memalloc_bpf*)> ma(memalloc_bpf__open(),
+                                                              &memalloc_bpf__destroy);
+    if (!ma) throw std::runtime_error("opening the memalloc object");
+    ma->rodata->loupe_filter_tgid = static_cast<__u32>(getpid());
+    auto& p = ma->progs;
+    for (auto* prog : {p.ma_kmalloc, p.ma_kmem_cache_alloc, p.ma_kfree, p.ma_kmem_cache_free,
+                       p.ma_page_alloc, p.ma_page_free})
+      bpf_program__set_autoload(prog, false);
+    if (memalloc_bpf__load(ma.get())) throw std::runtime_error("loading the memalloc object");
+
+    const std::string pid = std::to_string(getpid());
+    const std::string script =
+        "uprobe:" + libc + ":malloc /pid == " + pid + "/ { @size[tid] = arg0; } " +
+        "uretprobe:" + libc + ":malloc /pid == " + pid + " && @size[tid]/ { " +
+        "@bytes[ustack] = sum(@size[tid]); @count[ustack] = count(); " +
+        "@live[retval] = @size[tid]; delete(@size[tid]); } " + "uprobe:" + libc +
+        ":free /pid == " + pid + "/ { delete(@live[arg0]); }";
+
+    struct Mode {
+      std::string name;
+      std::function<void(Links&)> attach;
+      bool bpftrace = false;
+    };
+    std::vector<Mode> modes = {
+        {"none", [](Links&) {}},
+        {"empty",
+         [&](Links& l) {
+           l.uprobe(empty->progs.empty_return, libc, "malloc", true);
+           l.uprobe(empty->progs.empty_entry, libc, "malloc", false);
+           l.uprobe(empty->progs.empty_entry, libc, "free", false);
+         }},
+        {"loupe",
+         [&](Links& l) {
+           l.uprobe(p.ma_alloc_exit, libc, "malloc", true);
+           l.uprobe(p.ma_malloc, libc, "malloc", false);
+           l.uprobe(p.ma_free, libc, "free", false);
+         }},
+    };
+    if (peers && access("/usr/bin/bpftrace", X_OK) == 0)
+      modes.push_back({"bpftrace", [](Links&) {}, true});
+
+    std::map<std::string, std::vector<double>> ns;
+    int stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);  // closed at exit
+    std::map<std::string, std::vector<bpf_program*>> progs = {
+        {"empty", {empty->progs.empty_entry, empty->progs.empty_return}},
+        {"loupe", {p.ma_malloc, p.ma_alloc_exit, p.ma_free}}};
+    loop(calls);  // warm up
+    for (int r = 0; r < rounds; ++r) {
+      for (const auto& m : modes) {
+        try {
+          std::unique_ptr<Bpftrace> bt;
+          if (m.bpftrace) bt = std::make_unique<Bpftrace>(script);
+          Links links;
+          m.attach(links);
+          ns[m.name].push_back(loop(calls));
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "%s: %s (mode skipped)\n", m.name.c_str(), e.what());
+        }
+      }
+    }
+    std::printf("malloc(64) + free() x %ld, %d rounds, median ns per pair (added = mode - none)\n",
+                calls, rounds);
+    double none = median(ns["none"]);
+    double empty_added = ns.count("empty") ? median(ns["empty"]) - none : 0;
+    for (const auto& m : modes) {
+      if (!ns.count(m.name) || ns[m.name].empty()) continue;
+      double med = median(ns[m.name]);
+      std::printf("  %-9s %10.0f ns  added %10.0f ns", m.name.c_str(), med, med - none);
+      if (m.name != "none" && m.name != "empty" && empty_added > 0)
+        std::printf("  (%.2fx the empty set)", (med - none) / empty_added);
+      if (stats_fd >= 0 && progs.count(m.name)) {
+        auto [run_ns, runs] = run_time(progs[m.name]);
+        // Three program runs per malloc + free pair.
+        if (runs) std::printf("  BPF run time %.0f ns per pair", 3.0 * run_ns / runs);
+      }
+      std::printf("\n");
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "memalloc_overhead: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
