@@ -2,10 +2,16 @@
 #include "allocator_attacher.hpp"
 
 #include <bpf/libbpf.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "loupe/sdk/plugin.hpp"
@@ -27,6 +33,35 @@ bpf_program* entry_prog(memalloc_bpf* s, const std::string& f) {
   if (f == "pvalloc") return p.ma_pvalloc;
   if (f == "free") return p.ma_free;
   return nullptr;
+}
+
+// st_value of each defined function symbol in .dynsym / .symtab named in `names`; a
+// missing name is absent from the result (libbpf then reports why it cannot attach).
+std::map<std::string, std::uint64_t> symbol_addresses(const std::string& path,
+                                                      const std::vector<std::string>& names) {
+  std::map<std::string, std::uint64_t> out;
+  elf_version(EV_CURRENT);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
+  for (Elf_Scn* scn = elf ? elf_nextscn(elf, nullptr) : nullptr; scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB)) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    std::size_t n = sh.sh_entsize ? sh.sh_size / sh.sh_entsize : 0;
+    for (std::size_t i = 0; data && i < n; ++i) {
+      GElf_Sym sym;
+      if (!gelf_getsym(data, static_cast<int>(i), &sym) || sym.st_shndx == SHN_UNDEF ||
+          GELF_ST_TYPE(sym.st_info) != STT_FUNC)
+        continue;
+      const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
+      if (name && std::find(names.begin(), names.end(), name) != names.end())
+        out.emplace(name, sym.st_value);
+    }
+  }
+  if (elf) elf_end(elf);
+  ::close(fd);
+  return out;
 }
 
 }  // namespace
@@ -84,8 +119,21 @@ bool AllocatorAttacher::attach_one(const std::string& func, std::string& why) {
 std::vector<std::pair<std::string, std::string>> AllocatorAttacher::attach(
     const std::vector<std::string>& functions) {
   std::vector<std::pair<std::string, std::string>> skipped;
+  // glibc's aligned_alloc is an alias of memalign (one address): two probes on one
+  // address would trap twice per call and count one call under both names.
+  auto addresses = symbol_addresses(binary_, functions);
+  std::map<std::uint64_t, std::string> attached_at;
   for (const auto& f : functions) {
     std::string why;
+    auto addr = addresses.find(f);
+    if (addr != addresses.end()) {
+      auto [it, fresh] = attached_at.emplace(addr->second, f);
+      if (!fresh) {
+        host_.debug("memalloc: " + f + " is an alias of " + it->second + ": traced as " +
+                    it->second);
+        continue;
+      }
+    }
     if (attach_one(f, why)) continue;
     if (f == "malloc" || f == "free")
       throw sdk::Error(LOUPE_ERR_KERNEL, "cannot trace " + f + "(): " + why);
