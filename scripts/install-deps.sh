@@ -5,7 +5,7 @@ set -euo pipefail
 
 BUILD_PKGS=(
   build-essential cmake ninja-build pkg-config git
-  clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev
+  clang llvm libclang-rt-14-dev libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev
   libboost-dev libtomlplusplus-dev libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler libcpp-httplib-dev

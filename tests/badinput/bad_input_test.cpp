@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The bad-input table: every row runs the real `loupe` binary ($LOUPE_BIN) on one hostile
+// or broken input and asserts the exit code and the words of the message a user sees.
+// docs/reliability.md lists the same rows with what loupe does and why.
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Row {
+  const char* name;
+  // The profile; {TMP} = this row's scratch dir, {TESTPROF} = the core tests' plugin dir
+  // (loupe-testprof.so), {BAD} = the deliberately broken plugins.
+  std::string profile;
+  std::vector<std::string> args;  // after `loupe`; {PROFILE} = the profile's path
+  int exit_code;
+  std::vector<std::string> expect;  // each must appear in stdout + stderr
+  bool needs_root = false;          // runs BPF or mounts
+  std::string setup = {};           // a shell snippet run first (cwd = {TMP})
+  std::string check = {};           // a shell snippet that must exit 0 afterwards
+};
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+std::string substitute(std::string s, const std::vector<std::pair<std::string, std::string>>& vars) {
+  for (const auto& [k, v] : vars)
+    for (std::size_t at = s.find(k); at != std::string::npos; at = s.find(k, at + v.size())) s.replace(at, k.size(), v);
+  return s;
+}
+
+struct Outcome {
+  int exit_code = -1;
+  std::string output;
+};
+
+// Runs argv with stdout+stderr to a file; kills it after `timeout` (a hang is a failure).
+Outcome run(const std::vector<std::string>& argv, const fs::path& out_file, std::chrono::seconds timeout) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    FILE* f = std::fopen(out_file.c_str(), "w");
+    if (!f) _exit(126);
+    dup2(fileno(f), STDOUT_FILENO);
+    dup2(fileno(f), STDERR_FILENO);
+    std::vector<char*> a;
+    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    execv(a[0], a.data());
+    _exit(127);
+  }
+  Outcome o;
+  int status = 0;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      o.output = "(killed after timeout)\n";
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream in(out_file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  o.output += ss.str();
+  return o;
+}
+
+int shell(const std::string& script, const fs::path& cwd) {
+  std::string cmd = "cd '" + cwd.string() + "' && { " + script + " ; } >shell.log 2>&1";
+  int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+std::string repeat(char c, std::size_t n) { return std::string(n, c); }
+
+std::string nested_array(int depth) { return repeat('[', depth) + "1" + repeat(']', depth); }
+
+// Profiles that run testprof (no BPF) need the session pieces; one line each.
+const std::string kSinkJsonl = "[[sinks]]\nname = \"jsonl\"\n";
+const std::string kTestprof = "[[plugins]]\nname = \"testprof\"\nlibrary = \"{TESTPROF}/loupe-testprof.so\"\n";
+
+std::vector<Row> rows() {
+  const std::vector<std::string> validate = {"validate", "{PROFILE}"};
+  const std::vector<std::string> run = {"run", "{PROFILE}"};
+  const std::string session = "[session]\nduration = 0.3\noutput_dir = \"{TMP}/out\"\n";
+  return {
+      // ---- malformed and hostile TOML ------------------------------------------------
+      {"syntax_error", "[session\nduration = 1\n", validate, 3, {"profile.toml:1:", "error:"}},
+      {"integer_overflows_int64", "[session]\npid = 99999999999999999999\n", validate, 3,
+       {"profile.toml:2:", "error:"}},
+      {"duration_huge", "[session]\nduration = 1e308\n", validate, 3, {"session.duration", "out of range"}},
+      {"duration_negative", "[session]\nduration = -1\n", validate, 3, {"session.duration", "out of range"}},
+      {"duration_nan", "[session]\nduration = nan\n", validate, 3, {"session.duration", "out of range"}},
+      {"pid_negative", "[session]\npid = -1\n", validate, 3, {"session.pid: -1 is not a valid pid"}},
+      {"plugin_int_negative_size", kTestprof + "count = -5\n" + kSinkJsonl, validate, 3,
+       {"count: -5 is out of range [1, 10]"}},
+      {"plugin_int_min", kTestprof + "count = -9223372036854775808\n" + kSinkJsonl, validate, 3,
+       {"count: -9223372036854775808 is out of range [1, 10]"}},
+      {"plugin_float_inf", kTestprof + "ratio = inf\n" + kSinkJsonl, validate, 3, {"ratio: must be finite"}},
+      {"wrong_type", kTestprof + "count = \"3\"\n" + kSinkJsonl, validate, 3,
+       {"count: expected integer, found string"}},
+      {"unknown_key", kTestprof + "cuont = 3\n" + kSinkJsonl, validate, 3, {"unknown key 'cuont'", "known: count"}},
+      {"unknown_top_level", "[sesion]\n", validate, 3, {"unknown top-level key 'sesion'"}},
+      {"deeply_nested_array", kTestprof + "tags = " + nested_array(2000) + "\n" + kSinkJsonl, validate, 3,
+       {"profile.toml:4:", "nested"}},
+      {"nested_array_wrong_type", kTestprof + "tags = " + nested_array(50) + "\n" + kSinkJsonl, validate, 3,
+       {"tags: every element must be a string, found array"}},
+      {"very_long_string_accepted", kTestprof + "mode = \"" + repeat('x', 1 << 20) + "\"\n" + kSinkJsonl, validate,
+       0, {}},
+      {"very_long_unknown_key", kTestprof + repeat('k', 100000) + " = 1\n" + kSinkJsonl, validate, 3,
+       {"unknown key 'kkkk"}},
+      {"nul_in_string", std::string("[session]\noutput_dir = \"a\0b\"\n", 29), validate, 3,
+       {"profile.toml:2:", "control characters"}},
+      {"nul_in_table_header", std::string("[\0]\n", 4), validate, 3, {"profile.toml:1:2:", "error:"}},
+      // toml++ 3.3 reaches __builtin_unreachable() for these code points (upstream #190,
+      // #295); the distribution's build answers with a parse error, which this pins.
+      {"non_ascii_after_value", "[session]\nduration = 1\xc5\x9c\n", validate, 3, {"profile.toml:2:13:", "error:"}},
+      {"non_ascii_after_key", "[session]\nduration\xd0\x96 = 1\n", validate, 3, {"profile.toml:2:9:", "error:"}},
+      {"empty_output_dir", "[session]\noutput_dir = \"\"\n", validate, 3, {"session.output_dir: must not be empty"}},
+      {"profile_missing", "", {"validate", "{TMP}/nosuch.toml"}, 3, {"cannot read profile: no such file"}},
+      {"profile_is_directory", "", {"validate", "{TMP}"}, 3, {"cannot read profile"}},
+      // ---- plugins that are not plugins ----------------------------------------------
+      {"unknown_plugin", "[[plugins]]\nname = \"nosuch\"\n" + kSinkJsonl, validate, 4,
+       {"profile.toml:1:1: plugin 'nosuch' not found"}},
+      {"library_missing", "[[plugins]]\nname = \"x\"\nlibrary = \"{TMP}/loupe-x.so\"\n" + kSinkJsonl, validate, 4,
+       {"loupe-x.so"}},
+      {"library_is_text", "[[plugins]]\nname = \"x\"\nlibrary = \"{TMP}/loupe-x.so\"\n" + kSinkJsonl, validate, 4,
+       {"loupe-x.so: cannot load shared library"}, false, "echo 'not a plugin' > loupe-x.so"},
+      {"library_is_elf_without_entry",
+       "[[plugins]]\nname = \"x\"\nlibrary = \"{BAD}/loupe-bad-no_entry.so\"\n" + kSinkJsonl, validate, 4,
+       {"loupe-bad-no_entry.so: not a loupe plugin: expected exported symbol 'loupe_plugin_entry'"}},
+      {"library_is_system_library", "[[plugins]]\nname = \"x\"\nlibrary = \"{TMP}/loupe-x.so\"\n" + kSinkJsonl,
+       validate, 4, {"not a loupe plugin"}, false, "cp \"$(ldd /bin/sh | awk '/libc.so/ {print $3}')\" loupe-x.so"},
+      {"text_file_in_plugin_path", "[[plugins]]\nname = \"x\"\n" + kSinkJsonl,
+       {"--plugin-dir", "{TMP}", "validate", "{PROFILE}"}, 4, {"loupe-x.so: cannot load shared library"}, false,
+       "echo 'not a plugin' > loupe-x.so"},
+      {"wrong_abi_major", "[[plugins]]\nname = \"x\"\nlibrary = \"{BAD}/loupe-bad-wrong_major.so\"\n" + kSinkJsonl,
+       validate, 4, {"plugin ABI 2.0 is incompatible with host ABI 1.0"}},
+      {"newer_abi_minor", "[[plugins]]\nname = \"x\"\nlibrary = \"{BAD}/loupe-bad-newer_minor.so\"\n" + kSinkJsonl,
+       validate, 4, {"plugin ABI 1.1 is newer than host ABI 1.0"}},
+      {"truncated_descriptor", "[[plugins]]\nname = \"x\"\nlibrary = \"{BAD}/loupe-bad-truncated.so\"\n" + kSinkJsonl,
+       validate, 4, {"descriptor table truncated"}},
+      {"missing_hook", "[[plugins]]\nname = \"x\"\nlibrary = \"{BAD}/loupe-bad-missing_hook.so\"\n" + kSinkJsonl,
+       validate, 4, {"lacks the required hook"}},
+      {"profiler_used_as_sink", kTestprof + "[[sinks]]\nname = \"testprof\"\nlibrary = \"{TESTPROF}/loupe-testprof.so\"\n",
+       validate, 3, {"profile.toml:4:1: 'testprof' is a profiler but is listed under [[sinks]]"}},
+      // ---- plugins that fail at run time ----------------------------------------------
+      {"plugin_fails_setup", session + kTestprof + "fail_in = \"setup\"\n" + kSinkJsonl, run, 3,
+       {"asked to fail in setup"}, true},
+      {"plugin_fails_setup_continue",
+       "[session]\nduration = 0.3\noutput_dir = \"{TMP}/out\"\non_plugin_error = \"continue\"\n" + kTestprof +
+           "fail_in = \"setup\"\n" + kSinkJsonl,
+       run, 0, {"asked to fail in setup"}, true, "", "grep -q 'asked to fail in setup' out/records.jsonl"},
+      {"plugin_fails_start", session + kTestprof + "fail_in = \"start\"\n" + kSinkJsonl, run, 1,
+       {"asked to fail in start"}, true},
+      // ---- absent attach targets -------------------------------------------------------
+      {"ufunc_missing_symbol",
+       session + "[[plugins]]\nname = \"latency\"\n[[plugins.targets]]\nufunc = \"libc:loupe_no_such_symbol\"\n" +
+           kSinkJsonl,
+       {"run", "{PROFILE}", "--", "/bin/true"}, 5, {"loupe_no_such_symbol"}, true},
+      {"ufunc_missing_binary",
+       session + "[[plugins]]\nname = \"latency\"\n[[plugins.targets]]\nufunc = \"/nonexistent/app:main\"\n" +
+           kSinkJsonl,
+       {"run", "{PROFILE}", "--", "/bin/true"}, 5, {"/nonexistent/app"}, true},
+      {"syscall_missing",
+       session + "[[plugins]]\nname = \"latency\"\n[[plugins.targets]]\nsyscall = \"loupe_no_such_call\"\n" +
+           kSinkJsonl,
+       {"run", "{PROFILE}", "--", "/bin/true"}, 5, {"loupe_no_such_call"}, true},
+      {"missing_target_warn",
+       session + "[[plugins]]\nname = \"latency\"\nmissing_targets = \"warn\"\n[[plugins.targets]]\nsyscall = "
+                 "\"loupe_no_such_call\"\n[[plugins.targets]]\nsyscall = \"getppid\"\n" + kSinkJsonl,
+       {"run", "{PROFILE}", "--", "/bin/true"}, 0, {}, true, "",
+       "grep -q target_skipped out/records.jsonl && grep -q loupe_no_such_call out/records.jsonl"},
+      // ---- the command to profile -------------------------------------------------------
+      {"command_missing", session + kTestprof + kSinkJsonl, {"run", "{PROFILE}", "--", "/nonexistent/loupe-cmd"}, 7,
+       {"/nonexistent/loupe-cmd"}, true},
+      {"command_not_executable", session + kTestprof + kSinkJsonl, {"run", "{PROFILE}", "--", "{TMP}/cmd.txt"}, 7,
+       {"cmd.txt"}, true, "echo hi > cmd.txt"},
+      // ---- outputs ------------------------------------------------------------------------
+      {"output_dir_is_a_file", "[session]\nduration = 0.3\noutput_dir = \"{TMP}/file\"\n" + kTestprof + kSinkJsonl, run, 1,
+       {"{TMP}/file"}, true, "echo x > file"},
+      {"output_dir_read_only_fs", "[session]\nduration = 0.3\noutput_dir = \"{TMP}/ro/out\"\n" + kTestprof + kSinkJsonl, run, 1,
+       {"{TMP}/ro/out"}, true, "mkdir ro && mount -t tmpfs -o ro,size=64k loupe-ro ro", "umount ro"},
+      // A sink whose disk is full reports the error and drops its records; the others go
+      // on, and the run still exits 0 (docs/cli.md reads "1 = a sink failed": see
+      // docs/reliability.md).
+      {"sink_on_dev_full", session + kTestprof + "[[sinks]]\nname = \"jsonl\"\npath = \"/dev/full\"\n" +
+           "[[sinks]]\nname = \"jsonl\"\npath = \"second.jsonl\"\n",
+       run, 0, {"sink 'jsonl': flush() failed", "/dev/full", "No space left on device", "records dropped"}, true, "",
+       "grep -q test_metric out/second.jsonl"},
+      {"sink_on_full_tmpfs", "[session]\nduration = 0.3\noutput_dir = \"{TMP}/full/out\"\n" + kTestprof +
+           "count = 10\n[[sinks]]\nname = \"jsonl\"\n[[sinks]]\nname = \"jsonl\"\npath = \"{TMP}/second.jsonl\"\n",
+       run, 0, {"records.jsonl' failed: No space left on device", "records dropped"}, true,
+       "mkdir full && mount -t tmpfs -o size=64k loupe-full full && mkdir -m 0700 full/out && "
+       "(dd if=/dev/zero of=full/fill bs=4k 2>/dev/null; true)",
+       "umount full && grep -q test_metric second.jsonl"},
+      // Sink paths are resolved against output_dir and may leave it (`..`, absolute paths):
+      // the profile is trusted like a script; loupe does not confine sinks. Pinned here so
+      // a change to that is deliberate (docs/reliability.md).
+      {"sink_path_traversal", session + kTestprof + "[[sinks]]\nname = \"jsonl\"\npath = \"../escaped.jsonl\"\n", run,
+       0, {}, true, "", "test -s escaped.jsonl && ! test -e out/escaped.jsonl"},
+  };
+}
+
+class BadInput : public ::testing::TestWithParam<Row> {};
+
+TEST_P(BadInput, ExitCodeAndMessage) {
+  const Row& row = GetParam();
+  const std::string loupe = env_or("LOUPE_BIN", "");
+  if (loupe.empty()) GTEST_SKIP() << "LOUPE_BIN is not set (run through ctest)";
+  if (row.needs_root && geteuid() != 0) GTEST_SKIP() << "needs root (runs BPF or mounts)";
+
+  fs::path tmp = fs::temp_directory_path() / ("loupe-badinput-" + std::to_string(getpid()) + "-" + row.name);
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  const std::vector<std::pair<std::string, std::string>> vars = {
+      {"{TMP}", tmp.string()}, {"{TESTPROF}", TESTPROF_DIR}, {"{BAD}", BAD_PLUGIN_DIR},
+      {"{PROFILE}", (tmp / "profile.toml").string()}};
+  {
+    std::ofstream p(tmp / "profile.toml", std::ios::binary);
+    p << substitute(row.profile, vars);
+  }
+  if (!row.setup.empty()) {
+    int rc = shell(row.setup, tmp);
+    if (rc != 0 && row.needs_root) {
+      fs::remove_all(tmp);
+      GTEST_SKIP() << "setup failed (mount not permitted here?): " << row.setup;
+    }
+    ASSERT_EQ(rc, 0) << row.setup;
+  }
+  std::vector<std::string> argv = {loupe};
+  for (const auto& a : row.args) argv.push_back(substitute(a, vars));
+  Outcome o = run(argv, tmp / "loupe.out", std::chrono::seconds(30));
+  int check_rc = row.check.empty() ? 0 : shell(row.check, tmp);
+
+  const std::string shown = o.output.size() > 4000 ? o.output.substr(0, 4000) + "..." : o.output;
+  EXPECT_EQ(o.exit_code, row.exit_code) << shown;
+  for (const auto& e : row.expect) {
+    std::string want = substitute(e, vars);
+    EXPECT_NE(o.output.find(want), std::string::npos) << "missing '" << want << "' in:\n" << shown;
+  }
+  EXPECT_EQ(check_rc, 0) << "check failed: " << row.check << "\nloupe said:\n" << shown;
+  if (!::testing::Test::HasFailure()) fs::remove_all(tmp);
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, BadInput, ::testing::ValuesIn(rows()),
+                         [](const ::testing::TestParamInfo<Row>& i) { return std::string(i.param.name); });
+
+}  // namespace
