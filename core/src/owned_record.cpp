@@ -24,16 +24,19 @@ std::vector<loupe_percentile> compute_percentiles(const loupe_bucket* buckets, s
         continue;
       }
       double frac = static_cast<double>(rank - cum) / static_cast<double>(b.count);
-      double width = static_cast<double>(b.upper - b.lower);
-      auto value = static_cast<std::uint64_t>(static_cast<double>(b.lower) + frac * width);
+      // Buckets come from plugins: an inverted one has no width, and one near 2^64 can
+      // interpolate past the largest uint64 (converting that double is undefined).
+      double width = b.upper > b.lower ? static_cast<double>(b.upper - b.lower) : 0.0;
+      double estimate = static_cast<double>(b.lower) + frac * width;
+      std::uint64_t value = estimate >= 0x1p64 ? UINT64_MAX : static_cast<std::uint64_t>(estimate);
       std::uint64_t lo = b.lower, hi = b.upper;
       if (max >= min && max > 0) {
         value = std::clamp(value, min, max);
         lo = std::max(lo, min);
         hi = std::min(hi, max == UINT64_MAX ? max : max + 1);
-        if (hi <= lo) hi = lo + 1;
       }
-      if (value >= hi) value = hi - 1;  // keep the estimate inside [lower, upper)
+      if (hi <= lo) hi = lo == UINT64_MAX ? lo : lo + 1;
+      value = std::clamp(value, lo, hi == lo ? hi : hi - 1);  // inside [lower, upper)
       out.push_back({q, value, lo, hi});
       break;
     }
