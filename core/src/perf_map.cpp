@@ -59,6 +59,7 @@ void PerfMap::parse(const std::string& text) {
     if (!parse_hex(line, &start) || !parse_hex(line, &size) || line.empty() || line[0] != ' ')
       continue;  // a malformed or half-written last line
     while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+    line = line.substr(0, line.find('\0'));  // names are C strings from here on
     while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
     if (line.empty() || size == 0) continue;
     auto off = static_cast<std::uint32_t>(names_.size());
