@@ -111,6 +111,10 @@ std::optional<std::string> check_descriptor(const loupe_plugin_descriptor* d, co
   if (d->n_config_keys > 0 && d->config_key_size < kMinConfigKeySize)
     return fmt::format("{}: config_key_size {} is smaller than ABI {}.0's {}", origin, d->config_key_size,
                        LOUPE_ABI_MAJOR, kMinConfigKeySize);
+  // Any compiler pads the struct to its alignment; another stride would misalign every key.
+  if (d->n_config_keys > 0 && d->config_key_size % alignof(loupe_config_key) != 0)
+    return fmt::format("{}: config_key_size {} is not a multiple of {} (not a compiled loupe_config_key array)",
+                       origin, d->config_key_size, alignof(loupe_config_key));
   return check_keys(d->config_keys, d->n_config_keys, d->config_key_size, origin + " [" + d->name + "]", 0);
 }
 
