@@ -64,11 +64,12 @@ std::optional<double> as_number(const toml::node& n) {
 void parse_session(const toml::table& t, SessionSpec& s, Checker& c) {
   for (auto&& [key, node] : t) {
     const std::string k(key.str());
+    const toml::node& value = node;  // clang < 16 cannot capture structured bindings
     auto number = [&](double& dst, double lo, double hi) {
-      auto v = as_number(node);
-      if (!v) return c.error(node, fmt::format("session.{}: expected a number of seconds, found {}", k, toml_type_name(node)));
+      auto v = as_number(value);
+      if (!v) return c.error(value, fmt::format("session.{}: expected a number of seconds, found {}", k, toml_type_name(value)));
       if (!std::isfinite(*v) || *v < lo || *v > hi)
-        return c.error(node, fmt::format("session.{}: {} is out of range [{}, {}]", k, *v, lo, hi));
+        return c.error(value, fmt::format("session.{}: {} is out of range [{}, {}]", k, *v, lo, hi));
       dst = *v;
     };
     if (k == "duration") {
