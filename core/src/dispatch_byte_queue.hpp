@@ -39,11 +39,16 @@ class ByteQueue {
     const std::size_t need = kHdr + align8(len);
     if (need + kHdr > cap_ / 2) return false;  // oversized for this arena: never fits well
     std::uint64_t head = head_.load(std::memory_order_relaxed);
-    const std::uint64_t tail = tail_.load(std::memory_order_acquire);
-    if (records_.load(std::memory_order_relaxed) >= max_records_) return false;
+    // The consumer's position is re-read only when the cached one says "full": one shared
+    // cache line touched per batch, not per record.
+    if (pushed_ - popped_cache_ >= max_records_) popped_cache_ = popped_.load(std::memory_order_acquire);
+    if (pushed_ - popped_cache_ >= max_records_) return false;
     std::size_t off = head & (cap_ - 1);
     std::size_t pad = cap_ - off < need ? cap_ - off : 0;  // wrap: skip the end of the arena
-    if (head + pad + need - tail > cap_) return false;
+    if (head + pad + need - tail_cache_ > cap_) {
+      tail_cache_ = tail_.load(std::memory_order_acquire);
+      if (head + pad + need - tail_cache_ > cap_) return false;
+    }
     if (pad) {
       Hdr skip{kSkip, 0, 0};
       std::memcpy(buf_.get() + off, &skip, sizeof(skip) <= cap_ - off ? sizeof(skip) : cap_ - off);
@@ -54,13 +59,15 @@ class ByteQueue {
     std::memcpy(buf_.get() + off, &h, kHdr);
     std::memcpy(buf_.get() + off + kHdr, data, len);
     head_.store(head + need, std::memory_order_release);
-    std::size_t depth = records_.fetch_add(1, std::memory_order_relaxed) + 1;
-    if (depth > high_water_.load(std::memory_order_relaxed)) high_water_.store(depth, std::memory_order_relaxed);
+    ++pushed_;
+    pushed_pub_.store(pushed_, std::memory_order_relaxed);
+    if (pushed_ - popped_cache_ > high_water_local_) sample_depth();
     return true;
   }
 
   // Producer, once per batch: wakes the consumer if it sleeps.
   void notify() {
+    sample_depth();
     std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with wait(): no lost wake-up
     if (sleeping_.load(std::memory_order_acquire)) {
       std::lock_guard lock(mu_);
@@ -71,8 +78,10 @@ class ByteQueue {
   // Consumer: the oldest record, valid until release(); false when empty.
   bool peek(Slot* out) {
     std::uint64_t tail = tail_.load(std::memory_order_relaxed);
-    const std::uint64_t head = head_.load(std::memory_order_acquire);
-    if (tail == head) return false;
+    if (tail == head_cache_) {
+      head_cache_ = head_.load(std::memory_order_acquire);
+      if (tail == head_cache_) return false;
+    }
     std::size_t off = tail & (cap_ - 1);
     Hdr h;
     if (cap_ - off < kHdr) {
@@ -92,7 +101,7 @@ class ByteQueue {
   }
   void release(const Slot& s) {
     tail_.store(tail_.load(std::memory_order_relaxed) + kHdr + align8(s.len), std::memory_order_release);
-    records_.fetch_sub(1, std::memory_order_relaxed);
+    popped_.store(popped_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   }
 
   // Consumer: sleeps until something is queued or the timeout passes.
@@ -108,7 +117,12 @@ class ByteQueue {
   }
 
   bool empty() const { return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_acquire); }
-  std::size_t size() const { return records_.load(std::memory_order_relaxed); }
+  // Any thread: records queued now.
+  std::size_t size() const {
+    std::uint64_t popped = popped_.load(std::memory_order_acquire);
+    std::uint64_t pushed = pushed_pub_.load(std::memory_order_acquire);
+    return pushed > popped ? static_cast<std::size_t>(pushed - popped) : 0;
+  }
   std::size_t high_water() const { return high_water_.load(std::memory_order_relaxed); }
   std::size_t capacity_bytes() const { return cap_; }
   // Fill level in [0, 1]: by bytes or by records, whichever is fuller.
@@ -134,14 +148,31 @@ class ByteQueue {
     return p;
   }
 
+  // Producer: the depth now, for the high-water mark (sampled per batch and when the
+  // estimate from the cached consumer position would set a new mark).
+  void sample_depth() {
+    popped_cache_ = popped_.load(std::memory_order_acquire);
+    std::size_t depth = static_cast<std::size_t>(pushed_ - popped_cache_);
+    if (depth > high_water_local_) {
+      high_water_local_ = depth;
+      high_water_.store(depth, std::memory_order_relaxed);
+    }
+  }
+
   const std::size_t cap_;
   const std::size_t max_records_;
   std::unique_ptr<std::uint8_t[]> buf_;
+  // Producer side.
   alignas(64) std::atomic<std::uint64_t> head_{0};
-  alignas(64) std::atomic<std::uint64_t> tail_{0};
-  alignas(64) std::atomic<std::size_t> records_{0};
+  std::atomic<std::uint64_t> pushed_pub_{0};
+  std::uint64_t pushed_ = 0, popped_cache_ = 0, tail_cache_ = 0;
+  std::size_t high_water_local_ = 0;
   std::atomic<std::size_t> high_water_{0};
-  std::atomic<bool> sleeping_{false};
+  // Consumer side.
+  alignas(64) std::atomic<std::uint64_t> tail_{0};
+  std::atomic<std::uint64_t> popped_{0};
+  std::uint64_t head_cache_ = 0;
+  alignas(64)   std::atomic<bool> sleeping_{false};
   std::mutex mu_;
   std::condition_variable cv_;
 };

@@ -18,6 +18,7 @@ namespace {
 // Returned by the sample callback to end a ring's batch: libbpf has already advanced the
 // consumer position past this record, so nothing is read twice.
 constexpr int kBatchFull = -ENOSPC;
+constexpr std::uint64_t kDelaySample = 16;  // power of two
 
 std::uint64_t mono_ns() {
   timespec ts{};
@@ -36,6 +37,9 @@ std::uint64_t read_percpu_sum(int fd) {
   return sum;
 }
 
+// Counters with one writer thread: a plain load + store, no locked instruction.
+void bump(std::atomic<std::uint64_t>& c) { c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+
 void store_max(std::atomic<std::uint64_t>& slot, std::uint64_t v) {
   std::uint64_t prev = slot.load(std::memory_order_relaxed);
   while (v > prev && !slot.compare_exchange_weak(prev, v, std::memory_order_relaxed)) {
@@ -52,8 +56,13 @@ struct RingDispatcher::Ring {
   loupe_ring_spec spec;
   ring_buffer* rb = nullptr;  // one per ring, so batches are bounded per ring
   std::size_t batch = 0;      // records taken this round (reader thread)
-  std::atomic<std::uint64_t> received{0}, malformed{0}, dropped{0}, coalesced{0}, count_only{0}, decode_errors{0},
-      decoded{0}, max_delay_ns{0}, delay_sum_ns{0};
+  std::uint64_t round_ns = 0; // when this round started: the read time of its records
+  // Written by the reader (or the replay feeder) only...
+  alignas(64) std::atomic<std::uint64_t> received{0}, malformed{0}, dropped{0}, coalesced{0}, count_only{0};
+  // ...and by the worker only: separate cache lines, so the two threads never share one.
+  alignas(64) std::atomic<std::uint64_t> decode_errors{0}, decoded{0}, abandoned{0}, max_delay_ns{0},
+      delay_sum_ns{0}, delay_samples{0};
+  std::uint64_t delay_samples_seen = 0;
   std::atomic<bool> count_only_active{false};
   std::atomic<std::uint32_t> divisor{1};
   // Feedback state (reader thread).
@@ -155,27 +164,27 @@ void RingDispatcher::apply_policy(Ring& ring, const void* data, std::uint32_t le
         it = ring.coalesced_by_key.emplace(key, 0).first;
       }
       it->second += 1;
-      ring.coalesced.fetch_add(1, std::memory_order_relaxed);
+      bump(ring.coalesced);
       return;
     }
     case LOUPE_BP_COUNT_ONLY:
-      ring.count_only.fetch_add(1, std::memory_order_relaxed);
+      bump(ring.count_only);
       if (!ring.count_only_active.exchange(true)) emit_event(ring, "count_only_entered", ring.divisor, ring.divisor, 0);
       return;
-    default: ring.dropped.fetch_add(1, std::memory_order_relaxed); return;
+    default: bump(ring.dropped); return;
   }
 }
 
 void RingDispatcher::accept(Ring& ring, const void* data, std::uint32_t len, std::uint64_t read_ns) {
-  ring.received.fetch_add(1, std::memory_order_relaxed);
+  bump(ring.received);
   if (check_header(ring.spec, data, len) != nullptr) {
-    ring.malformed.fetch_add(1, std::memory_order_relaxed);
+    bump(ring.malformed);
     return;
   }
   if (ring.count_only_active.load(std::memory_order_relaxed)) {
     // Degraded: stay so until the worker has caught up, so the ring does not flap.
     if (queue_->fill() > opts_.count_only_resume_fill) {
-      ring.count_only.fetch_add(1, std::memory_order_relaxed);
+      bump(ring.count_only);
       return;
     }
     ring.count_only_active.store(false);
@@ -188,10 +197,9 @@ void RingDispatcher::accept(Ring& ring, const void* data, std::uint32_t len, std
 int RingDispatcher::on_sample(void* ctx, void* data, std::size_t len) {
   auto* ring = static_cast<Ring*>(ctx);
   RingDispatcher* self = ring->owner;
-  std::uint64_t now = mono_ns();
   auto n = static_cast<std::uint32_t>(len);
-  if (self->capture_) self->capture_->append(ring->index, data, n, now);
-  self->accept(*ring, data, n, now);
+  if (self->capture_) self->capture_->append(ring->index, data, n, ring->round_ns);
+  self->accept(*ring, data, n, ring->round_ns);
   return ++ring->batch >= self->opts_.batch_limit ? kBatchFull : 0;
 }
 
@@ -208,7 +216,7 @@ void RingDispatcher::inject(std::size_t index, const void* data, std::uint32_t l
       queue_->notify();
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
-    ring->received.fetch_add(1, std::memory_order_relaxed);
+    bump(ring->received);
     queue_->notify();
     return;
   }
@@ -219,20 +227,26 @@ void RingDispatcher::inject(std::size_t index, const void* data, std::uint32_t l
 void RingDispatcher::process(const ByteQueue::Slot& slot, bool abandon) {
   Ring* ring = rings_[slot.ring].get();  // the set is fixed while the worker runs
   if (abandon) {
-    ring->dropped.fetch_add(1, std::memory_order_relaxed);
+    bump(ring->abandoned);
     return;
   }
   int rc = ring->spec.decode(ring->spec.user, slot.data, slot.len);
-  (rc == LOUPE_OK ? ring->decoded : ring->decode_errors).fetch_add(1, std::memory_order_relaxed);
+  bump(rc == LOUPE_OK ? ring->decoded : ring->decode_errors);
+  // The delay is sampled (1 record in kDelaySample): a clock read per record costs as much
+  // as the rest of the hand-off. Records of one round share their read time anyway.
+  if ((ring->delay_samples_seen++ & (kDelaySample - 1)) != 0) return;
   std::uint64_t delay = mono_ns() - slot.read_ns;
-  ring->delay_sum_ns.fetch_add(delay, std::memory_order_relaxed);
+  ring->delay_sum_ns.store(ring->delay_sum_ns.load(std::memory_order_relaxed) + delay, std::memory_order_relaxed);
+  bump(ring->delay_samples);
   store_max(ring->max_delay_ns, delay);
 }
 
 bool RingDispatcher::drain_round() {
   bool more = false;
+  const std::uint64_t now = mono_ns();  // one clock read per round, not per record
   for (auto& r : rings_) {  // the set is fixed once the reader runs
     r->batch = 0;
+    r->round_ns = now;
     int n = ring_buffer__consume(r->rb);
     if (n == kBatchFull) more = true;
   }
@@ -245,7 +259,7 @@ void RingDispatcher::feedback_tick() {
   for (auto& rp : rings_) {
     Ring& r = *rp;
     std::uint64_t kernel = r.lost_kernel();
-    std::uint64_t lost = kernel + r.dropped.load() + r.coalesced.load() + r.count_only.load();
+    std::uint64_t lost = kernel + r.dropped.load() + r.abandoned.load() + r.coalesced.load() + r.count_only.load();
     std::uint64_t offered = r.received.load() + kernel;
     std::uint64_t d_lost = lost - r.fb_lost, d_offered = offered - r.fb_offered;
     r.fb_lost = lost;
@@ -350,7 +364,7 @@ std::vector<RingStats> RingDispatcher::stats() const {
     s.lost_kernel = r->lost_kernel();
     s.received = r->received.load();
     s.malformed = r->malformed.load();
-    s.dropped_queue = r->dropped.load();
+    s.dropped_queue = r->dropped.load() + r->abandoned.load();
     s.coalesced = r->coalesced.load();
     s.count_only = r->count_only.load();
     s.decode_errors = r->decode_errors.load();
@@ -359,7 +373,7 @@ std::vector<RingStats> RingDispatcher::stats() const {
     s.queued = s.received > done ? s.received - done : 0;
     s.queue_high_water = queue_->high_water();
     s.max_delay_ns = r->max_delay_ns.load();
-    std::uint64_t n = s.decoded + s.decode_errors;
+    std::uint64_t n = r->delay_samples.load();
     s.mean_delay_ns = n ? r->delay_sum_ns.load() / n : 0;
     s.divisor = r->divisor.load();
     {

@@ -44,7 +44,7 @@ struct RingStats {
   std::uint64_t decoded = 0;       // plugin decode succeeded
   std::uint64_t queued = 0;        // in the queue now (0 after stop())
   std::uint64_t queue_high_water = 0;
-  std::uint64_t max_delay_ns = 0;  // read -> decode done, worst seen
+  std::uint64_t max_delay_ns = 0;  // read -> decode done, worst of the sampled records (1 in 16)
   std::uint64_t mean_delay_ns = 0;
   std::uint32_t divisor = 1;       // current in-kernel sampling divisor (1 = everything)
   std::uint64_t coalesced_keys = 0;

@@ -68,8 +68,10 @@ class FloodProfiler : public loupe::sdk::Profiler {
     skel_->rodata->targ_tgid = static_cast<__u32>(args.session ? args.session->target_pid : 0);
     skel_->rodata->targ_burst = static_cast<__u32>(args.config.get_int("burst", 16));
     skel_->rodata->targ_malformed_every = static_cast<__u32>(args.config.get_int("malformed_every", 0));
-    bpf_map__set_max_entries(skel_->maps.flood_ring,
-                             static_cast<__u32>(args.config.get_int("ring_kb", 64)) * 1024u);
+    const auto ring_bytes = static_cast<__u32>(args.config.get_int("ring_kb", 64)) * 1024u;
+    bpf_map__set_max_entries(skel_->maps.flood_ring, ring_bytes);
+    // A small ring wakes the reader at half full (emit.bpf.h).
+    if (skel_->rodata->loupe_wakeup_bytes > ring_bytes / 2) skel_->rodata->loupe_wakeup_bytes = ring_bytes / 2;
   }
 
   void start(const loupe::sdk::StartArgs&) override {

@@ -81,22 +81,17 @@ static __always_inline void *loupe_reserve(void *ring, void *lost_map, __u32 siz
 	return hdr;
 }
 
-/* Wakes the consumer once the unconsumed data passes the watermark, or half the ring when
- * the ring is smaller than the watermark (else a small ring would never wake it and would
- * overflow between two timed drains). */
+/* Wakes the consumer once the unconsumed data passes the watermark. A ring smaller than
+ * twice the watermark must lower loupe_wakeup_bytes (rodata, before load) to at most half
+ * its size, else it would never wake the consumer and would overflow between two timed
+ * drains. (One query per record: asking for the ring size too would add a helper call.) */
 static __always_inline void loupe_submit(void *ring, void *rec)
 {
 	__u64 flags = BPF_RB_NO_WAKEUP;
-	__u64 avail;
 
-	if (loupe_wakeup_bytes == 0) {
+	if (loupe_wakeup_bytes == 0 ||
+	    bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= loupe_wakeup_bytes)
 		flags = BPF_RB_FORCE_WAKEUP;
-	} else {
-		avail = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA);
-		if (avail >= loupe_wakeup_bytes ||
-		    avail >= bpf_ringbuf_query(ring, BPF_RB_RING_SIZE) / 2)
-			flags = BPF_RB_FORCE_WAKEUP;
-	}
 	bpf_ringbuf_submit(rec, flags);
 }
 
