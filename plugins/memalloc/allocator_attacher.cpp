@@ -81,7 +81,14 @@ std::string libc_of(int pid) {
     if (slash == std::string::npos) continue;
     std::string path = line.substr(slash);
     auto base = path.substr(path.rfind('/') + 1);
-    if (base.rfind("libc.so", 0) == 0 || base.rfind("libc-", 0) == 0) return path;
+    if (base.rfind("libc.so", 0) != 0 && base.rfind("libc-", 0) != 0) continue;
+    // The path is in the process's mount namespace (a container): reach it through
+    // its root, which names the same inode uprobes attach to.
+    if (pid) {
+      std::string via_root = "/proc/" + std::to_string(pid) + "/root" + path;
+      if (::access(via_root.c_str(), R_OK) == 0) return via_root;
+    }
+    return path;
   }
   return {};
 }
