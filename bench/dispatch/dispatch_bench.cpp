@@ -254,7 +254,7 @@ void BM_LossOnset(benchmark::State& state) {
   state.counters["dropped_queue"] = static_cast<double>(dropped);
 }
 BENCHMARK(BM_LossOnset)
-    ->Arg(250)->Arg(500)->Arg(1000)->Arg(2000)->Arg(4000)
+    ->Arg(250)->Arg(500)->Arg(1000)->Arg(2000)->Arg(4000)->Arg(6000)->Arg(8000)
     ->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // Reader -> worker hand-off of 24-byte records, no kernel: the previous design (a
