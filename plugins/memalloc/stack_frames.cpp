@@ -3,6 +3,10 @@
 
 #include <bpf/bpf.h>
 
+#include <fstream>
+#include <sstream>
+#include <string>
+
 namespace loupe::memalloc {
 
 std::vector<std::uint64_t> StackFrames::read(std::int32_t id) const {
@@ -51,6 +55,24 @@ void StackFrames::warm(std::uint32_t tgid, std::int32_t user_stack_id) {
   }
   // Addresses cached for this pid may predate its exec (a held `loupe run -- cmd` child).
   host_.invalidate_symbols(tgid);
+  // One address in every executable file mapping: the symbolizer then has every module's
+  // table, not only those of this one stack (a walk through a library built without
+  // frame pointers stops early), and keeps them after the process exits.
+  std::vector<std::uint64_t> addrs;
+  std::ifstream maps("/proc/" + std::to_string(tgid) + "/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    std::istringstream in(line);
+    std::string range, perms;
+    in >> range >> perms;
+    if (perms.size() < 3 || perms[2] != 'x' || line.find('/') == std::string::npos) continue;
+    addrs.push_back(std::stoull(range.substr(0, range.find('-')), nullptr, 16));
+  }
+  if (!addrs.empty()) {
+    std::vector<loupe_frame> out(addrs.size());
+    host_.symbolize(tgid, LOUPE_FRAME_USER, addrs.data(), static_cast<std::uint32_t>(addrs.size()),
+                    out.data());
+  }
   ma_stack_key key{tgid, user_stack_id, -1, MA_ORIGIN_USER};
   frames(key);
 }

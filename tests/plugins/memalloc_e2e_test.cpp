@@ -53,9 +53,10 @@ class MemallocE2E : public ::testing::Test {
   }
 
   RunResult run(const std::string& plugin_body, const std::vector<std::string>& cmd,
-                const std::string& extra_sinks = "") {
+                const std::string& extra_sinks = "", const std::string& session = "") {
     std::string profile = dir_ + "/profile.toml";
-    std::ofstream(profile) << "[session]\noutput_dir = \"" << dir_ << "/out\"\n\n"
+    std::ofstream(profile) << "[session]\noutput_dir = \"" << dir_ << "/out\"\n"
+                           << session << "\n"
                            << "[[plugins]]\nname = \"memalloc\"\n"
                            << plugin_body << "\n[[sinks]]\nname = \"jsonl\"\n"
                            << extra_sinks;
@@ -242,4 +243,26 @@ TEST_F(MemallocE2E, PoissonByBytesSamplesLargeAllocationsAlwaysAndScalesSmallOne
   // ~61 samples of p = 0.061: sd ~ 12.5% of the estimate; 50% is 4 sigma.
   EXPECT_NEAR(s["ma_leak_4k"].alloc_bytes, 4096000, 0.5 * 4096000);
   EXPECT_NEAR(s["ma_leak_4k"].outstanding_bytes, s["ma_leak_4k"].alloc_bytes, 1);
+}
+
+TEST_F(MemallocE2E, ThreadsPairEntryAndReturnPerThreadWithIntervalReports) {
+  // 4 threads allocate at once; pairing is per thread, so counts stay exact. Interval
+  // reports run concurrently with the allocations and must not disturb the final one.
+  auto r = run("", {kWorkload, "threads", "4"}, "", "interval = 0.2\n");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto s = sites(r, "alloc_sites");
+  ASSERT_TRUE(s.count("ma_thread_churn")) << r.output;
+  EXPECT_EQ(s["ma_thread_churn"].allocs, 4 * 2000);
+  EXPECT_EQ(s["ma_thread_churn"].alloc_bytes, 4 * 2000 * 48);
+  EXPECT_EQ(s["ma_thread_churn"].frees, 4 * 2000);
+  EXPECT_EQ(s["ma_thread_churn"].outstanding_allocs, 0);
+  auto leaks = sites(r, "leaks");
+  EXPECT_EQ(leaks["ma_thread_leak"].outstanding_allocs, 4 * 50);
+  EXPECT_EQ(leaks["ma_thread_leak"].outstanding_bytes, 4 * 50 * 512);
+  EXPECT_FALSE(leaks.count("ma_thread_churn"));
+  EXPECT_EQ(health(r, "pending_full"), 0u);
+  int interval_records = 0;
+  for (const auto& rec : r.records)
+    if (!rec["is_final"].get<bool>()) ++interval_records;
+  EXPECT_GT(interval_records, 0);
 }

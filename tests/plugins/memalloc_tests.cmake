@@ -5,6 +5,7 @@ set(_ma_dir ${CMAKE_CURRENT_LIST_DIR})
 add_executable(memalloc_workload ${CMAKE_SOURCE_DIR}/tests/workloads/memalloc_workload.c)
 # -O0, frame pointers and noinline sites: the symbolized caller of malloc names the site.
 target_compile_options(memalloc_workload PRIVATE -O0 -g -fno-omit-frame-pointer)
+target_link_libraries(memalloc_workload PRIVATE Threads::Threads)
 set_target_properties(memalloc_workload PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/workloads)
 
 add_executable(memalloc_unit_test ${_ma_dir}/memalloc_unit_test.cpp)

@@ -12,7 +12,12 @@
 //     ma_realloc_site:     50 x malloc(100), realloc 200, realloc 5000, free -> no leak
 //     ma_memalign_leak:    10 x posix_memalign(64, 256), never freed -> leaks 2,560 B
 //     ma_aligned_site:     10 x aligned_alloc(64, 128) + free   -> no leak
+//
+//   memalloc_workload threads T
+//     T threads at once, each: 2000 x malloc(48) + free in ma_thread_churn, then
+//     50 x malloc(512) never freed in ma_thread_leak
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,8 +91,47 @@ __attribute__((noinline)) void ma_aligned_site(int n)
 	}
 }
 
-int main(void)
+__attribute__((noinline)) void ma_thread_churn(int n)
 {
+	for (int i = 0; i < n; i++) {
+		char *volatile p = malloc(48);
+
+		free(p);
+	}
+}
+
+__attribute__((noinline)) void ma_thread_leak(void **out, int n)
+{
+	for (int i = 0; i < n; i++)
+		out[i] = malloc(512);
+}
+
+static void *thread_main(void *arg)
+{
+	ma_thread_churn(2000);
+	ma_thread_leak(arg, 50);
+	return NULL;
+}
+
+static int run_threads(int t)
+{
+	static void *leaked[64][50];
+	pthread_t tid[64];
+
+	if (t < 1 || t > 64)
+		return 2;
+	for (int i = 0; i < t; i++)
+		if (pthread_create(&tid[i], NULL, thread_main, leaked[i]))
+			return 1;
+	for (int i = 0; i < t; i++)
+		pthread_join(tid[i], NULL);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && strcmp(argv[1], "threads") == 0)
+		return run_threads(atoi(argv[2]));
 	ma_leak_4k(1000);
 	ma_churn_64(10000);
 	ma_calloc_site(100);
