@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <dlfcn.h>
+
 #include <boost/dll/shared_library.hpp>
 #include <cstddef>
 #include <regex>
@@ -57,6 +59,18 @@ std::optional<std::string> check_keys(const loupe_config_key* keys, std::uint32_
     }
   }
   return std::nullopt;
+}
+
+// Boost.DLL reduces dlopen failures to an errno text ("Bad file descriptor"); the
+// loader's own message ("invalid ELF header", "undefined symbol: x") is what helps.
+std::string loader_error(const std::filesystem::path& path, const boost::dll::fs::error_code& ec) {
+  dlerror();
+  if (void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+    dlclose(h);
+    return ec.message();
+  }
+  const char* e = dlerror();
+  return e ? e : ec.message();
 }
 
 }  // namespace
@@ -131,7 +145,7 @@ std::shared_ptr<PluginLibrary> PluginLibrary::open(const std::filesystem::path& 
   boost::dll::fs::error_code ec;
   // RTLD_LOCAL (boost's default) keeps one plugin's symbols from satisfying another's.
   out->handle_->lib.load(boost::dll::fs::path(path), boost::dll::load_mode::default_mode, ec);
-  if (ec) throw PluginLoadError(fmt::format("{}: cannot load shared library: {}", path.string(), ec.message()));
+  if (ec) throw PluginLoadError(fmt::format("{}: cannot load shared library: {}", path.string(), loader_error(path, ec)));
   if (!out->handle_->lib.has(LOUPE_PLUGIN_ENTRY_SYMBOL))
     throw PluginLoadError(fmt::format("{}: not a loupe plugin: expected exported symbol '{}', not found", path.string(),
                                       LOUPE_PLUGIN_ENTRY_SYMBOL));
