@@ -395,7 +395,10 @@ void Session::Impl::emit_core_health(bool is_final) {
     publish(r);
   };
   auto warn_if = [](std::uint64_t v) { return v ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK; };
+  std::map<std::string, std::uint64_t> lost_by_plugin;  // every counted loss of its rings
   for (const auto& st : rings_.stats()) {
+    lost_by_plugin[st.plugin] += st.lost_kernel + st.dropped_queue + st.coalesced + st.count_only + st.malformed +
+                                 st.decode_errors;
     std::string comp = st.plugin + "/" + st.ring;
     health("ring_received", comp, st.received, LOUPE_HEALTH_OK, "");
     if (st.lost_kernel_known)
@@ -417,6 +420,9 @@ void Session::Impl::emit_core_health(bool is_final) {
     health("ring_sampling_divisor", comp, st.divisor, st.divisor > 1 ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK,
            st.divisor > 1 ? fmt::format("the kernel side emits 1 in {} records (sustained loss)", st.divisor) : "");
   }
+  for (const auto& [plugin, lost] : lost_by_plugin)
+    health("plugin_ring_loss", plugin, lost, warn_if(lost),
+           lost ? "ring records lost, dropped, merged or malformed: see the ring_* records" : "");
   emit_coalesced(is_final);
   if (!is_final) return;
   for (const auto& p : links_.results())

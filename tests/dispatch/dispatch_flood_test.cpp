@@ -52,6 +52,8 @@ std::map<std::string, double> final_values(const std::vector<Json>& recs) {
     if (r["kind"] == "health" && r["health"]["component"] == "flood/flood")
       v[name] = r["health"]["value"].get<double>();
     if (r["kind"] == "metric" && r["plugin"] == "flood") v[name] = r["metric"]["value"].get<double>();
+    if (r["kind"] == "health" && name == "plugin_ring_loss" && r["health"]["component"] == "flood")
+      v[name] = r["health"]["value"].get<double>();
   }
   return v;
 }
@@ -133,6 +135,9 @@ class DispatchFlood : public ::testing::Test {
                                          v.at("ring_decode_errors"))
         << "received = delivered + each counted loss";
     EXPECT_EQ(v.at("ring_queued"), 0);
+    ASSERT_TRUE(v.count("plugin_ring_loss"));
+    EXPECT_EQ(v.at("plugin_ring_loss"), v.at("ring_lost_kernel") + v.at("ring_dropped_queue") + v.at("ring_coalesced") +
+                                            v.at("ring_count_only") + v.at("ring_malformed") + v.at("ring_decode_errors"));
     EXPECT_EQ(v.at("flood_decoded"), v.at("ring_decoded"));
   }
   std::string loupe_;
