@@ -229,16 +229,18 @@ class MemallocProfiler : public sdk::Profiler {
   }
 
  private:
-  // Symbolizes one stack of each new process soon after its first allocation: the final
-  // report usually comes after a `loupe run -- cmd` child exited, when /proc/PID/maps is
-  // gone, and the symbolizer keeps what it read while the process was alive.
+  // Keeps the symbolizer's view of every traced process current (re-read after an exec or
+  // a dlopen), polled every 20 ms: the final report usually comes after a `loupe run --
+  // cmd` child exited, when /proc/PID/maps is gone, and the symbolizer keeps what it read
+  // while the process was alive.
+  static constexpr int kWarmPerPass = 256;
   void warm_new_processes() {
     int fd = bpf_map__fd(skel_->maps.seen_pids);
     std::uint32_t key = 0, next = 0;
     std::uint32_t* prev = nullptr;
-    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-      std::int32_t stack_id = -1;
-      if (bpf_map_lookup_elem(fd, &next, &stack_id) == 0) frames_->warm(next, stack_id);
+    // Bounded work per pass: system-wide runs may see thousands of processes.
+    for (int n = 0; n < kWarmPerPass && bpf_map_get_next_key(fd, prev, &next) == 0; ++n) {
+      frames_->warm(next);
       key = next;
       prev = &key;
     }

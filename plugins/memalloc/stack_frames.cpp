@@ -48,16 +48,10 @@ const std::vector<loupe_frame>& StackFrames::frames(const ma_stack_key& key) {
   return cache_.emplace(k, std::move(out)).first->second;
 }
 
-void StackFrames::warm(std::uint32_t tgid, std::int32_t user_stack_id) {
-  {
-    std::lock_guard lock(mu_);
-    if (!warmed_.insert(tgid).second) return;
-  }
-  // Addresses cached for this pid may predate its exec (a held `loupe run -- cmd` child).
-  host_.invalidate_symbols(tgid);
+void StackFrames::warm(std::uint32_t tgid) {
   // One address in every executable file mapping: the symbolizer then has every module's
-  // table, not only those of this one stack (a walk through a library built without
-  // frame pointers stops early), and keeps them after the process exits.
+  // table, not only those of one stack (a walk through a library built without frame
+  // pointers stops early), and keeps them after the process exits.
   std::vector<std::uint64_t> addrs;
   std::ifstream maps("/proc/" + std::to_string(tgid) + "/maps");
   std::string line;
@@ -68,13 +62,19 @@ void StackFrames::warm(std::uint32_t tgid, std::int32_t user_stack_id) {
     if (perms.size() < 3 || perms[2] != 'x' || line.find('/') == std::string::npos) continue;
     addrs.push_back(std::stoull(range.substr(0, range.find('-')), nullptr, 16));
   }
-  if (!addrs.empty()) {
-    std::vector<loupe_frame> out(addrs.size());
-    host_.symbolize(tgid, LOUPE_FRAME_USER, addrs.data(), static_cast<std::uint32_t>(addrs.size()),
-                    out.data());
+  if (addrs.empty()) return;  // gone, or no file mappings yet
+  {
+    std::lock_guard lock(mu_);
+    auto& last = warmed_[tgid];
+    if (last == addrs) return;
+    last = addrs;
   }
-  ma_stack_key key{tgid, user_stack_id, -1, MA_ORIGIN_USER};
-  frames(key);
+  // The mappings changed: an exec (a held `loupe run -- cmd` child was warmed as loupe's
+  // image) or a dlopen. Drop what was cached and read the new address space.
+  host_.invalidate_symbols(tgid);
+  std::vector<loupe_frame> out(addrs.size());
+  host_.symbolize(tgid, LOUPE_FRAME_USER, addrs.data(), static_cast<std::uint32_t>(addrs.size()),
+                  out.data());
 }
 
 }  // namespace loupe::memalloc

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
-#include <set>
 #include <tuple>
 #include <vector>
 
@@ -24,9 +23,10 @@ class StackFrames {
   // Kernel frames (leaf first), then user frames; an unavailable half is left out.
   const std::vector<loupe_frame>& frames(const ma_stack_key& key);
 
-  // Symbolizes one stack of `tgid` now, so its address space stays known after it exits.
-  // Called for each new process; cheap after the first time.
-  void warm(std::uint32_t tgid, std::int32_t user_stack_id);
+  // Has the host read `tgid`'s address space and the symbols of each executable mapping
+  // now, so its stacks can be symbolized after it exits. Called periodically for each
+  // traced process; reads /proc/PID/maps and does more only when the mappings changed.
+  void warm(std::uint32_t tgid);
 
  private:
   std::vector<std::uint64_t> read(std::int32_t id) const;
@@ -37,7 +37,7 @@ class StackFrames {
   int stacks_fd_;
   std::mutex mu_;  // collect() and the warm-up thread
   std::map<std::tuple<std::uint32_t, std::int32_t, std::int32_t>, std::vector<loupe_frame>> cache_;
-  std::set<std::uint32_t> warmed_;
+  std::map<std::uint32_t, std::vector<std::uint64_t>> warmed_;  // executable mappings seen
 };
 
 }  // namespace loupe::memalloc
