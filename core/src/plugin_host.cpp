@@ -66,7 +66,14 @@ int svc_ksym_exists(loupe_host*, const char* name) {
   return 0;
 }
 
+int refuse_in_replay(const char* what) {
+  return fail(LOUPE_ERR_UNSUPPORTED, fmt::format("{}: refused while replaying a capture (the session has no kernel "
+                                                 "side; check loupe_session_info.flags & LOUPE_SESSION_REPLAY)",
+                                                 what));
+}
+
 int svc_bpf_load(loupe_host* h, bpf_object* obj) {
+  if (h->ctx.replay) return refuse_in_replay("bpf_load");
   if (!obj) return fail(LOUPE_ERR_INVALID_ARG, "bpf_load: NULL object");
   std::string report = load_with_verifier_log(obj);
   if (report.empty()) return LOUPE_OK;
@@ -75,6 +82,7 @@ int svc_bpf_load(loupe_host* h, bpf_object* obj) {
 }
 
 int svc_bpf_attach(loupe_host* h, bpf_program* prog, const char* probe) {
+  if (h->ctx.replay) return refuse_in_replay("bpf_attach");
   if (!prog) return fail(LOUPE_ERR_INVALID_ARG, "bpf_attach: NULL program");
   std::string label = probe ? probe : bpf_program__name(prog);
   bpf_link* link = bpf_program__attach(prog);
@@ -86,6 +94,10 @@ int svc_bpf_attach(loupe_host* h, bpf_program* prog, const char* probe) {
 }
 
 int svc_adopt_link(loupe_host* h, bpf_link* link, bpf_program* prog, const char* probe, int err) {
+  if (h->ctx.replay) {
+    if (link) bpf_link__destroy(link);
+    return refuse_in_replay("bpf_adopt_link");
+  }
   std::string label = probe ? probe : (prog ? bpf_program__name(prog) : "probe");
   h->ctx.links->add(h->instance, label, prog, link, err);
   if (link) return LOUPE_OK;

@@ -25,6 +25,7 @@ struct HostContext {
   RingDispatcher* rings = nullptr;
   RecordBus* bus = nullptr;
   LinkSet* links = nullptr;
+  bool replay = false;  // replaying a capture: the kernel must not be touched
   std::atomic<std::uint64_t> window_start_ns{0};
   std::atomic<std::uint64_t> window_end_ns{0};  // 0 = "now" when a record is emitted
 };

@@ -476,11 +476,19 @@ void Session::Impl::shutdown() {
   }
   emit_core_health(true);
   result_.records_published = bus_.published();
+  std::string sink_failures;
   for (auto& sk : sinks_) {
     if (!sk.runner->flush(true, std::chrono::seconds(10)))
       spdlog::warn("sink '{}' did not finish its final flush in time", sk.host->instance);
     sk.runner->stop();
+    // A sink that lost output makes the run fail (exit 1) even though the others finished:
+    // a script must not mistake a half-written report for a complete one.
+    auto st = sk.runner->stats();
+    if (st.consume_errors || st.disabled)
+      sink_failures += fmt::format("{}sink '{}' failed ({} errors{}): {}", sink_failures.empty() ? "" : "; ",
+                                   sk.host->instance, st.consume_errors, st.disabled ? ", disabled" : "", st.last_error);
   }
+  if (!sink_failures.empty()) throw Failure{ExitCode::kRuntime, sink_failures};
   for (auto& p : profilers_) p.instance->destroy();
   for (auto& sk : sinks_) sk.instance->destroy();
 }
@@ -533,6 +541,7 @@ SessionResult Session::Impl::run() {
     info_.output_dir = output_dir_.c_str();
     info_.start_wall_ns = session_start_wall_;
     info_.flags = replay ? LOUPE_SESSION_REPLAY : 0;
+    ctx_.replay = replay;
 
     // Sinks first, so every record a profiler emits during start() has somewhere to go.
     for (std::size_t i = 0; i < profile_.plugins.size(); ++i)

@@ -202,15 +202,15 @@ std::vector<Row> rows() {
       {"output_dir_read_only_fs", "[session]\nduration = 0.3\noutput_dir = \"{TMP}/ro/out\"\n" + kTestprof + kSinkJsonl, run, 1,
        {"{TMP}/ro/out"}, true, "mkdir ro && mount -t tmpfs -o ro,size=64k loupe-ro ro", "umount ro"},
       // A sink whose disk is full reports the error and drops its records; the others go
-      // on, and the run still exits 0 (docs/cli.md reads "1 = a sink failed": see
-      // docs/reliability.md).
+      // on and finish their output, and the run exits 1 naming the failed sink.
       {"sink_on_dev_full", session + kTestprof + "[[sinks]]\nname = \"jsonl\"\npath = \"/dev/full\"\n" +
            "[[sinks]]\nname = \"jsonl\"\npath = \"second.jsonl\"\n",
-       run, 0, {"sink 'jsonl': flush() failed", "/dev/full", "No space left on device", "records dropped"}, true, "",
+       run, 1, {"sink 'jsonl': flush() failed", "/dev/full", "No space left on device", "records dropped",
+                "sink 'jsonl' failed"}, true, "",
        "grep -q test_metric out/second.jsonl"},
       {"sink_on_full_tmpfs", "[session]\nduration = 0.3\noutput_dir = \"{TMP}/full/out\"\n" + kTestprof +
            "count = 10\n[[sinks]]\nname = \"jsonl\"\n[[sinks]]\nname = \"jsonl\"\npath = \"{TMP}/second.jsonl\"\n",
-       run, 0, {"records.jsonl' failed: No space left on device", "records dropped"}, true,
+       run, 1, {"records.jsonl' failed: No space left on device", "records dropped"}, true,
        "mkdir full && mount -t tmpfs -o size=64k loupe-full full && mkdir -m 0700 full/out && "
        "(dd if=/dev/zero of=full/fill bs=4k 2>/dev/null; true)",
        "umount full && grep -q test_metric second.jsonl"},
