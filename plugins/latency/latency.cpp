@@ -103,6 +103,8 @@ class LatencyProfiler : public sdk::Profiler {
                        "missing_targets = \"" + missing + "\": expected \"error\" or \"warn\"");
     std::int64_t pid = cfg.get_int("pid", 0);
     int session_pid = args.session ? args.session->target_pid : 0;
+    replay_ = args.session && LOUPE_ABI_HAS_FIELD(args.session, loupe_session_info, flags) &&
+              (args.session->flags & LOUPE_SESSION_REPLAY);
     if (pid && session_pid && pid != session_pid)
       throw sdk::Error(LOUPE_ERR_INVALID_ARG, "pid = " + std::to_string(pid) +
                                                   " conflicts with the session's target pid " +
@@ -197,14 +199,18 @@ class LatencyProfiler : public sdk::Profiler {
   }
 
   void start(const sdk::StartArgs&) override {
-    if (host_->bpf_load(skel_->obj) != LOUPE_OK)
-      throw sdk::Error(LOUPE_ERR_KERNEL, "loading the latency BPF object: " + host_->last_error());
-    attacher_->attach(targets_);
+    // Replaying a capture: only the outlier ring exists (fed from the file); the
+    // in-kernel histograms were not recorded, so there is nothing to load or collect.
+    if (!replay_) {
+      if (host_->bpf_load(skel_->obj) != LOUPE_OK)
+        throw sdk::Error(LOUPE_ERR_KERNEL, "loading the latency BPF object: " + host_->last_error());
+      attacher_->attach(targets_);
+    }
     if (outliers_on_) {
       decoder_ = std::make_unique<OutlierDecoder>(*host_, labels_);
       loupe_ring_spec spec{};
       spec.size = sizeof(spec);
-      spec.map_fd = bpf_map__fd(skel_->maps.outliers);
+      spec.map_fd = replay_ ? -1 : bpf_map__fd(skel_->maps.outliers);
       spec.name = "outliers";
       spec.record_type = LAT_RECORD_OUTLIER;
       spec.record_version = LAT_RECORD_OUTLIER_VERSION;
@@ -212,14 +218,15 @@ class LatencyProfiler : public sdk::Profiler {
       spec.max_len = sizeof(lat_outlier_event);
       spec.category = LOUPE_RING_MUST_KEEP;
       spec.policy = LOUPE_BP_DEFAULT;
-      spec.lost_map_fd = bpf_map__fd(skel_->maps.outliers_lost);
-      spec.divisor_map_fd = bpf_map__fd(skel_->maps.outliers_divisor);
+      spec.lost_map_fd = replay_ ? -1 : bpf_map__fd(skel_->maps.outliers_lost);
+      spec.divisor_map_fd = replay_ ? -1 : bpf_map__fd(skel_->maps.outliers_divisor);
       spec.decode = &OutlierDecoder::decode_thunk;
       spec.user = decoder_.get();
       if (host_->register_ring(spec) != LOUPE_OK)
         throw sdk::Error(LOUPE_ERR_INTERNAL, "registering the outliers ring: " +
                                                  host_->last_error());
     }
+    if (replay_) return;
     ReporterMaps maps;
     maps.starts_fd = bpf_map__fd(skel_->maps.starts);
     maps.hists_fd = bpf_map__fd(skel_->maps.hists);
@@ -246,6 +253,7 @@ class LatencyProfiler : public sdk::Profiler {
   std::vector<TargetLabels> labels_;
   ReporterOptions opts_;
   bool outliers_on_ = false;
+  bool replay_ = false;  // loupe replay: decode recorded outliers, touch no kernel
   std::unique_ptr<TargetAttacher> attacher_;
   std::unique_ptr<OutlierDecoder> decoder_;
   std::unique_ptr<LatencyReporter> reporter_;

@@ -132,6 +132,36 @@ TOML
   echo "interrupt ok (${took} ms)"
 }
 
+case_record_replay() {
+  need_root
+  cat >"$TMP/p.toml" <<TOML
+[session]
+output_dir = "$TMP/live"
+[[plugins]]
+name = "latency"
+outlier_ns = 1000000
+  [[plugins.targets]]
+  name = "nanosleep"
+  syscall = "clock_nanosleep"
+[[sinks]]
+name = "jsonl"
+TOML
+  "$LOUPE" run "$TMP/p.toml" --record "$TMP/cap" -- "${LOUPE_BUILD_DIR}/bin/loupe-demo" 0.3 >/dev/null 2>"$TMP/err"
+  expect_rc 0 $? "record: $(cat "$TMP/err")"
+  "$LOUPE" replay "$TMP/cap" "$TMP/p.toml" -o "$TMP/replayed" 2>"$TMP/err"
+  expect_rc 0 $? "replay: $(cat "$TMP/err")"
+  # Every outlier event recorded live comes back, field for field, without a kernel.
+  python3 - "$TMP/live/records.jsonl" "$TMP/replayed/records.jsonl" <<'PY' || exit 1
+import json, sys
+def events(p):
+    return [json.dumps(r["event"]["fields"], sort_keys=True) for r in map(json.loads, open(p)) if r["kind"] == "event"]
+live, replayed = events(sys.argv[1]), events(sys.argv[2])
+assert len(live) >= 100, f"too few outliers recorded: {len(live)}"
+assert live == replayed, f"replay differs: {len(live)} live vs {len(replayed)} replayed"
+print("replay ok", len(live))
+PY
+}
+
 case_demo() {
   need_root
   cd "$TMP" || exit 1
