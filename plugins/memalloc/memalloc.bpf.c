@@ -268,7 +268,7 @@ int BPF_KRETPROBE(ma_alloc_exit, long ret)
 	if (v.func == MA_REALLOC && v.arg_ptr && (addr || v.size == 0)) {
 		/* realloc moved or freed the old block (a failed realloc keeps it). */
 		record_free(v.arg_ptr, tgid, MA_ORIGIN_USER);
-		c->frees++;
+		c->realloc_frees++;
 	}
 	if (!addr) {
 		if (!(v.func == MA_REALLOC && v.size == 0))

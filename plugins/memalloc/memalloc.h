@@ -92,6 +92,7 @@ struct ma_counters {
 	__u64 kernel_allocs;      /* kmem tracepoint allocations that passed the filters */
 	__u64 kernel_frees;
 	__u64 kernel_frees_untracked;
+	__u64 realloc_frees;      /* old blocks released by a moving or shrinking-to-0 realloc */
 };
 
 #endif /* LOUPE_MEMALLOC_H */

@@ -187,6 +187,7 @@ void MemallocReporter::collect(bool is_final, std::uint64_t window_start_ns,
     if (c.calls[i])
       emit_metric("calls", "count", static_cast<double>(c.calls[i]), is_final, names[i]);
   emit_metric("calls", "count", static_cast<double>(c.frees), is_final, "free");
+  emit_metric("realloc_frees", "count", static_cast<double>(c.realloc_frees), is_final);
   emit_metric("frees_untracked", "count", static_cast<double>(c.frees_untracked), is_final);
   emit_metric("sampled_out", "count", static_cast<double>(c.sampled_out), is_final);
   emit_metric("failed", "count", static_cast<double>(c.failed), is_final);
