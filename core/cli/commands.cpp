@@ -195,6 +195,7 @@ int cmd_run(const CommonOptions& common, const RunOptions& run) {
   opts.command = run.command;
   opts.delivery_delay_ms = run.delivery_delay_ms;
   opts.record_path = run.record;
+  opts.stats = run.stats;
   for (auto& d : common.plugin_dirs) opts.extra_plugin_dirs.emplace_back(d);
   if (!common.disabled_features.empty())
     opts.features = std::make_shared<KernelFeatureProber>(common.disabled_features);

@@ -28,6 +28,7 @@ struct RunOptions {
   std::vector<std::string> command;
   std::optional<double> delivery_delay_ms;
   std::string record;  // --record FILE
+  bool stats = false;  // --stats
 };
 int cmd_run(const CommonOptions& common, const RunOptions& run);
 

@@ -62,6 +62,9 @@ int main(int argc, char** argv) {
                    "Longest a ring record waits before it is read, in ms (default 20; producers skip wake-ups "
                    "below a watermark)");
   runc->add_option("--record", run.record, "Also write every raw ring record to FILE (for loupe replay)");
+  runc->add_flag("--stats", run.stats,
+                 "Per-probe BPF run-time statistics (runs, ns per run, events/s, CPU share, silent probes) as "
+                 "metric and health records; the kernel counts for this session only");
   ReplayOptions replay;
   auto* replayc = app.add_subcommand("replay", "Feed a --record capture through the profile's decoders and sinks, "
                                                "without a kernel: loupe replay FILE PROFILE");

@@ -87,7 +87,8 @@ void LinkSet::add(const std::string& instance, const std::string& probe, bpf_pro
   if (link) {
     links_.push_back(link);
     int fd = prog ? bpf_program__fd(prog) : -1;
-    attached_.push_back({instance, probe, r.program, fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1});
+    attached_.push_back({instance, probe, r.program, ProbeStats::link_target(bpf_link__fd(link)),
+                         fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1});
   }
   results_.push_back(std::move(r));
 }
@@ -96,7 +97,7 @@ std::vector<ProgramStats> LinkSet::program_stats() const {
   std::lock_guard lock(mu_);
   std::vector<ProgramStats> out;
   for (const auto& a : attached_) {
-    ProgramStats s{a.instance, a.probe, a.program};
+    ProgramStats s{a.instance, a.probe, a.program, a.target};
     if (ProbeStats::read(a.prog_fd, s)) out.push_back(std::move(s));
   }
   return out;

@@ -46,7 +46,7 @@ class LinkSet {
   mutable std::mutex mu_;
   std::vector<bpf_link*> links_;
   struct Attached {
-    std::string instance, probe, program;
+    std::string instance, probe, program, target;
     int prog_fd;  // dup of the program's fd: stats stay readable until detach_all()
   };
   std::vector<Attached> attached_;

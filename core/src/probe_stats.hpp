@@ -10,17 +10,9 @@
 #include <string>
 #include <vector>
 
-namespace loupe {
+#include "loupe/program_stats.hpp"
 
-struct ProgramStats {
-  std::string instance;
-  std::string probe;
-  std::string program;
-  std::uint64_t run_cnt = 0;
-  std::uint64_t run_time_ns = 0;
-  std::uint64_t recursion_misses = 0;
-  double avg_ns() const { return run_cnt ? static_cast<double>(run_time_ns) / static_cast<double>(run_cnt) : 0; }
-};
+namespace loupe {
 
 class ProbeStats {
  public:
@@ -34,6 +26,8 @@ class ProbeStats {
   bool enabled() const { return stats_fd_ >= 0; }
   // Reads run_cnt/run_time_ns/recursion_misses of `prog_fd` (any BPF program fd).
   static bool read(int prog_fd, ProgramStats& out);
+  // What a BPF link is attached to (ProgramStats::target); empty when the kernel does not say.
+  static std::string link_target(int link_fd);
 
  private:
   int stats_fd_ = -1;

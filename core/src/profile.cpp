@@ -107,6 +107,11 @@ void parse_session(const toml::table& t, SessionSpec& s, Checker& c) {
       } else {
         c.error(node, fmt::format("session.command: expected a string or an array of strings, found {}", toml_type_name(node)));
       }
+    } else if (k == "stats") {
+      if (auto v = node.as_boolean())
+        s.stats = v->get();
+      else
+        c.error(node, fmt::format("session.stats: expected a boolean, found {}", toml_type_name(node)));
     } else if (k == "on_plugin_error") {
       auto v = node.as_string();
       if (!v || (v->get() != "fail" && v->get() != "continue"))
@@ -115,7 +120,7 @@ void parse_session(const toml::table& t, SessionSpec& s, Checker& c) {
         s.continue_on_plugin_error = v->get() == "continue";
     } else {
       c.error(key, fmt::format("unknown key 'session.{}' (known: duration, interval, output_dir, pid, command, "
-                               "on_plugin_error, drain_timeout)", k));
+                               "on_plugin_error, drain_timeout, stats)", k));
     }
   }
 }

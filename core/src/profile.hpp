@@ -47,6 +47,7 @@ struct SessionSpec {
   std::vector<std::string> command;
   bool continue_on_plugin_error = false;  // on_plugin_error = "fail" | "continue"
   double drain_timeout_s = 2.0;
+  bool stats = false;  // per-probe BPF run-time statistics (loupe run --stats)
 };
 
 struct PluginSpec {

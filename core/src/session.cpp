@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <thread>
+#include <unistd.h>
 
 #include "bpf_lifecycle.hpp"
 #include "capture_file.hpp"
@@ -18,6 +19,7 @@
 #include "loupe/symbolizer.hpp"
 #include "plugin_host.hpp"
 #include "plugin_instance.hpp"
+#include "probe_stats_reporter.hpp"
 #include "profile.hpp"
 #include "record_bus.hpp"
 #include "ring_dispatcher.hpp"
@@ -95,6 +97,12 @@ class Session::Impl {
   RingDispatcher rings_;
   RecordBus bus_;
   LinkSet links_;
+  ProbeStats probe_stats_;  // --stats: the kernel counts while this fd is open
+  std::unique_ptr<ProbeStatsReporter> stats_reporter_;
+  std::vector<ProgramStats> final_stats_;  // read just before detach
+  std::uint64_t final_stats_ns_ = 0;
+  std::string stats_error_;
+  void enable_probe_stats();
   HostContext ctx_;
   std::vector<Live> sinks_, profilers_;
   std::unique_ptr<TargetProcess> target_;
@@ -424,7 +432,11 @@ void Session::Impl::emit_core_health(bool is_final) {
     health("plugin_ring_loss", plugin, lost, warn_if(lost),
            lost ? "ring records lost, dropped, merged or malformed: see the ring_* records" : "");
   emit_coalesced(is_final);
+  if (stats_reporter_)
+    stats_reporter_->report(is_final ? final_stats_ : links_.program_stats(),
+                            is_final ? final_stats_ns_ : clock_ns(LOUPE_CLOCK_MONOTONIC), is_final);
   if (!is_final) return;
+  if (!stats_error_.empty()) health("probe_stats_unavailable", "loupe", 0, LOUPE_HEALTH_WARN, stats_error_);
   for (const auto& p : links_.results())
     if (!p.attached)
       health("probe_attach_failed", p.instance + "/" + p.probe, 1, LOUPE_HEALTH_ERROR, p.error);
@@ -441,9 +453,28 @@ void Session::Impl::emit_core_health(bool is_final) {
   }
 }
 
+// Before any program loads, so the counts cover every run; the fd lives as long as the
+// session, so the kernel's (small) accounting cost ends with it.
+void Session::Impl::enable_probe_stats() {
+  std::string err;
+  if (!probe_stats_.enable(&err)) {
+    spdlog::warn("--stats: {}; the session runs without per-probe statistics", err);
+    stats_error_ = err;
+    return;
+  }
+  stats_reporter_ = std::make_unique<ProbeStatsReporter>([this](const loupe_record& r) { publish(r); },
+                                                         static_cast<unsigned>(sysconf(_SC_NPROCESSORS_ONLN)));
+}
+
 void Session::Impl::shutdown() {
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(profile_.session.drain_timeout_s));
+  if (stats_reporter_) {
+    final_stats_ = links_.program_stats();
+    final_stats_ns_ = clock_ns(LOUPE_CLOCK_MONOTONIC);
+    result_.probe_stats = final_stats_;
+    result_.probes_attached_s = static_cast<double>(final_stats_ns_ - stats_reporter_->start_ns()) / 1e9;
+  }
   links_.detach_all();  // nothing new enters the rings from here on
   std::uint64_t mono_deadline = clock_ns(LOUPE_CLOCK_MONOTONIC) +
                                 static_cast<std::uint64_t>(profile_.session.drain_timeout_s * 1e9);
@@ -511,6 +542,7 @@ SessionResult Session::Impl::run() {
       check_privileges();
     }
     configure_dispatch();
+    if (!replay && (opts_.stats || profile_.session.stats)) enable_probe_stats();
 
     features_ = opts_.features ? opts_.features : std::make_shared<KernelFeatureProber>();
     symbolizer_ = make_symbolizer();
@@ -574,6 +606,8 @@ SessionResult Session::Impl::run() {
     for (const auto& pr : links_.results()) (pr.attached ? result_.probes_attached : result_.probes_failed)++;
     spdlog::info("session running: {} profiler(s), {} sink(s), {} probe(s) attached{}", profilers_.size(), sinks_.size(),
                  result_.probes_attached, target_ ? fmt::format(", target pid {}", target_->pid()) : "");
+    if (stats_reporter_) stats_reporter_->start(clock_ns(LOUPE_CLOCK_MONOTONIC));
+    if (opts_.on_running) opts_.on_running();
     if (target_) {
       std::string err;
       if (!target_->release(&err))

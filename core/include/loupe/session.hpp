@@ -16,12 +16,14 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "loupe/features.hpp"
+#include "loupe/program_stats.hpp"
 
 namespace loupe {
 
@@ -53,6 +55,12 @@ struct SessionOptions {
   std::optional<double> delivery_delay_ms;  // longest a record waits in a ring before it is read
   std::string record_path;  // write every raw ring record here (loupe run --record)
   std::string replay_path;  // no kernel: feed this capture through decode and sinks (loupe replay)
+  // Per-probe run-time statistics (loupe run --stats; also `[session] stats = true`): the
+  // kernel counts runs and time of every BPF program for this session only.
+  bool stats = false;
+  // Called once on run()'s thread when every probe is attached and the session runs
+  // (before a command is released). Must not block for long; may call request_stop().
+  std::function<void()> on_running;
 };
 
 struct SessionResult {
@@ -65,6 +73,10 @@ struct SessionResult {
   std::size_t probes_failed = 0;
   std::uint64_t records_recorded = 0;  // --record
   std::uint64_t records_replayed = 0;  // replay
+  // With stats: every attached probe's totals, read just before the probes were detached,
+  // and how long they were attached.
+  std::vector<ProgramStats> probe_stats;
+  double probes_attached_s = 0;
 };
 
 class Session {

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Turns the kernel's per-program run counts into records (`loupe run --stats`): per BPF
+// program, with the probes that share it, the cumulative runs and run time, and over the
+// report's window the average ns per run, runs per second and the share of all online
+// CPUs spent in it; plus design check 6: a probe that never ran is reported, not hidden.
+#ifndef LOUPE_PROBE_STATS_REPORTER_HPP
+#define LOUPE_PROBE_STATS_REPORTER_HPP
+
+#include <loupe/abi/records.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "loupe/program_stats.hpp"
+
+namespace loupe {
+
+class ProbeStatsReporter {
+ public:
+  using Publish = std::function<void(const loupe_record&)>;
+  ProbeStatsReporter(Publish publish, unsigned online_cpus);
+
+  // The probes are attached and counting from `mono_ns` on.
+  void start(std::uint64_t mono_ns) { start_ns_ = prev_ns_ = mono_ns; }
+  std::uint64_t start_ns() const { return start_ns_; }
+  // Interval reports cover the window since the previous report; the final one the session.
+  void report(const std::vector<ProgramStats>& now, std::uint64_t mono_ns, bool is_final);
+
+ private:
+  struct Totals {
+    std::uint64_t run_cnt = 0, run_time_ns = 0;
+  };
+  void metric(const char* name, std::uint32_t type, const char* unit, double v, const loupe_label* labels,
+              std::uint32_t n, bool is_final);
+  void health(const char* name, const std::string& component, std::uint64_t v, std::uint32_t sev,
+              const std::string& msg, bool is_final);
+
+  Publish publish_;
+  unsigned cpus_;
+  std::uint64_t start_ns_ = 0, prev_ns_ = 0;
+  std::map<std::uint32_t, Totals> prev_;  // by program id
+};
+
+}  // namespace loupe
+
+#endif  // LOUPE_PROBE_STATS_REPORTER_HPP

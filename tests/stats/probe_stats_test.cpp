@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// `loupe run --stats` on the real kernel: a workload that makes a known number of
+// syscalls runs under syscount (a raw_syscalls:sys_enter tracepoint, so every syscall on
+// the machine runs it) and a latency target on acct(2), which nothing here calls. The
+// kernel's run count of syscount's program must cover the workload's syscalls, its time
+// per run must be positive, and the acct probes must be reported silent.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+namespace {
+
+constexpr unsigned long kGetppid = 20000;
+constexpr unsigned long kGetcwd = 500;
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class ProbeStatsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (loads BPF programs into the kernel)";
+    const char* bin = std::getenv("LOUPE_BIN");
+    ASSERT_TRUE(bin && fs::exists(bin)) << "LOUPE_BIN is not set or not built (run through ctest)";
+    loupe_ = bin;
+    dir_ = fs::temp_directory_path() / ("loupe-stats-" + std::to_string(getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!dir_.empty() && !HasFailure()) fs::remove_all(dir_);
+  }
+
+  // Runs the workload under the profile; returns every record of the jsonl sink.
+  std::vector<Json> run(const std::string& session_extra, const std::string& flags) {
+    const fs::path profile = dir_ / "stats.toml";
+    std::ofstream(profile) << "[session]\nduration = 0.0\noutput_dir = \"" << (dir_ / "out").string() << "\"\n"
+                           << session_extra << "\n"
+                           << "[[plugins]]\nname = \"syscount\"\n"
+                           << "[[plugins]]\nname = \"latency\"\n[[plugins.targets]]\nsyscall = \"acct\"\n"
+                           << "[[sinks]]\nname = \"jsonl\"\n";
+    const fs::path log = dir_ / "loupe.log";
+    const std::string cmd = "timeout 60 '" + loupe_ + "' run " + flags + " '" + profile.string() + "' -- '" +
+                            SYSCOUNT_WORKLOAD + "' " + std::to_string(kGetppid) + " " + std::to_string(kGetcwd) +
+                            " >'" + log.string() + "' 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << read_file(log);
+    std::vector<Json> out;
+    std::ifstream in(dir_ / "out" / "records.jsonl");
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) out.push_back(Json::parse(line));
+    return out;
+  }
+
+  static const Json* final_metric(const std::vector<Json>& recs, const std::string& name, const std::string& program) {
+    for (const Json& r : recs)
+      if (r.value("is_final", false) && r.value("name", "") == name && r["labels"].value("program", "") == program)
+        return &r;
+    return nullptr;
+  }
+  static std::vector<std::string> silent(const std::vector<Json>& recs) {
+    std::vector<std::string> out;
+    for (const Json& r : recs)
+      if (r.value("name", "") == "probe_silent") {
+        EXPECT_EQ(r["health"]["severity"], "warn");
+        out.push_back(r["health"]["component"]);
+      }
+    return out;
+  }
+
+  std::string loupe_;
+  fs::path dir_;
+};
+
+TEST_F(ProbeStatsTest, CountsRunsAndTimeAndReportsSilentProbes) {
+  const auto recs = run("", "--stats");
+  const Json* runs = final_metric(recs, "probe_runs", "syscount_sys_enter");
+  ASSERT_NE(runs, nullptr) << "no final probe_runs record for syscount's program";
+  EXPECT_EQ(runs->at("plugin"), "loupe");
+  EXPECT_EQ(runs->at("labels")["instance"], "syscount");
+  EXPECT_EQ(runs->at("labels")["target"], "tracepoint:sys_enter");
+  // The probe is system-wide: at least the workload's own syscalls ran it.
+  EXPECT_GE(runs->at("metric")["value"].get<double>(), static_cast<double>(kGetppid + kGetcwd));
+  const Json* avg = final_metric(recs, "probe_avg_ns", "syscount_sys_enter");
+  ASSERT_NE(avg, nullptr);
+  EXPECT_GT(avg->at("metric")["value"].get<double>(), 0);
+  const Json* time = final_metric(recs, "probe_run_time", "syscount_sys_enter");
+  ASSERT_NE(time, nullptr);
+  EXPECT_GT(time->at("metric")["value"].get<double>(), 0);
+  for (const char* name : {"probe_events_per_s", "probe_cpu_share"}) {
+    const Json* m = final_metric(recs, name, "syscount_sys_enter");
+    ASSERT_NE(m, nullptr) << name;
+    EXPECT_GT(m->at("metric")["value"].get<double>(), 0) << name;
+  }
+  const Json* share = final_metric(recs, "probe_cpu_share", "syscount_sys_enter");
+  EXPECT_LT(share->at("metric")["value"].get<double>(), 1.0);
+
+  // Check 6: both acct probes never ran and say so; the busy one is not called silent.
+  auto quiet = silent(recs);
+  std::sort(quiet.begin(), quiet.end());
+  ASSERT_EQ(quiet.size(), 2u) << recs.size() << " records";
+  EXPECT_NE(quiet[0].find("latency/"), std::string::npos);
+  EXPECT_NE(quiet[0].find("sys_enter_acct"), std::string::npos);
+  EXPECT_NE(quiet[1].find("sys_enter_acct"), std::string::npos);
+  const Json* acct = final_metric(recs, "probe_runs", "lat_tp_entry");
+  ASSERT_NE(acct, nullptr);
+  EXPECT_EQ(acct->at("metric")["value"].get<double>(), 0);
+}
+
+TEST_F(ProbeStatsTest, ProfileKeyEnablesStatsAndNoStatsByDefault) {
+  auto with_key = run("stats = true", "");
+  EXPECT_NE(final_metric(with_key, "probe_runs", "syscount_sys_enter"), nullptr);
+  EXPECT_EQ(silent(with_key).size(), 2u);
+  auto without = run("", "");
+  EXPECT_EQ(final_metric(without, "probe_runs", "syscount_sys_enter"), nullptr);
+  EXPECT_TRUE(silent(without).empty());
+}
+
+}  // namespace
