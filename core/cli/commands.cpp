@@ -124,6 +124,7 @@ int cmd_check(const CommonOptions& common, bool as_json) {
 
 int cmd_list(const CommonOptions& common, bool as_json) {
   PluginRegistry registry(search_dirs(common));
+  registry.set_allow_insecure(common.allow_insecure_plugins);
   registry.scan_all();
   auto libs = registry.loaded();
   if (as_json) {
@@ -151,6 +152,7 @@ int cmd_list(const CommonOptions& common, bool as_json) {
 
 int cmd_describe(const CommonOptions& common, const std::string& name, bool as_json) {
   PluginRegistry registry(search_dirs(common));
+  registry.set_allow_insecure(common.allow_insecure_plugins);
   std::shared_ptr<PluginLibrary> lib;
   try {
     lib = registry.resolve(name);
@@ -174,6 +176,7 @@ int cmd_validate(const CommonOptions& common, const std::string& profile) {
   SessionOptions opts;
   opts.profile_path = profile;
   opts.validate_only = true;
+  opts.allow_insecure_plugins = common.allow_insecure_plugins;
   for (auto& d : common.plugin_dirs) opts.extra_plugin_dirs.emplace_back(d);
   Session session(std::move(opts));
   auto r = session.run();
@@ -195,6 +198,9 @@ int cmd_run(const CommonOptions& common, const RunOptions& run) {
   opts.command = run.command;
   opts.delivery_delay_ms = run.delivery_delay_ms;
   opts.record_path = run.record;
+  opts.drop_privileges = true;
+  opts.user = run.user;
+  opts.allow_insecure_plugins = common.allow_insecure_plugins;
   opts.stats = run.stats;
   for (auto& d : common.plugin_dirs) opts.extra_plugin_dirs.emplace_back(d);
   if (!common.disabled_features.empty())
@@ -220,6 +226,7 @@ int cmd_replay(const CommonOptions& common, const ReplayOptions& replay) {
   SessionOptions opts;
   opts.profile_path = replay.profile;
   opts.replay_path = replay.capture;
+  opts.allow_insecure_plugins = common.allow_insecure_plugins;
   opts.output_dir = replay.output;
   for (auto& d : common.plugin_dirs) opts.extra_plugin_dirs.emplace_back(d);
   Session session(std::move(opts));

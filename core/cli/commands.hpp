@@ -13,6 +13,7 @@ namespace loupe::cli {
 struct CommonOptions {
   std::vector<std::string> plugin_dirs;
   std::set<std::string> disabled_features;
+  bool allow_insecure_plugins = false;
 };
 
 int cmd_check(const CommonOptions& common, bool json);
@@ -28,6 +29,7 @@ struct RunOptions {
   std::vector<std::string> command;
   std::optional<double> delivery_delay_ms;
   std::string record;  // --record FILE
+  std::string user;    // --user NAME
   bool stats = false;  // --stats
 };
 int cmd_run(const CommonOptions& common, const RunOptions& run);

@@ -35,6 +35,8 @@ int main(int argc, char** argv) {
   app.add_option("--plugin-dir", common.plugin_dirs, "Extra directory searched for plugins (first)");
   app.add_option("--disable-feature", common.disabled_features,
                  "Treat a kernel feature as absent (kprobe, fentry, tp_btf, ...) to force fallbacks");
+  app.add_flag("--allow-insecure-plugins", common.allow_insecure_plugins,
+               "Load plugins from group/world-writable files or directories (refused by default)");
 
   bool json = false;
   auto* check = app.add_subcommand("check", "Kernel preflight: what this kernel can do, and why not");
@@ -62,6 +64,9 @@ int main(int argc, char** argv) {
                    "Longest a ring record waits before it is read, in ms (default 20; producers skip wake-ups "
                    "below a watermark)");
   runc->add_option("--record", run.record, "Also write every raw ring record to FILE (for loupe replay)");
+  runc->add_option("--user", run.user,
+                   "Once every probe is attached, switch to this user (name or uid); the output directory "
+                   "is handed over to it");
   runc->add_flag("--stats", run.stats,
                  "Per-probe BPF run-time statistics (runs, ns per run, events/s, CPU share, silent probes) as "
                  "metric and health records; the kernel counts for this session only");

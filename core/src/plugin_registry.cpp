@@ -2,6 +2,7 @@
 #include "loupe/plugin_registry.hpp"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +11,36 @@
 
 namespace loupe {
 namespace fs = std::filesystem;
+
+namespace {
+
+std::string mode_text(mode_t m) { return fmt::format("{:04o}", m & 07777); }
+
+}  // namespace
+
+std::optional<std::string> PluginRegistry::insecure_path_reason(const fs::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;  // the loader reports a missing file
+  const std::string hint = "fix the permissions, or allow it with --allow-insecure-plugins / [session] "
+                           "allow_insecure_plugins = true";
+  if (st.st_mode & (S_IWGRP | S_IWOTH))
+    return fmt::format("{}: refusing to load a plugin from a group/world-writable file (mode {}); {}", path.string(),
+                       mode_text(st.st_mode), hint);
+  // Whoever can write a directory on the path can replace what is below it; a sticky
+  // directory owned by root (/tmp) only lets owners rename their own entries.
+  for (fs::path dir = path.parent_path();; dir = dir.parent_path()) {
+    if (::stat(dir.c_str(), &st) == 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) && !((st.st_mode & S_ISVTX) && st.st_uid == 0))
+      return fmt::format("{}: refusing to load a plugin from a group/world-writable directory {} (mode {}); {}",
+                         path.string(), dir.string(), mode_text(st.st_mode), hint);
+    if (dir == dir.root_path() || dir.empty()) break;
+  }
+  return std::nullopt;
+}
+
+void PluginRegistry::check_secure(const fs::path& canonical) const {
+  if (allow_insecure_) return;
+  if (auto why = insecure_path_reason(canonical)) throw PluginLoadError(*why);
+}
 
 PluginRegistry::PluginRegistry(std::vector<fs::path> search_dirs) : dirs_(std::move(search_dirs)) {}
 
@@ -56,6 +87,7 @@ std::shared_ptr<PluginLibrary> PluginRegistry::load_path(const fs::path& path) {
   fs::path canon = fs::weakly_canonical(path, ec);
   if (ec || !fs::exists(canon)) throw PluginLoadError(fmt::format("{}: plugin library not found", path.string()));
   if (auto it = by_path_.find(canon.string()); it != by_path_.end()) return it->second;
+  check_secure(canon);
   return add(PluginLibrary::open(canon));
 }
 
@@ -80,6 +112,7 @@ std::shared_ptr<PluginLibrary> PluginRegistry::try_load(const fs::path& path) {
   fs::path canon = fs::weakly_canonical(path, ec);
   if (auto it = by_path_.find(canon.string()); it != by_path_.end()) return it->second;
   try {
+    check_secure(canon);
     return add(PluginLibrary::open(canon));
   } catch (const PluginLoadError& e) {
     rejections_.push_back({canon.string(), e.what()});
@@ -95,6 +128,7 @@ std::shared_ptr<PluginLibrary> PluginRegistry::resolve(const std::string& name) 
     if (!fs::exists(p, ec)) continue;
     std::error_code ec2;
     fs::path canon = fs::weakly_canonical(p, ec2);
+    check_secure(canon);
     auto lib = PluginLibrary::open(canon);  // a broken library by that name is a hard error
     if (lib->name() != name)
       throw PluginLoadError(fmt::format("{}: expected plugin '{}' by its file name, found '{}'", canon.string(), name,

@@ -112,6 +112,16 @@ void parse_session(const toml::table& t, SessionSpec& s, Checker& c) {
         s.stats = v->get();
       else
         c.error(node, fmt::format("session.stats: expected a boolean, found {}", toml_type_name(node)));
+    } else if (k == "user") {
+      if (auto v = node.as_string(); v && !v->get().empty())
+        s.user = v->get();
+      else
+        c.error(node, "session.user: expected a user name or uid");
+    } else if (k == "allow_insecure_plugins") {
+      if (auto v = node.as_boolean())
+        s.allow_insecure_plugins = v->get();
+      else
+        c.error(node, fmt::format("session.allow_insecure_plugins: expected a boolean, found {}", toml_type_name(node)));
     } else if (k == "on_plugin_error") {
       auto v = node.as_string();
       if (!v || (v->get() != "fail" && v->get() != "continue"))
@@ -120,7 +130,7 @@ void parse_session(const toml::table& t, SessionSpec& s, Checker& c) {
         s.continue_on_plugin_error = v->get() == "continue";
     } else {
       c.error(key, fmt::format("unknown key 'session.{}' (known: duration, interval, output_dir, pid, command, "
-                               "on_plugin_error, drain_timeout, stats)", k));
+                               "on_plugin_error, drain_timeout, user, allow_insecure_plugins, stats)", k));
     }
   }
 }

@@ -47,6 +47,8 @@ struct SessionSpec {
   std::vector<std::string> command;
   bool continue_on_plugin_error = false;  // on_plugin_error = "fail" | "continue"
   double drain_timeout_s = 2.0;
+  std::string user;                     // switch to this user once attached (--user)
+  bool allow_insecure_plugins = false;  // load plugins from group/world-writable paths
   bool stats = false;  // per-probe BPF run-time statistics (loupe run --stats)
 };
 

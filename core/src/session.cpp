@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <thread>
@@ -19,6 +20,7 @@
 #include "loupe/symbolizer.hpp"
 #include "plugin_host.hpp"
 #include "plugin_instance.hpp"
+#include "privileges.hpp"
 #include "probe_stats_reporter.hpp"
 #include "profile.hpp"
 #include "record_bus.hpp"
@@ -75,6 +77,8 @@ class Session::Impl {
   void load_profile();
   void resolve_plugins();
   void check_privileges();
+  void prepare_user_switch();
+  void drop_privileges_after_attach();
   void setup_instance(PluginSpec& spec, std::size_t index);
   bool handle_plugin_failure(Live& live, const HookError& e, const char* phase);
   void run_loop();
@@ -111,6 +115,7 @@ class Session::Impl {
   std::string command_text_;
   std::vector<std::string> instance_names_;
   SessionResult result_;
+  std::optional<UserIdentity> run_as_;  // --user
   std::uint64_t session_start_wall_ = 0;
   std::unique_ptr<CaptureWriter> capture_;
   std::unique_ptr<CaptureReader> replay_;
@@ -133,6 +138,8 @@ void Session::Impl::load_profile() {
   if (opts_.interval_s) s.interval_s = *opts_.interval_s;
   if (opts_.pid) s.pid = *opts_.pid;
   if (opts_.output_dir) s.output_dir = *opts_.output_dir;
+  if (!opts_.user.empty()) s.user = opts_.user;
+  s.allow_insecure_plugins |= opts_.allow_insecure_plugins;
   if (!opts_.command.empty()) s.command = opts_.command;
   if (s.pid && !s.command.empty())
     throw Failure{ExitCode::kUsage, "give either a pid or a command to profile, not both"};
@@ -142,6 +149,7 @@ void Session::Impl::resolve_plugins() {
   auto dirs = opts_.extra_plugin_dirs;
   for (auto& d : PluginRegistry::default_search_dirs()) dirs.push_back(d);
   registry_ = std::make_unique<PluginRegistry>(dirs);
+  registry_->set_allow_insecure(profile_.session.allow_insecure_plugins);
   bool have_sink = false;
   std::map<std::string, int> seen;
   for (auto& spec : profile_.plugins) {
@@ -192,6 +200,33 @@ void Session::Impl::check_privileges() {
                 fmt::format("missing capabilities: {} (need CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN; run as root or "
                             "grant them with setcap cap_bpf,cap_perfmon+ep)",
                             names)};
+}
+
+// Before any plugin runs: the user must exist, and the output directory (created by root,
+// 0700) becomes theirs so sinks can still create files once the session has switched.
+void Session::Impl::prepare_user_switch() {
+  const std::string& name = profile_.session.user;
+  if (name.empty()) return;
+  std::string err;
+  run_as_ = lookup_user(name, &err);
+  if (!run_as_) throw Failure{ExitCode::kUsage, fmt::format("--user: {}", err)};
+  if (::chown(output_dir_.c_str(), run_as_->uid, run_as_->gid) != 0)
+    throw Failure{ExitCode::kPrivilege, fmt::format("--user {}: cannot hand the output directory {} over: {}", name,
+                                                    output_dir_, std::strerror(errno))};
+}
+
+void Session::Impl::drop_privileges_after_attach() {
+  if (!opts_.drop_privileges && !run_as_) return;
+  auto keep = post_attach_capabilities({.signal_command = target_ != nullptr});
+  try {
+    drop_privileges(keep, run_as_);
+  } catch (const std::runtime_error& e) {
+    throw Failure{ExitCode::kPrivilege, e.what()};
+  }
+  std::string kept;
+  for (int c : keep) kept += (kept.empty() ? "" : ", ") + capability_name(c);
+  spdlog::info("attached; dropped every capability but {}{}", kept,
+               run_as_ ? fmt::format(", now running as {} (uid {})", run_as_->name, run_as_->uid) : "");
 }
 
 bool Session::Impl::handle_plugin_failure(Live& live, const HookError& e, const char* phase) {
@@ -555,6 +590,7 @@ SessionResult Session::Impl::run() {
 
     output_dir_ = profile_.session.output_dir;
     make_output_dir(output_dir_);
+    prepare_user_switch();
     if (!profile_.session.command.empty()) {
       try {
         target_ = std::make_unique<TargetProcess>(profile_.session.command);
@@ -604,6 +640,7 @@ SessionResult Session::Impl::run() {
                                                    "LOUPE_SESSION_REPLAY set (it must not load BPF in replay)",
                                                    links_.results().size())};
     for (const auto& pr : links_.results()) (pr.attached ? result_.probes_attached : result_.probes_failed)++;
+    if (!replay) drop_privileges_after_attach();
     spdlog::info("session running: {} profiler(s), {} sink(s), {} probe(s) attached{}", profilers_.size(), sinks_.size(),
                  result_.probes_attached, target_ ? fmt::format(", target pid {}", target_->pid()) : "");
     if (stats_reporter_) stats_reporter_->start(clock_ns(LOUPE_CLOCK_MONOTONIC));

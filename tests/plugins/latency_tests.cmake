@@ -23,7 +23,7 @@ target_compile_definitions(latency_kernel_test PRIVATE
   LATENCY_WORKLOAD="$<TARGET_FILE:latency_workload>"
   LATENCY_PLUGIN="$<TARGET_FILE:loupe-latency>")
 add_dependencies(latency_kernel_test latency_workload loupe-latency)
-gtest_discover_tests(latency_kernel_test PROPERTIES ENVIRONMENT "${LOUPE_TEST_ENV}")
+gtest_discover_tests(latency_kernel_test PROPERTIES ENVIRONMENT "${LOUPE_TEST_ENV}" RUN_SERIAL TRUE)
 
 if(EXISTS ${_lat_dir}/latency_e2e_test.cpp)
   add_executable(latency_e2e_test ${_lat_dir}/latency_e2e_test.cpp)
@@ -37,5 +37,5 @@ if(EXISTS ${_lat_dir}/latency_e2e_test.cpp)
       add_dependencies(latency_e2e_test ${_t})
     endif()
   endforeach()
-  gtest_discover_tests(latency_e2e_test PROPERTIES ENVIRONMENT "${LOUPE_TEST_ENV}")
+  gtest_discover_tests(latency_e2e_test PROPERTIES ENVIRONMENT "${LOUPE_TEST_ENV}" RUN_SERIAL TRUE)
 endif()

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,14 +42,24 @@ class PluginRegistry {
   const std::vector<Rejection>& rejections() const { return rejections_; }
   const std::vector<std::filesystem::path>& search_dirs() const { return dirs_; }
 
+  // A plugin runs with loupe's privileges: by default a library that a group or other
+  // users could have written (the file, or a directory on its path that is not a sticky
+  // root-owned one like /tmp) is refused. `allow` lifts that (--allow-insecure-plugins).
+  void set_allow_insecure(bool allow) { allow_insecure_ = allow; }
+  // Why `path` (canonical) may not be loaded, or nullopt when it may.
+  static std::optional<std::string> insecure_path_reason(const std::filesystem::path& path);
+
  private:
   std::shared_ptr<PluginLibrary> try_load(const std::filesystem::path& path);
   std::vector<std::filesystem::path> candidates() const;
+  // Throws PluginLoadError with insecure_path_reason() unless insecure paths are allowed.
+  void check_secure(const std::filesystem::path& canonical) const;
 
   std::vector<std::filesystem::path> dirs_;
   std::map<std::string, std::shared_ptr<PluginLibrary>> by_name_;
   std::map<std::string, std::shared_ptr<PluginLibrary>> by_path_;
   std::vector<Rejection> rejections_;
+  bool allow_insecure_ = false;
 };
 
 }  // namespace loupe

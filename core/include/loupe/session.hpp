@@ -55,6 +55,12 @@ struct SessionOptions {
   std::optional<double> delivery_delay_ms;  // longest a record waits in a ring before it is read
   std::string record_path;  // write every raw ring record here (loupe run --record)
   std::string replay_path;  // no kernel: feed this capture through decode and sinks (loupe replay)
+  // Privileges (docs/reliability.md). Once every probe is attached, give up every
+  // capability the session no longer needs, in every thread of the process. Off by
+  // default for embedders (it changes the whole process for good); the CLI turns it on.
+  bool drop_privileges = false;
+  std::string user;  // also switch to this user (name or uid) after attaching; implies the drop
+  bool allow_insecure_plugins = false;  // load plugins from group/world-writable files or dirs
   // Per-probe run-time statistics (loupe run --stats; also `[session] stats = true`): the
   // kernel counts runs and time of every BPF program for this session only.
   bool stats = false;
