@@ -57,6 +57,9 @@ struct Live {
   std::unique_ptr<SinkRunner> runner;
   const PluginSpec* spec = nullptr;
   bool started = false;
+  std::uint64_t collect_errors = 0;  // every failed collect()
+  std::uint32_t failed_in_a_row = 0;
+  bool disabled = false;  // failed kMaxCollectFailures times in a row: no more collect()
 };
 
 void make_output_dir(const std::string& dir) {
@@ -85,6 +88,7 @@ class Session::Impl {
   void shutdown();
   void emit_core_health(bool is_final);
   void emit_coalesced(bool is_final);
+  void collect_one(Live& p, bool is_final, std::uint64_t window_start, std::uint64_t window_end);
   void publish(const loupe_record& rec);
   void configure_dispatch();
   void publish_dispatch_event(const DispatchEvent& ev);
@@ -303,7 +307,7 @@ void Session::Impl::run_loop() {
       for (auto& p : profilers_) {
         if (!p.instance->alive()) continue;
         try {
-          p.instance->collect(false, window_start, window_end);
+          collect_one(p, false, window_start, window_end);
         } catch (const HookError& e) {
           spdlog::warn("{}", e.what());
         }
@@ -317,6 +321,33 @@ void Session::Impl::run_loop() {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (stop_.load()) result_.interrupted = true;
+}
+
+// A plugin whose collect() fails is contained: the failure is logged and counted, the
+// session goes on, and after kMaxCollectFailures failures in a row the plugin is disabled
+// (no more collect(); its probes stay until the common detach) with a health record.
+void Session::Impl::collect_one(Live& p, bool is_final, std::uint64_t window_start, std::uint64_t window_end) {
+  constexpr std::uint32_t kMaxCollectFailures = 3;
+  if (p.disabled) return;
+  try {
+    p.instance->collect(is_final, window_start, window_end);
+    p.failed_in_a_row = 0;
+  } catch (const HookError& e) {
+    ++p.collect_errors;
+    spdlog::warn("{}", e.what());
+    if (++p.failed_in_a_row < kMaxCollectFailures) return;
+    p.disabled = true;
+    std::string msg = fmt::format("collect() failed {} times in a row; the plugin is disabled, the session goes on "
+                                  "(last error: {})", p.failed_in_a_row, e.what());
+    spdlog::error("plugin '{}': {}", p.host->instance, msg);
+    loupe_health h{sizeof(h), LOUPE_HEALTH_ERROR, p.host->instance.c_str(), p.collect_errors, msg.c_str()};
+    loupe_record r{};
+    r.size = sizeof(r);
+    r.kind = LOUPE_RECORD_HEALTH;
+    r.name = "plugin_disabled";
+    r.health = &h;
+    publish(r);
+  }
 }
 
 void Session::Impl::emit_coalesced(bool is_final) {
@@ -476,6 +507,10 @@ void Session::Impl::emit_core_health(bool is_final) {
     if (!p.attached)
       health("probe_attach_failed", p.instance + "/" + p.probe, 1, LOUPE_HEALTH_ERROR, p.error);
   for (auto& p : profilers_)
+    if (p.collect_errors)
+      health("plugin_collect_errors", p.host->instance, p.collect_errors, LOUPE_HEALTH_WARN,
+             p.disabled ? "collect() failed; the plugin was disabled" : "collect() failed");
+  for (auto& p : profilers_)
     if (p.host->rejected.load())
       health("records_rejected", p.host->instance, p.host->rejected.load(), LOUPE_HEALTH_WARN,
              "malformed records refused by the host");
@@ -535,7 +570,7 @@ void Session::Impl::shutdown() {
   for (auto& p : profilers_) {
     if (!p.instance->alive()) continue;
     try {
-      p.instance->collect(true, session_start_wall_, now);
+      collect_one(p, true, session_start_wall_, now);
     } catch (const HookError& e) {
       spdlog::warn("{}", e.what());
     }

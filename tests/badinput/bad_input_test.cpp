@@ -196,6 +196,48 @@ std::vector<Row> rows() {
        {"/nonexistent/loupe-cmd"}, true},
       {"command_not_executable", session + kTestprof + kSinkJsonl, {"run", "{PROFILE}", "--", "{TMP}/cmd.txt"}, 7,
        {"cmd.txt"}, true, "echo hi > cmd.txt"},
+      // ---- plugins failing in collect(), target processes that go away -----------------
+      // Every collect() throws: logged, counted, disabled after 3 in a row; the other
+      // instance of the same plugin keeps reporting and the run succeeds.
+      {"plugin_fails_collect",
+       "[session]\nduration = 1.5\ninterval = 0.2\noutput_dir = \"{TMP}/out\"\n" + kTestprof +
+           "fail_in = \"collect\"\n" + kTestprof + kSinkJsonl,
+       run, 0, {"asked to fail in collect", "collect() failed 3 times in a row; the plugin is disabled"}, true, "",
+       "grep -q '\"name\":\"plugin_disabled\"' out/records.jsonl && "
+       "grep -q '\"name\":\"plugin_collect_errors\"' out/records.jsonl && "
+       "grep '\"is_final\":true' out/records.jsonl | grep -q test_metric"},
+      // --pid: the run ends (exit 0, report written) when the process is gone.
+      {"target_pid_exits", "", {"-v", "run", "{PROFILE}"}, 0, {"is gone"}, true,
+       "sleep 0.7 & printf '[session]\\nduration = 30\\npid = %s\\noutput_dir = \"%s/out\"\\n' $! \"$PWD\" "
+       "> profile.toml && printf '[[plugins]]\\nname = \"testprof\"\\nlibrary = \"" TESTPROF_DIR
+       "/loupe-testprof.so\"\\n[[sinks]]\\nname = \"jsonl\"\\n' >> profile.toml",
+       "grep -q test_metric out/records.jsonl"},
+      // The command execs another program: same pid, the session follows it to its exit.
+      {"command_execs_mid_run", session + kTestprof + kSinkJsonl,
+       {"-v", "run", "{PROFILE}", "-d", "30", "--", "/bin/sh", "-c", "sleep 0.3; exec /bin/sleep 0.3"}, 0,
+       {"target exited with status 0"}, true, "", "grep -q test_metric out/records.jsonl"},
+      // ---- plugin files others could have written ----------------------------------------
+      {"insecure_plugin_dir", "[[plugins]]\nname = \"testprof\"\nlibrary = \"{TMP}/plug/loupe-testprof.so\"\n" + kSinkJsonl,
+       validate, 4, {"refusing to load a plugin from a group/world-writable directory {TMP}/plug (mode 0777)",
+                     "--allow-insecure-plugins"}, false,
+       "mkdir -m 0777 plug && cp {TESTPROF}/loupe-testprof.so plug/"},
+      {"insecure_plugin_file", "[[plugins]]\nname = \"testprof\"\nlibrary = \"{TMP}/loupe-testprof.so\"\n" + kSinkJsonl,
+       validate, 4, {"loupe-testprof.so: refusing to load a plugin from a group/world-writable file (mode 0666)"}, false,
+       "cp {TESTPROF}/loupe-testprof.so . && chmod 0666 loupe-testprof.so"},
+      {"insecure_plugin_in_plugin_dir", "[[plugins]]\nname = \"testprof\"\n" + kSinkJsonl,
+       {"--plugin-dir", "{TMP}/plug", "validate", "{PROFILE}"}, 4, {"group/world-writable directory {TMP}/plug"},
+       false, "mkdir -m 0770 plug && cp {TESTPROF}/loupe-testprof.so plug/"},
+      {"insecure_plugin_allowed_by_flag",
+       "[[plugins]]\nname = \"testprof\"\nlibrary = \"{TMP}/plug/loupe-testprof.so\"\n" + kSinkJsonl,
+       {"--allow-insecure-plugins", "validate", "{PROFILE}"}, 0, {}, false,
+       "mkdir -m 0777 plug && cp {TESTPROF}/loupe-testprof.so plug/"},
+      {"insecure_plugin_allowed_by_profile",
+       "[session]\nallow_insecure_plugins = true\n[[plugins]]\nname = \"testprof\"\nlibrary = "
+       "\"{TMP}/plug/loupe-testprof.so\"\n" + kSinkJsonl,
+       validate, 0, {}, false, "mkdir -m 0777 plug && cp {TESTPROF}/loupe-testprof.so plug/"},
+      {"plugin_in_sticky_root_dir_accepted",
+       "[[plugins]]\nname = \"testprof\"\nlibrary = \"{TMP}/sticky/loupe-testprof.so\"\n" + kSinkJsonl, validate, 0,
+       {}, true, "mkdir -m 1777 sticky && cp {TESTPROF}/loupe-testprof.so sticky/"},
       // ---- outputs ------------------------------------------------------------------------
       {"output_dir_is_a_file", "[session]\nduration = 0.3\noutput_dir = \"{TMP}/file\"\n" + kTestprof + kSinkJsonl, run, 1,
        {"{TMP}/file"}, true, "echo x > file"},
@@ -241,7 +283,7 @@ TEST_P(BadInput, ExitCodeAndMessage) {
     p << substitute(row.profile, vars);
   }
   if (!row.setup.empty()) {
-    int rc = shell(row.setup, tmp);
+    int rc = shell(substitute(row.setup, vars), tmp);
     if (rc != 0 && row.needs_root) {
       fs::remove_all(tmp);
       GTEST_SKIP() << "setup failed (mount not permitted here?): " << row.setup;
