@@ -41,6 +41,13 @@ struct ReplayOptions {
 };
 int cmd_replay(const CommonOptions& common, const ReplayOptions& replay);
 
+struct BenchCliOptions {
+  std::string profile;
+  unsigned reps = 5;
+  bool json = false;
+};
+int cmd_bench(const CommonOptions& common, const BenchCliOptions& bench);  // bench_command.cpp
+
 }  // namespace loupe::cli
 
 #endif

@@ -70,6 +70,13 @@ int main(int argc, char** argv) {
   runc->add_flag("--stats", run.stats,
                  "Per-probe BPF run-time statistics (runs, ns per run, events/s, CPU share, silent probes) as "
                  "metric and health records; the kernel counts for this session only");
+  BenchCliOptions bench;
+  auto* benchc = app.add_subcommand("bench", "What each probe of a profile costs per event on this machine: "
+                                             "loupe bench PROFILE [--reps N] [--json]");
+  benchc->add_option("profile", bench.profile, "TOML profile")->required();
+  benchc->add_option("--reps", bench.reps, "Repetitions of each measurement (min/median/max over them)")
+      ->check(CLI::Range(1u, 1000u));
+  benchc->add_flag("--json", bench.json, "Machine-readable output");
   ReplayOptions replay;
   auto* replayc = app.add_subcommand("replay", "Feed a --record capture through the profile's decoders and sinks, "
                                                "without a kernel: loupe replay FILE PROFILE");
@@ -102,6 +109,7 @@ int main(int argc, char** argv) {
   if (list->parsed()) return cmd_list(common, json);
   if (describe->parsed()) return cmd_describe(common, name, json);
   if (validate->parsed()) return cmd_validate(common, profile);
+  if (benchc->parsed()) return cmd_bench(common, bench);
   if (replayc->parsed()) {
     if (!replay_output.empty()) replay.output = replay_output;
     return cmd_replay(common, replay);

@@ -132,3 +132,53 @@ TEST_F(ProbeStatsTest, ProfileKeyEnablesStatsAndNoStatsByDefault) {
 }
 
 }  // namespace
+
+namespace {
+
+// `loupe bench` on a tiny profile: the JSON has the documented shape and every measured
+// number is positive. No timing is asserted: only that each way of measuring produced one.
+TEST_F(ProbeStatsTest, BenchReportsCostPerProbeAsJson) {
+  const fs::path profile = dir_ / "bench.toml";
+  std::ofstream(profile) << "[[plugins]]\nname = \"syscount\"\n"
+                         << "[[plugins]]\nname = \"latency\"\n[[plugins.targets]]\nsyscall = \"read\"\n"
+                         << "[[sinks]]\nname = \"jsonl\"\n";
+  const fs::path out = dir_ / "bench.json", log = dir_ / "bench.log";
+  const std::string cmd = "timeout 120 '" + loupe_ + "' bench --reps 2 --json '" + profile.string() + "' >'" +
+                          out.string() + "' 2>'" + log.string() + "'";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << read_file(log);
+  const Json j = Json::parse(read_file(out));
+  EXPECT_EQ(j["schema"], "loupe.bench/1");
+  EXPECT_EQ(j["reps"], 2);
+  EXPECT_GT(j["cpus"].get<int>(), 0);
+  ASSERT_EQ(j["profilers"].size(), 2u);
+  const std::vector<std::pair<std::string, std::string>> expect = {{"syscount", "getppid"}, {"latency", "read"}};
+  for (std::size_t i = 0; i < expect.size(); ++i) {
+    const Json& p = j["profilers"][i];
+    EXPECT_EQ(p["instance"], expect[i].first);
+    EXPECT_FALSE(p.contains("error")) << p.dump();
+    EXPECT_FALSE(p["probes"].empty());
+    ASSERT_EQ(p["workloads"].size(), 1u) << p.dump(2);
+    const Json& w = p["workloads"][0];
+    EXPECT_EQ(w["syscall"], expect[i].second);
+    EXPECT_GT(w["iterations"].get<double>(), 0);
+    for (const char* way : {"none", "empty_program", "loupe"})
+      for (const char* s : {"min", "median", "max"}) {
+        const double v = w["ns_per_iteration"][way][s].get<double>();
+        EXPECT_GT(v, 0) << way << "." << s;
+      }
+    for (const char* way : {"loupe", "empty_program"}) {
+      const Json& b = w["bpf_stats_ns_per_iteration"][way];
+      EXPECT_GT(b["min"].get<double>(), 0) << way;
+      EXPECT_LE(b["min"].get<double>(), b["median"].get<double>());
+      EXPECT_LE(b["median"].get<double>(), b["max"].get<double>());
+    }
+    EXPECT_TRUE(w["added_ns_per_iteration"].contains("vs_none"));
+    EXPECT_TRUE(w["added_ns_per_iteration"].contains("vs_empty_program"));
+    // Each iteration ran the profiler's programs at least once per hooked tracepoint.
+    EXPECT_GE(w["program_runs_per_iteration"]["min"].get<double>(), 1.0);
+  }
+  // latency's read target hooks sys_enter_read and sys_exit_read, both fired by the loop.
+  EXPECT_EQ(j["profilers"][1]["workloads"][0]["tracepoints"].size(), 2u);
+}
+
+}  // namespace

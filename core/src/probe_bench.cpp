@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "loupe/probe_bench.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+#include <toml++/toml.h>
+
+#include "bench_workload.hpp"
+#include "empty_probe.hpp"
+#include "loupe/session.hpp"
+#include "probe_stats.hpp"
+#include "profile.hpp"
+
+namespace loupe {
+namespace {
+
+namespace fs = std::filesystem;
+
+Spread spread(std::vector<double> v) {
+  if (v.empty()) return {};
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  double median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  return {v.front(), median, v.back()};
+}
+
+// "tracepoint:sys_enter_read" → "syscalls:sys_enter_read"; "" when no built-in loop fires it.
+std::string syscall_tracepoint(const std::string& target, std::string* syscall) {
+  constexpr std::string_view kTp = "tracepoint:";
+  if (target.rfind(kTp, 0) != 0) return {};
+  std::string name = target.substr(kTp.size());
+  if (name == "sys_enter" || name == "sys_exit") {
+    *syscall = "";  // every syscall fires it
+    return "raw_syscalls:" + name;
+  }
+  for (std::string_view prefix : {"sys_enter_", "sys_exit_"})
+    if (name.rfind(prefix, 0) == 0) {
+      *syscall = name.substr(prefix.size());
+      return "syscalls:" + name;
+    }
+  return {};
+}
+
+// The profile text of one profiler alone, with a jsonl sink into `out_dir`.
+std::string single_profile(const PluginSpec& spec, const fs::path& out_dir) {
+  toml::table plugin = *static_cast<const toml::table*>(spec.raw.get());
+  if (!spec.path.empty()) plugin.insert_or_assign("library", spec.path);
+  toml::table root;
+  root.insert("session", toml::table{{"duration", 0.0}, {"output_dir", out_dir.string()}});
+  root.insert("plugins", toml::array{std::move(plugin)});
+  root.insert("sinks", toml::array{toml::table{{"name", "jsonl"}}});
+  std::ostringstream os;
+  os << root;
+  return os.str();
+}
+
+struct Timed {
+  SessionResult result;
+  double ns_per_iteration = 0;
+};
+
+// Runs `work` while a session of `profile_text` has every probe attached.
+template <typename Work>
+Timed under_session(const std::string& profile_text, const BenchOptions& opts, Work work) {
+  SessionOptions so;
+  so.profile_text = profile_text;
+  so.extra_plugin_dirs = opts.extra_plugin_dirs;
+  so.stats = true;
+  std::promise<void> running;
+  auto running_f = running.get_future();
+  so.on_running = [&running] { running.set_value(); };
+  Session session(std::move(so));
+  Timed out;
+  std::atomic<bool> done{false};
+  std::thread runner([&] {
+    out.result = session.run();
+    done = true;
+  });
+  while (!done.load() && running_f.wait_for(std::chrono::milliseconds(10)) != std::future_status::ready) {
+  }
+  if (running_f.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+    out.ns_per_iteration = work();
+    session.request_stop();
+  }
+  runner.join();
+  // request_stop() is how every bench session ends: not a failure here.
+  if (out.result.code == ExitCode::kInterrupted) out.result.code = ExitCode::kOk;
+  return out;
+}
+
+struct Plan {
+  std::string syscall;
+  std::vector<std::string> tracepoints;  // category:name
+  std::set<std::string> targets;         // "tracepoint:name" as the link info says
+};
+
+void plan_workloads(BenchProfiler& prof, std::vector<Plan>& plans) {
+  std::set<std::string> raw, syscalls;  // raw_syscalls targets; syscalls with their own tracepoints
+  for (const auto& p : prof.probes) {
+    std::string sc;
+    std::string tp = syscall_tracepoint(p.target, &sc);
+    if (tp.empty()) {
+      prof.skipped.push_back(
+          {p.probe, p.target,
+           p.target.empty()                       ? "the kernel did not say what the link is attached to (before 6.6)"
+           : p.target.rfind("uprobe", 0) == 0 ||
+                   p.target.rfind("uretprobe", 0) == 0 ? "uprobes: no built-in loop calls this function"
+           : p.target == "perf_event"             ? "perf_event sampling fires on a clock, not per event"
+                                                  : "no built-in loop fires this probe (syscall tracepoints only)"});
+      continue;
+    }
+    if (sc.empty())
+      raw.insert(p.target);
+    else if (SyscallWorkload::find(sc))
+      syscalls.insert(sc);
+    else
+      prof.skipped.push_back({p.probe, p.target, fmt::format("no built-in loop makes syscall '{}'", sc)});
+  }
+  if (syscalls.empty() && !raw.empty()) syscalls.insert("getppid");
+  for (const auto& sc : syscalls) {
+    Plan plan{sc, {}, {}};
+    for (const auto& p : prof.probes) {
+      std::string s;
+      std::string tp = syscall_tracepoint(p.target, &s);
+      if (tp.empty() || (!s.empty() && s != sc) || plan.targets.count(p.target)) continue;
+      plan.targets.insert(p.target);
+      plan.tracepoints.push_back(tp);
+    }
+    plans.push_back(std::move(plan));
+  }
+}
+
+// Σ over distinct programs linked to one of `targets` of their mean ns per run, and of their runs.
+std::pair<double, double> program_cost(const std::vector<ProgramStats>& stats, const std::set<std::string>& targets) {
+  std::set<std::uint32_t> seen;
+  double ns = 0, runs = 0;
+  for (const auto& s : stats) {
+    if (!targets.count(s.target) || !seen.insert(s.prog_id).second) continue;
+    ns += s.avg_ns();
+    runs += static_cast<double>(s.run_cnt);
+  }
+  return {ns, runs};
+}
+
+void bench_workload(const Plan& plan, const std::string& profile_text, const BenchOptions& opts,
+                    BenchWorkload& out) {
+  auto workload = *SyscallWorkload::find(plan.syscall);
+  out.syscall = plan.syscall;
+  out.tracepoints = plan.tracepoints;
+  out.iterations = workload.calibrate(static_cast<std::uint64_t>(opts.loop_seconds * 1e9));
+  const double n = static_cast<double>(out.iterations);
+  auto loop = [&] { return static_cast<double>(workload.run(out.iterations)) / n; };
+  std::vector<double> none, empty, with, vs_none, vs_empty, bpf, empty_bpf, runs;
+  EmptyTracepointProbe empty_probe;
+  for (unsigned rep = 0; rep < opts.reps; ++rep) {
+    double t_none = 0, t_empty = 0, t_loupe = 0;
+    for (unsigned k = 0; k < 3; ++k) {
+      switch ((rep + k) % 3) {  // rotate the order: drift and warm-up hit each variant alike
+        case 0: t_none = loop(); break;
+        case 1: {
+          for (const auto& tp : plan.tracepoints) {
+            auto colon = tp.find(':');
+            std::string err = empty_probe.attach(tp.substr(0, colon), tp.substr(colon + 1));
+            if (!err.empty()) throw std::runtime_error(err);
+          }
+          ProgramStats before = empty_probe.stats();
+          t_empty = loop();
+          ProgramStats after = empty_probe.stats();
+          empty_probe.detach();
+          double r = static_cast<double>(after.run_cnt - before.run_cnt);
+          double per_run = r > 0 ? static_cast<double>(after.run_time_ns - before.run_time_ns) / r : 0;
+          empty_bpf.push_back(per_run * static_cast<double>(plan.tracepoints.size()));
+          break;
+        }
+        case 2: {
+          Timed t = under_session(profile_text, opts, loop);
+          if (t.result.code != ExitCode::kOk || t.ns_per_iteration == 0)
+            throw std::runtime_error(fmt::format("the profiler's session failed: {}", t.result.error));
+          t_loupe = t.ns_per_iteration;
+          auto [ns, r] = program_cost(t.result.probe_stats, plan.targets);
+          bpf.push_back(ns);
+          runs.push_back(r / n);
+          break;
+        }
+      }
+    }
+    none.push_back(t_none);
+    empty.push_back(t_empty);
+    with.push_back(t_loupe);
+    vs_none.push_back(t_loupe - t_none);
+    vs_empty.push_back(t_loupe - t_empty);
+  }
+  out.none_ns = spread(none);
+  out.empty_ns = spread(empty);
+  out.loupe_ns = spread(with);
+  out.added_vs_none_ns = spread(vs_none);
+  out.added_vs_empty_ns = spread(vs_empty);
+  out.bpf_ns = spread(bpf);
+  out.empty_bpf_ns = spread(empty_bpf);
+  out.runs_per_iteration = spread(runs);
+}
+
+nlohmann::json spread_json(const Spread& s) { return {{"min", s.min}, {"median", s.median}, {"max", s.max}}; }
+
+}  // namespace
+
+BenchReport run_probe_bench(const BenchOptions& opts) {
+  if (opts.reps == 0) throw std::invalid_argument("--reps must be at least 1");
+  Profile profile = parse_profile_file(opts.profile_path);
+  BenchReport report;
+  report.profile = opts.profile_path;
+  report.reps = opts.reps;
+  report.cpus = static_cast<unsigned>(sysconf(_SC_NPROCESSORS_ONLN));
+  utsname u{};
+  if (uname(&u) == 0) report.kernel = std::string(u.release);
+  ProbeStats stats;  // the empty programs' counts
+  std::string err;
+  if (!stats.enable(&err)) throw std::runtime_error(err);
+  const fs::path out_dir = fs::temp_directory_path() / fmt::format("loupe-bench-{}", getpid());
+  std::map<std::string, int> seen;
+  for (const auto& spec : profile.plugins) {
+    if (spec.kind != PluginSpec::Kind::kProfiler || !spec.enabled) continue;
+    BenchProfiler prof;
+    int n = seen[spec.name]++;
+    prof.instance = n == 0 ? spec.name : fmt::format("{}#{}", spec.name, n + 1);
+    const std::string text = single_profile(spec, out_dir);
+    // Discovery: what does the profiler attach to?
+    Timed d = under_session(text, opts, [] { return 1.0; });
+    if (d.result.code != ExitCode::kOk) {
+      prof.error = d.result.error.empty() ? "the profiler's session failed" : d.result.error;
+      report.profilers.push_back(std::move(prof));
+      continue;
+    }
+    prof.probes = d.result.probe_stats;
+    std::vector<Plan> plans;
+    plan_workloads(prof, plans);
+    for (const auto& plan : plans) {
+      BenchWorkload w;
+      try {
+        spdlog::info("bench {}: {} loop", prof.instance, plan.syscall);
+        bench_workload(plan, text, opts, w);
+        prof.workloads.push_back(std::move(w));
+      } catch (const std::exception& e) {
+        prof.skipped.push_back({plan.syscall + " loop", "", e.what()});
+      }
+    }
+    report.profilers.push_back(std::move(prof));
+  }
+  std::error_code ec;
+  fs::remove_all(out_dir, ec);
+  return report;
+}
+
+std::string BenchReport::json() const {
+  nlohmann::json profs = nlohmann::json::array();
+  for (const auto& p : profilers) {
+    nlohmann::json probes = nlohmann::json::array(), workloads = nlohmann::json::array(),
+                   skipped = nlohmann::json::array();
+    for (const auto& s : p.probes)
+      probes.push_back({{"probe", s.probe}, {"program", s.program}, {"target", s.target}});
+    for (const auto& w : p.workloads)
+      workloads.push_back({{"syscall", w.syscall},
+                           {"tracepoints", w.tracepoints},
+                           {"iterations", w.iterations},
+                           {"ns_per_iteration",
+                            {{"none", spread_json(w.none_ns)},
+                             {"empty_program", spread_json(w.empty_ns)},
+                             {"loupe", spread_json(w.loupe_ns)}}},
+                           {"added_ns_per_iteration",
+                            {{"vs_none", spread_json(w.added_vs_none_ns)},
+                             {"vs_empty_program", spread_json(w.added_vs_empty_ns)}}},
+                           {"bpf_stats_ns_per_iteration",
+                            {{"loupe", spread_json(w.bpf_ns)}, {"empty_program", spread_json(w.empty_bpf_ns)}}},
+                           {"program_runs_per_iteration", spread_json(w.runs_per_iteration)}});
+    for (const auto& s : p.skipped)
+      skipped.push_back({{"probe", s.probe}, {"target", s.target}, {"reason", s.reason}});
+    nlohmann::json j{{"instance", p.instance}, {"probes", probes}, {"workloads", workloads}, {"skipped", skipped}};
+    if (!p.error.empty()) j["error"] = p.error;
+    profs.push_back(j);
+  }
+  return nlohmann::json{{"schema", "loupe.bench/1"},
+                        {"profile", profile},
+                        {"reps", reps},
+                        {"cpus", cpus},
+                        {"kernel", kernel},
+                        {"profilers", profs}}
+             .dump(2);
+}
+
+std::string BenchReport::text() const {
+  std::string out = fmt::format("loupe bench {} ({} reps, kernel {}, {} CPUs); ns per loop iteration, min / median / max\n",
+                                profile, reps, kernel, cpus);
+  auto row = [&](const char* what, const Spread& s) {
+    out += fmt::format("    {:<34} {:>9.1f} {:>9.1f} {:>9.1f}\n", what, s.min, s.median, s.max);
+  };
+  for (const auto& p : profilers) {
+    out += fmt::format("\n{}\n", p.instance);
+    if (!p.error.empty()) out += fmt::format("  error: {}\n", p.error);
+    for (const auto& w : p.workloads) {
+      std::string tps;
+      for (const auto& t : w.tracepoints) tps += (tps.empty() ? "" : ", ") + t;
+      out += fmt::format("  {} loop, {} iterations; fires {}\n", w.syscall, w.iterations, tps);
+      row("no probe", w.none_ns);
+      row("empty program on the same hooks", w.empty_ns);
+      row("loupe session", w.loupe_ns);
+      row("added vs no probe", w.added_vs_none_ns);
+      row("added vs empty program", w.added_vs_empty_ns);
+      row("bpf stats: profiler programs", w.bpf_ns);
+      row("bpf stats: empty programs", w.empty_bpf_ns);
+      row("program runs per iteration", w.runs_per_iteration);
+    }
+    for (const auto& s : p.skipped)
+      out += fmt::format("  skipped {} ({}): {}\n", s.probe, s.target.empty() ? "-" : s.target, s.reason);
+  }
+  return out;
+}
+
+}  // namespace loupe
