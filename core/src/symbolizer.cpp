@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The symbolization service: kernel frames through kallsyms, user frames through the
-// process's mappings and the ELF files behind them, JIT frames through perf maps. One
+// process's mappings and the ELF files behind them, JIT frames through perf maps and
+// jitdump files. One
 // lock guards all caches: a hit is a hash lookup and two binary searches under it.
 #include "loupe/symbolizer.hpp"
 
@@ -109,6 +110,12 @@ class ElfSymbolizer final : public Symbolizer {
     s.cached_files = files_.size();
     s.interned_strings = strings_.size();
     s.kernel_symbols = text_ ? text_->size() : 0;
+    for (const ProcessSpace& p : lru_) {
+      if (const JitDump* d = p.jitdump_if_any()) {
+        s.jitdump_entries += d->size();
+        s.jitdump_evictions += d->evictions();
+      }
+    }
     return s;
   }
 
@@ -183,7 +190,9 @@ class ElfSymbolizer final : public Symbolizer {
     MappedRegion* r = space->find(addr);
     if (!r && maybe_reload(*space)) r = space->find(addr);
     // JIT code lives in anonymous executable memory, outside any file.
-    if ((!r || !r->map.file_backed()) && perf_map_frame(*space, addr, out)) return;
+    if ((!r || !r->map.file_backed()) &&
+        (perf_map_frame(*space, addr, out) || jitdump_frame(*space, addr, out)))
+      return;
     if (!r) {
       out->resolution = LOUPE_UNRESOLVED_NO_MODULE;
       return;
@@ -208,6 +217,26 @@ class ElfSymbolizer final : public Symbolizer {
     out->offset = hit.offset;
     out->kind = LOUPE_FRAME_JIT;
     out->resolution = LOUPE_RESOLVED_PERF_MAP;
+    return true;
+  }
+
+  bool jitdump_frame(ProcessSpace& space, std::uint64_t addr, loupe_frame* out) {
+    // As for perf maps: one stat per stack, and a read only of what was appended.
+    if (space.jitdump_checked_call != call_) {
+      space.jitdump_checked_call = call_;
+      space.jitdump_present = space.jitdump().refresh();
+      if (space.jitdump_present && !space.jitdump_module)
+        space.jitdump_module = strings_.intern(space.jitdump_name());
+    }
+    const JitDump* dump = space.jitdump_if_any();
+    JitDump::Hit hit;
+    if (!space.jitdump_present || !dump || !dump->lookup(addr, &hit)) return false;
+    if (!*hit.interned) *hit.interned = strings_.intern(hit.name);
+    out->symbol = *hit.interned;
+    out->module = space.jitdump_module;
+    out->offset = hit.offset;
+    out->kind = LOUPE_FRAME_JIT;
+    out->resolution = LOUPE_RESOLVED_JITDUMP;
     return true;
   }
 

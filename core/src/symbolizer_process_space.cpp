@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <string_view>
 
 namespace loupe {
 
@@ -15,7 +16,36 @@ ProcessSpace::ProcessSpace(std::uint32_t pid, const std::string& proc_root,
                            const std::string& perf_map_dir)
     : pid_(pid),
       proc_dir_(proc_root + "/" + std::to_string(pid)),
-      perf_map_(perf_map_dir + "/perf-" + std::to_string(pid) + ".map") {}
+      perf_map_(perf_map_dir + "/perf-" + std::to_string(pid) + ".map"),
+      fallback_jitdump_(perf_map_dir + "/jit-" + std::to_string(pid) + ".dump") {}
+
+namespace {
+
+// "jit-<digits>.dump" as the last path component. The digits are the pid as the runtime
+// sees it, which differs from ours inside a PID namespace: any such file the process maps
+// is its own dump, but one named after our pid is preferred.
+bool is_jitdump_path(const std::string& path, const std::string& own_name) {
+  if (path.ends_with(own_name)) return true;
+  auto slash = path.rfind('/');
+  std::string_view base = std::string_view(path).substr(slash == std::string::npos ? 0 : slash + 1);
+  if (!base.starts_with("jit-") || !base.ends_with(".dump")) return false;
+  std::string_view digits = base.substr(4, base.size() - 4 - 5);
+  return !digits.empty() &&
+         std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+}  // namespace
+
+JitDump& ProcessSpace::jitdump() {
+  const std::string& name = mapped_jitdump_.empty() ? fallback_jitdump_ : mapped_jitdump_;
+  std::string path = mapped_jitdump_.empty() ? name : proc_dir_ + "/root" + name;
+  if (!jitdump_ || jitdump_->path() != path) {
+    jitdump_ = std::make_unique<JitDump>(path);
+    jitdump_name_ = name;
+    jitdump_module = nullptr;
+  }
+  return *jitdump_;
+}
 
 bool ProcessSpace::reload(StringPool& strings, int* err) {
   std::vector<MapsEntry> maps;
@@ -43,6 +73,14 @@ bool ProcessSpace::reload(StringPool& strings, int* err) {
     fresh.push_back(std::move(r));
   }
   regions_ = std::move(fresh);
+  std::string own_name = "/jit-" + std::to_string(pid_) + ".dump";
+  std::string mapped;
+  for (const MappedRegion& r : regions_) {
+    if (r.map.deleted || !r.map.file_backed() || !is_jitdump_path(r.map.path, own_name)) continue;
+    mapped = r.map.path;
+    if (mapped.ends_with(own_name)) break;
+  }
+  mapped_jitdump_ = std::move(mapped);
   loaded_at_ = std::chrono::steady_clock::now();
   return true;
 }

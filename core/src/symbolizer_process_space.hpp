@@ -2,7 +2,7 @@
 //
 // What the symbolizer knows of one process: its mappings, the ELF table behind each
 // file-backed one (loaded on first use, shared through ElfFileCache) with its load bias,
-// and its JIT perf map. Not thread-safe: the symbolizer's lock guards it.
+// and its JIT symbol files (perf map, jitdump). Not thread-safe: the symbolizer's lock guards it.
 #ifndef LOUPE_CORE_SYMBOLIZER_PROCESS_SPACE_HPP
 #define LOUPE_CORE_SYMBOLIZER_PROCESS_SPACE_HPP
 
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "elf_file_cache.hpp"
+#include "jitdump.hpp"
 #include "perf_map.hpp"
 #include "symbolizer_process_maps.hpp"
 #include "symbolizer_string_pool.hpp"
@@ -49,6 +50,11 @@ class ProcessSpace {
   int open_file(const MappedRegion& r) const { return open_mapped_file(r.map); }
 
   PerfMap& perf_map() { return perf_map_; }
+  // The process's jitdump: the jit-N.dump file it maps (runtimes mmap it so that perf sees
+  // it; read through the process's root, so containers work), else
+  // <perf_map_dir>/jit-PID.dump. Replaced by a fresh reader when that path changes.
+  JitDump& jitdump();
+  const JitDump* jitdump_if_any() const { return jitdump_.get(); }
   std::chrono::steady_clock::time_point loaded_at() const { return loaded_at_; }
   std::uint32_t pid() const { return pid_; }
 
@@ -56,6 +62,11 @@ class ProcessSpace {
   std::uint64_t perf_map_checked_call = 0;
   bool perf_map_present = false;
   const char* perf_map_module = nullptr;
+  std::uint64_t jitdump_checked_call = 0;
+  bool jitdump_present = false;
+  const char* jitdump_module = nullptr;  // reset when jitdump() switches files
+  // The dump's path as the process names it (its mapping, or the /tmp fallback).
+  const std::string& jitdump_name() const { return jitdump_name_; }
 
  private:
   int open_mapped_file(const MapsEntry& m) const;
@@ -64,6 +75,10 @@ class ProcessSpace {
   std::string proc_dir_;  // "<proc_root>/<pid>"
   std::vector<MappedRegion> regions_;
   PerfMap perf_map_;
+  std::string mapped_jitdump_;    // path of a mapped jit-N.dump, from the last maps read
+  std::string fallback_jitdump_;  // <perf_map_dir>/jit-PID.dump
+  std::string jitdump_name_;
+  std::unique_ptr<JitDump> jitdump_;
   std::chrono::steady_clock::time_point loaded_at_{};
 };
 

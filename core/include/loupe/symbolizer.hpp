@@ -2,7 +2,8 @@
 //
 // Symbolization service offered to every plugin (loupe_host_services.symbolize).
 // Kernel addresses via /proc/kallsyms; user addresses per process via /proc/PID/maps and
-// the ELF files (symtab/dynsym, PIE bias, build-id); JIT code via /tmp/perf-PID.map.
+// the ELF files (symtab/dynsym, PIE bias, build-id); JIT code via /tmp/perf-PID.map and
+// jitdump files (jit-PID.dump).
 #ifndef LOUPE_SYMBOLIZER_HPP
 #define LOUPE_SYMBOLIZER_HPP
 
@@ -36,6 +37,10 @@ struct SymbolizerStats {
   std::uint64_t cached_files = 0;
   std::uint64_t interned_strings = 0;
   std::uint64_t kernel_symbols = 0;    // text symbols read from kallsyms; 0 until first use
+  // JIT code entries held from jitdump files of the cached processes, and entries dropped
+  // to keep each file's table within its bound (oldest load first).
+  std::uint64_t jitdump_entries = 0;
+  std::uint64_t jitdump_evictions = 0;
 };
 
 // One source position of a code address: an inlined call, or the function holding it.
