@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "atomic_file.hpp"
+#include "loupe/sdk/atomic_file.hpp"
 #include "loupe/sdk/plugin.hpp"
 #include "report_data.hpp"
 #include "report_page.hpp"
@@ -32,7 +32,7 @@ class HtmlSink : public sdk::Sink {
  public:
   void setup(const sdk::SetupArgs& args) override {
     std::string dir = args.session && args.session->output_dir ? args.session->output_dir : "";
-    path_ = join_path(dir, args.config.get_string("path", "report.html"));
+    path_ = sdk::join_path(dir, args.config.get_string("path", "report.html"));
     title_ = args.config.get_string("title", "");
     if (title_.empty()) {
       title_ = "loupe report";
@@ -50,7 +50,7 @@ class HtmlSink : public sdk::Sink {
   }
 
   void flush(const sdk::FlushArgs&) override {
-    replace_file(path_, render_report_page(data_->to_json(title_)));
+    sdk::replace_file(path_, render_report_page(data_->to_json(title_)));
   }
 
  private:

@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "atomic_file.hpp"
+#include "loupe/sdk/atomic_file.hpp"
 #include "gzip.hpp"
 #include "loupe/sdk/plugin.hpp"
 #include "profile_builder.hpp"
@@ -37,7 +37,7 @@ class PprofSink : public sdk::Sink {
   void flush(const sdk::FlushArgs&) override {
     for (const auto& [name, builder] : profiles_) {
       if (builder.samples() == 0) continue;
-      replace_file(join_path(output_dir_, file_stem(name) + ".pb.gz"),
+      sdk::replace_file(sdk::join_path(output_dir_, sdk::file_stem(name) + ".pb.gz"),
                    gzip_compress(builder.serialize()));
     }
   }
