@@ -17,6 +17,7 @@
 #include "biolat_reporter.hpp"
 #include "device_names.hpp"
 #include "loupe/sdk/plugin.hpp"
+#include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/records.hpp"
 #include "outlier_decoder.hpp"
 #include "rq_prototype.hpp"
@@ -61,11 +62,7 @@ class BiolatProfiler : public sdk::Profiler {
     const auto& cfg = args.config;
 
     std::int64_t pid = cfg.get_int("pid", 0);
-    int session_pid = args.session ? args.session->target_pid : 0;
-    if (pid && session_pid && pid != session_pid)
-      throw sdk::Error(LOUPE_ERR_INVALID_ARG, "pid = " + std::to_string(pid) +
-                                                  " conflicts with the session's target pid " +
-                                                  std::to_string(session_pid));
+    std::int64_t session_pid = sdk::session_target_pid(pid, args.session);
     if (!pid && !cfg.get_bool("all_processes", false)) pid = session_pid;
 
     std::uint32_t dev = 0;
@@ -131,23 +128,11 @@ class BiolatProfiler : public sdk::Profiler {
     std::string mech = mechanism_name(mechanism_);
     if (outliers_on_) {
       decoder_ = std::make_unique<OutlierDecoder>(*host_, mech);
-      loupe_ring_spec spec{};
-      spec.size = sizeof(spec);
-      spec.map_fd = bpf_map__fd(skel_->maps.outliers);
-      spec.name = "slow_requests";
-      spec.record_type = BIO_RECORD_OUTLIER;
-      spec.record_version = BIO_RECORD_OUTLIER_VERSION;
-      spec.min_len = sizeof(bio_outlier_event);
-      spec.max_len = sizeof(bio_outlier_event);
-      spec.category = LOUPE_RING_MUST_KEEP;
-      spec.policy = LOUPE_BP_DEFAULT;
-      spec.lost_map_fd = bpf_map__fd(skel_->maps.outliers_lost);
-      spec.divisor_map_fd = bpf_map__fd(skel_->maps.outliers_divisor);
-      spec.decode = &OutlierDecoder::decode_thunk;
-      spec.user = decoder_.get();
-      if (host_->register_ring(spec) != LOUPE_OK)
-        throw sdk::Error(LOUPE_ERR_INTERNAL,
-                         "registering the slow_requests ring: " + host_->last_error());
+      sdk::register_fixed_ring<bio_outlier_event>(
+          *host_,
+          {"slow_requests", bpf_map__fd(skel_->maps.outliers), BIO_RECORD_OUTLIER, BIO_RECORD_OUTLIER_VERSION,
+           LOUPE_RING_MUST_KEEP, bpf_map__fd(skel_->maps.outliers_lost), bpf_map__fd(skel_->maps.outliers_divisor)},
+          decoder_.get());
     }
     ReporterMaps maps;
     maps.stats_fd = bpf_map__fd(skel_->maps.stats);

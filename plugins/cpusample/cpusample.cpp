@@ -18,6 +18,7 @@
 #include "cpusample.h"
 #include "cpusample.skel.h"
 #include "loupe/sdk/plugin.hpp"
+#include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/records.hpp"
 #include "perf_event_sampler.hpp"
 #include "stack_reporter.hpp"
@@ -99,11 +100,7 @@ class CpuSampleProfiler : public sdk::Profiler {
                                                   ": below 10000 ns the sampling interrupt "
                                                   "would dominate the CPU");
     std::int64_t pid = cfg.get_int("pid", 0);
-    int session_pid = args.session ? args.session->target_pid : 0;
-    if (pid && session_pid && pid != session_pid)
-      throw sdk::Error(LOUPE_ERR_INVALID_ARG, "pid = " + std::to_string(pid) +
-                                                  " conflicts with the session's target pid " +
-                                                  std::to_string(session_pid));
+    std::int64_t session_pid = sdk::session_target_pid(pid, args.session);
     if (!pid) pid = session_pid;
     std::string comm = cfg.get_string("comm", "");
     if (comm.size() > CS_COMM_LEN - 1)

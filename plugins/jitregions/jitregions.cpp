@@ -13,6 +13,7 @@
 #include "jitregions.h"
 #include "jitregions.skel.h"
 #include "loupe/sdk/plugin.hpp"
+#include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/records.hpp"
 #include "perf_event_sampler.hpp"
 
@@ -57,11 +58,7 @@ class JitRegionsProfiler : public sdk::Profiler {
                                                   "would dominate the CPU");
     sample_ = cfg.get_bool("sample", true);
     std::int64_t pid = cfg.get_int("pid", 0);
-    int session_pid = args.session ? args.session->target_pid : 0;
-    if (pid && session_pid && pid != session_pid)
-      throw sdk::Error(LOUPE_ERR_INVALID_ARG, "pid = " + std::to_string(pid) +
-                                                  " conflicts with the session's target pid " +
-                                                  std::to_string(session_pid));
+    std::int64_t session_pid = sdk::session_target_pid(pid, args.session);
     if (!pid) pid = session_pid;
     std::string comm = cfg.get_string("comm", "");
     if (comm.size() > JR_COMM_LEN - 1)
@@ -105,23 +102,12 @@ class JitRegionsProfiler : public sdk::Profiler {
     if (host_->bpf_load(skel_->obj) != LOUPE_OK)
       throw sdk::Error(LOUPE_ERR_KERNEL, "loading the jitregions BPF object: " + host_->last_error());
     tracker_ = std::make_unique<JitTracker>(*host_, limits_);
-    loupe_ring_spec spec{};
-    spec.size = sizeof(spec);
-    spec.map_fd = bpf_map__fd(skel_->maps.events);
-    spec.name = "events";
-    spec.record_type = JR_RECORD;
-    spec.record_version = JR_RECORD_VERSION;
-    spec.min_len = sizeof(jr_event);
-    spec.max_len = sizeof(jr_event);
     // Region changes must not be lost; samples are few (99 Hz, tracked processes only).
-    spec.category = LOUPE_RING_MUST_KEEP;
-    spec.policy = LOUPE_BP_DEFAULT;
-    spec.lost_map_fd = bpf_map__fd(skel_->maps.events_lost);
-    spec.divisor_map_fd = -1;  // sampling out region changes would corrupt the table
-    spec.decode = &JitTracker::decode_thunk;
-    spec.user = tracker_.get();
-    if (host_->register_ring(spec) != LOUPE_OK)
-      throw sdk::Error(LOUPE_ERR_INTERNAL, "registering the events ring: " + host_->last_error());
+    // No divisor: sampling out region changes would corrupt the table.
+    sdk::register_fixed_ring<jr_event>(*host_,
+                                       {"events", bpf_map__fd(skel_->maps.events), JR_RECORD, JR_RECORD_VERSION,
+                                        LOUPE_RING_MUST_KEEP, bpf_map__fd(skel_->maps.events_lost), -1},
+                                       tracker_.get());
 
     auto& p = skel_->progs;
     // Exit halves first: an exit without its entry finds nothing pending and is harmless.

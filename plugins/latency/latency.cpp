@@ -17,6 +17,7 @@
 #include "latency_reporter.hpp"
 #include "library_resolver.hpp"
 #include "loupe/sdk/plugin.hpp"
+#include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/records.hpp"
 #include "outlier_decoder.hpp"
 #include "probe_spec.hpp"
@@ -102,13 +103,9 @@ class LatencyProfiler : public sdk::Profiler {
       throw sdk::Error(LOUPE_ERR_INVALID_ARG,
                        "missing_targets = \"" + missing + "\": expected \"error\" or \"warn\"");
     std::int64_t pid = cfg.get_int("pid", 0);
-    int session_pid = args.session ? args.session->target_pid : 0;
+    std::int64_t session_pid = sdk::session_target_pid(pid, args.session);
     replay_ = args.session && LOUPE_ABI_HAS_FIELD(args.session, loupe_session_info, flags) &&
               (args.session->flags & LOUPE_SESSION_REPLAY);
-    if (pid && session_pid && pid != session_pid)
-      throw sdk::Error(LOUPE_ERR_INVALID_ARG, "pid = " + std::to_string(pid) +
-                                                  " conflicts with the session's target pid " +
-                                                  std::to_string(session_pid));
     if (!pid) pid = session_pid;
     std::string comm = cfg.get_string("comm", "");
     if (comm.size() > LAT_COMM_LEN - 1)
@@ -208,23 +205,12 @@ class LatencyProfiler : public sdk::Profiler {
     }
     if (outliers_on_) {
       decoder_ = std::make_unique<OutlierDecoder>(*host_, labels_);
-      loupe_ring_spec spec{};
-      spec.size = sizeof(spec);
-      spec.map_fd = replay_ ? -1 : bpf_map__fd(skel_->maps.outliers);
-      spec.name = "outliers";
-      spec.record_type = LAT_RECORD_OUTLIER;
-      spec.record_version = LAT_RECORD_OUTLIER_VERSION;
-      spec.min_len = sizeof(lat_outlier_event);
-      spec.max_len = sizeof(lat_outlier_event);
-      spec.category = LOUPE_RING_MUST_KEEP;
-      spec.policy = LOUPE_BP_DEFAULT;
-      spec.lost_map_fd = replay_ ? -1 : bpf_map__fd(skel_->maps.outliers_lost);
-      spec.divisor_map_fd = replay_ ? -1 : bpf_map__fd(skel_->maps.outliers_divisor);
-      spec.decode = &OutlierDecoder::decode_thunk;
-      spec.user = decoder_.get();
-      if (host_->register_ring(spec) != LOUPE_OK)
-        throw sdk::Error(LOUPE_ERR_INTERNAL, "registering the outliers ring: " +
-                                                 host_->last_error());
+      sdk::register_fixed_ring<lat_outlier_event>(
+          *host_,
+          {"outliers", replay_ ? -1 : bpf_map__fd(skel_->maps.outliers), LAT_RECORD_OUTLIER,
+           LAT_RECORD_OUTLIER_VERSION, LOUPE_RING_MUST_KEEP, replay_ ? -1 : bpf_map__fd(skel_->maps.outliers_lost),
+           replay_ ? -1 : bpf_map__fd(skel_->maps.outliers_divisor)},
+          decoder_.get());
     }
     if (replay_) return;
     ReporterMaps maps;

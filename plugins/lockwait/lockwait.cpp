@@ -15,6 +15,7 @@
 #include "lockwait.h"
 #include "lockwait.skel.h"
 #include "loupe/sdk/plugin.hpp"
+#include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/records.hpp"
 #include "symbol_cache.hpp"
 
@@ -79,11 +80,7 @@ class LockwaitProfiler : public sdk::Profiler {
       throw sdk::Error(LOUPE_ERR_INVALID_ARG, "futex = false and kernel = false: nothing to trace");
 
     std::int64_t pid = cfg.get_int("pid", 0);
-    int session_pid = args.session ? args.session->target_pid : 0;
-    if (pid && session_pid && pid != session_pid)
-      throw sdk::Error(LOUPE_ERR_INVALID_ARG, "pid = " + std::to_string(pid) +
-                                                  " conflicts with the session's target pid " +
-                                                  std::to_string(session_pid));
+    std::int64_t session_pid = sdk::session_target_pid(pid, args.session);
     if (!pid) pid = session_pid;
     std::string comm = cfg.get_string("comm", "");
     if (comm.size() > 15)
@@ -146,22 +143,12 @@ class LockwaitProfiler : public sdk::Profiler {
       attach(btf ? p->lw_contention_end_btf : p->lw_contention_end, "lock:contention_end");
     }
     symbols_ = std::make_unique<SymbolCache>(*host_, bpf_map__fd(skel_->maps.stacks));
-    loupe_ring_spec spec{};
-    spec.size = sizeof(spec);
-    spec.map_fd = bpf_map__fd(skel_->maps.first_seen);
-    spec.name = "first_seen";
-    spec.record_type = LW_RECORD_FIRST_SEEN;
-    spec.record_version = LW_RECORD_FIRST_SEEN_VERSION;
-    spec.min_len = sizeof(lw_first_seen_event);
-    spec.max_len = sizeof(lw_first_seen_event);
-    spec.category = LOUPE_RING_MUST_KEEP;
-    spec.policy = LOUPE_BP_DEFAULT;
-    spec.lost_map_fd = bpf_map__fd(skel_->maps.first_seen_lost);
-    spec.divisor_map_fd = -1;  // every first sighting matters: no sampling
-    spec.decode = &SymbolCache::decode_thunk;
-    spec.user = symbols_.get();
-    if (host_->register_ring(spec) != LOUPE_OK)
-      throw sdk::Error(LOUPE_ERR_INTERNAL, "registering the first_seen ring: " + host_->last_error());
+    // No divisor: every first sighting matters.
+    sdk::register_fixed_ring<lw_first_seen_event>(
+        *host_,
+        {"first_seen", bpf_map__fd(skel_->maps.first_seen), LW_RECORD_FIRST_SEEN, LW_RECORD_FIRST_SEEN_VERSION,
+         LOUPE_RING_MUST_KEEP, bpf_map__fd(skel_->maps.first_seen_lost), -1},
+        symbols_.get());
     ReporterMaps maps;
     maps.inflight_fd = bpf_map__fd(skel_->maps.inflight);
     maps.locks_fd = bpf_map__fd(skel_->maps.locks);

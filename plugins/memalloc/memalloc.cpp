@@ -21,6 +21,7 @@
 
 #include "allocator_attacher.hpp"
 #include "loupe/sdk/plugin.hpp"
+#include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/records.hpp"
 #include "memalloc.skel.h"
 #include "memalloc_reporter.hpp"
@@ -83,11 +84,7 @@ class MemallocProfiler : public sdk::Profiler {
     host_ = std::make_unique<sdk::Host>(args.host);
     const auto& cfg = args.config;
     std::int64_t pid = cfg.get_int("pid", 0);
-    int session_pid = args.session ? args.session->target_pid : 0;
-    if (pid && session_pid && pid != session_pid)
-      throw sdk::Error(LOUPE_ERR_INVALID_ARG, "pid = " + std::to_string(pid) +
-                                                  " conflicts with the session's target pid " +
-                                                  std::to_string(session_pid));
+    std::int64_t session_pid = sdk::session_target_pid(pid, args.session);
     if (!pid) pid = session_pid;
     pid_ = static_cast<int>(pid);
     user_ = cfg.get_bool("user", true);

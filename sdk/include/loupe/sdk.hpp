@@ -6,4 +6,5 @@
 #include "loupe/sdk/host.hpp"
 #include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/records.hpp"
+#include "loupe/sdk/ring.hpp"
 #endif

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Registering a ring of fixed-size records (one struct per record, as LOUPE_RESERVE
+// writes them). `Decoder` provides `static int decode_thunk(void*, const void*, uint32_t)`
+// and is called on a core worker thread with `decoder` as its first argument.
+#ifndef LOUPE_SDK_RING_HPP
+#define LOUPE_SDK_RING_HPP
+
+#include <cstdint>
+#include <string>
+
+#include "loupe/sdk/host.hpp"
+#include "loupe/sdk/plugin.hpp"
+
+namespace loupe::sdk {
+
+struct FixedRing {
+  const char* name;
+  int map_fd;             // -1 when replaying a capture
+  std::uint16_t record_type;
+  std::uint16_t record_version;
+  loupe_ring_category category;
+  int lost_map_fd;        // the ring's `_lost` per-CPU counter, or -1
+  int divisor_map_fd;     // the ring's `_divisor` map, or -1 when sampling would corrupt state
+};
+
+// Throws Error naming the ring when the host refuses it.
+template <typename Record, typename Decoder>
+void register_fixed_ring(const Host& host, const FixedRing& ring, Decoder* decoder) {
+  loupe_ring_spec spec{};
+  spec.size = sizeof(spec);
+  spec.map_fd = ring.map_fd;
+  spec.name = ring.name;
+  spec.record_type = ring.record_type;
+  spec.record_version = ring.record_version;
+  spec.min_len = sizeof(Record);
+  spec.max_len = sizeof(Record);
+  spec.category = ring.category;
+  spec.policy = LOUPE_BP_DEFAULT;
+  spec.lost_map_fd = ring.lost_map_fd;
+  spec.divisor_map_fd = ring.divisor_map_fd;
+  spec.decode = &Decoder::decode_thunk;
+  spec.user = decoder;
+  if (host.register_ring(spec) != LOUPE_OK)
+    throw Error(LOUPE_ERR_INTERNAL, std::string("registering the ") + ring.name + " ring: " + host.last_error());
+}
+
+// The session's target pid, after refusing a plugin `pid` key that names another process.
+inline std::int64_t session_target_pid(std::int64_t configured_pid, const loupe_session_info* session) {
+  std::int64_t session_pid = session ? session->target_pid : 0;
+  if (configured_pid && session_pid && configured_pid != session_pid)
+    throw Error(LOUPE_ERR_INVALID_ARG, "pid = " + std::to_string(configured_pid) +
+                                           " conflicts with the session's target pid " +
+                                           std::to_string(session_pid));
+  return session_pid;
+}
+
+}  // namespace loupe::sdk
+
+#endif  // LOUPE_SDK_RING_HPP
