@@ -61,15 +61,23 @@ std::vector<std::uint64_t> LockReporter::read_counters() const {
 std::uint64_t LockReporter::sweep_inflight() {
   std::uint64_t now = monotonic_ns(), in_flight = 0;
   std::vector<lw_inflight_key> stale;
+  std::uint64_t expired = 0;
   for (const auto& [k, v] : dump_hash<lw_inflight_key, lw_inflight_val>(maps_.inflight_fd)) {
-    if (now > v.start_ns && now - v.start_ns > opts_.max_age_ns)
+    bool old = now > v.start_ns && now - v.start_ns > opts_.max_age_ns;
+    if (v.idle) {
+      // A thread's slot between waits; one whose thread stayed away (or died) longer
+      // than max_age is dropped, losing nothing.
+      if (old) stale.push_back(k);
+    } else if (old) {
       stale.push_back(k);
-    else
+      ++expired;
+    } else {
       ++in_flight;
+    }
   }
   // Deleting after the walk keeps get_next_key from restarting at the head.
   for (const auto& k : stale) bpf_map_delete_elem(maps_.inflight_fd, &k);
-  expired_swept_ += stale.size();
+  expired_swept_ += expired;
   return in_flight;
 }
 

@@ -153,6 +153,10 @@ static __always_inline void wait_begin(void *ctx, __u32 kind, __u64 key_addr, __
 	/* A begin still there means its end never came (a thread killed mid-wait, or a
 	 * futex wait interrupted in a way the exit tracepoint missed). */
 	old = bpf_map_lookup_elem(&inflight, &key);
+	if (old && old->idle) {
+		*old = val;
+		return;
+	}
 	if (old) {
 		if (val.start_ns - old->start_ns > targ_max_age_ns)
 			count(LW_C_EXPIRED, 1);
@@ -266,7 +270,7 @@ static __always_inline void wait_end(__u32 kind, __u64 key_addr)
 	key.kind = kind;
 	key.addr = key_addr;
 	v = bpf_map_lookup_elem(&inflight, &key);
-	if (!v) {
+	if (!v || v->idle) {
 		/* Non-wait futex ops never made an entry: only kernel ends are unmatched here,
 		 * futex exits are filtered by the entry's presence. */
 		if (kind == LW_KIND_KERNEL)
@@ -274,7 +278,13 @@ static __always_inline void wait_end(__u32 kind, __u64 key_addr)
 		return;
 	}
 	w = *v;
-	bpf_map_delete_elem(&inflight, &key);
+	/* A thread's futex slot stays, idle, for its next wait: a hash insert and delete per
+	 * wait cost more than the rest of the wait path. collect() drops slots idle for
+	 * longer than max_age. Kernel-lock keys name the lock, so those are deleted. */
+	if (kind == LW_KIND_FUTEX)
+		v->idle = 1;
+	else
+		bpf_map_delete_elem(&inflight, &key);
 	delta = bpf_ktime_get_ns() - w.start_ns;
 	if ((__s64)delta < 0 || delta > targ_max_age_ns) {
 		count(LW_C_DISCARDED, 1);

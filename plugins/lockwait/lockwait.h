@@ -71,7 +71,7 @@ struct lw_inflight_val {
 	__s32 user_stack_id;   /* < 0: none or failed */
 	__s32 kernel_stack_id;
 	__u32 flags;           /* kernel: LCB_F_*; futex: the futex op */
-	__u32 pad;
+	__u32 idle;            /* futex slot kept for the thread's next wait, not a wait */
 	__u64 caller_ip;       /* pthread_stacks: the return address at the uprobe, else 0 */
 };
 
