@@ -1,35 +1,84 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Calibrated workloads for `loupe bench`: tight loops of one syscall, made through
-// syscall(2) so no libc cache hides a call. Each iteration enters and leaves the kernel
-// once, firing that syscall's sys_enter/sys_exit tracepoints (and raw_syscalls') once.
+// Calibrated workloads for `loupe bench`, run in loupe's own process:
+//   - syscall loops, made through syscall(2) so no libc cache hides a call: each iteration
+//     enters and leaves the kernel once, firing that syscall's sys_enter/sys_exit
+//     tracepoints (and raw_syscalls') once;
+//   - user-call loops over the libc functions profilers put uprobes on (allocation and
+//     pthread lock entry points): each iteration calls each function of the loop once, so
+//     a uprobe or uretprobe on any of them fires once per iteration. A uprobe target is
+//     matched by address: the probed file offset, mapped into this process, must be the
+//     entry of the very function the loop calls.
 #ifndef LOUPE_BENCH_WORKLOAD_HPP
 #define LOUPE_BENCH_WORKLOAD_HPP
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace loupe {
 
-class SyscallWorkload {
+class BenchLoop {
+ public:
+  virtual ~BenchLoop() = default;
+  // "getppid", "malloc+free", ...
+  virtual const std::string& name() const = 0;
+  // "syscall" or "user call"
+  virtual const char* kind() const = 0;
+  // Runs `iterations` iterations; returns the elapsed ns (CLOCK_MONOTONIC).
+  virtual std::uint64_t run(std::uint64_t iterations) const = 0;
+  // Iterations that take about `target_ns` on this machine now (with whatever is attached).
+  std::uint64_t calibrate(std::uint64_t target_ns) const;
+};
+
+class SyscallWorkload : public BenchLoop {
  public:
   // The built-in loop for `syscall` (getppid, getpid, gettid, getuid, read, write, getcwd,
-  // sched_yield, futex, close), or nullopt.
-  static std::optional<SyscallWorkload> find(const std::string& syscall);
+  // sched_yield, futex, close), or nullptr.
+  static std::unique_ptr<SyscallWorkload> find(const std::string& syscall);
   static std::vector<std::string> names();
 
-  const std::string& name() const { return name_; }
-  // Runs `iterations` calls; returns the elapsed ns (CLOCK_MONOTONIC).
-  std::uint64_t run(std::uint64_t iterations) const;
-  // Iterations that take about `target_ns` on this machine now.
-  std::uint64_t calibrate(std::uint64_t target_ns) const;
+  const std::string& name() const override { return name_; }
+  const char* kind() const override { return "syscall"; }
+  std::uint64_t run(std::uint64_t iterations) const override;
 
  private:
   explicit SyscallWorkload(std::string name) : name_(std::move(name)) {}
   std::string name_;
 };
+
+class UserCallWorkload : public BenchLoop {
+ public:
+  // The name of the loop-callable function whose entry is at `addr` in this process, or
+  // nullopt. By address, not by symbol name: an alias (__libc_malloc) or a versioned symbol
+  // is the same entry, and an interposed allocator (which a libc uprobe would not see) is not.
+  static std::optional<std::string> function_at(std::uintptr_t addr);
+  // The loop that calls `function` (allocation functions paired with free, lock functions
+  // with their unlock), or nullptr.
+  static std::unique_ptr<UserCallWorkload> calling(const std::string& function);
+  // Every function some loop calls ("malloc", "free", "pthread_mutex_lock", ...).
+  static std::vector<std::string> functions();
+
+  const std::string& name() const override { return name_; }
+  const char* kind() const override { return "user call"; }
+  std::uint64_t run(std::uint64_t iterations) const override;
+  // What one iteration calls, once each.
+  const std::vector<std::string>& calls() const { return calls_; }
+
+ private:
+  UserCallWorkload(std::string name, int loop, std::vector<std::string> calls)
+      : name_(std::move(name)), loop_(loop), calls_(std::move(calls)) {}
+  std::string name_;
+  int loop_;
+  std::vector<std::string> calls_;
+};
+
+// Where `file_offset` of the file at `path` is mapped executable in this process, or nullopt
+// when this process does not map it (compared by device and inode, so links and
+// /proc/self/root prefixes do not matter).
+std::optional<std::uintptr_t> self_address_of(const std::string& path, std::uint64_t file_offset);
 
 }  // namespace loupe
 

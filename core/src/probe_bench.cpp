@@ -102,24 +102,60 @@ Timed under_session(const std::string& profile_text, const BenchOptions& opts, W
 }
 
 struct Plan {
-  std::string syscall;
-  std::vector<std::string> tracepoints;  // category:name
-  std::set<std::string> targets;         // "tracepoint:name" as the link info says
+  std::unique_ptr<BenchLoop> loop;
+  std::vector<std::string> hooks;  // where the empty programs go: category:name, uprobe:FILE+0xOFF
+  std::set<std::string> targets;   // the profiler's link targets the loop fires, once per iteration each
 };
+
+// "uprobe:/usr/lib/libc.so.6+0x9a0e0" → the function a built-in loop calls at that address,
+// or "" with *why set.
+std::string uprobe_function(const std::string& target, std::string* why) {
+  auto colon = target.find(':');
+  auto plus = target.rfind('+');
+  if (colon == std::string::npos || plus == std::string::npos || plus < colon) {
+    *why = "cannot read the uprobe's file and offset from the link info";
+    return {};
+  }
+  std::string path = target.substr(colon + 1, plus - colon - 1);
+  std::uint64_t offset = std::strtoull(target.c_str() + plus + 1, nullptr, 0);
+  auto addr = self_address_of(path, offset);
+  std::optional<std::string> fn = addr ? UserCallWorkload::function_at(*addr) : std::nullopt;
+  if (!fn) {
+    std::string known;
+    for (const auto& f : UserCallWorkload::functions()) known += (known.empty() ? "" : ", ") + f;
+    *why = fmt::format(
+        "no built-in loop calls the function at {}+{:#x} (uprobe loops call libc's {}); "
+        "`loupe run --stats PROFILE -- COMMAND` measures its programs under your own workload",
+        path, offset, known);
+    return {};
+  }
+  return *fn;
+}
 
 void plan_workloads(BenchProfiler& prof, std::vector<Plan>& plans) {
   std::set<std::string> raw, syscalls;  // raw_syscalls targets; syscalls with their own tracepoints
+  std::map<std::string, std::string> uprobe_fn;  // target → function
+  std::set<std::string> user_loops;
   for (const auto& p : prof.probes) {
-    std::string sc;
+    std::string sc, why;
     std::string tp = syscall_tracepoint(p.target, &sc);
+    bool uprobe = p.target.rfind("uprobe:", 0) == 0 || p.target.rfind("uretprobe:", 0) == 0;
+    if (uprobe) {
+      std::string fn = uprobe_function(p.target, &why);
+      if (fn.empty()) {
+        prof.skipped.push_back({p.probe, p.target, why});
+        continue;
+      }
+      uprobe_fn[p.target] = fn;
+      user_loops.insert(UserCallWorkload::calling(fn)->name());
+      continue;
+    }
     if (tp.empty()) {
       prof.skipped.push_back(
           {p.probe, p.target,
-           p.target.empty()                       ? "the kernel did not say what the link is attached to (before 6.6)"
-           : p.target.rfind("uprobe", 0) == 0 ||
-                   p.target.rfind("uretprobe", 0) == 0 ? "uprobes: no built-in loop calls this function"
-           : p.target == "perf_event"             ? "perf_event sampling fires on a clock, not per event"
-                                                  : "no built-in loop fires this probe (syscall tracepoints only)"});
+           p.target.empty()            ? "the kernel did not say what the link is attached to (before 6.6)"
+           : p.target == "perf_event"  ? "perf_event sampling fires on a clock, not per event"
+                                       : "no built-in loop fires this probe (syscall tracepoints and libc uprobes only)"});
       continue;
     }
     if (sc.empty())
@@ -131,58 +167,88 @@ void plan_workloads(BenchProfiler& prof, std::vector<Plan>& plans) {
   }
   if (syscalls.empty() && !raw.empty()) syscalls.insert("getppid");
   for (const auto& sc : syscalls) {
-    Plan plan{sc, {}, {}};
+    Plan plan{SyscallWorkload::find(sc), {}, {}};
     for (const auto& p : prof.probes) {
       std::string s;
       std::string tp = syscall_tracepoint(p.target, &s);
       if (tp.empty() || (!s.empty() && s != sc) || plan.targets.count(p.target)) continue;
       plan.targets.insert(p.target);
-      plan.tracepoints.push_back(tp);
+      plan.hooks.push_back(tp);
     }
+    plans.push_back(std::move(plan));
+  }
+  // One user-call loop per group of functions; every probed function it calls is in its plan
+  // (a calloc+free loop fires the probes on free too).
+  for (const auto& name : user_loops) {
+    std::unique_ptr<UserCallWorkload> loop;
+    for (const auto& [target, fn] : uprobe_fn)
+      if (auto l = UserCallWorkload::calling(fn); l->name() == name) loop = std::move(l);
+    Plan plan{nullptr, {}, {}};
+    for (const auto& [target, fn] : uprobe_fn) {
+      const auto& calls = loop->calls();
+      if (std::find(calls.begin(), calls.end(), fn) == calls.end()) continue;
+      plan.targets.insert(target);
+      plan.hooks.push_back(target);
+    }
+    plan.loop = std::move(loop);
     plans.push_back(std::move(plan));
   }
 }
 
-// Σ over distinct programs linked to one of `targets` of their mean ns per run, and of their runs.
+// Σ over the profiler's programs linked to the plan's targets of mean ns per run × the
+// targets each is linked to (one program shared by several hooks runs once per hook and
+// iteration), and the programs' runs.
 std::pair<double, double> program_cost(const std::vector<ProgramStats>& stats, const std::set<std::string>& targets) {
-  std::set<std::uint32_t> seen;
-  double ns = 0, runs = 0;
+  std::map<std::uint32_t, std::pair<double, std::set<std::string>>> by_prog;  // avg ns, targets
+  std::map<std::uint32_t, double> runs;
   for (const auto& s : stats) {
-    if (!targets.count(s.target) || !seen.insert(s.prog_id).second) continue;
-    ns += s.avg_ns();
-    runs += static_cast<double>(s.run_cnt);
+    if (!targets.count(s.target)) continue;
+    auto& e = by_prog[s.prog_id];
+    e.first = s.avg_ns();
+    e.second.insert(s.target);
+    runs[s.prog_id] = static_cast<double>(s.run_cnt);
   }
-  return {ns, runs};
+  double ns = 0, total_runs = 0;
+  for (const auto& [id, e] : by_prog) ns += e.first * static_cast<double>(e.second.size());
+  for (const auto& [id, r] : runs) total_runs += r;
+  return {ns, total_runs};
 }
 
 void bench_workload(const Plan& plan, const std::string& profile_text, const BenchOptions& opts,
                     BenchWorkload& out) {
-  auto workload = *SyscallWorkload::find(plan.syscall);
-  out.syscall = plan.syscall;
-  out.tracepoints = plan.tracepoints;
+  const BenchLoop& workload = *plan.loop;
+  out.loop = workload.name();
+  out.kind = workload.kind();
+  out.hooks = plan.hooks;
+  EmptyProbe empty_probe;
+  auto attach_empty = [&] {
+    for (const auto& hook : plan.hooks) {
+      std::string err = empty_probe.attach(hook);
+      if (!err.empty()) throw std::runtime_error(err);
+    }
+  };
+  // Calibrated with the empty programs attached: a uprobe trap costs microseconds, and a
+  // loop sized without it would run for minutes.
+  attach_empty();
   out.iterations = workload.calibrate(static_cast<std::uint64_t>(opts.loop_seconds * 1e9));
+  empty_probe.detach();
   const double n = static_cast<double>(out.iterations);
   auto loop = [&] { return static_cast<double>(workload.run(out.iterations)) / n; };
   std::vector<double> none, empty, with, vs_none, vs_empty, bpf, empty_bpf, runs;
-  EmptyTracepointProbe empty_probe;
   for (unsigned rep = 0; rep < opts.reps; ++rep) {
     double t_none = 0, t_empty = 0, t_loupe = 0;
     for (unsigned k = 0; k < 3; ++k) {
       switch ((rep + k) % 3) {  // rotate the order: drift and warm-up hit each variant alike
         case 0: t_none = loop(); break;
         case 1: {
-          for (const auto& tp : plan.tracepoints) {
-            auto colon = tp.find(':');
-            std::string err = empty_probe.attach(tp.substr(0, colon), tp.substr(colon + 1));
-            if (!err.empty()) throw std::runtime_error(err);
-          }
+          attach_empty();
           ProgramStats before = empty_probe.stats();
           t_empty = loop();
           ProgramStats after = empty_probe.stats();
           empty_probe.detach();
           double r = static_cast<double>(after.run_cnt - before.run_cnt);
           double per_run = r > 0 ? static_cast<double>(after.run_time_ns - before.run_time_ns) / r : 0;
-          empty_bpf.push_back(per_run * static_cast<double>(plan.tracepoints.size()));
+          empty_bpf.push_back(per_run * static_cast<double>(plan.hooks.size()));
           break;
         }
         case 2: {
@@ -250,11 +316,11 @@ BenchReport run_probe_bench(const BenchOptions& opts) {
     for (const auto& plan : plans) {
       BenchWorkload w;
       try {
-        spdlog::info("bench {}: {} loop", prof.instance, plan.syscall);
+        spdlog::info("bench {}: {} loop", prof.instance, plan.loop->name());
         bench_workload(plan, text, opts, w);
         prof.workloads.push_back(std::move(w));
       } catch (const std::exception& e) {
-        prof.skipped.push_back({plan.syscall + " loop", "", e.what()});
+        prof.skipped.push_back({plan.loop->name() + " loop", "", e.what()});
       }
     }
     report.profilers.push_back(std::move(prof));
@@ -272,8 +338,9 @@ std::string BenchReport::json() const {
     for (const auto& s : p.probes)
       probes.push_back({{"probe", s.probe}, {"program", s.program}, {"target", s.target}});
     for (const auto& w : p.workloads)
-      workloads.push_back({{"syscall", w.syscall},
-                           {"tracepoints", w.tracepoints},
+      workloads.push_back({{"loop", w.loop},
+                           {"kind", w.kind},
+                           {"hooks", w.hooks},
                            {"iterations", w.iterations},
                            {"ns_per_iteration",
                             {{"none", spread_json(w.none_ns)},
@@ -291,7 +358,7 @@ std::string BenchReport::json() const {
     if (!p.error.empty()) j["error"] = p.error;
     profs.push_back(j);
   }
-  return nlohmann::json{{"schema", "loupe.bench/1"},
+  return nlohmann::json{{"schema", "loupe.bench/2"},
                         {"profile", profile},
                         {"reps", reps},
                         {"cpus", cpus},
@@ -310,9 +377,9 @@ std::string BenchReport::text() const {
     out += fmt::format("\n{}\n", p.instance);
     if (!p.error.empty()) out += fmt::format("  error: {}\n", p.error);
     for (const auto& w : p.workloads) {
-      std::string tps;
-      for (const auto& t : w.tracepoints) tps += (tps.empty() ? "" : ", ") + t;
-      out += fmt::format("  {} loop, {} iterations; fires {}\n", w.syscall, w.iterations, tps);
+      std::string hooks;
+      for (const auto& t : w.hooks) hooks += (hooks.empty() ? "" : ", ") + t;
+      out += fmt::format("  {} loop ({}), {} iterations; fires {}\n", w.loop, w.kind, w.iterations, hooks);
       row("no probe", w.none_ns);
       row("empty program on the same hooks", w.empty_ns);
       row("loupe session", w.loupe_ns);

@@ -147,7 +147,7 @@ TEST_F(ProbeStatsTest, BenchReportsCostPerProbeAsJson) {
                           out.string() + "' 2>'" + log.string() + "'";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << read_file(log);
   const Json j = Json::parse(read_file(out));
-  EXPECT_EQ(j["schema"], "loupe.bench/1");
+  EXPECT_EQ(j["schema"], "loupe.bench/2");
   EXPECT_EQ(j["reps"], 2);
   EXPECT_GT(j["cpus"].get<int>(), 0);
   ASSERT_EQ(j["profilers"].size(), 2u);
@@ -159,7 +159,8 @@ TEST_F(ProbeStatsTest, BenchReportsCostPerProbeAsJson) {
     EXPECT_FALSE(p["probes"].empty());
     ASSERT_EQ(p["workloads"].size(), 1u) << p.dump(2);
     const Json& w = p["workloads"][0];
-    EXPECT_EQ(w["syscall"], expect[i].second);
+    EXPECT_EQ(w["loop"], expect[i].second);
+    EXPECT_EQ(w["kind"], "syscall");
     EXPECT_GT(w["iterations"].get<double>(), 0);
     for (const char* way : {"none", "empty_program", "loupe"})
       for (const char* s : {"min", "median", "max"}) {
@@ -178,7 +179,40 @@ TEST_F(ProbeStatsTest, BenchReportsCostPerProbeAsJson) {
     EXPECT_GE(w["program_runs_per_iteration"]["min"].get<double>(), 1.0);
   }
   // latency's read target hooks sys_enter_read and sys_exit_read, both fired by the loop.
-  EXPECT_EQ(j["profilers"][1]["workloads"][0]["tracepoints"].size(), 2u);
+  EXPECT_EQ(j["profilers"][1]["workloads"][0]["hooks"].size(), 2u);
+}
+
+// Uprobes on libc functions are driven by a loop that calls them in loupe's own process;
+// a uprobe on a function no loop calls is listed as skipped, with the reason.
+TEST_F(ProbeStatsTest, BenchDrivesLibcUprobesAndSaysWhyOthersAreSkipped) {
+  const fs::path profile = dir_ / "bench_uprobe.toml";
+  std::ofstream(profile) << "[[plugins]]\nname = \"latency\"\n"
+                         << "[[plugins.targets]]\nufunc = \"libc:malloc\"\n"
+                         << "[[plugins.targets]]\nufunc = \"libc:getpid\"\n"
+                         << "[[sinks]]\nname = \"jsonl\"\n";
+  const fs::path out = dir_ / "bench_uprobe.json", log = dir_ / "bench_uprobe.log";
+  const std::string cmd = "timeout 120 '" + loupe_ + "' bench --reps 2 --json '" + profile.string() + "' >'" +
+                          out.string() + "' 2>'" + log.string() + "'";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << read_file(log);
+  const Json j = Json::parse(read_file(out));
+  ASSERT_EQ(j["profilers"].size(), 1u);
+  const Json& p = j["profilers"][0];
+  ASSERT_EQ(p["workloads"].size(), 1u) << p.dump(2);
+  const Json& w = p["workloads"][0];
+  EXPECT_EQ(w["loop"], "malloc+free");
+  EXPECT_EQ(w["kind"], "user call");
+  ASSERT_EQ(w["hooks"].size(), 2u) << w.dump(2);  // malloc's uprobe and uretprobe
+  for (const auto& h : w["hooks"]) EXPECT_NE(h.get<std::string>().find("libc"), std::string::npos) << h;
+  // The loop really fired both of the plugin's programs: at least one run each per iteration.
+  EXPECT_GE(w["program_runs_per_iteration"]["min"].get<double>(), 2.0);
+  EXPECT_GT(w["bpf_stats_ns_per_iteration"]["loupe"]["min"].get<double>(), 0);
+  EXPECT_GT(w["bpf_stats_ns_per_iteration"]["empty_program"]["min"].get<double>(), 0);
+  // getpid has no loop: both of its probes are skipped, each with the reason.
+  int skipped_getpid = 0;
+  for (const auto& s : p["skipped"])
+    if (s["reason"].get<std::string>().find("no built-in loop calls the function") != std::string::npos)
+      ++skipped_getpid;
+  EXPECT_EQ(skipped_getpid, 2) << p["skipped"].dump(2);
 }
 
 }  // namespace

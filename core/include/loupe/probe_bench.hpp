@@ -2,14 +2,15 @@
 //
 // `loupe bench PROFILE`: what each profiler of a profile costs per event, on this machine.
 // For every profiler, one session with BPF statistics finds what its probes attach to;
-// every syscall tracepoint among them gets a built-in loop of that syscall. Each repetition
+// every syscall tracepoint among them gets a built-in loop of that syscall, and every
+// uprobe/uretprobe on a libc allocation or pthread lock function a loop that calls it. Each repetition
 // runs the loop three ways, in rotating order: without loupe, with an empty BPF program on
 // the same tracepoints, and under a session of that profiler alone. Reported per loop
 // iteration, min/median/max over the repetitions:
 //   - the kernel's own accounting (run_time_ns / run_cnt of the programs on those tracepoints),
 //   - the slowdown against no probe and against the empty program.
-// Probes no built-in loop fires (uprobes, other tracepoints, perf sampling) are listed as
-// skipped with the reason. See docs/performance.md "loupe bench" for the limits.
+// Probes no built-in loop fires (uprobes on other functions, other tracepoints, perf
+// sampling) are listed as skipped with the reason. See docs/performance.md "loupe bench" for the limits.
 #ifndef LOUPE_PROBE_BENCH_HPP
 #define LOUPE_PROBE_BENCH_HPP
 
@@ -34,8 +35,9 @@ struct Spread {
 };
 
 struct BenchWorkload {
-  std::string syscall;                   // the loop
-  std::vector<std::string> tracepoints;  // category:name of the profiler's probes it fires
+  std::string loop;                      // "getppid", "malloc+free", ...
+  std::string kind;                      // "syscall" or "user call"
+  std::vector<std::string> hooks;        // category:name or uprobe:FILE+0xOFF of the probes it fires
   std::uint64_t iterations = 0;
   Spread none_ns, empty_ns, loupe_ns;    // ns per iteration
   Spread added_vs_none_ns, added_vs_empty_ns;
