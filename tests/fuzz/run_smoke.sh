@@ -20,7 +20,7 @@ build_only=0
 if [[ ${1:-} == --build-only ]]; then build_only=1; shift; fi
 targets=("$@")
 ((${#targets[@]})) || targets=(fuzz_profile fuzz_descriptor fuzz_record fuzz_perf_map fuzz_kallsyms
-                                 fuzz_elf_symbols fuzz_jitdump)
+                                 fuzz_elf_symbols fuzz_jitdump fuzz_plugin_decoders)
 seconds=${FUZZ_SECONDS:-10}
 fuzz=$src/tests/fuzz
 sub=$build/fuzz-sub
