@@ -216,6 +216,17 @@ std::vector<Row> rows() {
       {"command_execs_mid_run", session + kTestprof + kSinkJsonl,
        {"-v", "run", "{PROFILE}", "-d", "30", "--", "/bin/sh", "-c", "sleep 0.3; exec /bin/sleep 0.3"}, 0,
        {"target exited with status 0"}, true, "", "grep -q test_metric out/records.jsonl"},
+      // The profiled binary is replaced on disk mid-run (a deploy renames a new file over
+      // it): the uprobes stay on the running inode, every call is still timed, and stacks
+      // are symbolized from the mapped original, not from the new file at the path.
+      {"binary_replaced_mid_run",
+       session + "[[plugins]]\nname = \"latency\"\noutlier_ns = 1000000\noutlier_stacks = true\n"
+                 "[[plugins.targets]]\nufunc = \"{TMP}/app:lat_sleep_3ms\"\n" + kSinkJsonl,
+       {"run", "{PROFILE}", "-d", "30", "--", "/bin/sh", "-c",
+        "(sleep 0.1; cp /bin/true {TMP}/app.new; mv -f {TMP}/app.new {TMP}/app) & exec {TMP}/app 200 0 0 0 0"},
+       0, {}, true, "cp " LATENCY_WORKLOAD " app",
+       "cmp -s app /bin/true && test \"$(grep -c '\"name\":\"outlier\"' out/records.jsonl)\" = 200 && "
+       "test \"$(grep '\"name\":\"outlier\"' out/records.jsonl | grep -c '\"symbol\":\"main\"')\" = 200"},
       // ---- plugin files others could have written ----------------------------------------
       {"insecure_plugin_dir", "[[plugins]]\nname = \"testprof\"\nlibrary = \"{TMP}/plug/loupe-testprof.so\"\n" + kSinkJsonl,
        validate, 4, {"refusing to load a plugin from a group/world-writable directory {TMP}/plug (mode 0777)",
