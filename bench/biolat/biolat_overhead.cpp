@@ -3,12 +3,15 @@
 // Added cost per block I/O, in one run: a loop of O_DIRECT 4 KiB reads of a file on the
 // disk under the current directory, with nothing attached (none), with do-nothing
 // programs on block_rq_insert/issue/complete (empty), and with biolat's programs and
-// maps set up as the plugin sets them up (loupe: per-process breakdown on, no filter).
+// maps set up as the plugin sets them up (loupe: per-process breakdown on, no filter),
+// and, when installed, libbpf-tools' biolatency and a bpftrace tracepoint script that
+// pairs block_rq_issue with block_rq_complete into a hist() (bpftrace's own biolatency.bt
+// needs kprobes). All are system-wide, as the plugin is here.
 // Modes are interleaved round by round so drift hits each alike; median of the rounds.
 // "BPF ns/IO" is the programs' own run time per I/O (bpf_enable_stats), measured in a
 // separate pass so the stats do not tax the wall-clock pass.
 //
-//   biolat_overhead [--rounds R] [--ios N] [--dir D]
+//   biolat_overhead [--rounds R] [--ios N] [--dir D] [--no-peers]
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <fcntl.h>
@@ -20,11 +23,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "../common/bench_peers.hpp"
 #include "biolat.skel.h"
 #include "empty_rq.skel.h"
 #include "rq_prototype.hpp"
@@ -34,11 +39,7 @@ namespace {
 constexpr std::size_t kBlock = 4096;
 constexpr std::size_t kFileBlocks = 4096;  // 16 MiB: reads hop around it
 
-double now_s() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+using loupe_bench::now_s;
 
 class DirectFile {
  public:
@@ -77,39 +78,34 @@ class DirectFile {
   void* buf_ = nullptr;
 };
 
-struct ProgCost {
-  std::uint64_t run_ns = 0, runs = 0;
-};
-
-ProgCost prog_cost(const std::vector<bpf_program*>& progs) {
-  ProgCost c;
-  for (auto* p : progs) {
-    bpf_prog_info info{};
-    __u32 len = sizeof(info);
-    if (bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len) == 0) {
-      c.run_ns += info.run_time_ns;
-      c.runs += info.run_cnt;
-    }
-  }
-  return c;
-}
-
-// One attached mode: its programs stay loaded for the whole run, attached per round.
+// One measured mode: our programs stay loaded for the whole run and are attached per
+// round; a peer is started per round and found by the ids of the programs it loaded.
 struct Mode {
   std::string name;
   std::vector<bpf_program*> progs;
-  std::vector<bpf_link*> links;
+  std::function<std::unique_ptr<loupe_bench::Peer>()> peer = nullptr;
+  std::vector<bpf_link*> links = {};
+  std::unique_ptr<loupe_bench::Peer> running = nullptr;
+  std::vector<std::uint32_t> ids = {};  // the programs whose run time counts
   void attach() {
+    std::uint32_t floor = loupe_bench::max_prog_id();
+    if (peer) {
+      running = peer();
+      ids = loupe_bench::prog_ids_after(floor);
+    }
     for (auto* p : progs) {
       bpf_link* l = bpf_program__attach(p);
       if (!l) throw std::runtime_error(name + ": attach " + bpf_program__name(p));
       links.push_back(l);
+      if (ids.size() < progs.size()) ids.push_back(loupe_bench::prog_id_of_fd(bpf_program__fd(p)));
     }
   }
   void detach() {
     for (auto* l : links) bpf_link__destroy(l);
     links.clear();
+    running.reset();
   }
+  bool attached_anything() const { return !progs.empty() || peer; }
 };
 
 double median(std::vector<double> v) {
@@ -123,11 +119,17 @@ int main(int argc, char** argv) {
   int rounds = 7;
   long ios = 3000;
   std::string dir = ".";
-  for (int i = 1; i + 1 < argc; i += 2) {
+  bool peers = true;
+  for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--rounds") rounds = std::atoi(argv[i + 1]);
-    else if (a == "--ios") ios = std::atol(argv[i + 1]);
-    else if (a == "--dir") dir = argv[i + 1];
+    if (a == "--no-peers") peers = false;
+    else if (i + 1 < argc && a == "--rounds") rounds = std::atoi(argv[++i]);
+    else if (i + 1 < argc && a == "--ios") ios = std::atol(argv[++i]);
+    else if (i + 1 < argc && a == "--dir") dir = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: %s [--rounds R] [--ios N] [--dir D] [--no-peers]\n", argv[0]);
+      return 2;
+    }
   }
   if (geteuid() != 0) {
     std::fprintf(stderr, "biolat_overhead: needs root (loads BPF programs)\n");
@@ -149,27 +151,50 @@ int main(int argc, char** argv) {
       bpf_program__set_autoload(p, false);
     if (biolat_bpf__load(bio)) throw std::runtime_error("load biolat");
 
-    std::vector<Mode> modes = {
-        {"none", {}, {}},
-        {"empty", {empty->progs.empty_insert, empty->progs.empty_issue, empty->progs.empty_complete}, {}},
-        {"loupe", {bio->progs.bio_btf_insert, bio->progs.bio_btf_issue, bio->progs.bio_btf_complete}, {}}};
+    std::vector<Mode> modes;
+    modes.push_back({"none", {}});
+    modes.push_back({"empty", {empty->progs.empty_insert, empty->progs.empty_issue, empty->progs.empty_complete}});
+    modes.push_back({"loupe", {bio->progs.bio_btf_insert, bio->progs.bio_btf_issue, bio->progs.bio_btf_complete}});
+    if (peers && access("/usr/sbin/biolatency", X_OK) == 0)
+      modes.push_back({"biolatency", {}, [] {
+                         // -Q: queue time too, as biolat's total; stdbuf: "Tracing" must not
+                         // sit in a full stdio buffer behind our pipe.
+                         return std::make_unique<loupe_bench::Peer>(
+                             std::vector<std::string>{"/usr/bin/stdbuf", "-oL", "/usr/sbin/biolatency", "-Q"},
+                             "Tracing");
+                       }});
+    if (peers && access("/usr/bin/bpftrace", X_OK) == 0)
+      modes.push_back({"bpftrace", {}, [] {
+                         return std::make_unique<loupe_bench::Peer>(
+                             std::vector<std::string>{
+                                 "/usr/bin/bpftrace", "-e",
+                                 "tracepoint:block:block_rq_issue { @s[args->dev, args->sector] = nsecs; } "
+                                 "tracepoint:block:block_rq_complete /@s[args->dev, args->sector]/ { "
+                                 "@us = hist((nsecs - @s[args->dev, args->sector]) / 1000); "
+                                 "delete(@s[args->dev, args->sector]); }"},
+                             "Attaching");
+                       }});
     file.loop(ios / 4);  // warm up the device path
     std::map<std::string, std::vector<double>> wall;
     for (int r = 0; r < rounds; ++r)
       for (auto& m : modes) {
-        m.attach();
-        wall[m.name].push_back(file.loop(ios));
+        try {
+          m.attach();
+          wall[m.name].push_back(file.loop(ios));
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "  %s: %s (skipped)\n", m.name.c_str(), e.what());
+        }
         m.detach();
       }
     int stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
     std::map<std::string, double> bpf_ns;
     for (auto& m : modes) {
-      if (m.progs.empty() || stats_fd < 0) continue;
-      ProgCost before = prog_cost(m.progs);
+      if (!m.attached_anything() || stats_fd < 0 || wall[m.name].empty()) continue;
       m.attach();
+      loupe_bench::ProgCost before = loupe_bench::prog_cost_by_id(m.ids);
       file.loop(ios);
+      loupe_bench::ProgCost after = loupe_bench::prog_cost_by_id(m.ids);
       m.detach();
-      ProgCost after = prog_cost(m.progs);
       bpf_ns[m.name] = static_cast<double>(after.run_ns - before.run_ns) / static_cast<double>(ios);
     }
     if (stats_fd >= 0) close(stats_fd);
@@ -177,10 +202,11 @@ int main(int argc, char** argv) {
     double none = median(wall["none"]);
     double empty_added = median(wall["empty"]) - none;
     std::printf("O_DIRECT 4 KiB reads, %ld per round (%d rounds, median)\n", ios, rounds);
-    std::printf("  %-8s %12s %14s %13s %12s\n", "mode", "ns/IO", "added ns/IO", "x empty", "BPF ns/IO");
+    std::printf("  %-11s %12s %14s %13s %12s\n", "mode", "ns/IO", "added ns/IO", "x empty", "BPF ns/IO");
     for (auto& m : modes) {
+      if (wall[m.name].empty()) continue;
       double w = median(wall[m.name]);
-      std::printf("  %-8s %12.0f %14.0f %13.2f %12.0f\n", m.name.c_str(), w, w - none,
+      std::printf("  %-11s %12.0f %14.0f %13.2f %12.0f\n", m.name.c_str(), w, w - none,
                   empty_added > 0 ? (w - none) / empty_added : 0.0, bpf_ns[m.name]);
     }
     biolat_bpf__destroy(bio);

@@ -90,6 +90,18 @@ done
 echo
 echo "## loupe bench (the profile's probes vs an empty program on the same hooks)"
 "$loupe" bench --reps "$rounds" "$tmp/syscount.toml" 2>/dev/null | sed 1d
+# A syscall pair and a libc uprobe pair (the malloc+free loop) of the latency profiler.
+cat >"$tmp/latency.toml" <<TOML
+[[plugins]]
+name = "latency"
+[[plugins.targets]]
+syscall = "read"
+[[plugins.targets]]
+ufunc = "libc:malloc"
+[[sinks]]
+name = "jsonl"
+TOML
+"$loupe" bench --reps "$rounds" "$tmp/latency.toml" 2>/dev/null | sed 1d
 
 run_bench() {
   local name=$1; shift

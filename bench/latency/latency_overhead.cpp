@@ -33,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "../common/bench_peers.hpp"
 #include "elf_symbols.hpp"
 #include "empty_pair.skel.h"
 #include "latency.h"
@@ -45,11 +46,11 @@ extern "C" __attribute__((noinline)) int bench_target(int x) {
 
 namespace {
 
-double now_s() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+using loupe_bench::now_s;
+using loupe_bench::Peer;
+using loupe_bench::ProgCost;
+
+std::uint32_t prog_id(bpf_program* p) { return loupe_bench::prog_id_of_fd(bpf_program__fd(p)); }
 
 double loop_uprobe(long n) {
   volatile int acc = 0;
@@ -72,48 +73,6 @@ std::string self_exe() {
   return buf;
 }
 
-// Kernel-side cost of BPF programs (bpf_enable_stats run time), summed over programs.
-struct ProgCost {
-  std::uint64_t run_ns = 0;
-  std::uint64_t runs = 0;
-};
-
-ProgCost prog_cost(const std::vector<std::uint32_t>& ids) {
-  ProgCost c;
-  for (auto id : ids) {
-    int fd = bpf_prog_get_fd_by_id(id);
-    if (fd < 0) continue;
-    bpf_prog_info info{};
-    std::uint32_t len = sizeof(info);
-    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) {
-      c.run_ns += info.run_time_ns;
-      c.runs += info.run_cnt;
-    }
-    close(fd);
-  }
-  return c;
-}
-
-std::uint32_t prog_id(bpf_program* p) {
-  bpf_prog_info info{};
-  std::uint32_t len = sizeof(info);
-  bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len);
-  return info.id;
-}
-
-std::uint32_t max_prog_id() {
-  std::uint32_t id = 0, next = 0;
-  while (bpf_prog_get_next_id(id, &next) == 0) id = next;
-  return id;
-}
-
-std::vector<std::uint32_t> prog_ids_after(std::uint32_t floor) {
-  std::vector<std::uint32_t> ids;
-  std::uint32_t id = floor, next = 0;
-  while (bpf_prog_get_next_id(id, &next) == 0) ids.push_back(id = next);
-  return ids;
-}
-
 // A set of links that exists for one measurement.
 struct Links {
   std::vector<bpf_link*> links;
@@ -124,52 +83,6 @@ struct Links {
     if (!l) throw std::runtime_error(std::string("attach ") + what + ": " + std::strerror(errno));
     links.push_back(l);
   }
-};
-
-// An external tracer attached to this process for one measurement.
-class Peer {
- public:
-  Peer(std::vector<std::string> argv, const char* ready_text) {
-    int out[2];
-    if (pipe(out) != 0) throw std::runtime_error("pipe");
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(out[1], 1);
-      dup2(out[1], 2);
-      close(out[0]);
-      std::vector<char*> a;
-      for (auto& s : argv) a.push_back(s.data());
-      a.push_back(nullptr);
-      execv(a[0], a.data());
-      _exit(127);
-    }
-    close(out[1]);
-    fd_ = out[0];
-    std::string seen;
-    char buf[512];
-    double deadline = now_s() + 20;
-    while (seen.find(ready_text) == std::string::npos) {
-      ssize_t n = read(fd_, buf, sizeof(buf));
-      if (n <= 0 || now_s() > deadline)
-        throw std::runtime_error(argv[0] + " did not attach: " + seen);
-      seen.append(buf, n);
-    }
-    // The tool prints before its last attach completes in some versions: settle.
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  }
-  ~Peer() {
-    kill(pid_, SIGINT);
-    // Drain so the tool never blocks on a full pipe while printing its histogram.
-    char buf[4096];
-    while (read(fd_, buf, sizeof(buf)) > 0) {
-    }
-    waitpid(pid_, nullptr, 0);
-    close(fd_);
-  }
-
- private:
-  pid_t pid_ = -1;
-  int fd_ = -1;
 };
 
 struct Options {
@@ -296,18 +209,18 @@ class Bench {
     for (const auto& m : modes) {
       if (m.name == "none" || stats_fd < 0) continue;
       try {
-        std::uint32_t floor = max_prog_id();
+        std::uint32_t floor = loupe_bench::max_prog_id();
         std::unique_ptr<Peer> peer(m.peer ? m.peer() : nullptr);
         Links links;
         m.setup(links);
-        auto ids = m.progs.empty() ? prog_ids_after(floor) : m.progs;
-        ProgCost before = prog_cost(ids);
+        auto ids = m.progs.empty() ? loupe_bench::prog_ids_after(floor) : m.progs;
+        ProgCost before = loupe_bench::prog_cost_by_id(ids);
         double calls = 0;
         for (int r = 0; r < std::max(1, o_.rounds / 2); ++r) {
           loop();
           calls += 1;
         }
-        ProgCost after = prog_cost(ids);
+        ProgCost after = loupe_bench::prog_cost_by_id(ids);
         // Runs per call = number of programs on the path (2 for a pair).
         double runs = static_cast<double>(after.runs - before.runs);
         double per_run = runs ? static_cast<double>(after.run_ns - before.run_ns) / runs : 0;
