@@ -8,6 +8,7 @@
 #define LOUPE_BENCH_PEERS_HPP
 
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -46,6 +47,19 @@ inline ProgCost prog_cost_by_id(const std::vector<std::uint32_t>& ids) {
       c.runs += info.run_cnt;
     }
     close(fd);
+  }
+  return c;
+}
+
+inline ProgCost prog_cost(const std::vector<bpf_program*>& progs) {
+  ProgCost c;
+  for (auto* p : progs) {
+    bpf_prog_info info{};
+    std::uint32_t len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len) == 0) {
+      c.run_ns += info.run_time_ns;
+      c.runs += info.run_cnt;
+    }
   }
   return c;
 }

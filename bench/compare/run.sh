@@ -9,11 +9,12 @@
 #    tracer, under loupe's syscount, bpftrace (count() per syscall id) and perf stat
 #    (raw_syscalls:sys_enter, kernel counting). Every tracer is system-wide and attached
 #    before the timed loop starts; added ns per syscall = (t - t_none) / N, median of rounds.
-# 2. the per-plugin benches that already compare against peers in one process:
-#    bench/latency (loupe vs empty pair vs funclatency -p PID vs bpftrace, uprobe and
-#    syscall pairs) and bench/memalloc (loupe vs peers on malloc/free), then loupe-only
-#    baselines: bench/biolat (vs an empty program; biolatency needs a block device with
-#    real I/O, see below) and bench/lockwait.
+# 2. `loupe bench` on a syscount profile and on a latency profile (a syscall pair and a
+#    libc uprobe pair), then the per-plugin benches that compare against peers in one
+#    process: bench/latency (loupe vs empty pair vs floors vs funclatency -p PID vs
+#    bpftrace, uprobe and syscall pairs), bench/memalloc (vs bpftrace on malloc/free),
+#    bench/biolat (vs biolatency -Q and a bpftrace tracepoint script, O_DIRECT reads) and
+#    bench/lockwait (vs empty programs: no peer times futex waits on this kernel).
 # Root only. Peers absent from PATH are reported as "absent", not faked.
 set -uo pipefail
 build=${1:?usage: run.sh BUILD_DIR [--quick]}
@@ -119,6 +120,8 @@ else
   run_bench lockwait_overhead
 fi
 echo
-echo "biolatency (/usr/sbin/biolatency) is not timed here: its cost is per block request,"
-echo "and this VM's disks complete too few requests for a per-event comparison to"
-echo "mean anything; bench/biolat measures loupe's biolat against an empty program instead."
+echo "biolatency and bpftrace are compared with biolat inside bench/biolat by BPF run time"
+echo "per I/O (wall time per I/O is device noise on this VM); biosnoop needs kprobes or"
+echo "fentry, absent here. perf lock contention is compared with lockwait on what it reports"
+echo "(plugins/lockwait/README.md), not timed: Debian's perf lacks its BPF mode (-b), and"
+echo "perf lock record costs what writing every lock event to perf.data costs."

@@ -35,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "../common/bench_peers.hpp"
 #include "empty_futex.skel.h"
 #include "lockwait.skel.h"
 
@@ -95,23 +96,6 @@ LoopResult loop_pingpong(long rounds) {
   b.join();
   calls += c;
   return {(now_ns() - t0) / rounds, static_cast<double>(calls.load())};
-}
-
-struct ProgCost {
-  std::uint64_t run_ns = 0, runs = 0;
-};
-
-ProgCost prog_cost(const std::vector<bpf_program*>& progs) {
-  ProgCost c;
-  for (auto* p : progs) {
-    bpf_prog_info info{};
-    std::uint32_t len = sizeof(info);
-    if (bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len) == 0) {
-      c.run_ns += info.run_time_ns;
-      c.runs += info.run_cnt;
-    }
-  }
-  return c;
 }
 
 struct Links {
@@ -175,10 +159,10 @@ void measure(const char* title, const std::vector<Mode>& modes, int rounds,
     if (m.progs.empty() || stats_fd < 0) continue;
     Links links;
     for (auto* p : m.progs) links.add(p);
-    ProgCost before = prog_cost(m.progs);
+    loupe_bench::ProgCost before = loupe_bench::prog_cost(m.progs);
     double calls = 0;
     for (int r = 0; r < std::max(1, rounds / 2); ++r) calls += loop().calls;
-    ProgCost after = prog_cost(m.progs);
+    loupe_bench::ProgCost after = loupe_bench::prog_cost(m.progs);
     bpf_ns[m.name] = static_cast<double>(after.run_ns - before.run_ns) / calls;
   }
   if (stats_fd >= 0) close(stats_fd);

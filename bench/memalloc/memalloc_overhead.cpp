@@ -32,17 +32,14 @@
 #include <thread>
 #include <vector>
 
+#include "../common/bench_peers.hpp"
 #include "empty_alloc.skel.h"
 #include "memalloc.h"
 #include "memalloc.skel.h"
 
 namespace {
 
-double now_s() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
+using loupe_bench::now_s;
 
 __attribute__((noinline)) double loop(long n) {
   double t0 = now_s();
@@ -77,61 +74,6 @@ struct Links {
     links.push_back(l);
   }
 };
-
-// bpftrace attached to this process for one measurement.
-class Bpftrace {
- public:
-  explicit Bpftrace(const std::string& script) {
-    int out[2];
-    if (pipe(out) != 0) throw std::runtime_error("pipe");
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(out[1], 1);
-      dup2(out[1], 2);
-      close(out[0]);
-      execl("/usr/bin/bpftrace", "bpftrace", "-e", script.c_str(), static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    close(out[1]);
-    fd_ = out[0];
-    std::string seen;
-    char buf[512];
-    double deadline = now_s() + 30;
-    while (seen.find("Attaching") == std::string::npos) {
-      ssize_t n = read(fd_, buf, sizeof(buf));
-      if (n <= 0 || now_s() > deadline)
-        throw std::runtime_error("bpftrace did not attach: " + seen);
-      seen.append(buf, static_cast<std::size_t>(n));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // last attach settles
-  }
-  ~Bpftrace() {
-    kill(pid_, SIGINT);
-    char buf[4096];
-    while (read(fd_, buf, sizeof(buf)) > 0) {
-    }
-    waitpid(pid_, nullptr, 0);
-    close(fd_);
-  }
-
- private:
-  pid_t pid_ = -1;
-  int fd_ = -1;
-};
-
-// Kernel-side run time of BPF programs (BPF_STATS_RUN_TIME), summed over `progs`.
-std::pair<std::uint64_t, std::uint64_t> run_time(const std::vector<bpf_program*>& progs) {
-  std::uint64_t ns = 0, cnt = 0;
-  for (auto* p : progs) {
-    bpf_prog_info info{};
-    std::uint32_t len = sizeof(info);
-    if (bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len) == 0) {
-      ns += info.run_time_ns;
-      cnt += info.run_cnt;
-    }
-  }
-  return {ns, cnt};
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -217,8 +159,10 @@ int main(int argc, char** argv) {
     for (int r = 0; r < rounds; ++r) {
       for (const auto& m : modes) {
         try {
-          std::unique_ptr<Bpftrace> bt;
-          if (m.bpftrace) bt = std::make_unique<Bpftrace>(script);
+          std::unique_ptr<loupe_bench::Peer> bt;
+          if (m.bpftrace)
+            bt = std::make_unique<loupe_bench::Peer>(std::vector<std::string>{"/usr/bin/bpftrace", "-e", script},
+                                                     "Attaching");
           Links links;
           m.attach(links);
           ns[m.name].push_back(loop(calls));
@@ -238,7 +182,7 @@ int main(int argc, char** argv) {
       if (m.name != "none" && m.name != "empty" && empty_added > 0)
         std::printf("  (%.2fx the empty set)", (med - none) / empty_added);
       if (stats_fd >= 0 && progs.count(m.name)) {
-        auto [run_ns, runs] = run_time(progs[m.name]);
+        auto [run_ns, runs] = loupe_bench::prog_cost(progs[m.name]);
         // Three program runs per malloc + free pair.
         if (runs) std::printf("  BPF run time %.0f ns per pair", 3.0 * run_ns / runs);
       }
