@@ -6,6 +6,7 @@
 #include <linux/futex.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
@@ -28,43 +29,179 @@ std::uint64_t now_ns() {
   return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
-const std::vector<std::string>& table() {
-  static const std::vector<std::string> t = {"getppid", "getpid", "gettid", "getuid",      "read",
-                                             "write",   "getcwd", "close",  "sched_yield", "futex"};
+// futex2 calls are newer than Debian 12's headers.
+#ifndef SYS_futex_waitv
+#define SYS_futex_waitv 449
+#endif
+#ifndef SYS_futex_wait
+#define SYS_futex_wait 455
+#endif
+constexpr unsigned kFutex2SizeU32 = 0x02, kFutex2Private = 128;
+
+struct FutexWaitv {  // struct futex_waitv
+  std::uint64_t val, uaddr;
+  std::uint32_t flags, reserved;
+};
+
+enum SyscallLoopId {
+  kGetppid, kGetpid, kGettid, kGetuid, kRead, kWrite, kGetcwd, kClose, kSchedYield, kFutex,
+  kFutexWait, kFutexWaitv, kMprotect, kPkeyMprotect, kMmapMunmap,
+};
+
+struct SyscallLoop {
+  SyscallLoopId id;
+  const char* name;
+  std::vector<std::string> syscalls;  // each made once per iteration
+};
+
+const std::vector<SyscallLoop>& syscall_loops() {
+  static const std::vector<SyscallLoop> t = {
+      {kGetppid, "getppid", {"getppid"}},
+      {kGetpid, "getpid", {"getpid"}},
+      {kGettid, "gettid", {"gettid"}},
+      {kGetuid, "getuid", {"getuid"}},
+      {kRead, "read", {"read"}},
+      {kWrite, "write", {"write"}},
+      {kGetcwd, "getcwd", {"getcwd"}},
+      {kClose, "close", {"close"}},
+      {kSchedYield, "sched_yield", {"sched_yield"}},
+      // Waits on a word that does not hold the expected value: EAGAIN at once, so each
+      // call is a whole wait operation for a lock profiler without sleeping.
+      {kFutex, "futex", {"futex"}},
+      {kFutexWait, "futex_wait", {"futex_wait"}},
+      {kFutexWaitv, "futex_waitv", {"futex_waitv"}},
+      // Flipping one page between read-only and read-write.
+      {kMprotect, "mprotect", {"mprotect"}},
+      {kPkeyMprotect, "pkey_mprotect", {"pkey_mprotect"}},
+      {kMmapMunmap, "mmap+munmap", {"mmap", "munmap"}},
+  };
   return t;
 }
 
 }  // namespace
 
 std::unique_ptr<SyscallWorkload> SyscallWorkload::find(const std::string& syscall) {
-  if (std::find(table().begin(), table().end(), syscall) == table().end()) return nullptr;
-  return std::unique_ptr<SyscallWorkload>(new SyscallWorkload(syscall));
+  for (const auto& l : syscall_loops())
+    if (std::find(l.syscalls.begin(), l.syscalls.end(), syscall) != l.syscalls.end())
+      return std::unique_ptr<SyscallWorkload>(new SyscallWorkload(l.name, l.id, l.syscalls));
+  return nullptr;
 }
 
-std::vector<std::string> SyscallWorkload::names() { return table(); }
+std::vector<std::string> SyscallWorkload::names() {
+  std::vector<std::string> out;
+  for (const auto& l : syscall_loops()) out.insert(out.end(), l.syscalls.begin(), l.syscalls.end());
+  return out;
+}
 
 std::uint64_t SyscallWorkload::run(std::uint64_t n) const {
   char buf[PATH_MAX];
   int fd = -1;
-  if (name_ == "read") fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
-  if (name_ == "write") fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (loop_ == kRead) fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+  if (loop_ == kWrite) fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
   int futex_word = 0;
+  FutexWaitv waitv{1, reinterpret_cast<std::uintptr_t>(&futex_word), kFutex2SizeU32 | kFutex2Private, 0};
+  const long page = sysconf(_SC_PAGESIZE);
+  void* region = nullptr;
+  if (loop_ == kMprotect || loop_ == kPkeyMprotect)
+    region = mmap(nullptr, static_cast<std::size_t>(page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   const std::uint64_t start = now_ns();
   for (std::uint64_t i = 0; i < n; ++i) {
-    if (name_ == "getppid") syscall(SYS_getppid);
-    else if (name_ == "getpid") syscall(SYS_getpid);
-    else if (name_ == "gettid") syscall(SYS_gettid);
-    else if (name_ == "getuid") syscall(SYS_getuid);
-    else if (name_ == "read") syscall(SYS_read, fd, buf, 1);
-    else if (name_ == "write") syscall(SYS_write, fd, buf, 1);
-    else if (name_ == "getcwd") syscall(SYS_getcwd, buf, sizeof(buf));
-    else if (name_ == "close") syscall(SYS_close, -1);  // EBADF: enters and leaves, closes nothing
-    else if (name_ == "sched_yield") syscall(SYS_sched_yield);
-    else if (name_ == "futex") syscall(SYS_futex, &futex_word, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+    const int prot = (i & 1) ? PROT_READ : PROT_READ | PROT_WRITE;
+    switch (loop_) {
+      case kGetppid: syscall(SYS_getppid); break;
+      case kGetpid: syscall(SYS_getpid); break;
+      case kGettid: syscall(SYS_gettid); break;
+      case kGetuid: syscall(SYS_getuid); break;
+      case kRead: syscall(SYS_read, fd, buf, 1); break;
+      case kWrite: syscall(SYS_write, fd, buf, 1); break;
+      case kGetcwd: syscall(SYS_getcwd, buf, sizeof(buf)); break;
+      case kClose: syscall(SYS_close, -1); break;  // EBADF: enters and leaves, closes nothing
+      case kSchedYield: syscall(SYS_sched_yield); break;
+      case kFutex: syscall(SYS_futex, &futex_word, FUTEX_WAIT_PRIVATE, 1, nullptr, nullptr, 0); break;
+      case kFutexWait:
+        syscall(SYS_futex_wait, &futex_word, 1ul, ~0ul, kFutex2SizeU32 | kFutex2Private, nullptr, CLOCK_MONOTONIC);
+        break;
+      case kFutexWaitv: syscall(SYS_futex_waitv, &waitv, 1u, 0u, nullptr, CLOCK_MONOTONIC); break;
+      case kMprotect: syscall(SYS_mprotect, region, page, prot); break;
+      case kPkeyMprotect: syscall(SYS_pkey_mprotect, region, page, prot, -1); break;
+      case kMmapMunmap: {
+        void* p = mmap(nullptr, static_cast<std::size_t>(page), PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p != MAP_FAILED) munmap(p, static_cast<std::size_t>(page));
+        break;
+      }
+    }
   }
   const std::uint64_t elapsed = now_ns() - start;
   if (fd >= 0) close(fd);
+  if (region && region != MAP_FAILED) munmap(region, static_cast<std::size_t>(page));
   return elapsed;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+constexpr std::size_t kBlock = 4096;
+constexpr std::size_t kFileBlocks = 4096;  // 16 MiB: reads hop around it
+}  // namespace
+
+std::unique_ptr<BlockReadWorkload> BlockReadWorkload::create(std::string* why) {
+  std::vector<std::string> dirs;
+  if (const char* d = std::getenv("LOUPE_BENCH_DIR"); d && *d) dirs.emplace_back(d);
+  dirs.insert(dirs.end(), {"/var/tmp", "/tmp"});
+  std::string tried;
+  auto refuse = [&](const std::string& dir, const char* because) {
+    tried += (tried.empty() ? "" : ", ") + dir + " (" + because + ")";
+  };
+  for (const auto& dir : dirs) {
+    struct stat st{};
+    // Filesystems without a block device (tmpfs, overlay, proc) have device major 0.
+    if (stat(dir.c_str(), &st) != 0 || major(st.st_dev) == 0) {
+      refuse(dir, "not on a block device");
+      continue;
+    }
+    std::string path = dir + "/loupe-bench-" + std::to_string(getpid()) + ".dat";
+    int wfd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (wfd < 0) {
+      refuse(dir, "not writable");
+      continue;
+    }
+    std::vector<char> chunk(1 << 20, 'b');
+    bool ok = true;
+    for (std::size_t i = 0; ok && i < kFileBlocks * kBlock / chunk.size(); ++i)
+      ok = write(wfd, chunk.data(), chunk.size()) == static_cast<ssize_t>(chunk.size());
+    ok = ok && fsync(wfd) == 0;
+    close(wfd);
+    int fd = ok ? open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC) : -1;
+    void* buf = nullptr;
+    if (fd < 0 || posix_memalign(&buf, kBlock, kBlock) != 0) {
+      if (fd >= 0) close(fd);
+      unlink(path.c_str());
+      refuse(dir, "no O_DIRECT or no space for 16 MiB");
+      continue;
+    }
+    return std::unique_ptr<BlockReadWorkload>(new BlockReadWorkload(path, fd, buf));
+  }
+  *why = "no directory on a block device for O_DIRECT reads: tried " + tried + " (set LOUPE_BENCH_DIR)";
+  return nullptr;
+}
+
+BlockReadWorkload::BlockReadWorkload(std::string path, int fd, void* buf)
+    : path_(std::move(path)), fd_(fd), buf_(buf) {}
+
+BlockReadWorkload::~BlockReadWorkload() {
+  close(fd_);
+  free(buf_);
+  unlink(path_.c_str());
+}
+
+std::uint64_t BlockReadWorkload::run(std::uint64_t n) const {
+  const std::uint64_t start = now_ns();
+  for (std::uint64_t i = 0; i < n; ++i) {
+    // Striding by a prime so no two reads are adjacent (no merging, no readahead).
+    auto off = static_cast<off_t>((i * 97) % kFileBlocks * kBlock);
+    if (pread(fd_, buf_, kBlock, off) != static_cast<ssize_t>(kBlock)) break;
+  }
+  return now_ns() - start;
 }
 
 std::uint64_t BenchLoop::calibrate(std::uint64_t target_ns) const {

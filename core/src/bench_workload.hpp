@@ -4,6 +4,7 @@
 //   - syscall loops, made through syscall(2) so no libc cache hides a call: each iteration
 //     enters and leaves the kernel once, firing that syscall's sys_enter/sys_exit
 //     tracepoints (and raw_syscalls') once;
+//   - block I/O: O_DIRECT reads of a scratch file on a block device;
 //   - user-call loops over the libc functions profilers put uprobes on (allocation and
 //     pthread lock entry points): each iteration calls each function of the loop once, so
 //     a uprobe or uretprobe on any of them fires once per iteration. A uprobe target is
@@ -25,8 +26,10 @@ class BenchLoop {
   virtual ~BenchLoop() = default;
   // "getppid", "malloc+free", ...
   virtual const std::string& name() const = 0;
-  // "syscall" or "user call"
+  // "syscall", "user call" or "block I/O"
   virtual const char* kind() const = 0;
+  // What one iteration does once each: syscalls, functions, or block tracepoint events.
+  virtual const std::vector<std::string>& members() const = 0;
   // Runs `iterations` iterations; returns the elapsed ns (CLOCK_MONOTONIC).
   virtual std::uint64_t run(std::uint64_t iterations) const = 0;
   // Iterations that take about `target_ns` on this machine now (with whatever is attached).
@@ -35,18 +38,49 @@ class BenchLoop {
 
 class SyscallWorkload : public BenchLoop {
  public:
-  // The built-in loop for `syscall` (getppid, getpid, gettid, getuid, read, write, getcwd,
-  // sched_yield, futex, close), or nullptr.
+  // The built-in loop that makes `syscall` (getppid, getpid, gettid, getuid, read, write,
+  // getcwd, close, sched_yield, futex, futex_wait, futex_waitv, mprotect, pkey_mprotect,
+  // mmap and munmap as one mmap+munmap loop), or nullptr.
   static std::unique_ptr<SyscallWorkload> find(const std::string& syscall);
   static std::vector<std::string> names();
 
   const std::string& name() const override { return name_; }
   const char* kind() const override { return "syscall"; }
+  const std::vector<std::string>& members() const override { return syscalls_; }
   std::uint64_t run(std::uint64_t iterations) const override;
 
  private:
-  explicit SyscallWorkload(std::string name) : name_(std::move(name)) {}
+  SyscallWorkload(std::string name, int loop, std::vector<std::string> syscalls)
+      : name_(std::move(name)), loop_(loop), syscalls_(std::move(syscalls)) {}
   std::string name_;
+  int loop_;
+  std::vector<std::string> syscalls_;
+};
+
+// Synchronous O_DIRECT 4 KiB reads of a 16 MiB scratch file on a block device: each
+// iteration is one request through block_rq_insert (when the device has a scheduler queue),
+// block_rq_issue and block_rq_complete.
+class BlockReadWorkload : public BenchLoop {
+ public:
+  // Creates the file in the first of $LOUPE_BENCH_DIR, /var/tmp, /tmp that is on a block
+  // device and takes O_DIRECT; nullptr with *why when none is.
+  static std::unique_ptr<BlockReadWorkload> create(std::string* why);
+  ~BlockReadWorkload() override;
+  BlockReadWorkload(const BlockReadWorkload&) = delete;
+  BlockReadWorkload& operator=(const BlockReadWorkload&) = delete;
+
+  const std::string& name() const override { return name_; }
+  const char* kind() const override { return "block I/O"; }
+  const std::vector<std::string>& members() const override { return events_; }
+  std::uint64_t run(std::uint64_t iterations) const override;
+
+ private:
+  BlockReadWorkload(std::string path, int fd, void* buf);
+  std::string name_ = "O_DIRECT 4 KiB read";
+  std::vector<std::string> events_ = {"block_rq_insert", "block_rq_issue", "block_rq_complete"};
+  std::string path_;
+  int fd_;
+  void* buf_;
 };
 
 class UserCallWorkload : public BenchLoop {
@@ -63,9 +97,8 @@ class UserCallWorkload : public BenchLoop {
 
   const std::string& name() const override { return name_; }
   const char* kind() const override { return "user call"; }
+  const std::vector<std::string>& members() const override { return calls_; }
   std::uint64_t run(std::uint64_t iterations) const override;
-  // What one iteration calls, once each.
-  const std::vector<std::string>& calls() const { return calls_; }
 
  private:
   UserCallWorkload(std::string name, int loop, std::vector<std::string> calls)

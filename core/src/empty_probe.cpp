@@ -57,6 +57,7 @@ std::string EmptyProbe::attach(const std::string& hook) {
     unsigned long long offset = std::strtoull(rest.c_str() + plus + 1, nullptr, 0);
     return attach_uprobe(rest.substr(0, plus), offset, kind[1] == 'r');
   }
+  if (hook.rfind("raw_tp:", 0) == 0) return attach_raw_tracepoint(hook.substr(7));
   auto colon = hook.find(':');
   if (colon == std::string::npos) return fmt::format("'{}': expected category:name", hook);
   return attach_tracepoint(hook.substr(0, colon), hook.substr(colon + 1));
@@ -78,6 +79,15 @@ std::string EmptyProbe::attach_tracepoint(const std::string& category, const std
   attr.sample_period = 1;
   attr.wakeup_events = 1;
   return attach_perf_event(&attr, tracepoint_prog_fd_, category + ":" + name);
+}
+
+std::string EmptyProbe::attach_raw_tracepoint(const std::string& name) {
+  std::string err;
+  if (raw_tp_prog_fd_ < 0 && (raw_tp_prog_fd_ = load_empty(BPF_PROG_TYPE_RAW_TRACEPOINT, &err)) < 0) return err;
+  int fd = bpf_raw_tracepoint_open(name.c_str(), raw_tp_prog_fd_);
+  if (fd < 0) return fmt::format("attaching the empty program to raw tracepoint {}: {}", name, std::strerror(errno));
+  perf_fds_.push_back(fd);  // closing the raw tracepoint fd detaches, as for perf events
+  return {};
 }
 
 std::string EmptyProbe::attach_uprobe(const std::string& path, unsigned long long offset, bool retprobe) {
@@ -116,7 +126,7 @@ std::string EmptyProbe::attach_perf_event(void* attr, int prog_fd, const std::st
 
 EmptyProbe::~EmptyProbe() {
   detach();
-  for (int fd : {tracepoint_prog_fd_, kprobe_prog_fd_})
+  for (int fd : {tracepoint_prog_fd_, kprobe_prog_fd_, raw_tp_prog_fd_})
     if (fd >= 0) close(fd);
 }
 
@@ -127,7 +137,7 @@ void EmptyProbe::detach() {
 
 ProgramStats EmptyProbe::stats() const {
   ProgramStats total{"bench", "empty", "loupe_empty", ""};
-  for (int fd : {tracepoint_prog_fd_, kprobe_prog_fd_}) {
+  for (int fd : {tracepoint_prog_fd_, kprobe_prog_fd_, raw_tp_prog_fd_}) {
     if (fd < 0) continue;
     ProgramStats s{"bench", "empty", "loupe_empty", ""};
     ProbeStats::read(fd, s);

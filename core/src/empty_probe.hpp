@@ -21,8 +21,9 @@ class EmptyProbe {
   EmptyProbe(const EmptyProbe&) = delete;
   EmptyProbe& operator=(const EmptyProbe&) = delete;
 
-  // Attaches an empty program to `hook`: "category:name" (a tracepoint) or
-  // "uprobe:FILE+0xOFF" / "uretprobe:FILE+0xOFF" (system-wide); "" on success.
+  // Attaches an empty program to `hook`: "category:name" (a tracepoint), "raw_tp:NAME"
+  // (the dispatch tp_btf programs use too) or "uprobe:FILE+0xOFF" / "uretprobe:FILE+0xOFF"
+  // (system-wide); "" on success.
   std::string attach(const std::string& hook);
   void detach();
   // Runs and time of the programs since they were loaded, summed over both program types
@@ -31,12 +32,14 @@ class EmptyProbe {
 
  private:
   std::string attach_tracepoint(const std::string& category, const std::string& name);
+  std::string attach_raw_tracepoint(const std::string& name);
   std::string attach_uprobe(const std::string& path, unsigned long long offset, bool retprobe);
   std::string attach_perf_event(void* attr, int prog_fd, const std::string& what);
 
   int tracepoint_prog_fd_ = -1;
   int kprobe_prog_fd_ = -1;  // uprobes run BPF_PROG_TYPE_KPROBE programs
-  std::vector<int> perf_fds_;
+  int raw_tp_prog_fd_ = -1;
+  std::vector<int> perf_fds_;  // perf events and raw tracepoint attachments: closing detaches
 };
 
 }  // namespace loupe

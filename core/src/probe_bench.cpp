@@ -37,23 +37,6 @@ Spread spread(std::vector<double> v) {
   return {v.front(), median, v.back()};
 }
 
-// "tracepoint:sys_enter_read" → "syscalls:sys_enter_read"; "" when no built-in loop fires it.
-std::string syscall_tracepoint(const std::string& target, std::string* syscall) {
-  constexpr std::string_view kTp = "tracepoint:";
-  if (target.rfind(kTp, 0) != 0) return {};
-  std::string name = target.substr(kTp.size());
-  if (name == "sys_enter" || name == "sys_exit") {
-    *syscall = "";  // every syscall fires it
-    return "raw_syscalls:" + name;
-  }
-  for (std::string_view prefix : {"sys_enter_", "sys_exit_"})
-    if (name.rfind(prefix, 0) == 0) {
-      *syscall = name.substr(prefix.size());
-      return "syscalls:" + name;
-    }
-  return {};
-}
-
 // The profile text of one profiler alone, with a jsonl sink into `out_dir`.
 std::string single_profile(const PluginSpec& spec, const fs::path& out_dir) {
   toml::table plugin = *static_cast<const toml::table*>(spec.raw.get());
@@ -103,8 +86,16 @@ Timed under_session(const std::string& profile_text, const BenchOptions& opts, W
 
 struct Plan {
   std::unique_ptr<BenchLoop> loop;
-  std::vector<std::string> hooks;  // where the empty programs go: category:name, uprobe:FILE+0xOFF
+  std::vector<std::string> hooks;  // where the empty programs go: category:name, raw_tp:NAME, uprobe:FILE+0xOFF
   std::set<std::string> targets;   // the profiler's link targets the loop fires, once per iteration each
+};
+
+// What drives one probe: which kind of loop, which member of it (the syscall, function or
+// block event the probe sits on; empty = every syscall), and where an empty program goes.
+struct Driver {
+  std::string kind;  // as BenchLoop::kind()
+  std::string member;
+  std::string hook;
 };
 
 // "uprobe:/usr/lib/libc.so.6+0x9a0e0" → the function a built-in loop calls at that address,
@@ -132,63 +123,90 @@ std::string uprobe_function(const std::string& target, std::string* why) {
   return *fn;
 }
 
+// The link target → its driver, or nullopt with *why. Tracepoint links name the event
+// without its category; raw_tp covers tp_btf too (the kernel reports both as raw
+// tracepoint links).
+std::optional<Driver> driver_for(const std::string& target, std::string* why) {
+  if (target.empty()) {
+    *why = "the kernel did not say what the link is attached to (link info before 6.6)";
+    return std::nullopt;
+  }
+  if (target.rfind("uprobe:", 0) == 0 || target.rfind("uretprobe:", 0) == 0) {
+    std::string fn = uprobe_function(target, why);
+    if (fn.empty()) return std::nullopt;
+    return Driver{"user call", fn, target};
+  }
+  if (target == "perf_event") {
+    *why = "perf_event sampling fires on a clock, not per event";
+    return std::nullopt;
+  }
+  const bool raw = target.rfind("raw_tp:", 0) == 0;
+  if (!raw && target.rfind("tracepoint:", 0) != 0) {
+    *why = "no built-in loop fires this kind of probe (syscall and block tracepoints, libc uprobes)";
+    return std::nullopt;
+  }
+  std::string name = target.substr(target.find(':') + 1);
+  auto hook = [&](const char* category) { return raw ? target : std::string(category) + ":" + name; };
+  if (name == "sys_enter" || name == "sys_exit") return Driver{"syscall", "", hook("raw_syscalls")};
+  for (std::string_view prefix : {"sys_enter_", "sys_exit_"})
+    if (!raw && name.rfind(prefix, 0) == 0) {
+      std::string sc = name.substr(prefix.size());
+      if (!SyscallWorkload::find(sc)) {
+        *why = fmt::format("no built-in loop makes syscall '{}'", sc);
+        return std::nullopt;
+      }
+      return Driver{"syscall", sc, hook("syscalls")};
+    }
+  if (name == "block_rq_insert" || name == "block_rq_issue" || name == "block_rq_complete")
+    return Driver{"block I/O", name, hook("block")};
+  *why = "no built-in loop fires this tracepoint deterministically (syscall and block tracepoints, libc uprobes)";
+  return std::nullopt;
+}
+
 void plan_workloads(BenchProfiler& prof, std::vector<Plan>& plans) {
-  std::set<std::string> raw, syscalls;  // raw_syscalls targets; syscalls with their own tracepoints
-  std::map<std::string, std::string> uprobe_fn;  // target → function
-  std::set<std::string> user_loops;
+  std::map<std::string, Driver> drivers;  // target → driver
+  std::vector<std::unique_ptr<BenchLoop>> loops;
+  auto have_loop = [&](const std::string& name) {
+    return std::any_of(loops.begin(), loops.end(), [&](const auto& l) { return l->name() == name; });
+  };
+  bool raw_syscalls = false;
   for (const auto& p : prof.probes) {
-    std::string sc, why;
-    std::string tp = syscall_tracepoint(p.target, &sc);
-    bool uprobe = p.target.rfind("uprobe:", 0) == 0 || p.target.rfind("uretprobe:", 0) == 0;
-    if (uprobe) {
-      std::string fn = uprobe_function(p.target, &why);
-      if (fn.empty()) {
+    std::string why;
+    std::optional<Driver> d = driver_for(p.target, &why);
+    if (!d) {
+      prof.skipped.push_back({p.probe, p.target, why});
+      continue;
+    }
+    std::unique_ptr<BenchLoop> loop;
+    if (d->kind == "user call") loop = UserCallWorkload::calling(d->member);
+    else if (d->kind == "syscall" && !d->member.empty()) loop = SyscallWorkload::find(d->member);
+    else if (d->kind == "block I/O" && !have_loop("O_DIRECT 4 KiB read")) {
+      loop = BlockReadWorkload::create(&why);
+      if (!loop) {
         prof.skipped.push_back({p.probe, p.target, why});
         continue;
       }
-      uprobe_fn[p.target] = fn;
-      user_loops.insert(UserCallWorkload::calling(fn)->name());
-      continue;
     }
-    if (tp.empty()) {
-      prof.skipped.push_back(
-          {p.probe, p.target,
-           p.target.empty()            ? "the kernel did not say what the link is attached to (before 6.6)"
-           : p.target == "perf_event"  ? "perf_event sampling fires on a clock, not per event"
-                                       : "no built-in loop fires this probe (syscall tracepoints and libc uprobes only)"});
-      continue;
-    }
-    if (sc.empty())
-      raw.insert(p.target);
-    else if (SyscallWorkload::find(sc))
-      syscalls.insert(sc);
-    else
-      prof.skipped.push_back({p.probe, p.target, fmt::format("no built-in loop makes syscall '{}'", sc)});
+    raw_syscalls = raw_syscalls || (d->kind == "syscall" && d->member.empty());
+    drivers.emplace(p.target, *d);
+    if (loop && !have_loop(loop->name())) loops.push_back(std::move(loop));
   }
-  if (syscalls.empty() && !raw.empty()) syscalls.insert("getppid");
-  for (const auto& sc : syscalls) {
-    Plan plan{SyscallWorkload::find(sc), {}, {}};
-    for (const auto& p : prof.probes) {
-      std::string s;
-      std::string tp = syscall_tracepoint(p.target, &s);
-      if (tp.empty() || (!s.empty() && s != sc) || plan.targets.count(p.target)) continue;
-      plan.targets.insert(p.target);
-      plan.hooks.push_back(tp);
-    }
-    plans.push_back(std::move(plan));
-  }
-  // One user-call loop per group of functions; every probed function it calls is in its plan
-  // (a calloc+free loop fires the probes on free too).
-  for (const auto& name : user_loops) {
-    std::unique_ptr<UserCallWorkload> loop;
-    for (const auto& [target, fn] : uprobe_fn)
-      if (auto l = UserCallWorkload::calling(fn); l->name() == name) loop = std::move(l);
-    Plan plan{nullptr, {}, {}};
-    for (const auto& [target, fn] : uprobe_fn) {
-      const auto& calls = loop->calls();
-      if (std::find(calls.begin(), calls.end(), fn) == calls.end()) continue;
-      plan.targets.insert(target);
-      plan.hooks.push_back(target);
+  // Probes on every syscall need some syscall loop: the cheapest one when none is planned.
+  if (raw_syscalls && std::none_of(loops.begin(), loops.end(), [](const auto& l) {
+        return std::string(l->kind()) == "syscall";
+      }))
+    loops.push_back(SyscallWorkload::find("getppid"));
+  // A loop fires every probe on one of its members (a calloc+free loop fires the probes on
+  // free too; mmap+munmap both syscalls' tracepoints), and a syscall loop the raw ones.
+  for (auto& loop : loops) {
+    Plan plan;
+    const auto& members = loop->members();
+    for (const auto& [target, d] : drivers) {
+      bool fires = d.kind == loop->kind() &&
+                   ((d.kind == "syscall" && d.member.empty()) ||
+                    std::find(members.begin(), members.end(), d.member) != members.end());
+      if (!fires || !plan.targets.insert(target).second) continue;
+      plan.hooks.push_back(d.hook);
     }
     plan.loop = std::move(loop);
     plans.push_back(std::move(plan));

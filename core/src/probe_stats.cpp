@@ -2,12 +2,16 @@
 #include "probe_stats.hpp"
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <linux/bpf.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <fmt/format.h>
+#include <memory>
+#include <mutex>
+#include <string_view>
 
 namespace loupe {
 namespace {
@@ -49,6 +53,60 @@ struct PerfLinkInfo {
   unsigned char tail[64];  // room for the kernel's larger union
 };
 
+// The kernel's BTF and its object id, loaded on the first tracing link to name (~50 ms) and
+// kept: a tp_btf or fentry link says only which BTF object and type it is attached to.
+struct KernelBtf {
+  std::unique_ptr<btf, void (*)(btf*)> types{nullptr, btf__free};
+  __u32 obj_id = 0;
+};
+
+const KernelBtf& kernel_btf() {
+  static std::once_flag once;
+  static KernelBtf k;
+  std::call_once(once, [] {
+    btf* b = btf__load_vmlinux_btf();
+    if (libbpf_get_error(b) == 0) k.types.reset(b);
+    for (__u32 id = 0; bpf_btf_get_next_id(id, &id) == 0;) {
+      int fd = bpf_btf_get_fd_by_id(id);
+      if (fd < 0) continue;
+      char name[64] = {};
+      bpf_btf_info info{};
+      info.name = reinterpret_cast<__u64>(name);
+      info.name_len = sizeof(name);
+      __u32 len = sizeof(info);
+      bool vmlinux = bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && info.kernel_btf &&
+                     std::string_view(name) == "vmlinux";
+      close(fd);
+      if (vmlinux) {
+        k.obj_id = id;
+        break;
+      }
+    }
+  });
+  return k;
+}
+
+// "tp_btf:block_rq_issue", "fentry:vfs_read", ...; empty when the type cannot be named.
+std::string tracing_target(const bpf_link_info& info) {
+  // A module's function or tracepoint would need that module's split BTF: left unnamed.
+  const KernelBtf& k = kernel_btf();
+  const btf* b = k.types && info.tracing.target_obj_id == k.obj_id ? k.types.get() : nullptr;
+  const btf_type* t = b ? btf__type_by_id(b, info.tracing.target_btf_id) : nullptr;
+  const char* name = t ? btf__name_by_offset(b, t->name_off) : nullptr;
+  if (!name || !*name) return {};
+  std::string_view n(name);
+  switch (info.tracing.attach_type) {
+    case BPF_TRACE_RAW_TP: {
+      constexpr std::string_view kPrefix = "btf_trace_";  // the typedef tp_btf attaches to
+      if (n.substr(0, kPrefix.size()) == kPrefix) n.remove_prefix(kPrefix.size());
+      return "tp_btf:" + std::string(n);
+    }
+    case BPF_TRACE_FENTRY: return "fentry:" + std::string(n);
+    case BPF_TRACE_FEXIT: return "fexit:" + std::string(n);
+    default: return {};
+  }
+}
+
 }  // namespace
 
 ProbeStats::~ProbeStats() {
@@ -85,6 +143,23 @@ namespace loupe {
 std::string ProbeStats::link_target(int link_fd) {
   if (link_fd < 0) return {};
   char name[512] = {};
+  {
+    // Links that are not perf events: raw tracepoints name themselves, tracing links
+    // (tp_btf, fentry) give a BTF type id.
+    bpf_link_info li{};
+    __u32 li_len = sizeof(li);
+    if (bpf_obj_get_info_by_fd(link_fd, &li, &li_len) != 0) return {};
+    if (li.type == BPF_LINK_TYPE_TRACING) return tracing_target(li);
+    if (li.type == BPF_LINK_TYPE_RAW_TRACEPOINT) {
+      li = {};
+      li.raw_tracepoint.tp_name = reinterpret_cast<__u64>(name);
+      li.raw_tracepoint.tp_name_len = sizeof(name);
+      li_len = sizeof(li);
+      if (bpf_obj_get_info_by_fd(link_fd, &li, &li_len) != 0) return {};
+      name[sizeof(name) - 1] = '\0';
+      return std::string("raw_tp:") + name;
+    }
+  }
   PerfLinkInfo info{};
   __u32 len = sizeof(info);
   // The name buffer is given for whichever arm the kernel fills; all three share the slot.

@@ -215,4 +215,32 @@ TEST_F(ProbeStatsTest, BenchDrivesLibcUprobesAndSaysWhyOthersAreSkipped) {
   EXPECT_EQ(skipped_getpid, 2) << p["skipped"].dump(2);
 }
 
+// Block tracepoints (biolat's tp_btf/raw_tp programs) are driven by O_DIRECT reads of a
+// scratch file on a block device; where there is none, the probes are skipped saying so.
+TEST_F(ProbeStatsTest, BenchDrivesBlockTracepointsWithDirectReads) {
+  const fs::path profile = dir_ / "bench_bio.toml";
+  std::ofstream(profile) << "[[plugins]]\nname = \"biolat\"\n[[sinks]]\nname = \"jsonl\"\n";
+  const fs::path out = dir_ / "bench_bio.json", log = dir_ / "bench_bio.log";
+  const std::string cmd = "timeout 120 '" + loupe_ + "' bench --reps 2 --json '" + profile.string() + "' >'" +
+                          out.string() + "' 2>'" + log.string() + "'";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << read_file(log);
+  const Json j = Json::parse(read_file(out));
+  ASSERT_EQ(j["profilers"].size(), 1u);
+  const Json& p = j["profilers"][0];
+  if (p["workloads"].empty()) {
+    ASSERT_FALSE(p["skipped"].empty()) << p.dump(2);
+    EXPECT_NE(p["skipped"][0]["reason"].get<std::string>().find("block device"), std::string::npos) << p.dump(2);
+    GTEST_SKIP() << "no block device under /var/tmp or /tmp: " << p["skipped"][0]["reason"];
+  }
+  ASSERT_EQ(p["workloads"].size(), 1u) << p.dump(2);
+  const Json& w = p["workloads"][0];
+  EXPECT_EQ(w["kind"], "block I/O");
+  // issue and complete always fire; insert too when the device queues through a scheduler.
+  EXPECT_GE(w["hooks"].size(), 2u) << w.dump(2);
+  for (const auto& h : w["hooks"]) EXPECT_NE(h.get<std::string>().find("block_rq_"), std::string::npos) << h;
+  EXPECT_GE(w["program_runs_per_iteration"]["min"].get<double>(), 2.0) << w.dump(2);
+  EXPECT_GT(w["bpf_stats_ns_per_iteration"]["loupe"]["min"].get<double>(), 0);
+  EXPECT_GT(w["bpf_stats_ns_per_iteration"]["empty_program"]["min"].get<double>(), 0);
+}
+
 }  // namespace

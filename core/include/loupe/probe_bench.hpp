@@ -2,8 +2,9 @@
 //
 // `loupe bench PROFILE`: what each profiler of a profile costs per event, on this machine.
 // For every profiler, one session with BPF statistics finds what its probes attach to;
-// every syscall tracepoint among them gets a built-in loop of that syscall, and every
-// uprobe/uretprobe on a libc allocation or pthread lock function a loop that calls it. Each repetition
+// every syscall tracepoint among them gets a built-in loop of that syscall, block
+// tracepoints a loop of O_DIRECT reads, and every uprobe/uretprobe on a libc allocation or
+// pthread lock function a loop that calls it. Each repetition
 // runs the loop three ways, in rotating order: without loupe, with an empty BPF program on
 // the same tracepoints, and under a session of that profiler alone. Reported per loop
 // iteration, min/median/max over the repetitions:
@@ -36,7 +37,7 @@ struct Spread {
 
 struct BenchWorkload {
   std::string loop;                      // "getppid", "malloc+free", ...
-  std::string kind;                      // "syscall" or "user call"
+  std::string kind;                      // "syscall", "block I/O" or "user call"
   std::vector<std::string> hooks;        // category:name or uprobe:FILE+0xOFF of the probes it fires
   std::uint64_t iterations = 0;
   Spread none_ns, empty_ns, loupe_ns;    // ns per iteration

@@ -15,8 +15,9 @@ struct ProgramStats {
   std::string probe;     // label the plugin gave the attachment
   std::string program;   // BPF program name
   // Where the link points, from the kernel's link info: "tracepoint:NAME" (the kernel gives
-  // the event name without its category), "uprobe:FILE+0xOFF", "uretprobe:...",
-  // "perf_event", "kprobe:FUNC"; empty when the kernel does not say (before 6.6).
+  // the event name without its category), "raw_tp:NAME" (raw_tp and tp_btf links),
+  // "fentry:FUNC" / "fexit:FUNC", "uprobe:FILE+0xOFF", "uretprobe:...", "perf_event",
+  // "kprobe:FUNC"; empty when the kernel does not say (perf-event links before 6.6).
   std::string target;
   std::uint32_t prog_id = 0;  // programs shared by several probes count once per program
   std::uint64_t run_cnt = 0;
