@@ -175,6 +175,14 @@ void StackReporter::emit_health(const cs_counters& c, std::uint64_t truncated, b
     rb.health(r.value ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK, r.component, r.value, r.message);
     rb.emit(host_);
   }
+  if (is_final && c.samples == 0) {
+    sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, "silent_probe");
+    rb.final(true).window(ws, we);
+    rb.health(LOUPE_HEALTH_WARN, "cpusample", 1,
+              "no sample was counted (the target ran for less than a sampling period, was "
+              "idle, or was filtered out)");
+    rb.emit(host_);
+  }
 }
 
 }  // namespace loupe::cpusample

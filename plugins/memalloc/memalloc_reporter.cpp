@@ -216,6 +216,15 @@ void MemallocReporter::collect(bool is_final, std::uint64_t window_start_ns,
               LOUPE_HEALTH_OK);
   for (const auto& [func, why] : skipped_)
     emit_health("probe_skipped", 1, func + ": " + why, is_final);
+  if (is_final) {
+    std::uint64_t user_calls = 0;
+    for (auto n : c.calls) user_calls += n;
+    if (user_calls + c.frees + c.kernel_allocs + c.kernel_frees == 0)
+      emit_health("silent_probe", 1,
+                  "no allocation or free was seen (the traced process allocated nothing, uses "
+                  "another allocator, or was filtered out)",
+                  is_final);
+  }
 }
 
 }  // namespace loupe::memalloc

@@ -30,20 +30,21 @@ void render_health(const ReportBatch& batch, const ReportOptions& opt, const Tex
 
   TextTable table({false, false, false, true, false});
   std::vector<std::uint32_t> severities;
-  std::uint64_t lost = 0;
-  std::vector<std::string> lost_where, failed_where;
+  // WARN values are counts of different things (records, requests, ns of wait time, silent
+  // probes), so the verdict names each place with its value instead of summing them.
+  std::vector<std::string> degraded_where, warned_where, failed_where;
   for (const auto& [key, e] : batch.health) {
     const HealthCopy& h = e.health;
     table.row({severity_name(h.severity), h.component.empty() ? "-" : h.component,
                e.labels.empty() ? e.name : e.name + "{" + labels_text(e.labels) + "}",
                format_count(h.value), h.message});
     severities.push_back(h.severity);
-    if (h.severity >= LOUPE_HEALTH_WARN && h.value > 0) {
-      lost += h.value;
-      lost_where.push_back(where(e) + " (" + format_count(h.value) + ")");
-    } else if (h.severity == LOUPE_HEALTH_ERROR) {
+    if (h.severity == LOUPE_HEALTH_WARN && h.value > 0)
+      degraded_where.push_back(where(e) + " (" + format_count(h.value) + ")");
+    else if (h.severity == LOUPE_HEALTH_WARN)
+      warned_where.push_back(where(e) + (h.message.empty() ? "" : ": " + h.message));
+    else if (h.severity == LOUPE_HEALTH_ERROR)
       failed_where.push_back(where(e) + (h.message.empty() ? "" : ": " + h.message));
-    }
   }
   auto lines = table.lines("  ");
   for (std::size_t i = 0; i < lines.size(); ++i) {
@@ -61,22 +62,24 @@ void render_health(const ReportBatch& batch, const ReportOptions& opt, const Tex
     out += style.warn(verdict) + "\n";
     return;
   }
-  if (lost == 0 && failed_where.empty()) {
+  if (degraded_where.empty() && warned_where.empty() && failed_where.empty()) {
     out += style.good("VERDICT: no data lost (" + std::to_string(batch.health.size()) +
                       " health checks OK)") +
            "\n";
     return;
   }
-  if (lost > 0) {
-    verdict = "VERDICT: " + format_count(lost) + " records lost: ";
-    for (std::size_t i = 0; i < lost_where.size(); ++i)
-      verdict += (i ? ", " : "") + lost_where[i];
-  }
-  if (!failed_where.empty()) {
+  auto part = [&](const std::string& head, const std::vector<std::string>& where) {
+    if (where.empty()) return;
     verdict += verdict.empty() ? "VERDICT: " : "; ";
-    verdict += std::to_string(failed_where.size()) + " component(s) failed: ";
-    for (std::size_t i = 0; i < failed_where.size(); ++i)
-      verdict += (i ? ", " : "") + failed_where[i];
+    verdict += head;
+    for (std::size_t i = 0; i < where.size(); ++i) verdict += (i ? ", " : "") + where[i];
+  };
+  part("data lost or degraded at " + std::to_string(degraded_where.size()) + " place(s): ", degraded_where);
+  part(std::to_string(failed_where.size()) + " component(s) failed: ", failed_where);
+  part(std::to_string(warned_where.size()) + " warning(s): ", warned_where);
+  if (degraded_where.empty() && failed_where.empty()) {
+    out += style.warn(verdict) + "\n";
+    return;
   }
   out += style.error(verdict) + "\n";
 }

@@ -108,10 +108,23 @@ TEST_F(ConsoleSinkTest, HealthVerdictCountsLossesAndFailuresAndMarksThem) {
   EXPECT_TRUE(has(line_with(text, "attach "), "ERROR")) << text;
   EXPECT_FALSE(has(line_with(text, "received "), "<<<")) << text;
   EXPECT_TRUE(has(text,
-                  "VERDICT: 20 records lost: dropped_queue@queue:outliers (3), "
+                  "VERDICT: data lost or degraded at 2 place(s): dropped_queue@queue:outliers (3), "
                   "lost_kernel@ring:outliers (17); 1 component(s) failed: "
                   "attach@probe:sys_enter_read: no such tracepoint"))
       << text;
+}
+
+// A WARN of value 0 (a probe that never fired) is no loss, but the run is not "all OK".
+TEST_F(ConsoleSinkTest, WarningsWithoutLossAreNamedNotCalledOk) {
+  PluginInstance sink(lib_);
+  ASSERT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
+  SampleRecord ok = health(LOUPE_HEALTH_OK, "received", "ring:outliers", 14);
+  SampleRecord silent = health(LOUPE_HEALTH_WARN, "probe_silent", "latency/read", 0, "the program never ran");
+  for (auto* r : {&ok, &silent}) ASSERT_EQ(sink.consume(r->record()), LOUPE_OK);
+  ASSERT_EQ(sink.flush(true), LOUPE_OK);
+  std::string text = report();
+  EXPECT_FALSE(has(text, "no data lost")) << text;
+  EXPECT_TRUE(has(text, "VERDICT: 1 warning(s): probe_silent@latency/read: the program never ran")) << text;
 }
 
 TEST_F(ConsoleSinkTest, FinalReportWithoutHealthSaysLossIsUnknown) {
@@ -227,7 +240,8 @@ TEST_F(ConsoleSinkTest, ColorAlwaysEmitsAnsiAndBadColorIsRefused) {
     SampleRecord lost = health(LOUPE_HEALTH_WARN, "lost_kernel", "ring:x", 2);
     ASSERT_EQ(sink.consume(lost.record()), LOUPE_OK);
     ASSERT_EQ(sink.flush(true), LOUPE_OK);
-    EXPECT_TRUE(has(report(), "\033[1;31mVERDICT: 2 records lost")) << report();
+    EXPECT_TRUE(has(report(), "\033[1;31mVERDICT: data lost or degraded at 1 place(s): lost_kernel@ring:x (2)"))
+        << report();
   }
   host_.set("color", std::string("sometimes"));
   PluginInstance bad(lib_);
