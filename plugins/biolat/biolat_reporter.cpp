@@ -154,9 +154,12 @@ void BiolatReporter::emit_health(const bio_counters& c, std::uint64_t in_flight)
   if (c.outliers_sampled_out)
     health("outliers_sampled_out", c.outliers_sampled_out, LOUPE_HEALTH_WARN,
            "slow-request events skipped under ring backpressure (1-in-N sampling)");
-  if (is_final_ && c.completed + c.unmatched + c.partial + c.issue_no_insert == 0)
+  // Completions of untracked requests (other processes', under a pid filter) do not count:
+  // what matters is whether anything of the traced target was timed.
+  if (is_final_ && c.completed + c.partial + c.issue_no_insert == 0)
     health("silent_probe", 1, LOUPE_HEALTH_WARN,
-           "no block request was seen (no I/O on the traced devices, or filtered out)");
+           "no block request of the traced processes and devices was timed (no I/O, or all "
+           "filtered out)");
 }
 
 void BiolatReporter::collect(bool is_final, std::uint64_t window_start_ns,

@@ -191,6 +191,15 @@ std::vector<Row> rows() {
                  "\"loupe_no_such_call\"\n[[plugins.targets]]\nsyscall = \"getppid\"\n" + kSinkJsonl,
        {"run", "{PROFILE}", "--", "/bin/true"}, 0, {}, true, "",
        "grep -q target_skipped out/records.jsonl && grep -q loupe_no_such_call out/records.jsonl"},
+      // Probes that never fire are reported, not hidden (design check 6), without --stats.
+      // A command that does no block I/O: biolat says so (memalloc, by contrast, sees sleep's
+      // own mallocs and stays quiet).
+      {"silent_probes_reported",
+       session + "[[plugins]]\nname = \"biolat\"\n[[plugins]]\nname = \"memalloc\"\n" + kSinkJsonl,
+       // (sleep runs once first: a cold exec's page-ins would be its block I/O.)
+       {"run", "{PROFILE}", "--", "/bin/sleep", "0.2"}, 0, {}, true, "/bin/sleep 0.01",
+       "grep '\"name\":\"silent_probe\"' out/records.jsonl | grep -q '\"plugin\":\"biolat\"' && "
+       "! grep '\"name\":\"silent_probe\"' out/records.jsonl | grep -q '\"plugin\":\"memalloc\"'"},
       // ---- the command to profile -------------------------------------------------------
       {"command_missing", session + kTestprof + kSinkJsonl, {"run", "{PROFILE}", "--", "/nonexistent/loupe-cmd"}, 7,
        {"/nonexistent/loupe-cmd"}, true},
