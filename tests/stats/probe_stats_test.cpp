@@ -135,18 +135,27 @@ TEST_F(ProbeStatsTest, ProfileKeyEnablesStatsAndNoStatsByDefault) {
 
 namespace {
 
+// Runs `loupe bench --reps 2 --json` on `profile_text` (saved as NAME.toml); the parsed
+// document, or a failed assertion naming the command and its log.
+void bench_json(const fs::path& dir, const std::string& loupe, const std::string& name,
+                const std::string& profile_text, Json* out) {
+  const fs::path profile = dir / (name + ".toml"), json = dir / (name + ".json"), log = dir / (name + ".log");
+  std::ofstream(profile) << profile_text;
+  const std::string cmd = "timeout 120 '" + loupe + "' bench --reps 2 --json '" + profile.string() + "' >'" +
+                          json.string() + "' 2>'" + log.string() + "'";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << read_file(log);
+  *out = Json::parse(read_file(json));
+}
+
 // `loupe bench` on a tiny profile: the JSON has the documented shape and every measured
 // number is positive. No timing is asserted: only that each way of measuring produced one.
 TEST_F(ProbeStatsTest, BenchReportsCostPerProbeAsJson) {
-  const fs::path profile = dir_ / "bench.toml";
-  std::ofstream(profile) << "[[plugins]]\nname = \"syscount\"\n"
-                         << "[[plugins]]\nname = \"latency\"\n[[plugins.targets]]\nsyscall = \"read\"\n"
-                         << "[[sinks]]\nname = \"jsonl\"\n";
-  const fs::path out = dir_ / "bench.json", log = dir_ / "bench.log";
-  const std::string cmd = "timeout 120 '" + loupe_ + "' bench --reps 2 --json '" + profile.string() + "' >'" +
-                          out.string() + "' 2>'" + log.string() + "'";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << read_file(log);
-  const Json j = Json::parse(read_file(out));
+  Json j;
+  bench_json(dir_, loupe_, "bench",
+             "[[plugins]]\nname = \"syscount\"\n"
+             "[[plugins]]\nname = \"latency\"\n[[plugins.targets]]\nsyscall = \"read\"\n"
+             "[[sinks]]\nname = \"jsonl\"\n", &j);
+  if (HasFatalFailure()) return;
   EXPECT_EQ(j["schema"], "loupe.bench/2");
   EXPECT_EQ(j["reps"], 2);
   EXPECT_GT(j["cpus"].get<int>(), 0);
@@ -185,16 +194,13 @@ TEST_F(ProbeStatsTest, BenchReportsCostPerProbeAsJson) {
 // Uprobes on libc functions are driven by a loop that calls them in loupe's own process;
 // a uprobe on a function no loop calls is listed as skipped, with the reason.
 TEST_F(ProbeStatsTest, BenchDrivesLibcUprobesAndSaysWhyOthersAreSkipped) {
-  const fs::path profile = dir_ / "bench_uprobe.toml";
-  std::ofstream(profile) << "[[plugins]]\nname = \"latency\"\n"
-                         << "[[plugins.targets]]\nufunc = \"libc:malloc\"\n"
-                         << "[[plugins.targets]]\nufunc = \"libc:getpid\"\n"
-                         << "[[sinks]]\nname = \"jsonl\"\n";
-  const fs::path out = dir_ / "bench_uprobe.json", log = dir_ / "bench_uprobe.log";
-  const std::string cmd = "timeout 120 '" + loupe_ + "' bench --reps 2 --json '" + profile.string() + "' >'" +
-                          out.string() + "' 2>'" + log.string() + "'";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << read_file(log);
-  const Json j = Json::parse(read_file(out));
+  Json j;
+  bench_json(dir_, loupe_, "bench_uprobe",
+             "[[plugins]]\nname = \"latency\"\n"
+             "[[plugins.targets]]\nufunc = \"libc:malloc\"\n"
+             "[[plugins.targets]]\nufunc = \"libc:getpid\"\n"
+             "[[sinks]]\nname = \"jsonl\"\n", &j);
+  if (HasFatalFailure()) return;
   ASSERT_EQ(j["profilers"].size(), 1u);
   const Json& p = j["profilers"][0];
   ASSERT_EQ(p["workloads"].size(), 1u) << p.dump(2);
@@ -218,13 +224,10 @@ TEST_F(ProbeStatsTest, BenchDrivesLibcUprobesAndSaysWhyOthersAreSkipped) {
 // Block tracepoints (biolat's tp_btf/raw_tp programs) are driven by O_DIRECT reads of a
 // scratch file on a block device; where there is none, the probes are skipped saying so.
 TEST_F(ProbeStatsTest, BenchDrivesBlockTracepointsWithDirectReads) {
-  const fs::path profile = dir_ / "bench_bio.toml";
-  std::ofstream(profile) << "[[plugins]]\nname = \"biolat\"\n[[sinks]]\nname = \"jsonl\"\n";
-  const fs::path out = dir_ / "bench_bio.json", log = dir_ / "bench_bio.log";
-  const std::string cmd = "timeout 120 '" + loupe_ + "' bench --reps 2 --json '" + profile.string() + "' >'" +
-                          out.string() + "' 2>'" + log.string() + "'";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << read_file(log);
-  const Json j = Json::parse(read_file(out));
+  Json j;
+  bench_json(dir_, loupe_, "bench_bio",
+             "[[plugins]]\nname = \"biolat\"\n[[sinks]]\nname = \"jsonl\"\n", &j);
+  if (HasFatalFailure()) return;
   ASSERT_EQ(j["profilers"].size(), 1u);
   const Json& p = j["profilers"][0];
   if (p["workloads"].empty()) {
