@@ -33,6 +33,8 @@
 #include <string>
 #include <vector>
 
+#include "cli_run.hpp"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -42,11 +44,7 @@ const std::string kWorkload = BIOLAT_WORKLOAD;
 constexpr int kN = 24;
 constexpr std::uint64_t kSize = 64 * 1024;
 
-struct RunResult {
-  int exit_code = -1;
-  std::string output;
-  std::vector<json> records;
-};
+using loupe::test::RunResult;
 
 std::string sh(const std::string& cmd, int* rc = nullptr) {
   std::string out;
@@ -60,24 +58,16 @@ std::string sh(const std::string& cmd, int* rc = nullptr) {
   return out;
 }
 
-class BiolatE2E : public ::testing::Test {
+class BiolatE2E : public loupe::test::CliRun {
  protected:
   void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root: loads BPF programs";
-    const char* bin = std::getenv("LOUPE_BIN");
-    if (!bin || !fs::exists(bin)) GTEST_SKIP() << "LOUPE_BIN not built: " << (bin ? bin : "(unset)");
-    loupe_ = bin;
-    char tmpl[] = "/tmp/loupe-biolat-e2e-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    CliRun::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     data_ = dir_ + "/data";
     prepare(data_, kN * kSize);
     int fd = open(data_.c_str(), O_RDWR | O_DIRECT);
     if (fd < 0) GTEST_SKIP() << "no O_DIRECT on the filesystem of /tmp (tmpfs?): " << strerror(errno);
     close(fd);
-  }
-  void TearDown() override {
-    if (!dir_.empty()) fs::remove_all(dir_);
   }
 
   // Written and fsynced here, so the workload's O_DIRECT writes are plain overwrites.
@@ -92,27 +82,16 @@ class BiolatE2E : public ::testing::Test {
   }
 
   RunResult run(const std::string& plugin_body, const std::string& target, int n = kN) {
-    std::string profile = dir_ + "/profile.toml";
-    fs::remove_all(dir_ + "/out");
-    std::ofstream(profile) << "[session]\noutput_dir = \"" << dir_ << "/out\"\n\n"
-                           << "[[plugins]]\nname = \"biolat\"\n" << plugin_body
-                           << "\n[[sinks]]\nname = \"jsonl\"\n";
-    RunResult r;
     // Run the workload once untraced first: its own pages and its libraries' are then in
     // the page cache, so the traced run's only I/O is its data (a cold exec pages in a few
     // 8-16 KiB reads in the workload's own context, which biolat rightly attributes to it).
     const std::string args = target + " " + std::to_string(n) + " " + std::to_string(kSize);
     int warm_rc = 0;
     sh(std::string(kWorkload) + " " + args, &warm_rc);
-    r.output = sh(loupe_ + " run " + profile + " -- " + kWorkload + " " + args, &r.exit_code);
-    std::ifstream in(dir_ + "/out/records.jsonl");
-    std::string line;
-    while (std::getline(in, line))
-      if (!line.empty()) r.records.push_back(json::parse(line));
-    return r;
+    return CliRun::run("[[plugins]]\nname = \"biolat\"\n" + plugin_body, {kWorkload, args});
   }
 
-  std::string loupe_, dir_, data_;
+  std::string data_;
 };
 
 std::vector<const json*> select(const RunResult& r, const std::string& kind,

@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "cpu_e2e_run.hpp"
+#include "cli_run.hpp"
 
 using loupe::test::CliRun;
 using loupe::test::RunResult;

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "cpu_e2e_run.hpp"
+#include "cli_run.hpp"
 
 using loupe::test::CliRun;
 using loupe::test::RunResult;

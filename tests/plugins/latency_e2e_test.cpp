@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "cli_run.hpp"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -23,51 +25,13 @@ namespace {
 
 const std::string kWorkload = LATENCY_WORKLOAD;
 
-struct RunResult {
-  int exit_code = -1;
-  std::string output;  // stdout + stderr
-  std::vector<json> records;
-};
+using loupe::test::RunResult;
 
-class LatencyE2E : public ::testing::Test {
+class LatencyE2E : public loupe::test::CliRun {
  protected:
-  void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root: loads BPF programs and attaches uprobes";
-    const char* bin = std::getenv("LOUPE_BIN");
-    if (!bin || !fs::exists(bin)) GTEST_SKIP() << "LOUPE_BIN not built: " << (bin ? bin : "(unset)");
-    loupe_ = bin;
-    char tmpl[] = "/tmp/loupe-latency-e2e-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    if (!dir_.empty()) fs::remove_all(dir_);
-  }
-
   RunResult run(const std::string& plugin_body, const std::vector<std::string>& cmd) {
-    std::string profile = dir_ + "/profile.toml";
-    std::ofstream(profile) << "[session]\noutput_dir = \"" << dir_ << "/out\"\n\n"
-                           << "[[plugins]]\nname = \"latency\"\n" << plugin_body
-                           << "\n[[sinks]]\nname = \"jsonl\"\n";
-    std::string line = loupe_ + " run " + profile + " --";
-    for (const auto& c : cmd) line += " " + c;
-    line += " 2>&1";
-    RunResult r;
-    FILE* p = popen(line.c_str(), "r");
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.output.append(buf, n);
-    int status = pclose(p);
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::ifstream in(dir_ + "/out/records.jsonl");
-    std::string rec;
-    while (std::getline(in, rec))
-      if (!rec.empty()) r.records.push_back(json::parse(rec));
-    return r;
+    return CliRun::run("[[plugins]]\nname = \"latency\"\n" + plugin_body, cmd);
   }
-
-  std::string loupe_;
-  std::string dir_;
 };
 
 // The last final record of `kind`/`name` for `target`.

@@ -17,56 +17,23 @@
 #include <string>
 #include <vector>
 
+#include "cli_run.hpp"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
-struct RunResult {
-  int exit_code = -1;
-  std::string output;  // stdout + stderr of loupe and the workload
-  std::vector<json> records;
-};
+using loupe::test::RunResult;
 
-class LockwaitE2E : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root: loads BPF programs";
-    const char* bin = std::getenv("LOUPE_BIN");
-    if (!bin || !fs::exists(bin)) GTEST_SKIP() << "LOUPE_BIN not built: " << (bin ? bin : "(unset)");
-    loupe_ = bin;
-    char tmpl[] = "/tmp/loupe-lockwait-e2e-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    if (!dir_.empty()) fs::remove_all(dir_);
-  }
-
-
+class LockwaitE2E : public loupe::test::CliRun {
  public:
+  // Also a folded sink: the tests check the file it writes.
   RunResult run(const std::string& plugin_body, const std::string& cmd) {
-    std::string profile = dir_ + "/profile.toml";
-    std::ofstream(profile) << "[session]\noutput_dir = \"" << dir_ << "/out\"\n\n"
-                           << "[[plugins]]\nname = \"lockwait\"\n" << plugin_body
-                           << "\n[[sinks]]\nname = \"jsonl\"\n"
-                           << "\n[[sinks]]\nname = \"folded\"\nvalue = \"wait_ns\"\n";
-    RunResult r;
-    FILE* p = popen((loupe_ + " run " + profile + " -- " + cmd + " 2>&1").c_str(), "r");
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.output.append(buf, n);
-    int status = pclose(p);
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::ifstream in(dir_ + "/out/records.jsonl");
-    std::string rec;
-    while (std::getline(in, rec))
-      if (!rec.empty()) r.records.push_back(json::parse(rec));
-    return r;
+    return CliRun::run("[[plugins]]\nname = \"lockwait\"\n" + plugin_body +
+                           "\n[[sinks]]\nname = \"folded\"\nvalue = \"wait_ns\"\n",
+                       {cmd});
   }
-
-  std::string loupe_;
-  std::string dir_;
 };
 
 std::vector<const json*> finals(const RunResult& r, const std::string& kind,

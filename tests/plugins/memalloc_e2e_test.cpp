@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "cli_run.hpp"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -25,60 +27,20 @@ namespace {
 
 const std::string kWorkload = MEMALLOC_WORKLOAD;
 
-struct RunResult {
-  int exit_code = -1;
-  std::string output;
-  std::vector<json> records;
-};
+using loupe::test::RunResult;
 
 struct Site {
   std::int64_t allocs = 0, alloc_bytes = 0, outstanding_allocs = 0, outstanding_bytes = 0,
                frees = 0;
 };
 
-class MemallocE2E : public ::testing::Test {
+class MemallocE2E : public loupe::test::CliRun {
  protected:
-  void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root: loads BPF programs and attaches uprobes";
-    const char* bin = std::getenv("LOUPE_BIN");
-    if (!bin || !fs::exists(bin))
-      GTEST_SKIP() << "LOUPE_BIN not built: " << (bin ? bin : "(unset)");
-    loupe_ = bin;
-    char tmpl[] = "/tmp/loupe-memalloc-e2e-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    if (!dir_.empty()) fs::remove_all(dir_);
-  }
-
   RunResult run(const std::string& plugin_body, const std::vector<std::string>& cmd,
                 const std::string& extra_sinks = "", const std::string& session = "") {
-    std::string profile = dir_ + "/profile.toml";
-    std::ofstream(profile) << "[session]\noutput_dir = \"" << dir_ << "/out\"\n"
-                           << session << "\n"
-                           << "[[plugins]]\nname = \"memalloc\"\n"
-                           << plugin_body << "\n[[sinks]]\nname = \"jsonl\"\n"
-                           << extra_sinks;
-    std::string line = loupe_ + " run " + profile + " --";
-    for (const auto& c : cmd) line += " " + c;
-    line += " 2>&1";
-    RunResult r;
-    FILE* p = popen(line.c_str(), "r");
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.output.append(buf, n);
-    int status = pclose(p);
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::ifstream in(dir_ + "/out/records.jsonl");
-    std::string rec;
-    while (std::getline(in, rec))
-      if (!rec.empty()) r.records.push_back(json::parse(rec));
-    return r;
+    return CliRun::run("[[plugins]]\nname = \"memalloc\"\n" + plugin_body + "\n" + extra_sinks, cmd, "",
+                       session);
   }
-
-  std::string loupe_;
-  std::string dir_;
 };
 
 // The workload function that called the allocator: the first frame in the workload binary.

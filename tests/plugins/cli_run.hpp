@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Runs `loupe run PROFILE -- CMD...` with the jsonl sink and reads the records back; shared
-// by the cpusample and jitregions end-to-end tests.
-#ifndef LOUPE_TESTS_CPU_E2E_RUN_HPP
-#define LOUPE_TESTS_CPU_E2E_RUN_HPP
+// Runs `loupe run PROFILE -- CMD...` with the jsonl sink and reads the records back: the
+// fixture every profiler's end-to-end tests share (root, $LOUPE_BIN, tracefs, a scratch dir).
+#ifndef LOUPE_TESTS_CLI_RUN_HPP
+#define LOUPE_TESTS_CLI_RUN_HPP
 
 #include <gtest/gtest.h>
 #include <sys/mount.h>
@@ -38,7 +38,7 @@ struct RunResult {
 class CliRun : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root: loads BPF programs and opens perf events";
+    if (geteuid() != 0) GTEST_SKIP() << "needs root: loads BPF programs";
     const char* bin = std::getenv("LOUPE_BIN");
     if (!bin || !std::filesystem::exists(bin))
       GTEST_SKIP() << "LOUPE_BIN not built: " << (bin ? bin : "(unset)");
@@ -47,7 +47,7 @@ class CliRun : public ::testing::Test {
         mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr) != 0)
       GTEST_SKIP() << "tracefs absent and cannot be mounted";
     loupe_ = bin;
-    char tmpl[] = "/tmp/loupe-cpu-e2e-XXXXXX";
+    char tmpl[] = "/tmp/loupe-e2e-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
   }
@@ -55,11 +55,15 @@ class CliRun : public ::testing::Test {
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
 
-  RunResult run(const std::string& plugins, const std::vector<std::string>& cmd,
-                const std::string& extra_args = "") {
+  // PROFILE = [session] output_dir (+ `session_keys`), then `body` (plugins and any extra
+  // sinks), then the jsonl sink the records are read from.
+  RunResult run(const std::string& body, const std::vector<std::string>& cmd,
+                const std::string& extra_args = "", const std::string& session_keys = "") {
     std::string profile = dir_ + "/profile.toml";
-    std::ofstream(profile) << "[session]\noutput_dir = \"" << dir_ << "/out\"\n\n"
-                           << plugins << "\n[[sinks]]\nname = \"jsonl\"\n";
+    std::filesystem::remove_all(dir_ + "/out");  // a second run in one test starts clean
+    std::ofstream(profile) << "[session]\noutput_dir = \"" << dir_ << "/out\"\n"
+                           << session_keys << "\n"
+                           << body << "\n[[sinks]]\nname = \"jsonl\"\n";
     std::string line = loupe_ + " run " + profile + " " + extra_args + " --";
     for (const auto& c : cmd) line += " " + c;
     line += " 2>&1";
@@ -83,4 +87,4 @@ class CliRun : public ::testing::Test {
 
 }  // namespace loupe::test
 
-#endif  // LOUPE_TESTS_CPU_E2E_RUN_HPP
+#endif  // LOUPE_TESTS_CLI_RUN_HPP
