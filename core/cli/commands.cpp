@@ -87,6 +87,19 @@ void on_signal(int) {
   if (g_session) g_session->request_stop();
 }
 
+// Runs `session` with SIGINT and SIGTERM asking it to stop (detach, drain, report).
+SessionResult run_until_signalled(Session& session) {
+  g_session = &session;
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  auto r = session.run();
+  g_session = nullptr;
+  return r;
+}
+
 }  // namespace
 
 int cmd_check(const CommonOptions& common, bool as_json) {
@@ -206,14 +219,7 @@ int cmd_run(const CommonOptions& common, const RunOptions& run) {
   if (!common.disabled_features.empty())
     opts.features = std::make_shared<KernelFeatureProber>(common.disabled_features);
   Session session(std::move(opts));
-  g_session = &session;
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  auto r = session.run();
-  g_session = nullptr;
+  auto r = run_until_signalled(session);
   if (!r.error.empty()) std::cerr << "loupe: error: " << r.error << "\n";
   if (!run.record.empty() && r.error.empty())
     spdlog::info("{} ring records written to {}", r.records_recorded, run.record);
@@ -230,14 +236,7 @@ int cmd_replay(const CommonOptions& common, const ReplayOptions& replay) {
   opts.output_dir = replay.output;
   for (auto& d : common.plugin_dirs) opts.extra_plugin_dirs.emplace_back(d);
   Session session(std::move(opts));
-  g_session = &session;
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  auto r = session.run();
-  g_session = nullptr;
+  auto r = run_until_signalled(session);
   if (!r.error.empty()) std::cerr << "loupe: error: " << r.error << "\n";
   else spdlog::info("replayed {} ring records from {}", r.records_replayed, replay.capture);
   return static_cast<int>(r.code);
