@@ -12,14 +12,6 @@ namespace loupe::biolat {
 OutlierDecoder::OutlierDecoder(const sdk::Host& host, std::string mechanism)
     : host_(host), mechanism_(std::move(mechanism)) {}
 
-int OutlierDecoder::decode_thunk(void* user, const void* data, std::uint32_t len) {
-  try {
-    return static_cast<OutlierDecoder*>(user)->decode(data, len);
-  } catch (...) {
-    return LOUPE_ERR_INTERNAL;  // nothing may unwind into the core's worker
-  }
-}
-
 int OutlierDecoder::decode(const void* data, std::uint32_t len) {
   bio_outlier_event e;
   if (len < sizeof(e)) return LOUPE_ERR_INVALID_ARG;

@@ -18,8 +18,8 @@ class OutlierDecoder {
  public:
   OutlierDecoder(const sdk::Host& host, std::string mechanism);
 
+  // The ring's decoder (sdk::register_fixed_ring): one slow-request record.
   int decode(const void* data, std::uint32_t len);
-  static int decode_thunk(void* user, const void* data, std::uint32_t len);  // ring spec
 
  private:
   sdk::Host host_;

@@ -40,16 +40,15 @@ std::vector<std::uint64_t> log2_slots(const std::vector<std::uint64_t>& values,
 
 }  // namespace
 
-int JitTracker::decode_thunk(void* self, const void* data, std::uint32_t len) {
-  auto* t = static_cast<JitTracker*>(self);
+int JitTracker::decode(const void* data, std::uint32_t len) {
   if (len < sizeof(jr_event)) {
-    std::lock_guard lock(t->mu_);
-    ++t->malformed_;
+    std::lock_guard lock(mu_);
+    ++malformed_;
     return LOUPE_ERR_INVALID_ARG;
   }
   jr_event e;
   std::memcpy(&e, data, sizeof(e));
-  t->on_event(e);
+  on_event(e);
   return LOUPE_OK;
 }
 

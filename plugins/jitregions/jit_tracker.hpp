@@ -23,7 +23,8 @@ class JitTracker {
  public:
   JitTracker(const sdk::Host& host, TableLimits limits) : host_(host), table_(limits) {}
 
-  static int decode_thunk(void* self, const void* data, std::uint32_t len);
+  // The ring's decoder (sdk::register_fixed_ring): one region change or sample.
+  int decode(const void* data, std::uint32_t len);
   void on_event(const jr_event& e);
   void report(bool is_final, std::uint64_t window_start_ns, std::uint64_t window_end_ns);
 

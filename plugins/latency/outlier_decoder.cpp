@@ -12,14 +12,6 @@ namespace loupe::latency {
 OutlierDecoder::OutlierDecoder(const sdk::Host& host, std::vector<TargetLabels> targets)
     : host_(host), targets_(std::move(targets)) {}
 
-int OutlierDecoder::decode_thunk(void* user, const void* data, std::uint32_t len) {
-  try {
-    return static_cast<OutlierDecoder*>(user)->decode(data, len);
-  } catch (...) {
-    return LOUPE_ERR_INTERNAL;  // nothing may unwind into the core's worker
-  }
-}
-
 int OutlierDecoder::decode(const void* data, std::uint32_t len) {
   lat_outlier_event e;
   if (len < sizeof(e)) return LOUPE_ERR_INVALID_ARG;

@@ -23,9 +23,8 @@ class OutlierDecoder {
  public:
   OutlierDecoder(const sdk::Host& host, std::vector<TargetLabels> targets);
 
+  // The ring's decoder (sdk::register_fixed_ring): one outlier record.
   int decode(const void* data, std::uint32_t len);
-  // loupe_ring_spec.decode
-  static int decode_thunk(void* user, const void* data, std::uint32_t len);
 
  private:
   sdk::Host host_;

@@ -10,15 +10,14 @@
 
 namespace loupe::lockwait {
 
-int SymbolCache::decode_thunk(void* user, const void* data, std::uint32_t len) {
+int SymbolCache::decode(const void* data, std::uint32_t len) {
   if (len < sizeof(lw_first_seen_event)) return LOUPE_ERR_INVALID_ARG;
-  auto* self = static_cast<SymbolCache*>(user);
   lw_first_seen_event e{};
   std::memcpy(&e, data, sizeof(e));
   std::uint32_t pid = e.kind == LW_KIND_KERNEL ? 0 : e.tgid;
-  self->lock_name(pid, e.addr);
-  if (e.user_stack_id >= 0) self->user_stack(e.tgid, e.user_stack_id, e.caller_ip);
-  if (e.kernel_stack_id >= 0) self->kernel_stack(e.kernel_stack_id);
+  lock_name(pid, e.addr);
+  if (e.user_stack_id >= 0) user_stack(e.tgid, e.user_stack_id, e.caller_ip);
+  if (e.kernel_stack_id >= 0) kernel_stack(e.kernel_stack_id);
   return LOUPE_OK;
 }
 

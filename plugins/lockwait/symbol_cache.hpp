@@ -36,8 +36,8 @@ class SymbolCache {
  public:
   SymbolCache(const sdk::Host& host, int stacks_fd) : host_(host), stacks_fd_(stacks_fd) {}
 
-  // The ring's decode callback (loupe_ring_spec.decode).
-  static int decode_thunk(void* user, const void* data, std::uint32_t len);
+  // The ring's decoder (sdk::register_fixed_ring): one first-seen record.
+  int decode(const void* data, std::uint32_t len);
 
   // tgid 0 = a kernel address.
   LockName lock_name(std::uint32_t tgid, std::uint64_t addr);

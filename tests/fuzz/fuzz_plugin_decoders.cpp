@@ -29,6 +29,7 @@
 #include "latency/outlier_decoder.hpp"
 #include "lockwait/lockwait.h"
 #include "lockwait/symbol_cache.hpp"
+#include "loupe/sdk/ring.hpp"
 #include "owned_record.hpp"
 
 namespace {
@@ -127,14 +128,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       std::vector<loupe::latency::TargetLabels> targets = {{"read", "tracepoint"}, {"malloc", "uprobe"}};
       loupe::latency::OutlierDecoder d(host, targets);
       feed(in, sizeof(lat_outlier_event), [&](const void* p, std::uint32_t n) {
-        return loupe::latency::OutlierDecoder::decode_thunk(&d, p, n);
+        return loupe::sdk::guarded_decode<loupe::latency::OutlierDecoder>(&d, p, n);
       });
       break;
     }
     case 1: {
       loupe::biolat::OutlierDecoder d(host, "tracepoint");
       feed(in, sizeof(bio_outlier_event), [&](const void* p, std::uint32_t n) {
-        return loupe::biolat::OutlierDecoder::decode_thunk(&d, p, n);
+        return loupe::sdk::guarded_decode<loupe::biolat::OutlierDecoder>(&d, p, n);
       });
       break;
     }
@@ -145,7 +146,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       limits.max_retired = 4;
       loupe::jitregions::JitTracker t(host, limits);
       feed(in, sizeof(jr_event), [&](const void* p, std::uint32_t n) {
-        return loupe::jitregions::JitTracker::decode_thunk(&t, p, n);
+        return loupe::sdk::guarded_decode<loupe::jitregions::JitTracker>(&t, p, n);
       });
       t.report(false, 1, 2);
       t.report(true, 1, 3);
@@ -154,7 +155,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 3: {
       loupe::lockwait::SymbolCache c(host, -1);
       feed(in, sizeof(lw_first_seen_event), [&](const void* p, std::uint32_t n) {
-        return loupe::lockwait::SymbolCache::decode_thunk(&c, p, n);
+        return loupe::sdk::guarded_decode<loupe::lockwait::SymbolCache>(&c, p, n);
       });
       break;
     }

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Registering a ring of fixed-size records (one struct per record, as LOUPE_RESERVE
-// writes them). `Decoder` provides `static int decode_thunk(void*, const void*, uint32_t)`
-// and is called on a core worker thread with `decoder` as its first argument.
+// writes them). `Decoder` provides `int decode(const void* data, uint32_t len)`, called on
+// a core worker thread for each record (len = sizeof(Record) after the core's header
+// check); an exception it throws is caught here and counted as a decode error, never
+// let unwind into the core.
 #ifndef LOUPE_SDK_RING_HPP
 #define LOUPE_SDK_RING_HPP
 
@@ -13,6 +15,16 @@
 #include "loupe/sdk/plugin.hpp"
 
 namespace loupe::sdk {
+
+// The ring spec's decode callback for `Decoder`: the exception firewall around decode().
+template <typename Decoder>
+int guarded_decode(void* decoder, const void* data, std::uint32_t len) noexcept {
+  try {
+    return static_cast<Decoder*>(decoder)->decode(data, len);
+  } catch (...) {
+    return LOUPE_ERR_INTERNAL;
+  }
+}
 
 struct FixedRing {
   const char* name;
@@ -39,7 +51,7 @@ void register_fixed_ring(const Host& host, const FixedRing& ring, Decoder* decod
   spec.policy = LOUPE_BP_DEFAULT;
   spec.lost_map_fd = ring.lost_map_fd;
   spec.divisor_map_fd = ring.divisor_map_fd;
-  spec.decode = &Decoder::decode_thunk;
+  spec.decode = &guarded_decode<Decoder>;
   spec.user = decoder;
   if (host.register_ring(spec) != LOUPE_OK)
     throw Error(LOUPE_ERR_INTERNAL, std::string("registering the ") + ring.name + " ring: " + host.last_error());
