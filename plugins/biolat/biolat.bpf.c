@@ -104,14 +104,7 @@ static __always_inline void hist_add(struct bio_hist *h, __u64 v)
 {
 	__u32 slot = loupe_log2_slot(v);
 
-	if (slot < BIO_HIST_SLOTS)
-		h->slots[slot] += 1;
-	h->count += 1;
-	h->sum += v;
-	if (h->min == 0 || v < h->min)
-		h->min = v;
-	if (v > h->max)
-		h->max = v;
+	LOUPE_HIST_RECORD(h, v, slot, BIO_HIST_SLOTS);
 }
 
 static __always_inline __u8 op_class(__u32 op)
@@ -227,8 +220,22 @@ static __always_inline int on_insert(struct rq_info *ri)
 	struct bio_counters *c = get_counters();
 	struct bio_start s = {}, *old;
 
-	if (!c || (targ_dev && ri->dev != targ_dev) || !loupe_filter_pass(pid_tgid))
+	if (!c)
 		return 0;
+	if ((targ_dev && ri->dev != targ_dev) || !loupe_filter_pass(pid_tgid)) {
+		/* Under a filter, another task's request is remembered as a marker: when the
+		 * traced task later runs the hardware queue it issues queued requests of other
+		 * tasks in its own context, and without the marker each would look like its
+		 * own direct issue. NOEXIST: a traced request re-inserted by a kworker after a
+		 * requeue keeps its entry. */
+		if (targ_dev || loupe_filter_tgid || loupe_filter_tid || loupe_filter_cgroup ||
+		    loupe_filter_comm_on) {
+			s.untracked = 1;
+			s.bytes = ri->bytes;
+			bpf_map_update_elem(&starts, &ri->key, &s, BPF_NOEXIST);
+		}
+		return 0;
+	}
 	s.insert_ns = bpf_ktime_get_ns();
 	s.sector = ri->sector;
 	s.bytes = ri->bytes;
@@ -260,6 +267,11 @@ static __always_inline int on_issue(struct rq_info *ri, struct request *rq, bool
 	if (!c)
 		return 0;
 	s = bpf_map_lookup_elem(&starts, &ri->key);
+	if (s && s->untracked) {
+		if (rq) /* merges grow it: its completion is whole only at this size */
+			s->bytes = RQ_LOAD(btf, rq, __data_len);
+		return 0;
+	}
 	if (s) {
 		if (rq) {
 			/* Only what can change since insert: merges grow the request. */
@@ -379,6 +391,15 @@ static __always_inline int on_complete(struct bio_start_key *key, int error, __s
 	if (!c)
 		return 0;
 	sp = bpf_map_lookup_elem(&starts, key);
+	if (sp && sp->untracked) {
+		if (done_bytes >= 0 && (__u64)sp->done + done_bytes < sp->bytes) {
+			sp->done += done_bytes;
+			return 0;
+		}
+		bpf_map_delete_elem(&starts, key);
+		c->filtered++;
+		return 0;
+	}
 	if (!sp || !sp->issue_ns) {
 		c->unmatched++;
 		return 0;

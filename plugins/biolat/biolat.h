@@ -63,7 +63,7 @@ struct bio_start {
 	__u8 op;         /* enum bio_op */
 	__u8 sync;
 	__u8 pattern;    /* BIO_PATTERN_*, decided at issue */
-	__u8 pad;
+	__u8 untracked;  /* another task's or device's request, kept only as a marker (below) */
 	char comm[BIO_COMM_LEN];
 };
 
@@ -120,7 +120,7 @@ struct bio_counters {
 	__u64 partial;         /* completions of part of a request (it stays in flight) */
 	__u64 map_full;        /* the in-flight map refused an insert */
 	__u64 below_min;       /* shorter than min_latency_ns: not recorded */
-	__u64 filtered;        /* completions of requests dropped by the device filter */
+	__u64 filtered;        /* completions of requests the pid/comm/cgroup/device filters left out */
 	__u64 outliers;        /* latency >= outlier_ns, sent to the ring */
 	__u64 outliers_sampled_out;
 	__u64 proc_overflow;   /* per-process map full: counted in the device total only */

@@ -118,7 +118,9 @@ std::uint64_t BiolatReporter::count_in_flight() const {
   while (bpf_map_get_next_key(maps_.starts_fd, first ? nullptr : &key, &next) == 0) {
     first = false;
     key = next;
-    ++n;
+    bio_start s{};
+    // Markers of filtered-out requests are not the target's requests in flight.
+    if (bpf_map_lookup_elem(maps_.starts_fd, &key, &s) == 0 && !s.untracked) ++n;
   }
   return n;
 }
@@ -131,6 +133,7 @@ void BiolatReporter::emit_health(const bio_counters& c, std::uint64_t in_flight)
   metric("below_min_latency", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.below_min),
          labels);
   metric("outliers", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.outliers), labels);
+  metric("filtered_out", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.filtered), labels);
   metric("in_flight", LOUPE_METRIC_GAUGE, "count", static_cast<double>(in_flight), labels);
   auto health = [&](const char* name, std::uint64_t v, loupe_health_severity bad,
                     const std::string& why) {

@@ -44,19 +44,26 @@ static __always_inline __u32 loupe_linear_slot(__u64 v)
 	return s < LOUPE_HIST_LINEAR_SLOTS ? s : LOUPE_HIST_LINEAR_SLOTS - 1;
 }
 
-/* Record `v` into a per-CPU loupe_hist (no atomics needed on a per-CPU value). */
+/* Count `v` in `slot` of any per-CPU histogram struct with slots[n_slots], count, sum, min
+ * and max (loupe_hist, or a plugin's smaller one). No atomics: the value is per CPU. */
+#define LOUPE_HIST_RECORD(h, v, slot, n_slots)          \
+	do {                                            \
+		if ((slot) < (n_slots))                 \
+			(h)->slots[(slot)] += 1;        \
+		(h)->count += 1;                        \
+		(h)->sum += (v);                        \
+		if ((h)->min == 0 || (v) < (h)->min)    \
+			(h)->min = (v);                 \
+		if ((v) > (h)->max)                     \
+			(h)->max = (v);                 \
+	} while (0)
+
+/* Record `v` into a per-CPU loupe_hist. */
 static __always_inline void loupe_hist_add(struct loupe_hist *h, __u64 v, bool linear)
 {
 	__u32 slot = linear ? loupe_linear_slot(v) : loupe_log2_slot(v);
 
-	if (slot < LOUPE_HIST_LINEAR_SLOTS)
-		h->slots[slot] += 1;
-	h->count += 1;
-	h->sum += v;
-	if (h->min == 0 || v < h->min)
-		h->min = v;
-	if (v > h->max)
-		h->max = v;
+	LOUPE_HIST_RECORD(h, v, slot, LOUPE_HIST_LINEAR_SLOTS);
 }
 
 #endif /* LOUPE_HIST_BPF_H */
