@@ -2,6 +2,7 @@
 #include "commands.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "loupe/config_schema.hpp"
 #include "loupe/features.hpp"
 #include "loupe/plugin_registry.hpp"
 #include "loupe/session.hpp"
@@ -26,47 +28,28 @@ std::vector<std::filesystem::path> search_dirs(const CommonOptions& common) {
   return dirs;
 }
 
-const char* type_name(std::uint32_t t) {
-  switch (t) {
-    case LOUPE_CFG_BOOL: return "bool";
-    case LOUPE_CFG_INT: return "int";
-    case LOUPE_CFG_FLOAT: return "float";
-    case LOUPE_CFG_STRING: return "string";
-    case LOUPE_CFG_STRING_LIST: return "[string]";
-    case LOUPE_CFG_INT_LIST: return "[int]";
-    case LOUPE_CFG_TABLE_LIST: return "[[table]]";
-    default: return "?";
-  }
-}
-
-const loupe_config_key& key_at(const loupe_config_key* keys, std::uint32_t i, std::uint32_t stride) {
-  return *reinterpret_cast<const loupe_config_key*>(reinterpret_cast<const unsigned char*>(keys) +
-                                                    static_cast<std::size_t>(i) * stride);
-}
-
-json keys_json(const loupe_config_key* keys, std::uint32_t n, std::uint32_t stride) {
+json keys_json(const std::vector<ConfigKeyInfo>& keys) {
   json arr = json::array();
-  for (std::uint32_t i = 0; i < n; ++i) {
-    const auto& k = key_at(keys, i, stride);
-    json j{{"name", k.name}, {"type", type_name(k.type)}, {"help", k.help ? k.help : ""},
-           {"required", (k.flags & LOUPE_CFG_REQUIRED) != 0}};
-    if (k.default_value) j["default"] = k.default_value;
-    if (k.min_int || k.max_int) j["range"] = {k.min_int, k.max_int};
-    if (k.type == LOUPE_CFG_TABLE_LIST) j["fields"] = keys_json(k.fields, k.n_fields, stride);
+  for (const auto& k : keys) {
+    json j{{"name", k.name}, {"type", k.type}, {"help", k.help}, {"required", k.required}};
+    if (k.default_value) j["default"] = *k.default_value;
+    if (k.range) j["range"] = {k.range->first, k.range->second};
+    if (!k.choices.empty()) j["choices"] = k.choices;
+    if (!k.fields.empty()) j["fields"] = keys_json(k.fields);
     arr.push_back(j);
   }
   return arr;
 }
 
-void print_keys(const loupe_config_key* keys, std::uint32_t n, std::uint32_t stride, const std::string& indent) {
-  for (std::uint32_t i = 0; i < n; ++i) {
-    const auto& k = key_at(keys, i, stride);
+void print_keys(const std::vector<ConfigKeyInfo>& keys, const std::string& indent) {
+  for (const auto& k : keys) {
     std::string extra;
-    if (k.default_value) extra += fmt::format(" = {}", k.default_value);
-    if (k.flags & LOUPE_CFG_REQUIRED) extra += " (required)";
-    if (k.min_int || k.max_int) extra += fmt::format(" [{}..{}]", k.min_int, k.max_int);
-    fmt::print("{}{:<20} {:<10}{}\n{}    {}\n", indent, k.name, type_name(k.type), extra, indent, k.help ? k.help : "");
-    if (k.type == LOUPE_CFG_TABLE_LIST) print_keys(k.fields, k.n_fields, stride, indent + "    ");
+    if (k.default_value) extra += fmt::format(" = {}", *k.default_value);
+    if (k.required) extra += " (required)";
+    if (k.range) extra += fmt::format(" [{}..{}]", k.range->first, k.range->second);
+    if (!k.choices.empty()) extra += fmt::format(" one of: {}", fmt::join(k.choices, ", "));
+    fmt::print("{}{:<20} {:<10}{}\n{}    {}\n", indent, k.name, k.type, extra, indent, k.help);
+    print_keys(k.fields, indent + "    ");
   }
 }
 
@@ -78,7 +61,7 @@ json library_json(const PluginLibrary& lib) {
               {"description", d.description ? d.description : ""},
               {"abi", fmt::format("{}.{}", d.abi_major, d.abi_minor)},
               {"path", lib.origin()},
-              {"config", keys_json(d.config_keys, d.n_config_keys, d.config_key_size)}};
+              {"config", keys_json(describe_config(d))}};
 }
 
 Session* g_session = nullptr;
@@ -181,7 +164,7 @@ int cmd_describe(const CommonOptions& common, const std::string& name, bool as_j
   fmt::print("{} ({} {}, plugin ABI {}.{})\n  {}\n  path: {}\n\nconfig keys:\n", lib->name(), kind_name(d.kind), d.version,
              d.abi_major, d.abi_minor, d.description ? d.description : "", lib->origin());
   if (d.n_config_keys == 0) fmt::print("  (none)\n");
-  print_keys(d.config_keys, d.n_config_keys, d.config_key_size, "  ");
+  print_keys(describe_config(d), "  ");
   return 0;
 }
 

@@ -16,6 +16,8 @@
 namespace loupe::sinks {
 namespace {
 
+constexpr const char* kColorChoices[] = {"auto", "always", "never", nullptr};
+
 constexpr loupe_config_key kKeys[] = {
     {"path", LOUPE_CFG_STRING, 0, "\"-\"",
      "report file, relative to the session output_dir; \"-\" = stdout", 0, 0, nullptr, 0, 0},
@@ -25,29 +27,16 @@ constexpr loupe_config_key kKeys[] = {
      0, 0},
     {"color", LOUPE_CFG_STRING, 0, "\"auto\"",
      "ANSI colors: \"auto\" (when writing to a terminal), \"always\" or \"never\"", 0, 0, nullptr,
-     0, 0},
+     0, 0, kColorChoices},
 };
-
-std::int64_t checked_int(const sdk::Config& cfg, const char* key, std::int64_t fallback,
-                         std::int64_t lo, std::int64_t hi) {
-  std::int64_t v = cfg.get_int(key, fallback);
-  if (v < lo || v > hi)
-    throw sdk::Error(LOUPE_ERR_INVALID_ARG, std::string("console: `") + key + "` must be in [" +
-                                                std::to_string(lo) + ", " + std::to_string(hi) +
-                                                "], got " + std::to_string(v));
-  return v;
-}
 
 class ConsoleSink : public sdk::Sink {
  public:
   void setup(const sdk::SetupArgs& args) override {
-    opt_.top = static_cast<std::size_t>(checked_int(args.config, "top", 10, 1, 1000));
-    opt_.bar_width = static_cast<std::size_t>(checked_int(args.config, "bar_width", 40, 10, 200));
-    std::string color = args.config.get_string("color", "auto");
-    if (color != "auto" && color != "always" && color != "never")
-      throw sdk::Error(LOUPE_ERR_INVALID_ARG,
-                       "console: `color` must be \"auto\", \"always\" or \"never\", got \"" +
-                           color + "\"");
+    // Ranges, choices and defaults are the schema's: the host validated them already.
+    opt_.top = static_cast<std::size_t>(args.config.get_int("top", 0));
+    opt_.bar_width = static_cast<std::size_t>(args.config.get_int("bar_width", 0));
+    std::string color = args.config.get_string("color", "");
     const char* dir = args.session ? args.session->output_dir : nullptr;
     out_ = std::make_unique<sdk::OutputFile>(args.config.get_string("path", "-"), dir, "console");
     opt_.color = color == "always" || (color == "auto" && ::isatty(out_->fd()) == 1);

@@ -10,9 +10,9 @@
 
 #include "loupe/abi/loupe.h"
 
-TEST(AbiLayout, VersionIsOneZero) {
+TEST(AbiLayout, VersionIsOneOne) {
   EXPECT_EQ(LOUPE_ABI_MAJOR, 1);
-  EXPECT_EQ(LOUPE_ABI_MINOR, 0);
+  EXPECT_EQ(LOUPE_ABI_MINOR, 1);
   EXPECT_STREQ(LOUPE_PLUGIN_ENTRY_SYMBOL, "loupe_plugin_entry");
 }
 
@@ -120,7 +120,8 @@ TEST(AbiLayout, EveryFieldOffsetIsPinned) {
   EXPECT_EQ(offsetof(loupe_config_key, fields), 48u);
   EXPECT_EQ(offsetof(loupe_config_key, n_fields), 56u);
   EXPECT_EQ(offsetof(loupe_config_key, reserved), 60u);
-  EXPECT_EQ(sizeof(loupe_config_key), 64u);
+  EXPECT_EQ(offsetof(loupe_config_key, choices), 64u);  // ABI 1.1
+  EXPECT_EQ(sizeof(loupe_config_key), 72u);
   // loupe_ring_header
   EXPECT_EQ(offsetof(loupe_ring_header, type), 0u);
   EXPECT_EQ(offsetof(loupe_ring_header, version), 2u);

@@ -41,8 +41,8 @@ TEST(AbiChecks, WrongMajorNamesBothVersionsAndFile) {
   d.abi_major = 2;
   auto e = refusal(d);
   EXPECT_NE(e.find("/x/libfoo.so"), std::string::npos) << e;
-  EXPECT_NE(e.find("plugin ABI 2.0"), std::string::npos) << e;
-  EXPECT_NE(e.find("host ABI 1.0"), std::string::npos) << e;
+  EXPECT_NE(e.find("plugin ABI 2.1"), std::string::npos) << e;
+  EXPECT_NE(e.find("host ABI 1.1"), std::string::npos) << e;
 }
 
 TEST(AbiChecks, NewerMinorRefused) {
@@ -107,8 +107,8 @@ TEST(AbiChecks, SharedObjectsAreCheckedOnLoad) {
     const char* file;
     const char* expect;
   } cases[] = {
-      {"loupe-bad-wrong_major.so", "plugin ABI 2.0 is incompatible with host ABI 1.0"},
-      {"loupe-bad-newer_minor.so", "plugin ABI 1.1 is newer than host ABI 1.0"},
+      {"loupe-bad-wrong_major.so", "plugin ABI 2.1 is incompatible with host ABI 1.1"},
+      {"loupe-bad-newer_minor.so", "plugin ABI 1.2 is newer than host ABI 1.1"},
       {"loupe-bad-truncated.so", "descriptor table truncated"},
       {"loupe-bad-missing_hook.so", "lacks the required hook 'start'"},
       {"loupe-bad-no_entry.so", "not a loupe plugin: expected exported symbol 'loupe_plugin_entry'"},

@@ -2,8 +2,8 @@
 
 #include <thread>
 
-#include "bounded_queue.hpp"
-#include "ring_dispatcher.hpp"
+#include "dispatch/bounded_queue.hpp"
+#include "dispatch/ring_dispatcher.hpp"
 
 TEST(BoundedQueue, RefusesWhenFullAndNeverBlocksProducers) {
   loupe::BoundedQueue<int> q(2);

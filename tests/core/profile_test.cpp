@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "loupe/plugin_library.hpp"
-#include "profile.hpp"
+#include "plugins/profile.hpp"
 
 namespace {
 
@@ -33,7 +33,7 @@ TEST(Profile, UnknownKeysAreRefusedWithPosition) {
   auto e = error_of("[session]\nduraton = 5\n");
   EXPECT_NE(e.find("p.toml:2:1: error: unknown key 'session.duraton'"), std::string::npos) << e;
   e = error_of("[[plugins]]\nname = \"testprof\"\ncuont = 3\n");
-  EXPECT_NE(e.find("p.toml:3:1: error: unknown key 'cuont' in plugin 'testprof' (known: count, mode"),
+  EXPECT_NE(e.find("p.toml:3:1: error: unknown key 'cuont' in plugin 'testprof'; did you mean 'count'? (known: count, mode"),
             std::string::npos)
       << e;
   e = error_of("[bogus]\n");

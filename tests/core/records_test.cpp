@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "owned_record.hpp"
+#include "dispatch/owned_record.hpp"
 
 TEST(Percentiles, ComeFromBucketBoundsWithErrorBound) {
   // 100 values: 50 in [1024, 2048), 45 in [2048, 4096), 5 in [65536, 131072)

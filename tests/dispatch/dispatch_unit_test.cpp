@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "capture_file.hpp"
-#include "dispatch_byte_queue.hpp"
-#include "ring_dispatcher.hpp"
+#include "dispatch/capture_file.hpp"
+#include "dispatch/byte_queue.hpp"
+#include "dispatch/ring_dispatcher.hpp"
 
 namespace {
 

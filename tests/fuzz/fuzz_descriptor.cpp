@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "loupe/plugin_library.hpp"
-#include "profile.hpp"
+#include "plugins/profile.hpp"
 
 namespace {
 

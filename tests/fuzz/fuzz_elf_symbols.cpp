@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "elf_symbol_table.hpp"
+#include "symbols/elf_symbol_table.hpp"
 #include "fuzz_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

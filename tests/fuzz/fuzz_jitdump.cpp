@@ -9,7 +9,7 @@
 #include <string>
 
 #include "fuzz_file.hpp"
-#include "jitdump.hpp"
+#include "symbols/jitdump.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 2) return 0;

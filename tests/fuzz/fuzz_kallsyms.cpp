@@ -7,7 +7,7 @@
 #include <string>
 
 #include "fuzz_file.hpp"
-#include "kallsyms_table.hpp"
+#include "symbols/kallsyms_table.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   FuzzFile file(data, size);

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "fuzz_file.hpp"
-#include "perf_map.hpp"
+#include "symbols/perf_map.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   FuzzFile file(data, size);

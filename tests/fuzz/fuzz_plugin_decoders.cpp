@@ -30,7 +30,7 @@
 #include "lockwait/lockwait.h"
 #include "lockwait/symbol_cache.hpp"
 #include "loupe/sdk/ring.hpp"
-#include "owned_record.hpp"
+#include "dispatch/owned_record.hpp"
 
 namespace {
 

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string>
 
-#include "config_tree.hpp"
-#include "profile.hpp"
+#include "plugins/config_tree.hpp"
+#include "plugins/profile.hpp"
 
 namespace {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "owned_record.hpp"
+#include "dispatch/owned_record.hpp"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "ring_dispatcher.hpp"
+#include "dispatch/ring_dispatcher.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   FuzzedDataProvider in(data, size);

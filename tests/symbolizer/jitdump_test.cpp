@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "jitdump.hpp"
+#include "symbols/jitdump.hpp"
 #include "live_target.hpp"
 #include "loupe/symbolizer.hpp"
 

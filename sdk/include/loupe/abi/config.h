@@ -46,6 +46,12 @@ typedef struct loupe_config_key {
 	const struct loupe_config_key *fields; /* TABLE_LIST only */
 	uint32_t n_fields;
 	uint32_t reserved;
+	/* ABI 1.1. STRING / STRING_LIST: the allowed values, a NULL-terminated array of
+	 * strings, static data like the key itself; NULL = any string. The host rejects any
+	 * other value at validation (file:line:col and the allowed values) and `describe`
+	 * lists them, so a plugin never re-checks an enumerated key. The host reads this field
+	 * only when config_key_size covers it, so 1.0 plugins (64-byte keys) still load. */
+	const char *const *choices;
 } loupe_config_key;
 
 /* Opaque, host-owned view of one validated plugin table (or one element of a TABLE_LIST).

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "kernel/bpf_lifecycle.hpp"
+
+#include <bpf/libbpf.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstring>
+#include <memory>
+#include <sstream>
+
+namespace loupe {
+namespace {
+
+int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list args) {
+  char buf[1024];
+  int n = std::vsnprintf(buf, sizeof(buf), fmt, args);
+  std::string_view s(buf, n > 0 ? std::min<std::size_t>(static_cast<std::size_t>(n), sizeof(buf) - 1) : 0);
+  while (!s.empty() && s.back() == '\n') s.remove_suffix(1);
+  // libbpf's warnings repeat the verifier log we already summarize: keep them at debug.
+  if (level == LIBBPF_WARN)
+    spdlog::debug("libbpf: {}", s);
+  else
+    spdlog::trace("libbpf: {}", s);
+  return n;
+}
+
+std::string tail(const char* log, std::size_t max_lines) {
+  std::vector<std::string> lines;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) lines.push_back(line);
+  std::size_t start = lines.size() > max_lines ? lines.size() - max_lines : 0;
+  std::string out;
+  if (start > 0) out += fmt::format("  ... ({} earlier lines)\n", start);
+  for (std::size_t i = start; i < lines.size(); ++i) out += "  " + lines[i] + "\n";
+  return out;
+}
+
+}  // namespace
+
+void install_libbpf_logging() {
+  static std::once_flag once;
+  std::call_once(once, [] { libbpf_set_print(libbpf_print); });
+}
+
+std::string load_with_verifier_log(bpf_object* obj, std::size_t tail_lines) {
+  install_libbpf_logging();
+  constexpr std::size_t kLogSize = 1 << 20;
+  struct Buf {
+    bpf_program* prog;
+    std::unique_ptr<char[]> data;
+  };
+  std::vector<Buf> bufs;
+  bpf_program* prog = nullptr;
+  bpf_object__for_each_program(prog, obj) {
+    if (!bpf_program__autoload(prog)) continue;
+    Buf b{prog, std::make_unique<char[]>(kLogSize)};
+    b.data[0] = '\0';
+    // With log level 0 libbpf retries a failed load with level 1 into this buffer, so
+    // a successful load pays nothing for the capture.
+    bpf_program__set_log_buf(prog, b.data.get(), kLogSize);
+    bufs.push_back(std::move(b));
+  }
+  int err = bpf_object__load(obj);
+  std::string report;
+  if (err) {
+    for (auto& b : bufs) {
+      if (bpf_program__fd(b.prog) >= 0 || b.data[0] == '\0') continue;
+      report += fmt::format("program '{}' ({}) rejected by the verifier:\n{}", bpf_program__name(b.prog),
+                            bpf_program__section_name(b.prog), tail(b.data.get(), tail_lines));
+    }
+    if (report.empty()) report = fmt::format("bpf_object__load failed: {}", std::strerror(-err));
+  }
+  for (auto& b : bufs) bpf_program__set_log_buf(b.prog, nullptr, 0);
+  return report;
+}
+
+void LinkSet::add(const std::string& instance, const std::string& probe, bpf_program* prog, bpf_link* link, int err) {
+  std::lock_guard lock(mu_);
+  ProbeResult r{instance, probe, prog ? bpf_program__name(prog) : "", link != nullptr, ""};
+  if (!link) r.error = err ? std::strerror(err < 0 ? -err : err) : "attach failed";
+  if (link) {
+    links_.push_back(link);
+    int fd = prog ? bpf_program__fd(prog) : -1;
+    attached_.push_back({instance, probe, r.program, ProbeStats::link_target(bpf_link__fd(link)),
+                         fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1});
+  }
+  results_.push_back(std::move(r));
+}
+
+std::vector<ProgramStats> LinkSet::program_stats() const {
+  std::lock_guard lock(mu_);
+  std::vector<ProgramStats> out;
+  for (const auto& a : attached_) {
+    ProgramStats s{a.instance, a.probe, a.program, a.target};
+    if (ProbeStats::read(a.prog_fd, s)) out.push_back(std::move(s));
+  }
+  return out;
+}
+
+void LinkSet::detach_all() {
+  std::lock_guard lock(mu_);
+  for (auto it = links_.rbegin(); it != links_.rend(); ++it) bpf_link__destroy(*it);
+  links_.clear();
+  for (auto& a : attached_)
+    if (a.prog_fd >= 0) close(a.prog_fd);
+  attached_.clear();
+}
+
+std::vector<ProbeResult> LinkSet::results() const {
+  std::lock_guard lock(mu_);
+  return results_;
+}
+
+std::size_t LinkSet::attached_count(const std::string& instance) const {
+  std::lock_guard lock(mu_);
+  return static_cast<std::size_t>(std::count_if(results_.begin(), results_.end(), [&](const ProbeResult& r) {
+    return r.instance == instance && r.attached;
+  }));
+}
+
+}  // namespace loupe

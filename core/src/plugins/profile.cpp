@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "plugins/profile.hpp"
+
+#include "loupe/config_schema.hpp"
+#include "plugins/config_schema.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <toml++/toml.h>
+
+namespace loupe {
+namespace {
+
+SourcePos pos_of(const toml::source_region& r, const std::string& file) {
+  return SourcePos{file, static_cast<std::uint32_t>(r.begin.line), static_cast<std::uint32_t>(r.begin.column)};
+}
+
+const char* toml_type_name(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::string: return "string";
+    case toml::node_type::integer: return "integer";
+    case toml::node_type::floating_point: return "float";
+    case toml::node_type::boolean: return "boolean";
+    case toml::node_type::array: return "array";
+    case toml::node_type::table: return "table";
+    default: return "date/time";
+  }
+}
+
+class Checker {
+ public:
+  explicit Checker(std::string file) : file_(std::move(file)) {}
+  void error(const toml::node& n, std::string msg) { diags_.push_back({pos_of(n.source(), file_), std::move(msg)}); }
+  void error(const toml::key& k, std::string msg) { diags_.push_back({pos_of(k.source(), file_), std::move(msg)}); }
+  void error(SourcePos p, std::string msg) { diags_.push_back({std::move(p), std::move(msg)}); }
+  void throw_if_any() {
+    if (!diags_.empty()) throw ProfileError(std::move(diags_));
+  }
+  const std::string& file() const { return file_; }
+
+ private:
+  std::string file_;
+  std::vector<Diagnostic> diags_;
+};
+
+std::optional<double> as_number(const toml::node& n) {
+  if (auto i = n.as_integer()) return static_cast<double>(i->get());
+  if (auto f = n.as_floating_point()) return f->get();
+  return std::nullopt;
+}
+
+void parse_session(const toml::table& t, SessionSpec& s, Checker& c) {
+  for (auto&& [key, node] : t) {
+    const std::string k(key.str());
+    const toml::node& value = node;  // clang < 16 cannot capture structured bindings
+    auto number = [&](double& dst, double lo, double hi) {
+      auto v = as_number(value);
+      if (!v) return c.error(value, fmt::format("session.{}: expected a number of seconds, found {}", k, toml_type_name(value)));
+      if (!std::isfinite(*v) || *v < lo || *v > hi)
+        return c.error(value, fmt::format("session.{}: {} is out of range [{}, {}]", k, *v, lo, hi));
+      dst = *v;
+    };
+    if (k == "duration") {
+      number(s.duration_s, 0, 7 * 24 * 3600.0);
+    } else if (k == "interval") {
+      number(s.interval_s, 0, 24 * 3600.0);
+    } else if (k == "drain_timeout") {
+      number(s.drain_timeout_s, 0, 600);
+    } else if (k == "output_dir") {
+      if (auto v = node.as_string()) {
+        s.output_dir = v->get();
+        if (s.output_dir.empty()) c.error(node, "session.output_dir: must not be empty");
+      } else {
+        c.error(node, fmt::format("session.output_dir: expected a string, found {}", toml_type_name(node)));
+      }
+    } else if (k == "pid") {
+      auto v = node.as_integer();
+      if (!v) {
+        c.error(node, fmt::format("session.pid: expected an integer, found {}", toml_type_name(node)));
+      } else if (v->get() < 0 || v->get() > 4194304) {
+        c.error(node, fmt::format("session.pid: {} is not a valid pid (0 = system-wide)", v->get()));
+      } else {
+        s.pid = static_cast<int>(v->get());
+      }
+    } else if (k == "command") {
+      if (auto str = node.as_string()) {
+        s.command = {str->get()};
+      } else if (auto arr = node.as_array()) {
+        for (auto&& e : *arr) {
+          if (auto es = e.as_string())
+            s.command.push_back(es->get());
+          else
+            c.error(e, "session.command: every element must be a string");
+        }
+      } else {
+        c.error(node, fmt::format("session.command: expected a string or an array of strings, found {}", toml_type_name(node)));
+      }
+    } else if (k == "stats") {
+      if (auto v = node.as_boolean())
+        s.stats = v->get();
+      else
+        c.error(node, fmt::format("session.stats: expected a boolean, found {}", toml_type_name(node)));
+    } else if (k == "user") {
+      if (auto v = node.as_string(); v && !v->get().empty())
+        s.user = v->get();
+      else
+        c.error(node, "session.user: expected a user name or uid");
+    } else if (k == "allow_insecure_plugins") {
+      if (auto v = node.as_boolean())
+        s.allow_insecure_plugins = v->get();
+      else
+        c.error(node, fmt::format("session.allow_insecure_plugins: expected a boolean, found {}", toml_type_name(node)));
+    } else if (k == "on_plugin_error") {
+      auto v = node.as_string();
+      if (!v || (v->get() != "fail" && v->get() != "continue"))
+        c.error(node, "session.on_plugin_error: expected \"fail\" or \"continue\"");
+      else
+        s.continue_on_plugin_error = v->get() == "continue";
+    } else {
+      c.error(key, fmt::format("unknown key 'session.{}' (known: duration, interval, output_dir, pid, command, "
+                               "on_plugin_error, drain_timeout, user, allow_insecure_plugins, stats)", k));
+    }
+  }
+}
+
+void parse_plugin_list(const toml::node& node, PluginSpec::Kind kind, const char* section, Profile& p,
+                       const std::filesystem::path& base, Checker& c) {
+  auto arr = node.as_array();
+  if (!arr || !arr->is_array_of_tables()) {
+    c.error(node, fmt::format("'{}' must be an array of tables ([[{}]])", section, section));
+    return;
+  }
+  for (auto&& e : *arr) {
+    const toml::table& t = *e.as_table();
+    PluginSpec spec;
+    spec.kind = kind;
+    spec.pos = pos_of(t.source(), c.file());
+    auto name = t["name"];
+    if (!name) {
+      c.error(t, fmt::format("[[{}]] entry has no 'name'", section));
+      continue;
+    }
+    if (!name.is_string()) {
+      c.error(*name.node(), fmt::format("{}.name: expected a string, found {}", section, toml_type_name(*name.node())));
+      continue;
+    }
+    spec.name = name.as_string()->get();
+    if (auto path = t["library"]) {
+      if (!path.is_string()) {
+        c.error(*path.node(), fmt::format("{}.library: expected a string (path of the plugin's .so)", section));
+      } else {
+        std::filesystem::path pp(path.as_string()->get());
+        spec.path = (pp.is_absolute() ? pp : base / pp).lexically_normal().string();
+      }
+    }
+    if (auto en = t["enabled"]) {
+      if (!en.is_boolean())
+        c.error(*en.node(), fmt::format("{}.enabled: expected a boolean", section));
+      else
+        spec.enabled = en.as_boolean()->get();
+    }
+    // Aliasing pointer into the document: copies of toml++ nodes lose their source positions.
+    spec.raw = std::shared_ptr<void>(p.document, const_cast<toml::table*>(&t));
+    p.plugins.push_back(std::move(spec));
+  }
+}
+
+Profile parse_table(std::shared_ptr<toml::table> doc, const std::string& origin) {
+  const toml::table& root = *doc;
+  Profile p;
+  p.document = doc;
+  p.file = origin;
+  Checker c(origin);
+  auto base = std::filesystem::path(origin).parent_path();
+  for (auto&& [key, node] : root) {
+    const std::string k(key.str());
+    if (k == "session") {
+      if (auto t = node.as_table())
+        parse_session(*t, p.session, c);
+      else
+        c.error(node, "'session' must be a table ([session])");
+    } else if (k == "plugins") {
+      parse_plugin_list(node, PluginSpec::Kind::kProfiler, "plugins", p, base, c);
+    } else if (k == "sinks") {
+      parse_plugin_list(node, PluginSpec::Kind::kSink, "sinks", p, base, c);
+    } else {
+      c.error(key, fmt::format("unknown top-level key '{}' (expected [session], [[plugins]], [[sinks]])", k));
+    }
+  }
+  c.throw_if_any();
+  return p;
+}
+
+// ---- schema validation ---------------------------------------------------------------
+
+void validate_table(const toml::table& t, const loupe_config_key* keys, std::uint32_t n, std::uint32_t stride,
+                    const std::string& where, bool top, loupe_config& out, Checker& c);
+
+bool in_range(const loupe_config_key& k, std::int64_t v) {
+  return (k.min_int == 0 && k.max_int == 0) || (v >= k.min_int && v <= k.max_int);
+}
+
+void convert_value(const toml::node& node, const loupe_config_key& k, std::uint32_t stride, const std::string& where,
+                   ConfigValue& v, Checker& c) {
+  const std::string full = where + "." + k.name;
+  v.type = static_cast<loupe_config_type>(k.type);
+  auto wrong = [&] {
+    c.error(node, fmt::format("{}: expected {}, found {}", full, config_type_name(k.type), toml_type_name(node)));
+  };
+  auto check_choice = [&](const toml::node& at, const std::string& value) {
+    auto choices = key_choices(k, stride);
+    if (choices.empty() || std::find(choices.begin(), choices.end(), value) != choices.end()) return;
+    std::vector<std::string> known(choices.begin(), choices.end());
+    std::string hint = nearest_name(value, known);
+    c.error(at, fmt::format("{}: \"{}\" is not allowed (expected {}){}", full, value, quoted_choices(choices),
+                            hint.empty() ? "" : fmt::format("; did you mean \"{}\"?", hint)));
+  };
+  auto range_error = [&](const toml::node& at, std::int64_t x) {
+    c.error(at, fmt::format("{}: {} is out of range [{}, {}]", full, x, k.min_int, k.max_int));
+  };
+  switch (k.type) {
+    case LOUPE_CFG_BOOL:
+      if (auto b = node.as_boolean()) v.b = b->get(); else wrong();
+      break;
+    case LOUPE_CFG_INT:
+      if (auto i = node.as_integer()) {
+        v.i = i->get();
+        if (!in_range(k, v.i)) range_error(node, v.i);
+      } else {
+        wrong();
+      }
+      break;
+    case LOUPE_CFG_FLOAT:
+      if (auto d = as_number(node)) {
+        v.f = *d;
+        if (!std::isfinite(v.f)) c.error(node, fmt::format("{}: must be finite", full));
+      } else {
+        wrong();
+      }
+      break;
+    case LOUPE_CFG_STRING:
+      if (auto s = node.as_string()) {
+        v.s = s->get();
+        check_choice(node, v.s);
+      } else {
+        wrong();
+      }
+      break;
+    case LOUPE_CFG_STRING_LIST:
+    case LOUPE_CFG_INT_LIST: {
+      auto arr = node.as_array();
+      if (!arr) return wrong();
+      for (auto&& e : *arr) {
+        if (k.type == LOUPE_CFG_STRING_LIST) {
+          if (auto s = e.as_string()) {
+            v.strings.push_back(s->get());
+            check_choice(e, s->get());
+          } else
+            c.error(e, fmt::format("{}: every element must be a string, found {}", full, toml_type_name(e)));
+        } else {
+          if (auto i = e.as_integer()) {
+            if (!in_range(k, i->get())) range_error(e, i->get());
+            v.ints.push_back(i->get());
+          } else {
+            c.error(e, fmt::format("{}: every element must be an integer, found {}", full, toml_type_name(e)));
+          }
+        }
+      }
+      break;
+    }
+    case LOUPE_CFG_TABLE_LIST: {
+      auto arr = node.as_array();
+      if (!arr || !(arr->empty() || arr->is_array_of_tables())) return wrong();
+      std::size_t idx = 0;
+      for (auto&& e : *arr) {
+        auto sub = std::make_unique<loupe_config>();
+        validate_table(*e.as_table(), k.fields, k.n_fields, stride, fmt::format("{}[{}]", full, idx++), false, *sub, c);
+        v.tables.push_back(std::move(sub));
+      }
+      break;
+    }
+  }
+}
+
+void validate_table(const toml::table& t, const loupe_config_key* keys, std::uint32_t n, std::uint32_t stride,
+                    const std::string& where, bool top, loupe_config& out, Checker& c) {
+  for (auto&& [key, node] : t) {
+    const std::string k(key.str());
+    if (top && (k == "name" || k == "library" || k == "enabled")) continue;
+    const loupe_config_key* decl = nullptr;
+    for (std::uint32_t i = 0; i < n && !decl; ++i)
+      if (k == key_at(keys, i, stride)->name) decl = key_at(keys, i, stride);
+    if (!decl) {
+      std::string known;
+      std::vector<std::string> names;
+      for (std::uint32_t i = 0; i < n; ++i) {
+        names.emplace_back(key_at(keys, i, stride)->name);
+        known += (i ? ", " : "") + names.back();
+      }
+      std::string hint = nearest_name(k, names);
+      c.error(key, fmt::format("unknown key '{}' in {}{} (known: {})", k, where,
+                               hint.empty() ? "" : fmt::format("; did you mean '{}'?", hint),
+                               known.empty() ? "none" : known));
+      continue;
+    }
+    ConfigValue v;
+    convert_value(node, *decl, stride, where, v, c);
+    out.values[k] = std::move(v);
+  }
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const loupe_config_key& k = *key_at(keys, i, stride);
+    if (out.values.count(k.name)) continue;
+    if (k.flags & LOUPE_CFG_REQUIRED) {
+      c.error(pos_of(t.source(), c.file()), fmt::format("{}: required key '{}' is missing ({})", where, k.name, k.help));
+      continue;
+    }
+    ConfigValue v;
+    if (k.default_value && parse_default(k, stride, v)) out.values[k.name] = std::move(v);
+  }
+}
+
+}  // namespace
+
+std::string SourcePos::str() const { return fmt::format("{}:{}:{}", file, line, column); }
+
+ProfileError::ProfileError(std::vector<Diagnostic> diags)
+    : std::runtime_error([&] {
+        std::string s;
+        for (const auto& d : diags) s += (s.empty() ? "" : "\n") + d.str();
+        return s;
+      }()),
+      diags_(std::move(diags)) {}
+
+bool parse_default(const loupe_config_key& key, std::uint32_t stride, ConfigValue& out) {
+  try {
+    toml::table t = toml::parse(std::string("v = ") + key.default_value);
+    Checker c("<default>");
+    convert_value(*t.get("v"), key, stride, "default", out, c);
+    try {
+      c.throw_if_any();
+    } catch (const ProfileError&) {
+      return false;
+    }
+    return true;
+  } catch (const toml::parse_error&) {
+    return false;
+  }
+}
+
+Profile parse_profile_text(const std::string& text, const std::string& origin) {
+  try {
+    return parse_table(std::make_shared<toml::table>(toml::parse(text, origin)), origin);
+  } catch (const toml::parse_error& e) {
+    SourcePos p{origin, static_cast<std::uint32_t>(e.source().begin.line), static_cast<std::uint32_t>(e.source().begin.column)};
+    throw ProfileError({{p, std::string(e.description())}});
+  }
+}
+
+Profile parse_profile_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw ProfileError({{SourcePos{path, 0, 0}, "cannot read profile: no such file"}});
+  try {
+    return parse_table(std::make_shared<toml::table>(toml::parse_file(path)), path);
+  } catch (const toml::parse_error& e) {
+    SourcePos p{path, static_cast<std::uint32_t>(e.source().begin.line), static_cast<std::uint32_t>(e.source().begin.column)};
+    throw ProfileError({{p, std::string(e.description())}});
+  }
+}
+
+void validate_plugin_config(PluginSpec& spec, const loupe_plugin_descriptor& d) {
+  Checker c(spec.pos.file);
+  auto cfg = std::make_unique<loupe_config>();
+  const auto& table = *std::static_pointer_cast<toml::table>(spec.raw);
+  std::string where = fmt::format("{} '{}'", spec.kind == PluginSpec::Kind::kSink ? "sink" : "plugin", spec.name);
+  validate_table(table, d.config_keys, d.n_config_keys, d.config_key_size ? d.config_key_size : sizeof(loupe_config_key),
+                 where, true, *cfg, c);
+  c.throw_if_any();
+  spec.config = std::move(cfg);
+}
+
+}  // namespace loupe

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// A TOML profile: parsed, then validated against the schemas plugins declare, before any
+// plugin code runs (verification check 2). Every diagnostic carries file:line:col.
+#ifndef LOUPE_PROFILE_HPP
+#define LOUPE_PROFILE_HPP
+
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "plugins/config_tree.hpp"
+#include "loupe/abi/plugin.h"
+
+namespace loupe {
+
+struct SourcePos {
+  std::string file;
+  std::uint32_t line = 0;
+  std::uint32_t column = 0;
+  std::string str() const;  // "file:line:col"
+};
+
+struct Diagnostic {
+  SourcePos pos;
+  std::string message;
+  std::string str() const { return pos.str() + ": error: " + message; }
+};
+
+// Thrown with every problem found (not just the first).
+class ProfileError : public std::runtime_error {
+ public:
+  explicit ProfileError(std::vector<Diagnostic> diags);
+  const std::vector<Diagnostic>& diagnostics() const { return diags_; }
+
+ private:
+  std::vector<Diagnostic> diags_;
+};
+
+struct SessionSpec {
+  double duration_s = 0;
+  double interval_s = 0;
+  std::string output_dir = "loupe-out";
+  int pid = 0;
+  std::vector<std::string> command;
+  bool continue_on_plugin_error = false;  // on_plugin_error = "fail" | "continue"
+  double drain_timeout_s = 2.0;
+  std::string user;                     // switch to this user once attached (--user)
+  bool allow_insecure_plugins = false;  // load plugins from group/world-writable paths
+  bool stats = false;  // per-probe BPF run-time statistics (loupe run --stats)
+};
+
+struct PluginSpec {
+  enum class Kind { kProfiler, kSink } kind = Kind::kProfiler;
+  std::string name;
+  std::string path;  // `library = "..."`: explicit .so path, relative to the profile's folder
+  bool enabled = true;
+  SourcePos pos;
+  std::shared_ptr<void> raw;  // the TOML table (toml::table), kept for schema validation
+  std::unique_ptr<loupe_config> config;  // filled by validate_plugin_config()
+};
+
+struct Profile {
+  std::shared_ptr<void> document;  // the parsed TOML (toml::table); specs point into it
+  std::string file;
+  SessionSpec session;
+  std::vector<PluginSpec> plugins;  // profilers and sinks, in file order
+};
+
+// Parses and checks [session] and the shape of [[plugins]] / [[sinks]]. Throws ProfileError.
+Profile parse_profile_file(const std::string& path);
+Profile parse_profile_text(const std::string& text, const std::string& origin);
+
+// Validates one plugin table against the declared keys (unknown keys, types, ranges,
+// required keys) and builds the config tree with defaults applied. Throws ProfileError.
+void validate_plugin_config(PluginSpec& spec, const loupe_plugin_descriptor& d);
+
+// Parses a declared default ("100", "true", "\"ns\"", "[]") into `out` of `type`.
+bool parse_default(const loupe_config_key& key, std::uint32_t stride, ConfigValue& out);
+
+}  // namespace loupe
+
+#endif  // LOUPE_PROFILE_HPP

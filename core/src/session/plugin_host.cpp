@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "session/plugin_host.hpp"
+
+#include <bpf/libbpf.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "plugins/config_tree.hpp"
+#include "symbols/kallsyms_table.hpp"
+
+namespace loupe {
+namespace {
+
+thread_local std::string t_last_error;
+
+int fail(int status, std::string text) {
+  t_last_error = std::move(text);
+  return status;
+}
+
+void svc_log(loupe_host* h, std::uint32_t level, const char* msg) {
+  auto lvl = level >= LOUPE_LOG_ERROR ? spdlog::level::err
+             : level == LOUPE_LOG_WARN ? spdlog::level::warn
+             : level == LOUPE_LOG_INFO ? spdlog::level::info
+             : level == LOUPE_LOG_DEBUG ? spdlog::level::debug
+                                        : spdlog::level::trace;
+  spdlog::log(lvl, "[{}] {}", h->instance, msg ? msg : "");
+}
+
+int svc_feature(loupe_host* h, const char* name, const char** reason) {
+  if (!name) return -1;
+  static thread_local std::string reason_text;  // host-owned "static" for the caller
+  FeatureResult r = h->ctx.features->get(name);
+  reason_text = r.reason;
+  if (reason) *reason = reason_text.c_str();
+  if (r.reason == "unknown feature") return -1;
+  return r.available ? 1 : 0;
+}
+
+int svc_tracepoint_exists(loupe_host*, const char* cat_name) {
+  if (!cat_name) return 0;
+  std::string s(cat_name);
+  auto colon = s.find(':');
+  if (colon == std::string::npos) return 0;
+  std::string err;
+  std::string tracefs = ensure_tracefs(&err);
+  if (tracefs.empty()) return 0;
+  std::string path = fmt::format("{}/events/{}/{}/id", tracefs, s.substr(0, colon), s.substr(colon + 1));
+  return access(path.c_str(), R_OK) == 0 ? 1 : 0;
+}
+
+int svc_ksym_exists(loupe_host*, const char* name) {
+  return name && KallsymsTable::contains("/proc/kallsyms", name) ? 1 : 0;
+}
+
+int refuse_in_replay(const char* what) {
+  return fail(LOUPE_ERR_UNSUPPORTED, fmt::format("{}: refused while replaying a capture (the session has no kernel "
+                                                 "side; check loupe_session_info.flags & LOUPE_SESSION_REPLAY)",
+                                                 what));
+}
+
+int svc_bpf_load(loupe_host* h, bpf_object* obj) {
+  if (h->ctx.replay) return refuse_in_replay("bpf_load");
+  if (!obj) return fail(LOUPE_ERR_INVALID_ARG, "bpf_load: NULL object");
+  std::string report = load_with_verifier_log(obj);
+  if (report.empty()) return LOUPE_OK;
+  spdlog::error("[{}] {}", h->instance, report);
+  return fail(LOUPE_ERR_KERNEL, report);
+}
+
+int svc_bpf_attach(loupe_host* h, bpf_program* prog, const char* probe) {
+  if (h->ctx.replay) return refuse_in_replay("bpf_attach");
+  if (!prog) return fail(LOUPE_ERR_INVALID_ARG, "bpf_attach: NULL program");
+  std::string label = probe ? probe : bpf_program__name(prog);
+  bpf_link* link = bpf_program__attach(prog);
+  int err = link ? 0 : errno;
+  h->ctx.links->add(h->instance, label, prog, link, err);
+  if (link) return LOUPE_OK;
+  return fail(err == EPERM || err == EACCES ? LOUPE_ERR_PERMISSION : LOUPE_ERR_KERNEL,
+              fmt::format("attach {} ({}) failed: {}", label, bpf_program__section_name(prog), std::strerror(err)));
+}
+
+int svc_adopt_link(loupe_host* h, bpf_link* link, bpf_program* prog, const char* probe, int err) {
+  if (h->ctx.replay) {
+    if (link) bpf_link__destroy(link);
+    return refuse_in_replay("bpf_adopt_link");
+  }
+  std::string label = probe ? probe : (prog ? bpf_program__name(prog) : "probe");
+  h->ctx.links->add(h->instance, label, prog, link, err);
+  if (link) return LOUPE_OK;
+  return fail(LOUPE_ERR_KERNEL, fmt::format("attach {} failed: {}", label, std::strerror(err < 0 ? -err : err)));
+}
+
+int svc_ring_register(loupe_host* h, const loupe_ring_spec* spec) {
+  if (!spec) return fail(LOUPE_ERR_INVALID_ARG, "ring_register: NULL spec");
+  std::string err = h->ctx.rings->add_ring(h->instance, *spec);
+  if (err.empty()) return LOUPE_OK;
+  return fail(LOUPE_ERR_INVALID_ARG, err);
+}
+
+int svc_emit(loupe_host* h, const loupe_record* rec) {
+  if (!rec) return fail(LOUPE_ERR_INVALID_ARG, "emit: NULL record");
+  std::string bad = check_record(*rec);
+  if (!bad.empty()) {
+    h->rejected.fetch_add(1, std::memory_order_relaxed);
+    h->ctx.bus->count_rejected();
+    return fail(LOUPE_ERR_INVALID_ARG, "emit: " + bad);
+  }
+  std::uint64_t end = h->ctx.window_end_ns.load();
+  auto owned = std::make_shared<const OwnedRecord>(*rec, h->plugin, h->ctx.window_start_ns.load(),
+                                                   end ? end : clock_ns(LOUPE_CLOCK_REALTIME));
+  h->emitted.fetch_add(1, std::memory_order_relaxed);
+  h->ctx.bus->publish(owned);
+  return LOUPE_OK;
+}
+
+int svc_symbolize(loupe_host* h, std::uint32_t pid, std::uint32_t kind, const std::uint64_t* addrs, std::uint32_t n,
+                  loupe_frame* out) {
+  if (n && (!addrs || !out)) return fail(LOUPE_ERR_INVALID_ARG, "symbolize: NULL arrays");
+  if (!h->ctx.symbolizer) return fail(LOUPE_ERR_UNSUPPORTED, "no symbolizer in this session");
+  h->ctx.symbolizer->symbolize(pid, static_cast<loupe_frame_kind>(kind), addrs, n, out);
+  return LOUPE_OK;
+}
+
+int svc_symbolize_data(loupe_host* h, std::uint32_t pid, std::uint64_t addr, loupe_frame* out) {
+  if (!out) return fail(LOUPE_ERR_INVALID_ARG, "symbolize_data: NULL frame");
+  if (!h->ctx.symbolizer) return fail(LOUPE_ERR_UNSUPPORTED, "no symbolizer in this session");
+  h->ctx.symbolizer->symbolize_data(pid, addr, out);
+  return LOUPE_OK;
+}
+
+void svc_symbols_invalidate(loupe_host* h, std::uint32_t pid) {
+  if (h->ctx.symbolizer) h->ctx.symbolizer->invalidate(pid);
+}
+
+std::uint64_t svc_now(loupe_host*, std::uint32_t clock) { return clock_ns(clock); }
+
+std::uint64_t svc_boot_to_wall(loupe_host*, std::uint64_t boot_ns) {
+  // Offset sampled per call: both clocks advance together except across suspend.
+  std::uint64_t wall = clock_ns(LOUPE_CLOCK_REALTIME);
+  std::uint64_t boot = clock_ns(LOUPE_CLOCK_BOOTTIME);
+  return wall - boot + boot_ns;
+}
+
+const char* svc_last_error(loupe_host*) { return t_last_error.c_str(); }
+
+}  // namespace
+
+void set_host_error(const std::string& text) { t_last_error = text; }
+
+}  // namespace loupe
+
+loupe_host::loupe_host(loupe::HostContext& c, std::string inst, std::string plug)
+    : ctx(c), instance(std::move(inst)), plugin(std::move(plug)) {
+  using namespace loupe;
+  services.size = sizeof(services);
+  services.abi_major = LOUPE_ABI_MAJOR;
+  services.abi_minor = LOUPE_ABI_MINOR;
+  services.host = this;
+  services.log = svc_log;
+  services.config_bool = config_bool;
+  services.config_int = config_int;
+  services.config_float = config_float;
+  services.config_string = config_string;
+  services.config_list_len = config_list_len;
+  services.config_list_string = config_list_string;
+  services.config_list_int = config_list_int;
+  services.config_list_table = config_list_table;
+  services.feature_available = svc_feature;
+  services.tracepoint_exists = svc_tracepoint_exists;
+  services.ksym_exists = svc_ksym_exists;
+  services.bpf_load = svc_bpf_load;
+  services.bpf_attach = svc_bpf_attach;
+  services.bpf_adopt_link = svc_adopt_link;
+  services.ring_register = svc_ring_register;
+  services.emit = svc_emit;
+  services.symbolize = svc_symbolize;
+  services.now_ns = svc_now;
+  services.boot_to_wall_ns = svc_boot_to_wall;
+  services.last_error = svc_last_error;
+  services.symbolize_data = svc_symbolize_data;
+  services.symbols_invalidate = svc_symbols_invalidate;
+}

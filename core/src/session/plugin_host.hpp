@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The host side of one plugin instance: it IS the C ABI's opaque loupe_host and fills the
+// loupe_host_services table whose functions forward to the session's shared services
+// (features, links, rings, records, symbols, clocks).
+#ifndef LOUPE_PLUGIN_HOST_HPP
+#define LOUPE_PLUGIN_HOST_HPP
+
+#include <atomic>
+#include <string>
+
+#include "kernel/bpf_lifecycle.hpp"
+#include "loupe/abi/host.h"
+#include "loupe/features.hpp"
+#include "loupe/symbolizer.hpp"
+#include "dispatch/record_bus.hpp"
+#include "dispatch/ring_dispatcher.hpp"
+#include "util/clock.hpp"
+
+namespace loupe {
+
+// Everything a session shares with all of its plugin hosts. Owned by the session.
+struct HostContext {
+  FeatureSet* features = nullptr;
+  Symbolizer* symbolizer = nullptr;
+  RingDispatcher* rings = nullptr;
+  RecordBus* bus = nullptr;
+  LinkSet* links = nullptr;
+  bool replay = false;  // replaying a capture: the kernel must not be touched
+  std::atomic<std::uint64_t> window_start_ns{0};
+  std::atomic<std::uint64_t> window_end_ns{0};  // 0 = "now" when a record is emitted
+};
+
+}  // namespace loupe
+
+struct loupe_host {
+  loupe_host(loupe::HostContext& ctx, std::string instance, std::string plugin);
+
+  loupe::HostContext& ctx;
+  std::string instance;
+  std::string plugin;
+  loupe_host_services services{};
+  std::atomic<std::uint64_t> emitted{0}, rejected{0};
+};
+
+namespace loupe {
+using PluginHost = loupe_host;
+// Sets the calling thread's last_error text (shared by every host on that thread).
+void set_host_error(const std::string& text);
+}  // namespace loupe
+
+#endif  // LOUPE_PLUGIN_HOST_HPP

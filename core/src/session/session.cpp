@@ -1,0 +1,744 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "loupe/session.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <thread>
+#include <unistd.h>
+
+#include "kernel/bpf_lifecycle.hpp"
+#include "dispatch/capture_file.hpp"
+#include "loupe/plugin_registry.hpp"
+#include "loupe/symbolizer.hpp"
+#include "session/plugin_host.hpp"
+#include "plugins/plugin_instance.hpp"
+#include "kernel/privileges.hpp"
+#include "session/probe_stats_reporter.hpp"
+#include "plugins/profile.hpp"
+#include "dispatch/record_bus.hpp"
+#include "dispatch/ring_dispatcher.hpp"
+#include "dispatch/sink_runner.hpp"
+#include "session/target_process.hpp"
+
+namespace loupe {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct Failure {
+  ExitCode code;
+  std::string message;
+};
+
+ExitCode code_for_status(int status) {
+  switch (status) {
+    case LOUPE_ERR_PERMISSION: return ExitCode::kPrivilege;
+    case LOUPE_ERR_UNSUPPORTED:
+    case LOUPE_ERR_NOT_FOUND:
+    case LOUPE_ERR_KERNEL: return ExitCode::kKernel;
+    case LOUPE_ERR_INVALID_ARG: return ExitCode::kProfile;
+    default: return ExitCode::kRuntime;
+  }
+}
+
+// A plugin instance with its host and, for sinks, its runner.
+struct Live {
+  std::unique_ptr<PluginHost> host;
+  std::unique_ptr<PluginInstance> instance;
+  std::unique_ptr<SinkRunner> runner;
+  const PluginSpec* spec = nullptr;
+  bool started = false;
+  std::uint64_t collect_errors = 0;  // every failed collect()
+  std::uint32_t failed_in_a_row = 0;
+  bool disabled = false;  // failed kMaxCollectFailures times in a row: no more collect()
+};
+
+void make_output_dir(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Failure{ExitCode::kRuntime, fmt::format("cannot create output directory {}: {}", dir, ec.message())};
+  ::chmod(dir.c_str(), 0700);
+}
+
+}  // namespace
+
+class Session::Impl {
+ public:
+  Impl(SessionOptions& opts, std::atomic<bool>& stop) : opts_(opts), stop_(stop) {}
+  SessionResult run();
+
+ private:
+  void load_profile();
+  void resolve_plugins();
+  void check_privileges();
+  void prepare_user_switch();
+  void drop_privileges_after_attach();
+  void setup_instance(PluginSpec& spec, std::size_t index);
+  bool handle_plugin_failure(Live& live, const HookError& e, const char* phase);
+  void run_loop();
+  void shutdown();
+  void emit_core_health(bool is_final);
+  void emit_coalesced(bool is_final);
+  void collect_one(Live& p, bool is_final, std::uint64_t window_start, std::uint64_t window_end);
+  void publish(const loupe_record& rec);
+  void configure_dispatch();
+  void publish_dispatch_event(const DispatchEvent& ev);
+  void start_recording();
+  void replay_capture();
+
+  SessionOptions& opts_;
+  std::atomic<bool>& stop_;
+  Profile profile_;
+  std::unique_ptr<PluginRegistry> registry_;
+  std::vector<std::shared_ptr<PluginLibrary>> libs_;  // parallel to profile_.plugins
+  std::shared_ptr<FeatureSet> features_;
+  std::unique_ptr<Symbolizer> symbolizer_;
+  RingDispatcher rings_;
+  RecordBus bus_;
+  LinkSet links_;
+  ProbeStats probe_stats_;  // --stats: the kernel counts while this fd is open
+  std::unique_ptr<ProbeStatsReporter> stats_reporter_;
+  std::vector<ProgramStats> final_stats_;  // read just before detach
+  std::uint64_t final_stats_ns_ = 0;
+  std::string stats_error_;
+  void enable_probe_stats();
+  HostContext ctx_;
+  std::vector<Live> sinks_, profilers_;
+  std::unique_ptr<TargetProcess> target_;
+  loupe_session_info info_{};
+  std::string output_dir_;
+  std::string command_text_;
+  std::vector<std::string> instance_names_;
+  SessionResult result_;
+  std::optional<UserIdentity> run_as_;  // --user
+  std::uint64_t session_start_wall_ = 0;
+  std::unique_ptr<CaptureWriter> capture_;
+  std::unique_ptr<CaptureReader> replay_;
+  std::map<std::pair<std::string, std::uint64_t>, std::uint64_t> coalesced_totals_;  // (ring, key)
+};
+
+Session::Session(SessionOptions opts) : opts_(std::move(opts)) {}
+Session::~Session() = default;
+
+SessionResult Session::run() {
+  Impl impl(opts_, stop_requested_);
+  return impl.run();
+}
+
+void Session::Impl::load_profile() {
+  profile_ = opts_.profile_path.empty() ? parse_profile_text(opts_.profile_text, "<profile>")
+                                        : parse_profile_file(opts_.profile_path);
+  auto& s = profile_.session;
+  if (opts_.duration_s) s.duration_s = *opts_.duration_s;
+  if (opts_.interval_s) s.interval_s = *opts_.interval_s;
+  if (opts_.pid) s.pid = *opts_.pid;
+  if (opts_.output_dir) s.output_dir = *opts_.output_dir;
+  if (!opts_.user.empty()) s.user = opts_.user;
+  s.allow_insecure_plugins |= opts_.allow_insecure_plugins;
+  if (!opts_.command.empty()) s.command = opts_.command;
+  if (s.pid && !s.command.empty())
+    throw Failure{ExitCode::kUsage, "give either a pid or a command to profile, not both"};
+}
+
+void Session::Impl::resolve_plugins() {
+  auto dirs = opts_.extra_plugin_dirs;
+  for (auto& d : PluginRegistry::default_search_dirs()) dirs.push_back(d);
+  registry_ = std::make_unique<PluginRegistry>(dirs);
+  registry_->set_allow_insecure(profile_.session.allow_insecure_plugins);
+  bool have_sink = false;
+  std::map<std::string, int> seen;
+  // Every error of the profile at once: a misspelled plugin name must not hide the key
+  // errors of the plugins after it. A missing or unloadable plugin outranks a bad key in
+  // the exit code, as it did when it was the only error reported.
+  std::vector<std::string> errors;
+  ExitCode code = ExitCode::kProfile;
+  auto add_error = [&](ExitCode c, std::string msg) {
+    if (c == ExitCode::kPlugin) code = c;
+    errors.push_back(std::move(msg));
+  };
+  for (auto& spec : profile_.plugins) {
+    libs_.push_back(nullptr);
+    instance_names_.emplace_back();
+    if (!spec.enabled) continue;
+    std::shared_ptr<PluginLibrary> lib;
+    try {
+      lib = spec.path.empty() ? registry_->resolve(spec.name) : registry_->load_path(spec.path);
+    } catch (const PluginLoadError& e) {
+      add_error(ExitCode::kPlugin, fmt::format("{}: {}", spec.pos.str(), e.what()));
+      continue;
+    }
+    bool want_sink = spec.kind == PluginSpec::Kind::kSink;
+    if ((lib->descriptor().kind == LOUPE_KIND_SINK) != want_sink) {
+      add_error(ExitCode::kProfile, fmt::format("{}: '{}' is a {} but is listed under [[{}]]", spec.pos.str(), spec.name,
+                                                kind_name(lib->descriptor().kind), want_sink ? "sinks" : "plugins"));
+      continue;
+    }
+    if (!spec.path.empty() && lib->name() != spec.name) {
+      add_error(ExitCode::kPlugin, fmt::format("{}: {} declares plugin '{}', the profile expects '{}'", spec.pos.str(),
+                                               spec.path, lib->name(), spec.name));
+      continue;
+    }
+    try {
+      validate_plugin_config(spec, lib->descriptor());
+    } catch (const ProfileError& e) {
+      add_error(ExitCode::kProfile, e.what());
+      continue;
+    }
+    have_sink |= want_sink;
+    int n = seen[spec.name]++;
+    instance_names_.back() = n == 0 ? spec.name : fmt::format("{}#{}", spec.name, n + 1);
+    libs_.back() = lib;
+  }
+  if (!have_sink && errors.empty())
+    add_error(ExitCode::kProfile, fmt::format("{}: the profile has no enabled [[sinks]]: results would go nowhere "
+                                              "(add e.g. [[sinks]] name = \"console\")",
+                                              profile_.file));
+  if (!errors.empty()) throw Failure{code, fmt::format("{}", fmt::join(errors, "\n"))};
+}
+
+void Session::Impl::check_privileges() {
+  bool any_profiler = false;
+  for (std::size_t i = 0; i < profile_.plugins.size(); ++i)
+    any_profiler |= libs_[i] && profile_.plugins[i].kind == PluginSpec::Kind::kProfiler;
+  if (!any_profiler) return;
+  auto missing = missing_capabilities();
+  // CAP_SYS_ADMIN alone covers BPF and perf on every kernel; otherwise both are needed.
+  bool has_admin = std::find(missing.begin(), missing.end(), "CAP_SYS_ADMIN") == missing.end();
+  bool has_bpf_perf = std::find(missing.begin(), missing.end(), "CAP_BPF") == missing.end() &&
+                      std::find(missing.begin(), missing.end(), "CAP_PERFMON") == missing.end();
+  if (has_admin || has_bpf_perf) return;
+  std::string names;
+  for (auto& m : missing) names += (names.empty() ? "" : ", ") + m;
+  throw Failure{ExitCode::kPrivilege,
+                fmt::format("missing capabilities: {} (need CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN; run as root or "
+                            "grant them with setcap cap_bpf,cap_perfmon+ep)",
+                            names)};
+}
+
+// Before any plugin runs: the user must exist, and the output directory (created by root,
+// 0700) becomes theirs so sinks can still create files once the session has switched.
+void Session::Impl::prepare_user_switch() {
+  const std::string& name = profile_.session.user;
+  if (name.empty()) return;
+  std::string err;
+  run_as_ = lookup_user(name, &err);
+  if (!run_as_) throw Failure{ExitCode::kUsage, fmt::format("--user: {}", err)};
+  if (::chown(output_dir_.c_str(), run_as_->uid, run_as_->gid) != 0)
+    throw Failure{ExitCode::kPrivilege, fmt::format("--user {}: cannot hand the output directory {} over: {}", name,
+                                                    output_dir_, std::strerror(errno))};
+}
+
+void Session::Impl::drop_privileges_after_attach() {
+  if (!opts_.drop_privileges && !run_as_) return;
+  auto keep = post_attach_capabilities({.signal_command = target_ != nullptr});
+  try {
+    drop_privileges(keep, run_as_);
+  } catch (const std::runtime_error& e) {
+    throw Failure{ExitCode::kPrivilege, e.what()};
+  }
+  std::string kept;
+  for (int c : keep) kept += (kept.empty() ? "" : ", ") + capability_name(c);
+  spdlog::info("attached; dropped every capability but {}{}", kept,
+               run_as_ ? fmt::format(", now running as {} (uid {})", run_as_->name, run_as_->uid) : "");
+}
+
+bool Session::Impl::handle_plugin_failure(Live& live, const HookError& e, const char* phase) {
+  if (!profile_.session.continue_on_plugin_error)
+    throw Failure{code_for_status(e.status()), e.what()};
+  spdlog::warn("{} (on_plugin_error = \"continue\": the session goes on without it)", e.what());
+  loupe_health h{sizeof(h), LOUPE_HEALTH_ERROR, live.host->instance.c_str(), 1, e.what()};
+  loupe_record r{};
+  r.size = sizeof(r);
+  r.kind = LOUPE_RECORD_HEALTH;
+  std::string name = fmt::format("plugin_failed_{}", phase);
+  r.name = name.c_str();
+  r.health = &h;
+  publish(r);
+  live.instance->destroy();
+  return false;
+}
+
+void Session::Impl::setup_instance(PluginSpec& spec, std::size_t index) {
+  Live live;
+  live.spec = &spec;
+  live.host = std::make_unique<PluginHost>(ctx_, instance_names_[index], libs_[index]->name());
+  live.instance = std::make_unique<PluginInstance>(libs_[index], instance_names_[index]);
+  loupe_setup_args args{sizeof(args), 0, &live.host->services, spec.config.get(), &info_};
+  info_.instance_name = live.host->instance.c_str();  // valid during setup; plugins copy what they keep
+  try {
+    live.instance->setup(args);
+  } catch (const HookError& e) {
+    handle_plugin_failure(live, e, "setup");
+    return;
+  }
+  if (live.instance->is_sink()) {
+    live.runner = std::make_unique<SinkRunner>(*live.instance);
+    bus_.attach(live.runner.get());
+    sinks_.push_back(std::move(live));
+  } else {
+    profilers_.push_back(std::move(live));
+  }
+}
+
+void Session::Impl::publish(const loupe_record& rec) {
+  auto owned = std::make_shared<const OwnedRecord>(rec, "loupe", ctx_.window_start_ns.load(),
+                                                   clock_ns(LOUPE_CLOCK_REALTIME));
+  bus_.publish(owned);
+}
+
+void Session::Impl::run_loop() {
+  const auto& s = profile_.session;
+  const auto start = Clock::now();
+  const auto end = s.duration_s > 0 ? start + std::chrono::duration_cast<Clock::duration>(
+                                                  std::chrono::duration<double>(s.duration_s))
+                                    : Clock::time_point::max();
+  const auto interval = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s.interval_s));
+  auto next_report = s.interval_s > 0 ? start + interval : Clock::time_point::max();
+  std::uint64_t window_start = session_start_wall_;
+  while (!stop_.load(std::memory_order_relaxed)) {
+    auto now = Clock::now();
+    if (now >= end) break;
+    if (target_) {
+      if (auto st = target_->poll_exit()) {
+        result_.target_exit_status = *st;
+        spdlog::info("target exited with status {}", *st);
+        break;
+      }
+    }
+    if (s.pid > 0 && ::kill(s.pid, 0) != 0 && errno == ESRCH) {
+      spdlog::info("target pid {} is gone", s.pid);
+      break;
+    }
+    if (now >= next_report) {
+      std::uint64_t window_end = clock_ns(LOUPE_CLOCK_REALTIME);
+      ctx_.window_start_ns = window_start;
+      ctx_.window_end_ns = window_end;
+      for (auto& p : profilers_) {
+        if (!p.instance->alive()) continue;
+        try {
+          collect_one(p, false, window_start, window_end);
+        } catch (const HookError& e) {
+          spdlog::warn("{}", e.what());
+        }
+      }
+      emit_core_health(false);
+      ctx_.window_end_ns = 0;
+      for (auto& sk : sinks_) sk.runner->flush(false, std::chrono::seconds(5));
+      window_start = window_end;
+      next_report += interval;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (stop_.load()) result_.interrupted = true;
+}
+
+// A plugin whose collect() fails is contained: the failure is logged and counted, the
+// session goes on, and after kMaxCollectFailures failures in a row the plugin is disabled
+// (no more collect(); its probes stay until the common detach) with a health record.
+void Session::Impl::collect_one(Live& p, bool is_final, std::uint64_t window_start, std::uint64_t window_end) {
+  constexpr std::uint32_t kMaxCollectFailures = 3;
+  if (p.disabled) return;
+  try {
+    p.instance->collect(is_final, window_start, window_end);
+    p.failed_in_a_row = 0;
+  } catch (const HookError& e) {
+    ++p.collect_errors;
+    spdlog::warn("{}", e.what());
+    if (++p.failed_in_a_row < kMaxCollectFailures) return;
+    p.disabled = true;
+    std::string msg = fmt::format("collect() failed {} times in a row; the plugin is disabled, the session goes on "
+                                  "(last error: {})", p.failed_in_a_row, e.what());
+    spdlog::error("plugin '{}': {}", p.host->instance, msg);
+    loupe_health h{sizeof(h), LOUPE_HEALTH_ERROR, p.host->instance.c_str(), p.collect_errors, msg.c_str()};
+    loupe_record r{};
+    r.size = sizeof(r);
+    r.kind = LOUPE_RECORD_HEALTH;
+    r.name = "plugin_disabled";
+    r.health = &h;
+    publish(r);
+  }
+}
+
+void Session::Impl::emit_coalesced(bool is_final) {
+  // Records merged under pressure keep their key: one counter per (ring, key), cumulative.
+  for (auto& c : rings_.take_coalesced()) coalesced_totals_[{c.plugin + "/" + c.ring, c.key}] += c.count;
+  for (const auto& [rk, count] : coalesced_totals_) {
+    std::string key = rk.second == RingDispatcher::kCoalesceOverflowKey ? "other" : fmt::format("{:#x}", rk.second);
+    loupe_label labels[] = {{"ring", rk.first.c_str()}, {"key", key.c_str()}};
+    loupe_metric m{sizeof(m), LOUPE_METRIC_COUNTER, "records", static_cast<double>(count)};
+    loupe_record r{};
+    r.size = sizeof(r);
+    r.kind = LOUPE_RECORD_METRIC;
+    r.name = "ring_coalesced_records";
+    r.labels = labels;
+    r.n_labels = 2;
+    r.is_final = is_final ? 1 : 0;
+    r.metric = &m;
+    publish(r);
+  }
+}
+
+void Session::Impl::publish_dispatch_event(const DispatchEvent& ev) {
+  std::string ring = ev.plugin + "/" + ev.ring;
+  loupe_field fields[5] = {};
+  fields[0].key = "ring";
+  fields[0].type = LOUPE_FIELD_STR;
+  fields[0].v.str = ring.c_str();
+  fields[1].key = "change";
+  fields[1].type = LOUPE_FIELD_STR;
+  fields[1].v.str = ev.what.c_str();
+  fields[2].key = "old_divisor";
+  fields[2].type = LOUPE_FIELD_U64;
+  fields[2].v.u64 = ev.old_divisor;
+  fields[3].key = "new_divisor";
+  fields[3].type = LOUPE_FIELD_U64;
+  fields[3].v.u64 = ev.new_divisor;
+  fields[4].key = "loss_ratio";
+  fields[4].type = LOUPE_FIELD_F64;
+  fields[4].v.f64 = ev.loss_ratio;
+  loupe_event e{sizeof(e), 5, clock_ns(LOUPE_CLOCK_REALTIME), fields, nullptr, 0};
+  loupe_record r{};
+  r.size = sizeof(r);
+  r.kind = LOUPE_RECORD_EVENT;
+  r.name = "ring_backpressure";
+  r.event = &e;
+  publish(r);
+}
+
+void Session::Impl::configure_dispatch() {
+  RingDispatcher::Options o;
+  if (opts_.delivery_delay_ms) {
+    if (*opts_.delivery_delay_ms < 0 || *opts_.delivery_delay_ms > 10000)
+      throw Failure{ExitCode::kUsage,
+                    fmt::format("delivery delay {} ms is out of range [0, 10000]", *opts_.delivery_delay_ms)};
+    o.max_delivery_delay = std::chrono::milliseconds(static_cast<long>(*opts_.delivery_delay_ms));
+  }
+  o.replay = !opts_.replay_path.empty();
+  rings_.configure(o);
+  rings_.set_event_handler([this](const DispatchEvent& ev) { publish_dispatch_event(ev); });
+}
+
+void Session::Impl::start_recording() {
+  if (opts_.record_path.empty()) return;
+  try {
+    capture_ = std::make_unique<CaptureWriter>(opts_.record_path, rings_.ring_table());
+  } catch (const std::exception& e) {
+    throw Failure{ExitCode::kRuntime, e.what()};
+  }
+  rings_.set_capture(capture_.get());
+  if (rings_.ring_count() == 0)
+    spdlog::warn("--record: the profile's plugins registered no ring; the capture will be empty");
+}
+
+// Maps the capture's rings onto the rings the plugins registered in replay mode, then
+// feeds every record through the normal path (header checks, queue, decode, sinks).
+void Session::Impl::replay_capture() {
+  auto table = rings_.ring_table();
+  std::vector<std::size_t> map;
+  for (const auto& cr : replay_->rings()) {
+    std::size_t found = table.size();
+    for (std::size_t i = 0; i < table.size(); ++i)
+      if (table[i].instance == cr.instance && table[i].ring == cr.ring) found = i;
+    if (found == table.size())
+      throw Failure{ExitCode::kProfile,
+                    fmt::format("{}: ring '{}/{}' was recorded but no plugin of the profile registers it in replay "
+                                "mode (is plugin '{}' enabled, and does it honour LOUPE_SESSION_REPLAY?)",
+                                opts_.replay_path, cr.instance, cr.ring, cr.instance)};
+    const auto& t = table[found];
+    if (t.record_type != cr.record_type || t.record_version != cr.record_version)
+      throw Failure{ExitCode::kPlugin,
+                    fmt::format("{}: ring '{}/{}' was recorded with record type {} version {}, the plugin now decodes "
+                                "type {} version {}",
+                                opts_.replay_path, cr.instance, cr.ring, cr.record_type, cr.record_version,
+                                t.record_type, t.record_version)};
+    map.push_back(found);
+  }
+  CaptureReader::Record rec;
+  try {
+    while (!stop_.load(std::memory_order_relaxed) && replay_->next(&rec)) {
+      rings_.inject(map[rec.ring], rec.bytes.data(), static_cast<std::uint32_t>(rec.bytes.size()), true);
+      ++result_.records_replayed;
+    }
+  } catch (const std::runtime_error& e) {
+    spdlog::warn("{} (replayed {} records before it)", e.what(), result_.records_replayed);
+  }
+  if (stop_.load()) result_.interrupted = true;
+}
+
+void Session::Impl::emit_core_health(bool is_final) {
+  auto health = [&](const std::string& name, const std::string& component, std::uint64_t value, std::uint32_t sev,
+                    const std::string& msg) {
+    loupe_health h{sizeof(h), sev, component.c_str(), value, msg.empty() ? nullptr : msg.c_str()};
+    loupe_record r{};
+    r.size = sizeof(r);
+    r.kind = LOUPE_RECORD_HEALTH;
+    r.name = name.c_str();
+    r.is_final = is_final ? 1 : 0;
+    r.health = &h;
+    publish(r);
+  };
+  auto warn_if = [](std::uint64_t v) { return v ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK; };
+  std::map<std::string, std::uint64_t> lost_by_plugin;  // every counted loss of its rings
+  for (const auto& st : rings_.stats()) {
+    lost_by_plugin[st.plugin] += st.lost_kernel + st.dropped_queue + st.coalesced + st.count_only + st.malformed +
+                                 st.decode_errors;
+    std::string comp = st.plugin + "/" + st.ring;
+    health("ring_received", comp, st.received, LOUPE_HEALTH_OK, "");
+    if (st.lost_kernel_known)
+      health("ring_lost_kernel", comp, st.lost_kernel, warn_if(st.lost_kernel),
+             st.lost_kernel ? "ring full: records lost in the kernel (raise the ring size or sample)" : "");
+    else if (opts_.replay_path.empty())
+      health("ring_lost_kernel_unknown", comp, 0, LOUPE_HEALTH_WARN, "the plugin does not count reserve failures");
+    health("ring_dropped_queue", comp, st.dropped_queue, warn_if(st.dropped_queue), "");
+    health("ring_coalesced", comp, st.coalesced, warn_if(st.coalesced), "");
+    health("ring_count_only", comp, st.count_only, warn_if(st.count_only),
+           st.count_only ? "queue full: the ring was degraded to counting records" : "");
+    health("ring_malformed", comp, st.malformed, warn_if(st.malformed), "");
+    health("ring_decode_errors", comp, st.decode_errors, warn_if(st.decode_errors), "");
+    health("ring_decoded", comp, st.decoded, LOUPE_HEALTH_OK, "");
+    health("ring_queued", comp, st.queued, LOUPE_HEALTH_OK, "");
+    health("ring_queue_high_water", comp, st.queue_high_water, LOUPE_HEALTH_OK, "");
+    health("ring_mean_delay_ns", comp, st.mean_delay_ns, LOUPE_HEALTH_OK, "");
+    health("ring_max_delay_ns", comp, st.max_delay_ns, LOUPE_HEALTH_OK, "");
+    health("ring_sampling_divisor", comp, st.divisor, st.divisor > 1 ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK,
+           st.divisor > 1 ? fmt::format("the kernel side emits 1 in {} records (sustained loss)", st.divisor) : "");
+  }
+  for (const auto& [plugin, lost] : lost_by_plugin)
+    health("plugin_ring_loss", plugin, lost, warn_if(lost),
+           lost ? "ring records lost, dropped, merged or malformed: see the ring_* records" : "");
+  emit_coalesced(is_final);
+  if (stats_reporter_)
+    stats_reporter_->report(is_final ? final_stats_ : links_.program_stats(),
+                            is_final ? final_stats_ns_ : clock_ns(LOUPE_CLOCK_MONOTONIC), is_final);
+  if (!is_final) return;
+  if (!stats_error_.empty()) health("probe_stats_unavailable", "loupe", 0, LOUPE_HEALTH_WARN, stats_error_);
+  for (const auto& p : links_.results())
+    if (!p.attached)
+      health("probe_attach_failed", p.instance + "/" + p.probe, 1, LOUPE_HEALTH_ERROR, p.error);
+  for (auto& p : profilers_)
+    if (p.collect_errors)
+      health("plugin_collect_errors", p.host->instance, p.collect_errors, LOUPE_HEALTH_WARN,
+             p.disabled ? "collect() failed; the plugin was disabled" : "collect() failed");
+  for (auto& p : profilers_)
+    if (p.host->rejected.load())
+      health("records_rejected", p.host->instance, p.host->rejected.load(), LOUPE_HEALTH_WARN,
+             "malformed records refused by the host");
+  for (auto& sk : sinks_) {
+    auto st = sk.runner->stats();
+    if (st.dropped_full || st.consume_errors || st.disabled)
+      health("sink_loss", sk.host->instance, st.dropped_full + st.consume_errors, LOUPE_HEALTH_WARN,
+             fmt::format("dropped {} (queue full), {} consume errors{}{}", st.dropped_full, st.consume_errors,
+                         st.disabled ? "; disabled: " : "", st.disabled ? st.last_error : ""));
+  }
+}
+
+// Before any program loads, so the counts cover every run; the fd lives as long as the
+// session, so the kernel's (small) accounting cost ends with it.
+void Session::Impl::enable_probe_stats() {
+  std::string err;
+  if (!probe_stats_.enable(&err)) {
+    spdlog::warn("--stats: {}; the session runs without per-probe statistics", err);
+    stats_error_ = err;
+    return;
+  }
+  stats_reporter_ = std::make_unique<ProbeStatsReporter>([this](const loupe_record& r) { publish(r); },
+                                                         static_cast<unsigned>(sysconf(_SC_NPROCESSORS_ONLN)));
+}
+
+void Session::Impl::shutdown() {
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(profile_.session.drain_timeout_s));
+  if (stats_reporter_) {
+    final_stats_ = links_.program_stats();
+    final_stats_ns_ = clock_ns(LOUPE_CLOCK_MONOTONIC);
+    result_.probe_stats = final_stats_;
+    result_.probes_attached_s = static_cast<double>(final_stats_ns_ - stats_reporter_->start_ns()) / 1e9;
+  }
+  links_.detach_all();  // nothing new enters the rings from here on
+  std::uint64_t mono_deadline = clock_ns(LOUPE_CLOCK_MONOTONIC) +
+                                static_cast<std::uint64_t>(profile_.session.drain_timeout_s * 1e9);
+  for (auto& p : profilers_) {
+    if (!p.instance->alive()) continue;
+    try {
+      p.instance->stop(mono_deadline);
+    } catch (const HookError& e) {
+      spdlog::warn("{}", e.what());
+    }
+  }
+  rings_.stop(deadline);
+  if (capture_) {
+    rings_.set_capture(nullptr);
+    result_.records_recorded = capture_->records();
+    std::string err = capture_->close();
+    if (!err.empty()) spdlog::error("{}", err);
+    spdlog::info("recorded {} ring records to {}", result_.records_recorded, opts_.record_path);
+  }
+  std::uint64_t now = clock_ns(LOUPE_CLOCK_REALTIME);
+  ctx_.window_start_ns = session_start_wall_;
+  ctx_.window_end_ns = now;
+  for (auto& p : profilers_) {
+    if (!p.instance->alive()) continue;
+    try {
+      collect_one(p, true, session_start_wall_, now);
+    } catch (const HookError& e) {
+      spdlog::warn("{}", e.what());
+    }
+  }
+  emit_core_health(true);
+  result_.records_published = bus_.published();
+  std::string sink_failures;
+  for (auto& sk : sinks_) {
+    if (!sk.runner->flush(true, std::chrono::seconds(10)))
+      spdlog::warn("sink '{}' did not finish its final flush in time", sk.host->instance);
+    sk.runner->stop();
+    // A sink that lost output makes the run fail (exit 1) even though the others finished:
+    // a script must not mistake a half-written report for a complete one.
+    auto st = sk.runner->stats();
+    if (st.consume_errors || st.disabled)
+      sink_failures += fmt::format("{}sink '{}' failed ({} errors{}): {}", sink_failures.empty() ? "" : "; ",
+                                   sk.host->instance, st.consume_errors, st.disabled ? ", disabled" : "", st.last_error);
+  }
+  if (!sink_failures.empty()) throw Failure{ExitCode::kRuntime, sink_failures};
+  for (auto& p : profilers_) p.instance->destroy();
+  for (auto& sk : sinks_) sk.instance->destroy();
+}
+
+SessionResult Session::Impl::run() {
+  try {
+    load_profile();
+    resolve_plugins();
+    if (opts_.validate_only) return result_;
+    const bool replay = !opts_.replay_path.empty();
+    if (replay) {
+      if (!profile_.session.command.empty() || profile_.session.pid)
+        throw Failure{ExitCode::kUsage, "a replay profiles no process: drop the command / pid"};
+      try {
+        replay_ = std::make_unique<CaptureReader>(opts_.replay_path);
+      } catch (const std::runtime_error& e) {
+        throw Failure{ExitCode::kUsage, e.what()};
+      }
+    } else {
+      check_privileges();
+    }
+    configure_dispatch();
+    if (!replay && (opts_.stats || profile_.session.stats)) enable_probe_stats();
+
+    features_ = opts_.features ? opts_.features : std::make_shared<KernelFeatureProber>();
+    symbolizer_ = make_symbolizer();
+    ctx_.features = features_.get();
+    ctx_.symbolizer = symbolizer_.get();
+    ctx_.rings = &rings_;
+    ctx_.bus = &bus_;
+    ctx_.links = &links_;
+    install_libbpf_logging();
+
+    output_dir_ = profile_.session.output_dir;
+    make_output_dir(output_dir_);
+    prepare_user_switch();
+    if (!profile_.session.command.empty()) {
+      try {
+        target_ = std::make_unique<TargetProcess>(profile_.session.command);
+      } catch (const std::exception& e) {
+        throw Failure{ExitCode::kTarget, fmt::format("cannot start '{}': {}", profile_.session.command[0], e.what())};
+      }
+      for (auto& a : profile_.session.command) command_text_ += (command_text_.empty() ? "" : " ") + a;
+    }
+    session_start_wall_ = clock_ns(LOUPE_CLOCK_REALTIME);
+    ctx_.window_start_ns = session_start_wall_;
+    info_.size = sizeof(info_);
+    info_.target_pid = target_ ? target_->pid() : profile_.session.pid;
+    info_.target_command = target_ ? command_text_.c_str() : nullptr;
+    info_.duration_s = profile_.session.duration_s;
+    info_.interval_s = profile_.session.interval_s;
+    info_.output_dir = output_dir_.c_str();
+    info_.start_wall_ns = session_start_wall_;
+    info_.flags = replay ? LOUPE_SESSION_REPLAY : 0;
+    ctx_.replay = replay;
+
+    // Sinks first, so every record a profiler emits during start() has somewhere to go.
+    for (std::size_t i = 0; i < profile_.plugins.size(); ++i)
+      if (libs_[i] && profile_.plugins[i].kind == PluginSpec::Kind::kSink) setup_instance(profile_.plugins[i], i);
+    for (auto& sk : sinks_) {
+      try {
+        sk.instance->start();
+      } catch (const HookError& e) {
+        throw Failure{ExitCode::kRuntime, e.what()};
+      }
+      sk.runner->start();
+    }
+    for (std::size_t i = 0; i < profile_.plugins.size(); ++i)
+      if (libs_[i] && profile_.plugins[i].kind == PluginSpec::Kind::kProfiler) setup_instance(profile_.plugins[i], i);
+    for (auto& p : profilers_) {
+      if (!p.instance->alive()) continue;
+      try {
+        p.instance->start();
+        p.started = true;
+      } catch (const HookError& e) {
+        handle_plugin_failure(p, e, "start");
+      }
+    }
+    start_recording();
+    rings_.start();
+    if (replay && links_.results().size())
+      throw Failure{ExitCode::kPlugin, fmt::format("replay: a plugin attached {} probe(s) although the session has "
+                                                   "LOUPE_SESSION_REPLAY set (it must not load BPF in replay)",
+                                                   links_.results().size())};
+    for (const auto& pr : links_.results()) (pr.attached ? result_.probes_attached : result_.probes_failed)++;
+    if (!replay) drop_privileges_after_attach();
+    spdlog::info("session running: {} profiler(s), {} sink(s), {} probe(s) attached{}", profilers_.size(), sinks_.size(),
+                 result_.probes_attached, target_ ? fmt::format(", target pid {}", target_->pid()) : "");
+    if (stats_reporter_) stats_reporter_->start(clock_ns(LOUPE_CLOCK_MONOTONIC));
+    if (opts_.on_running) opts_.on_running();
+    if (target_) {
+      std::string err;
+      if (!target_->release(&err))
+        throw Failure{ExitCode::kTarget, fmt::format("cannot start '{}': {}", profile_.session.command[0], err)};
+    }
+    if (replay)
+      replay_capture();
+    else
+      run_loop();
+    if (target_ && !target_->poll_exit()) target_->terminate(std::chrono::seconds(2));
+    shutdown();
+    if (result_.interrupted) result_.code = ExitCode::kInterrupted;
+  } catch (const Failure& f) {
+    result_.code = f.code;
+    result_.error = f.message;
+  } catch (const ProfileError& e) {
+    result_.code = ExitCode::kProfile;
+    result_.error = e.what();
+  } catch (const HookError& e) {
+    result_.code = code_for_status(e.status());
+    result_.error = e.what();
+  } catch (const std::exception& e) {
+    result_.code = ExitCode::kRuntime;
+    result_.error = e.what();
+  }
+  if (result_.code != ExitCode::kOk && result_.code != ExitCode::kInterrupted) {
+    // Failed part-way: detach and free whatever was set up, flushing what sinks have.
+    links_.detach_all();
+    rings_.stop(Clock::now() + std::chrono::milliseconds(200));
+    for (auto& p : profilers_) p.instance->destroy();
+    for (auto& sk : sinks_) {
+      if (sk.runner) {
+        sk.runner->flush(true, std::chrono::seconds(2));
+        sk.runner->stop();
+      }
+      sk.instance->destroy();
+    }
+    if (target_) target_->terminate(std::chrono::milliseconds(500));
+  }
+  return result_;
+}
+
+}  // namespace loupe

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "symbols/elf_file_cache.hpp"
+
+#include <sys/stat.h>
+
+namespace loupe {
+
+std::shared_ptr<const ElfSymbolTable> ElfFileCache::get(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return nullptr;
+  Key key{st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec};
+  if (auto it = index_.find(key); it != index_.end()) {
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return it->second->table;
+  }
+  std::string error;
+  ++loads_;
+  auto table = ElfSymbolTable::load(fd, debug_root_, &error);
+  lru_.push_front({key, table});
+  index_[key] = lru_.begin();
+  while (lru_.size() > max_files_) {
+    index_.erase(lru_.back().key);
+    lru_.pop_back();
+  }
+  return table;
+}
+
+}  // namespace loupe

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// What the symbolizer knows of one process: its mappings, the ELF table behind each
+// file-backed one (loaded on first use, shared through ElfFileCache) with its load bias,
+// and its JIT symbol files (perf map, jitdump). Not thread-safe: the symbolizer's lock guards it.
+#ifndef LOUPE_CORE_SYMBOLIZER_PROCESS_SPACE_HPP
+#define LOUPE_CORE_SYMBOLIZER_PROCESS_SPACE_HPP
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "symbols/elf_file_cache.hpp"
+#include "symbols/jitdump.hpp"
+#include "symbols/perf_map.hpp"
+#include "symbols/process_maps.hpp"
+#include "symbols/string_pool.hpp"
+
+namespace loupe {
+
+struct MappedRegion {
+  MapsEntry map;
+  const char* module = nullptr;  // interned path, or "[heap]", "[anon]"...
+  bool elf_tried = false;
+  std::shared_ptr<const ElfSymbolTable> elf;
+  std::optional<std::uint64_t> bias;  // runtime - link-time address; set with elf
+};
+
+class ProcessSpace {
+ public:
+  ProcessSpace(std::uint32_t pid, const std::string& proc_root, const std::string& perf_map_dir);
+
+  // (Re)reads /proc/PID/maps, keeping what was learnt about regions that did not change.
+  // Returns false with `*err` = errno when the process is gone.
+  bool reload(StringPool& strings, int* err);
+
+  // The region holding `addr`, or nullptr.
+  MappedRegion* find(std::uint64_t addr);
+  // For data: also the file region whose .bss continues into the anonymous mapping that
+  // holds `addr` (the kernel maps the part of .bss beyond the file as anonymous memory).
+  MappedRegion* find_data(std::uint64_t addr);
+
+  // Loads the region's ELF table through `cache` once; false when it is not readable ELF.
+  bool ensure_elf(MappedRegion& r, ElfFileCache& cache);
+
+  // Opens the file behind a file-backed region (the caller owns the fd); -1 on failure.
+  int open_file(const MappedRegion& r) const { return open_mapped_file(r.map); }
+
+  PerfMap& perf_map() { return perf_map_; }
+  // The process's jitdump: the jit-N.dump file it maps (runtimes mmap it so that perf sees
+  // it; read through the process's root, so containers work), else
+  // <perf_map_dir>/jit-PID.dump. Replaced by a fresh reader when that path changes.
+  JitDump& jitdump();
+  const JitDump* jitdump_if_any() const { return jitdump_.get(); }
+  std::chrono::steady_clock::time_point loaded_at() const { return loaded_at_; }
+  std::uint32_t pid() const { return pid_; }
+
+  // The symbolizer's bookkeeping of when the perf map was last checked.
+  std::uint64_t perf_map_checked_call = 0;
+  bool perf_map_present = false;
+  const char* perf_map_module = nullptr;
+  std::uint64_t jitdump_checked_call = 0;
+  bool jitdump_present = false;
+  const char* jitdump_module = nullptr;  // reset when jitdump() switches files
+  // The dump's path as the process names it (its mapping, or the /tmp fallback).
+  const std::string& jitdump_name() const { return jitdump_name_; }
+
+ private:
+  int open_mapped_file(const MapsEntry& m) const;
+
+  std::uint32_t pid_;
+  std::string proc_dir_;  // "<proc_root>/<pid>"
+  std::vector<MappedRegion> regions_;
+  PerfMap perf_map_;
+  std::string mapped_jitdump_;    // path of a mapped jit-N.dump, from the last maps read
+  std::string fallback_jitdump_;  // <perf_map_dir>/jit-PID.dump
+  std::string jitdump_name_;
+  std::unique_ptr<JitDump> jitdump_;
+  std::chrono::steady_clock::time_point loaded_at_{};
+};
+
+}  // namespace loupe
+
+#endif  // LOUPE_CORE_SYMBOLIZER_PROCESS_SPACE_HPP

@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The symbolization service: kernel frames through kallsyms, user frames through the
+// process's mappings and the ELF files behind them, JIT frames through perf maps and
+// jitdump files. One
+// lock guards all caches: a hit is a hash lookup and two binary searches under it.
+#include "loupe/symbolizer.hpp"
+
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <list>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+
+#include "symbols/elf_file_cache.hpp"
+#include "symbols/kallsyms_table.hpp"
+#include "symbols/process_space.hpp"
+#include "symbols/string_pool.hpp"
+
+namespace loupe {
+namespace {
+
+// Bound of the per-file cache of source-line answers (cleared whole when full).
+constexpr std::size_t kMaxSourceAnswersPerFile = 4096;
+
+class ElfSymbolizer final : public Symbolizer {
+ public:
+  explicit ElfSymbolizer(const SymbolizerOptions& opts)
+      : opts_(opts),
+        max_processes_(opts.max_cached_processes == 0 ? 1 : opts.max_cached_processes),
+        files_(opts.max_cached_files, opts.debug_root) {}
+
+  void symbolize(std::uint32_t pid, loupe_frame_kind kind, const std::uint64_t* addrs,
+                 std::uint32_t n, loupe_frame* out) override {
+    std::lock_guard lock(mu_);
+    if (kind == LOUPE_FRAME_KERNEL) {
+      for (std::uint32_t i = 0; i < n; ++i) kernel_frame(text_syms(), addrs[i], &out[i]);
+      return;
+    }
+    ProcessSpace* space = process(pid);
+    ++call_;
+    for (std::uint32_t i = 0; i < n; ++i) user_frame(space, kind, addrs[i], &out[i]);
+  }
+
+  void symbolize_data(std::uint32_t pid, std::uint64_t addr, loupe_frame* out) override {
+    std::lock_guard lock(mu_);
+    if (pid == 0) {
+      kernel_frame(data_syms(), addr, out);
+      return;
+    }
+    *out = unresolved(addr, LOUPE_FRAME_USER, LOUPE_UNRESOLVED_PROCESS_GONE);
+    ProcessSpace* space = process(pid);
+    if (!space) return;
+    MappedRegion* r = space->find_data(addr);
+    if (!r && maybe_reload(*space)) r = space->find_data(addr);
+    if (!r) {
+      out->resolution = LOUPE_UNRESOLVED_NO_MODULE;
+      return;
+    }
+    resolve_in_region(*space, *r, addr, /*data=*/true, out);
+  }
+
+  void invalidate(std::uint32_t pid) override {
+    std::lock_guard lock(mu_);
+    auto it = index_.find(pid);
+    if (it == index_.end()) return;
+    lru_.erase(it->second);
+    index_.erase(it);
+  }
+
+  std::uint32_t source_lines(std::uint32_t pid, std::uint64_t addr, SourceLocation* out,
+                             std::uint32_t max) override {
+    std::lock_guard lock(mu_);
+    ProcessSpace* space = process(pid);
+    if (!space || max == 0) return 0;
+    MappedRegion* r = space->find(addr);
+    if (!r || !r->map.file_backed() || !space->ensure_elf(*r, files_)) return 0;
+    ElfSymbolTable::LazyDwarf& dwarf = r->elf->dwarf();
+    if (!dwarf.tried) {
+      dwarf.tried = true;
+      int fd = space->open_file(*r);
+      if (fd >= 0) dwarf.lines = ElfDwarfLines::open(fd, r->elf->build_id(), opts_.debug_root);
+    }
+    if (!dwarf.lines) return 0;
+    std::uint64_t vaddr = addr - *r->bias;
+    auto it = dwarf.answers.find(vaddr);
+    if (it == dwarf.answers.end()) {
+      if (dwarf.answers.size() >= kMaxSourceAnswersPerFile) dwarf.answers.clear();
+      std::vector<SourceLocation> locs;
+      for (const DwarfSourceFrame& f : dwarf.lines->lookup(vaddr))
+        locs.push_back({f.function.empty() ? nullptr : strings_.intern(f.function),
+                        f.file.empty() ? nullptr : strings_.intern(f.file), f.line, f.inlined});
+      it = dwarf.answers.emplace(vaddr, std::move(locs)).first;
+    }
+    auto n = static_cast<std::uint32_t>(std::min<std::size_t>(max, it->second.size()));
+    std::copy_n(it->second.begin(), n, out);
+    return n;
+  }
+
+  SymbolizerStats stats() const override {
+    std::lock_guard lock(mu_);
+    SymbolizerStats s;
+    s.maps_reads = maps_reads_;
+    s.elf_loads = files_.loads();
+    s.cached_processes = lru_.size();
+    s.cached_files = files_.size();
+    s.interned_strings = strings_.size();
+    s.kernel_symbols = text_ ? text_->size() : 0;
+    for (const ProcessSpace& p : lru_) {
+      if (const JitDump* d = p.jitdump_if_any()) {
+        s.jitdump_entries += d->size();
+        s.jitdump_evictions += d->evictions();
+      }
+    }
+    return s;
+  }
+
+ private:
+  static loupe_frame unresolved(std::uint64_t addr, std::uint32_t kind,
+                                loupe_frame_resolution why) {
+    return loupe_frame{addr, nullptr, nullptr, addr, kind, static_cast<std::uint32_t>(why)};
+  }
+
+  // kallsyms is large (~120k lines): read on the first kernel frame, not at construction.
+  const KallsymsTable& text_syms() {
+    if (!text_) text_.emplace(opts_.kallsyms_path, KallsymsTable::Kind::kText);
+    return *text_;
+  }
+  const KallsymsTable& data_syms() {
+    if (!data_) data_.emplace(opts_.kallsyms_path, KallsymsTable::Kind::kData);
+    return *data_;
+  }
+
+  void kernel_frame(const KallsymsTable& table, std::uint64_t addr, loupe_frame* out) {
+    *out = unresolved(addr, LOUPE_FRAME_KERNEL, LOUPE_UNRESOLVED_NO_MODULE);
+    if (table.size() == 0) {
+      // kptr_restrict hides the addresses: the frame is kernel code we cannot name.
+      out->module = strings_.intern("[kernel]");
+      out->resolution = LOUPE_UNRESOLVED_NO_SYMBOL;
+      return;
+    }
+    bool in_kernel = false;
+    KernelSymbol sym = table.lookup(addr, &in_kernel);
+    if (!in_kernel) return;
+    out->symbol = sym.name;
+    out->module = sym.module;
+    out->offset = sym.offset;
+    out->resolution = LOUPE_RESOLVED_KALLSYMS;
+  }
+
+  // The cached address space of `pid`, read on first use; nullptr when the process is gone
+  // and was never seen (a process seen before stays resolvable after it exits).
+  ProcessSpace* process(std::uint32_t pid) {
+    if (auto it = index_.find(pid); it != index_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second);
+      return &*it->second;
+    }
+    if (pid == 0) return nullptr;
+    ProcessSpace space(pid, opts_.proc_root, opts_.perf_map_dir);
+    int err = 0;
+    ++maps_reads_;
+    if (!space.reload(strings_, &err)) return nullptr;
+    lru_.push_front(std::move(space));
+    index_[pid] = lru_.begin();
+    while (lru_.size() > max_processes_) {
+      index_.erase(lru_.back().pid());
+      lru_.pop_back();
+    }
+    return &lru_.front();
+  }
+
+  // A miss may mean the mappings changed (dlopen, new JIT region); re-read, rate-limited.
+  bool maybe_reload(ProcessSpace& space) {
+    auto now = std::chrono::steady_clock::now();
+    if (now - space.loaded_at() < std::chrono::milliseconds(opts_.maps_reread_interval_ms))
+      return false;
+    int err = 0;
+    ++maps_reads_;
+    return space.reload(strings_, &err);
+  }
+
+  void user_frame(ProcessSpace* space, loupe_frame_kind kind, std::uint64_t addr,
+                  loupe_frame* out) {
+    *out = unresolved(addr, kind, LOUPE_UNRESOLVED_PROCESS_GONE);
+    if (!space) return;
+    MappedRegion* r = space->find(addr);
+    if (!r && maybe_reload(*space)) r = space->find(addr);
+    // JIT code lives in anonymous executable memory, outside any file.
+    if ((!r || !r->map.file_backed()) &&
+        (perf_map_frame(*space, addr, out) || jitdump_frame(*space, addr, out)))
+      return;
+    if (!r) {
+      out->resolution = LOUPE_UNRESOLVED_NO_MODULE;
+      return;
+    }
+    resolve_in_region(*space, *r, addr, /*data=*/false, out);
+  }
+
+  bool perf_map_frame(ProcessSpace& space, std::uint64_t addr, loupe_frame* out) {
+    PerfMap& map = space.perf_map();
+    // One stat per stack, not per frame: a JIT stack is mostly JIT frames.
+    if (space.perf_map_checked_call != call_) {
+      space.perf_map_checked_call = call_;
+      space.perf_map_present = map.refresh();
+      if (space.perf_map_present && !space.perf_map_module)
+        space.perf_map_module = strings_.intern(map.path());
+    }
+    PerfMap::Hit hit;
+    if (!space.perf_map_present || !map.lookup(addr, &hit)) return false;
+    if (!*hit.interned) *hit.interned = strings_.intern(hit.name);
+    out->symbol = *hit.interned;
+    out->module = space.perf_map_module;
+    out->offset = hit.offset;
+    out->kind = LOUPE_FRAME_JIT;
+    out->resolution = LOUPE_RESOLVED_PERF_MAP;
+    return true;
+  }
+
+  bool jitdump_frame(ProcessSpace& space, std::uint64_t addr, loupe_frame* out) {
+    // As for perf maps: one stat per stack, and a read only of what was appended.
+    if (space.jitdump_checked_call != call_) {
+      space.jitdump_checked_call = call_;
+      space.jitdump_present = space.jitdump().refresh();
+      if (space.jitdump_present && !space.jitdump_module)
+        space.jitdump_module = strings_.intern(space.jitdump_name());
+    }
+    const JitDump* dump = space.jitdump_if_any();
+    JitDump::Hit hit;
+    if (!space.jitdump_present || !dump || !dump->lookup(addr, &hit)) return false;
+    if (!*hit.interned) *hit.interned = strings_.intern(hit.name);
+    out->symbol = *hit.interned;
+    out->module = space.jitdump_module;
+    out->offset = hit.offset;
+    out->kind = LOUPE_FRAME_JIT;
+    out->resolution = LOUPE_RESOLVED_JITDUMP;
+    return true;
+  }
+
+  void resolve_in_region(ProcessSpace& space, MappedRegion& r, std::uint64_t addr, bool data,
+                         loupe_frame* out) {
+    out->module = r.module;
+    out->resolution = LOUPE_UNRESOLVED_NO_SYMBOL;
+    out->offset = addr - r.map.start + r.map.offset;  // file offset until the ELF says more
+    if (!r.map.file_backed() || !space.ensure_elf(r, files_)) return;
+    std::uint64_t vaddr = addr - *r.bias;
+    // Unresolved frames carry the link-time address: `addr2line -e module 0xoffset` works.
+    out->offset = vaddr;
+    const ElfSymbol* sym = data ? r.elf->find_object(vaddr) : r.elf->find_function(vaddr);
+    if (!sym) return;
+    out->symbol = symbol_name(*r.elf, *sym);
+    out->offset = vaddr - sym->addr;
+    out->resolution = sym->from_dynsym ? LOUPE_RESOLVED_DYNSYM : LOUPE_RESOLVED_SYMTAB;
+  }
+
+  const char* symbol_name(const ElfSymbolTable& table, const ElfSymbol& sym) {
+    if (sym.interned) return sym.interned;
+    std::string_view name = table.name(sym);
+    if (name.starts_with("_Z")) {
+      int status = 0;
+      std::string mangled(name);
+      char* demangled = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
+      if (status == 0 && demangled) {
+        sym.interned = strings_.intern(demangled);
+        std::free(demangled);
+        return sym.interned;
+      }
+      std::free(demangled);
+    }
+    sym.interned = strings_.intern(name);
+    return sym.interned;
+  }
+
+  const SymbolizerOptions opts_;
+  const std::size_t max_processes_;
+  mutable std::mutex mu_;
+  // Declared first so it outlives every table holding pointers into it.
+  StringPool strings_;
+  std::optional<KallsymsTable> text_;
+  std::optional<KallsymsTable> data_;
+  ElfFileCache files_;
+  std::list<ProcessSpace> lru_;  // most recent first
+  std::unordered_map<std::uint32_t, std::list<ProcessSpace>::iterator> index_;
+  std::uint64_t maps_reads_ = 0;
+  std::uint64_t call_ = 0;  // numbers symbolize() calls, to check a perf map once per call
+};
+
+}  // namespace
+
+std::unique_ptr<Symbolizer> make_symbolizer(const SymbolizerOptions& opts) {
+  return std::make_unique<ElfSymbolizer>(opts);
+}
+
+}  // namespace loupe
