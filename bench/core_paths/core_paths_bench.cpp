@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "hist_merge.hpp"
-#include "owned_record.hpp"
-#include "profile.hpp"
+#include "dispatch/owned_record.hpp"
+#include "plugins/profile.hpp"
 #include "record_json.hpp"
 
 namespace {

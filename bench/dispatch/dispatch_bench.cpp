@@ -22,10 +22,10 @@
 #include <memory>
 #include <thread>
 
-#include "bounded_queue.hpp"
+#include "dispatch/bounded_queue.hpp"
 #include "dispatch_bench.skel.h"
-#include "dispatch_byte_queue.hpp"
-#include "ring_dispatcher.hpp"
+#include "dispatch/byte_queue.hpp"
+#include "dispatch/ring_dispatcher.hpp"
 
 namespace {
 
