@@ -20,6 +20,8 @@ namespace {
 
 using loupe::sdk::Error;
 
+constexpr const char* kPolicies[] = {"drop", "coalesce", "count_only", nullptr};
+
 constexpr loupe_config_key kKeys[] = {
     {.name = "ring_kb", .type = LOUPE_CFG_INT, .default_value = "64", .help = "ring size in KiB (power of 2)",
      .min_int = 4, .max_int = 1 << 20},
@@ -27,8 +29,8 @@ constexpr loupe_config_key kKeys[] = {
      .min_int = 1, .max_int = FLOOD_MAX_BURST},
     {.name = "malformed_every", .type = LOUPE_CFG_INT, .default_value = "0",
      .help = "every Nth record carries a wrong version (0 = none)", .min_int = 0, .max_int = 1 << 30},
-    {.name = "policy", .type = LOUPE_CFG_STRING, .default_value = "drop",
-     .help = "queue-full policy: drop, coalesce, count_only"},
+    {.name = "policy", .type = LOUPE_CFG_STRING, .default_value = "\"drop\"",
+     .help = "queue-full policy", .choices = kPolicies},
     {.name = "decode_spin_ns", .type = LOUPE_CFG_INT, .default_value = "0",
      .help = "busy time per decoded record (a slow decoder)", .min_int = 0, .max_int = 1000000},
     {.name = "emit_events", .type = LOUPE_CFG_BOOL, .default_value = "false",
@@ -53,7 +55,7 @@ class FloodProfiler : public loupe::sdk::Profiler {
     host_.emplace(args.host);
     replay_ = args.session && LOUPE_ABI_HAS_FIELD(args.session, loupe_session_info, flags) &&
               (args.session->flags & LOUPE_SESSION_REPLAY);
-    std::string policy = args.config.get_string("policy", "drop");
+    std::string policy = args.config.get_string("policy", "");
     policy_ = policy == "drop"         ? LOUPE_BP_DROP_NEWEST
               : policy == "coalesce"   ? LOUPE_BP_COALESCE
               : policy == "count_only" ? LOUPE_BP_COUNT_ONLY

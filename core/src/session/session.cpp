@@ -27,6 +27,7 @@
 #include "dispatch/record_bus.hpp"
 #include "dispatch/ring_dispatcher.hpp"
 #include "dispatch/sink_runner.hpp"
+#include "session/health_report.hpp"
 #include "session/target_process.hpp"
 
 namespace loupe {
@@ -74,7 +75,11 @@ void make_output_dir(const std::string& dir) {
 
 class Session::Impl {
  public:
-  Impl(SessionOptions& opts, std::atomic<bool>& stop) : opts_(opts), stop_(stop) {}
+  Impl(SessionOptions& opts, std::atomic<bool>& stop)
+      : opts_(opts),
+        stop_(stop),
+        health_(std::make_unique<HealthReport>([this](const loupe_record& r) { publish(r); },
+                                               !opts.replay_path.empty())) {}
   SessionResult run();
 
  private:
@@ -88,11 +93,9 @@ class Session::Impl {
   void run_loop();
   void shutdown();
   void emit_core_health(bool is_final);
-  void emit_coalesced(bool is_final);
   void collect_one(Live& p, bool is_final, std::uint64_t window_start, std::uint64_t window_end);
   void publish(const loupe_record& rec);
   void configure_dispatch();
-  void publish_dispatch_event(const DispatchEvent& ev);
   void start_recording();
   void replay_capture();
 
@@ -124,7 +127,7 @@ class Session::Impl {
   std::uint64_t session_start_wall_ = 0;
   std::unique_ptr<CaptureWriter> capture_;
   std::unique_ptr<CaptureReader> replay_;
-  std::map<std::pair<std::string, std::uint64_t>, std::uint64_t> coalesced_totals_;  // (ring, key)
+  std::unique_ptr<HealthReport> health_;
 };
 
 Session::Session(SessionOptions opts) : opts_(std::move(opts)) {}
@@ -369,52 +372,6 @@ void Session::Impl::collect_one(Live& p, bool is_final, std::uint64_t window_sta
   }
 }
 
-void Session::Impl::emit_coalesced(bool is_final) {
-  // Records merged under pressure keep their key: one counter per (ring, key), cumulative.
-  for (auto& c : rings_.take_coalesced()) coalesced_totals_[{c.plugin + "/" + c.ring, c.key}] += c.count;
-  for (const auto& [rk, count] : coalesced_totals_) {
-    std::string key = rk.second == RingDispatcher::kCoalesceOverflowKey ? "other" : fmt::format("{:#x}", rk.second);
-    loupe_label labels[] = {{"ring", rk.first.c_str()}, {"key", key.c_str()}};
-    loupe_metric m{sizeof(m), LOUPE_METRIC_COUNTER, "records", static_cast<double>(count)};
-    loupe_record r{};
-    r.size = sizeof(r);
-    r.kind = LOUPE_RECORD_METRIC;
-    r.name = "ring_coalesced_records";
-    r.labels = labels;
-    r.n_labels = 2;
-    r.is_final = is_final ? 1 : 0;
-    r.metric = &m;
-    publish(r);
-  }
-}
-
-void Session::Impl::publish_dispatch_event(const DispatchEvent& ev) {
-  std::string ring = ev.plugin + "/" + ev.ring;
-  loupe_field fields[5] = {};
-  fields[0].key = "ring";
-  fields[0].type = LOUPE_FIELD_STR;
-  fields[0].v.str = ring.c_str();
-  fields[1].key = "change";
-  fields[1].type = LOUPE_FIELD_STR;
-  fields[1].v.str = ev.what.c_str();
-  fields[2].key = "old_divisor";
-  fields[2].type = LOUPE_FIELD_U64;
-  fields[2].v.u64 = ev.old_divisor;
-  fields[3].key = "new_divisor";
-  fields[3].type = LOUPE_FIELD_U64;
-  fields[3].v.u64 = ev.new_divisor;
-  fields[4].key = "loss_ratio";
-  fields[4].type = LOUPE_FIELD_F64;
-  fields[4].v.f64 = ev.loss_ratio;
-  loupe_event e{sizeof(e), 5, clock_ns(LOUPE_CLOCK_REALTIME), fields, nullptr, 0};
-  loupe_record r{};
-  r.size = sizeof(r);
-  r.kind = LOUPE_RECORD_EVENT;
-  r.name = "ring_backpressure";
-  r.event = &e;
-  publish(r);
-}
-
 void Session::Impl::configure_dispatch() {
   RingDispatcher::Options o;
   if (opts_.delivery_delay_ms) {
@@ -425,7 +382,8 @@ void Session::Impl::configure_dispatch() {
   }
   o.replay = !opts_.replay_path.empty();
   rings_.configure(o);
-  rings_.set_event_handler([this](const DispatchEvent& ev) { publish_dispatch_event(ev); });
+  rings_.set_event_handler(
+      [this](const DispatchEvent& ev) { health_->dispatch_event(ev, clock_ns(LOUPE_CLOCK_REALTIME)); });
 }
 
 void Session::Impl::start_recording() {
@@ -476,71 +434,19 @@ void Session::Impl::replay_capture() {
 }
 
 void Session::Impl::emit_core_health(bool is_final) {
-  auto health = [&](const std::string& name, const std::string& component, std::uint64_t value, std::uint32_t sev,
-                    const std::string& msg) {
-    loupe_health h{sizeof(h), sev, component.c_str(), value, msg.empty() ? nullptr : msg.c_str()};
-    loupe_record r{};
-    r.size = sizeof(r);
-    r.kind = LOUPE_RECORD_HEALTH;
-    r.name = name.c_str();
-    r.is_final = is_final ? 1 : 0;
-    r.health = &h;
-    publish(r);
-  };
-  auto warn_if = [](std::uint64_t v) { return v ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK; };
-  std::map<std::string, std::uint64_t> lost_by_plugin;  // every counted loss of its rings
-  for (const auto& st : rings_.stats()) {
-    lost_by_plugin[st.plugin] += st.lost_kernel + st.dropped_queue + st.coalesced + st.count_only + st.malformed +
-                                 st.decode_errors;
-    std::string comp = st.plugin + "/" + st.ring;
-    health("ring_received", comp, st.received, LOUPE_HEALTH_OK, "");
-    if (st.lost_kernel_known)
-      health("ring_lost_kernel", comp, st.lost_kernel, warn_if(st.lost_kernel),
-             st.lost_kernel ? "ring full: records lost in the kernel (raise the ring size or sample)" : "");
-    else if (opts_.replay_path.empty())
-      health("ring_lost_kernel_unknown", comp, 0, LOUPE_HEALTH_WARN, "the plugin does not count reserve failures");
-    health("ring_dropped_queue", comp, st.dropped_queue, warn_if(st.dropped_queue), "");
-    health("ring_coalesced", comp, st.coalesced, warn_if(st.coalesced), "");
-    health("ring_count_only", comp, st.count_only, warn_if(st.count_only),
-           st.count_only ? "queue full: the ring was degraded to counting records" : "");
-    health("ring_malformed", comp, st.malformed, warn_if(st.malformed), "");
-    health("ring_decode_errors", comp, st.decode_errors, warn_if(st.decode_errors), "");
-    health("ring_decoded", comp, st.decoded, LOUPE_HEALTH_OK, "");
-    health("ring_queued", comp, st.queued, LOUPE_HEALTH_OK, "");
-    health("ring_queue_high_water", comp, st.queue_high_water, LOUPE_HEALTH_OK, "");
-    health("ring_mean_delay_ns", comp, st.mean_delay_ns, LOUPE_HEALTH_OK, "");
-    health("ring_max_delay_ns", comp, st.max_delay_ns, LOUPE_HEALTH_OK, "");
-    health("ring_sampling_divisor", comp, st.divisor, st.divisor > 1 ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK,
-           st.divisor > 1 ? fmt::format("the kernel side emits 1 in {} records (sustained loss)", st.divisor) : "");
-  }
-  for (const auto& [plugin, lost] : lost_by_plugin)
-    health("plugin_ring_loss", plugin, lost, warn_if(lost),
-           lost ? "ring records lost, dropped, merged or malformed: see the ring_* records" : "");
-  emit_coalesced(is_final);
+  health_->rings(rings_.stats(), rings_.take_coalesced(), is_final);
   if (stats_reporter_)
     stats_reporter_->report(is_final ? final_stats_ : links_.program_stats(),
                             is_final ? final_stats_ns_ : clock_ns(LOUPE_CLOCK_MONOTONIC), is_final);
   if (!is_final) return;
-  if (!stats_error_.empty()) health("probe_stats_unavailable", "loupe", 0, LOUPE_HEALTH_WARN, stats_error_);
-  for (const auto& p : links_.results())
-    if (!p.attached)
-      health("probe_attach_failed", p.instance + "/" + p.probe, 1, LOUPE_HEALTH_ERROR, p.error);
+  std::vector<ProfilerHealth> profilers;
   for (auto& p : profilers_)
-    if (p.collect_errors)
-      health("plugin_collect_errors", p.host->instance, p.collect_errors, LOUPE_HEALTH_WARN,
-             p.disabled ? "collect() failed; the plugin was disabled" : "collect() failed");
-  for (auto& p : profilers_)
-    if (p.host->rejected.load())
-      health("records_rejected", p.host->instance, p.host->rejected.load(), LOUPE_HEALTH_WARN,
-             "malformed records refused by the host");
-  for (auto& sk : sinks_) {
-    auto st = sk.runner->stats();
-    if (st.dropped_full || st.consume_errors || st.disabled)
-      health("sink_loss", sk.host->instance, st.dropped_full + st.consume_errors, LOUPE_HEALTH_WARN,
-             fmt::format("dropped {} (queue full), {} consume errors{}{}", st.dropped_full, st.consume_errors,
-                         st.disabled ? "; disabled: " : "", st.disabled ? st.last_error : ""));
-  }
+    profilers.push_back({p.host->instance, p.collect_errors, p.disabled, p.host->rejected.load()});
+  std::vector<SinkHealth> sinks;
+  for (auto& sk : sinks_) sinks.push_back({sk.host->instance, sk.runner->stats()});
+  health_->final_failures(links_.results(), profilers, sinks, stats_error_);
 }
+
 
 // Before any program loads, so the counts cover every run; the fd lives as long as the
 // session, so the kernel's (small) accounting cost ends with it.

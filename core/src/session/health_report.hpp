@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The core's own account of what it lost and why, as records every sink receives next to
+// the plugins' data: per ring (received, lost in the kernel, dropped, merged, malformed),
+// per plugin, per probe that failed to attach, per sink that dropped, plus the dispatch
+// changes made under pressure. The session gathers the facts; this turns them into
+// records, so neither Session nor a sink has to know the other's bookkeeping.
+#ifndef LOUPE_CORE_SESSION_HEALTH_REPORT_HPP
+#define LOUPE_CORE_SESSION_HEALTH_REPORT_HPP
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dispatch/ring_dispatcher.hpp"
+#include "dispatch/sink_runner.hpp"
+#include "kernel/bpf_lifecycle.hpp"
+#include "loupe/abi/records.h"
+
+namespace loupe {
+
+// What the session knows about one instance at the end of a run.
+struct ProfilerHealth {
+  std::string instance;
+  std::uint64_t collect_errors = 0;
+  bool disabled = false;
+  std::uint64_t rejected_records = 0;
+};
+struct SinkHealth {
+  std::string instance;
+  SinkStats stats;
+};
+
+// Session-thread only, except dispatch_event(), which the ring reader calls; both reach
+// `publish`, which must be safe from either thread (the record bus is).
+class HealthReport {
+ public:
+  using Publish = std::function<void(const loupe_record&)>;
+  HealthReport(Publish publish, bool replay) : publish_(std::move(publish)), replay_(replay) {}
+
+  // Every interval and at the end: the rings' counters and the coalesced keys so far.
+  void rings(const std::vector<RingStats>& stats, std::vector<CoalescedCount> coalesced, bool is_final);
+  // At the end only: what failed outside the rings.
+  void final_failures(const std::vector<ProbeResult>& probes, const std::vector<ProfilerHealth>& profilers,
+                      const std::vector<SinkHealth>& sinks, const std::string& stats_error);
+  // A change the ring reader made on its own (sampling divisor, count-only mode).
+  void dispatch_event(const DispatchEvent& ev, std::uint64_t wall_ns);
+
+ private:
+  void health(const std::string& name, const std::string& component, std::uint64_t value, std::uint32_t severity,
+              const std::string& message, bool is_final);
+
+  Publish publish_;
+  bool replay_;
+  std::map<std::pair<std::string, std::uint64_t>, std::uint64_t> coalesced_totals_;  // (ring, key), cumulative
+};
+
+}  // namespace loupe
+
+#endif  // LOUPE_CORE_SESSION_HEALTH_REPORT_HPP
