@@ -35,6 +35,7 @@
 #include <string_view>
 #include <utility>
 
+#include "kernel/capabilities.hpp"
 #include "util/errno_text.hpp"
 #include "util/unique_fd.hpp"
 
@@ -56,10 +57,6 @@ constexpr std::array<const char*, 4> kKernelFuncCandidates = {"do_nanosleep", "h
 // built without CONFIG_FTRACE_SYSCALLS.
 constexpr std::array<const char*, 3> kTracepointCandidates = {
     "syscalls/sys_enter_getpid", "sched/sched_process_exec", "raw_syscalls/sys_enter"};
-// Capability numbers from include/uapi/linux/capability.h; older libc headers lack the first two.
-constexpr int kCapBpf = 39;
-constexpr int kCapPerfmon = 38;
-constexpr int kCapSysAdmin = 21;
 
 std::optional<std::string> read_trimmed(const std::string& path) {
   std::ifstream in(path);
@@ -193,29 +190,6 @@ FeatureResult fail(std::string reason) {
   FeatureResult r;
   r.reason = std::move(reason);
   return r;
-}
-
-struct CapabilitySets {
-  bool ok = false;
-  std::string error;
-  __u32 effective[2] = {0, 0};
-  bool has(int cap) const { return (effective[cap / 32] >> (cap % 32)) & 1U; }
-};
-
-CapabilitySets read_capabilities() {
-  __user_cap_header_struct header{};
-  header.version = _LINUX_CAPABILITY_VERSION_3;
-  header.pid = 0;
-  __user_cap_data_struct data[2] = {};
-  CapabilitySets caps;
-  if (::syscall(SYS_capget, &header, data) != 0) {
-    caps.error = "capget failed: " + errno_text(errno);
-    return caps;
-  }
-  caps.ok = true;
-  caps.effective[0] = data[0].effective;
-  caps.effective[1] = data[1].effective;
-  return caps;
 }
 
 struct NamedCap {
@@ -424,7 +398,7 @@ FeatureResult from_mount(const MountOutcome& m, const char* fs) {
 }
 
 FeatureResult probe_capability(const NamedCap& cap) {
-  auto caps = read_capabilities();
+  auto caps = effective_capabilities();
   if (!caps.ok) return fail(caps.error);
   if (caps.has(cap.number)) return ok(std::string(cap.name) + " in the effective set");
   std::string why = std::string(cap.name) + " not in the effective set";
@@ -695,7 +669,7 @@ bool ensure_bpffs(std::string* error) {
 }
 
 std::vector<std::string> missing_capabilities() {
-  auto caps = read_capabilities();
+  auto caps = effective_capabilities();
   std::vector<std::string> missing;
   for (const auto& cap : kCaps)
     if (!caps.ok || !caps.has(cap.number)) missing.emplace_back(cap.name);

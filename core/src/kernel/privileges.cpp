@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "kernel/privileges.hpp"
 
+#include "kernel/capabilities.hpp"
+
 #include <dirent.h>
 #include <fmt/format.h>
 #include <grp.h>
@@ -20,9 +22,6 @@
 #include <stdexcept>
 #include <thread>
 
-#ifndef CAP_CHECKPOINT_RESTORE
-#define CAP_CHECKPOINT_RESTORE 40
-#endif
 
 namespace loupe {
 namespace {
@@ -170,20 +169,9 @@ std::optional<UserIdentity> lookup_user(const std::string& name_or_uid, std::str
 }
 
 std::vector<int> post_attach_capabilities(const PostAttachNeeds& needs) {
-  std::vector<int> keep = {CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH, CAP_CHECKPOINT_RESTORE, CAP_SYSLOG};
-  if (needs.signal_command) keep.push_back(CAP_KILL);
+  std::vector<int> keep = {kCapSysPtrace, kCapDacReadSearch, kCapCheckpointRestore, kCapSyslog};
+  if (needs.signal_command) keep.push_back(kCapKill);
   return keep;
-}
-
-std::string capability_name(int cap) {
-  switch (cap) {
-    case CAP_SYS_PTRACE: return "CAP_SYS_PTRACE";
-    case CAP_DAC_READ_SEARCH: return "CAP_DAC_READ_SEARCH";
-    case CAP_CHECKPOINT_RESTORE: return "CAP_CHECKPOINT_RESTORE";
-    case CAP_SYSLOG: return "CAP_SYSLOG";
-    case CAP_KILL: return "CAP_KILL";
-    default: return fmt::format("cap#{}", cap);
-  }
 }
 
 void drop_privileges(const std::vector<int>& keep, const std::optional<UserIdentity>& user) {

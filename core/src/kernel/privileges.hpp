@@ -40,7 +40,6 @@ struct PostAttachNeeds {
 // BPF map and ring reads through fds the session already holds need none (kernel >= 6.5
 // checks capabilities at map creation and program load, not per command).
 std::vector<int> post_attach_capabilities(const PostAttachNeeds& needs);
-std::string capability_name(int cap);
 
 // Applies to every thread of the process: optionally switches to `user` (groups, gid, uid),
 // then limits the permitted and effective sets to `keep` (a capability not currently

@@ -21,6 +21,7 @@
 #include "loupe/symbolizer.hpp"
 #include "session/plugin_host.hpp"
 #include "plugins/plugin_instance.hpp"
+#include "kernel/capabilities.hpp"
 #include "kernel/privileges.hpp"
 #include "session/probe_stats_reporter.hpp"
 #include "plugins/profile.hpp"
