@@ -84,6 +84,20 @@ inline std::vector<std::uint32_t> prog_ids_after(std::uint32_t floor) {
   return ids;
 }
 
+// A wall-clock budget for one bench program: on a slow or loaded machine the rounds stop
+// once it is spent and the program prints what it measured so far, instead of being killed
+// by an outer timeout with nothing printed.
+class Budget {
+ public:
+  explicit Budget(double seconds) : end_(now_s() + seconds), seconds_(seconds) {}
+  bool spent() const { return now_s() > end_; }
+  double seconds() const { return seconds_; }
+
+ private:
+  double end_;
+  double seconds_;
+};
+
 // An external tracer, attached (it printed `ready_text`) from construction to destruction.
 class Peer {
  public:

@@ -10,7 +10,7 @@
 // state: size per thread, bytes and count per user stack, live address -> size).
 // Added cost = mode - none; the ratio that matters is loupe / empty.
 //
-//   memalloc_overhead [--rounds R] [--calls N] [--no-peers]
+//   memalloc_overhead [--rounds R] [--calls N] [--no-peers] [--budget SECONDS]
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <signal.h>
@@ -86,6 +86,7 @@ int main(int argc, char** argv) {
   int rounds = 5;
   long calls = 5000;
   bool peers = true;
+  double budget_s = 240;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--rounds" && i + 1 < argc)
@@ -94,8 +95,10 @@ int main(int argc, char** argv) {
       calls = std::atol(argv[++i]);
     else if (a == "--no-peers")
       peers = false;
+    else if (a == "--budget" && i + 1 < argc)
+      budget_s = std::atof(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: %s [--rounds R] [--calls N] [--no-peers]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--rounds R] [--calls N] [--no-peers] [--budget SECONDS]\n", argv[0]);
       return 2;
     }
   }
@@ -125,7 +128,9 @@ int main(int argc, char** argv) {
         "uretprobe:" + libc + ":malloc /pid == " + pid + " && @size[tid]/ { " +
         "@bytes[ustack] = sum(@size[tid]); @count[ustack] = count(); " +
         "@live[retval] = @size[tid]; delete(@size[tid]); } " + "uprobe:" + libc +
-        ":free /pid == " + pid + "/ { delete(@live[arg0]); }";
+        ":free /pid == " + pid + "/ { delete(@live[arg0]); } " +
+        // Printing every stack map at exit would time the peer's report, not its probes.
+        "END { clear(@size); clear(@bytes); clear(@count); clear(@live); }";
 
     struct Mode {
       std::string name;
@@ -156,7 +161,14 @@ int main(int argc, char** argv) {
         {"empty", {empty->progs.empty_entry, empty->progs.empty_return}},
         {"loupe", {p.ma_malloc, p.ma_alloc_exit, p.ma_free}}};
     loop(calls);  // warm up
-    for (int r = 0; r < rounds; ++r) {
+    loupe_bench::Budget budget(budget_s);
+    int done = 0;
+    for (int r = 0; r < rounds; ++r, ++done) {
+      if (budget.spent()) {
+        std::printf("(time budget of %.0f s spent after %d of %d rounds: medians below are over those)\n",
+                    budget.seconds(), r, rounds);
+        break;
+      }
       for (const auto& m : modes) {
         try {
           std::unique_ptr<loupe_bench::Peer> bt;
@@ -172,7 +184,7 @@ int main(int argc, char** argv) {
       }
     }
     std::printf("malloc(64) + free() x %ld, %d rounds, median ns per pair (added = mode - none)\n",
-                calls, rounds);
+                calls, done);
     double none = median(ns["none"]);
     double empty_added = ns.count("empty") ? median(ns["empty"]) - none : 0;
     for (const auto& m : modes) {
