@@ -116,9 +116,12 @@ std::string LibraryResolver::resolve(const std::string& binary, int pid) const {
   }
   std::string prefix = soname_prefix(binary);
   // The library the target process maps (through /proc/PID/root in another mount
-  // namespace), before the system's: that is the file its calls go through.
+  // namespace), else the one loupe maps (sdk::locate_library's order): that is the file
+  // the calls go through. The ldconfig cache and the directories only serve libraries
+  // neither maps.
   if (pid > 0)
     if (std::string mapped = sdk::find_mapped_library(pid, binary); !mapped.empty()) return mapped;
+  if (std::string own = sdk::find_mapped_library(0, binary); !own.empty()) return own;
   std::string found = from_cache(prefix);
   if (found.empty()) found = from_dirs(prefix);
   if (found.empty() && binary.find(".so") == std::string::npos) found = from_path_env(binary);
