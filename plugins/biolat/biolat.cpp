@@ -19,18 +19,16 @@
 #include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/records.hpp"
+#include "loupe/sdk/target_filter.hpp"
 #include "outlier_decoder.hpp"
 #include "rq_prototype.hpp"
 
 namespace loupe::biolat {
 namespace {
 
-constexpr loupe_config_key kKeys[] = {
+constexpr loupe_config_key kOwnKeys[] = {
     {"device", LOUPE_CFG_STRING, 0, "\"\"",
      "only this disk: a name (vda, /dev/nvme0n1) or major:minor (\"\" = every device)"},
-    {"pid", LOUPE_CFG_INT, 0, "0",
-     "only requests this process started (0 = the session's target process, or all)", 0,
-     INT32_MAX},
     {"all_processes", LOUPE_CFG_BOOL, 0, "false",
      "trace every process even when the session has a target process"},
     {"min_latency_ns", LOUPE_CFG_INT, 0, "0",
@@ -46,6 +44,7 @@ constexpr loupe_config_key kKeys[] = {
     {"mechanism", LOUPE_CFG_STRING, 0, "\"auto\"",
      "hook flavour: \"auto\" (tp_btf, else raw_tp, else tracepoint), or force one of them"},
 };
+constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kPidKey);
 
 struct SkelDeleter {
   void operator()(biolat_bpf* s) const { biolat_bpf__destroy(s); }
@@ -61,9 +60,9 @@ class BiolatProfiler : public sdk::Profiler {
     host_ = std::make_unique<sdk::Host>(args.host);
     const auto& cfg = args.config;
 
-    std::int64_t pid = cfg.get_int("pid", 0);
-    std::int64_t session_pid = sdk::session_target_pid(pid, args.session);
-    if (!pid && !cfg.get_bool("all_processes", false)) pid = session_pid;
+    // pid: only requests this process started.
+    sdk::TargetFilter filter = sdk::read_target_filter(cfg, args.session);
+    if (cfg.get_bool("all_processes", false) && cfg.get_int("pid", 0) == 0) filter.pid = 0;
 
     std::uint32_t dev = 0;
     std::string device = cfg.get_string("device", "");
@@ -97,7 +96,7 @@ class BiolatProfiler : public sdk::Profiler {
     ro->targ_outlier_ns = static_cast<std::uint64_t>(cfg.get_int("outlier_ns", 0));
     ro->targ_per_process = cfg.get_bool("per_process", true);
     ro->targ_rq_single_arg = single_arg;
-    ro->loupe_filter_tgid = static_cast<std::uint32_t>(pid);
+    sdk::write_target_filter(filter, ro);
     per_process_ = ro->targ_per_process;
     outliers_on_ = ro->targ_outlier_ns != 0;
 
@@ -115,7 +114,7 @@ class BiolatProfiler : public sdk::Profiler {
                              static_cast<std::uint32_t>(cfg.get_int("process_limit", 256)));
     host_->debug(std::string("biolat: mechanism=") + mechanism_name(mechanism_) +
                  " rq_single_arg=" + (single_arg ? "true" : "false") + " pid=" +
-                 std::to_string(pid) + " dev=" + (dev ? dev_string(dev) : std::string("all")));
+                 std::to_string(filter.pid) + " dev=" + (dev ? dev_string(dev) : std::string("all")));
   }
 
   void start(const sdk::StartArgs&) override {

@@ -8,6 +8,7 @@
 
 #include "bio_hist.hpp"
 #include "bio_labels.hpp"
+#include "loupe/sdk/histogram.hpp"
 #include "loupe/sdk/records.hpp"
 
 namespace loupe::biolat {
@@ -29,7 +30,7 @@ void BiolatReporter::hist(const char* name, const char* unit, const bio_hist& h,
   sdk::RecordBuilder rb(LOUPE_RECORD_HISTOGRAM, name);
   for (const auto& [k, v] : labels) rb.label(k, v);
   rb.final(is_final_).window(window_start_, window_end_);
-  rb.histogram(LOUPE_BUCKETS_LOG2, 0, unit, to_buckets(h), h.count, h.sum, h.min, h.max);
+  sdk::add_histogram(rb, unit, h);
   rb.emit(host_);
 }
 
@@ -97,18 +98,8 @@ void BiolatReporter::emit_procs() {
 }
 
 bio_counters BiolatReporter::read_counters() const {
-  std::vector<bio_counters> per_cpu(static_cast<std::size_t>(ncpus_));
-  bio_counters sum{};
   std::uint32_t zero = 0;
-  if (bpf_map_lookup_elem(maps_.counters_fd, &zero, per_cpu.data()) != 0) return sum;
-  // Every field is a __u64 counter: sum them as an array.
-  constexpr std::size_t kFields = sizeof(bio_counters) / sizeof(__u64);
-  auto* out = reinterpret_cast<__u64*>(&sum);
-  for (const auto& c : per_cpu) {
-    const auto* in = reinterpret_cast<const __u64*>(&c);
-    for (std::size_t i = 0; i < kFields; ++i) out[i] += in[i];
-  }
-  return sum;
+  return sdk::read_per_cpu_sum<bio_counters>(maps_.counters_fd, &zero);
 }
 
 std::uint64_t BiolatReporter::count_in_flight() const {

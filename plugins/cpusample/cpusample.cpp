@@ -14,24 +14,19 @@
 #include <string>
 #include <thread>
 
-#include "cgroup_id.hpp"
 #include "cpusample.h"
 #include "cpusample.skel.h"
+#include "loupe/sdk/perf_event.hpp"
 #include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/records.hpp"
-#include "perf_event_sampler.hpp"
+#include "loupe/sdk/target_filter.hpp"
 #include "stack_reporter.hpp"
 
 namespace loupe::cpusample {
 namespace {
 
-constexpr loupe_config_key kKeys[] = {
-    {"frequency", LOUPE_CFG_INT, 0, "99",
-     "samples per second per CPU (99 avoids lockstep with 100 Hz timers)", 1, 100000},
-    {"period_ns", LOUPE_CFG_INT, 0, "0",
-     "sample every N ns of CPU time instead of at a frequency (0 = use frequency)", 0,
-     INT64_MAX},
+constexpr loupe_config_key kOwnKeys[] = {
     {"user_stacks", LOUPE_CFG_BOOL, 0, "true", "capture user stacks"},
     {"kernel_stacks", LOUPE_CFG_BOOL, 0, "true", "capture kernel stacks"},
     {"per_thread", LOUPE_CFG_BOOL, 0, "false", "keep threads apart (a tid label per stack)"},
@@ -43,13 +38,8 @@ constexpr loupe_config_key kKeys[] = {
     {"symbolize_interval_ms", LOUPE_CFG_INT, 0, "250",
      "symbolize new stacks this often while their process runs (0 = only at collect)", 0,
      60000},
-    {"pid", LOUPE_CFG_INT, 0, "0", "only this process (0 = the session's target or all)", 0,
-     INT32_MAX},
-    {"tid", LOUPE_CFG_INT, 0, "0", "only this thread (0 = all)", 0, INT32_MAX},
-    {"comm", LOUPE_CFG_STRING, 0, "\"\"", "only tasks with this command name (<= 15 chars)"},
-    {"cgroup", LOUPE_CFG_STRING, 0, "\"\"",
-     "only this cgroup v2: a path (/sys/fs/cgroup/...) or a numeric id"},
 };
+constexpr auto kKeys = sdk::concat_keys(sdk::kSamplingKeys, kOwnKeys, sdk::kTargetFilterKeys);
 
 struct SkelDeleter {
   void operator()(cpusample_bpf* s) const { cpusample_bpf__destroy(s); }
@@ -93,19 +83,8 @@ class CpuSampleProfiler : public sdk::Profiler {
   void setup(const sdk::SetupArgs& args) override {
     host_ = std::make_unique<sdk::Host>(args.host);
     const auto& cfg = args.config;
-    spec_.frequency_hz = static_cast<std::uint64_t>(cfg.get_int("frequency", 99));
-    spec_.period_ns = static_cast<std::uint64_t>(cfg.get_int("period_ns", 0));
-    if (spec_.period_ns && spec_.period_ns < 10000)
-      throw sdk::Error(LOUPE_ERR_INVALID_ARG, "period_ns = " + std::to_string(spec_.period_ns) +
-                                                  ": below 10000 ns the sampling interrupt "
-                                                  "would dominate the CPU");
-    std::int64_t pid = cfg.get_int("pid", 0);
-    std::int64_t session_pid = sdk::session_target_pid(pid, args.session);
-    if (!pid) pid = session_pid;
-    std::string comm = cfg.get_string("comm", "");
-    if (comm.size() > CS_COMM_LEN - 1)
-      throw sdk::Error(LOUPE_ERR_INVALID_ARG,
-                       "comm = \"" + comm + "\" is longer than 15 characters");
+    spec_ = sdk::read_sampling_spec(cfg);
+    const sdk::TargetFilter filter = sdk::read_target_filter(cfg, args.session);
     bool user = cfg.get_bool("user_stacks", true);
     bool kernel = cfg.get_bool("kernel_stacks", true);
     opts_.per_thread = cfg.get_bool("per_thread", false);
@@ -124,14 +103,7 @@ class CpuSampleProfiler : public sdk::Profiler {
     ro->targ_kernel_stacks = kernel;
     ro->targ_per_thread = opts_.per_thread;
     ro->targ_include_idle = cfg.get_bool("include_idle", false);
-    ro->loupe_filter_tgid = static_cast<std::uint32_t>(pid);
-    ro->loupe_filter_tid = static_cast<std::uint32_t>(cfg.get_int("tid", 0));
-    if (!comm.empty()) {
-      std::memcpy(const_cast<char*>(ro->loupe_filter_comm), comm.c_str(), comm.size() + 1);
-      ro->loupe_filter_comm_on = true;
-    }
-    if (std::string cg = cfg.get_string("cgroup", ""); !cg.empty())
-      ro->loupe_filter_cgroup = resolve_cgroup_id(cg);
+    sdk::write_target_filter(filter, ro);
     bpf_map__set_max_entries(skel_->maps.stacks,
                              static_cast<std::uint32_t>(cfg.get_int("max_stacks", 16384)));
     bpf_map__set_max_entries(skel_->maps.counts,
@@ -147,7 +119,7 @@ class CpuSampleProfiler : public sdk::Profiler {
     maps.stacks_fd = bpf_map__fd(skel_->maps.stacks);
     maps.counters_fd = bpf_map__fd(skel_->maps.counters);
     reporter_ = std::make_unique<StackReporter>(*host_, maps, opts_);
-    PerfEventSampler sampler(*host_, spec_);
+    sdk::PerfEventSampler sampler(*host_, spec_);
     cpus_ = sampler.attach(skel_->progs.cs_sample, "cpu-clock");
     host_->info("sampling " + std::to_string(cpus_) + " CPUs at " + spec_.describe());
     if (warm_every_ms_ > 0)
@@ -167,7 +139,7 @@ class CpuSampleProfiler : public sdk::Profiler {
  private:
   std::unique_ptr<sdk::Host> host_;
   std::unique_ptr<cpusample_bpf, SkelDeleter> skel_;
-  SamplingSpec spec_;
+  sdk::SamplingSpec spec_;
   ReporterOptions opts_;
   std::int64_t warm_every_ms_ = 250;
   int cpus_ = 0;

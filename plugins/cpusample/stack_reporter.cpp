@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "loupe/sdk/percpu.hpp"
 #include "loupe/sdk/records.hpp"
 
 namespace loupe::cpusample {
@@ -82,24 +83,8 @@ void StackReporter::warm() {
 }
 
 cs_counters StackReporter::read_counters() const {
-  int ncpu = libbpf_num_possible_cpus();
-  std::vector<cs_counters> per_cpu(ncpu > 0 ? ncpu : 1);
-  cs_counters sum{};
   std::uint32_t zero = 0;
-  if (bpf_map_lookup_elem(maps_.counters_fd, &zero, per_cpu.data()) != 0) return sum;
-  for (const auto& c : per_cpu) {
-    sum.samples += c.samples;
-    sum.idle += c.idle;
-    sum.filtered += c.filtered;
-    sum.user_efault += c.user_efault;
-    sum.user_eexist += c.user_eexist;
-    sum.user_other += c.user_other;
-    sum.kernel_efault += c.kernel_efault;
-    sum.kernel_eexist += c.kernel_eexist;
-    sum.kernel_other += c.kernel_other;
-    sum.counts_full += c.counts_full;
-  }
-  return sum;
+  return sdk::read_per_cpu_sum<cs_counters>(maps_.counters_fd, &zero);
 }
 
 void StackReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "loupe/sdk/histogram.hpp"
 #include "loupe/sdk/records.hpp"
 
 namespace loupe::jitregions {
@@ -21,22 +22,6 @@ std::string hex(std::uint64_t v) {
 }
 
 std::string comm_of(const jr_event& e) { return std::string(e.comm, strnlen(e.comm, sizeof(e.comm))); }
-
-std::vector<std::uint64_t> log2_slots(const std::vector<std::uint64_t>& values,
-                                      std::uint64_t* sum, std::uint64_t* min, std::uint64_t* max) {
-  std::vector<std::uint64_t> slots(64, 0);
-  *sum = 0;
-  *min = values.empty() ? 0 : UINT64_MAX;
-  *max = 0;
-  for (auto v : values) {
-    int slot = v <= 1 ? 0 : 63 - __builtin_clzll(v);
-    ++slots[slot];
-    *sum += v;
-    *min = std::min(*min, v);
-    *max = std::max(*max, v);
-  }
-  return slots;
-}
 
 }  // namespace
 
@@ -207,11 +192,11 @@ void JitTracker::emit_process(const ProcessRegions& p, bool is_final, std::uint6
     metric("jit_symbol_share", LOUPE_METRIC_GAUGE, "ratio",
            static_cast<double>(jit_named) / static_cast<double>(p.samples));
   if (!p.first_exec_latencies.empty()) {
-    std::uint64_t sum, min, max;
-    auto slots = log2_slots(p.first_exec_latencies, &sum, &min, &max);
+    loupe_hist h{};
+    for (auto v : p.first_exec_latencies) sdk::hist_add(h, v);
     sdk::RecordBuilder rb(LOUPE_RECORD_HISTOGRAM, "jit_first_exec_latency");
     rb.label("pid", std::to_string(p.tgid)).label("comm", p.comm).final(is_final).window(ws, we);
-    rb.log2_histogram("ns", slots, p.first_exec_latencies.size(), sum, min, max).emit(host_);
+    sdk::add_histogram(rb, "ns", h).emit(host_);
   }
   for (const auto& [start, r] : p.live)
     if (is_final || !r.reported) emit_region(p, r, is_final, ws, we);

@@ -8,22 +8,19 @@
 #include <memory>
 #include <string>
 
-#include "cgroup_id.hpp"
 #include "jit_tracker.hpp"
 #include "jitregions.h"
 #include "jitregions.skel.h"
+#include "loupe/sdk/perf_event.hpp"
 #include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/records.hpp"
-#include "perf_event_sampler.hpp"
+#include "loupe/sdk/target_filter.hpp"
 
 namespace loupe::jitregions {
 namespace {
 
-constexpr loupe_config_key kKeys[] = {
-    {"frequency", LOUPE_CFG_INT, 0, "99", "samples per second per CPU for attribution", 1, 100000},
-    {"period_ns", LOUPE_CFG_INT, 0, "0", "sample every N ns of CPU time instead (0 = frequency)",
-     0, INT64_MAX},
+constexpr loupe_config_key kOwnKeys[] = {
     {"sample", LOUPE_CFG_BOOL, 0, "true", "sample CPUs and attribute samples to regions"},
     {"file_backed", LOUPE_CFG_BOOL, 0, "false",
      "also track file-backed executable mappings (every shared library load)"},
@@ -32,12 +29,10 @@ constexpr loupe_config_key kKeys[] = {
      1048576},
     {"max_retired", LOUPE_CFG_INT, 0, "256", "removed regions kept per process until reported", 0,
      1048576},
-    {"pid", LOUPE_CFG_INT, 0, "0", "only this process (0 = the session's target or all)", 0,
-     INT32_MAX},
-    {"comm", LOUPE_CFG_STRING, 0, "\"\"", "only tasks with this command name (<= 15 chars)"},
-    {"cgroup", LOUPE_CFG_STRING, 0, "\"\"",
-     "only this cgroup v2: a path (/sys/fs/cgroup/...) or a numeric id"},
 };
+// No tid filter: a region one thread maps is executed by the others.
+constexpr auto kKeys = sdk::concat_keys(sdk::kSamplingKeys, kOwnKeys, sdk::kPidKey, sdk::kCommKey,
+                                        sdk::kCgroupKey);
 
 struct SkelDeleter {
   void operator()(jitregions_bpf* s) const { jitregions_bpf__destroy(s); }
@@ -50,20 +45,9 @@ class JitRegionsProfiler : public sdk::Profiler {
   void setup(const sdk::SetupArgs& args) override {
     host_ = std::make_unique<sdk::Host>(args.host);
     const auto& cfg = args.config;
-    spec_.frequency_hz = static_cast<std::uint64_t>(cfg.get_int("frequency", 99));
-    spec_.period_ns = static_cast<std::uint64_t>(cfg.get_int("period_ns", 0));
-    if (spec_.period_ns && spec_.period_ns < 10000)
-      throw sdk::Error(LOUPE_ERR_INVALID_ARG, "period_ns = " + std::to_string(spec_.period_ns) +
-                                                  ": below 10000 ns the sampling interrupt "
-                                                  "would dominate the CPU");
+    spec_ = sdk::read_sampling_spec(cfg);
     sample_ = cfg.get_bool("sample", true);
-    std::int64_t pid = cfg.get_int("pid", 0);
-    std::int64_t session_pid = sdk::session_target_pid(pid, args.session);
-    if (!pid) pid = session_pid;
-    std::string comm = cfg.get_string("comm", "");
-    if (comm.size() > JR_COMM_LEN - 1)
-      throw sdk::Error(LOUPE_ERR_INVALID_ARG,
-                       "comm = \"" + comm + "\" is longer than 15 characters");
+    const sdk::TargetFilter filter = sdk::read_target_filter(cfg, args.session);
     limits_.max_processes = static_cast<std::size_t>(cfg.get_int("max_processes", 1024));
     limits_.max_regions = static_cast<std::size_t>(cfg.get_int("max_regions", 4096));
     limits_.max_retired = static_cast<std::size_t>(cfg.get_int("max_retired", 256));
@@ -85,13 +69,7 @@ class JitRegionsProfiler : public sdk::Profiler {
                        std::string("opening the BPF object: ") + std::strerror(errno));
     auto* ro = skel_->rodata;
     ro->targ_file_backed = cfg.get_bool("file_backed", false);
-    ro->loupe_filter_tgid = static_cast<std::uint32_t>(pid);
-    if (!comm.empty()) {
-      std::memcpy(const_cast<char*>(ro->loupe_filter_comm), comm.c_str(), comm.size() + 1);
-      ro->loupe_filter_comm_on = true;
-    }
-    if (std::string cg = cfg.get_string("cgroup", ""); !cg.empty())
-      ro->loupe_filter_cgroup = cpusample::resolve_cgroup_id(cg);
+    sdk::write_target_filter(filter, ro);
     pkey_ = host_->tracepoint_exists("syscalls:sys_enter_pkey_mprotect");
     bpf_program__set_autoload(skel_->progs.jr_pkey_mprotect_enter, pkey_);
     bpf_program__set_autoload(skel_->progs.jr_pkey_mprotect_exit, pkey_);
@@ -139,7 +117,7 @@ class JitRegionsProfiler : public sdk::Profiler {
                          "attaching " + name + ": " + std::strerror(err));
     }
     if (sample_) {
-      cpusample::PerfEventSampler sampler(*host_, spec_);
+      sdk::PerfEventSampler sampler(*host_, spec_);
       int cpus = sampler.attach(p.jr_sample, "cpu-clock");
       host_->info("jitregions: sampling " + std::to_string(cpus) + " CPUs at " + spec_.describe());
     }
@@ -152,7 +130,7 @@ class JitRegionsProfiler : public sdk::Profiler {
  private:
   std::unique_ptr<sdk::Host> host_;
   std::unique_ptr<jitregions_bpf, SkelDeleter> skel_;
-  cpusample::SamplingSpec spec_;
+  sdk::SamplingSpec spec_;
   TableLimits limits_;
   bool sample_ = true;
   bool pkey_ = false;

@@ -3,10 +3,8 @@
 // The latency-pairs profiler: times entry -> exit for every target of the profile
 // (kernel functions, user functions, tracepoint pairs, syscalls) with one BPF object.
 #include <bpf/libbpf.h>
-#include <sys/stat.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -19,6 +17,7 @@
 #include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/records.hpp"
+#include "loupe/sdk/target_filter.hpp"
 #include "outlier_decoder.hpp"
 #include "probe_spec.hpp"
 #include "target_attacher.hpp"
@@ -36,7 +35,7 @@ constexpr loupe_config_key kTargetFields[] = {
     {"syscall", LOUPE_CFG_STRING, 0, nullptr, "syscall name: shorthand for its sys_enter/sys_exit pair"},
 };
 
-constexpr loupe_config_key kKeys[] = {
+constexpr loupe_config_key kOwnKeys[] = {
     {"targets", LOUPE_CFG_TABLE_LIST, LOUPE_CFG_REQUIRED, nullptr,
      "what to time: [[plugins.targets]] tables, one probe each", 0, 0, kTargetFields,
      static_cast<std::uint32_t>(std::size(kTargetFields))},
@@ -57,29 +56,13 @@ constexpr loupe_config_key kKeys[] = {
      "most per-pid/per-comm histograms kept (the rest is counted)", 1, 65536},
     {"max_entries", LOUPE_CFG_INT, 0, "10240", "size of the in-flight correlation map", 16,
      4194304},
-    {"pid", LOUPE_CFG_INT, 0, "0", "only this process (0 = the session's target or all)", 0,
-     INT32_MAX},
-    {"tid", LOUPE_CFG_INT, 0, "0", "only this thread (0 = all)", 0, INT32_MAX},
-    {"comm", LOUPE_CFG_STRING, 0, "\"\"", "only tasks with this command name (<= 15 chars)"},
-    {"cgroup", LOUPE_CFG_STRING, 0, "\"\"",
-     "only this cgroup v2: a path (/sys/fs/cgroup/...) or a numeric id"},
     {"missing_targets", LOUPE_CFG_STRING, 0, "\"error\"",
      "a target that cannot be traced: \"error\" fails the plugin, \"warn\" skips it"},
 };
+constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kTargetFilterKeys);
 
 std::optional<std::string> opt_string(const sdk::Config& c, const char* key) {
   return c.get_string(key);
-}
-
-std::uint64_t resolve_cgroup(const std::string& text) {
-  if (!text.empty() && std::all_of(text.begin(), text.end(), ::isdigit))
-    return std::stoull(text);
-  std::string path = text.rfind("/sys/fs/cgroup", 0) == 0 ? text : "/sys/fs/cgroup" + text;
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    throw sdk::Error(LOUPE_ERR_NOT_FOUND, "cgroup '" + text + "': " + path +
-                                              " is not a cgroup v2 directory");
-  return st.st_ino;  // cgroup v2 ids are the kernfs inode numbers
 }
 
 struct SkelDeleter {
@@ -102,16 +85,10 @@ class LatencyProfiler : public sdk::Profiler {
     if (missing != "error" && missing != "warn")
       throw sdk::Error(LOUPE_ERR_INVALID_ARG,
                        "missing_targets = \"" + missing + "\": expected \"error\" or \"warn\"");
-    std::int64_t pid = cfg.get_int("pid", 0);
-    std::int64_t session_pid = sdk::session_target_pid(pid, args.session);
     replay_ = args.session && LOUPE_ABI_HAS_FIELD(args.session, loupe_session_info, flags) &&
               (args.session->flags & LOUPE_SESSION_REPLAY);
-    if (!pid) pid = session_pid;
-    std::string comm = cfg.get_string("comm", "");
-    if (comm.size() > LAT_COMM_LEN - 1)
-      throw sdk::Error(LOUPE_ERR_INVALID_ARG, "comm = \"" + comm + "\" is longer than 15 "
-                                                  "characters (the kernel truncates comm to 15)");
-    std::string cgroup = cfg.get_string("cgroup", "");
+    const sdk::TargetFilter filter = sdk::read_target_filter(cfg, args.session);
+    const std::uint32_t pid = filter.pid;
     opts_.max_age_ns = static_cast<std::uint64_t>(cfg.get_int("max_age_ms", 10000)) * 1000000ull;
     opts_.linear = cfg.get_bool("linear_buckets", false);
     opts_.per_pid = cfg.get_bool("per_pid", false);
@@ -125,7 +102,7 @@ class LatencyProfiler : public sdk::Profiler {
                                                   std::to_string(LAT_MAX_TARGETS));
 
     auto libraries = LibraryResolver::from_system();
-    TargetResolver resolver(*host_, libraries, LAT_FENTRY_SLOTS);
+    TargetResolver resolver(*host_, libraries, LAT_FENTRY_SLOTS, static_cast<int>(pid));
     for (std::size_t i = 0; i < tables.size(); ++i) {
       const auto& t = tables[i];
       TargetSpec spec;
@@ -173,13 +150,7 @@ class LatencyProfiler : public sdk::Profiler {
     ro->targ_linear = opts_.linear;
     ro->targ_per_pid = opts_.per_pid;
     ro->targ_per_comm = opts_.per_comm;
-    ro->loupe_filter_tgid = static_cast<std::uint32_t>(pid);
-    ro->loupe_filter_tid = static_cast<std::uint32_t>(cfg.get_int("tid", 0));
-    if (!comm.empty()) {
-      std::memcpy(const_cast<char*>(ro->loupe_filter_comm), comm.c_str(), comm.size() + 1);
-      ro->loupe_filter_comm_on = true;
-    }
-    if (!cgroup.empty()) ro->loupe_filter_cgroup = resolve_cgroup(cgroup);
+    sdk::write_target_filter(filter, ro);
     outliers_on_ = ro->targ_outlier_ns != 0;
 
     bpf_map__set_max_entries(skel_->maps.starts,

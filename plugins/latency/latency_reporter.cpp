@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "loupe/sdk/histogram.hpp"
 #include "loupe/sdk/records.hpp"
 
 namespace loupe::latency {
@@ -34,8 +35,7 @@ LatencyReporter::LatencyReporter(const sdk::Host& host, ReporterMaps maps, Repor
       maps_(maps),
       opts_(opts),
       targets_(std::move(targets)),
-      expired_swept_(targets_.size(), 0),
-      ncpus_(libbpf_num_possible_cpus()) {}
+      expired_swept_(targets_.size(), 0) {}
 
 LatencyReporter::Swept LatencyReporter::sweep_starts(bool is_final) {
   Swept s{std::vector<std::uint64_t>(targets_.size(), 0),
@@ -70,46 +70,25 @@ LatencyReporter::Swept LatencyReporter::sweep_starts(bool is_final) {
 }
 
 lat_counters LatencyReporter::read_counters(std::uint32_t target) const {
-  std::vector<lat_counters> per_cpu(ncpus_);
-  lat_counters sum{};
-  if (bpf_map_lookup_elem(maps_.counters_fd, &target, per_cpu.data()) != 0) return sum;
-  for (const auto& c : per_cpu) {
-    sum.calls += c.calls;
-    sum.matched += c.matched;
-    sum.unmatched_exits += c.unmatched_exits;
-    sum.expired += c.expired;
-    sum.discarded += c.discarded;
-    sum.below_min += c.below_min;
-    sum.depth_overflow += c.depth_overflow;
-    sum.map_full += c.map_full;
-    sum.outliers += c.outliers;
-    sum.outliers_sampled_out += c.outliers_sampled_out;
-    sum.breakdown_overflow += c.breakdown_overflow;
-  }
-  return sum;
+  return sdk::read_per_cpu_sum<lat_counters>(maps_.counters_fd, &target);
 }
 
-MergedHist LatencyReporter::read_hist(int fd, const void* key) const {
-  std::vector<loupe_hist> per_cpu(ncpus_);
-  if (bpf_map_lookup_elem(fd, key, per_cpu.data()) != 0) return {};
-  return merge_per_cpu(per_cpu);
+loupe_hist LatencyReporter::read_hist(int fd, const void* key) const {
+  return sdk::hist_merge_per_cpu<loupe_hist>(sdk::read_per_cpu<loupe_hist>(fd, key));
 }
 
-void LatencyReporter::emit_hist(const std::string& key, const MergedHist& total,
+void LatencyReporter::emit_hist(const std::string& key, const loupe_hist& total,
                                 const std::vector<std::pair<std::string, std::string>>& labels) {
-  MergedHist report = total;
+  loupe_hist report = total;
   if (!is_final_) {
     auto it = previous_.find(key);
-    if (it != previous_.end()) report = interval_delta(total, it->second, opts_.linear);
+    if (it != previous_.end()) report = sdk::hist_interval_delta(total, it->second, opts_.linear);
     previous_[key] = total;
   }
   sdk::RecordBuilder rb(LOUPE_RECORD_HISTOGRAM, "latency");
   for (const auto& [k, v] : labels) rb.label(k, v);
   rb.final(is_final_).window(window_start_, window_end_);
-  rb.histogram(opts_.linear ? LOUPE_BUCKETS_LOG2_LINEAR : LOUPE_BUCKETS_LOG2,
-               opts_.linear ? LOUPE_HIST_SUB : 0, "ns", to_buckets(report, opts_.linear),
-               report.count, report.sum, report.min, report.max);
-  rb.emit(host_);
+  sdk::add_histogram(rb, "ns", report, opts_.linear).emit(host_);
 }
 
 void LatencyReporter::emit_target(std::uint32_t i, const lat_counters& c, const Swept& swept) {
@@ -169,7 +148,7 @@ void LatencyReporter::emit_breakdown() {
     first = false;
     key = next;
     if (key.target >= targets_.size()) continue;
-    MergedHist h = read_hist(maps_.breakdown_fd, &key);
+    loupe_hist h = read_hist(maps_.breakdown_fd, &key);
     const auto& t = targets_[key.target];
     std::vector<std::pair<std::string, std::string>> labels = {{"target", t.name},
                                                                {"mechanism", t.mechanism}};
@@ -193,7 +172,7 @@ void LatencyReporter::collect(bool is_final, std::uint64_t window_start_ns,
   window_end_ = window_end_ns;
   Swept swept = sweep_starts(is_final);
   for (std::uint32_t i = 0; i < targets_.size(); ++i) {
-    MergedHist h = read_hist(maps_.hists_fd, &i);
+    loupe_hist h = read_hist(maps_.hists_fd, &i);
     emit_hist("t/" + std::to_string(i), h,
               {{"target", targets_[i].name}, {"mechanism", targets_[i].mechanism}});
     emit_target(i, read_counters(i), swept);

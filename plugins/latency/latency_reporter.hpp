@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "hist_merge.hpp"
 #include "latency.h"
+#include "loupe/hist.h"
 #include "loupe/sdk/host.hpp"
 #include "outlier_decoder.hpp"
 
@@ -47,8 +47,8 @@ class LatencyReporter {
   };
   Swept sweep_starts(bool is_final);
   lat_counters read_counters(std::uint32_t target) const;
-  MergedHist read_hist(int fd, const void* key) const;
-  void emit_hist(const std::string& key, const MergedHist& total,
+  loupe_hist read_hist(int fd, const void* key) const;
+  void emit_hist(const std::string& key, const loupe_hist& total,
                  const std::vector<std::pair<std::string, std::string>>& labels);
   void emit_target(std::uint32_t i, const lat_counters& c, const Swept& swept);
   void emit_breakdown();
@@ -58,8 +58,7 @@ class LatencyReporter {
   ReporterOptions opts_;
   std::vector<TargetLabels> targets_;
   std::vector<std::uint64_t> expired_swept_;  // session totals
-  std::map<std::string, MergedHist> previous_;  // last interval's totals, by record key
-  int ncpus_;
+  std::map<std::string, loupe_hist> previous_;  // last interval's totals, by record key
   bool is_final_ = false;
   std::uint64_t window_start_ = 0, window_end_ = 0;
 };

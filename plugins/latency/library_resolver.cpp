@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "library_resolver.hpp"
 
+#include "loupe/sdk/library.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -14,18 +16,8 @@ namespace fs = std::filesystem;
 namespace loupe::latency {
 namespace {
 
-// "libc" / "c" / "libc.so" -> "libc.so"; "libc.so.6" stays as is.
-std::string soname_prefix(const std::string& name) {
-  std::string n = name.rfind("lib", 0) == 0 ? name : "lib" + name;
-  if (n.find(".so") == std::string::npos) n += ".so";
-  return n;
-}
-
-// True when `soname` is `prefix` or `prefix` followed by a version (".6", ".1.2").
-bool soname_matches(const std::string& soname, const std::string& prefix) {
-  if (soname.rfind(prefix, 0) != 0) return false;
-  return soname.size() == prefix.size() || soname[prefix.size()] == '.';
-}
+using sdk::soname_matches;
+using sdk::soname_prefix;
 
 bool is_elf_file(const fs::path& p) {
   std::error_code ec;
@@ -112,7 +104,7 @@ std::string LibraryResolver::from_path_env(const std::string& name) {
   return {};
 }
 
-std::string LibraryResolver::resolve(const std::string& binary) const {
+std::string LibraryResolver::resolve(const std::string& binary, int pid) const {
   if (binary.empty()) throw std::runtime_error("empty binary name");
   if (binary.find('/') != std::string::npos) {
     std::error_code ec;
@@ -123,6 +115,13 @@ std::string LibraryResolver::resolve(const std::string& binary) const {
     return fs::canonical(p, ec).string();
   }
   std::string prefix = soname_prefix(binary);
+  // The library the target process maps (through /proc/PID/root in another mount
+  // namespace), else the one loupe maps (sdk::locate_library's order): that is the file
+  // the calls go through. The ldconfig cache and the directories only serve libraries
+  // neither maps.
+  if (pid > 0)
+    if (std::string mapped = sdk::find_mapped_library(pid, binary); !mapped.empty()) return mapped;
+  if (std::string own = sdk::find_mapped_library(0, binary); !own.empty()) return own;
   std::string found = from_cache(prefix);
   if (found.empty()) found = from_dirs(prefix);
   if (found.empty() && binary.find(".so") == std::string::npos) found = from_path_env(binary);

@@ -19,8 +19,10 @@ class LibraryResolver {
   // Reads `ldconfig -p` and uses the usual multiarch directories.
   static LibraryResolver from_system();
 
-  // Throws std::runtime_error naming what was tried when nothing matches.
-  std::string resolve(const std::string& binary) const;
+  // A library name is looked up first in the mappings of `pid` (when > 0), then in loupe's
+  // own, then in the ldconfig cache and the library directories; an executable name in PATH. Throws
+  // std::runtime_error naming what was tried when nothing matches.
+  std::string resolve(const std::string& binary, int pid = 0) const;
 
  private:
   std::string from_cache(const std::string& soname_prefix) const;

@@ -3,8 +3,8 @@
 
 #include <stdexcept>
 
-#include "elf_symbols.hpp"
 #include "loupe/sdk/plugin.hpp"
+#include "loupe/sdk/uprobe.hpp"
 
 namespace loupe::latency {
 
@@ -29,8 +29,11 @@ std::string ResolvedTarget::probe_label() const {
 }
 
 TargetResolver::TargetResolver(const sdk::Host& host, const LibraryResolver& libraries,
-                               int fentry_slots)
-    : host_(host), libraries_(libraries), fentry_slots_left_(fentry_slots) {}
+                               int fentry_slots, int target_pid)
+    : host_(host),
+      libraries_(libraries),
+      fentry_slots_left_(fentry_slots),
+      target_pid_(target_pid) {}
 
 ResolvedTarget TargetResolver::resolve(const TargetSpec& spec) {
   switch (spec.kind) {
@@ -83,8 +86,9 @@ ResolvedTarget TargetResolver::resolve_user_function(const TargetSpec& spec) {
   ResolvedTarget t{spec};
   t.mechanism = Mechanism::kUprobe;
   try {
-    t.binary_path = libraries_.resolve(spec.binary);
-    t.file_offset = find_elf_function(t.binary_path, spec.symbol, spec.symbol_offset).file_offset;
+    t.binary_path = libraries_.resolve(spec.binary, target_pid_);
+    t.file_offset =
+        sdk::find_elf_function(t.binary_path, spec.symbol, spec.symbol_offset).file_offset;
   } catch (const std::runtime_error& e) {
     throw sdk::Error(LOUPE_ERR_NOT_FOUND, who + ": " + e.what());
   }

@@ -31,7 +31,9 @@ struct ResolvedTarget {
 
 class TargetResolver {
  public:
-  TargetResolver(const sdk::Host& host, const LibraryResolver& libraries, int fentry_slots);
+  // `target_pid` > 0: user-function libraries are looked up in that process's mappings first.
+  TargetResolver(const sdk::Host& host, const LibraryResolver& libraries, int fentry_slots,
+                 int target_pid = 0);
 
   // Throws sdk::Error (NOT_FOUND / UNSUPPORTED / INVALID_ARG) with the whole story.
   ResolvedTarget resolve(const TargetSpec& spec);
@@ -44,6 +46,7 @@ class TargetResolver {
   const sdk::Host& host_;
   const LibraryResolver& libraries_;
   int fentry_slots_left_;
+  int target_pid_;
   int next_fentry_slot_ = 0;
 };
 

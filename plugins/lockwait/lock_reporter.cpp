@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "loupe/sdk/percpu.hpp"
 #include "loupe/sdk/records.hpp"
 #include "wait_pattern.hpp"
 
@@ -46,15 +47,12 @@ std::vector<std::pair<K, V>> dump_hash(int fd) {
 
 LockReporter::LockReporter(const sdk::Host& host, ReporterMaps maps, ReporterOptions opts,
                            SymbolCache& symbols)
-    : host_(host), maps_(maps), opts_(std::move(opts)), symbols_(symbols),
-      ncpus_(libbpf_num_possible_cpus()) {}
+    : host_(host), maps_(maps), opts_(std::move(opts)), symbols_(symbols) {}
 
 std::vector<std::uint64_t> LockReporter::read_counters() const {
-  std::vector<std::uint64_t> sum(LW_C_NR, 0), per_cpu(ncpus_);
-  for (std::uint32_t i = 0; i < LW_C_NR; ++i) {
-    if (bpf_map_lookup_elem(maps_.counters_fd, &i, per_cpu.data()) != 0) continue;
-    for (auto v : per_cpu) sum[i] += v;
-  }
+  std::vector<std::uint64_t> sum(LW_C_NR, 0);
+  for (std::uint32_t i = 0; i < LW_C_NR; ++i)
+    sum[i] = sdk::read_per_cpu_sum<std::uint64_t>(maps_.counters_fd, &i);
   return sum;
 }
 

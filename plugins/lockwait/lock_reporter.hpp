@@ -57,7 +57,6 @@ class LockReporter {
   std::uint64_t first_window_start_ = 0;
   bool is_final_ = false;
   std::uint64_t window_start_ = 0, window_end_ = 0;
-  int ncpus_;
 };
 
 }  // namespace loupe::lockwait

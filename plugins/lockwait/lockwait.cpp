@@ -3,26 +3,25 @@
 // The lock-wait profiler: who waits, on which lock, for how long, and from where. User
 // space waits are futex wait syscalls; kernel waits are lock:contention_begin/end.
 #include <bpf/libbpf.h>
-#include <dlfcn.h>
-#include <pthread.h>
 
 #include <cstring>
 #include <memory>
 #include <string>
 
-#include "elf_function_offset.hpp"
 #include "lock_reporter.hpp"
 #include "lockwait.h"
 #include "lockwait.skel.h"
 #include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/records.hpp"
+#include "loupe/sdk/target_filter.hpp"
+#include "loupe/sdk/uprobe.hpp"
 #include "symbol_cache.hpp"
 
 namespace loupe::lockwait {
 namespace {
 
-constexpr loupe_config_key kKeys[] = {
+constexpr loupe_config_key kOwnKeys[] = {
     {"futex", LOUPE_CFG_BOOL, 0, "true", "trace user-space waits (futex wait syscalls)"},
     {"kernel", LOUPE_CFG_BOOL, 0, "true",
      "trace kernel lock contention (lock:contention_begin/end)"},
@@ -32,7 +31,7 @@ constexpr loupe_config_key kKeys[] = {
      "uprobes on libc pthread_mutex_lock/pthread_rwlock_*lock: the futex wait takes the "
      "stack seen there, which keeps the lock's direct caller (costs a uprobe per call)"},
     {"libc", LOUPE_CFG_STRING, 0, "\"\"",
-     "libc for pthread_stacks (default: the one loupe itself runs with)"},
+     "libc for pthread_stacks (default: the one the target process maps, else loupe's own)"},
     {"top", LOUPE_CFG_INT, 0, "10", "locks reported, by total wait", 1, 10000},
     {"stacks_per_lock", LOUPE_CFG_INT, 0, "20", "stack samples per reported lock (0 = all)", 0,
      100000},
@@ -45,22 +44,12 @@ constexpr loupe_config_key kKeys[] = {
     {"max_waiters", LOUPE_CFG_INT, 0, "16384", "distinct (lock, thread, stack) rows", 16,
      4194304},
     {"max_stacks", LOUPE_CFG_INT, 0, "8192", "distinct stacks kept", 16, 1048576},
-    {"pid", LOUPE_CFG_INT, 0, "0", "only this process (0 = the session's target or all)", 0,
-     INT32_MAX},
-    {"tid", LOUPE_CFG_INT, 0, "0", "only this thread (0 = all)", 0, INT32_MAX},
-    {"comm", LOUPE_CFG_STRING, 0, "\"\"", "only tasks with this command name (<= 15 chars)"},
 };
+constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kTargetFilterKeys);
 
 struct SkelDeleter {
   void operator()(lockwait_bpf* s) const { lockwait_bpf__destroy(s); }
 };
-
-std::string own_libc() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&pthread_mutex_lock), &info) && info.dli_fname)
-    return info.dli_fname;
-  return "/lib/x86_64-linux-gnu/libc.so.6";
-}
 
 }  // namespace
 
@@ -79,13 +68,7 @@ class LockwaitProfiler : public sdk::Profiler {
     if (!opts_.futex && !opts_.kernel)
       throw sdk::Error(LOUPE_ERR_INVALID_ARG, "futex = false and kernel = false: nothing to trace");
 
-    std::int64_t pid = cfg.get_int("pid", 0);
-    std::int64_t session_pid = sdk::session_target_pid(pid, args.session);
-    if (!pid) pid = session_pid;
-    std::string comm = cfg.get_string("comm", "");
-    if (comm.size() > 15)
-      throw sdk::Error(LOUPE_ERR_INVALID_ARG, "comm = \"" + comm + "\" is longer than 15 "
-                                                  "characters (the kernel truncates comm to 15)");
+    const sdk::TargetFilter filter = sdk::read_target_filter(cfg, args.session);
     check_features();
 
     skel_.reset(lockwait_bpf__open());
@@ -98,13 +81,8 @@ class LockwaitProfiler : public sdk::Profiler {
     ro->targ_user_stacks = cfg.get_bool("user_stacks", true);
     ro->targ_kernel_stacks = cfg.get_bool("kernel_stacks", true);
     ro->targ_pthread_stacks = opts_.pthread_stacks;
-    ro->loupe_filter_tgid = static_cast<std::uint32_t>(pid);
-    ro->loupe_filter_tid = static_cast<std::uint32_t>(cfg.get_int("tid", 0));
-    if (!comm.empty()) {
-      std::memcpy(const_cast<char*>(ro->loupe_filter_comm), comm.c_str(), comm.size() + 1);
-      ro->loupe_filter_comm_on = true;
-    }
-    target_pid_ = static_cast<int>(pid);
+    sdk::write_target_filter(filter, ro);
+    target_pid_ = static_cast<int>(filter.pid);
     auto size = [&](bpf_map* m, const char* key, std::int64_t def) {
       bpf_map__set_max_entries(m, static_cast<std::uint32_t>(cfg.get_int(key, def)));
     };
@@ -116,7 +94,7 @@ class LockwaitProfiler : public sdk::Profiler {
     choose_programs();
     if (opts_.pthread_stacks) {
       libc_ = cfg.get_string("libc", "");
-      if (libc_.empty()) libc_ = own_libc();
+      if (libc_.empty()) libc_ = sdk::locate_library(target_pid_, "libc");
     }
   }
 
@@ -217,9 +195,8 @@ class LockwaitProfiler : public sdk::Profiler {
 
   void attach_pthread() {
     for (const char* fn : {"pthread_mutex_lock", "pthread_rwlock_rdlock", "pthread_rwlock_wrlock"}) {
-      LIBBPF_OPTS(bpf_uprobe_opts, o, .func_name = fn);
-      std::uint64_t off = elf_function_offset(libc_, fn);
-      if (off) o.func_name = nullptr;
+      LIBBPF_OPTS(bpf_uprobe_opts, o);
+      std::uint64_t off = sdk::find_elf_function(libc_, fn).file_offset;
       bpf_link* link = bpf_program__attach_uprobe_opts(skel_->progs.lw_pthread_lock,
                                                        target_pid_ ? target_pid_ : -1,
                                                        libc_.c_str(), off, &o);

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Finds the ELF file that holds the process's allocator (normally the libc.so.6 it maps)
-// and attaches the entry uprobes and the shared return uprobe to each allocator function.
+// Attaches the entry uprobes and the shared return uprobe to each allocator function.
 #ifndef LOUPE_MEMALLOC_ALLOCATOR_ATTACHER_HPP
 #define LOUPE_MEMALLOC_ALLOCATOR_ATTACHER_HPP
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,9 +16,6 @@ namespace loupe::memalloc {
 
 // The allocator functions, in enum ma_func order, then free.
 const std::vector<std::string>& allocator_functions();
-
-// The libc.so.* mapped by `pid` (0 = this process), from /proc/PID/maps; empty if none.
-std::string libc_of(int pid);
 
 class AllocatorAttacher {
  public:
@@ -32,7 +29,7 @@ class AllocatorAttacher {
       const std::vector<std::string>& functions);
 
  private:
-  bool attach_one(const std::string& func, std::string& why);
+  bool attach_one(const std::string& func, std::uint64_t offset, std::string& why);
 
   const sdk::Host& host_;
   memalloc_bpf* skel_;

@@ -22,7 +22,9 @@
 #include "allocator_attacher.hpp"
 #include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/ring.hpp"
+#include "loupe/sdk/library.hpp"
 #include "loupe/sdk/records.hpp"
+#include "loupe/sdk/target_filter.hpp"
 #include "memalloc.skel.h"
 #include "memalloc_reporter.hpp"
 #include "sample_scaling.hpp"
@@ -31,9 +33,7 @@
 namespace loupe::memalloc {
 namespace {
 
-constexpr loupe_config_key kKeys[] = {
-    {"pid", LOUPE_CFG_INT, 0, "0", "the process to profile (0 = the session's target)", 0,
-     INT32_MAX},
+constexpr loupe_config_key kOwnKeys[] = {
     {"binary", LOUPE_CFG_STRING, 0, "\"\"",
      "ELF file holding the allocator (default: the libc.so.6 the target maps); without a pid, "
      "every process that maps it"},
@@ -65,6 +65,9 @@ constexpr loupe_config_key kKeys[] = {
      4194304},
     {"max_threads", LOUPE_CFG_INT, 0, "16384", "allocator calls in flight (threads)", 16, 4194304},
 };
+// Only a pid: a tid, comm or cgroup filter would hide frees from other threads and
+// report their blocks as leaks.
+constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kPidKey);
 
 struct SkelDeleter {
   void operator()(memalloc_bpf* s) const { memalloc_bpf__destroy(s); }
@@ -83,10 +86,8 @@ class MemallocProfiler : public sdk::Profiler {
   void setup(const sdk::SetupArgs& args) override {
     host_ = std::make_unique<sdk::Host>(args.host);
     const auto& cfg = args.config;
-    std::int64_t pid = cfg.get_int("pid", 0);
-    std::int64_t session_pid = sdk::session_target_pid(pid, args.session);
-    if (!pid) pid = session_pid;
-    pid_ = static_cast<int>(pid);
+    const sdk::TargetFilter filter = sdk::read_target_filter(cfg, args.session);
+    pid_ = static_cast<int>(filter.pid);
     user_ = cfg.get_bool("user", true);
     kernel_ = cfg.get_bool("kernel", false);
     kernel_pages_ = cfg.get_bool("kernel_pages", false);
@@ -121,12 +122,7 @@ class MemallocProfiler : public sdk::Profiler {
       if (binary_.empty()) {
         // A held `loupe run -- cmd` child still runs loupe's image: it will exec with
         // the same system libc, which is also what this process maps.
-        binary_ = libc_of(pid_);
-        if (binary_.empty()) binary_ = libc_of(0);
-        if (binary_.empty())
-          throw sdk::Error(LOUPE_ERR_NOT_FOUND, "cannot find libc in /proc/" +
-                                                    std::to_string(pid_) +
-                                                    "/maps: give the allocator's file as binary");
+        binary_ = sdk::locate_library(pid_, "libc");
       } else if (::access(binary_.c_str(), R_OK) != 0) {
         throw sdk::Error(LOUPE_ERR_NOT_FOUND,
                          "binary = \"" + binary_ + "\": " + std::strerror(errno));
@@ -151,7 +147,7 @@ class MemallocProfiler : public sdk::Profiler {
     ro->targ_sample_bytes = sample_bytes_;
     ro->targ_kernel_user_stacks = cfg.get_bool("kernel_user_stacks", true);
     ro->targ_page_size = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-    ro->loupe_filter_tgid = static_cast<std::uint32_t>(pid_);
+    sdk::write_target_filter(filter, ro);
 
     opts_.top = static_cast<std::size_t>(cfg.get_int("top", 0));
     opts_.min_age_ns = static_cast<std::uint64_t>(cfg.get_int("min_age_ms", 0)) * 1000000ull;

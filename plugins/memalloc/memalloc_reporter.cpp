@@ -8,6 +8,7 @@
 
 #include "allocator_attacher.hpp"
 #include "loupe/hist.h"
+#include "loupe/sdk/histogram.hpp"
 #include "loupe/sdk/records.hpp"
 
 namespace loupe::memalloc {
@@ -64,19 +65,8 @@ SiteTable MemallocReporter::read_sites() const {
 }
 
 ma_counters MemallocReporter::read_counters() const {
-  int ncpu = libbpf_num_possible_cpus();
-  ma_counters total{};
-  if (ncpu <= 0) return total;
-  std::vector<ma_counters> per(static_cast<std::size_t>(ncpu));
   std::uint32_t zero = 0;
-  if (bpf_map_lookup_elem(maps_.counters_fd, &zero, per.data()) != 0) return total;
-  constexpr std::size_t kWords = sizeof(ma_counters) / sizeof(__u64);
-  auto* t = reinterpret_cast<__u64*>(&total);
-  for (const auto& c : per) {
-    const auto* w = reinterpret_cast<const __u64*>(&c);
-    for (std::size_t i = 0; i < kWords; ++i) t[i] += w[i];
-  }
-  return total;
+  return sdk::read_per_cpu_sum<ma_counters>(maps_.counters_fd, &zero);
 }
 
 void MemallocReporter::emit_metric(const std::string& name, const char* unit, double v,
@@ -130,24 +120,13 @@ void MemallocReporter::emit_sites(const std::vector<SiteRow>& rows, bool is_fina
 }
 
 void MemallocReporter::emit_histogram(bool is_final) {
-  int ncpu = libbpf_num_possible_cpus();
-  if (ncpu <= 0) return;
-  std::vector<loupe_hist> per(static_cast<std::size_t>(ncpu));
   std::uint32_t zero = 0;
-  if (bpf_map_lookup_elem(maps_.sizes_fd, &zero, per.data()) != 0) return;
-  std::vector<std::uint64_t> slots(LOUPE_HIST_LOG2_SLOTS, 0);
-  std::uint64_t count = 0, sum = 0, min = 0, max = 0;
-  for (const auto& h : per) {
-    if (h.count == 0) continue;
-    for (std::size_t i = 0; i < slots.size(); ++i) slots[i] += h.slots[i];
-    if (count == 0 || h.min < min) min = h.min;
-    max = std::max<std::uint64_t>(max, h.max);
-    count += h.count;
-    sum += h.sum;
-  }
+  auto per_cpu = sdk::read_per_cpu<loupe_hist>(maps_.sizes_fd, &zero);
+  if (per_cpu.empty()) return;
+  loupe_hist total = sdk::hist_merge_per_cpu<loupe_hist>(per_cpu);
   sdk::RecordBuilder rb(LOUPE_RECORD_HISTOGRAM, "alloc_size");
   rb.final(is_final).window(win_start_, win_end_).label("sampling", scaling_.describe());
-  rb.log2_histogram("bytes", slots, count, sum, min, max).emit(host_);
+  sdk::add_histogram(rb, "bytes", total).emit(host_);
 }
 
 void MemallocReporter::collect(bool is_final, std::uint64_t window_start_ns,

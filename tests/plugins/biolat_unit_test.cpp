@@ -11,6 +11,7 @@
 
 #include "bio_hist.hpp"
 #include "device_names.hpp"
+#include "loupe/sdk/histogram.hpp"
 #include "rq_prototype.hpp"
 
 namespace fs = std::filesystem;
@@ -106,7 +107,7 @@ TEST(BioHist, MergeAndIntervalDelta) {
   EXPECT_EQ(m.bytes, 12288u);
   EXPECT_EQ(m.sequential, 1u);
   EXPECT_EQ(m.queue.count, 0u);
-  auto buckets = to_buckets(m.total);
+  auto buckets = loupe::sdk::hist_buckets(m.total);
   ASSERT_EQ(buckets.size(), 3u);
   EXPECT_EQ(buckets[0].lower, 512u);
   EXPECT_EQ(buckets[0].upper, 1024u);

@@ -1,15 +1,9 @@
-# cpusample: unit tests of the sampler helpers (no privileges) and CLI end-to-end tests
-# on the real kernel (root + the loupe binary).
+# cpusample: CLI end-to-end tests on the real kernel (root + the loupe binary). The sampler
+# helpers are the SDK's (loupe/sdk/perf_event.hpp), unit-tested in sdk_helpers_tests.cmake.
 add_executable(cpu_spin ${CMAKE_SOURCE_DIR}/tests/workloads/cpu_spin.c)
 # Frame pointers so user stacks walk to main.
 target_compile_options(cpu_spin PRIVATE -O1 -fno-omit-frame-pointer -Wall -Wextra)
 set_target_properties(cpu_spin PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/workloads)
-
-add_executable(cpusample_unit_test ${CMAKE_CURRENT_LIST_DIR}/cpusample_unit_test.cpp)
-target_compile_options(cpusample_unit_test PRIVATE ${LOUPE_WARNINGS})
-target_link_libraries(cpusample_unit_test PRIVATE loupe_cpusample_support GTest::gtest_main)
-add_test(NAME cpusample_unit_test COMMAND cpusample_unit_test)
-set_tests_properties(cpusample_unit_test PROPERTIES LABELS "plugins" TIMEOUT 30)
 
 add_executable(cpusample_e2e_test ${CMAKE_CURRENT_LIST_DIR}/cpusample_e2e_test.cpp)
 target_compile_options(cpusample_e2e_test PRIVATE ${LOUPE_WARNINGS})

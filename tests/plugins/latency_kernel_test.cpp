@@ -12,8 +12,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -412,4 +415,68 @@ TEST_F(LatencyKernel, CommFilterThatMatchesNothingReportsASilentProbe) {
   cfg.values["comm"] = std::string("a-command-name-too-long");
   EXPECT_EQ(bad.setup(host, cfg, child.pid()), LOUPE_ERR_INVALID_ARG);
   EXPECT_NE(bad.error().find("longer than 15"), std::string::npos) << bad.error();
+}
+
+// The mount point of the cgroup2 file system ("" if none): /sys/fs/cgroup on a unified
+// layout, /sys/fs/cgroup/unified on a hybrid one (as on the project's machines).
+static std::string cgroup2_mount() {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string id, parent, dev, root, mount, word;
+    f >> id >> parent >> dev >> root >> mount;
+    while (f >> word && word != "-") {
+    }
+    if (f >> word && word == "cgroup2") return mount;
+  }
+  return {};
+}
+
+// `cgroup = "name"` is a path relative to the cgroup2 mount, wherever that is mounted (it
+// used to be joined to /sys/fs/cgroup without a slash: "/sys/fs/cgroupname"). System-wide,
+// only the child moved into the cgroup is counted; this process's nanosleeps stay out.
+TEST_F(LatencyKernel, CgroupFilterTakesANameRelativeToTheCgroup2Mount) {
+  std::string mount = cgroup2_mount();
+  if (mount.empty()) GTEST_SKIP() << "no cgroup2 file system mounted";
+  const std::string name = "loupe-latency-test-" + std::to_string(getpid());
+  const std::string dir = mount + "/" + name;
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    GTEST_SKIP() << "cannot create " << dir << ": " << std::strerror(errno);
+  struct RemoveDir {
+    std::string d;
+    ~RemoveDir() { ::rmdir(d.c_str()); }
+  } remove_dir{dir};
+  FakeHost host;
+  HeldChild child({kWorkload, "0", "0", "0", "0", "3"});
+  {
+    std::ofstream procs(dir + "/cgroup.procs");
+    procs << child.pid() << std::flush;
+    if (!procs) GTEST_SKIP() << "cannot move the child into " << dir;
+  }
+  Plugin plugin;
+  loupe_config cfg;
+  cfg.values["targets"] = loupe_config::List{target("syscall", "nanosleep", "nanosleep")};
+  cfg.values["min_duration_ns"] = std::int64_t{1000};
+  cfg.values["cgroup"] = name;
+  ASSERT_EQ(plugin.setup(host, cfg, 0), LOUPE_OK) << plugin.error();
+  ASSERT_EQ(plugin.start(), LOUPE_OK) << plugin.error();
+  for (int i = 0; i < 5; ++i) {
+    timespec ts{0, 1000000};
+    syscall(SYS_nanosleep, &ts, nullptr);
+  }
+  ASSERT_EQ(child.run_to_exit(), 0);
+  host.detach_all();
+  ASSERT_EQ(plugin.collect(true), LOUPE_OK);
+  EXPECT_EQ(metric(host, "calls", "nanosleep"), 3);
+
+  // The same cgroup by absolute path, and a name that is no cgroup, with the message.
+  Plugin by_path;
+  cfg.values["cgroup"] = dir;
+  EXPECT_EQ(by_path.setup(host, cfg, 0), LOUPE_OK) << by_path.error();
+  Plugin missing;
+  cfg.values["cgroup"] = std::string("no-such-cgroup-here");
+  EXPECT_EQ(missing.setup(host, cfg, 0), LOUPE_ERR_NOT_FOUND);
+  EXPECT_NE(missing.error().find("is not a cgroup v2 directory"), std::string::npos)
+      << missing.error();
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Unit tests of the latency plugin's helpers: target parsing, library and symbol
-// resolution, histogram merging, and the mechanism choice with its error messages.
+// Unit tests of the latency plugin's helpers: target parsing, library and symbol resolution
+// (the SDK's ELF lookup on the workload), and the mechanism choice with its error messages.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -9,16 +9,16 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "elf_symbols.hpp"
-#include "hist_merge.hpp"
 #include "latency.h"
 #include "latency_fake_host.hpp"
 #include "library_resolver.hpp"
 #include "loupe/sdk/plugin.hpp"
+#include "loupe/sdk/uprobe.hpp"
 #include "probe_spec.hpp"
 #include "target_resolver.hpp"
 
 using namespace loupe::latency;
+using loupe::sdk::find_elf_function;
 
 namespace {
 
@@ -155,61 +155,6 @@ TEST(LatencyElfSymbols, ResolvesWorkloadFunctionsToFileOffsets) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("IFUNC"), std::string::npos) << e.what();
   }
-}
-
-TEST(LatencyHistMerge, SlotBoundsInvertTheBpfSlotFunctions) {
-  EXPECT_EQ(log2_slot_bounds(0).lower, 0u);
-  EXPECT_EQ(log2_slot_bounds(0).upper, 2u);
-  EXPECT_EQ(log2_slot_bounds(21).lower, 2097152u);
-  EXPECT_EQ(log2_slot_bounds(63).upper, UINT64_MAX);
-  // The same arithmetic as loupe_linear_slot() in hist.bpf.h, checked at many values.
-  auto slot_of = [](std::uint64_t v) -> std::uint32_t {
-    if (v < LOUPE_HIST_SUB) return static_cast<std::uint32_t>(v);
-    std::uint32_t e = 63 - __builtin_clzll(v);
-    return (e - LOUPE_HIST_SUB_BITS + 1) * LOUPE_HIST_SUB +
-           static_cast<std::uint32_t>((v >> (e - LOUPE_HIST_SUB_BITS)) & (LOUPE_HIST_SUB - 1));
-  };
-  for (std::uint64_t v : std::initializer_list<std::uint64_t>{
-           0, 1, 7, 8, 9, 15, 16, 17, 1000, 2047, 2048, 3000000, 5000000, (1ull << 40) + 12345,
-           UINT64_MAX}) {
-    auto b = linear_slot_bounds(slot_of(v));
-    EXPECT_LE(b.lower, v) << v;
-    if (b.upper != UINT64_MAX) {
-      EXPECT_LT(v, b.upper) << v;
-    }
-  }
-  // Adjacent slots tile the line without gaps.
-  for (std::uint32_t s = 0; s + 1 < LOUPE_HIST_LINEAR_SLOTS; ++s)
-    ASSERT_EQ(linear_slot_bounds(s).upper, linear_slot_bounds(s + 1).lower) << s;
-}
-
-TEST(LatencyHistMerge, MergesCpusAndComputesIntervalDeltas) {
-  std::vector<loupe_hist> cpus(3);
-  std::memset(cpus.data(), 0, sizeof(loupe_hist) * cpus.size());
-  cpus[0].count = 2; cpus[0].sum = 3000; cpus[0].min = 1000; cpus[0].max = 2000;
-  cpus[0].slots[9] = 1; cpus[0].slots[10] = 1;
-  cpus[2].count = 1; cpus[2].sum = 600; cpus[2].min = 600; cpus[2].max = 600;
-  cpus[2].slots[9] = 1;  // cpu 1 saw nothing: its min of 0 must not win
-  auto m = merge_per_cpu(cpus);
-  EXPECT_EQ(m.count, 3u);
-  EXPECT_EQ(m.sum, 3600u);
-  EXPECT_EQ(m.min, 600u);
-  EXPECT_EQ(m.max, 2000u);
-  auto b = to_buckets(m, false);
-  ASSERT_EQ(b.size(), 2u);
-  EXPECT_EQ(b[0].lower, 512u);
-  EXPECT_EQ(b[0].count, 2u);
-  EXPECT_EQ(b[1].lower, 1024u);
-
-  auto later = m;
-  later.count += 2; later.sum += 9000; later.max = 5000;
-  later.slots[12] += 2;  // [4096, 8192)
-  auto d = interval_delta(later, m, false);
-  EXPECT_EQ(d.count, 2u);
-  EXPECT_EQ(d.sum, 9000u);
-  EXPECT_EQ(d.min, 4096u);  // the interval's lowest bucket bound
-  EXPECT_EQ(d.max, 5000u);  // clamped by the session max
-  ASSERT_EQ(to_buckets(d, false).size(), 1u);
 }
 
 TEST(LatencyTargetResolver, KernelFunctionWithoutFentryOrKprobesSaysWhyAndSuggestsATracepoint) {

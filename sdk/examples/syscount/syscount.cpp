@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "loupe/sdk.hpp"
+#include "loupe/sdk/target_filter.hpp"
 #include "syscall_names.hpp"
 #include "syscount.h"
 #include "syscount.skel.h"
@@ -27,13 +28,7 @@ using loupe::sdk::Error;
 
 constexpr const char* kTracepoint = "raw_syscalls:sys_enter";
 
-constexpr loupe_config_key kKeys[] = {
-    {.name = "pid",
-     .type = LOUPE_CFG_INT,
-     .default_value = "0",
-     .help = "process (tgid) to count; 0 = the session's target process, or system-wide",
-     .min_int = 0,
-     .max_int = std::numeric_limits<std::int32_t>::max()},
+constexpr loupe_config_key kOwnKeys[] = {
     {.name = "per_process",
      .type = LOUPE_CFG_BOOL,
      .default_value = "false",
@@ -45,6 +40,8 @@ constexpr loupe_config_key kKeys[] = {
      .min_int = 0,
      .max_int = SYSCOUNT_MAX_ENTRIES},
 };
+// The pid, tid, comm and cgroup filters of loupe/filter.bpf.h, declared by the SDK.
+constexpr auto kKeys = loupe::sdk::concat_keys(kOwnKeys, loupe::sdk::kTargetFilterKeys);
 
 struct SkelDeleter {
   void operator()(syscount_bpf* s) const { syscount_bpf__destroy(s); }
@@ -62,9 +59,6 @@ class SyscountProfiler : public loupe::sdk::Profiler {
     host_.emplace(args.host);
     per_process_ = args.config.get_bool("per_process", false);
     top_ = static_cast<std::size_t>(args.config.get_int("top", 20));
-    std::int64_t pid = args.config.get_int("pid", 0);
-    if (pid == 0 && args.session != nullptr) pid = args.session->target_pid;
-
     std::string why;
     if (!host_->feature("tracepoint", &why))
       throw Error(LOUPE_ERR_UNSUPPORTED, "tracepoint programs unavailable: " + why);
@@ -76,9 +70,10 @@ class SyscountProfiler : public loupe::sdk::Profiler {
 
     skel_.reset(syscount_bpf__open());
     if (!skel_) throw Error(LOUPE_ERR_RESOURCE, std::string("open BPF object: ") + std::strerror(errno));
-    skel_->rodata->loupe_filter_tgid = static_cast<__u32>(pid);
+    // pid (default: the session's target), tid, comm, cgroup -> the loupe_filter_* knobs.
+    const auto filter = loupe::sdk::apply_target_filter(args.config, args.session, skel_->rodata);
     skel_->rodata->targ_per_process = per_process_;
-    host_->debug("syscount: pid=" + std::to_string(pid) +
+    host_->debug("syscount: pid=" + std::to_string(filter.pid) +
                  " per_process=" + (per_process_ ? "true" : "false"));
   }
 

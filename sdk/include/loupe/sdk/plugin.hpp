@@ -17,6 +17,7 @@
 #ifndef LOUPE_SDK_PLUGIN_HPP
 #define LOUPE_SDK_PLUGIN_HPP
 
+#include <array>
 #include <cstdint>
 #include <exception>
 #include <span>
@@ -170,10 +171,10 @@ struct Shims {
   }
 };
 
-template <typename T, std::size_t N>
+template <typename T>
 constexpr loupe_plugin_descriptor make_descriptor(const char* name, const char* version,
                                                   const char* description,
-                                                  const loupe_config_key (&keys)[N]) {
+                                                  const loupe_config_key* keys, std::size_t N) {
   loupe_plugin_descriptor d{};
   d.size = sizeof(loupe_plugin_descriptor);
   d.abi_major = LOUPE_ABI_MAJOR;
@@ -196,11 +197,27 @@ constexpr loupe_plugin_descriptor make_descriptor(const char* name, const char* 
   return d;
 }
 
+template <typename T, std::size_t N>
+constexpr loupe_plugin_descriptor make_descriptor(const char* name, const char* version,
+                                                  const char* description,
+                                                  const loupe_config_key (&keys)[N]) {
+  return make_descriptor<T>(name, version, description, keys, N);
+}
+
+// A schema built with concat_keys() (loupe/sdk/target_filter.hpp) is a std::array.
+template <typename T, std::size_t N>
+constexpr loupe_plugin_descriptor make_descriptor(const char* name, const char* version,
+                                                  const char* description,
+                                                  const std::array<loupe_config_key, N>& keys) {
+  return make_descriptor<T>(name, version, description, keys.data(), N);
+}
+
 }  // namespace detail
 }  // namespace loupe::sdk
 
 // Generates the exported entry symbol and the C shims for one plugin class.
-// `keys` is a static array of loupe_config_key (use loupe::sdk::kNoKeys when there are none).
+// `keys` is a static array of loupe_config_key, C-style or the std::array concat_keys() makes
+// (use loupe::sdk::kNoKeys when there are none).
 #define LOUPE_PLUGIN_DEFINE(CLASS, NAME, VERSION, DESCRIPTION, KEYS)                  \
   extern "C" LOUPE_ABI_EXPORT const loupe_plugin_descriptor* loupe_plugin_entry(void) { \
     static const loupe_plugin_descriptor descriptor =                                  \

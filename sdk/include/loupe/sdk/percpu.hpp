@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Reading per-CPU maps (PERCPU_ARRAY / PERCPU_HASH): one value per possible CPU, and the
+// counters structs every profiler keeps summed over the CPUs. histogram.hpp merges
+// per-CPU histograms on top of this.
+//
+//   lat_counters c = sdk::read_per_cpu_sum<lat_counters>(bpf_map__fd(skel->maps.counters), &i);
+#ifndef LOUPE_SDK_PERCPU_HPP
+#define LOUPE_SDK_PERCPU_HPP
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+namespace loupe::sdk {
+
+// One entry of a per-CPU map (PERCPU_ARRAY / PERCPU_HASH), one value per possible CPU;
+// empty when the key is absent or the lookup fails.
+template <typename V>
+std::vector<V> read_per_cpu(int map_fd, const void* key) {
+  int ncpu = libbpf_num_possible_cpus();
+  if (ncpu <= 0) return {};
+  std::vector<V> per_cpu(static_cast<std::size_t>(ncpu));
+  if (bpf_map_lookup_elem(map_fd, key, per_cpu.data()) != 0) return {};
+  return per_cpu;
+}
+
+// One entry of a per-CPU map of counters summed over the CPUs: V is a __u64 or a struct of
+// __u64 counters only (the BPF side's counter structs), summed field by field. Zero when
+// the key is absent.
+template <typename V>
+V read_per_cpu_sum(int map_fd, const void* key) {
+  static_assert(std::is_trivially_copyable_v<V> && sizeof(V) % sizeof(std::uint64_t) == 0 &&
+                    alignof(V) == alignof(std::uint64_t),
+                "read_per_cpu_sum sums structs of __u64 counters");
+  constexpr std::size_t kWords = sizeof(V) / sizeof(std::uint64_t);
+  std::uint64_t sum[kWords] = {};
+  for (const V& v : read_per_cpu<V>(map_fd, key)) {
+    std::uint64_t words[kWords];
+    std::memcpy(words, &v, sizeof(V));
+    for (std::size_t i = 0; i < kWords; ++i) sum[i] += words[i];
+  }
+  V out;
+  std::memcpy(&out, sum, sizeof(V));
+  return out;
+}
+
+}  // namespace loupe::sdk
+
+#endif  // LOUPE_SDK_PERCPU_HPP

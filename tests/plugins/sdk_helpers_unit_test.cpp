@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Unit tests of the SDK's user-space twins of the BPF helpers (loupe/sdk/target_filter.hpp,
+// histogram.hpp, percpu.hpp, library.hpp, uprobe.hpp, perf_event.hpp): no BPF object; only
+// the per-CPU map test needs root.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "latency_fake_host.hpp"
+#include "loupe/sdk/histogram.hpp"
+#include "loupe/sdk/library.hpp"
+#include "loupe/sdk/percpu.hpp"
+#include "loupe/sdk/perf_event.hpp"
+#include "loupe/sdk/target_filter.hpp"
+#include "loupe/sdk/uprobe.hpp"
+
+namespace fs = std::filesystem;
+namespace sdk = loupe::sdk;
+
+namespace {
+
+// This machine's hybrid layout: cgroup v1 controllers under a tmpfs at /sys/fs/cgroup and
+// the cgroup2 hierarchy at /sys/fs/cgroup/unified.
+const char* kHybridMountinfo =
+    "22 1 0:21 / /sys rw,nosuid - sysfs sysfs rw\n"
+    "30 22 0:27 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+    "31 30 0:28 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+    "39 30 0:36 / /sys/fs/cgroup/systemd rw,relatime shared:9 - cgroup cgroup rw,name=systemd\n"
+    "40 30 0:37 / /sys/fs/cgroup/unified rw,relatime shared:10 - cgroup2 cgroup2 rw\n";
+
+// A scratch tree standing in for a cgroup2 mount: <root>/cg/system.slice/x.service.
+class SdkCgroupTree : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/loupe-sdk-cg-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    mount_ = root_ + "/cg";
+    fs::create_directories(mount_ + "/system.slice/x.service");
+    mountinfo_ = "30 22 0:27 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n"
+                 "40 30 0:37 / " + mount_ + " rw - cgroup2 cgroup2 rw\n";
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  std::uint64_t ino(const std::string& p) {
+    struct stat st {};
+    EXPECT_EQ(::stat(p.c_str(), &st), 0) << p;
+    return st.st_ino;
+  }
+  std::string error_of(const std::string& text, const std::string& mountinfo) {
+    try {
+      sdk::resolve_cgroup_id(text, mountinfo);
+    } catch (const sdk::Error& e) {
+      EXPECT_EQ(e.status(), LOUPE_ERR_NOT_FOUND);
+      return e.what();
+    }
+    return "";
+  }
+  std::string root_, mount_, mountinfo_;
+};
+
+struct FakeRodata {
+  volatile std::uint32_t loupe_filter_tgid = 0;
+  volatile std::uint32_t loupe_filter_tid = 0;
+  volatile std::uint64_t loupe_filter_cgroup = 0;
+  volatile char loupe_filter_comm[16] = {};
+  volatile bool loupe_filter_comm_on = false;
+};
+
+}  // namespace
+
+TEST(SdkTargetFilter, KeysAreDeclaredOnceAndAppendToAPluginSchema) {
+  constexpr loupe_config_key own[] = {{"top", LOUPE_CFG_INT, 0, "10", "rows", 1, 100}};
+  constexpr auto keys = sdk::concat_keys(own, sdk::kTargetFilterKeys);
+  static_assert(keys.size() == 5);
+  EXPECT_STREQ(keys[0].name, "top");
+  EXPECT_STREQ(keys[1].name, "pid");
+  EXPECT_STREQ(keys[2].name, "tid");
+  EXPECT_STREQ(keys[3].name, "comm");
+  EXPECT_STREQ(keys[4].name, "cgroup");
+  constexpr auto some = sdk::concat_keys(own, sdk::kPidKey, sdk::kCgroupKey);
+  static_assert(some.size() == 3);
+  EXPECT_STREQ(some[2].name, "cgroup");
+}
+
+TEST(SdkTargetFilter, Cgroup2MountsFromMountinfo) {
+  EXPECT_EQ(sdk::cgroup2_mounts(kHybridMountinfo),
+            (std::vector<std::string>{"/sys/fs/cgroup/unified"}));
+  EXPECT_TRUE(sdk::cgroup2_mounts("30 22 0:27 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n").empty());
+  EXPECT_EQ(sdk::cgroup2_mounts("40 30 0:37 / /mnt/my\\040cg rw - cgroup2 none rw\n"),
+            (std::vector<std::string>{"/mnt/my cg"}));
+}
+
+// "system.slice" is relative to the cgroup2 mount: joined with a slash, wherever the mount
+// is (latency joined it to /sys/fs/cgroup without one, cpusample assumed /sys/fs/cgroup).
+TEST_F(SdkCgroupTree, RelativeNamesResolveAgainstTheCgroup2Mount) {
+  const std::uint64_t slice = ino(mount_ + "/system.slice");
+  EXPECT_EQ(sdk::resolve_cgroup_id("system.slice", mountinfo_), slice);
+  EXPECT_EQ(sdk::resolve_cgroup_id("/system.slice", mountinfo_), slice);  // as /proc/PID/cgroup shows it
+  EXPECT_EQ(sdk::resolve_cgroup_id("system.slice/x.service", mountinfo_),
+            ino(mount_ + "/system.slice/x.service"));
+  EXPECT_EQ(sdk::resolve_cgroup_id(mount_ + "/system.slice", mountinfo_), slice);  // absolute
+  EXPECT_EQ(sdk::resolve_cgroup_id(mount_, mountinfo_), ino(mount_));
+  EXPECT_EQ(sdk::resolve_cgroup_id("4242", mountinfo_), 4242u);  // an id, taken as is
+}
+
+TEST_F(SdkCgroupTree, MissingCgroupOrNoCgroup2SaysWhy) {
+  std::string m = error_of("nope.slice", mountinfo_);
+  EXPECT_NE(m.find("cgroup 'nope.slice': " + mount_ + "/nope.slice is not a cgroup v2 directory"),
+            std::string::npos)
+      << m;
+  m = error_of("system.slice", "30 22 0:27 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n");
+  EXPECT_NE(m.find("no cgroup v2 file system is mounted"), std::string::npos) << m;
+}
+
+TEST(SdkTargetFilter, ReadsChecksAndWritesTheRodataKnobs) {
+  loupe::test::FakeHost host;
+  loupe_config conf;
+  conf.values["tid"] = std::int64_t{7};
+  conf.values["comm"] = std::string("worker");
+  sdk::Config cfg(host.services(), &conf);
+  loupe_session_info session{};
+  session.size = sizeof(session);
+  session.target_pid = 1234;
+  FakeRodata ro;
+  auto f = sdk::apply_target_filter(cfg, &session, &ro);
+  EXPECT_EQ(f.pid, 1234u);  // pid 0 = the session's target
+  EXPECT_EQ(ro.loupe_filter_tgid, 1234u);
+  EXPECT_EQ(ro.loupe_filter_tid, 7u);
+  EXPECT_EQ(ro.loupe_filter_cgroup, 0u);
+  EXPECT_TRUE(ro.loupe_filter_comm_on);
+  EXPECT_STREQ(const_cast<const char*>(ro.loupe_filter_comm), "worker");
+
+  conf.values["pid"] = std::int64_t{99};  // names another process than the session's
+  EXPECT_THROW(sdk::read_target_filter(cfg, &session), sdk::Error);
+  conf.values["pid"] = std::int64_t{0};
+  conf.values["comm"] = std::string("a-command-name-too-long");
+  try {
+    sdk::read_target_filter(cfg, &session);
+    FAIL() << "a 23-character comm was accepted";
+  } catch (const sdk::Error& e) {
+    EXPECT_EQ(e.status(), LOUPE_ERR_INVALID_ARG);
+    EXPECT_NE(std::string(e.what()).find("is longer than 15 characters"), std::string::npos);
+  }
+}
+
+TEST(SdkHistogram, SlotBoundsInvertTheBpfSlotFunctions) {
+  EXPECT_EQ(sdk::log2_slot_bounds(0).lower, 0u);
+  EXPECT_EQ(sdk::log2_slot_bounds(0).upper, 2u);
+  EXPECT_EQ(sdk::log2_slot_bounds(21).lower, 2097152u);
+  EXPECT_EQ(sdk::log2_slot_bounds(63).upper, UINT64_MAX);
+  EXPECT_EQ(sdk::log2_slot_bounds(5, 6).upper, UINT64_MAX);  // a smaller histogram's last slot
+  // The same arithmetic as loupe_linear_slot() in hist.bpf.h, checked at many values.
+  auto slot_of = [](std::uint64_t v) -> std::uint32_t {
+    if (v < LOUPE_HIST_SUB) return static_cast<std::uint32_t>(v);
+    std::uint32_t e = 63 - __builtin_clzll(v);
+    return (e - LOUPE_HIST_SUB_BITS + 1) * LOUPE_HIST_SUB +
+           static_cast<std::uint32_t>((v >> (e - LOUPE_HIST_SUB_BITS)) & (LOUPE_HIST_SUB - 1));
+  };
+  for (std::uint64_t v : std::initializer_list<std::uint64_t>{
+           0, 1, 7, 8, 9, 15, 16, 17, 1000, 2047, 2048, 3000000, 5000000, (1ull << 40) + 12345,
+           UINT64_MAX}) {
+    auto b = sdk::linear_slot_bounds(slot_of(v));
+    EXPECT_LE(b.lower, v) << v;
+    if (b.upper != UINT64_MAX) {
+      EXPECT_LT(v, b.upper) << v;
+    }
+  }
+  for (std::uint32_t s = 0; s + 1 < LOUPE_HIST_LINEAR_SLOTS; ++s)
+    ASSERT_EQ(sdk::linear_slot_bounds(s).upper, sdk::linear_slot_bounds(s + 1).lower) << s;
+}
+
+TEST(SdkHistogram, MergesCpusAndComputesIntervalDeltas) {
+  std::vector<loupe_hist> cpus(3);
+  std::memset(cpus.data(), 0, sizeof(loupe_hist) * cpus.size());
+  cpus[0].count = 2; cpus[0].sum = 3000; cpus[0].min = 1000; cpus[0].max = 2000;
+  cpus[0].slots[9] = 1; cpus[0].slots[10] = 1;
+  cpus[2].count = 1; cpus[2].sum = 600; cpus[2].min = 600; cpus[2].max = 600;
+  cpus[2].slots[9] = 1;  // cpu 1 saw nothing: its min of 0 must not win
+  auto m = sdk::hist_merge_per_cpu<loupe_hist>(cpus);
+  EXPECT_EQ(m.count, 3u);
+  EXPECT_EQ(m.sum, 3600u);
+  EXPECT_EQ(m.min, 600u);
+  EXPECT_EQ(m.max, 2000u);
+  auto b = sdk::hist_buckets(m);
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_EQ(b[0].lower, 512u);
+  EXPECT_EQ(b[0].count, 2u);
+  EXPECT_EQ(b[1].lower, 1024u);
+
+  auto later = m;
+  later.count += 2; later.sum += 9000; later.max = 5000;
+  later.slots[12] += 2;  // [4096, 8192)
+  auto d = sdk::hist_interval_delta(later, m);
+  EXPECT_EQ(d.count, 2u);
+  EXPECT_EQ(d.sum, 9000u);
+  EXPECT_EQ(d.min, 4096u);  // the interval's lowest bucket bound
+  EXPECT_EQ(d.max, 5000u);  // clamped by the session max
+  ASSERT_EQ(sdk::hist_buckets(d).size(), 1u);
+}
+
+TEST(SdkHistogram, ASmallerHistogramAndUserSideRecording) {
+  struct Small {  // a plugin's own LOUPE_HIST_RECORD-shaped struct
+    std::uint64_t count, sum, min, max;
+    std::uint64_t slots[8];
+  } h{};
+  for (std::uint64_t v : {0ull, 3ull, 300ull, 1ull << 40}) sdk::hist_add(h, v);
+  EXPECT_EQ(h.count, 4u);
+  EXPECT_EQ(h.min, 0u);
+  EXPECT_EQ(h.max, 1ull << 40);
+  EXPECT_EQ(h.slots[0], 1u);
+  EXPECT_EQ(h.slots[1], 1u);
+  EXPECT_EQ(h.slots[7], 2u);  // 300 and 2^40 clamp into the last slot
+  auto b = sdk::hist_buckets(h);
+  ASSERT_EQ(b.size(), 3u);
+  EXPECT_EQ(b[2].lower, 128u);
+  EXPECT_EQ(b[2].upper, UINT64_MAX);
+}
+
+TEST(SdkLibrary, SonamesAndMapsLines) {
+  EXPECT_EQ(sdk::soname_prefix("libc"), "libc.so");
+  EXPECT_EQ(sdk::soname_prefix("c"), "libc.so");
+  EXPECT_EQ(sdk::soname_prefix("libc.so.6"), "libc.so.6");
+  EXPECT_TRUE(sdk::soname_matches("libc.so.6", "libc.so"));
+  EXPECT_TRUE(sdk::soname_matches("libc-2.28.so", "libc.so"));
+  EXPECT_FALSE(sdk::soname_matches("libcrypt.so.1", "libc.so"));
+  EXPECT_FALSE(sdk::soname_matches("libc.so.6", "libc.so.7"));
+  const std::string maps =
+      "55d0c000-55d0d000 r-xp 00001000 08:01 123 /usr/bin/app\n"
+      "7f00a000-7f00b000 r-xp 00001000 08:01 456 /usr/lib/x86_64-linux-gnu/libcrypt.so.1\n"
+      "7f00c000-7f00d000 r-xp 00028000 08:01 789 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+      "7ffd0000-7ffd1000 rw-p 00000000 00:00 0 [stack]\n";
+  EXPECT_EQ(sdk::library_in_maps(maps, "libc"), "/usr/lib/x86_64-linux-gnu/libc.so.6");
+  EXPECT_EQ(sdk::library_in_maps(maps, "crypt"), "/usr/lib/x86_64-linux-gnu/libcrypt.so.1");
+  EXPECT_EQ(sdk::library_in_maps(maps, "libssl"), "");
+}
+
+TEST(SdkLibrary, TheTargetsOwnLibcElseLoupesOwn) {
+  std::string own = sdk::find_mapped_library(0, "libc");
+  ASSERT_FALSE(own.empty());
+  EXPECT_EQ(own.rfind("/proc/", 0), std::string::npos) << own;
+  // A process in loupe's mount namespace: the path as it is (another namespace's would go
+  // through /proc/PID/root).
+  EXPECT_TRUE(sdk::same_mount_namespace(getpid()));
+  EXPECT_EQ(sdk::find_mapped_library(getpid(), "libc"), own);
+  EXPECT_EQ(sdk::locate_library(0, "libc"), own);
+  EXPECT_EQ(sdk::locate_library(getpid(), "libc"), own);
+  try {
+    sdk::locate_library(0, "libno-such-library");
+    FAIL();
+  } catch (const sdk::Error& e) {
+    EXPECT_EQ(e.status(), LOUPE_ERR_NOT_FOUND);
+    EXPECT_NE(std::string(e.what()).find("libno-such-library.so*"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SdkUprobe, LibcFunctionsToFileOffsets) {
+  std::string libc = sdk::locate_library(0, "libc");
+  auto malloc_fn = sdk::find_elf_function(libc, "malloc");
+  EXPECT_GT(malloc_fn.file_offset, 0u);
+  EXPECT_GT(sdk::find_elf_function(libc, "malloc", 4).file_offset, malloc_fn.file_offset);
+  // Two versions of one name at one address (pthread_rwlock_rdlock@GLIBC_2.2.5 and
+  // @@GLIBC_2.34 in glibc >= 2.34): the current one is found.
+  EXPECT_GT(sdk::find_elf_function(libc, "pthread_rwlock_rdlock").file_offset, 0u);
+  try {
+    sdk::find_elf_function(libc, "memcpy");  // an IFUNC in glibc
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("IFUNC"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(sdk::find_elf_function("/no/such/file", "malloc"), sdk::Error);
+}
+
+TEST(SdkPerfEvent, CpuListsAsTheKernelWritesThem) {
+  EXPECT_EQ(sdk::parse_cpu_list("0-1\n"), (std::vector<int>{0, 1}));
+  EXPECT_EQ(sdk::parse_cpu_list("0"), (std::vector<int>{0}));
+  EXPECT_EQ(sdk::parse_cpu_list("0-2,5,7-8"), (std::vector<int>{0, 1, 2, 5, 7, 8}));
+  EXPECT_THROW(sdk::parse_cpu_list(""), std::invalid_argument);
+  EXPECT_THROW(sdk::parse_cpu_list("a-b"), std::invalid_argument);
+  EXPECT_THROW(sdk::parse_cpu_list("3-1"), std::invalid_argument);
+  EXPECT_THROW(sdk::parse_cpu_list("1,-2"), std::invalid_argument);
+  EXPECT_EQ(static_cast<long>(sdk::online_cpus().size()), sysconf(_SC_NPROCESSORS_ONLN));
+  EXPECT_EQ(sdk::SamplingSpec{}.describe(), "99 Hz");
+  EXPECT_EQ((sdk::SamplingSpec{99, 1000000}).describe(), "every 1000000 ns of CPU time");
+}
+
+// Needs a real per-CPU map: root (or CAP_BPF).
+TEST(SdkPerCpu, CounterStructsAreSummedFieldByField) {
+  struct Counters {
+    std::uint64_t a, b;
+  };
+  int ncpu = libbpf_num_possible_cpus();
+  ASSERT_GT(ncpu, 0);
+  int fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "sdk_test", sizeof(std::uint32_t),
+                          sizeof(Counters), 1, nullptr);
+  if (fd < 0) GTEST_SKIP() << "cannot create a per-CPU map (needs root): " << std::strerror(errno);
+  std::vector<Counters> per_cpu(static_cast<std::size_t>(ncpu));
+  for (int c = 0; c < ncpu; ++c) per_cpu[c] = {static_cast<std::uint64_t>(c + 1), 10};
+  std::uint32_t zero = 0;
+  ASSERT_EQ(bpf_map_update_elem(fd, &zero, per_cpu.data(), BPF_ANY), 0);
+  Counters sum = sdk::read_per_cpu_sum<Counters>(fd, &zero);
+  EXPECT_EQ(sum.a, static_cast<std::uint64_t>(ncpu * (ncpu + 1) / 2));
+  EXPECT_EQ(sum.b, static_cast<std::uint64_t>(10 * ncpu));
+  std::uint32_t absent = 7;
+  EXPECT_EQ(sdk::read_per_cpu_sum<Counters>(fd, &absent).a, 0u);  // out of range: zero
+  ::close(fd);
+}
