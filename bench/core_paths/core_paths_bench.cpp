@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "hist_merge.hpp"
+#include "loupe/sdk/histogram.hpp"
 #include "dispatch/owned_record.hpp"
 #include "plugins/profile.hpp"
 #include "record_json.hpp"
@@ -93,8 +93,8 @@ void BM_HistMergePerCpu(benchmark::State& state) {
     for (unsigned s = 0; s < LOUPE_HIST_LINEAR_SLOTS; ++s) per_cpu[c].slots[s] = (s * 7 + c) % 5;
   }
   for (auto _ : state) {
-    auto m = loupe::latency::merge_per_cpu(per_cpu);
-    auto buckets = loupe::latency::to_buckets(m, true);
+    auto m = loupe::sdk::hist_merge_per_cpu<loupe_hist>(per_cpu);
+    auto buckets = loupe::sdk::hist_buckets(m, true);
     benchmark::DoNotOptimize(buckets.data());
   }
 }

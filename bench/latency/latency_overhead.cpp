@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "../common/bench_peers.hpp"
-#include "elf_symbols.hpp"
+#include "loupe/sdk/uprobe.hpp"
 #include "empty_pair.skel.h"
 #include "latency.h"
 #include "latency.skel.h"
@@ -95,7 +95,7 @@ struct Options {
 class Bench {
  public:
   explicit Bench(const Options& o) : o_(o), exe_(self_exe()) {
-    offset_ = loupe::latency::find_elf_function(exe_, "bench_target").file_offset;
+    offset_ = loupe::sdk::find_elf_function(exe_, "bench_target").file_offset;
     empty_ = empty_pair_bpf__open_and_load();
     if (!empty_) throw std::runtime_error("loading the empty pair");
     lat_ = latency_bpf__open();

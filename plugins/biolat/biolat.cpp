@@ -62,10 +62,10 @@ class BiolatProfiler : public sdk::Profiler {
 
     // pid: only requests this process started.
     sdk::TargetFilter filter = sdk::read_target_filter(cfg, args.session);
-    if (cfg.get_bool("all_processes", false) && cfg.get_int("pid", 0) == 0) filter.pid = 0;
+    if (cfg.value_bool("all_processes") && cfg.value_int("pid") == 0) filter.pid = 0;
 
     std::uint32_t dev = 0;
-    std::string device = cfg.get_string("device", "");
+    std::string device = cfg.value_string("device");
     if (!device.empty()) {
       try {
         dev = DeviceNames().resolve(device);
@@ -73,7 +73,7 @@ class BiolatProfiler : public sdk::Profiler {
         throw sdk::Error(LOUPE_ERR_INVALID_ARG, e.what());
       }
     }
-    mechanism_ = choose_mechanism(cfg.get_string("mechanism", "auto"));
+    mechanism_ = choose_mechanism(cfg.value_string("mechanism"));
 
     bool single_arg = true;
     if (mechanism_ != BIO_MECH_TRACEPOINT) {
@@ -92,9 +92,9 @@ class BiolatProfiler : public sdk::Profiler {
                        std::string("opening the BPF object: ") + std::strerror(errno));
     auto* ro = skel_->rodata;
     ro->targ_dev = dev;
-    ro->targ_min_ns = static_cast<std::uint64_t>(cfg.get_int("min_latency_ns", 0));
-    ro->targ_outlier_ns = static_cast<std::uint64_t>(cfg.get_int("outlier_ns", 0));
-    ro->targ_per_process = cfg.get_bool("per_process", true);
+    ro->targ_min_ns = static_cast<std::uint64_t>(cfg.value_int("min_latency_ns"));
+    ro->targ_outlier_ns = static_cast<std::uint64_t>(cfg.value_int("outlier_ns"));
+    ro->targ_per_process = cfg.value_bool("per_process");
     ro->targ_rq_single_arg = single_arg;
     sdk::write_target_filter(filter, ro);
     per_process_ = ro->targ_per_process;
@@ -109,9 +109,9 @@ class BiolatProfiler : public sdk::Profiler {
     for (std::uint32_t h = 0; h < 3; ++h) chosen_[h] = progs[mechanism_][h];
 
     bpf_map__set_max_entries(skel_->maps.starts,
-                             static_cast<std::uint32_t>(cfg.get_int("max_in_flight", 10240)));
+                             static_cast<std::uint32_t>(cfg.value_int("max_in_flight")));
     bpf_map__set_max_entries(skel_->maps.procs,
-                             static_cast<std::uint32_t>(cfg.get_int("process_limit", 256)));
+                             static_cast<std::uint32_t>(cfg.value_int("process_limit")));
     host_->debug(std::string("biolat: mechanism=") + mechanism_name(mechanism_) +
                  " rq_single_arg=" + (single_arg ? "true" : "false") + " pid=" +
                  std::to_string(filter.pid) + " dev=" + (dev ? dev_string(dev) : std::string("all")));

@@ -85,10 +85,10 @@ class CpuSampleProfiler : public sdk::Profiler {
     const auto& cfg = args.config;
     spec_ = sdk::read_sampling_spec(cfg);
     const sdk::TargetFilter filter = sdk::read_target_filter(cfg, args.session);
-    bool user = cfg.get_bool("user_stacks", true);
-    bool kernel = cfg.get_bool("kernel_stacks", true);
-    opts_.per_thread = cfg.get_bool("per_thread", false);
-    warm_every_ms_ = cfg.get_int("symbolize_interval_ms", 250);
+    bool user = cfg.value_bool("user_stacks");
+    bool kernel = cfg.value_bool("kernel_stacks");
+    opts_.per_thread = cfg.value_bool("per_thread");
+    warm_every_ms_ = cfg.value_int("symbolize_interval_ms");
 
     std::string why;
     if (!host_->feature("perf_event", &why))
@@ -102,12 +102,12 @@ class CpuSampleProfiler : public sdk::Profiler {
     ro->targ_user_stacks = user;
     ro->targ_kernel_stacks = kernel;
     ro->targ_per_thread = opts_.per_thread;
-    ro->targ_include_idle = cfg.get_bool("include_idle", false);
+    ro->targ_include_idle = cfg.value_bool("include_idle");
     sdk::write_target_filter(filter, ro);
     bpf_map__set_max_entries(skel_->maps.stacks,
-                             static_cast<std::uint32_t>(cfg.get_int("max_stacks", 16384)));
+                             static_cast<std::uint32_t>(cfg.value_int("max_stacks")));
     bpf_map__set_max_entries(skel_->maps.counts,
-                             static_cast<std::uint32_t>(cfg.get_int("max_keys", 16384)));
+                             static_cast<std::uint32_t>(cfg.value_int("max_keys")));
     if (!user && !kernel) bpf_map__set_max_entries(skel_->maps.stacks, 1);
   }
 

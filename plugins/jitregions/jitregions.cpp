@@ -46,11 +46,11 @@ class JitRegionsProfiler : public sdk::Profiler {
     host_ = std::make_unique<sdk::Host>(args.host);
     const auto& cfg = args.config;
     spec_ = sdk::read_sampling_spec(cfg);
-    sample_ = cfg.get_bool("sample", true);
+    sample_ = cfg.value_bool("sample");
     const sdk::TargetFilter filter = sdk::read_target_filter(cfg, args.session);
-    limits_.max_processes = static_cast<std::size_t>(cfg.get_int("max_processes", 1024));
-    limits_.max_regions = static_cast<std::size_t>(cfg.get_int("max_regions", 4096));
-    limits_.max_retired = static_cast<std::size_t>(cfg.get_int("max_retired", 256));
+    limits_.max_processes = static_cast<std::size_t>(cfg.value_int("max_processes"));
+    limits_.max_regions = static_cast<std::size_t>(cfg.value_int("max_regions"));
+    limits_.max_retired = static_cast<std::size_t>(cfg.value_int("max_retired"));
 
     for (const char* tp : {"syscalls:sys_enter_mmap", "syscalls:sys_enter_mprotect",
                            "syscalls:sys_enter_munmap", "sched:sched_process_exit"})
@@ -68,7 +68,7 @@ class JitRegionsProfiler : public sdk::Profiler {
       throw sdk::Error(LOUPE_ERR_KERNEL,
                        std::string("opening the BPF object: ") + std::strerror(errno));
     auto* ro = skel_->rodata;
-    ro->targ_file_backed = cfg.get_bool("file_backed", false);
+    ro->targ_file_backed = cfg.value_bool("file_backed");
     sdk::write_target_filter(filter, ro);
     pkey_ = host_->tracepoint_exists("syscalls:sys_enter_pkey_mprotect");
     bpf_program__set_autoload(skel_->progs.jr_pkey_mprotect_enter, pkey_);

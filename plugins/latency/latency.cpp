@@ -35,12 +35,16 @@ constexpr loupe_config_key kTargetFields[] = {
     {"syscall", LOUPE_CFG_STRING, 0, nullptr, "syscall name: shorthand for its sys_enter/sys_exit pair"},
 };
 
+constexpr const char* kNestingChoices[] = {"outermost", "every", nullptr};
+constexpr const char* kMissingTargetChoices[] = {"error", "warn", nullptr};
+
 constexpr loupe_config_key kOwnKeys[] = {
     {"targets", LOUPE_CFG_TABLE_LIST, LOUPE_CFG_REQUIRED, nullptr,
      "what to time: [[plugins.targets]] tables, one probe each", 0, 0, kTargetFields,
      static_cast<std::uint32_t>(std::size(kTargetFields))},
     {"nesting", LOUPE_CFG_STRING, 0, "\"outermost\"",
-     "recursion: time the \"outermost\" call per thread, or \"every\" level"},
+     "recursion: time the \"outermost\" call per thread, or \"every\" level", 0, 0, nullptr, 0, 0,
+     kNestingChoices},
     {"max_age_ms", LOUPE_CFG_INT, 0, "10000",
      "entries older than this expire; longer durations are discarded", 1, 86400000},
     {"min_duration_ns", LOUPE_CFG_INT, 0, "0", "ignore calls shorter than this (counted)", 0,
@@ -57,7 +61,8 @@ constexpr loupe_config_key kOwnKeys[] = {
     {"max_entries", LOUPE_CFG_INT, 0, "10240", "size of the in-flight correlation map", 16,
      4194304},
     {"missing_targets", LOUPE_CFG_STRING, 0, "\"error\"",
-     "a target that cannot be traced: \"error\" fails the plugin, \"warn\" skips it"},
+     "a target that cannot be traced: \"error\" fails the plugin, \"warn\" skips it", 0, 0, nullptr,
+     0, 0, kMissingTargetChoices},
 };
 constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kTargetFilterKeys);
 
@@ -77,22 +82,17 @@ class LatencyProfiler : public sdk::Profiler {
     host_ = std::make_unique<sdk::Host>(args.host);
     const auto& cfg = args.config;
 
-    std::string nesting = cfg.get_string("nesting", "outermost");
-    if (nesting != "outermost" && nesting != "every")
-      throw sdk::Error(LOUPE_ERR_INVALID_ARG,
-                       "nesting = \"" + nesting + "\": expected \"outermost\" or \"every\"");
-    std::string missing = cfg.get_string("missing_targets", "error");
-    if (missing != "error" && missing != "warn")
-      throw sdk::Error(LOUPE_ERR_INVALID_ARG,
-                       "missing_targets = \"" + missing + "\": expected \"error\" or \"warn\"");
+    // Choices, ranges and defaults are the schema's; the host validated them.
+    const std::string nesting = cfg.value_string("nesting");
+    const std::string missing = cfg.value_string("missing_targets");
     replay_ = args.session && LOUPE_ABI_HAS_FIELD(args.session, loupe_session_info, flags) &&
               (args.session->flags & LOUPE_SESSION_REPLAY);
     const sdk::TargetFilter filter = sdk::read_target_filter(cfg, args.session);
     const std::uint32_t pid = filter.pid;
-    opts_.max_age_ns = static_cast<std::uint64_t>(cfg.get_int("max_age_ms", 10000)) * 1000000ull;
-    opts_.linear = cfg.get_bool("linear_buckets", false);
-    opts_.per_pid = cfg.get_bool("per_pid", false);
-    opts_.per_comm = cfg.get_bool("per_comm", false);
+    opts_.max_age_ns = static_cast<std::uint64_t>(cfg.value_int("max_age_ms")) * 1000000ull;
+    opts_.linear = cfg.value_bool("linear_buckets");
+    opts_.per_pid = cfg.value_bool("per_pid");
+    opts_.per_comm = cfg.value_bool("per_comm");
 
     auto tables = cfg.get_tables("targets");
     if (tables.empty())
@@ -144,9 +144,9 @@ class LatencyProfiler : public sdk::Profiler {
     auto* ro = skel_->rodata;
     ro->targ_nesting = nesting == "every" ? LAT_NEST_EVERY : LAT_NEST_OUTERMOST;
     ro->targ_max_age_ns = opts_.max_age_ns;
-    ro->targ_min_duration_ns = static_cast<std::uint64_t>(cfg.get_int("min_duration_ns", 0));
-    ro->targ_outlier_ns = static_cast<std::uint64_t>(cfg.get_int("outlier_ns", 0));
-    ro->targ_outlier_stacks = cfg.get_bool("outlier_stacks", false);
+    ro->targ_min_duration_ns = static_cast<std::uint64_t>(cfg.value_int("min_duration_ns"));
+    ro->targ_outlier_ns = static_cast<std::uint64_t>(cfg.value_int("outlier_ns"));
+    ro->targ_outlier_stacks = cfg.value_bool("outlier_stacks");
     ro->targ_linear = opts_.linear;
     ro->targ_per_pid = opts_.per_pid;
     ro->targ_per_comm = opts_.per_comm;
@@ -154,10 +154,10 @@ class LatencyProfiler : public sdk::Profiler {
     outliers_on_ = ro->targ_outlier_ns != 0;
 
     bpf_map__set_max_entries(skel_->maps.starts,
-                             static_cast<std::uint32_t>(cfg.get_int("max_entries", 10240)));
+                             static_cast<std::uint32_t>(cfg.value_int("max_entries")));
     if (opts_.per_pid || opts_.per_comm)
       bpf_map__set_max_entries(skel_->maps.breakdown,
-                               static_cast<std::uint32_t>(cfg.get_int("breakdown_limit", 256)));
+                               static_cast<std::uint32_t>(cfg.value_int("breakdown_limit")));
 
     attacher_ = std::make_unique<TargetAttacher>(*host_, skel_.get(), pid ? static_cast<int>(pid)
                                                                            : -1);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // One latency target as the profile describes it, parsed and checked for shape only
-// (nothing is looked up on the machine here: see library_resolver / elf_symbols).
+// (nothing is looked up on the machine here: see library_resolver and loupe/sdk/uprobe.hpp).
 #ifndef LOUPE_LATENCY_PROBE_SPEC_HPP
 #define LOUPE_LATENCY_PROBE_SPEC_HPP
 

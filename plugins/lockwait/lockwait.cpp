@@ -58,13 +58,13 @@ class LockwaitProfiler : public sdk::Profiler {
   void setup(const sdk::SetupArgs& args) override {
     host_ = std::make_unique<sdk::Host>(args.host);
     const auto& cfg = args.config;
-    opts_.futex = cfg.get_bool("futex", true);
-    opts_.kernel = cfg.get_bool("kernel", true);
-    opts_.pthread_stacks = cfg.get_bool("pthread_stacks", false);
-    opts_.top = static_cast<std::uint32_t>(cfg.get_int("top", 10));
-    opts_.stacks_per_lock = static_cast<std::uint32_t>(cfg.get_int("stacks_per_lock", 20));
-    opts_.threads_per_lock = static_cast<std::uint32_t>(cfg.get_int("threads_per_lock", 16));
-    opts_.max_age_ns = static_cast<std::uint64_t>(cfg.get_int("max_age_ms", 10000)) * 1000000ull;
+    opts_.futex = cfg.value_bool("futex");
+    opts_.kernel = cfg.value_bool("kernel");
+    opts_.pthread_stacks = cfg.value_bool("pthread_stacks");
+    opts_.top = static_cast<std::uint32_t>(cfg.value_int("top"));
+    opts_.stacks_per_lock = static_cast<std::uint32_t>(cfg.value_int("stacks_per_lock"));
+    opts_.threads_per_lock = static_cast<std::uint32_t>(cfg.value_int("threads_per_lock"));
+    opts_.max_age_ns = static_cast<std::uint64_t>(cfg.value_int("max_age_ms")) * 1000000ull;
     if (!opts_.futex && !opts_.kernel)
       throw sdk::Error(LOUPE_ERR_INVALID_ARG, "futex = false and kernel = false: nothing to trace");
 
@@ -77,9 +77,9 @@ class LockwaitProfiler : public sdk::Profiler {
                                              std::strerror(errno));
     auto* ro = skel_->rodata;
     ro->targ_max_age_ns = opts_.max_age_ns;
-    ro->targ_min_wait_ns = static_cast<std::uint64_t>(cfg.get_int("min_wait_ns", 0));
-    ro->targ_user_stacks = cfg.get_bool("user_stacks", true);
-    ro->targ_kernel_stacks = cfg.get_bool("kernel_stacks", true);
+    ro->targ_min_wait_ns = static_cast<std::uint64_t>(cfg.value_int("min_wait_ns"));
+    ro->targ_user_stacks = cfg.value_bool("user_stacks");
+    ro->targ_kernel_stacks = cfg.value_bool("kernel_stacks");
     ro->targ_pthread_stacks = opts_.pthread_stacks;
     sdk::write_target_filter(filter, ro);
     target_pid_ = static_cast<int>(filter.pid);
@@ -93,7 +93,7 @@ class LockwaitProfiler : public sdk::Profiler {
     size(skel_->maps.stacks, "max_stacks", 8192);
     choose_programs();
     if (opts_.pthread_stacks) {
-      libc_ = cfg.get_string("libc", "");
+      libc_ = cfg.value_string("libc");
       if (libc_.empty()) libc_ = sdk::locate_library(target_pid_, "libc");
     }
   }

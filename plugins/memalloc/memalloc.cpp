@@ -88,16 +88,16 @@ class MemallocProfiler : public sdk::Profiler {
     const auto& cfg = args.config;
     const sdk::TargetFilter filter = sdk::read_target_filter(cfg, args.session);
     pid_ = static_cast<int>(filter.pid);
-    user_ = cfg.get_bool("user", true);
-    kernel_ = cfg.get_bool("kernel", false);
-    kernel_pages_ = cfg.get_bool("kernel_pages", false);
+    user_ = cfg.value_bool("user");
+    kernel_ = cfg.value_bool("kernel");
+    kernel_pages_ = cfg.value_bool("kernel_pages");
     if (!user_ && !kernel_)
       throw sdk::Error(LOUPE_ERR_INVALID_ARG, "user = false and kernel = false: nothing to trace");
     if (kernel_pages_ && !kernel_)
       throw sdk::Error(LOUPE_ERR_INVALID_ARG, "kernel_pages = true needs kernel = true");
 
-    std::int64_t every = cfg.get_int("sample_every", 1);
-    std::int64_t bytes = cfg.get_int("sample_bytes", 0);
+    std::int64_t every = cfg.value_int("sample_every");
+    std::int64_t bytes = cfg.value_int("sample_bytes");
     if (every > 1 && bytes > 0)
       throw sdk::Error(LOUPE_ERR_INVALID_ARG,
                        "sample_every and sample_bytes are exclusive: choose one sampling mode");
@@ -118,7 +118,7 @@ class MemallocProfiler : public sdk::Profiler {
       std::string why;
       if (!host_->feature("uprobe", &why))
         throw sdk::Error(LOUPE_ERR_UNSUPPORTED, "uprobes are unavailable: " + why);
-      binary_ = cfg.get_string("binary", "");
+      binary_ = cfg.value_string("binary");
       if (binary_.empty()) {
         // A held `loupe run -- cmd` child still runs loupe's image: it will exec with
         // the same system libc, which is also what this process maps.
@@ -145,12 +145,12 @@ class MemallocProfiler : public sdk::Profiler {
     auto* ro = skel_->rodata;
     ro->targ_sample_every = static_cast<std::uint32_t>(every);
     ro->targ_sample_bytes = sample_bytes_;
-    ro->targ_kernel_user_stacks = cfg.get_bool("kernel_user_stacks", true);
+    ro->targ_kernel_user_stacks = cfg.value_bool("kernel_user_stacks");
     ro->targ_page_size = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
     sdk::write_target_filter(filter, ro);
 
-    opts_.top = static_cast<std::size_t>(cfg.get_int("top", 0));
-    opts_.min_age_ns = static_cast<std::uint64_t>(cfg.get_int("min_age_ms", 0)) * 1000000ull;
+    opts_.top = static_cast<std::size_t>(cfg.value_int("top"));
+    opts_.min_age_ns = static_cast<std::uint64_t>(cfg.value_int("min_age_ms")) * 1000000ull;
     opts_.max_sites = u32_key(cfg, "max_sites", 16384);
     opts_.max_outstanding = u32_key(cfg, "max_outstanding", 131072);
     bpf_map__set_max_entries(skel_->maps.sites, opts_.max_sites);

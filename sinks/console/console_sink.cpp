@@ -34,11 +34,11 @@ class ConsoleSink : public sdk::Sink {
  public:
   void setup(const sdk::SetupArgs& args) override {
     // Ranges, choices and defaults are the schema's: the host validated them already.
-    opt_.top = static_cast<std::size_t>(args.config.get_int("top", 0));
-    opt_.bar_width = static_cast<std::size_t>(args.config.get_int("bar_width", 0));
-    std::string color = args.config.get_string("color", "");
+    opt_.top = static_cast<std::size_t>(args.config.value_int("top"));
+    opt_.bar_width = static_cast<std::size_t>(args.config.value_int("bar_width"));
+    std::string color = args.config.value_string("color");
     const char* dir = args.session ? args.session->output_dir : nullptr;
-    out_ = std::make_unique<sdk::OutputFile>(args.config.get_string("path", "-"), dir, "console");
+    out_ = std::make_unique<sdk::OutputFile>(args.config.value_string("path"), dir, "console");
     opt_.color = color == "always" || (color == "auto" && ::isatty(out_->fd()) == 1);
     batch_ = std::make_unique<ReportBatch>(opt_.top);
   }

@@ -87,11 +87,11 @@ void replace_file(const std::string& path, const std::string& text) {
 class FoldedSink : public sdk::Sink {
  public:
   void setup(const sdk::SetupArgs& args) override {
-    path_ = args.config.get_string("path", "");
-    final_only_ = args.config.get_bool("final_only", true);
+    path_ = args.config.value_string("path");
+    final_only_ = args.config.value_bool("final_only");
     FoldOptions opts;
-    opts.value_name = args.config.get_string("value", "");
-    opts.include_comm = args.config.get_bool("include_comm", false);
+    opts.value_name = args.config.value_string("value");
+    opts.include_comm = args.config.value_bool("include_comm");
     folder_.emplace(std::move(opts));
     output_dir_ = args.session && args.session->output_dir ? args.session->output_dir : "";
   }

@@ -32,15 +32,15 @@ class HtmlSink : public sdk::Sink {
  public:
   void setup(const sdk::SetupArgs& args) override {
     std::string dir = args.session && args.session->output_dir ? args.session->output_dir : "";
-    path_ = sdk::join_path(dir, args.config.get_string("path", "report.html"));
-    title_ = args.config.get_string("title", "");
+    path_ = sdk::join_path(dir, args.config.value_string("path"));
+    title_ = args.config.value_string("title");
     if (title_.empty()) {
       title_ = "loupe report";
       if (args.session && args.session->target_command)
         title_ += std::string(": ") + args.session->target_command;
     }
-    final_only_ = args.config.get_bool("final_only", true);
-    data_.emplace(args.config.get_string("value", ""));
+    final_only_ = args.config.value_bool("final_only");
+    data_.emplace(args.config.value_string("value"));
   }
 
   void consume(const loupe_record& rec) override {

@@ -24,8 +24,8 @@ constexpr loupe_config_key kKeys[] = {
 class JsonlSink : public sdk::Sink {
  public:
   void setup(const sdk::SetupArgs& args) override {
-    std::string path = args.config.get_string("path", "records.jsonl");
-    flush_every_ = args.config.get_int("flush_every", 0);
+    std::string path = args.config.value_string("path");
+    flush_every_ = args.config.value_int("flush_every");
     if (flush_every_ < 0)
       throw sdk::Error(LOUPE_ERR_INVALID_ARG,
                        "jsonl: flush_every must be >= 0, got " + std::to_string(flush_every_));

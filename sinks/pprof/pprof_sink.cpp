@@ -23,7 +23,7 @@ constexpr loupe_config_key kKeys[] = {
 class PprofSink : public sdk::Sink {
  public:
   void setup(const sdk::SetupArgs& args) override {
-    final_only_ = args.config.get_bool("final_only", true);
+    final_only_ = args.config.value_bool("final_only");
     output_dir_ = args.session && args.session->output_dir ? args.session->output_dir : "";
   }
 

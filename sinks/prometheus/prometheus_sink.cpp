@@ -35,15 +35,15 @@ class PrometheusSink : public sdk::Sink {
  public:
   void setup(const sdk::SetupArgs& args) override {
     host_.emplace(args.host);
-    std::string prefix = args.config.get_string("prefix", "loupe_");
+    std::string prefix = args.config.value_string("prefix");
     if (!prefix.empty() && metric_name(prefix) != prefix)
       throw sdk::Error(LOUPE_ERR_INVALID_ARG, "prometheus: prefix \"" + prefix +
                                                   "\" is not a valid metric name prefix "
                                                   "([a-zA-Z_:][a-zA-Z0-9_:]*)");
     store_ = std::make_unique<MetricStore>(prefix);
-    linger_s_ = args.config.get_int("linger", 0);
-    ListenAddress addr = parse_listen(args.config.get_string("listen", "127.0.0.1:9750"));
-    std::string token = args.config.get_string("token", "");
+    linger_s_ = args.config.value_int("linger");
+    ListenAddress addr = parse_listen(args.config.value_string("listen"));
+    std::string token = args.config.value_string("token");
     server_ = std::make_unique<MetricsServer>(addr, token, [this] { return store_->render(); });
     // Port 0 picks a free port: this line is how a user (or a test) learns which.
     std::string shown = addr.host.find(':') != std::string::npos ? "[" + addr.host + "]" : addr.host;

@@ -124,6 +124,11 @@ std::vector<Row> rows() {
       {"value_not_a_choice", kTestprof + "[[sinks]]\nname = \"console\"\ncolor = \"blue\"\n", validate, 3,
        {"profile.toml:6:9: error: sink 'console'.color: \"blue\" is not allowed (expected \"auto\", \"always\" or "
         "\"never\")"}},
+      {"nesting_not_a_choice",
+       "[[plugins]]\nname = \"latency\"\nnesting = \"sometimes\"\n[[plugins.targets]]\nsyscall = \"read\"\n" + kSinkJsonl,
+       validate, 3,
+       {"profile.toml:3:11: error: plugin 'latency'.nesting: \"sometimes\" is not allowed (expected \"outermost\" or "
+        "\"every\")"}},
       // A misspelled plugin name does not hide the errors after it: all are reported.
       {"every_error_at_once",
        "[[plugins]]\nname = \"testprfo\"\n" + kTestprof + "cuont = 3\n[[sinks]]\nname = \"console\"\ncolor = \"nevr\"\n",

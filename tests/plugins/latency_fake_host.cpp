@@ -34,6 +34,24 @@ std::uint64_t clock_ns(clockid_t c) {
 
 }  // namespace
 
+loupe_config with_schema_defaults(const loupe_plugin_descriptor& d, const loupe_config& cfg) {
+  loupe_config out = cfg;
+  const auto* base = reinterpret_cast<const unsigned char*>(d.config_keys);
+  for (std::uint32_t i = 0; i < d.n_config_keys; ++i) {
+    const auto* k = reinterpret_cast<const loupe_config_key*>(base + static_cast<std::size_t>(i) * d.config_key_size);
+    if (!k->default_value || out.values.count(k->name)) continue;
+    std::string v = k->default_value;
+    switch (k->type) {
+      case LOUPE_CFG_BOOL: out.values[k->name] = v == "true"; break;
+      case LOUPE_CFG_INT: out.values[k->name] = static_cast<std::int64_t>(std::stoll(v)); break;
+      case LOUPE_CFG_FLOAT: out.values[k->name] = std::stod(v); break;
+      case LOUPE_CFG_STRING: out.values[k->name] = v.size() >= 2 ? v.substr(1, v.size() - 2) : v; break;
+      default: break;
+    }
+  }
+  return out;
+}
+
 struct FakeHostShims {
   static void log(loupe_host*, std::uint32_t, const char*) {}
   static int config_bool(const loupe_config* c, const char* k, int* out) {

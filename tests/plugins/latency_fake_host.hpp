@@ -28,6 +28,10 @@ struct loupe_config {
 
 namespace loupe::test {
 
+// `cfg` with every top-level key the plugin's schema gives a default and `cfg` lacks,
+// as the real host fills them in (bool, integer, float and string literals).
+loupe_config with_schema_defaults(const loupe_plugin_descriptor& d, const loupe_config& cfg);
+
 struct CapturedRecord {
   std::uint32_t kind = 0;
   std::string name;

@@ -88,7 +88,9 @@ class Plugin {
     session_.size = sizeof(session_);
     session_.target_pid = target_pid;
     session_.instance_name = "latency";
-    args_ = loupe_setup_args{sizeof(args_), 0, host.services(), &cfg, &session_};
+    // The real host applies the schema's defaults before setup; so does this one.
+    cfg_ = loupe::test::with_schema_defaults(*desc_, cfg);
+    args_ = loupe_setup_args{sizeof(args_), 0, host.services(), &cfg_, &session_};
     int rc = desc_->setup(&args_, &self_);
     if (rc != LOUPE_OK) error_ = desc_->last_error(nullptr);
     return rc;
@@ -111,6 +113,7 @@ class Plugin {
   loupe_plugin* self_ = nullptr;
   loupe_session_info session_{};
   loupe_setup_args args_{};
+  loupe_config cfg_;
   std::string error_;
 };
 

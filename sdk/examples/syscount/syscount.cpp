@@ -57,8 +57,8 @@ class SyscountProfiler : public loupe::sdk::Profiler {
  public:
   void setup(const loupe::sdk::SetupArgs& args) override {
     host_.emplace(args.host);
-    per_process_ = args.config.get_bool("per_process", false);
-    top_ = static_cast<std::size_t>(args.config.get_int("top", 20));
+    per_process_ = args.config.value_bool("per_process");
+    top_ = static_cast<std::size_t>(args.config.value_int("top"));
     std::string why;
     if (!host_->feature("tracepoint", &why))
       throw Error(LOUPE_ERR_UNSUPPORTED, "tracepoint programs unavailable: " + why);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,8 +43,15 @@ class Config {
     if (svc_->config_string(cfg_, key, &v) != LOUPE_OK || v == nullptr) return std::nullopt;
     return std::string(v);
   }
-  // Defaults declared in the schema are applied by the host; these fall back only for
-  // keys with no default that the profile omitted.
+  // The value of a key whose schema declares a default: the host validated it (type,
+  // range, choices) and applied the default, so the plugin states no second default and
+  // re-checks nothing. Throws when the key has no value (a schema without a default).
+  bool value_bool(const char* key) const { return required(get_bool(key), key); }
+  std::int64_t value_int(const char* key) const { return required(get_int(key), key); }
+  double value_float(const char* key) const { return required(get_float(key), key); }
+  std::string value_string(const char* key) const { return required(get_string(key), key); }
+
+  // For keys without a schema default that the profile may omit.
   bool get_bool(const char* key, bool fallback) const { return get_bool(key).value_or(fallback); }
   std::int64_t get_int(const char* key, std::int64_t fallback) const {
     return get_int(key).value_or(fallback);
@@ -52,6 +60,12 @@ class Config {
   std::string get_string(const char* key, std::string fallback) const {
     return get_string(key).value_or(std::move(fallback));
   }
+  template <typename T>
+  static T required(std::optional<T> v, const char* key) {
+    if (!v) throw std::logic_error(std::string("config key '") + key + "' has no value: its schema declares no default");
+    return std::move(*v);
+  }
+
   std::vector<std::string> get_strings(const char* key) const {
     std::vector<std::string> out;
     std::uint32_t n = 0;
