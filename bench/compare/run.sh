@@ -5,7 +5,7 @@
 #
 #   bench/compare/run.sh BUILD_DIR [--quick]
 #
-# 1. syscall counting: a getppid() loop (tests/workloads/syscount_workload) timed with no
+# 1. syscall counting: a getppid() loop (sdk/examples/syscount/tests/syscount_workload) timed with no
 #    tracer, under loupe's syscount, bpftrace (count() per syscall id) and perf stat
 #    (raw_syscalls:sys_enter, kernel counting). Every tracer is system-wide and attached
 #    before the timed loop starts; added ns per syscall = (t - t_none) / N, median of rounds.

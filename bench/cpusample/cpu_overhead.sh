@@ -13,7 +13,7 @@ work=${3:-400}
 loupe=$build/bin/loupe
 spin=$(mktemp -d)/cpu_spin
 src=$(cd "$(dirname "$0")/../.." && pwd)
-gcc -O1 -fno-omit-frame-pointer -o "$spin" "$src/tests/workloads/cpu_spin.c"
+gcc -O1 -fno-omit-frame-pointer -o "$spin" "$src/plugins/cpusample/tests/cpu_spin.c"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp" "$(dirname "$spin")"' EXIT
 cat > "$tmp/cpu.toml" <<TOML

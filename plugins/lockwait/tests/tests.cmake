@@ -2,14 +2,14 @@
 # end-to-end tests on the real kernel (root + the loupe binary).
 set(_lw_dir ${CMAKE_CURRENT_LIST_DIR})
 
-add_executable(lockwait_mutex ${CMAKE_SOURCE_DIR}/tests/workloads/lockwait_mutex.c)
+add_executable(lockwait_mutex ${CMAKE_CURRENT_LIST_DIR}/lockwait_mutex.c)
 # Frame pointers and symbols: the waiting stack must name the caller; g_lock stays a
 # named global for the data symbolizer.
 target_compile_options(lockwait_mutex PRIVATE -O1 -g -fno-omit-frame-pointer)
 target_link_libraries(lockwait_mutex PRIVATE Threads::Threads)
 set_target_properties(lockwait_mutex PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/workloads)
 
-add_executable(lockwait_kernel ${CMAKE_SOURCE_DIR}/tests/workloads/lockwait_kernel.c)
+add_executable(lockwait_kernel ${CMAKE_CURRENT_LIST_DIR}/lockwait_kernel.c)
 target_compile_options(lockwait_kernel PRIVATE -O1 -g -fno-omit-frame-pointer)
 target_link_libraries(lockwait_kernel PRIVATE Threads::Threads)
 set_target_properties(lockwait_kernel PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/workloads)
@@ -17,7 +17,7 @@ set_target_properties(lockwait_kernel PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAK
 add_executable(lockwait_unit_test ${_lw_dir}/lockwait_unit_test.cpp)
 target_compile_options(lockwait_unit_test PRIVATE ${LOUPE_WARNINGS})
 target_link_libraries(lockwait_unit_test PRIVATE loupe_lockwait_support GTest::gtest_main)
-gtest_discover_tests(lockwait_unit_test PROPERTIES ENVIRONMENT "${LOUPE_TEST_ENV}")
+gtest_discover_tests(lockwait_unit_test PROPERTIES LABELS unit ENVIRONMENT "${LOUPE_TEST_ENV}")
 
 add_executable(lockwait_e2e_test ${_lw_dir}/lockwait_e2e_test.cpp)
 target_compile_options(lockwait_e2e_test PRIVATE ${LOUPE_WARNINGS})
@@ -26,4 +26,4 @@ target_compile_definitions(lockwait_e2e_test PRIVATE
   LOCKWAIT_MUTEX="$<TARGET_FILE:lockwait_mutex>"
   LOCKWAIT_KERNEL="$<TARGET_FILE:lockwait_kernel>")
 add_dependencies(lockwait_e2e_test lockwait_mutex lockwait_kernel loupe-lockwait)
-gtest_discover_tests(lockwait_e2e_test PROPERTIES ENVIRONMENT "${LOUPE_TEST_ENV}" TIMEOUT 120)
+gtest_discover_tests(lockwait_e2e_test PROPERTIES LABELS kernel ENVIRONMENT "${LOUPE_TEST_ENV}" TIMEOUT 120)

@@ -2,7 +2,7 @@
 # tests through a fake host (root), and CLI end-to-end tests (root + the loupe binary).
 set(_lat_dir ${CMAKE_CURRENT_LIST_DIR})
 
-add_executable(latency_workload ${CMAKE_SOURCE_DIR}/tests/workloads/latency_workload.c)
+add_executable(latency_workload ${CMAKE_CURRENT_LIST_DIR}/latency_workload.c)
 # -O0 and noinline keep one real call per iteration for uprobes; symbols stay in.
 target_compile_options(latency_workload PRIVATE -O0 -g -fno-omit-frame-pointer)
 set_target_properties(latency_workload PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/workloads)
@@ -13,7 +13,7 @@ target_link_libraries(latency_unit_test PRIVATE loupe_latency_support GTest::gte
 target_compile_definitions(latency_unit_test PRIVATE
   LATENCY_WORKLOAD="$<TARGET_FILE:latency_workload>")
 add_dependencies(latency_unit_test latency_workload)
-gtest_discover_tests(latency_unit_test PROPERTIES ENVIRONMENT "${LOUPE_TEST_ENV}")
+gtest_discover_tests(latency_unit_test PROPERTIES LABELS unit ENVIRONMENT "${LOUPE_TEST_ENV}")
 
 add_executable(latency_kernel_test ${_lat_dir}/latency_kernel_test.cpp ${_lat_dir}/latency_fake_host.cpp)
 target_compile_options(latency_kernel_test PRIVATE ${LOUPE_WARNINGS})
@@ -23,7 +23,7 @@ target_compile_definitions(latency_kernel_test PRIVATE
   LATENCY_WORKLOAD="$<TARGET_FILE:latency_workload>"
   LATENCY_PLUGIN="$<TARGET_FILE:loupe-latency>")
 add_dependencies(latency_kernel_test latency_workload loupe-latency)
-gtest_discover_tests(latency_kernel_test PROPERTIES ENVIRONMENT "${LOUPE_TEST_ENV}" RUN_SERIAL TRUE)
+gtest_discover_tests(latency_kernel_test PROPERTIES LABELS kernel ENVIRONMENT "${LOUPE_TEST_ENV}" RUN_SERIAL TRUE)
 
 if(EXISTS ${_lat_dir}/latency_e2e_test.cpp)
   add_executable(latency_e2e_test ${_lat_dir}/latency_e2e_test.cpp)
@@ -37,5 +37,5 @@ if(EXISTS ${_lat_dir}/latency_e2e_test.cpp)
       add_dependencies(latency_e2e_test ${_t})
     endif()
   endforeach()
-  gtest_discover_tests(latency_e2e_test PROPERTIES ENVIRONMENT "${LOUPE_TEST_ENV}" RUN_SERIAL TRUE)
+  gtest_discover_tests(latency_e2e_test PROPERTIES LABELS kernel ENVIRONMENT "${LOUPE_TEST_ENV}" RUN_SERIAL TRUE)
 endif()

@@ -1,6 +1,6 @@
 # jitregions: unit tests of the region table (no privileges) and CLI end-to-end tests on
 # the real kernel with a hand-written JIT and with node --perf-basic-prof.
-add_executable(jit_hot_loop ${CMAKE_SOURCE_DIR}/tests/workloads/jit_hot_loop.c)
+add_executable(jit_hot_loop ${CMAKE_CURRENT_LIST_DIR}/jit_hot_loop.c)
 target_compile_options(jit_hot_loop PRIVATE -O1 -Wall -Wextra)
 set_target_properties(jit_hot_loop PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/workloads)
 
@@ -8,7 +8,7 @@ add_executable(jitregions_unit_test ${CMAKE_CURRENT_LIST_DIR}/jitregions_unit_te
 target_compile_options(jitregions_unit_test PRIVATE ${LOUPE_WARNINGS})
 target_link_libraries(jitregions_unit_test PRIVATE loupe_jitregions_support GTest::gtest_main)
 add_test(NAME jitregions_unit_test COMMAND jitregions_unit_test)
-set_tests_properties(jitregions_unit_test PROPERTIES LABELS "plugins" TIMEOUT 30)
+set_tests_properties(jitregions_unit_test PROPERTIES LABELS "unit" TIMEOUT 30)
 
 add_executable(jitregions_e2e_test ${CMAKE_CURRENT_LIST_DIR}/jitregions_e2e_test.cpp)
 target_compile_options(jitregions_e2e_test PRIVATE ${LOUPE_WARNINGS})
@@ -18,4 +18,4 @@ target_compile_definitions(jitregions_e2e_test PRIVATE
 add_dependencies(jitregions_e2e_test jit_hot_loop loupe-jitregions)
 add_test(NAME jitregions_e2e_test COMMAND jitregions_e2e_test)
 set_tests_properties(jitregions_e2e_test PROPERTIES
-  ENVIRONMENT "${LOUPE_TEST_ENV}" LABELS "plugins;root" TIMEOUT 120)
+  ENVIRONMENT "${LOUPE_TEST_ENV}" LABELS "kernel" TIMEOUT 120)

@@ -2,7 +2,7 @@
 # tests on the real kernel (root + the loupe binary) against a workload with known sites.
 set(_ma_dir ${CMAKE_CURRENT_LIST_DIR})
 
-add_executable(memalloc_workload ${CMAKE_SOURCE_DIR}/tests/workloads/memalloc_workload.c)
+add_executable(memalloc_workload ${CMAKE_CURRENT_LIST_DIR}/memalloc_workload.c)
 # -O0, frame pointers and noinline sites: the symbolized caller of malloc names the site.
 target_compile_options(memalloc_workload PRIVATE -O0 -g -fno-omit-frame-pointer)
 target_link_libraries(memalloc_workload PRIVATE Threads::Threads)
@@ -11,7 +11,7 @@ set_target_properties(memalloc_workload PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CM
 add_executable(memalloc_unit_test ${_ma_dir}/memalloc_unit_test.cpp)
 target_compile_options(memalloc_unit_test PRIVATE ${LOUPE_WARNINGS})
 target_link_libraries(memalloc_unit_test PRIVATE loupe_memalloc_support GTest::gtest_main)
-gtest_discover_tests(memalloc_unit_test PROPERTIES ENVIRONMENT "${LOUPE_TEST_ENV}")
+gtest_discover_tests(memalloc_unit_test PROPERTIES LABELS unit ENVIRONMENT "${LOUPE_TEST_ENV}")
 
 add_executable(memalloc_e2e_test ${_ma_dir}/memalloc_e2e_test.cpp)
 target_compile_options(memalloc_e2e_test PRIVATE ${LOUPE_WARNINGS})
@@ -19,4 +19,4 @@ target_link_libraries(memalloc_e2e_test PRIVATE GTest::gtest_main nlohmann_json:
 target_compile_definitions(memalloc_e2e_test PRIVATE
   MEMALLOC_WORKLOAD="$<TARGET_FILE:memalloc_workload>")
 add_dependencies(memalloc_e2e_test memalloc_workload loupe-memalloc)
-gtest_discover_tests(memalloc_e2e_test PROPERTIES ENVIRONMENT "${LOUPE_TEST_ENV}")
+gtest_discover_tests(memalloc_e2e_test PROPERTIES LABELS kernel ENVIRONMENT "${LOUPE_TEST_ENV}")

@@ -1,0 +1,10 @@
+# console sink: dlopen the built library and drive it through its C ABI with the fake host
+# of tests/support, then assert on what it wrote.
+add_executable(sinks_console_test ${CMAKE_CURRENT_LIST_DIR}/console_sink_test.cpp)
+target_include_directories(sinks_console_test PRIVATE ${CMAKE_SOURCE_DIR}/tests/support)
+target_link_libraries(sinks_console_test PRIVATE loupe::sdk GTest::gtest_main nlohmann_json::nlohmann_json
+  ${CMAKE_DL_LIBS})
+target_compile_options(sinks_console_test PRIVATE ${LOUPE_WARNINGS})
+target_compile_definitions(sinks_console_test PRIVATE LOUPE_CONSOLE_SO="$<TARGET_FILE:loupe-console>")
+add_dependencies(sinks_console_test loupe-console)
+gtest_discover_tests(sinks_console_test PROPERTIES LABELS unit ENVIRONMENT "${LOUPE_TEST_ENV}")
