@@ -30,9 +30,12 @@
 #   LOUPE_VMTEST_MEM       guest memory (default 3G)
 #   LOUPE_VMTEST_SMP       guest vCPUs (default 2)
 #   LOUPE_VMTEST_DISK_MB   scratch disk size (default 512; a sparse file)
-#   LOUPE_VMTEST_ACCEL     qemu accelerator (default tcg: this machine's /dev/kvm is a nested
-#                          hypervisor that cannot run stock kernels)
+#   LOUPE_VMTEST_ACCEL     qemu accelerator (default tcg, single-threaded: this machine's
+#                          /dev/kvm is a nested hypervisor that cannot run stock kernels, and
+#                          multi-threaded TCG corrupts kernel text patching; see below)
 #   LOUPE_VMTEST_APPEND    extra kernel command line
+#   LOUPE_VMTEST_MONITOR   a path: qemu's monitor on that unix socket, to inspect a hung guest
+#                          (socat - UNIX-CONNECT:PATH, then `info registers -a`, `x/8i $pc`)
 #
 # Exit status: the command's; 124 on timeout; 125 when the guest could not run it (boot,
 # mount or kernel failure: the console output above says which).
@@ -197,6 +200,7 @@ cat >"$IRD/init" <<EOF
 #!/bin/busybox sh
 KVER='$KVER'
 MODDIR='$KDIR/lib/modules/$KVER'
+KCONFIG='$KDIR/boot/config-$KVER'
 EOF
 cat >>"$IRD/init" <<'EOF'
 /bin/busybox --install -s /bin
@@ -241,6 +245,8 @@ mkdir -p $R/run/vmtest
 cp /vmtest/cmd /vmtest/stage2 $R/run/vmtest/
 # The kernel's own modules, for modprobe inside.
 mkdir -p "$R/lib/modules/$KVER" && mount -o bind "$R$MODDIR" "$R/lib/modules/$KVER"
+# Its config where Debian puts it (tests read CONFIG_* from /boot/config-$(uname -r)).
+mkdir -p $R/boot && cp "$R$KCONFIG" "$R/boot/config-$KVER"
 i=0
 while [ ! -b /dev/vda ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 if [ -b /dev/vda ]; then
@@ -268,12 +274,21 @@ mkfs.ext4 -q -F -L vmtest-tmp "$WORK/scratch.img" >/dev/null
 : >"$WORK/status"
 accel=${LOUPE_VMTEST_ACCEL:-tcg}
 accel_opt=$accel
-[[ $accel == tcg ]] && accel_opt="tcg,thread=multi"
+# One host thread for all vCPUs. Multi-threaded TCG runs stale translations of kernel text
+# that another vCPU just re-patched (text_poke_bp: int3, then the new bytes, then a sync
+# IPI): toggling any syscall trace event from one vCPU while the other makes syscalls
+# oopses 6.12 ("int3" in syscall_trace_enter / ttwu_do_activate) and locks 6.1 up in soft
+# lockups within seconds, with no BPF involved (docs/kernel-matrix.md). thread=single
+# serialises the vCPUs, and the same load passes.
+[[ $accel == tcg ]] && accel_opt="tcg,thread=single"
+monitor=none
+[[ -n ${LOUPE_VMTEST_MONITOR:-} ]] && monitor="unix:$LOUPE_VMTEST_MONITOR,server=on,wait=off"
 echo "vmtest: booting $pkg ($KVER) under qemu/$accel: $*" >&2
 timeout --kill-after=10 "${LOUPE_VMTEST_TIMEOUT:-3600}" \
   qemu-system-x86_64 \
   -accel "$accel_opt" -cpu max -smp "${LOUPE_VMTEST_SMP:-2}" -m "${LOUPE_VMTEST_MEM:-3G}" \
-  -display none -monitor none -no-reboot -nodefaults \
+  -display none -no-reboot -nodefaults \
+  -monitor "$monitor" \
   -kernel "$VMLINUZ" -initrd "$WORK/initramfs.gz" \
   -append "console=ttyS0 panic=-1 quiet rdinit=/init ${LOUPE_VMTEST_APPEND:-}" \
   -serial "file:$WORK/console" -serial "file:$WORK/status" \
