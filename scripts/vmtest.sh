@@ -297,7 +297,7 @@ timeout --kill-after=10 "${LOUPE_VMTEST_TIMEOUT:-3600}" \
   </dev/null &
 QEMU_PID=$!
 # Stream the console as it comes (tail exits once qemu has and the rest is printed).
-tail -n +1 -s 0.2 --pid="$QEMU_PID" -f "$WORK/console" | tr -d '\r' &
+tail -n +1 -s 0.2 --pid="$QEMU_PID" -f "$WORK/console" | sed -u "s/\r//g" &
 TAIL_PID=$!
 qrc=0
 wait "$QEMU_PID" || qrc=$?
