@@ -10,6 +10,9 @@ BUILD_PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler libcpp-httplib-dev
 )
+# The kernel matrix (scripts/vmtest.sh): Debian's 6.1 and 6.12 kernels booted under qemu.
+# LOUPE_WITH_VMTEST=0 leaves them out (CI never does).
+VMTEST_PKGS=(qemu-system-x86 busybox-static kmod e2fsprogs)
 PEER_PKGS=(bpftrace libbpf-tools linux-perf python3)
 # Large, optional, for tests only: the consumers the sinks are checked against
 # (go tool pprof, promtool + a Prometheus server, headless Chromium). Tests skip with a
@@ -17,6 +20,7 @@ PEER_PKGS=(bpftrace libbpf-tools linux-perf python3)
 TEST_PKGS=(golang-go prometheus chromium)
 
 want=("${BUILD_PKGS[@]}")
+if [[ "${LOUPE_WITH_VMTEST:-1}" == 1 ]]; then want+=("${VMTEST_PKGS[@]}"); fi
 if [[ "${LOUPE_WITH_PEERS:-1}" == 1 ]]; then want+=("${PEER_PKGS[@]}"); fi
 if [[ "${LOUPE_WITH_TEST_TOOLS:-1}" == 1 ]]; then want+=("${TEST_PKGS[@]}"); fi
 optional=("${PEER_PKGS[@]}" "${TEST_PKGS[@]}")

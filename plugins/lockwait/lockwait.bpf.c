@@ -194,8 +194,7 @@ static __always_inline void record_lock(__u32 tgid, __u32 kind, __u64 addr, __u6
 	 * the sums exact; max/min may lose a race, which only costs precision. */
 	__sync_fetch_and_add(&v->waits, 1);
 	__sync_fetch_and_add(&v->total_ns, delta);
-	__sync_fetch_and_add(&v->slots[loupe_log2_slot(delta) < LW_HIST_SLOTS ?
-				       loupe_log2_slot(delta) : LW_HIST_SLOTS - 1], 1);
+	__sync_fetch_and_add(&v->slots[loupe_slot_bounded(loupe_log2_slot(delta), LW_HIST_SLOTS)], 1);
 	if (delta > v->max_ns)
 		v->max_ns = delta;
 	if (v->min_ns == 0 || delta < v->min_ns)

@@ -44,18 +44,41 @@ static __always_inline __u32 loupe_linear_slot(__u64 v)
 	return s < LOUPE_HIST_LINEAR_SLOTS ? s : LOUPE_HIST_LINEAR_SLOTS - 1;
 }
 
+/*
+ * The one way BPF code here turns a computed slot into an array index: returns `slot`
+ * clamped to [0, n_slots - 1], n_slots a compile-time constant.
+ *
+ * The compare is written in asm on the very register that then indexes. In C the compiler
+ * proves the slot functions above never exceed their range (it tracks known bits through
+ * the shifts and ors of loupe_log2_u64) and deletes any `slot < n` test; a verifier that
+ * cannot follow variable shifts (6.1's) then sees an unbounded index and refuses the
+ * program ("R0 unbounded memory access"). barrier_var() alone keeps the test but still
+ * lets the compiler compare a copy or a 32-bit half. Here both paths leave the register
+ * with a bound every verifier since 5.x reads: < n_slots, or the constant n_slots - 1.
+ */
+#define loupe_slot_bounded(slot, n_slots)                                              \
+	({                                                                             \
+		__u64 __s = (slot);                                                    \
+		_Static_assert((n_slots) > 0 && (n_slots) < (1 << 20), "slot count");  \
+		asm volatile("if %[s] < %[n] goto +1\n\t"                              \
+			     "%[s] = %[last]"                                          \
+			     : [s] "+r"(__s)                                           \
+			     : [n] "i"(n_slots), [last] "i"((n_slots) - 1));             \
+		__s;                                                                   \
+	})
+
 /* Count `v` in `slot` of any per-CPU histogram struct with slots[n_slots], count, sum, min
- * and max (loupe_hist, or a plugin's smaller one). No atomics: the value is per CPU. */
-#define LOUPE_HIST_RECORD(h, v, slot, n_slots)          \
-	do {                                            \
-		if ((slot) < (n_slots))                 \
-			(h)->slots[(slot)] += 1;        \
-		(h)->count += 1;                        \
-		(h)->sum += (v);                        \
-		if ((h)->min == 0 || (v) < (h)->min)    \
-			(h)->min = (v);                 \
-		if ((v) > (h)->max)                     \
-			(h)->max = (v);                 \
+ * and max (loupe_hist, or a plugin's smaller one). No atomics: the value is per CPU.
+ * A slot past the end (none of the slot functions gives one) lands in the last. */
+#define LOUPE_HIST_RECORD(h, v, slot, n_slots)                          \
+	do {                                                            \
+		(h)->slots[loupe_slot_bounded((slot), (n_slots))] += 1; \
+		(h)->count += 1;                                        \
+		(h)->sum += (v);                                        \
+		if ((h)->min == 0 || (v) < (h)->min)                    \
+			(h)->min = (v);                                 \
+		if ((v) > (h)->max)                                     \
+			(h)->max = (v);                                 \
 	} while (0)
 
 /* Record `v` into a per-CPU loupe_hist. */
