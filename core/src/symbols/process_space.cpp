@@ -34,6 +34,13 @@ bool is_jitdump_path(const std::string& path, const std::string& own_name) {
          std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
+// Device and inode of the process's executable; 0 when it is gone or unreadable.
+std::uint64_t exe_identity(const std::string& proc_dir) {
+  struct stat st {};
+  if (::stat((proc_dir + "/exe").c_str(), &st) != 0) return 0;
+  return (static_cast<std::uint64_t>(st.st_dev) << 40) ^ static_cast<std::uint64_t>(st.st_ino);
+}
+
 }  // namespace
 
 JitDump& ProcessSpace::jitdump() {
@@ -82,7 +89,13 @@ bool ProcessSpace::reload(StringPool& strings, int* err) {
   }
   mapped_jitdump_ = std::move(mapped);
   loaded_at_ = std::chrono::steady_clock::now();
+  exe_id_ = exe_identity(proc_dir_);
   return true;
+}
+
+bool ProcessSpace::exec_since_reload() const {
+  std::uint64_t now = exe_identity(proc_dir_);
+  return now != 0 && now != exe_id_;
 }
 
 MappedRegion* ProcessSpace::find(std::uint64_t addr) {
@@ -139,7 +152,12 @@ bool ProcessSpace::ensure_elf(MappedRegion& r, ElfFileCache& cache) {
   }
   if (!r.elf) {
     int fd = open_mapped_file(r.map);
-    if (fd < 0) return false;
+    if (fd < 0) {
+      // Not cached: the file may be readable on a later try (a region first seen while its
+      // process was between fork and exec, a transient permission or mount state).
+      r.elf_tried = false;
+      return false;
+    }
     r.elf = cache.get(fd);
     ::close(fd);
   }

@@ -58,6 +58,12 @@ class ProcessSpace {
   std::chrono::steady_clock::time_point loaded_at() const { return loaded_at_; }
   std::uint32_t pid() const { return pid_; }
 
+  // Whether the process has exec'd since the last reload (its /proc/PID/exe is another
+  // file): everything learnt of the old image is then wrong, and a rate-limited reload on
+  // a miss would keep the old regions until the limit expires. False when it is gone.
+  bool exec_since_reload() const;
+  std::uint64_t exec_checked_call = 0;  // the symbolizer checks once per call
+
   // The symbolizer's bookkeeping of when the perf map was last checked.
   std::uint64_t perf_map_checked_call = 0;
   bool perf_map_present = false;
@@ -80,6 +86,7 @@ class ProcessSpace {
   std::string jitdump_name_;
   std::unique_ptr<JitDump> jitdump_;
   std::chrono::steady_clock::time_point loaded_at_{};
+  std::uint64_t exe_id_ = 0;  // device and inode of /proc/PID/exe at the last reload
 };
 
 }  // namespace loupe

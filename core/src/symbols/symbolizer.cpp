@@ -157,7 +157,19 @@ class ElfSymbolizer final : public Symbolizer {
   ProcessSpace* process(std::uint32_t pid) {
     if (auto it = index_.find(pid); it != index_.end()) {
       lru_.splice(lru_.begin(), lru_, it->second);
-      return &*it->second;
+      ProcessSpace& space = *it->second;
+      // A profiled command is seen between fork and exec (loupe's own image) and after:
+      // an exec replaces the image, so the cached regions are dropped at once, not when
+      // the rate-limited reload on a miss comes round.
+      if (space.exec_checked_call != call_) {
+        space.exec_checked_call = call_;
+        if (space.exec_since_reload()) {
+          int err = 0;
+          ++maps_reads_;
+          space.reload(strings_, &err);
+        }
+      }
+      return &space;
     }
     if (pid == 0) return nullptr;
     ProcessSpace space(pid, opts_.proc_root, opts_.perf_map_dir);

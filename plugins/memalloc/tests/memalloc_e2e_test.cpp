@@ -154,7 +154,7 @@ TEST_F(MemallocE2E, KnownSitesGiveExactCountsBytesAndLeaks) {
 TEST_F(MemallocE2E, KernelModeGivesKmallocStacksWithSymbolizedKernelFrames) {
   auto r = run("user = false\nkernel = true\n", {kWorkload}, "[[sinks]]\nname = \"folded\"\n");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  int kmalloc_sites = 0, slab_leaf = 0;
+  int kmalloc_sites = 0, slab_leaf = 0, without_kernel_frames = 0;
   for (const auto& rec : r.records) {
     if (rec["kind"] != "stack" || rec["name"] != "alloc_sites" || !rec["is_final"].get<bool>())
       continue;
@@ -163,7 +163,13 @@ TEST_F(MemallocE2E, KernelModeGivesKmallocStacksWithSymbolizedKernelFrames) {
     const auto& frames = rec["stack"]["frames"];
     ASSERT_FALSE(frames.empty());
     const auto& leaf = frames[0];
-    EXPECT_EQ(leaf["kind"], "kernel");
+    // Two kernel stacks hashing to one stack-map bucket: the kernel refuses the second
+    // (-EEXIST), its site keeps only user frames, and the plugin counts it as
+    // stack_collisions. Such sites are allowed exactly as often as counted.
+    if (leaf["kind"] != "kernel") {
+      ++without_kernel_frames;
+      continue;
+    }
     EXPECT_EQ(leaf["resolution"], "kallsyms") << leaf.dump();
     std::string sym = leaf["symbol"].is_string() ? leaf["symbol"].get<std::string>() : "";
     // The tracepoints fire inside the slab allocator's entry points.
@@ -173,7 +179,8 @@ TEST_F(MemallocE2E, KernelModeGivesKmallocStacksWithSymbolizedKernelFrames) {
   }
   // execve, mmap and page faults of the workload allocate kernel memory on its behalf.
   EXPECT_GT(kmalloc_sites, 5) << r.output;
-  EXPECT_EQ(slab_leaf, kmalloc_sites);
+  EXPECT_LE(static_cast<std::uint64_t>(without_kernel_frames), health(r, "stack_collisions")) << r.output;
+  EXPECT_EQ(slab_leaf + without_kernel_frames, kmalloc_sites);
   EXPECT_GT(metric(r, "kernel_allocs"), 0);
   EXPECT_EQ(health(r, "stack_failures_kernel"), 0u);
   // The folded sink turns the same records into a flame graph with kernel frames.
