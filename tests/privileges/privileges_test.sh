@@ -32,15 +32,18 @@ our_progs() {
 # Waits until the session says it runs (-v log), then checks every thread of loupe.
 # $1 = pid, $2 = expected uid. Prints the main thread's CapEff.
 check_threads() {
-  local pid=$1 uid=$2 t eff prm uids
+  local pid=$1 uid=$2 t st eff prm uids
   for _ in $(seq 200); do grep -q "session running" "$TMP/loupe.log" && break; sleep 0.05; done
   grep -q "session running" "$TMP/loupe.log" || fail "session never ran: $(cat "$TMP/loupe.log")"
   local n=0
   for t in /proc/$pid/task/*; do
-    eff=$(awk '/^CapEff:/ {print $2}' "$t/status" 2>/dev/null) || continue
+    # One read per thread: a thread that ends between two reads (short-lived helper
+    # threads do, and a slow kernel widens the window) is skipped, not half-read.
+    st=$(cat "$t/status" 2>/dev/null) || continue
+    eff=$(awk '/^CapEff:/ {print $2}' <<<"$st")
     [[ -n $eff ]] || continue
-    prm=$(awk '/^CapPrm:/ {print $2}' "$t/status")
-    uids=$(awk '/^Uid:/ {print $2, $3, $4, $5}' "$t/status")
+    prm=$(awk '/^CapPrm:/ {print $2}' <<<"$st")
+    uids=$(awk '/^Uid:/ {print $2, $3, $4, $5}' <<<"$st")
     (( (0x$eff | 0x$prm) & ~KEEP_MASK )) && fail "thread ${t##*/} kept capabilities: CapEff=$eff CapPrm=$prm"
     (( 0x$eff & ATTACH_CAPS )) && fail "thread ${t##*/} kept CAP_BPF/CAP_PERFMON/CAP_SYS_ADMIN: $eff"
     [[ $uids == "$uid $uid $uid $uid" ]] || fail "thread ${t##*/} runs as '$uids', expected $uid"

@@ -49,7 +49,6 @@ constexpr const char* kBpffsPath = "/sys/fs/bpf";
 constexpr const char* kVmlinuxBtfPath = "/sys/kernel/btf/vmlinux";
 constexpr const char* kPmuDir = "/sys/bus/event_source/devices";
 constexpr const char* kDisableEnv = "LOUPE_DISABLE_FEATURES";
-// The kernel's internal "operation not supported" (include/linux/errno.h); not in libc.
 // Kernel functions that exist on every kernel loupe targets, are traceable, and are hit rarely.
 constexpr std::array<const char*, 4> kKernelFuncCandidates = {"do_nanosleep", "hrtimer_nanosleep",
                                                               "do_sys_openat2", "vfs_read"};

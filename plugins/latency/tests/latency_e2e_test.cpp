@@ -149,3 +149,56 @@ TEST_F(LatencyE2E, SyscallReadIsTheTracepointAlternative) {
   ASSERT_NE(h, nullptr);
   EXPECT_EQ((*h)["labels"]["mechanism"], "tracepoint");
 }
+
+// Kernel-function pairs on every kernel that can trace them, exact against a workload with
+// known calls (10 nanosleep syscalls, pid-filtered to it): through fentry/fexit where the
+// preflight says they work, and through kprobe/kretprobe with fentry forced off. Which
+// mechanisms exist is the running kernel's answer (`loupe check --json`), never assumed.
+TEST_F(LatencyE2E, KfuncPairsGiveExactCountsThroughFentryAndKprobe) {
+  std::string out;
+  {
+    FILE* p = ::popen((loupe_ + " check --json 2>/dev/null").c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    char buf[4096];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+    ::pclose(p);
+  }
+  const json check = json::parse(out);
+  auto available = [&](const std::string& name) {
+    for (const auto& f : check["features"])
+      if (f["name"] == name) return f["available"].get<bool>();
+    return false;
+  };
+  struct Way {
+    const char* mechanism;
+    const char* entry_feature;
+    const char* exit_feature;
+    const char* disable;  // LOUPE_DISABLE_FEATURES for this way
+  };
+  int ran = 0;
+  std::string why_not;
+  for (const Way& w : {Way{"fentry", "fentry", "fexit", ""}, Way{"kprobe", "kprobe", "kretprobe", "fentry,fexit"}}) {
+    SCOPED_TRACE(w.mechanism);
+    if (!available(w.entry_feature) || !available(w.exit_feature)) {
+      why_not += std::string(w.mechanism) + " unavailable on this kernel; ";
+      continue;
+    }
+    ::setenv("LOUPE_DISABLE_FEATURES", w.disable, 1);
+    auto r = run("[[plugins.targets]]\nname = \"ns\"\nkfunc = \"hrtimer_nanosleep\"\n",
+                 {kWorkload, "0", "0", "0", "0", "10"});
+    ::unsetenv("LOUPE_DISABLE_FEATURES");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(metric(r, "calls", "ns"), 10) << r.output;
+    EXPECT_EQ(metric(r, "matched", "ns"), 10);
+    EXPECT_EQ(metric(r, "unmatched_exits", "ns"), 0);
+    const json* h = find(r, "histogram", "latency", "ns");
+    ASSERT_NE(h, nullptr);
+    EXPECT_EQ((*h)["labels"]["mechanism"], w.mechanism);
+    EXPECT_EQ((*h)["histogram"]["count"].get<int>(), 10);
+    // Each nanosleep sleeps 5 ms: the kernel function cannot return sooner.
+    EXPECT_GE((*h)["histogram"]["min"].get<std::uint64_t>(), 5000000u);
+    ++ran;
+  }
+  if (ran == 0) GTEST_SKIP() << why_not;
+}

@@ -184,10 +184,16 @@ TEST_F(MemallocE2E, KernelModeGivesKmallocStacksWithSymbolizedKernelFrames) {
   EXPECT_GT(metric(r, "kernel_allocs"), 0);
   EXPECT_EQ(health(r, "stack_failures_kernel"), 0u);
   // The folded sink turns the same records into a flame graph with kernel frames.
+  // Every line but those of the collided sites above carries kernel frames.
   std::ifstream folded(dir_ + "/out/alloc_sites.folded");
   std::string line;
-  ASSERT_TRUE(std::getline(folded, line));
-  EXPECT_NE(line.find("_[k]"), std::string::npos) << line;
+  int lines = 0, with_kernel = 0;
+  while (std::getline(folded, line)) {
+    ++lines;
+    if (line.find("_[k]") != std::string::npos) ++with_kernel;
+  }
+  EXPECT_GT(lines, 0);
+  EXPECT_GE(with_kernel + without_kernel_frames, lines);
 }
 
 TEST_F(MemallocE2E, OneInNSamplingScalesEstimates) {
