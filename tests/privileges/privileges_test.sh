@@ -107,7 +107,8 @@ case_drop_without_user() {
   [[ $rc -eq 0 ]] || fail "exit $rc: $(cat "$TMP/loupe.log")"
   check_outputs 0
   # With a command, CAP_KILL stays so loupe can still stop it; the command itself keeps root.
-  "$LOUPE" -v run "$TMP/p.toml" -d 30 -- sleep 2 >"$TMP/loupe.log" 2>&1 &
+  # The command outlives the session's start even on an emulated kernel (seconds to attach).
+  "$LOUPE" -v run "$TMP/p.toml" -d 30 -- sleep 8 >"$TMP/loupe.log" 2>&1 &
   pid=$!
   check_threads $pid 0 >/dev/null
   eff=$(awk '/^CapEff:/ {print $2}' /proc/$pid/status)

@@ -154,7 +154,11 @@ TEST_F(LockwaitE2E, PthreadStacksNameTheDirectCaller) {
   ASSERT_EQ(m.r.exit_code, 0) << m.r.output;
   ASSERT_NE(m.hist, nullptr) << m.r.output;
   double loupe_ns = (*m.hist)["histogram"]["sum"].get<double>();
-  EXPECT_NEAR(loupe_ns, m.workload_ns, 0.10 * m.workload_ns);
+  // The workload's own window around each lock also holds the pthread_mutex_lock uprobe's
+  // trap, which no futex wait contains: it bounds loupe's sum from above. A trap costs
+  // ~1-20 us natively and far more on an emulated kernel, hence the wider lower bound.
+  EXPECT_LE(loupe_ns, 1.02 * m.workload_ns);
+  EXPECT_GE(loupe_ns, 0.70 * m.workload_ns);
   // Every contended wait on g_lock took the stack of its pthread_mutex_lock call, whose
   // first caller frame is contend_on_g_lock.
   double named_ns = 0;
