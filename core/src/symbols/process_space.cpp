@@ -55,6 +55,10 @@ JitDump& ProcessSpace::jitdump() {
 }
 
 bool ProcessSpace::reload(StringPool& strings, int* err) {
+  // The image's identity is read before the maps: an exec racing this reload then leaves
+  // an identity that no longer matches, and the next exec check reloads, instead of old
+  // maps being kept under the new image's name.
+  const std::uint64_t exe_before = exe_identity(proc_dir_);
   std::vector<MapsEntry> maps;
   std::string root = proc_dir_.substr(0, proc_dir_.rfind('/'));
   if (!read_process_maps(root, pid_, &maps, err)) return false;
@@ -89,7 +93,7 @@ bool ProcessSpace::reload(StringPool& strings, int* err) {
   }
   mapped_jitdump_ = std::move(mapped);
   loaded_at_ = std::chrono::steady_clock::now();
-  exe_id_ = exe_identity(proc_dir_);
+  exe_id_ = exe_before;
   return true;
 }
 
@@ -162,7 +166,12 @@ bool ProcessSpace::ensure_elf(MappedRegion& r, ElfFileCache& cache) {
     ::close(fd);
   }
   if (r.elf) r.bias = r.elf->bias_for(r.map.start, r.map.offset);
-  if (!r.bias) r.elf.reset();
+  if (!r.bias) {
+    // A region that no segment of the file explains was read mid-change (an exec racing
+    // the maps read): retried after the next reload rather than remembered as unreadable.
+    r.elf.reset();
+    r.elf_tried = false;
+  }
   return r.elf != nullptr;
 }
 
