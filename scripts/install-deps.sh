@@ -4,7 +4,7 @@
 set -euo pipefail
 
 BUILD_PKGS=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git clang-format
   clang llvm libclang-rt-14-dev libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev
   libboost-dev libtomlplusplus-dev libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev

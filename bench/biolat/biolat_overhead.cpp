@@ -23,8 +23,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <memory>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -122,10 +122,14 @@ int main(int argc, char** argv) {
   bool peers = true;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--no-peers") peers = false;
-    else if (i + 1 < argc && a == "--rounds") rounds = std::atoi(argv[++i]);
-    else if (i + 1 < argc && a == "--ios") ios = std::atol(argv[++i]);
-    else if (i + 1 < argc && a == "--dir") dir = argv[++i];
+    if (a == "--no-peers")
+      peers = false;
+    else if (i + 1 < argc && a == "--rounds")
+      rounds = std::atoi(argv[++i]);
+    else if (i + 1 < argc && a == "--ios")
+      ios = std::atol(argv[++i]);
+    else if (i + 1 < argc && a == "--dir")
+      dir = argv[++i];
     else {
       std::fprintf(stderr, "usage: %s [--rounds R] [--ios N] [--dir D] [--no-peers]\n", argv[0]);
       return 2;
@@ -142,38 +146,44 @@ int main(int argc, char** argv) {
     biolat_bpf* bio = biolat_bpf__open();
     if (!bio) throw std::runtime_error("open biolat");
     std::string why;
-    bio->rodata->targ_rq_single_arg = loupe::biolat::rq_tracepoint_single_arg("block_rq_issue", &why)
-                                          .value_or(true);
+    bio->rodata->targ_rq_single_arg =
+        loupe::biolat::rq_tracepoint_single_arg("block_rq_issue", &why).value_or(true);
     bio->rodata->targ_per_process = true;
-    for (auto* p : {bio->progs.bio_raw_insert, bio->progs.bio_raw_issue,
-                    bio->progs.bio_raw_complete, bio->progs.bio_tp_insert,
-                    bio->progs.bio_tp_issue, bio->progs.bio_tp_complete})
+    for (auto* p :
+         {bio->progs.bio_raw_insert, bio->progs.bio_raw_issue, bio->progs.bio_raw_complete,
+          bio->progs.bio_tp_insert, bio->progs.bio_tp_issue, bio->progs.bio_tp_complete})
       bpf_program__set_autoload(p, false);
     if (biolat_bpf__load(bio)) throw std::runtime_error("load biolat");
 
     std::vector<Mode> modes;
     modes.push_back({"none", {}});
-    modes.push_back({"empty", {empty->progs.empty_insert, empty->progs.empty_issue, empty->progs.empty_complete}});
-    modes.push_back({"loupe", {bio->progs.bio_btf_insert, bio->progs.bio_btf_issue, bio->progs.bio_btf_complete}});
+    modes.push_back(
+        {"empty",
+         {empty->progs.empty_insert, empty->progs.empty_issue, empty->progs.empty_complete}});
+    modes.push_back(
+        {"loupe",
+         {bio->progs.bio_btf_insert, bio->progs.bio_btf_issue, bio->progs.bio_btf_complete}});
     if (peers && access("/usr/sbin/biolatency", X_OK) == 0)
-      modes.push_back({"biolatency", {}, [] {
-                         // -Q: queue time too, as biolat's total; stdbuf: "Tracing" must not
-                         // sit in a full stdio buffer behind our pipe.
-                         return std::make_unique<loupe_bench::Peer>(
-                             std::vector<std::string>{"/usr/bin/stdbuf", "-oL", "/usr/sbin/biolatency", "-Q"},
-                             "Tracing");
-                       }});
+      modes.push_back(
+          {"biolatency", {}, [] {
+             // -Q: queue time too, as biolat's total; stdbuf: "Tracing" must not
+             // sit in a full stdio buffer behind our pipe.
+             return std::make_unique<loupe_bench::Peer>(
+                 std::vector<std::string>{"/usr/bin/stdbuf", "-oL", "/usr/sbin/biolatency", "-Q"},
+                 "Tracing");
+           }});
     if (peers && access("/usr/bin/bpftrace", X_OK) == 0)
-      modes.push_back({"bpftrace", {}, [] {
-                         return std::make_unique<loupe_bench::Peer>(
-                             std::vector<std::string>{
-                                 "/usr/bin/bpftrace", "-e",
-                                 "tracepoint:block:block_rq_issue { @s[args->dev, args->sector] = nsecs; } "
-                                 "tracepoint:block:block_rq_complete /@s[args->dev, args->sector]/ { "
-                                 "@us = hist((nsecs - @s[args->dev, args->sector]) / 1000); "
-                                 "delete(@s[args->dev, args->sector]); }"},
-                             "Attaching");
-                       }});
+      modes.push_back(
+          {"bpftrace", {}, [] {
+             return std::make_unique<loupe_bench::Peer>(
+                 std::vector<std::string>{
+                     "/usr/bin/bpftrace", "-e",
+                     "tracepoint:block:block_rq_issue { @s[args->dev, args->sector] = nsecs; } "
+                     "tracepoint:block:block_rq_complete /@s[args->dev, args->sector]/ { "
+                     "@us = hist((nsecs - @s[args->dev, args->sector]) / 1000); "
+                     "delete(@s[args->dev, args->sector]); }"},
+                 "Attaching");
+           }});
     file.loop(ios / 4);  // warm up the device path
     std::map<std::string, std::vector<double>> wall;
     for (int r = 0; r < rounds; ++r)
@@ -202,7 +212,8 @@ int main(int argc, char** argv) {
     double none = median(wall["none"]);
     double empty_added = median(wall["empty"]) - none;
     std::printf("O_DIRECT 4 KiB reads, %ld per round (%d rounds, median)\n", ios, rounds);
-    std::printf("  %-11s %12s %14s %13s %12s\n", "mode", "ns/IO", "added ns/IO", "x empty", "BPF ns/IO");
+    std::printf("  %-11s %12s %14s %13s %12s\n", "mode", "ns/IO", "added ns/IO", "x empty",
+                "BPF ns/IO");
     for (auto& m : modes) {
       if (wall[m.name].empty()) continue;
       double w = median(wall[m.name]);

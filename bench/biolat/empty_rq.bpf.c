@@ -4,12 +4,21 @@
 #include <bpf/bpf_helpers.h>
 
 SEC("tp_btf/block_rq_insert")
-int empty_insert(void *ctx) { return 0; }
+int empty_insert(void *ctx)
+{
+	return 0;
+}
 
 SEC("tp_btf/block_rq_issue")
-int empty_issue(void *ctx) { return 0; }
+int empty_issue(void *ctx)
+{
+	return 0;
+}
 
 SEC("tp_btf/block_rq_complete")
-int empty_complete(void *ctx) { return 0; }
+int empty_complete(void *ctx)
+{
+	return 0;
+}
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

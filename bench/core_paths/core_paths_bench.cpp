@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "loupe/sdk/histogram.hpp"
 #include "dispatch/owned_record.hpp"
+#include "loupe/sdk/histogram.hpp"
 #include "plugins/profile.hpp"
 #include "record_json.hpp"
 
@@ -24,13 +24,15 @@ std::vector<loupe_bucket> log2_buckets(unsigned n) {
 void BM_ComputePercentiles(benchmark::State& state) {
   auto b = log2_buckets(static_cast<unsigned>(state.range(0)));
   for (auto _ : state) {
-    auto p = loupe::compute_percentiles(b.data(), static_cast<std::uint32_t>(b.size()), 1, b.back().upper - 1);
+    auto p = loupe::compute_percentiles(b.data(), static_cast<std::uint32_t>(b.size()), 1,
+                                        b.back().upper - 1);
     benchmark::DoNotOptimize(p.data());
   }
 }
 BENCHMARK(BM_ComputePercentiles)->Arg(8)->Arg(32)->Arg(63);
 
-loupe_record histogram_record(const std::vector<loupe_bucket>& b, const loupe_histogram& h, const loupe_label* l) {
+loupe_record histogram_record(const std::vector<loupe_bucket>& b, const loupe_histogram& h,
+                              const loupe_label* l) {
   loupe_record r{};
   r.size = sizeof(r);
   r.kind = LOUPE_RECORD_HISTOGRAM;
@@ -45,8 +47,9 @@ loupe_record histogram_record(const std::vector<loupe_bucket>& b, const loupe_hi
 // The copy the host makes of every published record (strings, buckets, percentiles).
 void BM_OwnedRecordCopyHistogram(benchmark::State& state) {
   auto b = log2_buckets(static_cast<unsigned>(state.range(0)));
-  loupe_histogram h{sizeof(h), LOUPE_BUCKETS_LOG2, 0, static_cast<std::uint32_t>(b.size()), "ns", b.data(),
-                    1000, 123456, 1, b.back().upper - 1, nullptr, 0};
+  loupe_histogram h{sizeof(h), LOUPE_BUCKETS_LOG2, 0,       static_cast<std::uint32_t>(b.size()),
+                    "ns",      b.data(),           1000,    123456,
+                    1,         b.back().upper - 1, nullptr, 0};
   loupe_label labels[] = {{"target", "read"}, {"mechanism", "tracepoint"}};
   loupe_record r = histogram_record(b, h, labels);
   for (auto _ : state) {
@@ -131,8 +134,9 @@ BENCHMARK(BM_ProfileParse);
 // One record to one jsonl line (the jsonl sink's whole per-record work but the write).
 void BM_JsonlEncodeHistogram(benchmark::State& state) {
   auto b = log2_buckets(24);
-  loupe_histogram h{sizeof(h), LOUPE_BUCKETS_LOG2, 0, static_cast<std::uint32_t>(b.size()), "ns", b.data(),
-                    1000, 123456, 1, b.back().upper - 1, nullptr, 0};
+  loupe_histogram h{sizeof(h), LOUPE_BUCKETS_LOG2, 0,       static_cast<std::uint32_t>(b.size()),
+                    "ns",      b.data(),           1000,    123456,
+                    1,         b.back().upper - 1, nullptr, 0};
   loupe_label labels[] = {{"target", "read"}, {"mechanism", "tracepoint"}};
   loupe_record r = histogram_record(b, h, labels);
   loupe::OwnedRecord owned(r, "latency", 1, 2);  // with percentiles, as sinks receive it

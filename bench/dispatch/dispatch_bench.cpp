@@ -23,9 +23,9 @@
 #include <thread>
 
 #include "dispatch/bounded_queue.hpp"
-#include "dispatch_bench.skel.h"
 #include "dispatch/byte_queue.hpp"
 #include "dispatch/ring_dispatcher.hpp"
+#include "dispatch_bench.skel.h"
 
 namespace {
 
@@ -175,9 +175,11 @@ void BM_Stream(benchmark::State& state) {
     produced += kCalls * kBurst;
   }
   state.counters["records_per_s"] = static_cast<double>(delivered) / secs;
-  state.counters["lost_kernel_pct"] = 100.0 * static_cast<double>(lost) / static_cast<double>(produced);
-  state.counters["dropped_queue_pct"] = 100.0 * static_cast<double>(dropped) / static_cast<double>(produced);
-  state.SetLabel(mode == 0 ? "libbpf poll, wake-up per record"
+  state.counters["lost_kernel_pct"] =
+      100.0 * static_cast<double>(lost) / static_cast<double>(produced);
+  state.counters["dropped_queue_pct"] =
+      100.0 * static_cast<double>(dropped) / static_cast<double>(produced);
+  state.SetLabel(mode == 0   ? "libbpf poll, wake-up per record"
                  : mode == 1 ? "libbpf poll, watermark"
                  : mode == 2 ? "loupe dispatcher, watermark"
                              : "loupe dispatcher, wake-up per record");
@@ -201,7 +203,8 @@ void BM_Drain(benchmark::State& state) {
     delivered += c.delivered();
   }
   state.counters["records_per_s"] = static_cast<double>(delivered) / secs;
-  state.SetLabel(loupe ? "loupe dispatcher (check + copy + queue + worker decode)" : "libbpf consume, no-op callback");
+  state.SetLabel(loupe ? "loupe dispatcher (check + copy + queue + worker decode)"
+                       : "libbpf consume, no-op callback");
 }
 BENCHMARK(BM_Drain)->DenseRange(0, 1)->Iterations(3)->UseRealTime()->Unit(benchmark::kMillisecond);
 
@@ -214,7 +217,7 @@ void BM_ProducerCost(benchmark::State& state) {
   if (v >= 2) c = std::make_unique<Consumer>(*p, true);
   for (auto _ : state) syscall(SYS_getppid);
   if (p) state.counters["kernel_lost"] = static_cast<double>(p->lost());
-  state.SetLabel(v == 0 ? "getppid, no program"
+  state.SetLabel(v == 0   ? "getppid, no program"
                  : v == 1 ? "aggregating in kernel"
                  : v == 2 ? "emitting, watermark wake-up"
                           : "emitting, wake-up per record");
@@ -232,16 +235,19 @@ void BM_LossOnset(benchmark::State& state) {
     Producer p(true, kBurst, 64 * 1024);
     Consumer c(p, true);
     const auto t0 = Clock::now();
-    const auto end = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    const auto end =
+        t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
     const double ns_per_call = 1e9 * kBurst / rate;
     std::uint64_t calls = 0;
     for (auto now = t0; now < end; now = Clock::now()) {
-      auto due = t0 + std::chrono::nanoseconds(static_cast<std::int64_t>(static_cast<double>(calls) * ns_per_call));
+      auto due = t0 + std::chrono::nanoseconds(
+                          static_cast<std::int64_t>(static_cast<double>(calls) * ns_per_call));
       if (now < due) continue;  // spin: sleeping would add jitter
       syscall(SYS_getppid);
       ++calls;
     }
-    achieved = static_cast<double>(calls * kBurst) / std::chrono::duration<double>(Clock::now() - t0).count();
+    achieved = static_cast<double>(calls * kBurst) /
+               std::chrono::duration<double>(Clock::now() - t0).count();
     c.wait_all(calls * kBurst);
     c.finish();
     produced += calls * kBurst;
@@ -254,8 +260,16 @@ void BM_LossOnset(benchmark::State& state) {
   state.counters["dropped_queue"] = static_cast<double>(dropped);
 }
 BENCHMARK(BM_LossOnset)
-    ->Arg(250)->Arg(500)->Arg(1000)->Arg(2000)->Arg(4000)->Arg(6000)->Arg(8000)
-    ->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+    ->Arg(250)
+    ->Arg(500)
+    ->Arg(1000)
+    ->Arg(2000)
+    ->Arg(4000)
+    ->Arg(6000)
+    ->Arg(8000)
+    ->Iterations(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 // Reader -> worker hand-off of 24-byte records, no kernel: the previous design (a
 // std::vector per record in a mutex-guarded deque) against the preallocated byte queue.
@@ -308,16 +322,23 @@ void BM_QueueHandoff(benchmark::State& state) {
         }
       });
       for (std::uint64_t i = 0; i < kN; ++i)
-        while (!q.try_push(Item{std::vector<std::uint8_t>(rec, rec + kRecordLen), i})) std::this_thread::yield();
+        while (!q.try_push(Item{std::vector<std::uint8_t>(rec, rec + kRecordLen), i}))
+          std::this_thread::yield();
       done = true;
       worker.join();
     }
     moved += got;
   }
-  state.counters["records_per_s"] = benchmark::Counter(static_cast<double>(moved), benchmark::Counter::kIsRate);
-  state.SetLabel(bytes ? "byte queue (arena, one copy)" : "vector per record + locked deque (before)");
+  state.counters["records_per_s"] =
+      benchmark::Counter(static_cast<double>(moved), benchmark::Counter::kIsRate);
+  state.SetLabel(bytes ? "byte queue (arena, one copy)"
+                       : "vector per record + locked deque (before)");
 }
-BENCHMARK(BM_QueueHandoff)->DenseRange(0, 1)->Iterations(3)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_QueueHandoff)
+    ->DenseRange(0, 1)
+    ->Iterations(3)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

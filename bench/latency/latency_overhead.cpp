@@ -9,8 +9,8 @@
 // alone), empty (do-nothing programs on the same hooks), loupe (the latency plugin's own
 // BPF programs and maps, set up as the plugin sets them up), funclatency (libbpf-tools)
 // and bpftrace (a start-map + hist() script). The syscall pair also runs three floors
-// (empty_pair.bpf.c): two clock reads alone, clock + task storage, clock + a hash map. Added cost = mode - none; the ratios that
-// matter are loupe/empty and loupe/funclatency.
+// (empty_pair.bpf.c): two clock reads alone, clock + task storage, clock + a hash map. Added cost =
+// mode - none; the ratios that matter are loupe/empty and loupe/funclatency.
 //
 //   latency_overhead [--rounds R] [--uprobe-calls N] [--syscall-calls N] [--no-peers]
 #include <bpf/bpf.h>
@@ -34,10 +34,10 @@
 #include <vector>
 
 #include "../common/bench_peers.hpp"
-#include "loupe/sdk/uprobe.hpp"
 #include "empty_pair.skel.h"
 #include "latency.h"
 #include "latency.skel.h"
+#include "loupe/sdk/uprobe.hpp"
 
 extern "C" __attribute__((noinline)) int bench_target(int x) {
   asm volatile("" ::: "memory");
@@ -50,7 +50,9 @@ using loupe_bench::now_s;
 using loupe_bench::Peer;
 using loupe_bench::ProgCost;
 
-std::uint32_t prog_id(bpf_program* p) { return loupe_bench::prog_id_of_fd(bpf_program__fd(p)); }
+std::uint32_t prog_id(bpf_program* p) {
+  return loupe_bench::prog_id_of_fd(bpf_program__fd(p));
+}
 
 double loop_uprobe(long n) {
   volatile int acc = 0;
@@ -124,10 +126,9 @@ class Bench {
       std::vector<std::uint32_t> progs;  // ours; peers' are found by id after they attach
     };
     pid_t pid = getpid();
-    std::string tp_script =
-        "tracepoint:syscalls:sys_enter_getppid /pid == " + std::to_string(pid) +
-        "/ { @s[tid] = nsecs; } tracepoint:syscalls:sys_exit_getppid /@s[tid]/ "
-        "{ @h = hist(nsecs - @s[tid]); delete(@s[tid]); }";
+    std::string tp_script = "tracepoint:syscalls:sys_enter_getppid /pid == " + std::to_string(pid) +
+                            "/ { @s[tid] = nsecs; } tracepoint:syscalls:sys_exit_getppid /@s[tid]/ "
+                            "{ @h = hist(nsecs - @s[tid]); delete(@s[tid]); }";
     std::string up_script = "uprobe:" + exe_ + ":bench_target /pid == " + std::to_string(pid) +
                             "/ { @s[tid] = nsecs; } uretprobe:" + exe_ +
                             ":bench_target /@s[tid]/ { @h = hist(nsecs - @s[tid]); "
@@ -135,45 +136,61 @@ class Bench {
 
     std::vector<Mode> up = {
         {"none", [](Links&) {}, nullptr},
-        {"empty", [&](Links& l) { attach_uprobe(l, empty_->progs.empty_uprobe_entry,
-                                                empty_->progs.empty_uprobe_exit); }, nullptr,
+        {"empty",
+         [&](Links& l) {
+           attach_uprobe(l, empty_->progs.empty_uprobe_entry, empty_->progs.empty_uprobe_exit);
+         },
+         nullptr,
          {prog_id(empty_->progs.empty_uprobe_entry), prog_id(empty_->progs.empty_uprobe_exit)}},
-        {"loupe", [&](Links& l) { attach_uprobe(l, lat_->progs.lat_uprobe_entry,
-                                                lat_->progs.lat_uprobe_exit); }, nullptr,
+        {"loupe",
+         [&](Links& l) {
+           attach_uprobe(l, lat_->progs.lat_uprobe_entry, lat_->progs.lat_uprobe_exit);
+         },
+         nullptr,
          {prog_id(lat_->progs.lat_uprobe_entry), prog_id(lat_->progs.lat_uprobe_exit)}},
     };
     std::vector<Mode> sc = {
         {"none", [](Links&) {}, nullptr},
-        {"empty", [&](Links& l) { attach_tp(l, empty_->progs.empty_tp_entry,
-                                            empty_->progs.empty_tp_exit); }, nullptr,
+        {"empty",
+         [&](Links& l) { attach_tp(l, empty_->progs.empty_tp_entry, empty_->progs.empty_tp_exit); },
+         nullptr,
          {prog_id(empty_->progs.empty_tp_entry), prog_id(empty_->progs.empty_tp_exit)}},
-        {"clock", [&](Links& l) { attach_tp(l, empty_->progs.clock_tp_entry,
-                                            empty_->progs.clock_tp_exit); }, nullptr,
+        {"clock",
+         [&](Links& l) { attach_tp(l, empty_->progs.clock_tp_entry, empty_->progs.clock_tp_exit); },
+         nullptr,
          {prog_id(empty_->progs.clock_tp_entry), prog_id(empty_->progs.clock_tp_exit)}},
-        {"tstore", [&](Links& l) { attach_tp(l, empty_->progs.tstore_tp_entry,
-                                             empty_->progs.tstore_tp_exit); }, nullptr,
+        {"tstore",
+         [&](Links& l) {
+           attach_tp(l, empty_->progs.tstore_tp_entry, empty_->progs.tstore_tp_exit);
+         },
+         nullptr,
          {prog_id(empty_->progs.tstore_tp_entry), prog_id(empty_->progs.tstore_tp_exit)}},
-        {"hash", [&](Links& l) { attach_tp(l, empty_->progs.hash_tp_entry,
-                                           empty_->progs.hash_tp_exit); }, nullptr,
+        {"hash",
+         [&](Links& l) { attach_tp(l, empty_->progs.hash_tp_entry, empty_->progs.hash_tp_exit); },
+         nullptr,
          {prog_id(empty_->progs.hash_tp_entry), prog_id(empty_->progs.hash_tp_exit)}},
-        {"loupe", [&](Links& l) { attach_tp(l, lat_->progs.lat_tp_entry,
-                                            lat_->progs.lat_tp_exit); }, nullptr,
+        {"loupe",
+         [&](Links& l) { attach_tp(l, lat_->progs.lat_tp_entry, lat_->progs.lat_tp_exit); },
+         nullptr,
          {prog_id(lat_->progs.lat_tp_entry), prog_id(lat_->progs.lat_tp_exit)}},
     };
     if (o_.peers) {
-      up.push_back({"funclatency", [](Links&) {}, [=] {
+      up.push_back({"funclatency", [](Links&) {},
+                    [=] {
                       // ":FUNC" = the binary of -p PID; stdbuf so "Tracing" is not
                       // stuck in a full stdio buffer behind our pipe.
                       return new Peer({"/usr/bin/stdbuf", "-oL", "/usr/sbin/funclatency", "-p",
                                        std::to_string(pid), ":bench_target"},
                                       "Tracing");
                     }});
-      up.push_back({"bpftrace", [](Links&) {}, [=] {
+      up.push_back({"bpftrace", [](Links&) {},
+                    [=] {
                       return new Peer({"/usr/bin/bpftrace", "-e", up_script}, "Attaching");
                     }});
       // funclatency times kernel functions with kprobes only (absent here) and has no
       // tracepoint mode, so the syscall pair is compared with bpftrace alone.
-      sc.push_back({"bpftrace", [](Links&) {}, [=] {
+      sc.push_back({"bpftrace", [](Links&) {},
+                    [=] {
                       return new Peer({"/usr/bin/bpftrace", "-e", tp_script}, "Attaching");
                     }});
     }
@@ -272,7 +289,8 @@ class Bench {
   void attach_tp(Links& l, bpf_program* entry, bpf_program* exit) {
     LIBBPF_OPTS(bpf_tracepoint_opts, o, .bpf_cookie = 0);
     l.add(bpf_program__attach_tracepoint_opts(exit, "syscalls", "sys_exit_getppid", &o), "tp exit");
-    l.add(bpf_program__attach_tracepoint_opts(entry, "syscalls", "sys_enter_getppid", &o), "tp entry");
+    l.add(bpf_program__attach_tracepoint_opts(entry, "syscalls", "sys_enter_getppid", &o),
+          "tp entry");
   }
 
   Options o_;
@@ -293,12 +311,17 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
       return std::atol(argv[++i]);
     };
-    if (a == "--rounds") o.rounds = static_cast<int>(next());
-    else if (a == "--uprobe-calls") o.uprobe_calls = next();
-    else if (a == "--syscall-calls") o.syscall_calls = next();
-    else if (a == "--no-peers") o.peers = false;
+    if (a == "--rounds")
+      o.rounds = static_cast<int>(next());
+    else if (a == "--uprobe-calls")
+      o.uprobe_calls = next();
+    else if (a == "--syscall-calls")
+      o.syscall_calls = next();
+    else if (a == "--no-peers")
+      o.peers = false;
     else {
-      std::fprintf(stderr, "usage: %s [--rounds R] [--uprobe-calls N] [--syscall-calls N] [--no-peers]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--rounds R] [--uprobe-calls N] [--syscall-calls N] [--no-peers]\n",
                    argv[0]);
       return 2;
     }

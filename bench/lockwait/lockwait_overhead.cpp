@@ -121,11 +121,11 @@ std::unique_ptr<lockwait_bpf, LockwaitDeleter> load_lockwait(bool stacks) {
   if (!s) throw std::runtime_error("opening the lockwait object");
   s->rodata->targ_user_stacks = stacks;
   s->rodata->loupe_filter_tgid = static_cast<unsigned>(getpid());
-  for (auto* p : {s->progs.lw_futex_wait_enter, s->progs.lw_futex_wait_exit,
-                  s->progs.lw_futex_waitv_enter, s->progs.lw_futex_waitv_exit,
-                  s->progs.lw_contention_begin_btf, s->progs.lw_contention_end_btf,
-                  s->progs.lw_contention_begin, s->progs.lw_contention_end,
-                  s->progs.lw_pthread_lock})
+  for (auto* p :
+       {s->progs.lw_futex_wait_enter, s->progs.lw_futex_wait_exit, s->progs.lw_futex_waitv_enter,
+        s->progs.lw_futex_waitv_exit, s->progs.lw_contention_begin_btf,
+        s->progs.lw_contention_end_btf, s->progs.lw_contention_begin, s->progs.lw_contention_end,
+        s->progs.lw_pthread_lock})
     bpf_program__set_autoload(p, false);
   if (lockwait_bpf__load(s.get())) throw std::runtime_error("loading the lockwait object");
   return s;
@@ -177,9 +177,10 @@ void measure(const char* title, const std::vector<Mode>& modes, int rounds,
                 m.progs.empty() ? 0.0 : (v - none) / empty, bpf_ns[m.name]);
   }
   if (bpf_ns.count("lockwait"))
-    std::printf("  lockwait programs above empty ones: %.1f ns/call (no stacks), %.1f ns/call "
-                "(user stacks)\n",
-                bpf_ns["lockwait"] - bpf_ns["empty"], bpf_ns["lockwait+stacks"] - bpf_ns["empty"]);
+    std::printf(
+        "  lockwait programs above empty ones: %.1f ns/call (no stacks), %.1f ns/call "
+        "(user stacks)\n",
+        bpf_ns["lockwait"] - bpf_ns["empty"], bpf_ns["lockwait+stacks"] - bpf_ns["empty"]);
 }
 
 }  // namespace
@@ -189,9 +190,12 @@ int main(int argc, char** argv) {
   long calls = 300000, pingpong = 20000;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (i + 1 < argc && a == "--rounds") rounds = std::atoi(argv[++i]);
-    else if (i + 1 < argc && a == "--calls") calls = std::atol(argv[++i]);
-    else if (i + 1 < argc && a == "--pingpong") pingpong = std::atol(argv[++i]);
+    if (i + 1 < argc && a == "--rounds")
+      rounds = std::atoi(argv[++i]);
+    else if (i + 1 < argc && a == "--calls")
+      calls = std::atol(argv[++i]);
+    else if (i + 1 < argc && a == "--pingpong")
+      pingpong = std::atol(argv[++i]);
     else {
       std::fprintf(stderr, "usage: %s [--rounds R] [--calls N] [--pingpong N]\n", argv[0]);
       return 2;

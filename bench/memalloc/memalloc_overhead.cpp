@@ -98,7 +98,8 @@ int main(int argc, char** argv) {
     else if (a == "--budget" && i + 1 < argc)
       budget_s = std::atof(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: %s [--rounds R] [--calls N] [--no-peers] [--budget SECONDS]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--rounds R] [--calls N] [--no-peers] [--budget SECONDS]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -165,16 +166,17 @@ int main(int argc, char** argv) {
     int done = 0;
     for (int r = 0; r < rounds; ++r, ++done) {
       if (budget.spent()) {
-        std::printf("(time budget of %.0f s spent after %d of %d rounds: medians below are over those)\n",
-                    budget.seconds(), r, rounds);
+        std::printf(
+            "(time budget of %.0f s spent after %d of %d rounds: medians below are over those)\n",
+            budget.seconds(), r, rounds);
         break;
       }
       for (const auto& m : modes) {
         try {
           std::unique_ptr<loupe_bench::Peer> bt;
           if (m.bpftrace)
-            bt = std::make_unique<loupe_bench::Peer>(std::vector<std::string>{"/usr/bin/bpftrace", "-e", script},
-                                                     "Attaching");
+            bt = std::make_unique<loupe_bench::Peer>(
+                std::vector<std::string>{"/usr/bin/bpftrace", "-e", script}, "Attaching");
           Links links;
           m.attach(links);
           ns[m.name].push_back(loop(calls));

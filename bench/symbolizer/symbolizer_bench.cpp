@@ -21,7 +21,9 @@
 
 namespace {
 
-__attribute__((noinline)) int bench_local_function(int x) { return x * 3 + 1; }
+__attribute__((noinline)) int bench_local_function(int x) {
+  return x * 3 + 1;
+}
 
 constexpr int kStackDepth = 16;
 

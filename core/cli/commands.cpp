@@ -92,9 +92,14 @@ int cmd_check(const CommonOptions& common, bool as_json) {
   if (as_json) {
     json arr = json::array();
     for (auto& r : results)
-      arr.push_back({{"name", r.name}, {"category", r.category}, {"available", r.available},
-                     {"forced_off", r.forced_off}, {"reason", r.reason}});
-    std::cout << json{{"loupe", version()}, {"features", arr}, {"missing_capabilities", missing}}.dump(2) << "\n";
+      arr.push_back({{"name", r.name},
+                     {"category", r.category},
+                     {"available", r.available},
+                     {"forced_off", r.forced_off},
+                     {"reason", r.reason}});
+    std::cout
+        << json{{"loupe", version()}, {"features", arr}, {"missing_capabilities", missing}}.dump(2)
+        << "\n";
   } else {
     fmt::print("loupe {} kernel preflight (probed, not inferred from the version)\n\n", version());
     std::string category;
@@ -103,7 +108,8 @@ int cmd_check(const CommonOptions& common, bool as_json) {
         category = r.category;
         fmt::print("{}:\n", category);
       }
-      fmt::print("  {:<16} {:<5} {}\n", r.name, r.available ? "yes" : (r.forced_off ? "off" : "NO"), r.reason);
+      fmt::print("  {:<16} {:<5} {}\n", r.name, r.available ? "yes" : (r.forced_off ? "off" : "NO"),
+                 r.reason);
     }
     if (!missing.empty()) {
       std::string names;
@@ -126,16 +132,18 @@ int cmd_list(const CommonOptions& common, bool as_json) {
   if (as_json) {
     json plugins = json::array(), rejected = json::array(), dirs = json::array();
     for (auto& l : libs) plugins.push_back(library_json(*l));
-    for (auto& r : registry.rejections()) rejected.push_back({{"path", r.path}, {"reason", r.reason}});
+    for (auto& r : registry.rejections())
+      rejected.push_back({{"path", r.path}, {"reason", r.reason}});
     for (auto& d : registry.search_dirs()) dirs.push_back(d.string());
-    std::cout << json{{"plugins", plugins}, {"rejected", rejected}, {"search_dirs", dirs}}.dump(2) << "\n";
+    std::cout << json{{"plugins", plugins}, {"rejected", rejected}, {"search_dirs", dirs}}.dump(2)
+              << "\n";
     return 0;
   }
   fmt::print("{:<14} {:<9} {:<8} {:<5} {}\n", "NAME", "KIND", "VERSION", "ABI", "PATH");
   for (auto& l : libs) {
     const auto& d = l->descriptor();
-    fmt::print("{:<14} {:<9} {:<8} {}.{:<3} {}\n", l->name(), kind_name(d.kind), d.version, d.abi_major, d.abi_minor,
-               l->origin());
+    fmt::print("{:<14} {:<9} {:<8} {}.{:<3} {}\n", l->name(), kind_name(d.kind), d.version,
+               d.abi_major, d.abi_minor, l->origin());
   }
   if (libs.empty()) {
     fmt::print("(no plugins found; searched:");
@@ -161,8 +169,9 @@ int cmd_describe(const CommonOptions& common, const std::string& name, bool as_j
     return 0;
   }
   const auto& d = lib->descriptor();
-  fmt::print("{} ({} {}, plugin ABI {}.{})\n  {}\n  path: {}\n\nconfig keys:\n", lib->name(), kind_name(d.kind), d.version,
-             d.abi_major, d.abi_minor, d.description ? d.description : "", lib->origin());
+  fmt::print("{} ({} {}, plugin ABI {}.{})\n  {}\n  path: {}\n\nconfig keys:\n", lib->name(),
+             kind_name(d.kind), d.version, d.abi_major, d.abi_minor,
+             d.description ? d.description : "", lib->origin());
   if (d.n_config_keys == 0) fmt::print("  (none)\n");
   print_keys(describe_config(d), "  ");
   return 0;
@@ -220,8 +229,10 @@ int cmd_replay(const CommonOptions& common, const ReplayOptions& replay) {
   for (auto& d : common.plugin_dirs) opts.extra_plugin_dirs.emplace_back(d);
   Session session(std::move(opts));
   auto r = run_until_signalled(session);
-  if (!r.error.empty()) std::cerr << "loupe: error: " << r.error << "\n";
-  else spdlog::info("replayed {} ring records from {}", r.records_replayed, replay.capture);
+  if (!r.error.empty())
+    std::cerr << "loupe: error: " << r.error << "\n";
+  else
+    spdlog::info("replayed {} ring records from {}", r.records_replayed, replay.capture);
   return static_cast<int>(r.code);
 }
 

@@ -25,63 +25,81 @@ int main(int argc, char** argv) {
 
   CLI::App app{"loupe: plugin-based eBPF profiler"};
   app.set_version_flag("--version", std::string("loupe ") + loupe::version() + " (plugin ABI " +
-                                        std::to_string(loupe::abi_major()) + "." + std::to_string(loupe::abi_minor()) + ")");
+                                        std::to_string(loupe::abi_major()) + "." +
+                                        std::to_string(loupe::abi_minor()) + ")");
   app.require_subcommand(1);
   CommonOptions common;
   int verbosity = 0;
   bool quiet = false;
   app.add_flag("-v,--verbose", verbosity, "More logging (-v info, -vv debug, -vvv trace)");
   app.add_flag("-q,--quiet", quiet, "Only errors");
-  app.add_option("--plugin-dir", common.plugin_dirs, "Extra directory searched for plugins (first)");
-  app.add_option("--disable-feature", common.disabled_features,
-                 "Treat a kernel feature as absent (kprobe, fentry, tp_btf, ...) to force fallbacks");
+  app.add_option("--plugin-dir", common.plugin_dirs,
+                 "Extra directory searched for plugins (first)");
+  app.add_option(
+      "--disable-feature", common.disabled_features,
+      "Treat a kernel feature as absent (kprobe, fentry, tp_btf, ...) to force fallbacks");
   app.add_flag("--allow-insecure-plugins", common.allow_insecure_plugins,
                "Load plugins from group/world-writable files or directories (refused by default)");
 
   bool json = false;
-  auto* check = app.add_subcommand("check", "Kernel preflight: what this kernel can do, and why not");
+  auto* check =
+      app.add_subcommand("check", "Kernel preflight: what this kernel can do, and why not");
   check->add_flag("--json", json, "Machine-readable output");
   auto* list = app.add_subcommand("list", "Plugins and sinks found, with rejected files and why");
   list->add_flag("--json", json, "Machine-readable output");
   std::string name;
-  auto* describe = app.add_subcommand("describe", "A plugin's kind, version, ABI, path and config keys");
+  auto* describe =
+      app.add_subcommand("describe", "A plugin's kind, version, ABI, path and config keys");
   describe->add_option("name", name, "Plugin or sink name")->required();
   describe->add_flag("--json", json, "Machine-readable output");
   std::string profile;
-  auto* validate = app.add_subcommand("validate", "Check a profile against the plugins' schemas; runs no plugin code");
+  auto* validate = app.add_subcommand(
+      "validate", "Check a profile against the plugins' schemas; runs no plugin code");
   validate->add_option("profile", profile, "TOML profile")->required();
-  auto* runc = app.add_subcommand("run", "Run a profile: loupe run PROFILE [options] [-- CMD ARGS...]");
+  auto* runc =
+      app.add_subcommand("run", "Run a profile: loupe run PROFILE [options] [-- CMD ARGS...]");
   runc->add_option("profile", run.profile, "TOML profile")->required();
   double duration = -1, interval = -1;
   int pid = -1;
   std::string output;
-  runc->add_option("-d,--duration", duration, "Seconds to run (0 = until the command exits or SIGINT)");
+  runc->add_option("-d,--duration", duration,
+                   "Seconds to run (0 = until the command exits or SIGINT)");
   runc->add_option("-i,--interval", interval, "Seconds between interval reports (0 = final only)");
   runc->add_option("-p,--pid", pid, "Profile this process");
   runc->add_option("-o,--output", output, "Output directory");
   double delivery_delay = -1;
-  runc->add_option("--delivery-delay", delivery_delay,
-                   "Longest a ring record waits before it is read, in ms (default 20; producers skip wake-ups "
-                   "below a watermark)");
-  runc->add_option("--record", run.record, "Also write every raw ring record to FILE (for loupe replay)");
-  runc->add_option("--user", run.user,
-                   "Once every probe is attached, switch to this user (name or uid); the output directory "
-                   "is handed over to it");
-  runc->add_flag("--stats", run.stats,
-                 "Per-probe BPF run-time statistics (runs, ns per run, events/s, CPU share, silent probes) as "
-                 "metric and health records; the kernel counts for this session only");
+  runc->add_option(
+      "--delivery-delay", delivery_delay,
+      "Longest a ring record waits before it is read, in ms (default 20; producers skip wake-ups "
+      "below a watermark)");
+  runc->add_option("--record", run.record,
+                   "Also write every raw ring record to FILE (for loupe replay)");
+  runc->add_option(
+      "--user", run.user,
+      "Once every probe is attached, switch to this user (name or uid); the output directory "
+      "is handed over to it");
+  runc->add_flag(
+      "--stats", run.stats,
+      "Per-probe BPF run-time statistics (runs, ns per run, events/s, CPU share, silent probes) as "
+      "metric and health records; the kernel counts for this session only");
   BenchCliOptions bench;
-  auto* benchc = app.add_subcommand("bench", "What each probe of a profile costs per event on this machine: "
-                                             "loupe bench PROFILE [--reps N] [--json]");
+  auto* benchc = app.add_subcommand("bench",
+                                    "What each probe of a profile costs per event on this machine: "
+                                    "loupe bench PROFILE [--reps N] [--json]");
   benchc->add_option("profile", bench.profile, "TOML profile")->required();
-  benchc->add_option("--reps", bench.reps, "Repetitions of each measurement (min/median/max over them)")
+  benchc
+      ->add_option("--reps", bench.reps,
+                   "Repetitions of each measurement (min/median/max over them)")
       ->check(CLI::Range(1u, 1000u));
   benchc->add_flag("--json", bench.json, "Machine-readable output");
   ReplayOptions replay;
-  auto* replayc = app.add_subcommand("replay", "Feed a --record capture through the profile's decoders and sinks, "
-                                               "without a kernel: loupe replay FILE PROFILE");
+  auto* replayc =
+      app.add_subcommand("replay",
+                         "Feed a --record capture through the profile's decoders and sinks, "
+                         "without a kernel: loupe replay FILE PROFILE");
   replayc->add_option("capture", replay.capture, "File written by loupe run --record")->required();
-  replayc->add_option("profile", replay.profile, "TOML profile naming the same plugins")->required();
+  replayc->add_option("profile", replay.profile, "TOML profile naming the same plugins")
+      ->required();
   std::string replay_output;
   replayc->add_option("-o,--output", replay_output, "Output directory");
 
@@ -99,7 +117,7 @@ int main(int argc, char** argv) {
   auto logger = spdlog::stderr_color_mt("loupe");
   spdlog::set_default_logger(logger);
   spdlog::set_pattern("loupe: %^%l%$: %v");
-  spdlog::set_level(quiet ? spdlog::level::err
+  spdlog::set_level(quiet            ? spdlog::level::err
                     : verbosity >= 3 ? spdlog::level::trace
                     : verbosity == 2 ? spdlog::level::debug
                     : verbosity == 1 ? spdlog::level::info

@@ -15,54 +15,49 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_s(void)
-{
-	struct timespec ts;
+static double now_s(void) {
+  struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-__attribute__((noinline)) void handle_request(unsigned i)
-{
-	struct timespec d = { 0, (long)(1 + i % 4) * 1000000L };
+__attribute__((noinline)) void handle_request(unsigned i) {
+  struct timespec d = {0, (long)(1 + i % 4) * 1000000L};
 
-	nanosleep(&d, NULL);
+  nanosleep(&d, NULL);
 }
 
-__attribute__((noinline)) void *keep_some(unsigned i)
-{
-	return malloc(64u << (i % 6));
+__attribute__((noinline)) void* keep_some(unsigned i) {
+  return malloc(64u << (i % 6));
 }
 
-int main(int argc, char **argv)
-{
-	double seconds = argc > 1 ? atof(argv[1]) : 3.0;
-	char path[] = "/tmp/loupe-demo-XXXXXX";
-	int fd = mkstemp(path);
-	char buf[4096];
-	unsigned i = 0, requests = 0;
-	void *kept[64] = { 0 };
+int main(int argc, char** argv) {
+  double seconds = argc > 1 ? atof(argv[1]) : 3.0;
+  char path[] = "/tmp/loupe-demo-XXXXXX";
+  int fd = mkstemp(path);
+  char buf[4096];
+  unsigned i = 0, requests = 0;
+  void* kept[64] = {0};
 
-	if (fd < 0) {
-		perror("loupe-demo: mkstemp");
-		return 1;
-	}
-	unlink(path);
-	memset(buf, 'x', sizeof(buf));
-	for (double end = now_s() + seconds; now_s() < end; i++) {
-		handle_request(i);
-		requests++;
-		if (pwrite(fd, buf, sizeof(buf), (off_t)(i % 256) * sizeof(buf)) < 0)
-			perror("loupe-demo: pwrite");
-		if (pread(fd, buf, sizeof(buf), (off_t)((i * 7) % 256) * sizeof(buf)) < 0)
-			perror("loupe-demo: pread");
-		free(kept[i % 64]);
-		kept[i % 64] = keep_some(i);
-	}
-	for (unsigned k = 0; k < 64; k++)
-		free(kept[k]);
-	close(fd);
-	printf("loupe-demo: %u requests in %.1f s\n", requests, seconds);
-	return 0;
+  if (fd < 0) {
+    perror("loupe-demo: mkstemp");
+    return 1;
+  }
+  unlink(path);
+  memset(buf, 'x', sizeof(buf));
+  for (double end = now_s() + seconds; now_s() < end; i++) {
+    handle_request(i);
+    requests++;
+    if (pwrite(fd, buf, sizeof(buf), (off_t)(i % 256) * sizeof(buf)) < 0)
+      perror("loupe-demo: pwrite");
+    if (pread(fd, buf, sizeof(buf), (off_t)((i * 7) % 256) * sizeof(buf)) < 0)
+      perror("loupe-demo: pread");
+    free(kept[i % 64]);
+    kept[i % 64] = keep_some(i);
+  }
+  for (unsigned k = 0; k < 64; k++) free(kept[k]);
+  close(fd);
+  printf("loupe-demo: %u requests in %.1f s\n", requests, seconds);
+  return 0;
 }

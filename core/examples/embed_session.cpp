@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
   loupe::Session session(std::move(opts));
   loupe::SessionResult result = session.run();  // blocks until the duration ends
   if (result.code != loupe::ExitCode::kOk) {
-    std::fprintf(stderr, "session failed (%d): %s\n", static_cast<int>(result.code), result.error.c_str());
+    std::fprintf(stderr, "session failed (%d): %s\n", static_cast<int>(result.code),
+                 result.error.c_str());
     return static_cast<int>(result.code);
   }
   std::printf("session done: %zu probes attached, %llu records published\n", result.probes_attached,

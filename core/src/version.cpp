@@ -4,7 +4,13 @@
 #include "loupe/abi/common.h"
 
 namespace loupe {
-const char* version() noexcept { return LOUPE_VERSION; }
-unsigned abi_major() noexcept { return LOUPE_ABI_MAJOR; }
-unsigned abi_minor() noexcept { return LOUPE_ABI_MINOR; }
+const char* version() noexcept {
+  return LOUPE_VERSION;
+}
+unsigned abi_major() noexcept {
+  return LOUPE_ABI_MAJOR;
+}
+unsigned abi_minor() noexcept {
+  return LOUPE_ABI_MINOR;
+}
 }  // namespace loupe

@@ -177,10 +177,11 @@ static __always_inline void rwbs_read(const char *rwbs, struct rq_info *ri)
 	/* A leading F is REQ_PREFLUSH when another operation letter follows. */
 	if (c0 == 'F' && (c1 == 'W' || c1 == 'R' || c1 == 'D' || c1 == 'F' || c1 == 'N'))
 		op = c1;
-	ri->op = op == 'R' ? BIO_OP_READ :
-		 op == 'W' ? BIO_OP_WRITE :
-		 op == 'F' ? BIO_OP_FLUSH :
-		 op == 'D' ? BIO_OP_DISCARD : BIO_OP_OTHER;
+	ri->op = op == 'R'   ? BIO_OP_READ
+		 : op == 'W' ? BIO_OP_WRITE
+		 : op == 'F' ? BIO_OP_FLUSH
+		 : op == 'D' ? BIO_OP_DISCARD
+			     : BIO_OP_OTHER;
 	ri->sync = 0;
 #pragma unroll
 	for (i = 1; i < 8; i++) {
@@ -193,7 +194,7 @@ static __always_inline void rwbs_read(const char *rwbs, struct rq_info *ri)
 
 static __always_inline __u8 pattern_of(struct rq_info *ri)
 {
-	struct bio_stats_key k = { .dev = ri->dev, .op = ri->op };
+	struct bio_stats_key k = {.dev = ri->dev, .op = ri->op};
 	__u64 end = ri->sector + (ri->bytes >> 9);
 	__u64 *last = bpf_map_lookup_elem(&last_end, &k);
 	__u8 p;
@@ -320,7 +321,7 @@ static __always_inline int on_issue(struct rq_info *ri, struct request *rq, bool
 static __always_inline void record_proc(struct bio_start *s, __u32 dev, __u64 total, int error,
 					struct bio_counters *c)
 {
-	struct bio_proc_key k = { .dev = dev, .pid = s->pid, .op = s->op };
+	struct bio_proc_key k = {.dev = dev, .pid = s->pid, .op = s->op};
 	struct bio_proc *p, init = {};
 
 	__builtin_memcpy(k.comm, s->comm, sizeof(k.comm));
@@ -344,9 +345,8 @@ static __always_inline void record_proc(struct bio_start *s, __u32 dev, __u64 to
 		p->errors++;
 }
 
-static __always_inline void emit_outlier(struct bio_start *s, __u32 dev, __u64 queue,
-					 __u64 service, __u64 total, int error,
-					 struct bio_counters *c)
+static __always_inline void emit_outlier(struct bio_start *s, __u32 dev, __u64 queue, __u64 service,
+					 __u64 total, int error, struct bio_counters *c)
 {
 	struct bio_outlier_event *e;
 
@@ -482,7 +482,7 @@ static __always_inline int rq_issue(struct request *rq, bool btf)
 
 static __always_inline int rq_complete(struct request *rq, int error, __u32 nr_bytes)
 {
-	struct bio_start_key key = { .id = (__u64)rq };
+	struct bio_start_key key = {.id = (__u64)rq};
 
 	return on_complete(&key, error, nr_bytes);
 }
@@ -521,8 +521,7 @@ int bio_raw_issue(struct bpf_raw_tracepoint_args *ctx)
 SEC("raw_tp/block_rq_complete")
 int bio_raw_complete(struct bpf_raw_tracepoint_args *ctx)
 {
-	return rq_complete((struct request *)ctx->args[0], (__u8)ctx->args[1],
-			   (__u32)ctx->args[2]);
+	return rq_complete((struct request *)ctx->args[0], (__u8)ctx->args[1], (__u32)ctx->args[2]);
 }
 
 /*
@@ -563,7 +562,7 @@ int bio_tp_issue(struct trace_event_raw_block_rq *ctx)
 SEC("tracepoint/block/block_rq_complete")
 int bio_tp_complete(struct trace_event_raw_block_rq_completion *ctx)
 {
-	struct bio_start_key key = { .id = ctx->sector, .dev = ctx->dev };
+	struct bio_start_key key = {.id = ctx->sector, .dev = ctx->dev};
 
 	return on_complete(&key, ctx->error, -1);
 }

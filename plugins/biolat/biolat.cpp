@@ -17,8 +17,8 @@
 #include "biolat_reporter.hpp"
 #include "device_names.hpp"
 #include "loupe/sdk/plugin.hpp"
-#include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/records.hpp"
+#include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/target_filter.hpp"
 #include "outlier_decoder.hpp"
 #include "rq_prototype.hpp"
@@ -39,8 +39,7 @@ constexpr loupe_config_key kOwnKeys[] = {
      "per-process (pid, comm) request counts, bytes and latency per device and op"},
     {"process_limit", LOUPE_CFG_INT, 0, "256",
      "most (device, op, pid, comm) entries kept; the rest is counted", 1, 65536},
-    {"max_in_flight", LOUPE_CFG_INT, 0, "10240", "size of the in-flight request map", 64,
-     4194304},
+    {"max_in_flight", LOUPE_CFG_INT, 0, "10240", "size of the in-flight request map", 64, 4194304},
     {"mechanism", LOUPE_CFG_STRING, 0, "\"auto\"",
      "hook flavour: \"auto\" (tp_btf, else raw_tp, else tracepoint), or force one of them"},
 };
@@ -80,9 +79,9 @@ class BiolatProfiler : public sdk::Profiler {
       std::string why;
       auto single = rq_tracepoint_single_arg("block_rq_issue", &why);
       if (!single)
-        throw sdk::Error(LOUPE_ERR_UNSUPPORTED,
-                         "cannot read the block_rq_issue prototype for " +
-                             std::string(mechanism_name(mechanism_)) + ": " + why);
+        throw sdk::Error(LOUPE_ERR_UNSUPPORTED, "cannot read the block_rq_issue prototype for " +
+                                                    std::string(mechanism_name(mechanism_)) + ": " +
+                                                    why);
       single_arg = *single;
     }
 
@@ -113,8 +112,9 @@ class BiolatProfiler : public sdk::Profiler {
     bpf_map__set_max_entries(skel_->maps.procs,
                              static_cast<std::uint32_t>(cfg.value_int("process_limit")));
     host_->debug(std::string("biolat: mechanism=") + mechanism_name(mechanism_) +
-                 " rq_single_arg=" + (single_arg ? "true" : "false") + " pid=" +
-                 std::to_string(filter.pid) + " dev=" + (dev ? dev_string(dev) : std::string("all")));
+                 " rq_single_arg=" + (single_arg ? "true" : "false") +
+                 " pid=" + std::to_string(filter.pid) +
+                 " dev=" + (dev ? dev_string(dev) : std::string("all")));
   }
 
   void start(const sdk::StartArgs&) override {
@@ -122,15 +122,16 @@ class BiolatProfiler : public sdk::Profiler {
       throw sdk::Error(LOUPE_ERR_KERNEL, "loading the biolat BPF object: " + host_->last_error());
     for (std::uint32_t h = 0; h < 3; ++h)
       if (host_->bpf_attach(chosen_[h], kHooks[h]) != LOUPE_OK)
-        throw sdk::Error(LOUPE_ERR_KERNEL, std::string("attaching ") + kHooks[h] + ": " +
-                                               host_->last_error());
+        throw sdk::Error(LOUPE_ERR_KERNEL,
+                         std::string("attaching ") + kHooks[h] + ": " + host_->last_error());
     std::string mech = mechanism_name(mechanism_);
     if (outliers_on_) {
       decoder_ = std::make_unique<OutlierDecoder>(*host_, mech);
       sdk::register_fixed_ring<bio_outlier_event>(
           *host_,
-          {"slow_requests", bpf_map__fd(skel_->maps.outliers), BIO_RECORD_OUTLIER, BIO_RECORD_OUTLIER_VERSION,
-           LOUPE_RING_MUST_KEEP, bpf_map__fd(skel_->maps.outliers_lost), bpf_map__fd(skel_->maps.outliers_divisor)},
+          {"slow_requests", bpf_map__fd(skel_->maps.outliers), BIO_RECORD_OUTLIER,
+           BIO_RECORD_OUTLIER_VERSION, LOUPE_RING_MUST_KEEP, bpf_map__fd(skel_->maps.outliers_lost),
+           bpf_map__fd(skel_->maps.outliers_divisor)},
           decoder_.get());
     }
     ReporterMaps maps;
@@ -170,10 +171,11 @@ class BiolatProfiler : public sdk::Profiler {
       reasons += std::string(reasons.empty() ? "" : "; ") + o.feature + ": " + why;
     }
     if (reasons.empty())
-      throw sdk::Error(LOUPE_ERR_INVALID_ARG, "mechanism = \"" + wanted +
-                                                  "\": expected auto, tp_btf, raw_tp or tracepoint");
-    throw sdk::Error(LOUPE_ERR_UNSUPPORTED, "no usable hook for the block tracepoints (" +
-                                                reasons + ")");
+      throw sdk::Error(
+          LOUPE_ERR_INVALID_ARG,
+          "mechanism = \"" + wanted + "\": expected auto, tp_btf, raw_tp or tracepoint");
+    throw sdk::Error(LOUPE_ERR_UNSUPPORTED,
+                     "no usable hook for the block tracepoints (" + reasons + ")");
   }
 
   std::unique_ptr<sdk::Host> host_;

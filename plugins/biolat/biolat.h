@@ -19,132 +19,132 @@
 /* Operation classes; everything else the block layer sends (zone ops, write zeroes,
  * secure erase, driver ops) is BIO_OP_OTHER. */
 enum bio_op {
-	BIO_OP_READ = 0,
-	BIO_OP_WRITE = 1,
-	BIO_OP_FLUSH = 2,
-	BIO_OP_DISCARD = 3,
-	BIO_OP_OTHER = 4,
-	BIO_OP_COUNT = 5,
+  BIO_OP_READ = 0,
+  BIO_OP_WRITE = 1,
+  BIO_OP_FLUSH = 2,
+  BIO_OP_DISCARD = 3,
+  BIO_OP_OTHER = 4,
+  BIO_OP_COUNT = 5,
 };
 
 /* Which hook flavour the programs run as (set before load, reported in labels). */
 enum bio_mechanism {
-	BIO_MECH_TP_BTF = 0,
-	BIO_MECH_RAW_TP = 1,
-	BIO_MECH_TRACEPOINT = 2,
+  BIO_MECH_TP_BTF = 0,
+  BIO_MECH_RAW_TP = 1,
+  BIO_MECH_TRACEPOINT = 2,
 };
 
 struct bio_hist {
-	__u64 count;
-	__u64 sum;
-	__u64 min; /* 0 = unset (a true 0 keeps it 0, which is right) */
-	__u64 max;
-	__u64 slots[BIO_HIST_SLOTS];
+  __u64 count;
+  __u64 sum;
+  __u64 min; /* 0 = unset (a true 0 keeps it 0, which is right) */
+  __u64 max;
+  __u64 slots[BIO_HIST_SLOTS];
 };
 
 /* One in-flight request. tp_btf/raw_tp key it by its struct request address (dev 0);
  * classic tracepoints expose no pointer, so there it is (dev, sector). */
 struct bio_start_key {
-	__u64 id;
-	__u32 dev;
-	__u32 pad;
+  __u64 id;
+  __u32 dev;
+  __u32 pad;
 };
 
 struct bio_start {
-	__u64 insert_ns; /* 0: no insert seen (direct issue, or queued before tracing) */
-	__u64 issue_ns;  /* 0: not issued yet */
-	__u64 sector;
-	__u32 bytes;     /* request size at issue (at insert until then) */
-	__u32 done;      /* bytes completed by partial completions so far */
-	__u32 dev;       /* kernel dev_t of the disk */
-	__u32 pad2;
-	__u32 pid;       /* tgid of the task that inserted it, else the one that issued it */
-	__u32 tid;
-	__u8 op;         /* enum bio_op */
-	__u8 sync;
-	__u8 pattern;    /* BIO_PATTERN_*, decided at issue */
-	__u8 untracked;  /* another task's or device's request, kept only as a marker (below) */
-	char comm[BIO_COMM_LEN];
+  __u64 insert_ns; /* 0: no insert seen (direct issue, or queued before tracing) */
+  __u64 issue_ns;  /* 0: not issued yet */
+  __u64 sector;
+  __u32 bytes; /* request size at issue (at insert until then) */
+  __u32 done;  /* bytes completed by partial completions so far */
+  __u32 dev;   /* kernel dev_t of the disk */
+  __u32 pad2;
+  __u32 pid; /* tgid of the task that inserted it, else the one that issued it */
+  __u32 tid;
+  __u8 op; /* enum bio_op */
+  __u8 sync;
+  __u8 pattern;   /* BIO_PATTERN_*, decided at issue */
+  __u8 untracked; /* another task's or device's request, kept only as a marker (below) */
+  char comm[BIO_COMM_LEN];
 };
 
 /* Where a request starts relative to where the previous one of the same dev+op ended
  * (decided at issue, in dispatch order). The first request of a dev+op is unknown. */
 enum bio_pattern {
-	BIO_PATTERN_UNKNOWN = 0,
-	BIO_PATTERN_SEQUENTIAL = 1,
-	BIO_PATTERN_RANDOM = 2,
+  BIO_PATTERN_UNKNOWN = 0,
+  BIO_PATTERN_SEQUENTIAL = 1,
+  BIO_PATTERN_RANDOM = 2,
 };
 
 /* Aggregation key: one device, one operation, sync or not. */
 struct bio_stats_key {
-	__u32 dev; /* kernel dev_t: major << 20 | minor */
-	__u8 op;
-	__u8 sync;
-	__u16 pad;
+  __u32 dev; /* kernel dev_t: major << 20 | minor */
+  __u8 op;
+  __u8 sync;
+  __u16 pad;
 };
 
 struct bio_stats {
-	struct bio_hist queue;   /* insert -> issue (only requests that were inserted) */
-	struct bio_hist service; /* issue -> complete */
-	struct bio_hist total;   /* first sight (insert, else issue) -> complete */
-	struct bio_hist size;    /* bytes per request */
-	__u64 bytes;
-	__u64 sequential;
-	__u64 random;
-	__u64 errors;
+  struct bio_hist queue;   /* insert -> issue (only requests that were inserted) */
+  struct bio_hist service; /* issue -> complete */
+  struct bio_hist total;   /* first sight (insert, else issue) -> complete */
+  struct bio_hist size;    /* bytes per request */
+  __u64 bytes;
+  __u64 sequential;
+  __u64 random;
+  __u64 errors;
 };
 
 /* Per-process breakdown: bounded by the map's max_entries, overflow counted. */
 struct bio_proc_key {
-	__u32 dev;
-	__u32 pid;
-	__u8 op;
-	__u8 pad[3];
-	char comm[BIO_COMM_LEN];
+  __u32 dev;
+  __u32 pid;
+  __u8 op;
+  __u8 pad[3];
+  char comm[BIO_COMM_LEN];
 };
 
 struct bio_proc {
-	__u64 count;
-	__u64 bytes;
-	__u64 total_ns;
-	__u64 max_ns;
-	__u64 errors;
+  __u64 count;
+  __u64 bytes;
+  __u64 total_ns;
+  __u64 max_ns;
+  __u64 errors;
 };
 
 /* Per-CPU health counters, summed in user space. */
 struct bio_counters {
-	__u64 completed;       /* completions matched to a tracked request (every device) */
-	__u64 unmatched;       /* completions with no start: in flight when tracing began */
-	__u64 issue_no_insert; /* issued without an insert (direct issue): no queue time */
-	__u64 requeued;        /* issued twice (requeue): the service clock restarts */
-	__u64 partial;         /* completions of part of a request (it stays in flight) */
-	__u64 map_full;        /* the in-flight map refused an insert */
-	__u64 below_min;       /* shorter than min_latency_ns: not recorded */
-	__u64 filtered;        /* completions of requests the pid/comm/cgroup/device filters left out */
-	__u64 outliers;        /* latency >= outlier_ns, sent to the ring */
-	__u64 outliers_sampled_out;
-	__u64 proc_overflow;   /* per-process map full: counted in the device total only */
+  __u64 completed;       /* completions matched to a tracked request (every device) */
+  __u64 unmatched;       /* completions with no start: in flight when tracing began */
+  __u64 issue_no_insert; /* issued without an insert (direct issue): no queue time */
+  __u64 requeued;        /* issued twice (requeue): the service clock restarts */
+  __u64 partial;         /* completions of part of a request (it stays in flight) */
+  __u64 map_full;        /* the in-flight map refused an insert */
+  __u64 below_min;       /* shorter than min_latency_ns: not recorded */
+  __u64 filtered;        /* completions of requests the pid/comm/cgroup/device filters left out */
+  __u64 outliers;        /* latency >= outlier_ns, sent to the ring */
+  __u64 outliers_sampled_out;
+  __u64 proc_overflow; /* per-process map full: counted in the device total only */
 };
 
 /* Ring record for one slow request; starts with the loupe ring header. */
 struct bio_outlier_event {
-	__u16 type;
-	__u16 version;
-	__u32 len;
-	__u64 boot_ns; /* bpf_ktime_get_boot_ns() at completion */
-	__u64 sector;
-	__u64 queue_ns;
-	__u64 service_ns;
-	__u64 total_ns;
-	__u32 dev;
-	__u32 bytes;
-	__u32 pid;
-	__u32 tid;
-	__s32 error;
-	__u8 op;
-	__u8 sync;
-	__u8 pad[2];
-	char comm[BIO_COMM_LEN];
+  __u16 type;
+  __u16 version;
+  __u32 len;
+  __u64 boot_ns; /* bpf_ktime_get_boot_ns() at completion */
+  __u64 sector;
+  __u64 queue_ns;
+  __u64 service_ns;
+  __u64 total_ns;
+  __u32 dev;
+  __u32 bytes;
+  __u32 pid;
+  __u32 tid;
+  __s32 error;
+  __u8 op;
+  __u8 sync;
+  __u8 pad[2];
+  char comm[BIO_COMM_LEN];
 };
 
 #endif /* LOUPE_BIOLAT_H */

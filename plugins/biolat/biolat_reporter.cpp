@@ -22,7 +22,9 @@ std::uint64_t pack(const bio_stats_key& k) {
 }  // namespace
 
 BiolatReporter::BiolatReporter(const sdk::Host& host, ReporterMaps maps, std::string mechanism)
-    : host_(host), maps_(maps), mechanism_(std::move(mechanism)),
+    : host_(host),
+      maps_(maps),
+      mechanism_(std::move(mechanism)),
       ncpus_(libbpf_num_possible_cpus()) {}
 
 void BiolatReporter::hist(const char* name, const char* unit, const bio_hist& h,

@@ -32,7 +32,9 @@ std::string dev_string(std::uint32_t dev) {
   return std::to_string(dev_major(dev)) + ":" + std::to_string(dev_minor(dev));
 }
 
-DeviceNames::DeviceNames(std::string sysfs_block) : root_(std::move(sysfs_block)) { scan(); }
+DeviceNames::DeviceNames(std::string sysfs_block) : root_(std::move(sysfs_block)) {
+  scan();
+}
 
 void DeviceNames::scan() {
   std::error_code ec;
@@ -64,7 +66,8 @@ std::uint32_t DeviceNames::resolve(const std::string& spec) {
   } else {
     name = spec.rfind("/dev/", 0) == 0 ? spec.substr(5) : spec;
     if (name.find('/') != std::string::npos)
-      throw std::invalid_argument("device '" + spec + "': expected a name such as vda or major:minor");
+      throw std::invalid_argument("device '" + spec +
+                                  "': expected a name such as vda or major:minor");
     std::ifstream in(fs::path(root_) / name / "dev");
     std::string line;
     if (!std::getline(in, line) || !parse_major_minor(line, &dev))
@@ -75,8 +78,10 @@ std::uint32_t DeviceNames::resolve(const std::string& spec) {
     std::error_code ec;
     auto real = fs::canonical(fs::path(root_) / name, ec);
     std::string disk = ec ? std::string("its disk") : real.parent_path().filename().string();
-    throw std::invalid_argument("device '" + spec + "' is a partition; block requests are "
-                                "counted per disk: filter on " + disk);
+    throw std::invalid_argument("device '" + spec +
+                                "' is a partition; block requests are "
+                                "counted per disk: filter on " +
+                                disk);
   }
   return dev;
 }

@@ -14,8 +14,12 @@ namespace loupe::biolat {
 constexpr std::uint32_t kernel_dev(std::uint32_t major, std::uint32_t minor) {
   return (major << 20) | minor;
 }
-constexpr std::uint32_t dev_major(std::uint32_t dev) { return dev >> 20; }
-constexpr std::uint32_t dev_minor(std::uint32_t dev) { return dev & ((1u << 20) - 1); }
+constexpr std::uint32_t dev_major(std::uint32_t dev) {
+  return dev >> 20;
+}
+constexpr std::uint32_t dev_minor(std::uint32_t dev) {
+  return dev & ((1u << 20) - 1);
+}
 std::string dev_string(std::uint32_t dev);  // "254:0"
 
 class DeviceNames {

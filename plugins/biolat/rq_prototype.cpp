@@ -20,7 +20,7 @@ std::optional<bool> rq_tracepoint_single_arg(const char* tracepoint, std::string
   std::optional<bool> result;
   int id = btf__find_by_name_kind(vmlinux, name.c_str(), BTF_KIND_TYPEDEF);
   const btf_type* t = id > 0 ? btf__type_by_id(vmlinux, id) : nullptr;
-  if (t) t = btf__type_by_id(vmlinux, t->type);               // pointer
+  if (t) t = btf__type_by_id(vmlinux, t->type);                   // pointer
   if (t && btf_is_ptr(t)) t = btf__type_by_id(vmlinux, t->type);  // function prototype
   if (t && btf_is_func_proto(t)) {
     const btf_param* params = btf_params(t);

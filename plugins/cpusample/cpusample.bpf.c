@@ -47,8 +47,8 @@ static __always_inline bool sampled_in_kernel(struct bpf_perf_event_data *ctx)
 {
 #if defined(__TARGET_ARCH_x86)
 	/* The context allows only 8-byte loads; cs sits in the low bits of its word. */
-	__u64 cs = *(volatile __u64 *)((char *)ctx + __builtin_offsetof(struct bpf_perf_event_data,
-									  regs.cs));
+	__u64 cs = *(volatile __u64 *)((char *)ctx +
+				       __builtin_offsetof(struct bpf_perf_event_data, regs.cs));
 
 	return (cs & 3) == 0;
 #elif defined(__TARGET_ARCH_arm64)

@@ -18,8 +18,8 @@
 #include "cpusample.skel.h"
 #include "loupe/sdk/perf_event.hpp"
 #include "loupe/sdk/plugin.hpp"
-#include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/records.hpp"
+#include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/target_filter.hpp"
 #include "stack_reporter.hpp"
 
@@ -31,13 +31,11 @@ constexpr loupe_config_key kOwnKeys[] = {
     {"kernel_stacks", LOUPE_CFG_BOOL, 0, "true", "capture kernel stacks"},
     {"per_thread", LOUPE_CFG_BOOL, 0, "false", "keep threads apart (a tid label per stack)"},
     {"include_idle", LOUPE_CFG_BOOL, 0, "false", "also count samples of the idle task"},
-    {"max_stacks", LOUPE_CFG_INT, 0, "16384", "distinct stacks kept (stack map size)", 64,
-     1048576},
-    {"max_keys", LOUPE_CFG_INT, 0, "16384",
-     "distinct (process, stacks) counts kept in the kernel", 64, 1048576},
+    {"max_stacks", LOUPE_CFG_INT, 0, "16384", "distinct stacks kept (stack map size)", 64, 1048576},
+    {"max_keys", LOUPE_CFG_INT, 0, "16384", "distinct (process, stacks) counts kept in the kernel",
+     64, 1048576},
     {"symbolize_interval_ms", LOUPE_CFG_INT, 0, "250",
-     "symbolize new stacks this often while their process runs (0 = only at collect)", 0,
-     60000},
+     "symbolize new stacks this often while their process runs (0 = only at collect)", 0, 60000},
 };
 constexpr auto kKeys = sdk::concat_keys(sdk::kSamplingKeys, kOwnKeys, sdk::kTargetFilterKeys);
 
@@ -113,7 +111,8 @@ class CpuSampleProfiler : public sdk::Profiler {
 
   void start(const sdk::StartArgs&) override {
     if (host_->bpf_load(skel_->obj) != LOUPE_OK)
-      throw sdk::Error(LOUPE_ERR_KERNEL, "loading the cpusample BPF object: " + host_->last_error());
+      throw sdk::Error(LOUPE_ERR_KERNEL,
+                       "loading the cpusample BPF object: " + host_->last_error());
     ReporterMaps maps;
     maps.counts_fd = bpf_map__fd(skel_->maps.counts);
     maps.stacks_fd = bpf_map__fd(skel_->maps.stacks);
@@ -123,7 +122,8 @@ class CpuSampleProfiler : public sdk::Profiler {
     cpus_ = sampler.attach(skel_->progs.cs_sample, "cpu-clock");
     host_->info("sampling " + std::to_string(cpus_) + " CPUs at " + spec_.describe());
     if (warm_every_ms_ > 0)
-      warmer_ = std::make_unique<SymbolWarmer>(*reporter_, std::chrono::milliseconds(warm_every_ms_));
+      warmer_ =
+          std::make_unique<SymbolWarmer>(*reporter_, std::chrono::milliseconds(warm_every_ms_));
   }
 
   void stop(const sdk::StopArgs&) override { warmer_.reset(); }

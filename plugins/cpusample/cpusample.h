@@ -15,25 +15,25 @@
 
 /* One in-kernel aggregation slot: samples are counted per key, never sent one by one. */
 struct cs_key {
-	__u32 tgid;
-	__u32 pid;            /* the thread; 0 unless per_thread */
-	__s32 user_stack_id;  /* < 0: none (kernel thread, disabled, or failed: see counters) */
-	__s32 kernel_stack_id;
-	char comm[CS_COMM_LEN];
+  __u32 tgid;
+  __u32 pid;           /* the thread; 0 unless per_thread */
+  __s32 user_stack_id; /* < 0: none (kernel thread, disabled, or failed: see counters) */
+  __s32 kernel_stack_id;
+  char comm[CS_COMM_LEN];
 };
 
 /* Per-CPU counters, summed in user space. */
 struct cs_counters {
-	__u64 samples;         /* samples that passed the filters and were counted */
-	__u64 idle;            /* samples of the idle task, skipped unless include_idle */
-	__u64 filtered;        /* samples of other tasks, skipped by the pid/tid/cgroup filter */
-	__u64 user_efault;     /* user stack of a user task could not be read */
-	__u64 user_eexist;     /* user stack hash collision: stack map full or colliding */
-	__u64 user_other;      /* any other bpf_get_stackid error */
-	__u64 kernel_efault;   /* kernel-mode sample without a kernel stack */
-	__u64 kernel_eexist;
-	__u64 kernel_other;
-	__u64 counts_full;     /* the aggregation map refused a new key: sample lost */
+  __u64 samples;       /* samples that passed the filters and were counted */
+  __u64 idle;          /* samples of the idle task, skipped unless include_idle */
+  __u64 filtered;      /* samples of other tasks, skipped by the pid/tid/cgroup filter */
+  __u64 user_efault;   /* user stack of a user task could not be read */
+  __u64 user_eexist;   /* user stack hash collision: stack map full or colliding */
+  __u64 user_other;    /* any other bpf_get_stackid error */
+  __u64 kernel_efault; /* kernel-mode sample without a kernel stack */
+  __u64 kernel_eexist;
+  __u64 kernel_other;
+  __u64 counts_full; /* the aggregation map refused a new key: sample lost */
 };
 
 #endif /* LOUPE_CPUSAMPLE_H */

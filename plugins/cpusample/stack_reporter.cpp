@@ -48,8 +48,7 @@ std::vector<std::uint64_t> StackReporter::stack_addresses(std::int32_t stack_id)
   return ips;
 }
 
-const StackReporter::Frames& StackReporter::user_frames(std::uint32_t tgid,
-                                                        std::int32_t stack_id) {
+const StackReporter::Frames& StackReporter::user_frames(std::uint32_t tgid, std::int32_t stack_id) {
   auto [it, inserted] = user_cache_.try_emplace({tgid, stack_id});
   if (inserted) {
     auto ips = stack_addresses(stack_id);

@@ -21,7 +21,9 @@ std::string hex(std::uint64_t v) {
   return buf;
 }
 
-std::string comm_of(const jr_event& e) { return std::string(e.comm, strnlen(e.comm, sizeof(e.comm))); }
+std::string comm_of(const jr_event& e) {
+  return std::string(e.comm, strnlen(e.comm, sizeof(e.comm)));
+}
 
 }  // namespace
 
@@ -40,8 +42,8 @@ int JitTracker::decode(const void* data, std::uint32_t len) {
 void JitTracker::count_symbol(std::uint32_t tgid, std::uint64_t ip, const Region* region) {
   loupe_frame f{};
   host_.symbolize(tgid, LOUPE_FRAME_USER, &ip, 1, &f);
-  const bool jit_named =
-      f.symbol && (f.resolution == LOUPE_RESOLVED_PERF_MAP || f.resolution == LOUPE_RESOLVED_JITDUMP);
+  const bool jit_named = f.symbol && (f.resolution == LOUPE_RESOLVED_PERF_MAP ||
+                                      f.resolution == LOUPE_RESOLVED_JITDUMP);
   // Only JIT code is named here: a sample in ordinary code only counts towards the total.
   if (!jit_named && !region) return;
   std::string name = jit_named ? std::string(f.symbol)
@@ -50,12 +52,15 @@ void JitTracker::count_symbol(std::uint32_t tgid, std::uint64_t ip, const Region
   auto key = std::make_pair(tgid, name);
   auto it = symbols_.find(key);
   if (it == symbols_.end()) {
-    if (per >= kMaxSymbols) key.second = "[other jit symbols]";
-    else ++per;
+    if (per >= kMaxSymbols)
+      key.second = "[other jit symbols]";
+    else
+      ++per;
     it = symbols_.try_emplace(key).first;
     it->second.address = ip;
     it->second.module = f.module ? f.module : "";
-    it->second.resolution = jit_named ? f.resolution : static_cast<std::uint32_t>(LOUPE_UNRESOLVED_NO_SYMBOL);
+    it->second.resolution =
+        jit_named ? f.resolution : static_cast<std::uint32_t>(LOUPE_UNRESOLVED_NO_SYMBOL);
   }
   it->second.samples++;
   it->second.in_region = it->second.in_region || region;
@@ -67,8 +72,9 @@ void JitTracker::on_event(const jr_event& e) {
   switch (e.kind) {
     case JR_MMAP:
       if (e.prot & kProtExec)
-        table_.install(e.tgid, e.tid, comm, e.addr, e.length, e.boot_ns,
-                       (e.flags & kMapAnonymous) ? RegionSource::kMmapAnon : RegionSource::kMmapFile);
+        table_.install(
+            e.tgid, e.tid, comm, e.addr, e.length, e.boot_ns,
+            (e.flags & kMapAnonymous) ? RegionSource::kMmapAnon : RegionSource::kMmapFile);
       else
         table_.remove(e.tgid, e.addr, e.length, e.boot_ns);  // MAP_FIXED over a region
       break;
@@ -90,9 +96,7 @@ void JitTracker::on_event(const jr_event& e) {
         table_.remove(e.tgid, e.addr, e.length, e.boot_ns);
       }
       break;
-    case JR_MUNMAP:
-      table_.remove(e.tgid, e.addr, e.length, e.boot_ns);
-      break;
+    case JR_MUNMAP: table_.remove(e.tgid, e.addr, e.length, e.boot_ns); break;
     case JR_EXIT:
       table_.process_exit(e.tgid, e.boot_ns);
       host_.invalidate_symbols(e.tgid);
@@ -107,8 +111,7 @@ void JitTracker::on_event(const jr_event& e) {
       count_symbol(e.tgid, e.addr, r);
       break;
     }
-    default:
-      ++malformed_;
+    default: ++malformed_;
   }
 }
 
@@ -135,11 +138,13 @@ void JitTracker::emit_region(const ProcessRegions& p, const Region& r, bool is_f
   }
   rb.field("exec_tids", tids.empty() ? std::string("-") : tids);
   if (r.samples)
-    rb.field("installer_exec_share", static_cast<double>(by_installer) / static_cast<double>(r.samples));
+    rb.field("installer_exec_share",
+             static_cast<double>(by_installer) / static_cast<double>(r.samples));
   // The JIT symbol most sampled in the region, when the perf map names one.
   const SymbolCount* best = nullptr;
   const std::string* best_name = nullptr;
-  for (auto it = symbols_.lower_bound({p.tgid, ""}); it != symbols_.end() && it->first.first == p.tgid; ++it)
+  for (auto it = symbols_.lower_bound({p.tgid, ""});
+       it != symbols_.end() && it->first.first == p.tgid; ++it)
     if (it->second.address >= r.start && it->second.address < r.end &&
         (!best || it->second.samples > best->samples)) {
       best = &it->second;
@@ -173,7 +178,8 @@ void JitTracker::emit_process(const ProcessRegions& p, bool is_final, std::uint6
     metric("jit_installer_exec_share", LOUPE_METRIC_GAUGE, "ratio",
            static_cast<double>(p.samples_by_installer) / static_cast<double>(p.samples_in_regions));
   std::uint64_t jit_named = 0;
-  for (auto it = symbols_.lower_bound({p.tgid, ""}); it != symbols_.end() && it->first.first == p.tgid; ++it) {
+  for (auto it = symbols_.lower_bound({p.tgid, ""});
+       it != symbols_.end() && it->first.first == p.tgid; ++it) {
     const auto& s = it->second;
     if (s.resolution == LOUPE_RESOLVED_PERF_MAP || s.resolution == LOUPE_RESOLVED_JITDUMP)
       jit_named += s.samples;

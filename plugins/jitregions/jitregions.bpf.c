@@ -90,13 +90,18 @@ static __always_inline struct jr_event *reserve(__u32 kind, __u64 id)
 	return e;
 }
 
-static __always_inline void stash(__u32 kind, __u64 addr, __u64 length, __u32 prot,
-				  __u32 flags, __s32 fd)
+static __always_inline void stash(__u32 kind, __u64 addr, __u64 length, __u32 prot, __u32 flags,
+				  __s32 fd)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
 	struct jr_pending p = {
-		.addr = addr, .length = length, .prot = prot, .flags = flags, .fd = fd, .kind = kind,
+	    .addr = addr,
+	    .length = length,
+	    .prot = prot,
+	    .flags = flags,
+	    .fd = fd,
+	    .kind = kind,
 	};
 
 	if (bpf_map_update_elem(&pending, &tid, &p, BPF_ANY)) {
@@ -251,8 +256,8 @@ static __always_inline bool sampled_in_kernel(struct bpf_perf_event_data *ctx)
 {
 #if defined(__TARGET_ARCH_x86)
 	/* The context allows only 8-byte loads; cs sits in the low bits of its word. */
-	__u64 cs = *(volatile __u64 *)((char *)ctx + __builtin_offsetof(struct bpf_perf_event_data,
-									  regs.cs));
+	__u64 cs = *(volatile __u64 *)((char *)ctx +
+				       __builtin_offsetof(struct bpf_perf_event_data, regs.cs));
 
 	return (cs & 3) == 0;
 #elif defined(__TARGET_ARCH_arm64)

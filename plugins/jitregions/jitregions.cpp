@@ -13,8 +13,8 @@
 #include "jitregions.skel.h"
 #include "loupe/sdk/perf_event.hpp"
 #include "loupe/sdk/plugin.hpp"
-#include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/records.hpp"
+#include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/target_filter.hpp"
 
 namespace loupe::jitregions {
@@ -31,8 +31,8 @@ constexpr loupe_config_key kOwnKeys[] = {
      1048576},
 };
 // No tid filter: a region one thread maps is executed by the others.
-constexpr auto kKeys = sdk::concat_keys(sdk::kSamplingKeys, kOwnKeys, sdk::kPidKey, sdk::kCommKey,
-                                        sdk::kCgroupKey);
+constexpr auto kKeys =
+    sdk::concat_keys(sdk::kSamplingKeys, kOwnKeys, sdk::kPidKey, sdk::kCommKey, sdk::kCgroupKey);
 
 struct SkelDeleter {
   void operator()(jitregions_bpf* s) const { jitregions_bpf__destroy(s); }
@@ -78,14 +78,16 @@ class JitRegionsProfiler : public sdk::Profiler {
 
   void start(const sdk::StartArgs&) override {
     if (host_->bpf_load(skel_->obj) != LOUPE_OK)
-      throw sdk::Error(LOUPE_ERR_KERNEL, "loading the jitregions BPF object: " + host_->last_error());
+      throw sdk::Error(LOUPE_ERR_KERNEL,
+                       "loading the jitregions BPF object: " + host_->last_error());
     tracker_ = std::make_unique<JitTracker>(*host_, limits_);
     // Region changes must not be lost; samples are few (99 Hz, tracked processes only).
     // No divisor: sampling out region changes would corrupt the table.
-    sdk::register_fixed_ring<jr_event>(*host_,
-                                       {"events", bpf_map__fd(skel_->maps.events), JR_RECORD, JR_RECORD_VERSION,
-                                        LOUPE_RING_MUST_KEEP, bpf_map__fd(skel_->maps.events_lost), -1},
-                                       tracker_.get());
+    sdk::register_fixed_ring<jr_event>(
+        *host_,
+        {"events", bpf_map__fd(skel_->maps.events), JR_RECORD, JR_RECORD_VERSION,
+         LOUPE_RING_MUST_KEEP, bpf_map__fd(skel_->maps.events_lost), -1},
+        tracker_.get());
 
     auto& p = skel_->progs;
     // Exit halves first: an exit without its entry finds nothing pending and is harmless.
@@ -113,8 +115,7 @@ class JitRegionsProfiler : public sdk::Profiler {
       int err = link ? 0 : errno;
       host_->adopt_link(link, tp.prog, name.substr(colon + 1), err);
       if (!link)
-        throw sdk::Error(LOUPE_ERR_KERNEL,
-                         "attaching " + name + ": " + std::strerror(err));
+        throw sdk::Error(LOUPE_ERR_KERNEL, "attaching " + name + ": " + std::strerror(err));
     }
     if (sample_) {
       sdk::PerfEventSampler sampler(*host_, spec_);

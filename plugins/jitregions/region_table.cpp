@@ -7,12 +7,9 @@ namespace loupe::jitregions {
 
 const char* to_string(RegionSource s) {
   switch (s) {
-    case RegionSource::kMmapAnon:
-      return "mmap_anon";
-    case RegionSource::kMmapFile:
-      return "mmap_file";
-    case RegionSource::kMprotect:
-      return "mprotect";
+    case RegionSource::kMmapAnon: return "mmap_anon";
+    case RegionSource::kMmapFile: return "mmap_file";
+    case RegionSource::kMprotect: return "mprotect";
   }
   return "?";
 }

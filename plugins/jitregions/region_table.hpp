@@ -23,7 +23,7 @@ const char* to_string(RegionSource s);
 
 struct Region {
   std::uint64_t start = 0;
-  std::uint64_t end = 0;  // exclusive
+  std::uint64_t end = 0;         // exclusive
   std::uint32_t generation = 0;  // installs seen at this start address in this process
   std::uint64_t install_ns = 0;  // boot-time ns
   std::uint32_t install_tid = 0;
@@ -32,7 +32,7 @@ struct Region {
   std::uint64_t first_sample_ns = 0;
   std::uint64_t samples = 0;
   std::map<std::uint32_t, std::uint64_t> exec_tids;  // tid -> samples
-  bool reported = false;  // the install was reported in an interval
+  bool reported = false;                             // the install was reported in an interval
 };
 
 struct ProcessRegions {
@@ -43,7 +43,7 @@ struct ProcessRegions {
   std::map<std::uint64_t, std::uint32_t> generations;  // start -> installs (bounded with live)
   std::uint64_t installs = 0;
   std::uint64_t removals = 0;
-  std::uint64_t samples = 0;            // every sample of the process seen
+  std::uint64_t samples = 0;  // every sample of the process seen
   std::uint64_t samples_in_regions = 0;
   std::uint64_t samples_by_installer = 0;  // in a region, on the thread that installed it
   std::uint64_t regions_evicted = 0;
@@ -65,8 +65,8 @@ class RegionTable {
   explicit RegionTable(TableLimits limits = {}) : limits_(limits) {}
 
   // [start, start+len) became executable. What it overlaps is replaced.
-  void install(std::uint32_t tgid, std::uint32_t tid, const std::string& comm,
-               std::uint64_t start, std::uint64_t len, std::uint64_t ns, RegionSource source);
+  void install(std::uint32_t tgid, std::uint32_t tid, const std::string& comm, std::uint64_t start,
+               std::uint64_t len, std::uint64_t ns, RegionSource source);
   // [start, start+len) stopped being executable (munmap, mprotect without PROT_EXEC):
   // regions it covers are retired, regions it cuts are trimmed or split.
   void remove(std::uint32_t tgid, std::uint64_t start, std::uint64_t len, std::uint64_t ns);

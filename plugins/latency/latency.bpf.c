@@ -68,7 +68,7 @@ LOUPE_RING(outliers, 256 * 1024);
 static __always_inline void record_breakdown(__u32 target, __u64 pid_tgid, __u64 delta,
 					     struct lat_counters *c)
 {
-	struct lat_breakdown_key key = { .target = target };
+	struct lat_breakdown_key key = {.target = target};
 	struct loupe_hist *h;
 	__u32 zero = 0;
 	void *init;
@@ -266,16 +266,16 @@ int lat_tp_exit(void *ctx)
 	return lat_exit(ctx, (__u32)bpf_get_attach_cookie(ctx));
 }
 
-#define LAT_FENTRY_SLOT(n)                                         \
-	SEC("fentry")                                              \
-	int lat_fentry_##n(void *ctx)                              \
-	{                                                          \
-		return lat_enter(targ_fentry_target[n]);           \
-	}                                                          \
-	SEC("fexit")                                               \
-	int lat_fexit_##n(void *ctx)                               \
-	{                                                          \
-		return lat_exit(ctx, targ_fentry_target[n]);       \
+#define LAT_FENTRY_SLOT(n)                                                                         \
+	SEC("fentry")                                                                              \
+	int lat_fentry_##n(void *ctx)                                                              \
+	{                                                                                          \
+		return lat_enter(targ_fentry_target[n]);                                           \
+	}                                                                                          \
+	SEC("fexit")                                                                               \
+	int lat_fexit_##n(void *ctx)                                                               \
+	{                                                                                          \
+		return lat_exit(ctx, targ_fentry_target[n]);                                       \
 	}
 
 LAT_FENTRY_SLOT(0)

@@ -15,8 +15,8 @@
 #include "latency_reporter.hpp"
 #include "library_resolver.hpp"
 #include "loupe/sdk/plugin.hpp"
-#include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/records.hpp"
+#include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/target_filter.hpp"
 #include "outlier_decoder.hpp"
 #include "probe_spec.hpp"
@@ -27,12 +27,15 @@ namespace loupe::latency {
 namespace {
 
 constexpr loupe_config_key kTargetFields[] = {
-    {"name", LOUPE_CFG_STRING, 0, nullptr, "label of this target in reports (default: derived from the probe)"},
+    {"name", LOUPE_CFG_STRING, 0, nullptr,
+     "label of this target in reports (default: derived from the probe)"},
     {"kfunc", LOUPE_CFG_STRING, 0, nullptr, "kernel function: fentry/fexit, else kprobe/kretprobe"},
-    {"ufunc", LOUPE_CFG_STRING, 0, nullptr, "user function binary:symbol[+offset], e.g. libc:malloc"},
+    {"ufunc", LOUPE_CFG_STRING, 0, nullptr,
+     "user function binary:symbol[+offset], e.g. libc:malloc"},
     {"tracepoint_entry", LOUPE_CFG_STRING, 0, nullptr, "entry tracepoint category:name"},
     {"tracepoint_exit", LOUPE_CFG_STRING, 0, nullptr, "exit tracepoint category:name"},
-    {"syscall", LOUPE_CFG_STRING, 0, nullptr, "syscall name: shorthand for its sys_enter/sys_exit pair"},
+    {"syscall", LOUPE_CFG_STRING, 0, nullptr,
+     "syscall name: shorthand for its sys_enter/sys_exit pair"},
 };
 
 constexpr const char* kNestingChoices[] = {"outermost", "every", nullptr};
@@ -116,8 +119,8 @@ class LatencyProfiler : public sdk::Profiler {
       }
       for (const auto& r : targets_)
         if (r.spec.name == spec.name)
-          throw sdk::Error(LOUPE_ERR_INVALID_ARG, "two targets are named '" + spec.name +
-                                                      "': give one a distinct name");
+          throw sdk::Error(LOUPE_ERR_INVALID_ARG,
+                           "two targets are named '" + spec.name + "': give one a distinct name");
       try {
         targets_.push_back(resolver.resolve(spec));
       } catch (const sdk::Error& e) {
@@ -139,8 +142,9 @@ class LatencyProfiler : public sdk::Profiler {
                            "), which the latency programs use to tell targets apart");
 
     skel_.reset(latency_bpf__open());
-    if (!skel_) throw sdk::Error(LOUPE_ERR_KERNEL, std::string("opening the BPF object: ") +
-                                                       std::strerror(errno));
+    if (!skel_)
+      throw sdk::Error(LOUPE_ERR_KERNEL,
+                       std::string("opening the BPF object: ") + std::strerror(errno));
     auto* ro = skel_->rodata;
     ro->targ_nesting = nesting == "every" ? LAT_NEST_EVERY : LAT_NEST_OUTERMOST;
     ro->targ_max_age_ns = opts_.max_age_ns;
@@ -159,11 +163,10 @@ class LatencyProfiler : public sdk::Profiler {
       bpf_map__set_max_entries(skel_->maps.breakdown,
                                static_cast<std::uint32_t>(cfg.value_int("breakdown_limit")));
 
-    attacher_ = std::make_unique<TargetAttacher>(*host_, skel_.get(), pid ? static_cast<int>(pid)
-                                                                           : -1);
+    attacher_ =
+        std::make_unique<TargetAttacher>(*host_, skel_.get(), pid ? static_cast<int>(pid) : -1);
     attacher_->prepare(targets_);
-    for (const auto& t : targets_)
-      labels_.push_back({t.spec.name, to_string(t.mechanism)});
+    for (const auto& t : targets_) labels_.push_back({t.spec.name, to_string(t.mechanism)});
   }
 
   void start(const sdk::StartArgs&) override {
@@ -171,7 +174,8 @@ class LatencyProfiler : public sdk::Profiler {
     // in-kernel histograms were not recorded, so there is nothing to load or collect.
     if (!replay_) {
       if (host_->bpf_load(skel_->obj) != LOUPE_OK)
-        throw sdk::Error(LOUPE_ERR_KERNEL, "loading the latency BPF object: " + host_->last_error());
+        throw sdk::Error(LOUPE_ERR_KERNEL,
+                         "loading the latency BPF object: " + host_->last_error());
       attacher_->attach(targets_);
     }
     if (outliers_on_) {
@@ -179,7 +183,8 @@ class LatencyProfiler : public sdk::Profiler {
       sdk::register_fixed_ring<lat_outlier_event>(
           *host_,
           {"outliers", replay_ ? -1 : bpf_map__fd(skel_->maps.outliers), LAT_RECORD_OUTLIER,
-           LAT_RECORD_OUTLIER_VERSION, LOUPE_RING_MUST_KEEP, replay_ ? -1 : bpf_map__fd(skel_->maps.outliers_lost),
+           LAT_RECORD_OUTLIER_VERSION, LOUPE_RING_MUST_KEEP,
+           replay_ ? -1 : bpf_map__fd(skel_->maps.outliers_lost),
            replay_ ? -1 : bpf_map__fd(skel_->maps.outliers_divisor)},
           decoder_.get());
     }

@@ -27,61 +27,61 @@
 #define LAT_RECORD_OUTLIER_VERSION 1
 
 enum lat_nesting {
-	LAT_NEST_OUTERMOST = 0,
-	LAT_NEST_EVERY = 1,
+  LAT_NEST_OUTERMOST = 0,
+  LAT_NEST_EVERY = 1,
 };
 
 /* Per-target counters, one slot per CPU (summed in user space). */
 struct lat_counters {
-	__u64 calls;           /* entries seen that passed the filters (every level) */
-	__u64 matched;         /* exits that found their entry (every level) */
-	__u64 unmatched_exits; /* exits without an entry */
-	__u64 expired;         /* entries found older than max_age and replaced */
-	__u64 discarded;       /* impossible durations: negative or > max_age */
-	__u64 below_min;       /* paired, shorter than min_duration_ns, not recorded */
-	__u64 depth_overflow;  /* nested deeper than LAT_MAX_DEPTH: paired, not timed */
-	__u64 map_full;        /* the correlation map refused an insert */
-	__u64 outliers;        /* durations >= outlier_ns sent to the ring */
-	__u64 outliers_sampled_out; /* outliers skipped because the core asked for 1 in N */
-	__u64 breakdown_overflow;   /* per-pid/comm map full: recorded in the target total only */
+  __u64 calls;                /* entries seen that passed the filters (every level) */
+  __u64 matched;              /* exits that found their entry (every level) */
+  __u64 unmatched_exits;      /* exits without an entry */
+  __u64 expired;              /* entries found older than max_age and replaced */
+  __u64 discarded;            /* impossible durations: negative or > max_age */
+  __u64 below_min;            /* paired, shorter than min_duration_ns, not recorded */
+  __u64 depth_overflow;       /* nested deeper than LAT_MAX_DEPTH: paired, not timed */
+  __u64 map_full;             /* the correlation map refused an insert */
+  __u64 outliers;             /* durations >= outlier_ns sent to the ring */
+  __u64 outliers_sampled_out; /* outliers skipped because the core asked for 1 in N */
+  __u64 breakdown_overflow;   /* per-pid/comm map full: recorded in the target total only */
 };
 
 /* Correlation key: one thread inside one target. */
 struct lat_start_key {
-	__u64 pid_tgid;
-	__u32 target;
-	__u32 pad;
+  __u64 pid_tgid;
+  __u32 target;
+  __u32 pad;
 };
 
 struct lat_start_val {
-	__u32 depth; /* current nesting level of this thread in this target */
-	__u32 pad;
-	__u64 ts[LAT_MAX_DEPTH]; /* bpf_ktime_get_ns() at entry, per level */
+  __u32 depth; /* current nesting level of this thread in this target */
+  __u32 pad;
+  __u64 ts[LAT_MAX_DEPTH]; /* bpf_ktime_get_ns() at entry, per level */
 };
 
 /* Key of the optional per-pid / per-comm breakdown (unused fields zero). */
 struct lat_breakdown_key {
-	__u32 target;
-	__u32 pid;
-	char comm[LAT_COMM_LEN];
+  __u32 target;
+  __u32 pid;
+  char comm[LAT_COMM_LEN];
 };
 
 /* Ring record for one outlier; starts with the loupe ring header. */
 struct lat_outlier_event {
-	__u16 type;
-	__u16 version;
-	__u32 len;
-	__u64 boot_ns;     /* bpf_ktime_get_boot_ns() at exit */
-	__u64 duration_ns;
-	__u32 pid;
-	__u32 tid;
-	__u32 target;
-	__u32 depth;       /* nesting level the duration belongs to (1 = outermost) */
-	char comm[LAT_COMM_LEN];
-	__s32 n_user;      /* frames in user_stack; < 0: bpf_get_stack error */
-	__s32 n_kernel;
-	__u64 user_stack[LAT_STACK_DEPTH];
-	__u64 kernel_stack[LAT_STACK_DEPTH];
+  __u16 type;
+  __u16 version;
+  __u32 len;
+  __u64 boot_ns; /* bpf_ktime_get_boot_ns() at exit */
+  __u64 duration_ns;
+  __u32 pid;
+  __u32 tid;
+  __u32 target;
+  __u32 depth; /* nesting level the duration belongs to (1 = outermost) */
+  char comm[LAT_COMM_LEN];
+  __s32 n_user; /* frames in user_stack; < 0: bpf_get_stack error */
+  __s32 n_kernel;
+  __u64 user_stack[LAT_STACK_DEPTH];
+  __u64 kernel_stack[LAT_STACK_DEPTH];
 };
 
 #endif /* LOUPE_LATENCY_H */

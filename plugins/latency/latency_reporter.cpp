@@ -157,8 +157,8 @@ void LatencyReporter::emit_breakdown() {
       labels.emplace_back("pid", std::to_string(key.pid));
       id += "/" + std::to_string(key.pid);
     }
-    std::string comm = opts_.per_comm ? std::string(key.comm, strnlen(key.comm, LAT_COMM_LEN))
-                                      : comm_of(key.pid);
+    std::string comm =
+        opts_.per_comm ? std::string(key.comm, strnlen(key.comm, LAT_COMM_LEN)) : comm_of(key.pid);
     if (!comm.empty()) labels.emplace_back("comm", comm);
     if (opts_.per_comm) id += "/" + comm;
     emit_hist(id, h, labels);

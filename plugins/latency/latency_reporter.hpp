@@ -57,7 +57,7 @@ class LatencyReporter {
   ReporterMaps maps_;
   ReporterOptions opts_;
   std::vector<TargetLabels> targets_;
-  std::vector<std::uint64_t> expired_swept_;  // session totals
+  std::vector<std::uint64_t> expired_swept_;    // session totals
   std::map<std::string, loupe_hist> previous_;  // last interval's totals, by record key
   bool is_final_ = false;
   std::uint64_t window_start_ = 0, window_end_ = 0;

@@ -44,9 +44,9 @@ LibraryResolver LibraryResolver::from_system() {
     while ((n = std::fread(buf, 1, sizeof(buf), p.get())) > 0) out.append(buf, n);
     if (!out.empty()) break;
   }
-  return LibraryResolver(std::move(out),
-                         {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64",
-                          "/usr/lib64", "/lib", "/usr/lib", "/usr/local/lib"});
+  return LibraryResolver(
+      std::move(out), {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64",
+                       "/lib", "/usr/lib", "/usr/local/lib"});
 }
 
 std::string LibraryResolver::from_cache(const std::string& prefix) const {
@@ -109,8 +109,7 @@ std::string LibraryResolver::resolve(const std::string& binary, int pid) const {
   if (binary.find('/') != std::string::npos) {
     std::error_code ec;
     fs::path p = fs::absolute(binary, ec);
-    if (ec || !fs::exists(p))
-      throw std::runtime_error("binary '" + binary + "' does not exist");
+    if (ec || !fs::exists(p)) throw std::runtime_error("binary '" + binary + "' does not exist");
     if (!is_elf_file(p)) throw std::runtime_error("'" + binary + "' is not an ELF file");
     return fs::canonical(p, ec).string();
   }

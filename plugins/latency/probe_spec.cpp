@@ -68,8 +68,7 @@ void parse_user_function(const std::string& text, std::string& binary, std::stri
     offset = parse_offset(rest.substr(plus + 1), text);
     rest.resize(plus);
   }
-  if (rest.empty())
-    throw std::invalid_argument("user function '" + text + "' has an empty symbol");
+  if (rest.empty()) throw std::invalid_argument("user function '" + text + "' has an empty symbol");
   for (char c : rest) {
     if (std::isspace(static_cast<unsigned char>(c)))
       throw std::invalid_argument("user function '" + text + "' has a space in its symbol");
@@ -78,14 +77,15 @@ void parse_user_function(const std::string& text, std::string& binary, std::stri
 }
 
 TargetSpec parse_target(const TargetFields& f, std::size_t index) {
-  const std::string where = "targets[" + std::to_string(index) + "]" +
-                            (f.name ? " ('" + *f.name + "')" : std::string());
+  const std::string where =
+      "targets[" + std::to_string(index) + "]" + (f.name ? " ('" + *f.name + "')" : std::string());
   int kinds = (f.kfunc ? 1 : 0) + (f.ufunc ? 1 : 0) + (f.syscall ? 1 : 0) +
               ((f.tracepoint_entry || f.tracepoint_exit) ? 1 : 0);
   if (kinds != 1)
-    throw std::invalid_argument(
-        where + ": set exactly one of kfunc, ufunc, syscall or tracepoint_entry + "
-                "tracepoint_exit (found " + std::to_string(kinds) + ")");
+    throw std::invalid_argument(where +
+                                ": set exactly one of kfunc, ufunc, syscall or tracepoint_entry + "
+                                "tracepoint_exit (found " +
+                                std::to_string(kinds) + ")");
 
   TargetSpec t;
   try {
@@ -114,13 +114,14 @@ TargetSpec parse_target(const TargetFields& f, std::size_t index) {
       t.name = s;
     } else {
       if (!f.tracepoint_entry || !f.tracepoint_exit)
-        throw std::invalid_argument("a tracepoint pair needs both tracepoint_entry and "
-                                    "tracepoint_exit");
+        throw std::invalid_argument(
+            "a tracepoint pair needs both tracepoint_entry and "
+            "tracepoint_exit");
       t.kind = TargetKind::kTracepointPair;
       t.entry = parse_tracepoint(*f.tracepoint_entry);
       t.exit = parse_tracepoint(*f.tracepoint_exit);
-      t.spec_text = "tracepoint_entry = \"" + *f.tracepoint_entry +
-                    "\", tracepoint_exit = \"" + *f.tracepoint_exit + "\"";
+      t.spec_text = "tracepoint_entry = \"" + *f.tracepoint_entry + "\", tracepoint_exit = \"" +
+                    *f.tracepoint_exit + "\"";
       t.name = t.entry.name;
     }
   } catch (const std::invalid_argument& e) {

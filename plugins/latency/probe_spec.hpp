@@ -23,14 +23,14 @@ struct TracepointName {
 struct TargetSpec {
   std::string name;  // the label reports use (target=<name>)
   TargetKind kind = TargetKind::kKernelFunction;
-  std::string kernel_function;    // kKernelFunction
-  std::string binary;             // kUserFunction, as written: "libc", "/usr/bin/x"
-  std::string symbol;             // kUserFunction
+  std::string kernel_function;      // kKernelFunction
+  std::string binary;               // kUserFunction, as written: "libc", "/usr/bin/x"
+  std::string symbol;               // kUserFunction
   std::uint64_t symbol_offset = 0;  // kUserFunction: "+0x10" after the symbol
-  TracepointName entry;           // kTracepointPair and kSyscall
+  TracepointName entry;             // kTracepointPair and kSyscall
   TracepointName exit;
-  std::string syscall;            // kSyscall
-  std::string spec_text;          // how the profile spelled it, for messages
+  std::string syscall;    // kSyscall
+  std::string spec_text;  // how the profile spelled it, for messages
 };
 
 // The keys of one [[plugins.targets]] table; absent keys are nullopt.

@@ -21,8 +21,9 @@ bpf_program* fentry_prog(latency_bpf* s, int slot, bool exit) {
   return exit ? ret[slot] : entry[slot];
 }
 
-std::string errno_text(int err) { return std::string(std::strerror(err)) + " (errno " +
-                                         std::to_string(err) + ")"; }
+std::string errno_text(int err) {
+  return std::string(std::strerror(err)) + " (errno " + std::to_string(err) + ")";
+}
 
 }  // namespace
 
@@ -52,8 +53,10 @@ void TargetAttacher::prepare(const std::vector<ResolvedTarget>& targets) {
       bpf_program__set_autoload(prog, true);
       int err = bpf_program__set_attach_target(prog, 0, t.spec.kernel_function.c_str());
       if (err)
-        throw sdk::Error(LOUPE_ERR_NOT_FOUND, "target '" + t.spec.name + "': no BTF for kernel "
-                                                  "function '" + t.spec.kernel_function +
+        throw sdk::Error(LOUPE_ERR_NOT_FOUND, "target '" + t.spec.name +
+                                                  "': no BTF for kernel "
+                                                  "function '" +
+                                                  t.spec.kernel_function +
                                                   "': " + errno_text(-err));
     }
   }

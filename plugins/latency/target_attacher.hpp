@@ -28,7 +28,6 @@ class TargetAttacher {
   void attach_one(const ResolvedTarget& t, unsigned index);
 
  private:
-
   sdk::Host host_;
   latency_bpf* skel_;
   int uprobe_pid_;  // -1 = every process

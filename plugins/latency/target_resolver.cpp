@@ -67,9 +67,10 @@ ResolvedTarget TargetResolver::resolve_kernel_function(const TargetSpec& spec) {
   }
   // The usual case on kernels built without CONFIG_KPROBES and with fentry refused: point
   // at the stable tracepoint that covers the same path.
-  std::string hint = "trace a tracepoint pair instead, e.g. syscall = \"read\" (the read(2) path "
-                     "that reaches vfs_read), or tracepoint_entry = \"syscalls:sys_enter_read\" "
-                     "+ tracepoint_exit = \"syscalls:sys_exit_read\"; see docs/latency.md";
+  std::string hint =
+      "trace a tracepoint pair instead, e.g. syscall = \"read\" (the read(2) path "
+      "that reaches vfs_read), or tracepoint_entry = \"syscalls:sys_enter_read\" "
+      "+ tracepoint_exit = \"syscalls:sys_exit_read\"; see docs/latency.md";
   throw sdk::Error(LOUPE_ERR_UNSUPPORTED,
                    who + " cannot be traced on this kernel: fentry/fexit unavailable (" +
                        (fentry_why.empty() ? "refused" : fentry_why) +
@@ -81,8 +82,8 @@ ResolvedTarget TargetResolver::resolve_user_function(const TargetSpec& spec) {
   const std::string who = "target '" + spec.name + "' (" + spec.spec_text + ")";
   std::string why;
   if (!host_.feature("uprobe", &why))
-    throw sdk::Error(LOUPE_ERR_UNSUPPORTED, who + ": uprobes unavailable on this kernel (" +
-                                                why + ")");
+    throw sdk::Error(LOUPE_ERR_UNSUPPORTED,
+                     who + ": uprobes unavailable on this kernel (" + why + ")");
   ResolvedTarget t{spec};
   t.mechanism = Mechanism::kUprobe;
   try {
@@ -99,14 +100,15 @@ ResolvedTarget TargetResolver::resolve_tracepoints(const TargetSpec& spec) {
   const std::string who = "target '" + spec.name + "' (" + spec.spec_text + ")";
   std::string why;
   if (!host_.feature("tracepoint", &why))
-    throw sdk::Error(LOUPE_ERR_UNSUPPORTED, who + ": tracepoint programs unavailable (" + why +
-                                                ")");
+    throw sdk::Error(LOUPE_ERR_UNSUPPORTED,
+                     who + ": tracepoint programs unavailable (" + why + ")");
   for (const auto* tp : {&spec.entry, &spec.exit}) {
     if (!host_.tracepoint_exists(tp->full())) {
       std::string msg = who + ": tracepoint " + tp->full() + " does not exist";
       if (spec.kind == TargetKind::kSyscall)
-        msg += " (unknown syscall name, or a kernel without CONFIG_FTRACE_SYSCALLS; names are "
-               "as in /sys/kernel/tracing/events/syscalls, e.g. \"read\", \"clock_nanosleep\")";
+        msg +=
+            " (unknown syscall name, or a kernel without CONFIG_FTRACE_SYSCALLS; names are "
+            "as in /sys/kernel/tracing/events/syscalls, e.g. \"read\", \"clock_nanosleep\")";
       else
         msg += " (see /sys/kernel/tracing/available_events)";
       throw sdk::Error(LOUPE_ERR_NOT_FOUND, msg);

@@ -23,9 +23,9 @@ const char* to_string(Mechanism m);
 struct ResolvedTarget {
   TargetSpec spec;
   Mechanism mechanism = Mechanism::kTracepoint;
-  std::string binary_path;        // kUprobe
-  std::uint64_t file_offset = 0;  // kUprobe
-  int fentry_slot = -1;           // kFentry
+  std::string binary_path;          // kUprobe
+  std::uint64_t file_offset = 0;    // kUprobe
+  int fentry_slot = -1;             // kFentry
   std::string probe_label() const;  // "uprobe:/lib/libc.so.6:malloc", "tracepoint:...", ...
 };
 

@@ -27,7 +27,9 @@ std::string hex(std::uint64_t v) {
   return buf;
 }
 
-const char* kind_name(std::uint32_t kind) { return kind == LW_KIND_KERNEL ? "kernel" : "futex"; }
+const char* kind_name(std::uint32_t kind) {
+  return kind == LW_KIND_KERNEL ? "kernel" : "futex";
+}
 
 template <typename K, typename V>
 std::vector<std::pair<K, V>> dump_hash(int fd) {
@@ -92,11 +94,17 @@ void LockReporter::emit_stacks(const LockSummary& s, const std::string& lock_lab
     std::vector<loupe_frame> frames(cached.size());
     for (std::size_t i = 0; i < cached.size(); ++i) {
       const auto& c = cached[i];
-      frames[i] = {c.address, c.symbol.empty() ? nullptr : c.symbol.c_str(),
-                   c.module.empty() ? nullptr : c.module.c_str(), c.offset, c.kind, c.resolution};
+      frames[i] = {c.address,
+                   c.symbol.empty() ? nullptr : c.symbol.c_str(),
+                   c.module.empty() ? nullptr : c.module.c_str(),
+                   c.offset,
+                   c.kind,
+                   c.resolution};
     }
     sdk::RecordBuilder rb(LOUPE_RECORD_STACK_SAMPLE, "lock_wait");
-    rb.label("lock", lock_label).label("addr", hex(s.key.addr)).label("kind", kind_name(s.key.kind));
+    rb.label("lock", lock_label)
+        .label("addr", hex(s.key.addr))
+        .label("kind", kind_name(s.key.kind));
     if (s.key.tgid) rb.label("pid", std::to_string(s.key.tgid));
     if (!st.comm.empty()) rb.label("comm", st.comm);
     if (st.user_stack_id < 0 && st.kernel_stack_id < 0) rb.label("stack", "unavailable");
@@ -112,8 +120,12 @@ void LockReporter::emit_lock(std::uint32_t rank, const LockSummary& s, double wi
   LockName name = symbols_.lock_name(s.key.kind == LW_KIND_KERNEL ? 0 : s.key.tgid, s.key.addr);
   std::string label = SymbolCache::label(name, s.key.addr);
   std::string type = lock_type(s.key.kind, s.val.flags);
-  WaitShape shape{s.val.waits, s.val.total_ns, hist_p50(s.val), s.val.max_ns,
-                  static_cast<std::uint32_t>(s.threads.size()), window_s};
+  WaitShape shape{s.val.waits,
+                  s.val.total_ns,
+                  hist_p50(s.val),
+                  s.val.max_ns,
+                  static_cast<std::uint32_t>(s.threads.size()),
+                  window_s};
   PatternHint hint = classify(shape);
 
   auto labels = [&](sdk::RecordBuilder& rb) -> sdk::RecordBuilder& {
@@ -169,11 +181,13 @@ void LockReporter::emit_counters(const std::vector<std::uint64_t>& c) {
     rb.final(is_final_).window(window_start_, window_end_).metric(t, unit, v).emit(host_);
   };
   metric("futex_waits", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c[LW_C_FUTEX_MATCHED]));
-  metric("kernel_waits", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c[LW_C_KERNEL_MATCHED]));
+  metric("kernel_waits", LOUPE_METRIC_COUNTER, "count",
+         static_cast<double>(c[LW_C_KERNEL_MATCHED]));
   metric("futex_non_wait_ops", LOUPE_METRIC_COUNTER, "count",
          static_cast<double>(c[LW_C_NON_WAIT_OPS]));
   if (opts_.pthread_stacks) {
-    metric("pthread_calls", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c[LW_C_PTHREAD_CALLS]));
+    metric("pthread_calls", LOUPE_METRIC_COUNTER, "count",
+           static_cast<double>(c[LW_C_PTHREAD_CALLS]));
     metric("pthread_attributed_waits", LOUPE_METRIC_COUNTER, "count",
            static_cast<double>(c[LW_C_PTHREAD_STACKS]));
   }
@@ -207,7 +221,8 @@ void LockReporter::emit_counters(const std::vector<std::uint64_t>& c) {
          "fails for processes that exited");
   if (is_final_) {
     if (opts_.futex && c[LW_C_FUTEX_BEGIN] == 0)
-      health("silent_probe_futex", 1, "no futex wait was seen (nothing contended, or filtered out)");
+      health("silent_probe_futex", 1,
+             "no futex wait was seen (nothing contended, or filtered out)");
     if (opts_.kernel && c[LW_C_KERNEL_BEGIN] == 0)
       health("silent_probe_kernel", 1,
              "no kernel lock contention was seen (nothing contended, or filtered out)");
@@ -231,11 +246,15 @@ void LockReporter::collect(bool is_final, std::uint64_t window_start_ns,
     emit_lock(++rank, s, window_s);
   }
   sdk::RecordBuilder g(LOUPE_RECORD_METRIC, "locks_seen");
-  g.final(is_final_).window(window_start_, window_end_)
-      .metric(LOUPE_METRIC_GAUGE, "count", static_cast<double>(table.size())).emit(host_);
+  g.final(is_final_)
+      .window(window_start_, window_end_)
+      .metric(LOUPE_METRIC_GAUGE, "count", static_cast<double>(table.size()))
+      .emit(host_);
   sdk::RecordBuilder f(LOUPE_RECORD_METRIC, "in_flight");
-  f.final(is_final_).window(window_start_, window_end_)
-      .metric(LOUPE_METRIC_GAUGE, "count", static_cast<double>(in_flight)).emit(host_);
+  f.final(is_final_)
+      .window(window_start_, window_end_)
+      .metric(LOUPE_METRIC_GAUGE, "count", static_cast<double>(in_flight))
+      .emit(host_);
   emit_counters(read_counters());
 }
 

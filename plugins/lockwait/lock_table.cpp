@@ -11,7 +11,9 @@ namespace {
 
 using LockId = std::tuple<std::uint32_t, std::uint32_t, std::uint64_t>;  // tgid, kind, addr
 
-LockId id_of(const lw_lock_key& k) { return {k.tgid, k.kind, k.addr}; }
+LockId id_of(const lw_lock_key& k) {
+  return {k.tgid, k.kind, k.addr};
+}
 
 template <typename T>
 void by_total_desc(std::vector<T>& v) {
@@ -54,7 +56,8 @@ std::vector<LockSummary> build_lock_table(const std::vector<LockRow>& locks,
     t.waits += v.waits;
     t.total_ns += v.total_ns;
     t.max_ns = std::max(t.max_ns, static_cast<std::uint64_t>(v.max_ns));
-    auto sk = std::make_tuple(k.user_stack_id, k.kernel_stack_id, static_cast<std::uint64_t>(k.caller_ip));
+    auto sk = std::make_tuple(k.user_stack_id, k.kernel_stack_id,
+                              static_cast<std::uint64_t>(k.caller_ip));
     auto& st = a.stacks[sk];
     st.user_stack_id = k.user_stack_id;
     st.kernel_stack_id = k.kernel_stack_id;

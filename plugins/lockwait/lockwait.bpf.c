@@ -172,7 +172,7 @@ static __always_inline void wait_begin(void *ctx, __u32 kind, __u64 key_addr, __
 static __always_inline void record_lock(__u32 tgid, __u32 kind, __u64 addr, __u64 delta,
 					__u32 flags)
 {
-	struct lw_lock_key key = { .tgid = tgid, .kind = kind, .addr = addr };
+	struct lw_lock_key key = {.tgid = tgid, .kind = kind, .addr = addr};
 	struct lw_lock_val *v;
 	__u32 zero = 0;
 	void *init;
@@ -194,7 +194,8 @@ static __always_inline void record_lock(__u32 tgid, __u32 kind, __u64 addr, __u6
 	 * the sums exact; max/min may lose a race, which only costs precision. */
 	__sync_fetch_and_add(&v->waits, 1);
 	__sync_fetch_and_add(&v->total_ns, delta);
-	__sync_fetch_and_add(&v->slots[loupe_slot_bounded(loupe_log2_slot(delta), LW_HIST_SLOTS)], 1);
+	__sync_fetch_and_add(&v->slots[loupe_slot_bounded(loupe_log2_slot(delta), LW_HIST_SLOTS)],
+			     1);
 	if (delta > v->max_ns)
 		v->max_ns = delta;
 	if (v->min_ns == 0 || delta < v->min_ns)
@@ -338,8 +339,7 @@ int lw_futex_waitv_enter(struct trace_event_raw_sys_enter *ctx)
 {
 	struct futex_waitv first = {};
 
-	if (ctx->args[1] == 0 ||
-	    bpf_probe_read_user(&first, sizeof(first), (void *)ctx->args[0]))
+	if (ctx->args[1] == 0 || bpf_probe_read_user(&first, sizeof(first), (void *)ctx->args[0]))
 		return 0;
 	wait_begin(ctx, LW_KIND_FUTEX, 0, first.uaddr, LW_FUTEX_WAIT);
 	return 0;

@@ -12,8 +12,8 @@
 #include "lockwait.h"
 #include "lockwait.skel.h"
 #include "loupe/sdk/plugin.hpp"
-#include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/records.hpp"
+#include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/target_filter.hpp"
 #include "loupe/sdk/uprobe.hpp"
 #include "symbol_cache.hpp"
@@ -41,8 +41,7 @@ constexpr loupe_config_key kOwnKeys[] = {
      "waits older than this expire; longer ones are discarded", 1, 86400000},
     {"max_inflight", LOUPE_CFG_INT, 0, "10240", "waits in progress tracked at once", 16, 4194304},
     {"max_locks", LOUPE_CFG_INT, 0, "4096", "distinct locks aggregated", 16, 1048576},
-    {"max_waiters", LOUPE_CFG_INT, 0, "16384", "distinct (lock, thread, stack) rows", 16,
-     4194304},
+    {"max_waiters", LOUPE_CFG_INT, 0, "16384", "distinct (lock, thread, stack) rows", 16, 4194304},
     {"max_stacks", LOUPE_CFG_INT, 0, "8192", "distinct stacks kept", 16, 1048576},
 };
 constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kTargetFilterKeys);
@@ -73,8 +72,8 @@ class LockwaitProfiler : public sdk::Profiler {
 
     skel_.reset(lockwait_bpf__open());
     if (!skel_)
-      throw sdk::Error(LOUPE_ERR_KERNEL, std::string("opening the BPF object: ") +
-                                             std::strerror(errno));
+      throw sdk::Error(LOUPE_ERR_KERNEL,
+                       std::string("opening the BPF object: ") + std::strerror(errno));
     auto* ro = skel_->rodata;
     ro->targ_max_age_ns = opts_.max_age_ns;
     ro->targ_min_wait_ns = static_cast<std::uint64_t>(cfg.value_int("min_wait_ns"));
@@ -124,8 +123,9 @@ class LockwaitProfiler : public sdk::Profiler {
     // No divisor: every first sighting matters.
     sdk::register_fixed_ring<lw_first_seen_event>(
         *host_,
-        {"first_seen", bpf_map__fd(skel_->maps.first_seen), LW_RECORD_FIRST_SEEN, LW_RECORD_FIRST_SEEN_VERSION,
-         LOUPE_RING_MUST_KEEP, bpf_map__fd(skel_->maps.first_seen_lost), -1},
+        {"first_seen", bpf_map__fd(skel_->maps.first_seen), LW_RECORD_FIRST_SEEN,
+         LW_RECORD_FIRST_SEEN_VERSION, LOUPE_RING_MUST_KEEP,
+         bpf_map__fd(skel_->maps.first_seen_lost), -1},
         symbols_.get());
     ReporterMaps maps;
     maps.inflight_fd = bpf_map__fd(skel_->maps.inflight);
@@ -159,8 +159,9 @@ class LockwaitProfiler : public sdk::Profiler {
         if (!opts_.futex)
           throw sdk::Error(LOUPE_ERR_UNSUPPORTED,
                            "tracepoint lock:contention_begin is absent on this kernel");
-        host_->warn("lock:contention_begin is absent on this kernel: kernel lock waits are "
-                    "not traced (set kernel = false to silence this)");
+        host_->warn(
+            "lock:contention_begin is absent on this kernel: kernel lock waits are "
+            "not traced (set kernel = false to silence this)");
         opts_.kernel = false;
       } else {
         opts_.kernel_mechanism = host_->feature("tp_btf") ? "tp_btf" : "tracepoint";
@@ -194,17 +195,17 @@ class LockwaitProfiler : public sdk::Profiler {
   }
 
   void attach_pthread() {
-    for (const char* fn : {"pthread_mutex_lock", "pthread_rwlock_rdlock", "pthread_rwlock_wrlock"}) {
+    for (const char* fn :
+         {"pthread_mutex_lock", "pthread_rwlock_rdlock", "pthread_rwlock_wrlock"}) {
       LIBBPF_OPTS(bpf_uprobe_opts, o);
       std::uint64_t off = sdk::find_elf_function(libc_, fn).file_offset;
-      bpf_link* link = bpf_program__attach_uprobe_opts(skel_->progs.lw_pthread_lock,
-                                                       target_pid_ ? target_pid_ : -1,
-                                                       libc_.c_str(), off, &o);
+      bpf_link* link = bpf_program__attach_uprobe_opts(
+          skel_->progs.lw_pthread_lock, target_pid_ ? target_pid_ : -1, libc_.c_str(), off, &o);
       int err = link ? 0 : errno;
       host_->adopt_link(link, skel_->progs.lw_pthread_lock, libc_ + ":" + fn, err);
       if (!link)
-        throw sdk::Error(LOUPE_ERR_KERNEL, "uprobe on " + libc_ + ":" + fn + ": " +
-                                               std::strerror(err));
+        throw sdk::Error(LOUPE_ERR_KERNEL,
+                         "uprobe on " + libc_ + ":" + fn + ": " + std::strerror(err));
     }
   }
 

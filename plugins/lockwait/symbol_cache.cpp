@@ -48,8 +48,8 @@ std::vector<CachedFrame> SymbolCache::kernel_stack(std::int32_t id) {
   return resolve_stack(0, id, false, 0);
 }
 
-std::vector<CachedFrame> SymbolCache::resolve_stack(std::uint32_t pid, std::int32_t id,
-                                                    bool user, std::uint64_t caller_ip) {
+std::vector<CachedFrame> SymbolCache::resolve_stack(std::uint32_t pid, std::int32_t id, bool user,
+                                                    std::uint64_t caller_ip) {
   if (id < 0) return {};
   std::lock_guard lock(mu_);
   auto key = std::make_tuple(user ? pid : 0u, id, caller_ip);

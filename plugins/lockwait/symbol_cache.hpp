@@ -58,7 +58,8 @@ class SymbolCache {
   std::mutex mu_;
   std::map<std::pair<std::uint32_t, std::uint64_t>, LockName> locks_;
   // (pid or 0 for kernel, stack id)
-  std::map<std::tuple<std::uint32_t, std::int32_t, std::uint64_t>, std::vector<CachedFrame>> stacks_;
+  std::map<std::tuple<std::uint32_t, std::int32_t, std::uint64_t>, std::vector<CachedFrame>>
+      stacks_;
 };
 
 }  // namespace loupe::lockwait

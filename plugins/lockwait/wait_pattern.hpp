@@ -15,10 +15,10 @@ namespace loupe::lockwait {
 struct WaitShape {
   std::uint64_t waits = 0;
   std::uint64_t total_ns = 0;
-  std::uint64_t p50_ns = 0;      // from the log2 histogram (bucket midpoint)
+  std::uint64_t p50_ns = 0;  // from the log2 histogram (bucket midpoint)
   std::uint64_t max_ns = 0;
-  std::uint32_t threads = 0;     // distinct waiting threads
-  double window_s = 0;           // observation window
+  std::uint32_t threads = 0;  // distinct waiting threads
+  double window_s = 0;        // observation window
 };
 
 enum class WaitPattern { kNone, kConvoy, kLongHold, kMixed };

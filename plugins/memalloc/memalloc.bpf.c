@@ -17,8 +17,8 @@
 #define E2BIG 7
 #define EEXIST 17
 
-const volatile __u32 targ_sample_every = 0;   /* 1-in-N; 0 or 1 = every allocation */
-const volatile __u64 targ_sample_bytes = 0;   /* Poisson mean bytes between samples; 0 = off */
+const volatile __u32 targ_sample_every = 0; /* 1-in-N; 0 or 1 = every allocation */
+const volatile __u64 targ_sample_bytes = 0; /* Poisson mean bytes between samples; 0 = off */
 const volatile bool targ_kernel_user_stacks = true; /* user stack of kmem allocations too */
 const volatile __u64 targ_page_size = 4096;
 
@@ -155,8 +155,8 @@ static __always_inline __s32 get_stack(void *ctx, __u64 flags, struct ma_counter
 static __always_inline void record_alloc(__u64 addr, __u32 tgid, __u64 size,
 					 struct ma_stack_key *key, struct ma_counters *c)
 {
-	struct ma_alloc_key akey = { .addr = addr, .tgid = tgid, .origin = key->origin };
-	struct ma_alloc_info info = { .size = size, .stack = *key };
+	struct ma_alloc_key akey = {.addr = addr, .tgid = tgid, .origin = key->origin};
+	struct ma_alloc_info info = {.size = size, .stack = *key};
 	struct ma_stack_stats *st, zero_stats = {};
 	struct loupe_hist *h;
 	__u32 zero = 0;
@@ -182,7 +182,7 @@ static __always_inline void record_alloc(__u64 addr, __u32 tgid, __u64 size,
 /* Returns false when the address was not being tracked. */
 static __always_inline bool record_free(__u64 addr, __u32 tgid, __u32 origin)
 {
-	struct ma_alloc_key akey = { .addr = addr, .tgid = tgid, .origin = origin };
+	struct ma_alloc_key akey = {.addr = addr, .tgid = tgid, .origin = origin};
 	struct ma_alloc_info *info;
 	struct ma_stack_stats *st;
 
@@ -200,8 +200,7 @@ static __always_inline bool record_free(__u64 addr, __u32 tgid, __u32 origin)
 
 /* ---- user space allocator ------------------------------------------------------- */
 
-static __always_inline int alloc_enter(struct pt_regs *ctx, __u32 func, __u64 size,
-				       __u64 arg_ptr)
+static __always_inline int alloc_enter(struct pt_regs *ctx, __u32 func, __u64 size, __u64 arg_ptr)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct ma_pending v = {}, *p;

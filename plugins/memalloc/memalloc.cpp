@@ -20,10 +20,10 @@
 #include <vector>
 
 #include "allocator_attacher.hpp"
-#include "loupe/sdk/plugin.hpp"
-#include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/library.hpp"
+#include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/records.hpp"
+#include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/target_filter.hpp"
 #include "memalloc.skel.h"
 #include "memalloc_reporter.hpp"

@@ -16,12 +16,9 @@ namespace {
 
 const char* origin_name(std::uint32_t origin) {
   switch (origin) {
-    case MA_ORIGIN_USER:
-      return "user";
-    case MA_ORIGIN_KMALLOC:
-      return "kmalloc";
-    case MA_ORIGIN_PAGE:
-      return "page";
+    case MA_ORIGIN_USER: return "user";
+    case MA_ORIGIN_KMALLOC: return "kmalloc";
+    case MA_ORIGIN_PAGE: return "page";
   }
   return "unknown";
 }

@@ -18,10 +18,8 @@ SampleScaling SampleScaling::poisson(std::uint64_t mean_bytes) {
 
 Estimate SampleScaling::scale(std::uint64_t count, std::uint64_t bytes) const {
   switch (mode_) {
-    case Mode::kAll:
-      return {count, bytes};
-    case Mode::kOneIn:
-      return {count * param_, bytes * param_};
+    case Mode::kAll: return {count, bytes};
+    case Mode::kOneIn: return {count * param_, bytes * param_};
     case Mode::kPoisson: {
       if (count == 0) return {0, 0};
       double avg = static_cast<double>(bytes) / static_cast<double>(count);
@@ -36,12 +34,9 @@ Estimate SampleScaling::scale(std::uint64_t count, std::uint64_t bytes) const {
 
 std::string SampleScaling::describe() const {
   switch (mode_) {
-    case Mode::kAll:
-      return "all";
-    case Mode::kOneIn:
-      return "1-in-" + std::to_string(param_);
-    case Mode::kPoisson:
-      return "poisson-" + std::to_string(param_) + "B";
+    case Mode::kAll: return "all";
+    case Mode::kOneIn: return "1-in-" + std::to_string(param_);
+    case Mode::kPoisson: return "poisson-" + std::to_string(param_) + "B";
   }
   return "?";
 }

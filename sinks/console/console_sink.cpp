@@ -8,8 +8,8 @@
 #include <string>
 
 #include "human_units.hpp"
-#include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/output_file.hpp"
+#include "loupe/sdk/plugin.hpp"
 #include "report_batch.hpp"
 #include "report_sections.hpp"
 
@@ -23,8 +23,8 @@ constexpr loupe_config_key kKeys[] = {
      "report file, relative to the session output_dir; \"-\" = stdout", 0, 0, nullptr, 0, 0},
     {"top", LOUPE_CFG_INT, 0, "10", "rows in top-N stack tables and slow-event lists", 1, 1000,
      nullptr, 0, 0},
-    {"bar_width", LOUPE_CFG_INT, 0, "40", "width of histogram bars in columns", 10, 200, nullptr,
-     0, 0},
+    {"bar_width", LOUPE_CFG_INT, 0, "40", "width of histogram bars in columns", 10, 200, nullptr, 0,
+     0},
     {"color", LOUPE_CFG_STRING, 0, "\"auto\"",
      "ANSI colors: \"auto\" (when writing to a terminal), \"always\" or \"never\"", 0, 0, nullptr,
      0, 0, kColorChoices},
@@ -58,13 +58,14 @@ class ConsoleSink : public sdk::Sink {
   std::string render(bool is_final) {
     TextStyle style(opt_.color);
     const ReportBatch& b = *batch_;
-    std::string title = is_final ? "loupe report" : "loupe interval #" + std::to_string(++interval_);
+    std::string title =
+        is_final ? "loupe report" : "loupe interval #" + std::to_string(++interval_);
     std::string out = "\n" + style.bold(rule(title, report_width(opt_), "█")) + "\n";
     std::string info = "  records " + format_count(b.n_records());
     if (b.window_end_ns)
       info += "   window " + format_clock(b.window_start_ns) + " → " +
-              format_clock(b.window_end_ns) + " (" + format_span(b.window_start_ns, b.window_end_ns) +
-              ")";
+              format_clock(b.window_end_ns) + " (" +
+              format_span(b.window_start_ns, b.window_end_ns) + ")";
     if (!b.sources.empty()) {
       info += "   from ";
       bool first = true;

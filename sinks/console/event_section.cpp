@@ -48,11 +48,10 @@ void render_events(const ReportBatch& batch, const ReportOptions& opt, const Tex
     bool ranked = !log.slowest.empty();
     std::vector<RankedEvent> shown = ranked ? log.slowest : log.latest_ordered();
     if (shown.size() > opt.top) shown.resize(opt.top);
-    std::string title = ranked ? "slow calls: " + name + ", " + std::to_string(shown.size()) +
-                                     " slowest of " + format_count(log.count) + " by " +
-                                     log.slowest.front().magnitude->key
-                               : name + ": last " + std::to_string(shown.size()) + " of " +
-                                     format_count(log.count);
+    std::string title =
+        ranked ? "slow calls: " + name + ", " + std::to_string(shown.size()) + " slowest of " +
+                     format_count(log.count) + " by " + log.slowest.front().magnitude->key
+               : name + ": last " + std::to_string(shown.size()) + " of " + format_count(log.count);
     out += "\n  " + style.bold(title) + "\n";
     for (const auto& ev : shown) {
       std::string line = "    " + format_clock(ev.event.timestamp_ns);

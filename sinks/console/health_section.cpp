@@ -74,7 +74,8 @@ void render_health(const ReportBatch& batch, const ReportOptions& opt, const Tex
     verdict += head;
     for (std::size_t i = 0; i < where.size(); ++i) verdict += (i ? ", " : "") + where[i];
   };
-  part("data lost or degraded at " + std::to_string(degraded_where.size()) + " place(s): ", degraded_where);
+  part("data lost or degraded at " + std::to_string(degraded_where.size()) + " place(s): ",
+       degraded_where);
   part(std::to_string(failed_where.size()) + " component(s) failed: ", failed_where);
   part(std::to_string(warned_where.size()) + " warning(s): ", warned_where);
   if (degraded_where.empty() && failed_where.empty()) {

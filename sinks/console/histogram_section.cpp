@@ -40,7 +40,8 @@ std::string bar(std::uint64_t count, std::uint64_t peak, std::size_t width) {
 std::vector<loupe_bucket> rows_with_gaps(const std::vector<loupe_bucket>& given) {
   std::vector<loupe_bucket> rows;
   for (const auto& b : given) {
-    if (!rows.empty() && rows.back().upper < b.lower) rows.push_back({rows.back().upper, b.lower, 0});
+    if (!rows.empty() && rows.back().upper < b.lower)
+      rows.push_back({rows.back().upper, b.lower, 0});
     rows.push_back(b);
   }
   return rows;
@@ -118,9 +119,9 @@ void render_histograms(const ReportBatch& batch, const ReportOptions& opt, const
       double pct = total ? static_cast<double>(b.count) / static_cast<double>(total) : 0;
       double cpct = total ? static_cast<double>(cum) / static_cast<double>(total) : 0;
       out += "  [" + pad_left(format_bound(b.lower, unit), lw) + ", " +
-             pad_left(format_bound(b.upper, unit), uw) + ") " + pad_left(format_count(b.count), cw) +
-             " " + bar(b.count, peak, opt.bar_width) + "  " + pad_left(format_percent(pct), 6) +
-             "  " + pad_left(format_percent(cpct), 6) + "\n";
+             pad_left(format_bound(b.upper, unit), uw) + ") " +
+             pad_left(format_count(b.count), cw) + " " + bar(b.count, peak, opt.bar_width) + "  " +
+             pad_left(format_percent(pct), 6) + "  " + pad_left(format_percent(cpct), 6) + "\n";
     }
 
     std::vector<loupe_percentile> pcts =

@@ -16,7 +16,9 @@ double ns_per(std::string_view unit) {
   return 0;
 }
 
-bool is_byte_unit(std::string_view unit) { return unit == "bytes" || unit == "B" || unit == "byte"; }
+bool is_byte_unit(std::string_view unit) {
+  return unit == "bytes" || unit == "B" || unit == "byte";
+}
 
 std::string three_digits(double x, const char* suffix) {
   char buf[64];
@@ -40,7 +42,9 @@ std::string scaled(double v, const double* steps, const char* const* names, int 
 
 }  // namespace
 
-bool is_time_unit(std::string_view unit) { return ns_per(unit) != 0; }
+bool is_time_unit(std::string_view unit) {
+  return ns_per(unit) != 0;
+}
 
 std::string format_quantity(double value, std::string_view unit) {
   if (double k = ns_per(unit); k != 0) {

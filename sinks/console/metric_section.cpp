@@ -9,7 +9,8 @@ namespace {
 std::string metric_value(double value, const std::string& unit) {
   if (unit == "ratio") return format_number(value * 100.0) + "%";
   std::string q = format_quantity(value, unit);
-  if (!unit.empty() && q.size() > unit.size() + 1 && q.compare(q.size() - unit.size() - 1, std::string::npos, " " + unit) == 0)
+  if (!unit.empty() && q.size() > unit.size() + 1 &&
+      q.compare(q.size() - unit.size() - 1, std::string::npos, " " + unit) == 0)
     q.resize(q.size() - unit.size() - 1);
   return q;
 }

@@ -5,7 +5,9 @@
 
 namespace loupe::sinks {
 
-std::string copy_str(const char* s) { return s ? std::string(s) : std::string(); }
+std::string copy_str(const char* s) {
+  return s ? std::string(s) : std::string();
+}
 
 Labels copy_labels(const loupe_record& rec) {
   Labels out;

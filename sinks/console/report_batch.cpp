@@ -35,9 +35,8 @@ bool is_point_in_time(std::string_view key) {
 }  // namespace
 
 std::optional<EventMagnitude> event_magnitude(const EventCopy& e) {
-  static constexpr std::string_view kPreferred[] = {"duration_ns", "latency_ns", "delta_ns",
-                                                    "elapsed_ns",  "wait_ns",    "duration",
-                                                    "latency"};
+  static constexpr std::string_view kPreferred[] = {
+      "duration_ns", "latency_ns", "delta_ns", "elapsed_ns", "wait_ns", "duration", "latency"};
   for (std::string_view want : kPreferred)
     for (const auto& [key, v] : e.fields)
       if (key == want)
@@ -76,8 +75,8 @@ void ReportBatch::add(const loupe_record& rec) {
       if (rec.metric) {
         std::string key = labels_text(labels);
         metrics[name][key] = MetricSeries{
-            std::move(labels), MetricCopy{rec.metric->type, copy_str(rec.metric->unit),
-                                          rec.metric->value}};
+            std::move(labels),
+            MetricCopy{rec.metric->type, copy_str(rec.metric->unit), rec.metric->value}};
       }
       break;
     case LOUPE_RECORD_STACK_SAMPLE:
@@ -94,8 +93,7 @@ void ReportBatch::add(const loupe_record& rec) {
         health[key] = HealthEntry{name, std::move(labels), std::move(h)};
       }
       break;
-    default:
-      break;
+    default: break;
   }
 }
 

@@ -28,7 +28,9 @@ void render_health(const ReportBatch& b, const ReportOptions& o, const TextStyle
 std::vector<loupe_percentile> percentiles_from_buckets(const HistogramCopy& h);
 
 // Width of the report's rules, derived from the bar width.
-inline std::size_t report_width(const ReportOptions& o) { return o.bar_width + 46; }
+inline std::size_t report_width(const ReportOptions& o) {
+  return o.bar_width + 46;
+}
 
 }  // namespace loupe::sinks
 

@@ -58,7 +58,6 @@ inline std::string rule(std::string_view title, std::size_t width, const char* c
   return out;
 }
 
-
 // A table whose columns are sized to their widest cell. lines() returns padded rows so
 // callers can wrap a whole row in emphasis without escape codes breaking the widths.
 class TextTable {

@@ -9,7 +9,9 @@ namespace {
 
 constexpr std::size_t kMaxFoldedFrames = 16;
 
-std::int64_t first_value(const StackEntry& e) { return e.values.empty() ? 0 : e.values[0].value; }
+std::int64_t first_value(const StackEntry& e) {
+  return e.values.empty() ? 0 : e.values[0].value;
+}
 
 }  // namespace
 
@@ -41,15 +43,15 @@ void render_stacks(const ReportBatch& batch, const ReportOptions& opt, const Tex
     table.row({"#", vname, "share", "frames (leaf → root)"});
     for (std::size_t i = 0; i < shown; ++i) {
       const StackEntry& e = *entries[i];
-      double share = total > 0 ? static_cast<double>(first_value(e)) / static_cast<double>(total) : 0;
+      double share =
+          total > 0 ? static_cast<double>(first_value(e)) / static_cast<double>(total) : 0;
       std::string frames = folded_frames(e.frames, kMaxFoldedFrames);
       if (!e.labels.empty()) frames = "[" + labels_text(e.labels) + "] " + frames;
       // Further values (bytes next to a count, ...) follow the stack they belong to.
       for (std::size_t v = 1; v < e.values.size(); ++v)
         frames += "  " + e.values[v].name + "=" +
                   format_quantity(static_cast<double>(e.values[v].value), e.values[v].unit);
-      table.row({std::to_string(i + 1),
-                 format_quantity(static_cast<double>(first_value(e)), vunit),
+      table.row({std::to_string(i + 1), format_quantity(static_cast<double>(first_value(e)), vunit),
                  format_percent(share), frames});
     }
     auto lines = table.lines("    ");

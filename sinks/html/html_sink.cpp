@@ -64,5 +64,4 @@ class HtmlSink : public sdk::Sink {
 }  // namespace loupe::sinks
 
 LOUPE_SINK(loupe::sinks::HtmlSink, "html", "1.0.0",
-           "one self-contained HTML report: flame graphs, histograms, health",
-           loupe::sinks::kKeys)
+           "one self-contained HTML report: flame graphs, histograms, health", loupe::sinks::kKeys)

@@ -15,7 +15,8 @@ std::string frame_name(const loupe_frame& f) {
     out = f.symbol;
   } else if (f.module && *f.module) {
     std::string_view m(f.module);
-    if (auto s = m.rfind('/'); s != std::string_view::npos && s + 1 < m.size()) m.remove_prefix(s + 1);
+    if (auto s = m.rfind('/'); s != std::string_view::npos && s + 1 < m.size())
+      m.remove_prefix(s + 1);
     char off[32];
     std::snprintf(off, sizeof(off), "+0x%llx", static_cast<unsigned long long>(f.offset));
     out = std::string(m) + off;
@@ -66,9 +67,14 @@ void ReportData::add(const loupe_record& rec) {
     p.stacks[key] += v->value;
   } else if (rec.kind == LOUPE_RECORD_HISTOGRAM && rec.histogram) {
     const loupe_histogram& h = *rec.histogram;
-    nlohmann::json j{{"name", rec.name},     {"plugin", plugin}, {"labels", labels_json(rec)},
-                     {"unit", h.unit ? h.unit : ""}, {"count", h.count}, {"sum", h.sum},
-                     {"min", h.min},         {"max", h.max}};
+    nlohmann::json j{{"name", rec.name},
+                     {"plugin", plugin},
+                     {"labels", labels_json(rec)},
+                     {"unit", h.unit ? h.unit : ""},
+                     {"count", h.count},
+                     {"sum", h.sum},
+                     {"min", h.min},
+                     {"max", h.max}};
     j["buckets"] = nlohmann::json::array();
     for (std::uint32_t i = 0; i < h.n_buckets && h.buckets; ++i)
       j["buckets"].push_back({h.buckets[i].lower, h.buckets[i].upper, h.buckets[i].count});
@@ -81,17 +87,19 @@ void ReportData::add(const loupe_record& rec) {
     histograms_[std::string(rec.name) + '\n' + j["labels"].dump()] = std::move(j);
   } else if (rec.kind == LOUPE_RECORD_HEALTH && rec.health) {
     const loupe_health& h = *rec.health;
-    const char* sev = h.severity == LOUPE_HEALTH_OK ? "ok" : h.severity == LOUPE_HEALTH_WARN ? "warn" : "error";
+    const char* sev = h.severity == LOUPE_HEALTH_OK     ? "ok"
+                      : h.severity == LOUPE_HEALTH_WARN ? "warn"
+                                                        : "error";
     std::string comp = h.component ? h.component : "";
-    health_[comp + '\n' + rec.name] = {{"check", rec.name},   {"component", comp},
-                                       {"plugin", plugin},    {"value", h.value},
-                                       {"severity", sev},
-                                       {"message", h.message ? h.message : ""}};
+    health_[comp + '\n' + rec.name] = {
+        {"check", rec.name}, {"component", comp}, {"plugin", plugin},
+        {"value", h.value},  {"severity", sev},   {"message", h.message ? h.message : ""}};
   }
 }
 
 nlohmann::json ReportData::to_json(const std::string& title) const {
-  nlohmann::json j{{"schema", "loupe.report/1"}, {"title", title},
+  nlohmann::json j{{"schema", "loupe.report/1"},
+                   {"title", title},
                    {"window", {{"start_ns", window_start_}, {"end_ns", window_end_}}}};
   j["profiles"] = nlohmann::json::array();
   for (const auto& [name, p] : profiles_) {
@@ -102,7 +110,8 @@ nlohmann::json ReportData::to_json(const std::string& title) const {
       std::size_t start = 0;
       while (true) {
         auto end = key.find(kSep, start);
-        frames.push_back(key.substr(start, end == std::string::npos ? std::string::npos : end - start));
+        frames.push_back(
+            key.substr(start, end == std::string::npos ? std::string::npos : end - start));
         if (end == std::string::npos) break;
         start = end + 1;
       }

@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/output_file.hpp"
+#include "loupe/sdk/plugin.hpp"
 #include "record_json.hpp"
 
 namespace loupe::sinks {
@@ -17,8 +17,8 @@ constexpr loupe_config_key kKeys[] = {
     {"path", LOUPE_CFG_STRING, 0, "\"records.jsonl\"",
      "output file, relative to the session output_dir; \"-\" = stdout", 0, 0, nullptr, 0, 0},
     {"flush_every", LOUPE_CFG_INT, 0, "0",
-     "write after this many buffered records; 0 = only when the host flushes", 0, 1000000,
-     nullptr, 0, 0},
+     "write after this many buffered records; 0 = only when the host flushes", 0, 1000000, nullptr,
+     0, 0},
 };
 
 class JsonlSink : public sdk::Sink {
@@ -54,8 +54,8 @@ class JsonlSink : public sdk::Sink {
     try {
       out_->write(batch);
     } catch (const sdk::Error& e) {
-      throw sdk::Error(e.status(), std::string(e.what()) + " (" + std::to_string(lines) +
-                                       " records dropped)");
+      throw sdk::Error(e.status(),
+                       std::string(e.what()) + " (" + std::to_string(lines) + " records dropped)");
     }
   }
 

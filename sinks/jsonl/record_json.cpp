@@ -23,7 +23,9 @@ const char* kUnresolved[] = {"no_symbol", "no_module", "process_gone", "not_atte
 const char* kMetricTypes[] = {"counter", "gauge"};
 const char* kSeverities[] = {"ok", "warn", "error"};
 
-Json str_or_null(const char* s) { return s ? Json(s) : Json(nullptr); }
+Json str_or_null(const char* s) {
+  return s ? Json(s) : Json(nullptr);
+}
 
 Json resolution_name(std::uint32_t r) {
   if (r >= LOUPE_UNRESOLVED_NO_SYMBOL) return enum_name(r, kUnresolved, LOUPE_UNRESOLVED_NO_SYMBOL);
@@ -47,8 +49,9 @@ Json frames_json(const loupe_frame* frames, std::uint32_t n) {
 Json histogram_json(const loupe_histogram& h) {
   Json buckets = Json::array();
   for (std::uint32_t i = 0; h.buckets && i < h.n_buckets; ++i)
-    buckets.push_back(
-        {{"lower", h.buckets[i].lower}, {"upper", h.buckets[i].upper}, {"count", h.buckets[i].count}});
+    buckets.push_back({{"lower", h.buckets[i].lower},
+                       {"upper", h.buckets[i].upper},
+                       {"count", h.buckets[i].count}});
   Json pcts = Json::array();
   for (std::uint32_t i = 0; h.percentiles && i < h.n_percentiles; ++i) {
     const loupe_percentile& p = h.percentiles[i];
@@ -76,16 +79,11 @@ Json stack_json(const loupe_stack_sample& s) {
 
 Json field_value(const loupe_field& f) {
   switch (f.type) {
-    case LOUPE_FIELD_I64:
-      return f.v.i64;
-    case LOUPE_FIELD_U64:
-      return f.v.u64;
-    case LOUPE_FIELD_F64:
-      return f.v.f64;
-    case LOUPE_FIELD_STR:
-      return str_or_null(f.v.str);
-    default:
-      return nullptr;
+    case LOUPE_FIELD_I64: return f.v.i64;
+    case LOUPE_FIELD_U64: return f.v.u64;
+    case LOUPE_FIELD_F64: return f.v.f64;
+    case LOUPE_FIELD_STR: return str_or_null(f.v.str);
+    default: return nullptr;
   }
 }
 
@@ -141,8 +139,7 @@ Json record_to_json(const loupe_record& rec) {
     case LOUPE_RECORD_HEALTH:
       if (rec.health) j["health"] = health_json(*rec.health);
       break;
-    default:
-      break;
+    default: break;
   }
   return j;
 }

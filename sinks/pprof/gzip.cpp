@@ -20,7 +20,8 @@ std::string gzip_compress(std::string_view data) {
   int rc = deflate(&zs, Z_FINISH);
   std::size_t written = zs.total_out;
   deflateEnd(&zs);
-  if (rc != Z_STREAM_END) throw sdk::Error(LOUPE_ERR_INTERNAL, "pprof: zlib deflate did not finish");
+  if (rc != Z_STREAM_END)
+    throw sdk::Error(LOUPE_ERR_INTERNAL, "pprof: zlib deflate did not finish");
   out.resize(written);
   return out;
 }

@@ -6,8 +6,8 @@
 #include <map>
 #include <string>
 
-#include "loupe/sdk/atomic_file.hpp"
 #include "gzip.hpp"
+#include "loupe/sdk/atomic_file.hpp"
 #include "loupe/sdk/plugin.hpp"
 #include "profile_builder.hpp"
 
@@ -16,8 +16,8 @@ namespace {
 
 constexpr loupe_config_key kKeys[] = {
     {"final_only", LOUPE_CFG_BOOL, 0, "true",
-     "profile only end-of-session records (interval reports are often cumulative snapshots)", 0,
-     0, nullptr, 0, 0},
+     "profile only end-of-session records (interval reports are often cumulative snapshots)", 0, 0,
+     nullptr, 0, 0},
 };
 
 class PprofSink : public sdk::Sink {
@@ -38,7 +38,7 @@ class PprofSink : public sdk::Sink {
     for (const auto& [name, builder] : profiles_) {
       if (builder.samples() == 0) continue;
       sdk::replace_file(sdk::join_path(output_dir_, sdk::file_stem(name) + ".pb.gz"),
-                   gzip_compress(builder.serialize()));
+                        gzip_compress(builder.serialize()));
     }
   }
 

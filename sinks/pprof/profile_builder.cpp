@@ -22,7 +22,8 @@ std::string frame_function_name(const loupe_frame& frame) {
   if (frame.symbol && *frame.symbol) return frame.symbol;
   if (frame.module && *frame.module) {
     std::string_view module(frame.module);
-    if (auto slash = module.rfind('/'); slash != std::string_view::npos && slash + 1 < module.size())
+    if (auto slash = module.rfind('/');
+        slash != std::string_view::npos && slash + 1 < module.size())
       module.remove_prefix(slash + 1);
     char off[32];
     std::snprintf(off, sizeof(off), "+0x%llx", static_cast<unsigned long long>(frame.offset));
@@ -31,7 +32,9 @@ std::string frame_function_name(const loupe_frame& frame) {
   return "[unknown]";
 }
 
-ProfileBuilder::ProfileBuilder() { str(""); }  // string_table[0] must be ""
+ProfileBuilder::ProfileBuilder() {
+  str("");
+}  // string_table[0] must be ""
 
 std::int64_t ProfileBuilder::str(const std::string& s) {
   auto [it, inserted] = strings_.try_emplace(s, static_cast<std::int64_t>(strings_.size()));
@@ -105,7 +108,8 @@ bool ProfileBuilder::add(const loupe_record& rec) {
     key.labels.emplace_back(str(rec.labels[i].key), str(rec.labels[i].value));
   }
   auto& values = samples_[key];
-  for (std::uint32_t i = 0; i < s.n_values; ++i) values[sample_type(s.values[i])] += s.values[i].value;
+  for (std::uint32_t i = 0; i < s.n_values; ++i)
+    values[sample_type(s.values[i])] += s.values[i].value;
   if (rec.window_start_ns && (window_start_ == 0 || rec.window_start_ns < window_start_))
     window_start_ = rec.window_start_ns;
   if (rec.window_end_ns > window_end_) window_end_ = rec.window_end_ns;

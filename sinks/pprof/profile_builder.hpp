@@ -54,7 +54,7 @@ class ProfileBuilder {
   std::map<std::pair<std::string, std::string>, std::size_t> types_;
 
   struct SampleKey {
-    std::vector<std::uint64_t> locations;                    // leaf first
+    std::vector<std::uint64_t> locations;                       // leaf first
     std::vector<std::pair<std::int64_t, std::int64_t>> labels;  // string indices
     bool operator<(const SampleKey& o) const {
       return std::tie(locations, labels) < std::tie(o.locations, o.labels);

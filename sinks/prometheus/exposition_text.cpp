@@ -7,8 +7,12 @@
 namespace loupe::sinks {
 namespace {
 
-bool alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool digit(char c) { return c >= '0' && c <= '9'; }
+bool alpha(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+bool digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 std::string sanitize(std::string_view text, bool allow_colon) {
   std::string out;
@@ -24,10 +28,14 @@ std::string sanitize(std::string_view text, bool allow_colon) {
 
 }  // namespace
 
-std::string metric_name(std::string_view text) { return sanitize(text, true); }
+std::string metric_name(std::string_view text) {
+  return sanitize(text, true);
+}
 
 // Runs of '_' collapse, so a sanitized name never starts with the reserved "__".
-std::string label_name(std::string_view text) { return sanitize(text, false); }
+std::string label_name(std::string_view text) {
+  return sanitize(text, false);
+}
 
 std::string label_value(std::string_view text) {
   std::string out;

@@ -25,7 +25,8 @@ std::string number(double v);
 
 using Labels = std::vector<std::pair<std::string, std::string>>;  // sanitized names, raw values
 // `{a="x",b="y"}`, or "" when empty; `extra` (e.g. le) goes last.
-std::string label_set(const Labels& labels, const std::pair<std::string, std::string>* extra = nullptr);
+std::string label_set(const Labels& labels,
+                      const std::pair<std::string, std::string>* extra = nullptr);
 
 }  // namespace loupe::sinks
 

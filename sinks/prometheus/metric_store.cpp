@@ -110,7 +110,8 @@ bool MetricStore::update(const loupe_record& rec, std::string* why) {
         // so `le` is exact rather than off by one bucket edge.
         std::pair<std::string, std::string> le{
             "le", number(static_cast<double>(h.buckets[i].upper - 1) / u.divisor)};
-        lines += name + "_bucket" + label_set(labels, &le) + ' ' + std::to_string(cumulative) + '\n';
+        lines +=
+            name + "_bucket" + label_set(labels, &le) + ' ' + std::to_string(cumulative) + '\n';
       }
       std::uint64_t count = std::max<std::uint64_t>(h.count, cumulative);
       std::pair<std::string, std::string> inf{"le", "+Inf"};
@@ -126,19 +127,19 @@ bool MetricStore::update(const loupe_record& rec, std::string* why) {
       bool counter = rec.metric->type == LOUPE_METRIC_COUNTER;
       std::string name = with_suffix(without_unit(base, rec.metric->unit), u.suffix);
       if (counter) name = with_suffix(name, "total");
-      Family* f = family(name, counter ? "counter" : "gauge",
-                         std::string(counter ? "counter " : "gauge ") + rec.name +
-                             " from loupe plugin " + plugin,
-                         why);
+      Family* f = family(
+          name, counter ? "counter" : "gauge",
+          std::string(counter ? "counter " : "gauge ") + rec.name + " from loupe plugin " + plugin,
+          why);
       if (!f) return false;
       f->series[ls] = name + ls + ' ' + number(rec.metric->value / u.divisor) + '\n';
       return true;
     }
     case LOUPE_RECORD_EVENT: {
       std::string name = with_suffix(base, "events_total");
-      Family* f = family(name, "counter",
-                         std::string("events ") + rec.name + " received from loupe plugin " + plugin,
-                         why);
+      Family* f =
+          family(name, "counter",
+                 std::string("events ") + rec.name + " received from loupe plugin " + plugin, why);
       if (!f) return false;
       double n = ++event_counts_[name + ls];
       f->series[ls] = name + ls + ' ' + number(n) + '\n';
@@ -176,8 +177,7 @@ bool MetricStore::update(const loupe_record& rec, std::string* why) {
           sev_name + label_set(sl) + ' ' + std::to_string(h.severity) + '\n';
       return true;
     }
-    default:
-      return false;  // stacks belong in pprof, folded or html
+    default: return false;  // stacks belong in pprof, folded or html
   }
 }
 

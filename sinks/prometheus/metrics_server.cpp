@@ -6,8 +6,8 @@
 #include <sys/socket.h>
 
 #include <cerrno>
-#include <chrono>
 #include <charconv>
+#include <chrono>
 #include <cstring>
 
 #include "loupe/sdk/plugin.hpp"
@@ -35,7 +35,9 @@ ListenAddress parse_listen(const std::string& text) {
 }
 
 MetricsServer::MetricsServer(const ListenAddress& addr, std::string token, Render render)
-    : server_(std::make_unique<httplib::Server>()), token_(std::move(token)), render_(std::move(render)) {
+    : server_(std::make_unique<httplib::Server>()),
+      token_(std::move(token)),
+      render_(std::move(render)) {
   server_->Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
     if (!authorized(req.get_header_value("Authorization"))) {
       ++unauthorized_;
@@ -79,7 +81,8 @@ MetricsServer::MetricsServer(const ListenAddress& addr, std::string token, Rende
   });
   // stop() is a no-op until the loop runs: without this wait, a sink destroyed right
   // after setup would join a thread that never ends.
-  while (!server_->is_running() && !loop_exited_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (!server_->is_running() && !loop_exited_)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 MetricsServer::~MetricsServer() {

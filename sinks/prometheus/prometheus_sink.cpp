@@ -27,8 +27,8 @@ constexpr loupe_config_key kKeys[] = {
     {"prefix", LOUPE_CFG_STRING, 0, "\"loupe_\"", "prefix of every metric name", 0, 0, nullptr, 0,
      0},
     {"linger", LOUPE_CFG_INT, 0, "0",
-     "seconds to keep serving after the session ends, so a scraper can read the final values",
-     0, 3600, nullptr, 0, 0},
+     "seconds to keep serving after the session ends, so a scraper can read the final values", 0,
+     3600, nullptr, 0, 0},
 };
 
 class PrometheusSink : public sdk::Sink {
@@ -46,7 +46,8 @@ class PrometheusSink : public sdk::Sink {
     std::string token = args.config.value_string("token");
     server_ = std::make_unique<MetricsServer>(addr, token, [this] { return store_->render(); });
     // Port 0 picks a free port: this line is how a user (or a test) learns which.
-    std::string shown = addr.host.find(':') != std::string::npos ? "[" + addr.host + "]" : addr.host;
+    std::string shown =
+        addr.host.find(':') != std::string::npos ? "[" + addr.host + "]" : addr.host;
     host_->info("prometheus: serving http://" + shown + ":" + std::to_string(server_->port()) +
                 "/metrics" + (token.empty() ? "" : " (bearer token required)"));
   }

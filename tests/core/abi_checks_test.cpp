@@ -5,11 +5,19 @@
 
 namespace {
 
-int setup(const loupe_setup_args*, loupe_plugin**) { return 0; }
-int start(loupe_plugin*, const loupe_start_args*) { return 0; }
-int consume(loupe_plugin*, const loupe_record*) { return 0; }
+int setup(const loupe_setup_args*, loupe_plugin**) {
+  return 0;
+}
+int start(loupe_plugin*, const loupe_start_args*) {
+  return 0;
+}
+int consume(loupe_plugin*, const loupe_record*) {
+  return 0;
+}
 void destroy(loupe_plugin*) {}
-const char* last_error(loupe_plugin*) { return ""; }
+const char* last_error(loupe_plugin*) {
+  return "";
+}
 
 loupe_plugin_descriptor good() {
   loupe_plugin_descriptor d{};
@@ -34,7 +42,9 @@ std::string refusal(const loupe_plugin_descriptor& d) {
 
 }  // namespace
 
-TEST(AbiChecks, AcceptsAGoodTable) { EXPECT_EQ(refusal(good()), ""); }
+TEST(AbiChecks, AcceptsAGoodTable) {
+  EXPECT_EQ(refusal(good()), "");
+}
 
 TEST(AbiChecks, WrongMajorNamesBothVersionsAndFile) {
   auto d = good();
@@ -84,7 +94,8 @@ TEST(AbiChecks, BadNamesAndKindsRefused) {
 }
 
 TEST(AbiChecks, SchemaIsChecked) {
-  static const loupe_config_key dup[] = {{"a", LOUPE_CFG_INT, 0, "1", "h"}, {"a", LOUPE_CFG_INT, 0, "1", "h"}};
+  static const loupe_config_key dup[] = {{"a", LOUPE_CFG_INT, 0, "1", "h"},
+                                         {"a", LOUPE_CFG_INT, 0, "1", "h"}};
   static const loupe_config_key nohelp[] = {{"a", LOUPE_CFG_INT, 0, "1", nullptr}};
   static const loupe_config_key badtype[] = {{"a", 42, 0, "1", "h"}};
   static const loupe_config_key reserved[] = {{"library", LOUPE_CFG_STRING, 0, nullptr, "h"}};
@@ -92,8 +103,11 @@ TEST(AbiChecks, SchemaIsChecked) {
   struct Case {
     const loupe_config_key* keys;
     const char* expect;
-  } cases[] = {{dup, "declared twice"}, {nohelp, "no help"}, {badtype, "unknown type 42"},
-               {reserved, "reserved by the host"}, {norange, "min 5 > max 1"}};
+  } cases[] = {{dup, "declared twice"},
+               {nohelp, "no help"},
+               {badtype, "unknown type 42"},
+               {reserved, "reserved by the host"},
+               {norange, "min 5 > max 1"}};
   for (auto& c : cases) {
     auto d = good();
     d.config_keys = c.keys;
@@ -111,7 +125,8 @@ TEST(AbiChecks, SharedObjectsAreCheckedOnLoad) {
       {"loupe-bad-newer_minor.so", "plugin ABI 1.2 is newer than host ABI 1.1"},
       {"loupe-bad-truncated.so", "descriptor table truncated"},
       {"loupe-bad-missing_hook.so", "lacks the required hook 'start'"},
-      {"loupe-bad-no_entry.so", "not a loupe plugin: expected exported symbol 'loupe_plugin_entry'"},
+      {"loupe-bad-no_entry.so",
+       "not a loupe plugin: expected exported symbol 'loupe_plugin_entry'"},
   };
   for (auto& c : cases) {
     std::string path = std::string(BAD_PLUGIN_DIR) + "/" + c.file;
@@ -135,6 +150,7 @@ TEST(AbiChecks, NonElfFileIsRefused) {
     loupe::PluginLibrary::open(path);
     ADD_FAILURE() << "garbage accepted";
   } catch (const loupe::PluginLoadError& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot load shared library"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cannot load shared library"), std::string::npos)
+        << e.what();
   }
 }

@@ -30,17 +30,21 @@ TEST(RingHeader, MinimalDecodeChecksSizeTypeVersion) {
   } rec{};
   rec.h = {7, 2, 24};
   EXPECT_EQ(loupe::RingDispatcher::check_header(spec, &rec, 24), nullptr);
-  EXPECT_STREQ(loupe::RingDispatcher::check_header(spec, &rec, 4), "shorter than the record header");
+  EXPECT_STREQ(loupe::RingDispatcher::check_header(spec, &rec, 4),
+               "shorter than the record header");
   rec.h.type = 8;
   EXPECT_STREQ(loupe::RingDispatcher::check_header(spec, &rec, 24), "unexpected record type");
   rec.h = {7, 3, 24};
   EXPECT_STREQ(loupe::RingDispatcher::check_header(spec, &rec, 24), "unexpected record version");
   rec.h = {7, 2, 20};
-  EXPECT_STREQ(loupe::RingDispatcher::check_header(spec, &rec, 24), "header length disagrees with the ring's");
+  EXPECT_STREQ(loupe::RingDispatcher::check_header(spec, &rec, 24),
+               "header length disagrees with the ring's");
   rec.h = {7, 2, 12};
-  EXPECT_STREQ(loupe::RingDispatcher::check_header(spec, &rec, 12), "shorter than the declared minimum");
+  EXPECT_STREQ(loupe::RingDispatcher::check_header(spec, &rec, 12),
+               "shorter than the declared minimum");
   rec.h = {7, 2, 72};
-  EXPECT_STREQ(loupe::RingDispatcher::check_header(spec, &rec, 72), "longer than the declared maximum");
+  EXPECT_STREQ(loupe::RingDispatcher::check_header(spec, &rec, 72),
+               "longer than the declared maximum");
 }
 
 TEST(RingDispatcher, RejectsIncompleteSpecs) {

@@ -33,7 +33,8 @@ TEST(Profile, UnknownKeysAreRefusedWithPosition) {
   auto e = error_of("[session]\nduraton = 5\n");
   EXPECT_NE(e.find("p.toml:2:1: error: unknown key 'session.duraton'"), std::string::npos) << e;
   e = error_of("[[plugins]]\nname = \"testprof\"\ncuont = 3\n");
-  EXPECT_NE(e.find("p.toml:3:1: error: unknown key 'cuont' in plugin 'testprof'; did you mean 'count'? (known: count, mode"),
+  EXPECT_NE(e.find("p.toml:3:1: error: unknown key 'cuont' in plugin 'testprof'; did you mean "
+                   "'count'? (known: count, mode"),
             std::string::npos)
       << e;
   e = error_of("[bogus]\n");
@@ -42,14 +43,18 @@ TEST(Profile, UnknownKeysAreRefusedWithPosition) {
 
 TEST(Profile, WrongTypesAndRangesAreRefused) {
   auto e = error_of("[[plugins]]\nname = \"testprof\"\ncount = \"three\"\n");
-  EXPECT_NE(e.find("p.toml:3:9: error: plugin 'testprof'.count: expected integer, found string"), std::string::npos)
+  EXPECT_NE(e.find("p.toml:3:9: error: plugin 'testprof'.count: expected integer, found string"),
+            std::string::npos)
       << e;
   e = error_of("[[plugins]]\nname = \"testprof\"\ncount = 11\n");
-  EXPECT_NE(e.find("p.toml:3:9: error: plugin 'testprof'.count: 11 is out of range [1, 10]"), std::string::npos) << e;
+  EXPECT_NE(e.find("p.toml:3:9: error: plugin 'testprof'.count: 11 is out of range [1, 10]"),
+            std::string::npos)
+      << e;
   e = error_of("[[plugins]]\nname = \"testprof\"\ncount = 99999999999999999999\n");
   EXPECT_NE(e.find("p.toml:3:"), std::string::npos) << e;
   e = error_of("[session]\nduration = -1\n");
-  EXPECT_NE(e.find("p.toml:2:12: error: session.duration: -1 is out of range"), std::string::npos) << e;
+  EXPECT_NE(e.find("p.toml:2:12: error: session.duration: -1 is out of range"), std::string::npos)
+      << e;
   e = error_of("[session]\npid = \"x\"\n");
   EXPECT_NE(e.find("session.pid: expected an integer"), std::string::npos) << e;
 }

@@ -10,8 +10,8 @@ TEST(Percentiles, ComeFromBucketBoundsWithErrorBound) {
   EXPECT_DOUBLE_EQ(p[0].quantile, 0.5);
   EXPECT_EQ(p[0].lower, 1100u);  // clamped to min
   EXPECT_EQ(p[0].upper, 2048u);
-  EXPECT_EQ(p[1].lower, 2048u);  // p90 in the second bucket
-  EXPECT_EQ(p[3].lower, 65536u);  // p99 in the last
+  EXPECT_EQ(p[1].lower, 2048u);    // p90 in the second bucket
+  EXPECT_EQ(p[3].lower, 65536u);   // p99 in the last
   EXPECT_EQ(p[3].upper, 100001u);  // clamped to max
   for (auto& q : p) {
     EXPECT_GE(q.value, q.lower);

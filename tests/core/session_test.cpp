@@ -23,14 +23,16 @@ struct Run {
   std::vector<nlohmann::json> records;
 };
 
-Run run_profile(const std::string& plugin_keys, const std::string& session_keys = "duration = 0.2\n",
+Run run_profile(const std::string& plugin_keys,
+                const std::string& session_keys = "duration = 0.2\n",
                 std::vector<std::string> command = {}) {
   std::string dir = ::testing::TempDir() + "/loupe-session-" + std::to_string(::getpid()) + "-" +
                     ::testing::UnitTest::GetInstance()->current_test_info()->name();
   std::filesystem::remove_all(dir);
   loupe::SessionOptions o;
-  o.profile_text = "[session]\n" + session_keys + "output_dir = \"" + dir + "\"\n[[plugins]]\nname = \"testprof\"\n" +
-                   plugin_keys + "\n[[sinks]]\nname = \"jsonl\"\n";
+  o.profile_text = "[session]\n" + session_keys + "output_dir = \"" + dir +
+                   "\"\n[[plugins]]\nname = \"testprof\"\n" + plugin_keys +
+                   "\n[[sinks]]\nname = \"jsonl\"\n";
   o.extra_plugin_dirs = {TEST_PLUGIN_DIR, LOUPE_BUILD_PLUGIN_DIR};
   o.command = std::move(command);
   loupe::Session s(std::move(o));
@@ -54,7 +56,8 @@ TEST(Session, RunsPluginsAndDeliversFinalRecordsToSinks) {
     EXPECT_EQ(j["labels"]["mode"], "slow");
     EXPECT_TRUE(j["is_final"].get<bool>());
     EXPECT_GE(j["metric"]["value"].get<double>(), 100.0);  // one target -> 100 + i
-    EXPECT_GT(j["window"]["end_ns"].get<std::uint64_t>(), j["window"]["start_ns"].get<std::uint64_t>());
+    EXPECT_GT(j["window"]["end_ns"].get<std::uint64_t>(),
+              j["window"]["start_ns"].get<std::uint64_t>());
   }
   EXPECT_EQ(metrics, 4);
 }

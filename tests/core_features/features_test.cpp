@@ -8,11 +8,11 @@
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <linux/magic.h>
+#include <sched.h>
 #include <sys/mount.h>
 #include <sys/statfs.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
-#include <sched.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -28,8 +28,8 @@ namespace {
 
 constexpr const char* kProbeName = "loupe_probe";
 
-#define REQUIRE_ROOT()                                                             \
-  do {                                                                             \
+#define REQUIRE_ROOT()                                                            \
+  do {                                                                            \
     if (::geteuid() != 0) GTEST_SKIP() << "needs root: probes load BPF programs"; \
   } while (0)
 
@@ -80,17 +80,18 @@ TEST(KernelFeatureProber, EveryKnownFeatureHasANamedCategorisedReasonedResult) {
     EXPECT_FALSE(r.category.empty()) << r.name;
     EXPECT_FALSE(r.reason.empty()) << r.name;
     EXPECT_FALSE(r.forced_off) << r.name;
-    std::printf("%-18s %-11s %-4s %s\n", r.name.c_str(), r.category.c_str(), r.available ? "yes" : "NO",
-                r.reason.c_str());
+    std::printf("%-18s %-11s %-4s %s\n", r.name.c_str(), r.category.c_str(),
+                r.available ? "yes" : "NO", r.reason.c_str());
   }
 }
 
 TEST(KernelFeatureProber, WhatWorksOnThisMachineIsAvailable) {
   REQUIRE_ROOT();
   loupe::KernelFeatureProber prober;
-  for (const char* name : {"bpf_syscall", "btf", "tracefs", "bpffs", "cap_bpf", "cap_perfmon", "cap_sys_admin",
-                           "tracepoint", "raw_tp", "tp_btf", "uprobe", "uretprobe", "perf_event", "ringbuf",
-                           "stack_trace", "percpu_hash", "get_stackid", "bpf_cookie"}) {
+  for (const char* name :
+       {"bpf_syscall", "btf", "tracefs", "bpffs", "cap_bpf", "cap_perfmon", "cap_sys_admin",
+        "tracepoint", "raw_tp", "tp_btf", "uprobe", "uretprobe", "perf_event", "ringbuf",
+        "stack_trace", "percpu_hash", "get_stackid", "bpf_cookie"}) {
     auto r = prober.get(name);
     EXPECT_TRUE(r.available) << name << ": " << r.reason;
   }
@@ -100,7 +101,8 @@ TEST(KernelFeatureProber, WhatWorksOnThisMachineIsAvailable) {
   char exe[4096] = {};
   ASSERT_GT(::readlink("/proc/self/exe", exe, sizeof(exe) - 1), 0);
   EXPECT_TRUE(contains(prober.get("uprobe").reason, exe)) << prober.get("uprobe").reason;
-  EXPECT_TRUE(contains(prober.get("uretprobe").reason, "return of")) << prober.get("uretprobe").reason;
+  EXPECT_TRUE(contains(prober.get("uretprobe").reason, "return of"))
+      << prober.get("uretprobe").reason;
 }
 
 // Whether this kernel has kprobes, read from its own config rather than assumed.
@@ -124,7 +126,9 @@ std::optional<bool> kernel_config_has_kprobes() {
 TEST(KernelFeatureProber, KprobesFollowTheKernelConfigAndSayWhy) {
   REQUIRE_ROOT();
   auto has = kernel_config_has_kprobes();
-  if (!has) GTEST_SKIP() << "neither /proc/config.gz nor /boot/config-$(uname -r): no independent truth for CONFIG_KPROBES";
+  if (!has)
+    GTEST_SKIP() << "neither /proc/config.gz nor /boot/config-$(uname -r): no independent truth "
+                    "for CONFIG_KPROBES";
   loupe::KernelFeatureProber prober;
   for (const char* name : {"kprobe", "kretprobe"}) {
     auto r = prober.get(name);
@@ -234,7 +238,8 @@ TEST(KernelFeatureProber, LeavesNoProgramLinkOrPerfEventBehind) {
     if (stray.empty()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  EXPECT_TRUE(stray.empty()) << stray.size() << " program(s) named " << kProbeName << " still loaded";
+  EXPECT_TRUE(stray.empty()) << stray.size() << " program(s) named " << kProbeName
+                             << " still loaded";
 }
 
 TEST(MountHelpers, TracefsAndBpffsAreMountedAfterEnsure) {
@@ -243,7 +248,7 @@ TEST(MountHelpers, TracefsAndBpffsAreMountedAfterEnsure) {
   std::string tracefs = loupe::ensure_tracefs(&error);
   ASSERT_FALSE(tracefs.empty()) << error;
   EXPECT_TRUE(error.empty());
-  struct statfs st{};
+  struct statfs st {};
   ASSERT_EQ(::statfs(tracefs.c_str(), &st), 0);
   EXPECT_EQ(static_cast<long>(st.f_type), static_cast<long>(TRACEFS_MAGIC));
   EXPECT_EQ(::access((tracefs + "/events/syscalls/sys_enter_getpid/id").c_str(), R_OK), 0);
@@ -263,14 +268,17 @@ TEST(MountHelpers, TracefsAndBpffsAreMountedAfterEnsure) {
 int in_private_mount_ns_without_mounts(int (*body)()) {
   pid_t pid = ::fork();
   if (pid == 0) {
-    if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+    if (::unshare(CLONE_NEWNS) != 0 ||
+        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
       ::_exit(100);
-    for (const char* path : {"/sys/kernel/tracing", "/sys/kernel/debug/tracing", "/sys/kernel/debug", "/sys/fs/bpf"}) {
+    for (const char* path :
+         {"/sys/kernel/tracing", "/sys/kernel/debug/tracing", "/sys/kernel/debug", "/sys/fs/bpf"}) {
       while (::umount2(path, MNT_DETACH) == 0) {
       }
     }
-    struct statfs st{};
-    if (::statfs("/sys/kernel/tracing", &st) == 0 && static_cast<long>(st.f_type) == TRACEFS_MAGIC) ::_exit(101);
+    struct statfs st {};
+    if (::statfs("/sys/kernel/tracing", &st) == 0 && static_cast<long>(st.f_type) == TRACEFS_MAGIC)
+      ::_exit(101);
     ::_exit(body());
   }
   int status = 0;
@@ -282,21 +290,25 @@ TEST(MountHelpers, AbsentTracefsAndBpffsAreMountedAndTheReasonSaysSo) {
   REQUIRE_ROOT();
   int rc = in_private_mount_ns_without_mounts([]() -> int {
     auto tracefs = loupe::mount_tracefs();
-    if (!tracefs.error.empty() || !tracefs.mounted_now || tracefs.path != "/sys/kernel/tracing") return 1;
+    if (!tracefs.error.empty() || !tracefs.mounted_now || tracefs.path != "/sys/kernel/tracing")
+      return 1;
     if (::access("/sys/kernel/tracing/events/syscalls/sys_enter_getpid/id", R_OK) != 0) return 2;
     if (loupe::mount_tracefs().mounted_now) return 3;  // found, not mounted twice
     loupe::KernelFeatureProber prober;
     auto bpffs = prober.get("bpffs");
     if (!bpffs.available || bpffs.reason != "bpffs mounted at /sys/fs/bpf by loupe") return 4;
-    struct statfs st{};
-    if (::statfs("/sys/fs/bpf", &st) != 0 || static_cast<long>(st.f_type) != static_cast<long>(BPF_FS_MAGIC)) return 5;
+    struct statfs st {};
+    if (::statfs("/sys/fs/bpf", &st) != 0 ||
+        static_cast<long>(st.f_type) != static_cast<long>(BPF_FS_MAGIC))
+      return 5;
     // The tracepoint probe works on the tracefs mounted above.
     if (!prober.get("tracepoint").available) return 6;
     return 0;
   });
   if (rc == -1) GTEST_SKIP() << "cannot create a private mount namespace here";
-  EXPECT_EQ(rc, 0) << "1: tracefs not mounted by loupe, 2: no events, 3: mounted twice, 4: bpffs reason, "
-                      "5: bpffs not mounted, 6: tracepoint on fresh tracefs";
+  EXPECT_EQ(rc, 0)
+      << "1: tracefs not mounted by loupe, 2: no events, 3: mounted twice, 4: bpffs reason, "
+         "5: bpffs not mounted, 6: tracepoint on fresh tracefs";
 }
 
 TEST(MountHelpers, ProberSaysItMountedTracefs) {

@@ -51,7 +51,8 @@ std::map<std::string, double> final_values(const std::vector<Json>& recs) {
     std::string name = r["name"];
     if (r["kind"] == "health" && r["health"]["component"] == "flood/flood")
       v[name] = r["health"]["value"].get<double>();
-    if (r["kind"] == "metric" && r["plugin"] == "flood") v[name] = r["metric"]["value"].get<double>();
+    if (r["kind"] == "metric" && r["plugin"] == "flood")
+      v[name] = r["metric"]["value"].get<double>();
     if (r["kind"] == "health" && name == "plugin_ring_loss" && r["health"]["component"] == "flood")
       v[name] = r["health"]["value"].get<double>();
   }
@@ -103,8 +104,9 @@ class DispatchFlood : public ::testing::Test {
     if (geteuid() != 0) GTEST_SKIP() << "needs root (loads BPF programs into the kernel)";
     loupe_ = env("LOUPE_BIN");
     ASSERT_TRUE(fs::exists(loupe_)) << "loupe CLI not built: " << loupe_;
-    dir_ = fs::temp_directory_path() / ("loupe-dispatch-" + std::to_string(getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("loupe-dispatch-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -128,16 +130,18 @@ class DispatchFlood : public ::testing::Test {
     ASSERT_TRUE(v.count("ring_received") && v.count("ring_lost_kernel"));
     double produced = v.at("flood_attempts");
     EXPECT_GT(produced, 0);
-    EXPECT_EQ(produced, v.at("flood_sampled_out") + v.at("ring_lost_kernel") + v.at("ring_received"))
+    EXPECT_EQ(produced,
+              v.at("flood_sampled_out") + v.at("ring_lost_kernel") + v.at("ring_received"))
         << "produced = sampled out + lost in the kernel + received";
-    EXPECT_EQ(v.at("ring_received"), v.at("ring_decoded") + v.at("ring_dropped_queue") + v.at("ring_coalesced") +
-                                         v.at("ring_count_only") + v.at("ring_malformed") +
-                                         v.at("ring_decode_errors"))
+    EXPECT_EQ(v.at("ring_received"), v.at("ring_decoded") + v.at("ring_dropped_queue") +
+                                         v.at("ring_coalesced") + v.at("ring_count_only") +
+                                         v.at("ring_malformed") + v.at("ring_decode_errors"))
         << "received = delivered + each counted loss";
     EXPECT_EQ(v.at("ring_queued"), 0);
     ASSERT_TRUE(v.count("plugin_ring_loss"));
-    EXPECT_EQ(v.at("plugin_ring_loss"), v.at("ring_lost_kernel") + v.at("ring_dropped_queue") + v.at("ring_coalesced") +
-                                            v.at("ring_count_only") + v.at("ring_malformed") + v.at("ring_decode_errors"));
+    EXPECT_EQ(v.at("plugin_ring_loss"), v.at("ring_lost_kernel") + v.at("ring_dropped_queue") +
+                                            v.at("ring_coalesced") + v.at("ring_count_only") +
+                                            v.at("ring_malformed") + v.at("ring_decode_errors"));
     EXPECT_EQ(v.at("flood_decoded"), v.at("ring_decoded"));
   }
   std::string loupe_;
@@ -149,8 +153,9 @@ class DispatchPolicy : public DispatchFlood, public ::testing::WithParamInterfac
 TEST_P(DispatchPolicy, EveryProducedRecordIsDeliveredOrCounted) {
   // A 16 KiB ring, bursts of 32 and a decoder slow enough (20 us/record) that both the
   // kernel ring and the 65536-record queue overflow; every 997th record is malformed.
-  auto p = profile("ring_kb = 16\nburst = 32\nmalformed_every = 997\ndecode_spin_ns = 20000\npolicy = \"" +
-                   GetParam() + "\"\n");
+  auto p = profile(
+      "ring_kb = 16\nburst = 32\nmalformed_every = 997\ndecode_spin_ns = 20000\npolicy = \"" +
+      GetParam() + "\"\n");
   int rc = run({"run", p.string(), "-o", dir_.string(), "--", FLOOD_WORKLOAD, "150000"});
   ASSERT_EQ(rc, 0);
   auto recs = read_jsonl(dir_ / "records.jsonl");
@@ -158,30 +163,34 @@ TEST_P(DispatchPolicy, EveryProducedRecordIsDeliveredOrCounted) {
   expect_invariant(v);
   EXPECT_GT(v["ring_malformed"], 0);
   EXPECT_GT(v["ring_decoded"], 0);
-  EXPECT_GT(v["ring_lost_kernel"] + v["ring_dropped_queue"] + v["ring_coalesced"] + v["ring_count_only"] +
-                v["flood_sampled_out"],
+  EXPECT_GT(v["ring_lost_kernel"] + v["ring_dropped_queue"] + v["ring_coalesced"] +
+                v["ring_count_only"] + v["flood_sampled_out"],
             0)
       << "the flood should have overflowed something";
   // The queue overflowed, and the ring's policy is what handled it.
-  const char* handled = GetParam() == "drop" ? "ring_dropped_queue" : GetParam() == "coalesce" ? "ring_coalesced"
-                                                                                                : "ring_count_only";
+  const char* handled = GetParam() == "drop"       ? "ring_dropped_queue"
+                        : GetParam() == "coalesce" ? "ring_coalesced"
+                                                   : "ring_count_only";
   EXPECT_GT(v[handled], 0) << handled;
   if (GetParam() == "coalesce") {
     // The merged records keep their key: per-key counters add up to the coalesced total.
     double keyed = 0;
     for (const auto& r : recs)
-      if (r["is_final"].get<bool>() && r["name"] == "ring_coalesced_records") keyed += r["metric"]["value"].get<double>();
+      if (r["is_final"].get<bool>() && r["name"] == "ring_coalesced_records")
+        keyed += r["metric"]["value"].get<double>();
     EXPECT_EQ(keyed, v["ring_coalesced"]);
   }
   if (v["flood_sampled_out"] > 0) {
     bool raised = false;
     for (const auto& r : recs)
-      raised |= r["name"] == "ring_backpressure" && r["event"]["fields"]["change"] == "divisor_raised";
+      raised |=
+          r["name"] == "ring_backpressure" && r["event"]["fields"]["change"] == "divisor_raised";
     EXPECT_TRUE(raised) << "records were sampled out, so a divisor change must have been reported";
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Policies, DispatchPolicy, ::testing::Values("drop", "coalesce", "count_only"));
+INSTANTIATE_TEST_SUITE_P(Policies, DispatchPolicy,
+                         ::testing::Values("drop", "coalesce", "count_only"));
 
 TEST_F(DispatchFlood, SigintEndsAFloodWithinTheDeadline) {
   auto p = profile("ring_kb = 16\nburst = 64\ndecode_spin_ns = 5000\n");
@@ -200,7 +209,8 @@ TEST_F(DispatchFlood, SigintEndsAFloodWithinTheDeadline) {
   // Interval reports carry the ring's health too, not only the final one.
   int interval_health = 0;
   for (const auto& r : recs)
-    interval_health += !r["is_final"].get<bool>() && r["name"] == "ring_received" && r["health"]["value"] > 0;
+    interval_health +=
+        !r["is_final"].get<bool>() && r["name"] == "ring_received" && r["health"]["value"] > 0;
   EXPECT_GE(interval_health, 1);
 }
 
@@ -208,7 +218,8 @@ TEST_F(DispatchFlood, ReplayOfACaptureReproducesTheRecords) {
   auto p = profile("ring_kb = 1024\nburst = 4\nemit_events = true\nmalformed_every = 501\n");
   fs::path cap = dir_ / "capture.loupecap";
   fs::path run_dir = dir_ / "run", replay_dir = dir_ / "replay";
-  ASSERT_EQ(run({"run", p.string(), "-o", run_dir.string(), "--record", cap.string(), "--", FLOOD_WORKLOAD, "2000"}),
+  ASSERT_EQ(run({"run", p.string(), "-o", run_dir.string(), "--record", cap.string(), "--",
+                 FLOOD_WORKLOAD, "2000"}),
             0);
   ASSERT_TRUE(fs::exists(cap));
   // No kernel side: the plugin registers its ring without loading BPF.
@@ -220,7 +231,8 @@ TEST_F(DispatchFlood, ReplayOfACaptureReproducesTheRecords) {
     for (const auto& r : recs)
       if (r["name"] == "flood_record") {
         const auto& f = r["event"]["fields"];
-        out.emplace_back(f["seq"].get<std::uint64_t>(), f["key"].get<std::uint64_t>(), f["tgid"].get<std::uint64_t>());
+        out.emplace_back(f["seq"].get<std::uint64_t>(), f["key"].get<std::uint64_t>(),
+                         f["tgid"].get<std::uint64_t>());
       }
     return out;
   };

@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "dispatch/capture_file.hpp"
 #include "dispatch/byte_queue.hpp"
+#include "dispatch/capture_file.hpp"
 #include "dispatch/ring_dispatcher.hpp"
 
 namespace {
@@ -27,7 +27,9 @@ struct Rec {
   std::uint64_t seq;
 };
 
-Rec make(std::uint64_t key, std::uint64_t seq) { return Rec{{5, 1, sizeof(Rec)}, key, seq}; }
+Rec make(std::uint64_t key, std::uint64_t seq) {
+  return Rec{{5, 1, sizeof(Rec)}, key, seq};
+}
 
 struct Decoder {
   std::atomic<std::uint64_t> calls{0};
@@ -76,11 +78,13 @@ RingDispatcher::Options small_queue(std::size_t records) {
 }
 
 void expect_invariant(const loupe::RingStats& s) {
-  EXPECT_EQ(s.received, s.malformed + s.dropped_queue + s.coalesced + s.count_only + s.decode_errors + s.decoded +
-                            s.queued);
+  EXPECT_EQ(s.received, s.malformed + s.dropped_queue + s.coalesced + s.count_only +
+                            s.decode_errors + s.decoded + s.queued);
 }
 
-auto far_deadline() { return std::chrono::steady_clock::now() + std::chrono::seconds(10); }
+auto far_deadline() {
+  return std::chrono::steady_clock::now() + std::chrono::seconds(10);
+}
 
 }  // namespace
 
@@ -259,7 +263,8 @@ TEST(RingDispatcherPolicy, CountOnlyDegradesUntilTheQueueDrains) {
   EXPECT_EQ(events[0].what, "count_only_entered");
   rd.start();
   // The worker empties the queue; the next record leaves count-only mode and is queued.
-  for (int i = 0; i < 200 && rd.stats()[0].queued; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  for (int i = 0; i < 200 && rd.stats()[0].queued; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   Rec r = make(1, 100);
   rd.inject(0, &r, sizeof(r), false);
   rd.stop(far_deadline());
@@ -369,7 +374,8 @@ TEST(RingDispatcherSpec, RefusesBadSpecs) {
 
 TEST(CaptureFile, RoundTripsRingsAndRecords) {
   auto path = std::filesystem::temp_directory_path() / ("loupe-cap-" + std::to_string(getpid()));
-  std::vector<loupe::CaptureRing> rings = {{"latency", "outliers", 3, 2, 16, 64}, {"flood#2", "flood", 9, 1, 24, 24}};
+  std::vector<loupe::CaptureRing> rings = {{"latency", "outliers", 3, 2, 16, 64},
+                                           {"flood#2", "flood", 9, 1, 24, 24}};
   {
     loupe::CaptureWriter w(path.string(), rings);
     Rec r = make(4, 7);

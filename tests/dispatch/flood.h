@@ -13,12 +13,12 @@
 #define FLOOD_SAMPLED_OUT 1 /* skipped because the core raised the divisor */
 
 struct flood_record {
-	__u16 type; /* loupe_ring_header */
-	__u16 version;
-	__u32 len;
-	__u64 seq;
-	__u32 tgid;
-	__u32 key;
+  __u16 type; /* loupe_ring_header */
+  __u16 version;
+  __u32 len;
+  __u64 seq;
+  __u32 tgid;
+  __u32 key;
 };
 
 #endif

@@ -23,19 +23,42 @@ using loupe::sdk::Error;
 constexpr const char* kPolicies[] = {"drop", "coalesce", "count_only", nullptr};
 
 constexpr loupe_config_key kKeys[] = {
-    {.name = "ring_kb", .type = LOUPE_CFG_INT, .default_value = "64", .help = "ring size in KiB (power of 2)",
-     .min_int = 4, .max_int = 1 << 20},
-    {.name = "burst", .type = LOUPE_CFG_INT, .default_value = "16", .help = "records per getppid()",
-     .min_int = 1, .max_int = FLOOD_MAX_BURST},
-    {.name = "malformed_every", .type = LOUPE_CFG_INT, .default_value = "0",
-     .help = "every Nth record carries a wrong version (0 = none)", .min_int = 0, .max_int = 1 << 30},
-    {.name = "policy", .type = LOUPE_CFG_STRING, .default_value = "\"drop\"",
-     .help = "queue-full policy", .choices = kPolicies},
-    {.name = "decode_spin_ns", .type = LOUPE_CFG_INT, .default_value = "0",
-     .help = "busy time per decoded record (a slow decoder)", .min_int = 0, .max_int = 1000000},
-    {.name = "emit_events", .type = LOUPE_CFG_BOOL, .default_value = "false",
+    {.name = "ring_kb",
+     .type = LOUPE_CFG_INT,
+     .default_value = "64",
+     .help = "ring size in KiB (power of 2)",
+     .min_int = 4,
+     .max_int = 1 << 20},
+    {.name = "burst",
+     .type = LOUPE_CFG_INT,
+     .default_value = "16",
+     .help = "records per getppid()",
+     .min_int = 1,
+     .max_int = FLOOD_MAX_BURST},
+    {.name = "malformed_every",
+     .type = LOUPE_CFG_INT,
+     .default_value = "0",
+     .help = "every Nth record carries a wrong version (0 = none)",
+     .min_int = 0,
+     .max_int = 1 << 30},
+    {.name = "policy",
+     .type = LOUPE_CFG_STRING,
+     .default_value = "\"drop\"",
+     .help = "queue-full policy",
+     .choices = kPolicies},
+    {.name = "decode_spin_ns",
+     .type = LOUPE_CFG_INT,
+     .default_value = "0",
+     .help = "busy time per decoded record (a slow decoder)",
+     .min_int = 0,
+     .max_int = 1000000},
+    {.name = "emit_events",
+     .type = LOUPE_CFG_BOOL,
+     .default_value = "false",
      .help = "emit one event record per ring record"},
-    {.name = "feedback", .type = LOUPE_CFG_BOOL, .default_value = "true",
+    {.name = "feedback",
+     .type = LOUPE_CFG_BOOL,
+     .default_value = "true",
      .help = "let the core raise the in-kernel sampling divisor"},
 };
 
@@ -46,7 +69,8 @@ struct SkelDeleter {
 std::uint64_t mono_ns() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
+         static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
 class FloodProfiler : public loupe::sdk::Profiler {
@@ -60,20 +84,25 @@ class FloodProfiler : public loupe::sdk::Profiler {
               : policy == "coalesce"   ? LOUPE_BP_COALESCE
               : policy == "count_only" ? LOUPE_BP_COUNT_ONLY
                                        : 0;
-    if (!policy_) throw Error(LOUPE_ERR_INVALID_ARG, "policy must be drop, coalesce or count_only, not " + policy);
+    if (!policy_)
+      throw Error(LOUPE_ERR_INVALID_ARG,
+                  "policy must be drop, coalesce or count_only, not " + policy);
     spin_ns_ = static_cast<std::uint64_t>(args.config.get_int("decode_spin_ns", 0));
     emit_events_ = args.config.get_bool("emit_events", false);
     feedback_ = args.config.get_bool("feedback", true);
     if (replay_) return;
     skel_.reset(flood_bpf__open());
-    if (!skel_) throw Error(LOUPE_ERR_RESOURCE, std::string("open BPF object: ") + std::strerror(errno));
+    if (!skel_)
+      throw Error(LOUPE_ERR_RESOURCE, std::string("open BPF object: ") + std::strerror(errno));
     skel_->rodata->targ_tgid = static_cast<__u32>(args.session ? args.session->target_pid : 0);
     skel_->rodata->targ_burst = static_cast<__u32>(args.config.get_int("burst", 16));
-    skel_->rodata->targ_malformed_every = static_cast<__u32>(args.config.get_int("malformed_every", 0));
+    skel_->rodata->targ_malformed_every =
+        static_cast<__u32>(args.config.get_int("malformed_every", 0));
     const auto ring_bytes = static_cast<__u32>(args.config.get_int("ring_kb", 64)) * 1024u;
     bpf_map__set_max_entries(skel_->maps.flood_ring, ring_bytes);
     // A small ring wakes the reader at half full (emit.bpf.h).
-    if (skel_->rodata->loupe_wakeup_bytes > ring_bytes / 2) skel_->rodata->loupe_wakeup_bytes = ring_bytes / 2;
+    if (skel_->rodata->loupe_wakeup_bytes > ring_bytes / 2)
+      skel_->rodata->loupe_wakeup_bytes = ring_bytes / 2;
   }
 
   void start(const loupe::sdk::StartArgs&) override {
@@ -81,7 +110,8 @@ class FloodProfiler : public loupe::sdk::Profiler {
     spec.size = sizeof(spec);
     spec.map_fd = spec.lost_map_fd = spec.divisor_map_fd = -1;
     if (!replay_) {
-      if (host_->bpf_load(skel_->obj) != LOUPE_OK) throw Error(LOUPE_ERR_KERNEL, host_->last_error());
+      if (host_->bpf_load(skel_->obj) != LOUPE_OK)
+        throw Error(LOUPE_ERR_KERNEL, host_->last_error());
       if (host_->bpf_attach(skel_->progs.flood_getppid, "sys_enter_getppid") != LOUPE_OK)
         throw Error(LOUPE_ERR_KERNEL, host_->last_error());
       spec.map_fd = bpf_map__fd(skel_->maps.flood_ring);
@@ -97,7 +127,8 @@ class FloodProfiler : public loupe::sdk::Profiler {
     spec.decode = &FloodProfiler::decode_thunk;
     spec.coalesce_key = &FloodProfiler::key_thunk;
     spec.user = this;
-    if (host_->register_ring(spec) != LOUPE_OK) throw Error(LOUPE_ERR_INTERNAL, host_->last_error());
+    if (host_->register_ring(spec) != LOUPE_OK)
+      throw Error(LOUPE_ERR_INTERNAL, host_->last_error());
   }
 
   void collect(const loupe::sdk::CollectArgs& args) override {
@@ -109,7 +140,8 @@ class FloodProfiler : public loupe::sdk::Profiler {
       std::uint64_t sum = 0;
       if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.flood_counts), &slot, vals.data()) == 0)
         for (auto v : vals) sum += v;
-      emit_counter(slot == FLOOD_ATTEMPTS ? "flood_attempts" : "flood_sampled_out", static_cast<double>(sum), args);
+      emit_counter(slot == FLOOD_ATTEMPTS ? "flood_attempts" : "flood_sampled_out",
+                   static_cast<double>(sum), args);
     }
   }
 

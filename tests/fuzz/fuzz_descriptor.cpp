@@ -23,11 +23,19 @@
 
 namespace {
 
-int fake_setup(const loupe_setup_args*, loupe_plugin**) { return 0; }
-int fake_start(loupe_plugin*, const loupe_start_args*) { return 0; }
-int fake_consume(loupe_plugin*, const loupe_record*) { return 0; }
+int fake_setup(const loupe_setup_args*, loupe_plugin**) {
+  return 0;
+}
+int fake_start(loupe_plugin*, const loupe_start_args*) {
+  return 0;
+}
+int fake_consume(loupe_plugin*, const loupe_record*) {
+  return 0;
+}
 void fake_destroy(loupe_plugin*) {}
-const char* fake_last_error(loupe_plugin*) { return ""; }
+const char* fake_last_error(loupe_plugin*) {
+  return "";
+}
 
 class TableBuilder {
  public:
@@ -47,7 +55,8 @@ class TableBuilder {
   // read past the declared array or at the wrong stride is an ASan report.
   const loupe_config_key* keys(std::uint32_t n, std::uint32_t stride, int depth) {
     if (n == 0) return in_.ConsumeBool() ? nullptr : &empty_;
-    std::size_t bytes = static_cast<std::size_t>(n - 1) * stride + std::max<std::size_t>(stride, sizeof(loupe_config_key));
+    std::size_t bytes = static_cast<std::size_t>(n - 1) * stride +
+                        std::max<std::size_t>(stride, sizeof(loupe_config_key));
     unsigned char* block = blocks_.emplace_back(std::make_unique<unsigned char[]>(bytes)).get();
     std::memset(block, 0, bytes);
     for (std::uint32_t i = 0; i < n; ++i) {
@@ -95,8 +104,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   d.abi_major = mostly<std::uint16_t>(in, LOUPE_ABI_MAJOR);
   d.abi_minor = mostly<std::uint16_t>(in, LOUPE_ABI_MINOR);
   d.kind = in.ConsumeIntegralInRange<std::uint32_t>(0, 3);
-  std::uint32_t strides[] = {sizeof(loupe_config_key), sizeof(loupe_config_key) + 8, sizeof(loupe_config_key) - 8,
-                             sizeof(loupe_config_key) + 1, in.ConsumeIntegralInRange<std::uint32_t>(0, 256)};
+  std::uint32_t strides[] = {sizeof(loupe_config_key), sizeof(loupe_config_key) + 8,
+                             sizeof(loupe_config_key) - 8, sizeof(loupe_config_key) + 1,
+                             in.ConsumeIntegralInRange<std::uint32_t>(0, 256)};
   d.config_key_size = strides[in.ConsumeIntegralInRange(0, 4)];
   d.name = in.ConsumeBool() ? "fuzz" : b.string();
   d.version = in.ConsumeBool() ? "1.0" : b.string();
@@ -111,7 +121,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   auto refusal = loupe::check_descriptor(&d, "/fuzz/loupe-fuzz.so");
   if (refusal) {
-    if (refusal->find("/fuzz/loupe-fuzz.so") == std::string::npos) __builtin_trap();  // must name the file
+    if (refusal->find("/fuzz/loupe-fuzz.so") == std::string::npos)
+      __builtin_trap();  // must name the file
     return 0;
   }
   std::string profile = "[[plugins]]\nname = \"fuzz\"\n" + in.ConsumeRemainingBytesAsString();

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <string>
 
-#include "symbols/elf_symbol_table.hpp"
 #include "fuzz_file.hpp"
+#include "symbols/elf_symbol_table.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   FuzzFile file(data, size);

@@ -14,7 +14,8 @@
 
 class FuzzFile {
  public:
-  FuzzFile(const std::uint8_t* data, std::size_t size) : fd_(::memfd_create("loupe-fuzz", MFD_CLOEXEC)) {
+  FuzzFile(const std::uint8_t* data, std::size_t size)
+      : fd_(::memfd_create("loupe-fuzz", MFD_CLOEXEC)) {
     if (fd_ < 0) std::abort();
     for (std::size_t done = 0; done < size;) {
       ssize_t n = ::write(fd_, data + done, size - done);

@@ -28,7 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (dump.size() > max_entries || dump.offset() > size) __builtin_trap();
   // Probes: addresses from the input, and the edges of 64-bit space.
   std::uint64_t probes[12] = {0, 1, UINT64_MAX, UINT64_MAX - 1, 0x1000, 0x7f0000000000};
-  for (std::size_t i = 0; i < 6 && 72 + 8 * i + 8 <= size; ++i) std::memcpy(&probes[6 + i], data + 72 + 8 * i, 8);
+  for (std::size_t i = 0; i < 6 && 72 + 8 * i + 8 <= size; ++i)
+    std::memcpy(&probes[6 + i], data + 72 + 8 * i, 8);
   for (std::uint64_t addr : probes) {
     loupe::JitDump::Hit hit{};
     if (!dump.lookup(addr, &hit)) continue;

@@ -21,7 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     loupe::PerfMap::Hit hit{};
     if (!map.lookup(addr, &hit)) continue;
     // The name is one parsed, non-empty name, and the hit lies in its range.
-    if (hit.name.empty() || hit.name.find('\n') != std::string::npos || hit.offset > addr) __builtin_trap();
+    if (hit.name.empty() || hit.name.find('\n') != std::string::npos || hit.offset > addr)
+      __builtin_trap();
     if (!hit.interned) __builtin_trap();
   }
   return 0;

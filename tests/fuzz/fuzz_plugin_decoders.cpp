@@ -23,6 +23,7 @@
 
 #include "biolat/biolat.h"
 #include "biolat/outlier_decoder.hpp"
+#include "dispatch/owned_record.hpp"
 #include "jitregions/jit_tracker.hpp"
 #include "jitregions/jitregions.h"
 #include "latency/latency.h"
@@ -30,7 +31,6 @@
 #include "lockwait/lockwait.h"
 #include "lockwait/symbol_cache.hpp"
 #include "loupe/sdk/ring.hpp"
-#include "dispatch/owned_record.hpp"
 
 namespace {
 
@@ -45,9 +45,15 @@ const char* name_for(std::uint64_t addr) {
 }
 
 void stub_log(loupe_host*, std::uint32_t, const char*) {}
-const char* stub_last_error(loupe_host*) { return "stub"; }
-std::uint64_t stub_boot_to_wall(loupe_host*, std::uint64_t ns) { return ns; }
-std::uint64_t stub_now(loupe_host*, std::uint32_t) { return 1; }
+const char* stub_last_error(loupe_host*) {
+  return "stub";
+}
+std::uint64_t stub_boot_to_wall(loupe_host*, std::uint64_t ns) {
+  return ns;
+}
+std::uint64_t stub_now(loupe_host*, std::uint32_t) {
+  return 1;
+}
 
 int stub_emit(loupe_host*, const loupe_record* rec) {
   if (!rec) __builtin_trap();
@@ -59,8 +65,8 @@ int stub_emit(loupe_host*, const loupe_record* rec) {
 
 // Addresses ending in 0 resolve through the symbol table, in 1 through a perf map (a JIT
 // name), in 2 fail outright; the rest are unresolved with a module.
-int stub_symbolize(loupe_host*, std::uint32_t, std::uint32_t kind, const std::uint64_t* addrs, std::uint32_t n,
-                   loupe_frame* out) {
+int stub_symbolize(loupe_host*, std::uint32_t, std::uint32_t kind, const std::uint64_t* addrs,
+                   std::uint32_t n, loupe_frame* out) {
   if (n && (addrs[0] & 0xf) == 2) return LOUPE_ERR_NOT_FOUND;
   for (std::uint32_t i = 0; i < n; ++i) {
     out[i] = loupe_frame{};
@@ -74,9 +80,7 @@ int stub_symbolize(loupe_host*, std::uint32_t, std::uint32_t kind, const std::ui
         out[i].offset = addrs[i] & 0xff;
         out[i].resolution = (addrs[i] & 0xf) == 0 ? LOUPE_RESOLVED_SYMTAB : LOUPE_RESOLVED_PERF_MAP;
         break;
-      default:
-        out[i].module = "/fuzz/module.so";
-        out[i].resolution = LOUPE_UNRESOLVED_NO_SYMBOL;
+      default: out[i].module = "/fuzz/module.so"; out[i].resolution = LOUPE_UNRESOLVED_NO_SYMBOL;
     }
   }
   return LOUPE_OK;
@@ -125,7 +129,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const loupe::sdk::Host host(&kServices);
   switch (in.ConsumeIntegralInRange(0, 3)) {
     case 0: {
-      std::vector<loupe::latency::TargetLabels> targets = {{"read", "tracepoint"}, {"malloc", "uprobe"}};
+      std::vector<loupe::latency::TargetLabels> targets = {{"read", "tracepoint"},
+                                                           {"malloc", "uprobe"}};
       loupe::latency::OutlierDecoder d(host, targets);
       feed(in, sizeof(lat_outlier_event), [&](const void* p, std::uint32_t n) {
         return loupe::sdk::guarded_decode<loupe::latency::OutlierDecoder>(&d, p, n);

@@ -18,7 +18,8 @@ const loupe_config_key kInner[] = {
     {"tags", LOUPE_CFG_STRING_LIST, 0, "[]", "strings", 0, 0, nullptr, 0, 0},
 };
 const loupe_config_key kTarget[] = {
-    {"symbol", LOUPE_CFG_STRING, LOUPE_CFG_REQUIRED, nullptr, "required string", 0, 0, nullptr, 0, 0},
+    {"symbol", LOUPE_CFG_STRING, LOUPE_CFG_REQUIRED, nullptr, "required string", 0, 0, nullptr, 0,
+     0},
     {"ratio", LOUPE_CFG_FLOAT, 0, "0.5", "float", 0, 0, nullptr, 0, 0},
     {"inner", LOUPE_CFG_TABLE_LIST, 0, "[]", "nested tables", 0, 0, kInner, 2, 0},
 };
@@ -66,7 +67,8 @@ void read_back(const loupe_config* cfg, int depth) {
       loupe::config_list_string(cfg, k, j, &s);
       loupe::config_list_int(cfg, k, j, &i);
       const loupe_config* sub = nullptr;
-      if (loupe::config_list_table(cfg, k, j, &sub) == LOUPE_OK && sub && depth < 4) read_back(sub, depth + 1);
+      if (loupe::config_list_table(cfg, k, j, &sub) == LOUPE_OK && sub && depth < 4)
+        read_back(sub, depth + 1);
     }
   }
 }

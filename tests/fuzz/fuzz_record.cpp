@@ -52,8 +52,12 @@ T* maybe_null(Builder& b, std::uint32_t n) {
 
 void fill_frames(Builder& b, loupe_frame* f, std::uint32_t n) {
   for (std::uint32_t i = 0; f && i < n; ++i)
-    f[i] = {b.in().ConsumeIntegral<std::uint64_t>(), b.str(), b.str(), b.in().ConsumeIntegral<std::uint64_t>(),
-            b.in().ConsumeIntegralInRange<std::uint32_t>(0, 4), b.in().ConsumeIntegralInRange<std::uint32_t>(0, 20)};
+    f[i] = {b.in().ConsumeIntegral<std::uint64_t>(),
+            b.str(),
+            b.str(),
+            b.in().ConsumeIntegral<std::uint64_t>(),
+            b.in().ConsumeIntegralInRange<std::uint32_t>(0, 4),
+            b.in().ConsumeIntegralInRange<std::uint32_t>(0, 20)};
 }
 
 // Touches every byte the copy points to, so a dangling or short copy is an ASan report.
@@ -69,7 +73,8 @@ std::size_t read_all(const loupe_record& r) {
   switch (r.kind) {
     case LOUPE_RECORD_HISTOGRAM:
       s(r.histogram->unit);
-      for (std::uint32_t i = 0; i < r.histogram->n_buckets; ++i) sum += r.histogram->buckets[i].count;
+      for (std::uint32_t i = 0; i < r.histogram->n_buckets; ++i)
+        sum += r.histogram->buckets[i].count;
       for (std::uint32_t i = 0; i < r.histogram->n_percentiles; ++i) {
         const loupe_percentile& p = r.histogram->percentiles[i];
         // The estimate must lie inside the error bound it reports.
@@ -79,7 +84,8 @@ std::size_t read_all(const loupe_record& r) {
       break;
     case LOUPE_RECORD_STACK_SAMPLE:
       frames(r.stack->frames, r.stack->n_frames);
-      for (std::uint32_t i = 0; i < r.stack->n_values; ++i) s(r.stack->values[i].name), s(r.stack->values[i].unit);
+      for (std::uint32_t i = 0; i < r.stack->n_values; ++i)
+        s(r.stack->values[i].name), s(r.stack->values[i].unit);
       break;
     case LOUPE_RECORD_EVENT:
       frames(r.event->frames, r.event->n_frames);
@@ -125,14 +131,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       for (std::uint32_t i = 0; bk && i < h.n_buckets; ++i) {
         // Small numbers most of the time, so sums and ranks stay meaningful; extremes too.
         bool small = in.ConsumeBool();
-        auto v = [&] { return small ? in.ConsumeIntegralInRange<std::uint64_t>(0, 1000) : in.ConsumeIntegral<std::uint64_t>(); };
+        auto v = [&] {
+          return small ? in.ConsumeIntegralInRange<std::uint64_t>(0, 1000)
+                       : in.ConsumeIntegral<std::uint64_t>();
+        };
         bk[i] = {v(), v(), v()};
       }
       h.buckets = bk;
       h.count = in.ConsumeIntegral<std::uint64_t>();
       h.sum = in.ConsumeIntegral<std::uint64_t>();
-      h.min = in.ConsumeBool() ? in.ConsumeIntegralInRange<std::uint64_t>(0, 1000) : in.ConsumeIntegral<std::uint64_t>();
-      h.max = in.ConsumeBool() ? in.ConsumeIntegralInRange<std::uint64_t>(0, 1000) : in.ConsumeIntegral<std::uint64_t>();
+      h.min = in.ConsumeBool() ? in.ConsumeIntegralInRange<std::uint64_t>(0, 1000)
+                               : in.ConsumeIntegral<std::uint64_t>();
+      h.max = in.ConsumeBool() ? in.ConsumeIntegralInRange<std::uint64_t>(0, 1000)
+                               : in.ConsumeIntegral<std::uint64_t>();
       if (in.ConsumeBool()) rec.histogram = &h;
       break;
     }
@@ -143,7 +154,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       st.frames = f;
       st.n_values = b.count(4);
       auto* v = maybe_null<loupe_value>(b, st.n_values);
-      for (std::uint32_t i = 0; v && i < st.n_values; ++i) v[i] = {b.str(), b.str(), in.ConsumeIntegral<std::int64_t>()};
+      for (std::uint32_t i = 0; v && i < st.n_values; ++i)
+        v[i] = {b.str(), b.str(), in.ConsumeIntegral<std::int64_t>()};
       st.values = v;
       if (in.ConsumeBool()) rec.stack = &st;
       break;

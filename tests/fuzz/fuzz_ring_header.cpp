@@ -33,7 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     loupe_ring_header h;
     std::memcpy(&h, exact.get(), sizeof(h));
     if (rec.size() < sizeof(h) || h.len != rec.size() || h.type != spec.record_type ||
-        h.version != spec.record_version || rec.size() < spec.min_len || (spec.max_len && rec.size() > spec.max_len))
+        h.version != spec.record_version || rec.size() < spec.min_len ||
+        (spec.max_len && rec.size() > spec.max_len))
       __builtin_trap();
   }
   return 0;

@@ -44,8 +44,10 @@ class SdkCgroupTree : public ::testing::Test {
     root_ = tmpl;
     mount_ = root_ + "/cg";
     fs::create_directories(mount_ + "/system.slice/x.service");
-    mountinfo_ = "30 22 0:27 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n"
-                 "40 30 0:37 / " + mount_ + " rw - cgroup2 cgroup2 rw\n";
+    mountinfo_ =
+        "30 22 0:27 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n"
+        "40 30 0:37 / " +
+        mount_ + " rw - cgroup2 cgroup2 rw\n";
   }
   void TearDown() override { fs::remove_all(root_); }
   std::uint64_t ino(const std::string& p) {
@@ -102,7 +104,8 @@ TEST(SdkTargetFilter, Cgroup2MountsFromMountinfo) {
 TEST_F(SdkCgroupTree, RelativeNamesResolveAgainstTheCgroup2Mount) {
   const std::uint64_t slice = ino(mount_ + "/system.slice");
   EXPECT_EQ(sdk::resolve_cgroup_id("system.slice", mountinfo_), slice);
-  EXPECT_EQ(sdk::resolve_cgroup_id("/system.slice", mountinfo_), slice);  // as /proc/PID/cgroup shows it
+  EXPECT_EQ(sdk::resolve_cgroup_id("/system.slice", mountinfo_),
+            slice);  // as /proc/PID/cgroup shows it
   EXPECT_EQ(sdk::resolve_cgroup_id("system.slice/x.service", mountinfo_),
             ino(mount_ + "/system.slice/x.service"));
   EXPECT_EQ(sdk::resolve_cgroup_id(mount_ + "/system.slice", mountinfo_), slice);  // absolute
@@ -163,9 +166,9 @@ TEST(SdkHistogram, SlotBoundsInvertTheBpfSlotFunctions) {
     return (e - LOUPE_HIST_SUB_BITS + 1) * LOUPE_HIST_SUB +
            static_cast<std::uint32_t>((v >> (e - LOUPE_HIST_SUB_BITS)) & (LOUPE_HIST_SUB - 1));
   };
-  for (std::uint64_t v : std::initializer_list<std::uint64_t>{
-           0, 1, 7, 8, 9, 15, 16, 17, 1000, 2047, 2048, 3000000, 5000000, (1ull << 40) + 12345,
-           UINT64_MAX}) {
+  for (std::uint64_t v :
+       std::initializer_list<std::uint64_t>{0, 1, 7, 8, 9, 15, 16, 17, 1000, 2047, 2048, 3000000,
+                                            5000000, (1ull << 40) + 12345, UINT64_MAX}) {
     auto b = sdk::linear_slot_bounds(slot_of(v));
     EXPECT_LE(b.lower, v) << v;
     if (b.upper != UINT64_MAX) {
@@ -179,9 +182,16 @@ TEST(SdkHistogram, SlotBoundsInvertTheBpfSlotFunctions) {
 TEST(SdkHistogram, MergesCpusAndComputesIntervalDeltas) {
   std::vector<loupe_hist> cpus(3);
   std::memset(cpus.data(), 0, sizeof(loupe_hist) * cpus.size());
-  cpus[0].count = 2; cpus[0].sum = 3000; cpus[0].min = 1000; cpus[0].max = 2000;
-  cpus[0].slots[9] = 1; cpus[0].slots[10] = 1;
-  cpus[2].count = 1; cpus[2].sum = 600; cpus[2].min = 600; cpus[2].max = 600;
+  cpus[0].count = 2;
+  cpus[0].sum = 3000;
+  cpus[0].min = 1000;
+  cpus[0].max = 2000;
+  cpus[0].slots[9] = 1;
+  cpus[0].slots[10] = 1;
+  cpus[2].count = 1;
+  cpus[2].sum = 600;
+  cpus[2].min = 600;
+  cpus[2].max = 600;
   cpus[2].slots[9] = 1;  // cpu 1 saw nothing: its min of 0 must not win
   auto m = sdk::hist_merge_per_cpu<loupe_hist>(cpus);
   EXPECT_EQ(m.count, 3u);
@@ -195,7 +205,9 @@ TEST(SdkHistogram, MergesCpusAndComputesIntervalDeltas) {
   EXPECT_EQ(b[1].lower, 1024u);
 
   auto later = m;
-  later.count += 2; later.sum += 9000; later.max = 5000;
+  later.count += 2;
+  later.sum += 9000;
+  later.max = 5000;
   later.slots[12] += 2;  // [4096, 8192)
   auto d = sdk::hist_interval_delta(later, m);
   EXPECT_EQ(d.count, 2u);

@@ -8,8 +8,8 @@
 #include <gtest/gtest.h>
 #include <sys/utsname.h>
 
-#include <cstdio>
 #include <unistd.h>
+#include <cstdio>
 
 #include <cstdlib>
 #include <filesystem>
@@ -39,9 +39,9 @@ bool kernel_names_perf_link_targets() {
 void expect_link_info_reason(const Json& profiler) {
   ASSERT_FALSE(profiler["skipped"].empty()) << profiler.dump(2);
   for (const auto& sk : profiler["skipped"])
-    EXPECT_NE(sk["reason"].get<std::string>().find("link info before 6.6"), std::string::npos) << sk.dump();
+    EXPECT_NE(sk["reason"].get<std::string>().find("link info before 6.6"), std::string::npos)
+        << sk.dump();
 }
-
 
 constexpr unsigned long kGetppid = 20000;
 constexpr unsigned long kGetcwd = 500;
@@ -60,8 +60,9 @@ class ProbeStatsTest : public ::testing::Test {
     const char* bin = std::getenv("LOUPE_BIN");
     ASSERT_TRUE(bin && fs::exists(bin)) << "LOUPE_BIN is not set or not built (run through ctest)";
     loupe_ = bin;
-    dir_ = fs::temp_directory_path() / ("loupe-stats-" + std::to_string(getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("loupe-stats-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -72,15 +73,16 @@ class ProbeStatsTest : public ::testing::Test {
   // Runs the workload under the profile; returns every record of the jsonl sink.
   std::vector<Json> run(const std::string& session_extra, const std::string& flags) {
     const fs::path profile = dir_ / "stats.toml";
-    std::ofstream(profile) << "[session]\nduration = 0.0\noutput_dir = \"" << (dir_ / "out").string() << "\"\n"
-                           << session_extra << "\n"
-                           << "[[plugins]]\nname = \"syscount\"\n"
-                           << "[[plugins]]\nname = \"latency\"\n[[plugins.targets]]\nsyscall = \"acct\"\n"
-                           << "[[sinks]]\nname = \"jsonl\"\n";
+    std::ofstream(profile)
+        << "[session]\nduration = 0.0\noutput_dir = \"" << (dir_ / "out").string() << "\"\n"
+        << session_extra << "\n"
+        << "[[plugins]]\nname = \"syscount\"\n"
+        << "[[plugins]]\nname = \"latency\"\n[[plugins.targets]]\nsyscall = \"acct\"\n"
+        << "[[sinks]]\nname = \"jsonl\"\n";
     const fs::path log = dir_ / "loupe.log";
-    const std::string cmd = "timeout 60 '" + loupe_ + "' run " + flags + " '" + profile.string() + "' -- '" +
-                            SYSCOUNT_WORKLOAD + "' " + std::to_string(kGetppid) + " " + std::to_string(kGetcwd) +
-                            " >'" + log.string() + "' 2>&1";
+    const std::string cmd = "timeout 60 '" + loupe_ + "' run " + flags + " '" + profile.string() +
+                            "' -- '" + SYSCOUNT_WORKLOAD + "' " + std::to_string(kGetppid) + " " +
+                            std::to_string(kGetcwd) + " >'" + log.string() + "' 2>&1";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << read_file(log);
     std::vector<Json> out;
     std::ifstream in(dir_ / "out" / "records.jsonl");
@@ -89,9 +91,11 @@ class ProbeStatsTest : public ::testing::Test {
     return out;
   }
 
-  static const Json* final_metric(const std::vector<Json>& recs, const std::string& name, const std::string& program) {
+  static const Json* final_metric(const std::vector<Json>& recs, const std::string& name,
+                                  const std::string& program) {
     for (const Json& r : recs)
-      if (r.value("is_final", false) && r.value("name", "") == name && r["labels"].value("program", "") == program)
+      if (r.value("is_final", false) && r.value("name", "") == name &&
+          r["labels"].value("program", "") == program)
         return &r;
     return nullptr;
   }
@@ -115,7 +119,8 @@ TEST_F(ProbeStatsTest, CountsRunsAndTimeAndReportsSilentProbes) {
   ASSERT_NE(runs, nullptr) << "no final probe_runs record for syscount's program";
   EXPECT_EQ(runs->at("plugin"), "loupe");
   EXPECT_EQ(runs->at("labels")["instance"], "syscount");
-  EXPECT_EQ(runs->at("labels")["target"], kernel_names_perf_link_targets() ? "tracepoint:sys_enter" : "");
+  EXPECT_EQ(runs->at("labels")["target"],
+            kernel_names_perf_link_targets() ? "tracepoint:sys_enter" : "");
   // The probe is system-wide: at least the workload's own syscalls ran it.
   EXPECT_GE(runs->at("metric")["value"].get<double>(), static_cast<double>(kGetppid + kGetcwd));
   const Json* avg = final_metric(recs, "probe_avg_ns", "syscount_sys_enter");
@@ -161,10 +166,11 @@ namespace {
 // document, or a failed assertion naming the command and its log.
 void bench_json(const fs::path& dir, const std::string& loupe, const std::string& name,
                 const std::string& profile_text, Json* out) {
-  const fs::path profile = dir / (name + ".toml"), json = dir / (name + ".json"), log = dir / (name + ".log");
+  const fs::path profile = dir / (name + ".toml"), json = dir / (name + ".json"),
+                 log = dir / (name + ".log");
   std::ofstream(profile) << profile_text;
-  const std::string cmd = "timeout 120 '" + loupe + "' bench --reps 2 --json '" + profile.string() + "' >'" +
-                          json.string() + "' 2>'" + log.string() + "'";
+  const std::string cmd = "timeout 120 '" + loupe + "' bench --reps 2 --json '" + profile.string() +
+                          "' >'" + json.string() + "' 2>'" + log.string() + "'";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << read_file(log);
   *out = Json::parse(read_file(json));
 }
@@ -176,7 +182,8 @@ TEST_F(ProbeStatsTest, BenchReportsCostPerProbeAsJson) {
   bench_json(dir_, loupe_, "bench",
              "[[plugins]]\nname = \"syscount\"\n"
              "[[plugins]]\nname = \"latency\"\n[[plugins.targets]]\nsyscall = \"read\"\n"
-             "[[sinks]]\nname = \"jsonl\"\n", &j);
+             "[[sinks]]\nname = \"jsonl\"\n",
+             &j);
   if (HasFatalFailure()) return;
   EXPECT_EQ(j["schema"], "loupe.bench/2");
   EXPECT_EQ(j["reps"], 2);
@@ -186,7 +193,8 @@ TEST_F(ProbeStatsTest, BenchReportsCostPerProbeAsJson) {
     for (const auto& p : j["profilers"]) expect_link_info_reason(p);
     GTEST_SKIP() << "this kernel's link info does not name tracepoint targets (before 6.6)";
   }
-  const std::vector<std::pair<std::string, std::string>> expect = {{"syscount", "getppid"}, {"latency", "read"}};
+  const std::vector<std::pair<std::string, std::string>> expect = {{"syscount", "getppid"},
+                                                                   {"latency", "read"}};
   for (std::size_t i = 0; i < expect.size(); ++i) {
     const Json& p = j["profilers"][i];
     EXPECT_EQ(p["instance"], expect[i].first);
@@ -225,7 +233,8 @@ TEST_F(ProbeStatsTest, BenchDrivesLibcUprobesAndSaysWhyOthersAreSkipped) {
              "[[plugins]]\nname = \"latency\"\n"
              "[[plugins.targets]]\nufunc = \"libc:malloc\"\n"
              "[[plugins.targets]]\nufunc = \"libc:getpid\"\n"
-             "[[sinks]]\nname = \"jsonl\"\n", &j);
+             "[[sinks]]\nname = \"jsonl\"\n",
+             &j);
   if (HasFatalFailure()) return;
   ASSERT_EQ(j["profilers"].size(), 1u);
   const Json& p = j["profilers"][0];
@@ -238,7 +247,8 @@ TEST_F(ProbeStatsTest, BenchDrivesLibcUprobesAndSaysWhyOthersAreSkipped) {
   EXPECT_EQ(w["loop"], "malloc+free");
   EXPECT_EQ(w["kind"], "user call");
   ASSERT_EQ(w["hooks"].size(), 2u) << w.dump(2);  // malloc's uprobe and uretprobe
-  for (const auto& h : w["hooks"]) EXPECT_NE(h.get<std::string>().find("libc"), std::string::npos) << h;
+  for (const auto& h : w["hooks"])
+    EXPECT_NE(h.get<std::string>().find("libc"), std::string::npos) << h;
   // The loop really fired both of the plugin's programs: at least one run each per iteration.
   EXPECT_GE(w["program_runs_per_iteration"]["min"].get<double>(), 2.0);
   EXPECT_GT(w["bpf_stats_ns_per_iteration"]["loupe"]["min"].get<double>(), 0);
@@ -246,7 +256,8 @@ TEST_F(ProbeStatsTest, BenchDrivesLibcUprobesAndSaysWhyOthersAreSkipped) {
   // getpid has no loop: both of its probes are skipped, each with the reason.
   int skipped_getpid = 0;
   for (const auto& s : p["skipped"])
-    if (s["reason"].get<std::string>().find("no built-in loop calls the function") != std::string::npos)
+    if (s["reason"].get<std::string>().find("no built-in loop calls the function") !=
+        std::string::npos)
       ++skipped_getpid;
   EXPECT_EQ(skipped_getpid, 2) << p["skipped"].dump(2);
 }
@@ -262,7 +273,8 @@ TEST_F(ProbeStatsTest, BenchDrivesBlockTracepointsWithDirectReads) {
   const Json& p = j["profilers"][0];
   if (p["workloads"].empty()) {
     ASSERT_FALSE(p["skipped"].empty()) << p.dump(2);
-    EXPECT_NE(p["skipped"][0]["reason"].get<std::string>().find("block device"), std::string::npos) << p.dump(2);
+    EXPECT_NE(p["skipped"][0]["reason"].get<std::string>().find("block device"), std::string::npos)
+        << p.dump(2);
     GTEST_SKIP() << "no block device under /var/tmp or /tmp: " << p["skipped"][0]["reason"];
   }
   ASSERT_EQ(p["workloads"].size(), 1u) << p.dump(2);
@@ -270,7 +282,8 @@ TEST_F(ProbeStatsTest, BenchDrivesBlockTracepointsWithDirectReads) {
   EXPECT_EQ(w["kind"], "block I/O");
   // issue and complete always fire; insert too when the device queues through a scheduler.
   EXPECT_GE(w["hooks"].size(), 2u) << w.dump(2);
-  for (const auto& h : w["hooks"]) EXPECT_NE(h.get<std::string>().find("block_rq_"), std::string::npos) << h;
+  for (const auto& h : w["hooks"])
+    EXPECT_NE(h.get<std::string>().find("block_rq_"), std::string::npos) << h;
   EXPECT_GE(w["program_runs_per_iteration"]["min"].get<double>(), 2.0) << w.dump(2);
   EXPECT_GT(w["bpf_stats_ns_per_iteration"]["loupe"]["min"].get<double>(), 0);
   EXPECT_GT(w["bpf_stats_ns_per_iteration"]["empty_program"]["min"].get<double>(), 0);

@@ -20,7 +20,8 @@ class DlPlugin {
   explicit DlPlugin(const std::string& path) {
     handle_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle_) throw std::runtime_error("dlopen " + path + ": " + ::dlerror());
-    auto entry = reinterpret_cast<loupe_plugin_entry_fn>(::dlsym(handle_, LOUPE_PLUGIN_ENTRY_SYMBOL));
+    auto entry =
+        reinterpret_cast<loupe_plugin_entry_fn>(::dlsym(handle_, LOUPE_PLUGIN_ENTRY_SYMBOL));
     if (!entry) throw std::runtime_error(path + ": no " LOUPE_PLUGIN_ENTRY_SYMBOL);
     desc_ = entry();
   }

@@ -88,7 +88,9 @@ class FakeHost {
 
  private:
   static FakeHost* self(loupe_host* h) { return reinterpret_cast<FakeHost*>(h); }
-  static const FakeHost* self(const loupe_config* c) { return reinterpret_cast<const FakeHost*>(c); }
+  static const FakeHost* self(const loupe_config* c) {
+    return reinterpret_cast<const FakeHost*>(c);
+  }
 
   static ConfigValue parse_literal(std::uint32_t type, const std::string& text) {
     switch (type) {
@@ -197,7 +199,8 @@ class FakeHost {
                   : clock == LOUPE_CLOCK_BOOTTIME ? CLOCK_BOOTTIME
                                                   : CLOCK_MONOTONIC,
                   &ts);
-    return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
+           static_cast<std::uint64_t>(ts.tv_nsec);
   }
   static std::uint64_t boot_to_wall_cb(loupe_host* h, std::uint64_t boot_ns) {
     return boot_ns + now_cb(h, LOUPE_CLOCK_REALTIME) - now_cb(h, LOUPE_CLOCK_BOOTTIME);

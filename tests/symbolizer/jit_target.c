@@ -40,7 +40,8 @@ static void put(int fd, const void* p, size_t n) {
 
 int main(void) {
   const size_t region_size = 65536, code_size = 64;
-  uint8_t* region = mmap(NULL, region_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  uint8_t* region =
+      mmap(NULL, region_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (region == MAP_FAILED) return 1;
   uint8_t* code = region + 0x100;
   memset(code, 0xc3, code_size);  // never run: only its address matters
@@ -66,15 +67,23 @@ int main(void) {
     uint64_t timestamp;
     uint32_t pid, tid;
     uint64_t vma, code_addr, code_size, code_index;
-  } load = {0, 0, now_ns(), (uint32_t)getpid(), (uint32_t)syscall(SYS_gettid),
-            (uint64_t)(uintptr_t)code, (uint64_t)(uintptr_t)code, code_size, 0};
+  } load = {0,
+            0,
+            now_ns(),
+            (uint32_t)getpid(),
+            (uint32_t)syscall(SYS_gettid),
+            (uint64_t)(uintptr_t)code,
+            (uint64_t)(uintptr_t)code,
+            code_size,
+            0};
   load.total_size = (uint32_t)(sizeof(load) + sizeof(name) + code_size);
   put(fd, &load, sizeof(load));
   put(fd, name, sizeof(name));
   put(fd, code, code_size);
 
   // What perf's jvmti agent does so that `perf inject --jit` finds the file.
-  void* marker = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+  void* marker =
+      mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
   if (marker == MAP_FAILED) perror("mmap jitdump");
   close(fd);
 

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "symbols/jitdump.hpp"
 #include "live_target.hpp"
 #include "loupe/symbolizer.hpp"
+#include "symbols/jitdump.hpp"
 
 namespace loupe {
 namespace {
@@ -25,7 +25,9 @@ namespace {
 using test::LiveTarget;
 namespace fs = std::filesystem;
 
-std::string str(const char* s) { return s ? s : "(null)"; }
+std::string str(const char* s) {
+  return s ? s : "(null)";
+}
 
 loupe_frame user_frame(Symbolizer& sym, std::uint32_t pid, std::uint64_t addr) {
   loupe_frame f{};
@@ -144,7 +146,8 @@ TEST(SymbolizerJitdump, LiveProcessLoadsMovesGrowsAndHalfWrittenRecords) {
 
   // A record caught half written resolves nothing new, breaks nothing, and is read whole
   // once the runtime finishes it.
-  std::vector<std::uint8_t> late = DumpBytes().load(region + 0x3000, 0x40, "jd_late_function", 40).bytes();
+  std::vector<std::uint8_t> late =
+      DumpBytes().load(region + 0x3000, 0x40, "jd_late_function", 40).bytes();
   append_file(path, late, 0, 30);
   EXPECT_EQ(user_frame(*sym, t.pid(), region + 0x3000).resolution,
             static_cast<std::uint32_t>(LOUPE_UNRESOLVED_NO_SYMBOL));
@@ -182,7 +185,8 @@ TEST(SymbolizerJitdump, GarbageDumpLeavesFramesUnresolved) {
   Cleanup cleanup(path);
   // Replace the file with one that is not jitdump (a new inode: read from scratch).
   fs::remove(path);
-  append_file(path, DumpBytes().header(0x12345678).load(t.addr("jd_hot_function"), 64, "x").bytes());
+  append_file(path,
+              DumpBytes().header(0x12345678).load(t.addr("jd_hot_function"), 64, "x").bytes());
   auto sym = make_symbolizer();
   loupe_frame f = user_frame(*sym, t.pid(), t.addr("jd_hot_function"));
   EXPECT_EQ(f.resolution, static_cast<std::uint32_t>(LOUPE_UNRESOLVED_NO_SYMBOL));
@@ -220,7 +224,8 @@ std::string name_at(const JitDump& dump, std::uint64_t addr, std::uint64_t* offs
 
 TEST(SymbolizerJitdump, ReadsTheOtherByteOrder) {
   DumpFile file;
-  file.append(DumpBytes(/*swapped=*/true).header().load(0x1000, 0x20, "be_fn").move(0x1000, 0x5000, 0x20));
+  file.append(
+      DumpBytes(/*swapped=*/true).header().load(0x1000, 0x20, "be_fn").move(0x1000, 0x5000, 0x20));
   JitDump dump(file.path());
   ASSERT_TRUE(dump.refresh());
   EXPECT_FALSE(dump.broken());
@@ -249,7 +254,10 @@ TEST(SymbolizerJitdump, BoundedOldestLoadsEvictedAndCounted) {
 
 TEST(SymbolizerJitdump, NewCodeReplacesWhatItOverlaps) {
   DumpFile file;
-  file.append(DumpBytes().header().load(0x1000, 0x100, "old_big").load(0x2000, 0x10, "kept")
+  file.append(DumpBytes()
+                  .header()
+                  .load(0x1000, 0x100, "old_big")
+                  .load(0x2000, 0x10, "kept")
                   .load(0x1080, 0x10, "new_small"));
   JitDump dump(file.path());
   ASSERT_TRUE(dump.refresh());
@@ -264,14 +272,14 @@ TEST(SymbolizerJitdump, SkipsUnknownAndMalformedRecordsStopsOnBrokenFraming) {
   std::string long_name(5000, 'n');
   file.append(DumpBytes()
                   .header()
-                  .record(2, 64)    // debug info
-                  .record(4, 40)    // unwinding info
-                  .record(99, 24)   // an id from a later version
-                  .record(0, 30)    // a load too short for its fields: skipped
-                  .record(1, 20)    // a move too short for its fields: skipped
+                  .record(2, 64)   // debug info
+                  .record(4, 40)   // unwinding info
+                  .record(99, 24)  // an id from a later version
+                  .record(0, 30)   // a load too short for its fields: skipped
+                  .record(1, 20)   // a move too short for its fields: skipped
                   .load(0x3000, 0x10, long_name)
                   .load(0x4000, 0x10, "good")
-                  .record(0, 8)     // total_size below the prefix: the framing is lost
+                  .record(0, 8)  // total_size below the prefix: the framing is lost
                   .load(0x5000, 0x10, "after_garbage"));
   JitDump dump(file.path());
   ASSERT_TRUE(dump.refresh());
@@ -297,8 +305,8 @@ TEST(SymbolizerJitdump, NameWithoutItsNulIsRejected) {
   d.header().load(0x1000, 0x10, "ok", /*code_bytes=*/0);
   // A load whose name runs to the end of the record.
   std::vector<std::uint8_t> rec = DumpBytes().load(0x2000, 0x10, "abc", 0).bytes();
-  rec.pop_back();       // drop the NUL...
-  rec[4] -= 1;          // ...and count it out of total_size
+  rec.pop_back();  // drop the NUL...
+  rec[4] -= 1;     // ...and count it out of total_size
   d.raw(rec);
   file.append(d);
   JitDump dump(file.path());

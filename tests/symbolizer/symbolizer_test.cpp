@@ -30,7 +30,9 @@ namespace {
 using test::LiveTarget;
 namespace fs = std::filesystem;
 
-std::string str(const char* s) { return s ? s : "(null)"; }
+std::string str(const char* s) {
+  return s ? s : "(null)";
+}
 
 loupe_frame user_frame(Symbolizer& sym, std::uint32_t pid, std::uint64_t addr) {
   loupe_frame f{};

@@ -26,22 +26,22 @@ const volatile __u64 loupe_wakeup_bytes = 64 * 1024;
 
 /* Declares <name> (ring), <name>_lost (per-CPU reserve failures) and <name>_divisor
  * (sampling divisor the core raises under pressure; 0 or 1 = emit everything). */
-#define LOUPE_RING(name, bytes)                                   \
-	struct {                                                  \
-		__uint(type, BPF_MAP_TYPE_RINGBUF);               \
-		__uint(max_entries, bytes);                       \
-	} name SEC(".maps");                                      \
-	struct {                                                  \
-		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);          \
-		__uint(max_entries, 1);                           \
-		__type(key, __u32);                               \
-		__type(value, __u64);                             \
-	} name##_lost SEC(".maps");                               \
-	struct {                                                  \
-		__uint(type, BPF_MAP_TYPE_ARRAY);                 \
-		__uint(max_entries, 1);                           \
-		__type(key, __u32);                               \
-		__type(value, __u32);                             \
+#define LOUPE_RING(name, bytes)                                                                    \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_RINGBUF);                                                \
+		__uint(max_entries, bytes);                                                        \
+	} name SEC(".maps");                                                                       \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);                                           \
+		__uint(max_entries, 1);                                                            \
+		__type(key, __u32);                                                                \
+		__type(value, __u64);                                                              \
+	} name##_lost SEC(".maps");                                                                \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_ARRAY);                                                  \
+		__uint(max_entries, 1);                                                            \
+		__type(key, __u32);                                                                \
+		__type(value, __u32);                                                              \
 	} name##_divisor SEC(".maps")
 
 static __always_inline void loupe_count_lost(void *lost_map)
@@ -95,7 +95,7 @@ static __always_inline void loupe_submit(void *ring, void *rec)
 	bpf_ringbuf_submit(rec, flags);
 }
 
-#define LOUPE_RESERVE(name, type_t, rec_type, rec_version) \
+#define LOUPE_RESERVE(name, type_t, rec_type, rec_version)                                         \
 	((type_t *)loupe_reserve(&name, &name##_lost, sizeof(type_t), rec_type, rec_version))
 #define LOUPE_SUBMIT(name, rec) loupe_submit(&name, rec)
 

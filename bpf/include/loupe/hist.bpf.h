@@ -13,11 +13,21 @@ static __always_inline __u32 loupe_log2_u64(__u64 v)
 {
 	__u32 r = 0, shift;
 
-	shift = (v > 0xFFFFFFFFULL) << 5; v >>= shift; r |= shift;
-	shift = (v > 0xFFFF) << 4; v >>= shift; r |= shift;
-	shift = (v > 0xFF) << 3; v >>= shift; r |= shift;
-	shift = (v > 0xF) << 2; v >>= shift; r |= shift;
-	shift = (v > 0x3) << 1; v >>= shift; r |= shift;
+	shift = (v > 0xFFFFFFFFULL) << 5;
+	v >>= shift;
+	r |= shift;
+	shift = (v > 0xFFFF) << 4;
+	v >>= shift;
+	r |= shift;
+	shift = (v > 0xFF) << 3;
+	v >>= shift;
+	r |= shift;
+	shift = (v > 0xF) << 2;
+	v >>= shift;
+	r |= shift;
+	shift = (v > 0x3) << 1;
+	v >>= shift;
+	r |= shift;
 	r |= (v >> 1);
 	return r;
 }
@@ -56,29 +66,29 @@ static __always_inline __u32 loupe_linear_slot(__u64 v)
  * lets the compiler compare a copy or a 32-bit half. Here both paths leave the register
  * with a bound every verifier since 5.x reads: < n_slots, or the constant n_slots - 1.
  */
-#define loupe_slot_bounded(slot, n_slots)                                              \
-	({                                                                             \
-		__u64 __s = (slot);                                                    \
-		_Static_assert((n_slots) > 0 && (n_slots) < (1 << 20), "slot count");  \
-		asm volatile("if %[s] < %[n] goto +1\n\t"                              \
-			     "%[s] = %[last]"                                          \
-			     : [s] "+r"(__s)                                           \
-			     : [n] "i"(n_slots), [last] "i"((n_slots) - 1));             \
-		__s;                                                                   \
+#define loupe_slot_bounded(slot, n_slots)                                                          \
+	({                                                                                         \
+		__u64 __s = (slot);                                                                \
+		_Static_assert((n_slots) > 0 && (n_slots) < (1 << 20), "slot count");              \
+		asm volatile("if %[s] < %[n] goto +1\n\t"                                          \
+			     "%[s] = %[last]"                                                      \
+			     : [s] "+r"(__s)                                                       \
+			     : [n] "i"(n_slots), [last] "i"((n_slots)-1));                         \
+		__s;                                                                               \
 	})
 
 /* Count `v` in `slot` of any per-CPU histogram struct with slots[n_slots], count, sum, min
  * and max (loupe_hist, or a plugin's smaller one). No atomics: the value is per CPU.
  * A slot past the end (none of the slot functions gives one) lands in the last. */
-#define LOUPE_HIST_RECORD(h, v, slot, n_slots)                          \
-	do {                                                            \
-		(h)->slots[loupe_slot_bounded((slot), (n_slots))] += 1; \
-		(h)->count += 1;                                        \
-		(h)->sum += (v);                                        \
-		if ((h)->min == 0 || (v) < (h)->min)                    \
-			(h)->min = (v);                                 \
-		if ((v) > (h)->max)                                     \
-			(h)->max = (v);                                 \
+#define LOUPE_HIST_RECORD(h, v, slot, n_slots)                                                     \
+	do {                                                                                       \
+		(h)->slots[loupe_slot_bounded((slot), (n_slots))] += 1;                            \
+		(h)->count += 1;                                                                   \
+		(h)->sum += (v);                                                                   \
+		if ((h)->min == 0 || (v) < (h)->min)                                               \
+			(h)->min = (v);                                                            \
+		if ((v) > (h)->max)                                                                \
+			(h)->max = (v);                                                            \
 	} while (0)
 
 /* Record `v` into a per-CPU loupe_hist. */

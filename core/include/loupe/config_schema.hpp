@@ -19,12 +19,12 @@ namespace loupe {
 
 struct ConfigKeyInfo {
   std::string name;
-  std::string type;   // "boolean", "integer", "float", "string", "array of strings", ...
+  std::string type;  // "boolean", "integer", "float", "string", "array of strings", ...
   std::string help;
   bool required = false;
   std::optional<std::string> default_value;  // TOML literal text
   std::optional<std::pair<std::int64_t, std::int64_t>> range;
-  std::vector<std::string> choices;  // empty = any value
+  std::vector<std::string> choices;   // empty = any value
   std::vector<ConfigKeyInfo> fields;  // array-of-tables keys only
 };
 

@@ -18,8 +18,9 @@ class FeatureProbeContext;  // defined in features.cpp
 }
 
 struct FeatureResult {
-  std::string name;      // "kprobe", "fentry", "tracepoint", ...
-  std::string category;  // "syscall", "filesystem", "capability", "program", "attach", "map", "helper"
+  std::string name;  // "kprobe", "fentry", "tracepoint", ...
+  std::string
+      category;  // "syscall", "filesystem", "capability", "program", "attach", "map", "helper"
   bool available = false;
   bool forced_off = false;  // disabled by the user/test, not by the kernel
   std::string reason;       // why it works or precisely why not (errno text, missing file, ...)

@@ -23,7 +23,9 @@ struct ProgramStats {
   std::uint64_t run_cnt = 0;
   std::uint64_t run_time_ns = 0;
   std::uint64_t recursion_misses = 0;
-  double avg_ns() const { return run_cnt ? static_cast<double>(run_time_ns) / static_cast<double>(run_cnt) : 0; }
+  double avg_ns() const {
+    return run_cnt ? static_cast<double>(run_time_ns) / static_cast<double>(run_cnt) : 0;
+  }
 };
 
 }  // namespace loupe

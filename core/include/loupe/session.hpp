@@ -30,14 +30,14 @@ namespace loupe {
 // Documented in docs/cli.md; the CLI returns these.
 enum class ExitCode : int {
   kOk = 0,
-  kRuntime = 1,         // a plugin or sink failed during the run; internal errors
-  kUsage = 2,           // bad command line
-  kProfile = 3,         // profile syntax or schema error (file:line:col printed)
-  kPlugin = 4,          // plugin not found, not a plugin, wrong ABI, duplicate name
-  kKernel = 5,          // the kernel refused: missing feature, attach target, verifier
-  kPrivilege = 6,       // missing capabilities (named)
-  kTarget = 7,          // the command to profile could not be started
-  kInterrupted = 130,   // SIGINT/SIGTERM ended the session early (report still written)
+  kRuntime = 1,        // a plugin or sink failed during the run; internal errors
+  kUsage = 2,          // bad command line
+  kProfile = 3,        // profile syntax or schema error (file:line:col printed)
+  kPlugin = 4,         // plugin not found, not a plugin, wrong ABI, duplicate name
+  kKernel = 5,         // the kernel refused: missing feature, attach target, verifier
+  kPrivilege = 6,      // missing capabilities (named)
+  kTarget = 7,         // the command to profile could not be started
+  kInterrupted = 130,  // SIGINT/SIGTERM ended the session early (report still written)
 };
 
 struct SessionOptions {
@@ -49,11 +49,11 @@ struct SessionOptions {
   std::optional<std::string> output_dir;
   std::vector<std::string> command;  // start this, profile it, end when it exits
   std::vector<std::filesystem::path> extra_plugin_dirs;  // searched first
-  std::shared_ptr<FeatureSet> features;  // injectable; default probes this kernel
-  bool validate_only = false;            // stop after every check that runs no plugin code
+  std::shared_ptr<FeatureSet> features;                  // injectable; default probes this kernel
+  bool validate_only = false;  // stop after every check that runs no plugin code
   // Ring dispatch (docs/performance.md "dispatch").
   std::optional<double> delivery_delay_ms;  // longest a record waits in a ring before it is read
-  std::string record_path;  // write every raw ring record here (loupe run --record)
+  std::string record_path;                  // write every raw ring record here (loupe run --record)
   std::string replay_path;  // no kernel: feed this capture through decode and sinks (loupe replay)
   // Privileges (docs/reliability.md). Once every probe is attached, give up every
   // capability the session no longer needs, in every thread of the process. Off by
@@ -71,8 +71,8 @@ struct SessionOptions {
 
 struct SessionResult {
   ExitCode code = ExitCode::kOk;
-  std::string error;             // empty on success
-  int target_exit_status = -1;   // the command's exit status when loupe started one
+  std::string error;            // empty on success
+  int target_exit_status = -1;  // the command's exit status when loupe started one
   bool interrupted = false;
   std::uint64_t records_published = 0;
   std::size_t probes_attached = 0;

@@ -31,12 +31,12 @@ struct SymbolizerOptions {
 
 // Counters of the caches, for benchmarks, tests and health records.
 struct SymbolizerStats {
-  std::uint64_t maps_reads = 0;        // /proc/PID/maps parsed (first use and re-reads)
-  std::uint64_t elf_loads = 0;         // ELF files parsed (file cache misses)
+  std::uint64_t maps_reads = 0;  // /proc/PID/maps parsed (first use and re-reads)
+  std::uint64_t elf_loads = 0;   // ELF files parsed (file cache misses)
   std::uint64_t cached_processes = 0;
   std::uint64_t cached_files = 0;
   std::uint64_t interned_strings = 0;
-  std::uint64_t kernel_symbols = 0;    // text symbols read from kallsyms; 0 until first use
+  std::uint64_t kernel_symbols = 0;  // text symbols read from kallsyms; 0 until first use
   // JIT code entries held from jitdump files of the cached processes, and entries dropped
   // to keep each file's table within its bound (oldest load first).
   std::uint64_t jitdump_entries = 0;
@@ -57,8 +57,8 @@ class Symbolizer {
   // Resolves `n` addresses of `pid` (kind KERNEL ignores pid) into `out`. Thread-safe.
   // Strings in `out` are owned by the symbolizer and valid until it is destroyed.
   // Unresolved frames keep module+offset where known and say why in `resolution`.
-  virtual void symbolize(std::uint32_t pid, loupe_frame_kind kind, const std::uint64_t* addrs, std::uint32_t n,
-                         loupe_frame* out) = 0;
+  virtual void symbolize(std::uint32_t pid, loupe_frame_kind kind, const std::uint64_t* addrs,
+                         std::uint32_t n, loupe_frame* out) = 0;
   // Data address (a global variable's name), for lock-wait attribution.
   virtual void symbolize_data(std::uint32_t pid, std::uint64_t addr, loupe_frame* out) = 0;
   // Forget a process (exec or exit observed).

@@ -8,8 +8,8 @@
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,7 +26,8 @@ namespace {
 std::uint64_t now_ns() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
+         static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
 // futex2 calls are newer than Debian 12's headers.
@@ -44,8 +45,21 @@ struct FutexWaitv {  // struct futex_waitv
 };
 
 enum SyscallLoopId {
-  kGetppid, kGetpid, kGettid, kGetuid, kRead, kWrite, kGetcwd, kClose, kSchedYield, kFutex,
-  kFutexWait, kFutexWaitv, kMprotect, kPkeyMprotect, kMmapMunmap,
+  kGetppid,
+  kGetpid,
+  kGettid,
+  kGetuid,
+  kRead,
+  kWrite,
+  kGetcwd,
+  kClose,
+  kSchedYield,
+  kFutex,
+  kFutexWait,
+  kFutexWaitv,
+  kMprotect,
+  kPkeyMprotect,
+  kMmapMunmap,
 };
 
 struct SyscallLoop {
@@ -99,11 +113,13 @@ std::uint64_t SyscallWorkload::run(std::uint64_t n) const {
   if (loop_ == kRead) fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
   if (loop_ == kWrite) fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
   int futex_word = 0;
-  FutexWaitv waitv{1, reinterpret_cast<std::uintptr_t>(&futex_word), kFutex2SizeU32 | kFutex2Private, 0};
+  FutexWaitv waitv{1, reinterpret_cast<std::uintptr_t>(&futex_word),
+                   kFutex2SizeU32 | kFutex2Private, 0};
   const long page = sysconf(_SC_PAGESIZE);
   void* region = nullptr;
   if (loop_ == kMprotect || loop_ == kPkeyMprotect)
-    region = mmap(nullptr, static_cast<std::size_t>(page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    region = mmap(nullptr, static_cast<std::size_t>(page), PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   const std::uint64_t start = now_ns();
   for (std::uint64_t i = 0; i < n; ++i) {
     const int prot = (i & 1) ? PROT_READ : PROT_READ | PROT_WRITE;
@@ -117,15 +133,19 @@ std::uint64_t SyscallWorkload::run(std::uint64_t n) const {
       case kGetcwd: syscall(SYS_getcwd, buf, sizeof(buf)); break;
       case kClose: syscall(SYS_close, -1); break;  // EBADF: enters and leaves, closes nothing
       case kSchedYield: syscall(SYS_sched_yield); break;
-      case kFutex: syscall(SYS_futex, &futex_word, FUTEX_WAIT_PRIVATE, 1, nullptr, nullptr, 0); break;
+      case kFutex:
+        syscall(SYS_futex, &futex_word, FUTEX_WAIT_PRIVATE, 1, nullptr, nullptr, 0);
+        break;
       case kFutexWait:
-        syscall(SYS_futex_wait, &futex_word, 1ul, ~0ul, kFutex2SizeU32 | kFutex2Private, nullptr, CLOCK_MONOTONIC);
+        syscall(SYS_futex_wait, &futex_word, 1ul, ~0ul, kFutex2SizeU32 | kFutex2Private, nullptr,
+                CLOCK_MONOTONIC);
         break;
       case kFutexWaitv: syscall(SYS_futex_waitv, &waitv, 1u, 0u, nullptr, CLOCK_MONOTONIC); break;
       case kMprotect: syscall(SYS_mprotect, region, page, prot); break;
       case kPkeyMprotect: syscall(SYS_pkey_mprotect, region, page, prot, -1); break;
       case kMmapMunmap: {
-        void* p = mmap(nullptr, static_cast<std::size_t>(page), PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        void* p = mmap(nullptr, static_cast<std::size_t>(page), PROT_READ,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p != MAP_FAILED) munmap(p, static_cast<std::size_t>(page));
         break;
       }
@@ -153,7 +173,7 @@ std::unique_ptr<BlockReadWorkload> BlockReadWorkload::create(std::string* why) {
     tried += (tried.empty() ? "" : ", ") + dir + " (" + because + ")";
   };
   for (const auto& dir : dirs) {
-    struct stat st{};
+    struct stat st {};
     // Filesystems without a block device (tmpfs, overlay, proc) have device major 0.
     if (stat(dir.c_str(), &st) != 0 || major(st.st_dev) == 0) {
       refuse(dir, "not on a block device");
@@ -181,7 +201,8 @@ std::unique_ptr<BlockReadWorkload> BlockReadWorkload::create(std::string* why) {
     }
     return std::unique_ptr<BlockReadWorkload>(new BlockReadWorkload(path, fd, buf));
   }
-  *why = "no directory on a block device for O_DIRECT reads: tried " + tried + " (set LOUPE_BENCH_DIR)";
+  *why = "no directory on a block device for O_DIRECT reads: tried " + tried +
+         " (set LOUPE_BENCH_DIR)";
   return nullptr;
 }
 
@@ -210,7 +231,8 @@ std::uint64_t BenchLoop::calibrate(std::uint64_t target_ns) const {
     std::uint64_t t = run(n);
     if (t >= target_ns / 4 || n >= (1ull << 30)) {
       double per = static_cast<double>(std::max<std::uint64_t>(t, 1)) / static_cast<double>(n);
-      return std::max<std::uint64_t>(16, static_cast<std::uint64_t>(static_cast<double>(target_ns) / per));
+      return std::max<std::uint64_t>(
+          16, static_cast<std::uint64_t>(static_cast<double>(target_ns) / per));
     }
     n *= 4;
   }
@@ -260,10 +282,18 @@ const std::vector<UserLoop>& user_loops() {
       {kAlignedAllocFree, "aligned_alloc+free", {"aligned_alloc", "free"}},
       {kMemalignFree, "memalign+free", {"memalign", "free"}},
       {kVallocFree, "valloc+free", {"valloc", "free"}},
-      {kMutexLockUnlock, "pthread_mutex_lock+unlock", {"pthread_mutex_lock", "pthread_mutex_unlock"}},
-      {kMutexTrylockUnlock, "pthread_mutex_trylock+unlock", {"pthread_mutex_trylock", "pthread_mutex_unlock"}},
-      {kRwlockRdlockUnlock, "pthread_rwlock_rdlock+unlock", {"pthread_rwlock_rdlock", "pthread_rwlock_unlock"}},
-      {kRwlockWrlockUnlock, "pthread_rwlock_wrlock+unlock", {"pthread_rwlock_wrlock", "pthread_rwlock_unlock"}},
+      {kMutexLockUnlock,
+       "pthread_mutex_lock+unlock",
+       {"pthread_mutex_lock", "pthread_mutex_unlock"}},
+      {kMutexTrylockUnlock,
+       "pthread_mutex_trylock+unlock",
+       {"pthread_mutex_trylock", "pthread_mutex_unlock"}},
+      {kRwlockRdlockUnlock,
+       "pthread_rwlock_rdlock+unlock",
+       {"pthread_rwlock_rdlock", "pthread_rwlock_unlock"}},
+      {kRwlockWrlockUnlock,
+       "pthread_rwlock_wrlock+unlock",
+       {"pthread_rwlock_wrlock", "pthread_rwlock_unlock"}},
   };
   return loops;
 }
@@ -327,14 +357,27 @@ std::uint64_t UserCallWorkload::run(std::uint64_t n) const {
       case kMallocFree: p_free(p_malloc(64)); break;
       case kCallocFree: p_free(p_calloc(1, 64)); break;
       case kRealloc: held = p_realloc(held, (i & 1) ? 56 : 64); break;
-      case kPosixMemalignFree: if (p_posix_memalign(&p, 64, 64) == 0) p_free(p); break;
+      case kPosixMemalignFree:
+        if (p_posix_memalign(&p, 64, 64) == 0) p_free(p);
+        break;
       case kAlignedAllocFree: p_free(p_aligned_alloc(64, 64)); break;
       case kMemalignFree: p_free(p_memalign(64, 64)); break;
       case kVallocFree: p_free(p_valloc(64)); break;
-      case kMutexLockUnlock: p_lock(&mu); p_unlock(&mu); break;
-      case kMutexTrylockUnlock: if (p_trylock(&mu) == 0) p_unlock(&mu); break;
-      case kRwlockRdlockUnlock: p_rdlock(&rw); p_rwunlock(&rw); break;
-      case kRwlockWrlockUnlock: p_wrlock(&rw); p_rwunlock(&rw); break;
+      case kMutexLockUnlock:
+        p_lock(&mu);
+        p_unlock(&mu);
+        break;
+      case kMutexTrylockUnlock:
+        if (p_trylock(&mu) == 0) p_unlock(&mu);
+        break;
+      case kRwlockRdlockUnlock:
+        p_rdlock(&rw);
+        p_rwunlock(&rw);
+        break;
+      case kRwlockWrlockUnlock:
+        p_wrlock(&rw);
+        p_rwunlock(&rw);
+        break;
     }
   }
   const std::uint64_t elapsed = now_ns() - start;
@@ -343,7 +386,7 @@ std::uint64_t UserCallWorkload::run(std::uint64_t n) const {
 }
 
 std::optional<std::uintptr_t> self_address_of(const std::string& path, std::uint64_t file_offset) {
-  struct stat want{};
+  struct stat want {};
   if (stat(path.c_str(), &want) != 0) return std::nullopt;
   char* real = realpath(path.c_str(), nullptr);
   const std::string real_path = real ? real : path;
@@ -355,12 +398,13 @@ std::optional<std::uintptr_t> self_address_of(const std::string& path, std::uint
     char perms[8] = {};
     unsigned dev_major = 0, dev_minor = 0;
     int name_at = 0;
-    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &dev_major,
-                    &dev_minor, &inode, &name_at) < 7)
+    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off,
+                    &dev_major, &dev_minor, &inode, &name_at) < 7)
       continue;
     // Overlay filesystems report the lower file's device in maps: the path decides then.
     bool same_file = (inode == want.st_ino && makedev(dev_major, dev_minor) == want.st_dev) ||
-                     (name_at > 0 && line.compare(static_cast<std::size_t>(name_at), std::string::npos, real_path) == 0);
+                     (name_at > 0 && line.compare(static_cast<std::size_t>(name_at),
+                                                  std::string::npos, real_path) == 0);
     if (perms[2] != 'x' || !same_file) continue;
     if (file_offset >= off && file_offset < off + (end - start))
       return static_cast<std::uintptr_t>(start + (file_offset - off));

@@ -12,8 +12,8 @@
 #include <cstring>
 #include <fstream>
 
-#include "loupe/features.hpp"
 #include "kernel/probe_stats.hpp"
+#include "loupe/features.hpp"
 
 namespace loupe {
 namespace {
@@ -65,13 +65,15 @@ std::string EmptyProbe::attach(const std::string& hook) {
 
 std::string EmptyProbe::attach_tracepoint(const std::string& category, const std::string& name) {
   std::string err;
-  if (tracepoint_prog_fd_ < 0 && (tracepoint_prog_fd_ = load_empty(BPF_PROG_TYPE_TRACEPOINT, &err)) < 0)
+  if (tracepoint_prog_fd_ < 0 &&
+      (tracepoint_prog_fd_ = load_empty(BPF_PROG_TYPE_TRACEPOINT, &err)) < 0)
     return err;
   std::string tracefs = ensure_tracefs(&err);
   if (tracefs.empty()) return err;
   std::ifstream in(tracefs + "/events/" + category + "/" + name + "/id");
   unsigned long long id = 0;
-  if (!(in >> id)) return fmt::format("tracepoint {}:{} not found in {}/events", category, name, tracefs);
+  if (!(in >> id))
+    return fmt::format("tracepoint {}:{} not found in {}/events", category, name, tracefs);
   perf_event_attr attr{};
   attr.size = sizeof(attr);
   attr.type = PERF_TYPE_TRACEPOINT;
@@ -83,16 +85,21 @@ std::string EmptyProbe::attach_tracepoint(const std::string& category, const std
 
 std::string EmptyProbe::attach_raw_tracepoint(const std::string& name) {
   std::string err;
-  if (raw_tp_prog_fd_ < 0 && (raw_tp_prog_fd_ = load_empty(BPF_PROG_TYPE_RAW_TRACEPOINT, &err)) < 0) return err;
+  if (raw_tp_prog_fd_ < 0 && (raw_tp_prog_fd_ = load_empty(BPF_PROG_TYPE_RAW_TRACEPOINT, &err)) < 0)
+    return err;
   int fd = bpf_raw_tracepoint_open(name.c_str(), raw_tp_prog_fd_);
-  if (fd < 0) return fmt::format("attaching the empty program to raw tracepoint {}: {}", name, std::strerror(errno));
+  if (fd < 0)
+    return fmt::format("attaching the empty program to raw tracepoint {}: {}", name,
+                       std::strerror(errno));
   perf_fds_.push_back(fd);  // closing the raw tracepoint fd detaches, as for perf events
   return {};
 }
 
-std::string EmptyProbe::attach_uprobe(const std::string& path, unsigned long long offset, bool retprobe) {
+std::string EmptyProbe::attach_uprobe(const std::string& path, unsigned long long offset,
+                                      bool retprobe) {
   std::string err;
-  if (kprobe_prog_fd_ < 0 && (kprobe_prog_fd_ = load_empty(BPF_PROG_TYPE_KPROBE, &err)) < 0) return err;
+  if (kprobe_prog_fd_ < 0 && (kprobe_prog_fd_ = load_empty(BPF_PROG_TYPE_KPROBE, &err)) < 0)
+    return err;
   const std::string pmu = "/sys/bus/event_source/devices/uprobe";
   int type = -1, ret_bit = -1;
   if (!read_pmu(pmu + "/type", &type, false))
@@ -104,18 +111,21 @@ std::string EmptyProbe::attach_uprobe(const std::string& path, unsigned long lon
   attr.type = static_cast<__u32>(type);
   attr.config = retprobe ? (1ull << ret_bit) : 0;
   attr.config1 = reinterpret_cast<__u64>(path.c_str());  // uprobe_path
-  attr.config2 = offset;                                   // probe_offset
+  attr.config2 = offset;                                 // probe_offset
   attr.sample_period = 1;
   attr.wakeup_events = 1;
-  return attach_perf_event(&attr, kprobe_prog_fd_,
-                           fmt::format("{}:{}+{:#x}", retprobe ? "uretprobe" : "uprobe", path, offset));
+  return attach_perf_event(
+      &attr, kprobe_prog_fd_,
+      fmt::format("{}:{}+{:#x}", retprobe ? "uretprobe" : "uprobe", path, offset));
 }
 
 std::string EmptyProbe::attach_perf_event(void* attr, int prog_fd, const std::string& what) {
-  // pid -1, cpu 0: a BPF program on a tracepoint or uprobe event runs on every CPU (as libbpf does).
+  // pid -1, cpu 0: a BPF program on a tracepoint or uprobe event runs on every CPU (as libbpf
+  // does).
   int pfd = static_cast<int>(syscall(SYS_perf_event_open, attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC));
   if (pfd < 0) return fmt::format("perf_event_open({}): {}", what, std::strerror(errno));
-  if (ioctl(pfd, PERF_EVENT_IOC_SET_BPF, prog_fd) != 0 || ioctl(pfd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
+  if (ioctl(pfd, PERF_EVENT_IOC_SET_BPF, prog_fd) != 0 ||
+      ioctl(pfd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
     int e = errno;
     close(pfd);
     return fmt::format("attaching the empty program to {}: {}", what, std::strerror(e));

@@ -6,6 +6,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <toml++/toml.h>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -16,12 +17,11 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
-#include <toml++/toml.h>
 
 #include "bench_workload.hpp"
 #include "empty_probe.hpp"
-#include "loupe/session.hpp"
 #include "kernel/probe_stats.hpp"
+#include "loupe/session.hpp"
 #include "plugins/profile.hpp"
 
 namespace loupe {
@@ -72,7 +72,8 @@ Timed under_session(const std::string& profile_text, const BenchOptions& opts, W
     out.result = session.run();
     done = true;
   });
-  while (!done.load() && running_f.wait_for(std::chrono::milliseconds(10)) != std::future_status::ready) {
+  while (!done.load() &&
+         running_f.wait_for(std::chrono::milliseconds(10)) != std::future_status::ready) {
   }
   if (running_f.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
     out.ns_per_iteration = work();
@@ -86,8 +87,10 @@ Timed under_session(const std::string& profile_text, const BenchOptions& opts, W
 
 struct Plan {
   std::unique_ptr<BenchLoop> loop;
-  std::vector<std::string> hooks;  // where the empty programs go: category:name, raw_tp:NAME, uprobe:FILE+0xOFF
-  std::set<std::string> targets;   // the profiler's link targets the loop fires, once per iteration each
+  std::vector<std::string>
+      hooks;  // where the empty programs go: category:name, raw_tp:NAME, uprobe:FILE+0xOFF
+  std::set<std::string>
+      targets;  // the profiler's link targets the loop fires, once per iteration each
 };
 
 // What drives one probe: which kind of loop, which member of it (the syscall, function or
@@ -142,11 +145,14 @@ std::optional<Driver> driver_for(const std::string& target, std::string* why) {
   }
   const bool raw = target.rfind("raw_tp:", 0) == 0;
   if (!raw && target.rfind("tracepoint:", 0) != 0) {
-    *why = "no built-in loop fires this kind of probe (syscall and block tracepoints, libc uprobes)";
+    *why =
+        "no built-in loop fires this kind of probe (syscall and block tracepoints, libc uprobes)";
     return std::nullopt;
   }
   std::string name = target.substr(target.find(':') + 1);
-  auto hook = [&](const char* category) { return raw ? target : std::string(category) + ":" + name; };
+  auto hook = [&](const char* category) {
+    return raw ? target : std::string(category) + ":" + name;
+  };
   if (name == "sys_enter" || name == "sys_exit") return Driver{"syscall", "", hook("raw_syscalls")};
   for (std::string_view prefix : {"sys_enter_", "sys_exit_"})
     if (!raw && name.rfind(prefix, 0) == 0) {
@@ -159,7 +165,9 @@ std::optional<Driver> driver_for(const std::string& target, std::string* why) {
     }
   if (name == "block_rq_insert" || name == "block_rq_issue" || name == "block_rq_complete")
     return Driver{"block I/O", name, hook("block")};
-  *why = "no built-in loop fires this tracepoint deterministically (syscall and block tracepoints, libc uprobes)";
+  *why =
+      "no built-in loop fires this tracepoint deterministically (syscall and block tracepoints, "
+      "libc uprobes)";
   return std::nullopt;
 }
 
@@ -167,7 +175,8 @@ void plan_workloads(BenchProfiler& prof, std::vector<Plan>& plans) {
   std::map<std::string, Driver> drivers;  // target → driver
   std::vector<std::unique_ptr<BenchLoop>> loops;
   auto have_loop = [&](const std::string& name) {
-    return std::any_of(loops.begin(), loops.end(), [&](const auto& l) { return l->name() == name; });
+    return std::any_of(loops.begin(), loops.end(),
+                       [&](const auto& l) { return l->name() == name; });
   };
   bool raw_syscalls = false;
   for (const auto& p : prof.probes) {
@@ -178,8 +187,10 @@ void plan_workloads(BenchProfiler& prof, std::vector<Plan>& plans) {
       continue;
     }
     std::unique_ptr<BenchLoop> loop;
-    if (d->kind == "user call") loop = UserCallWorkload::calling(d->member);
-    else if (d->kind == "syscall" && !d->member.empty()) loop = SyscallWorkload::find(d->member);
+    if (d->kind == "user call")
+      loop = UserCallWorkload::calling(d->member);
+    else if (d->kind == "syscall" && !d->member.empty())
+      loop = SyscallWorkload::find(d->member);
     else if (d->kind == "block I/O" && !have_loop("O_DIRECT 4 KiB read")) {
       loop = BlockReadWorkload::create(&why);
       if (!loop) {
@@ -216,7 +227,8 @@ void plan_workloads(BenchProfiler& prof, std::vector<Plan>& plans) {
 // Σ over the profiler's programs linked to the plan's targets of mean ns per run × the
 // targets each is linked to (one program shared by several hooks runs once per hook and
 // iteration), and the programs' runs.
-std::pair<double, double> program_cost(const std::vector<ProgramStats>& stats, const std::set<std::string>& targets) {
+std::pair<double, double> program_cost(const std::vector<ProgramStats>& stats,
+                                       const std::set<std::string>& targets) {
   std::map<std::uint32_t, std::pair<double, std::set<std::string>>> by_prog;  // avg ns, targets
   std::map<std::uint32_t, double> runs;
   for (const auto& s : stats) {
@@ -265,14 +277,16 @@ void bench_workload(const Plan& plan, const std::string& profile_text, const Ben
           ProgramStats after = empty_probe.stats();
           empty_probe.detach();
           double r = static_cast<double>(after.run_cnt - before.run_cnt);
-          double per_run = r > 0 ? static_cast<double>(after.run_time_ns - before.run_time_ns) / r : 0;
+          double per_run =
+              r > 0 ? static_cast<double>(after.run_time_ns - before.run_time_ns) / r : 0;
           empty_bpf.push_back(per_run * static_cast<double>(plan.hooks.size()));
           break;
         }
         case 2: {
           Timed t = under_session(profile_text, opts, loop);
           if (t.result.code != ExitCode::kOk || t.ns_per_iteration == 0)
-            throw std::runtime_error(fmt::format("the profiler's session failed: {}", t.result.error));
+            throw std::runtime_error(
+                fmt::format("the profiler's session failed: {}", t.result.error));
           t_loupe = t.ns_per_iteration;
           auto [ns, r] = program_cost(t.result.probe_stats, plan.targets);
           bpf.push_back(ns);
@@ -297,7 +311,9 @@ void bench_workload(const Plan& plan, const std::string& profile_text, const Ben
   out.runs_per_iteration = spread(runs);
 }
 
-nlohmann::json spread_json(const Spread& s) { return {{"min", s.min}, {"median", s.median}, {"max", s.max}}; }
+nlohmann::json spread_json(const Spread& s) {
+  return {{"min", s.min}, {"median", s.median}, {"max", s.max}};
+}
 
 }  // namespace
 
@@ -356,38 +372,40 @@ std::string BenchReport::json() const {
     for (const auto& s : p.probes)
       probes.push_back({{"probe", s.probe}, {"program", s.program}, {"target", s.target}});
     for (const auto& w : p.workloads)
-      workloads.push_back({{"loop", w.loop},
-                           {"kind", w.kind},
-                           {"hooks", w.hooks},
-                           {"iterations", w.iterations},
-                           {"ns_per_iteration",
-                            {{"none", spread_json(w.none_ns)},
-                             {"empty_program", spread_json(w.empty_ns)},
-                             {"loupe", spread_json(w.loupe_ns)}}},
-                           {"added_ns_per_iteration",
-                            {{"vs_none", spread_json(w.added_vs_none_ns)},
-                             {"vs_empty_program", spread_json(w.added_vs_empty_ns)}}},
-                           {"bpf_stats_ns_per_iteration",
-                            {{"loupe", spread_json(w.bpf_ns)}, {"empty_program", spread_json(w.empty_bpf_ns)}}},
-                           {"program_runs_per_iteration", spread_json(w.runs_per_iteration)}});
+      workloads.push_back(
+          {{"loop", w.loop},
+           {"kind", w.kind},
+           {"hooks", w.hooks},
+           {"iterations", w.iterations},
+           {"ns_per_iteration",
+            {{"none", spread_json(w.none_ns)},
+             {"empty_program", spread_json(w.empty_ns)},
+             {"loupe", spread_json(w.loupe_ns)}}},
+           {"added_ns_per_iteration",
+            {{"vs_none", spread_json(w.added_vs_none_ns)},
+             {"vs_empty_program", spread_json(w.added_vs_empty_ns)}}},
+           {"bpf_stats_ns_per_iteration",
+            {{"loupe", spread_json(w.bpf_ns)}, {"empty_program", spread_json(w.empty_bpf_ns)}}},
+           {"program_runs_per_iteration", spread_json(w.runs_per_iteration)}});
     for (const auto& s : p.skipped)
       skipped.push_back({{"probe", s.probe}, {"target", s.target}, {"reason", s.reason}});
-    nlohmann::json j{{"instance", p.instance}, {"probes", probes}, {"workloads", workloads}, {"skipped", skipped}};
+    nlohmann::json j{{"instance", p.instance},
+                     {"probes", probes},
+                     {"workloads", workloads},
+                     {"skipped", skipped}};
     if (!p.error.empty()) j["error"] = p.error;
     profs.push_back(j);
   }
-  return nlohmann::json{{"schema", "loupe.bench/2"},
-                        {"profile", profile},
-                        {"reps", reps},
-                        {"cpus", cpus},
-                        {"kernel", kernel},
-                        {"profilers", profs}}
-             .dump(2);
+  return nlohmann::json{
+      {"schema", "loupe.bench/2"}, {"profile", profile}, {"reps", reps}, {"cpus", cpus},
+      {"kernel", kernel},          {"profilers", profs}}
+      .dump(2);
 }
 
 std::string BenchReport::text() const {
-  std::string out = fmt::format("loupe bench {} ({} reps, kernel {}, {} CPUs); ns per loop iteration, min / median / max\n",
-                                profile, reps, kernel, cpus);
+  std::string out = fmt::format(
+      "loupe bench {} ({} reps, kernel {}, {} CPUs); ns per loop iteration, min / median / max\n",
+      profile, reps, kernel, cpus);
   auto row = [&](const char* what, const Spread& s) {
     out += fmt::format("    {:<34} {:>9.1f} {:>9.1f} {:>9.1f}\n", what, s.min, s.median, s.max);
   };
@@ -397,7 +415,8 @@ std::string BenchReport::text() const {
     for (const auto& w : p.workloads) {
       std::string hooks;
       for (const auto& t : w.hooks) hooks += (hooks.empty() ? "" : ", ") + t;
-      out += fmt::format("  {} loop ({}), {} iterations; fires {}\n", w.loop, w.kind, w.iterations, hooks);
+      out += fmt::format("  {} loop ({}), {} iterations; fires {}\n", w.loop, w.kind, w.iterations,
+                         hooks);
       row("no probe", w.none_ns);
       row("empty program on the same hooks", w.empty_ns);
       row("loupe session", w.loupe_ns);
@@ -408,7 +427,8 @@ std::string BenchReport::text() const {
       row("program runs per iteration", w.runs_per_iteration);
     }
     for (const auto& s : p.skipped)
-      out += fmt::format("  skipped {} ({}): {}\n", s.probe, s.target.empty() ? "-" : s.target, s.reason);
+      out += fmt::format("  skipped {} ({}): {}\n", s.probe, s.target.empty() ? "-" : s.target,
+                         s.reason);
   }
   return out;
 }

@@ -40,7 +40,8 @@ class BoundedQueue {
   // Empty optional on timeout, or when closed and drained.
   std::optional<T> pop(std::chrono::milliseconds timeout) {
     std::unique_lock lock(mu_);
-    if (!cv_.wait_for(lock, timeout, [&] { return !items_.empty() || closed_; })) return std::nullopt;
+    if (!cv_.wait_for(lock, timeout, [&] { return !items_.empty() || closed_; }))
+      return std::nullopt;
     if (items_.empty()) return std::nullopt;
     T item = std::move(items_.front());
     items_.pop_front();

@@ -31,7 +31,8 @@ class ByteQueue {
 
   // `bytes` is rounded up to a power of two; `max_records` bounds the depth as well.
   ByteQueue(std::size_t bytes, std::size_t max_records)
-      : cap_(round_pow2(bytes < 4096 ? 4096 : bytes)), max_records_(max_records ? max_records : SIZE_MAX),
+      : cap_(round_pow2(bytes < 4096 ? 4096 : bytes)),
+        max_records_(max_records ? max_records : SIZE_MAX),
         buf_(new std::uint8_t[cap_]) {}
 
   // Producer. False when there is no room (caller counts); never blocks.
@@ -41,7 +42,8 @@ class ByteQueue {
     std::uint64_t head = head_.load(std::memory_order_relaxed);
     // The consumer's position is re-read only when the cached one says "full": one shared
     // cache line touched per batch, not per record.
-    if (pushed_ - popped_cache_ >= max_records_) popped_cache_ = popped_.load(std::memory_order_acquire);
+    if (pushed_ - popped_cache_ >= max_records_)
+      popped_cache_ = popped_.load(std::memory_order_acquire);
     if (pushed_ - popped_cache_ >= max_records_) return false;
     std::size_t off = head & (cap_ - 1);
     std::size_t pad = cap_ - off < need ? cap_ - off : 0;  // wrap: skip the end of the arena
@@ -100,7 +102,8 @@ class ByteQueue {
     return true;
   }
   void release(const Slot& s) {
-    tail_.store(tail_.load(std::memory_order_relaxed) + kHdr + align8(s.len), std::memory_order_release);
+    tail_.store(tail_.load(std::memory_order_relaxed) + kHdr + align8(s.len),
+                std::memory_order_release);
     popped_.store(popped_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   }
 
@@ -116,7 +119,9 @@ class ByteQueue {
     cv_.notify_all();
   }
 
-  bool empty() const { return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_acquire); }
+  bool empty() const {
+    return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_acquire);
+  }
   // Any thread: records queued now.
   std::size_t size() const {
     std::uint64_t popped = popped_.load(std::memory_order_acquire);
@@ -127,9 +132,12 @@ class ByteQueue {
   std::size_t capacity_bytes() const { return cap_; }
   // Fill level in [0, 1]: by bytes or by records, whichever is fuller.
   double fill() const {
-    double b = static_cast<double>(head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_relaxed)) /
+    double b = static_cast<double>(head_.load(std::memory_order_relaxed) -
+                                   tail_.load(std::memory_order_relaxed)) /
                static_cast<double>(cap_);
-    double r = max_records_ == SIZE_MAX ? 0 : static_cast<double>(size()) / static_cast<double>(max_records_);
+    double r = max_records_ == SIZE_MAX
+                   ? 0
+                   : static_cast<double>(size()) / static_cast<double>(max_records_);
     return b > r ? b : r;
   }
 
@@ -172,7 +180,7 @@ class ByteQueue {
   alignas(64) std::atomic<std::uint64_t> tail_{0};
   std::atomic<std::uint64_t> popped_{0};
   std::uint64_t head_cache_ = 0;
-  alignas(64)   std::atomic<bool> sleeping_{false};
+  alignas(64) std::atomic<bool> sleeping_{false};
   std::mutex mu_;
   std::condition_variable cv_;
 };

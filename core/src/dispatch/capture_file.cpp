@@ -25,9 +25,12 @@ void put_str(std::FILE* f, const std::string& s) {
 
 }  // namespace
 
-CaptureWriter::CaptureWriter(const std::string& path, const std::vector<CaptureRing>& rings) : path_(path) {
+CaptureWriter::CaptureWriter(const std::string& path, const std::vector<CaptureRing>& rings)
+    : path_(path) {
   f_ = std::fopen(path.c_str(), "wb");
-  if (!f_) throw std::runtime_error(fmt::format("cannot create capture file {}: {}", path, std::strerror(errno)));
+  if (!f_)
+    throw std::runtime_error(
+        fmt::format("cannot create capture file {}: {}", path, std::strerror(errno)));
   std::setvbuf(f_, nullptr, _IOFBF, 1 << 20);
   std::fwrite(kMagic, 1, sizeof(kMagic), f_);
   put(f_, kFormatVersion);
@@ -42,9 +45,12 @@ CaptureWriter::CaptureWriter(const std::string& path, const std::vector<CaptureR
   }
 }
 
-CaptureWriter::~CaptureWriter() { close(); }
+CaptureWriter::~CaptureWriter() {
+  close();
+}
 
-void CaptureWriter::append(std::uint32_t ring, const void* data, std::uint32_t len, std::uint64_t read_ns) {
+void CaptureWriter::append(std::uint32_t ring, const void* data, std::uint32_t len,
+                           std::uint64_t read_ns) {
   if (!f_ || failed_) return;
   put(f_, ring);
   put(f_, len);
@@ -63,15 +69,20 @@ std::string CaptureWriter::close() {
 
 CaptureReader::CaptureReader(const std::string& path) : path_(path) {
   f_ = std::fopen(path.c_str(), "rb");
-  if (!f_) throw std::runtime_error(fmt::format("cannot open capture file {}: {}", path, std::strerror(errno)));
+  if (!f_)
+    throw std::runtime_error(
+        fmt::format("cannot open capture file {}: {}", path, std::strerror(errno)));
   auto bad = [&](const std::string& why) {
     return std::runtime_error(fmt::format("{}: not a usable loupe capture: {}", path, why));
   };
   char magic[8];
   std::uint32_t version = 0, n = 0;
-  if (std::fread(magic, 1, 8, f_) != 8 || std::memcmp(magic, kMagic, 8) != 0) throw bad("bad magic");
-  if (std::fread(&version, 4, 1, f_) != 1 || std::fread(&n, 4, 1, f_) != 1) throw bad("truncated header");
-  if (version != kFormatVersion) throw bad(fmt::format("format version {}, this loupe reads {}", version, kFormatVersion));
+  if (std::fread(magic, 1, 8, f_) != 8 || std::memcmp(magic, kMagic, 8) != 0)
+    throw bad("bad magic");
+  if (std::fread(&version, 4, 1, f_) != 1 || std::fread(&n, 4, 1, f_) != 1)
+    throw bad("truncated header");
+  if (version != kFormatVersion)
+    throw bad(fmt::format("format version {}, this loupe reads {}", version, kFormatVersion));
   if (n > 4096) throw bad(fmt::format("{} rings in the header", n));
   auto get_str = [&](std::string* s) {
     std::uint16_t len = 0;
@@ -100,8 +111,10 @@ bool CaptureReader::next(Record* out) {
   if (std::fread(&len, 4, 1, f_) != 1 || std::fread(&out->read_ns, 8, 1, f_) != 1)
     throw std::runtime_error(fmt::format("{}: record {} truncated", path_, index_));
   if (ring >= rings_.size())
-    throw std::runtime_error(fmt::format("{}: record {} names ring {} of {}", path_, index_, ring, rings_.size()));
-  if (len > kMaxRecord) throw std::runtime_error(fmt::format("{}: record {} claims {} bytes", path_, index_, len));
+    throw std::runtime_error(
+        fmt::format("{}: record {} names ring {} of {}", path_, index_, ring, rings_.size()));
+  if (len > kMaxRecord)
+    throw std::runtime_error(fmt::format("{}: record {} claims {} bytes", path_, index_, len));
   out->ring = ring;
   out->bytes.resize(len);
   if (len && std::fread(out->bytes.data(), 1, len, f_) != len)

@@ -6,8 +6,8 @@
 
 namespace loupe {
 
-std::vector<loupe_percentile> compute_percentiles(const loupe_bucket* buckets, std::uint32_t n, std::uint64_t min,
-                                                  std::uint64_t max) {
+std::vector<loupe_percentile> compute_percentiles(const loupe_bucket* buckets, std::uint32_t n,
+                                                  std::uint64_t min, std::uint64_t max) {
   static constexpr double kQuantiles[] = {0.5, 0.9, 0.95, 0.99, 0.999};
   std::uint64_t total = 0;
   for (std::uint32_t i = 0; i < n; ++i) total += buckets[i].count;
@@ -53,22 +53,27 @@ std::string check_record(const loupe_record& rec) {
   switch (rec.kind) {
     case LOUPE_RECORD_HISTOGRAM:
       if (!rec.histogram) return "histogram record without histogram payload";
-      if (rec.histogram->n_buckets && !rec.histogram->buckets) return "histogram declares buckets but the array is NULL";
+      if (rec.histogram->n_buckets && !rec.histogram->buckets)
+        return "histogram declares buckets but the array is NULL";
       return {};
     case LOUPE_RECORD_STACK_SAMPLE:
       if (!rec.stack) return "stack record without stack payload";
-      if ((rec.stack->n_frames && !rec.stack->frames) || (rec.stack->n_values && !rec.stack->values))
+      if ((rec.stack->n_frames && !rec.stack->frames) ||
+          (rec.stack->n_values && !rec.stack->values))
         return "stack record with NULL frames/values";
       return {};
     case LOUPE_RECORD_EVENT:
       if (!rec.event) return "event record without event payload";
-      if ((rec.event->n_fields && !rec.event->fields) || (rec.event->n_frames && !rec.event->frames))
+      if ((rec.event->n_fields && !rec.event->fields) ||
+          (rec.event->n_frames && !rec.event->frames))
         return "event record with NULL fields/frames";
       for (std::uint32_t i = 0; i < rec.event->n_fields; ++i)
         if (!rec.event->fields[i].key) return "event field without a key";
       return {};
-    case LOUPE_RECORD_METRIC: return rec.metric ? std::string() : "metric record without metric payload";
-    case LOUPE_RECORD_HEALTH: return rec.health ? std::string() : "health record without health payload";
+    case LOUPE_RECORD_METRIC:
+      return rec.metric ? std::string() : "metric record without metric payload";
+    case LOUPE_RECORD_HEALTH:
+      return rec.health ? std::string() : "health record without health payload";
     default: return "unknown record kind " + std::to_string(rec.kind);
   }
 }
@@ -88,8 +93,8 @@ void OwnedRecord::copy_frames(const loupe_frame* frames, std::uint32_t n) {
   }
 }
 
-OwnedRecord::OwnedRecord(const loupe_record& src, const std::string& plugin, std::uint64_t window_start_ns,
-                         std::uint64_t window_end_ns) {
+OwnedRecord::OwnedRecord(const loupe_record& src, const std::string& plugin,
+                         std::uint64_t window_start_ns, std::uint64_t window_end_ns) {
   rec_.size = sizeof(rec_);
   rec_.kind = src.kind;
   rec_.plugin = keep(plugin.c_str());
@@ -98,7 +103,8 @@ OwnedRecord::OwnedRecord(const loupe_record& src, const std::string& plugin, std
   rec_.window_start_ns = src.window_start_ns ? src.window_start_ns : window_start_ns;
   rec_.window_end_ns = src.window_end_ns ? src.window_end_ns : window_end_ns;
   labels_.reserve(src.n_labels);
-  for (std::uint32_t i = 0; i < src.n_labels; ++i) labels_.push_back({keep(src.labels[i].key), keep(src.labels[i].value)});
+  for (std::uint32_t i = 0; i < src.n_labels; ++i)
+    labels_.push_back({keep(src.labels[i].key), keep(src.labels[i].value)});
   rec_.labels = labels_.data();
   rec_.n_labels = src.n_labels;
 
@@ -106,7 +112,8 @@ OwnedRecord::OwnedRecord(const loupe_record& src, const std::string& plugin, std
     case LOUPE_RECORD_HISTOGRAM: {
       const loupe_histogram& h = *src.histogram;
       buckets_.assign(h.buckets, h.buckets + h.n_buckets);
-      std::sort(buckets_.begin(), buckets_.end(), [](const auto& a, const auto& b) { return a.lower < b.lower; });
+      std::sort(buckets_.begin(), buckets_.end(),
+                [](const auto& a, const auto& b) { return a.lower < b.lower; });
       hist_ = h;
       hist_.size = sizeof(hist_);
       hist_.unit = keep(h.unit ? h.unit : "");
@@ -135,7 +142,8 @@ OwnedRecord::OwnedRecord(const loupe_record& src, const std::string& plugin, std
         fields_.push_back(f);
       }
       copy_frames(e.frames, e.n_frames);
-      event_ = {sizeof(event_), e.n_fields, e.timestamp_ns, fields_.data(), frames_.data(), e.n_frames};
+      event_ = {sizeof(event_), e.n_fields,     e.timestamp_ns,
+                fields_.data(), frames_.data(), e.n_frames};
       rec_.event = &event_;
       break;
     }

@@ -48,8 +48,8 @@ using RecordPtr = std::shared_ptr<const OwnedRecord>;
 
 // p50..p99.9 from bucket bounds: the value interpolates linearly inside the bucket that
 // holds the rank, clamped to [min, max]; [lower, upper) is that bucket: the error bound.
-std::vector<loupe_percentile> compute_percentiles(const loupe_bucket* buckets, std::uint32_t n, std::uint64_t min,
-                                                  std::uint64_t max);
+std::vector<loupe_percentile> compute_percentiles(const loupe_bucket* buckets, std::uint32_t n,
+                                                  std::uint64_t min, std::uint64_t max);
 
 // Returns an error text when `rec` is not a well-formed record (kind without payload,
 // NULL name, ...), else empty.

@@ -23,7 +23,8 @@ constexpr std::uint64_t kDelaySample = 16;  // power of two
 std::uint64_t mono_ns() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
+         static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
 std::uint64_t read_percpu_sum(int fd) {
@@ -38,7 +39,9 @@ std::uint64_t read_percpu_sum(int fd) {
 }
 
 // Counters with one writer thread: a plain load + store, no locked instruction.
-void bump(std::atomic<std::uint64_t>& c) { c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+void bump(std::atomic<std::uint64_t>& c) {
+  c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
 
 void store_max(std::atomic<std::uint64_t>& slot, std::uint64_t v) {
   std::uint64_t prev = slot.load(std::memory_order_relaxed);
@@ -54,14 +57,15 @@ struct RingDispatcher::Ring {
   std::string plugin;
   std::string name;
   loupe_ring_spec spec;
-  ring_buffer* rb = nullptr;  // one per ring, so batches are bounded per ring
-  std::size_t batch = 0;      // records taken this round (reader thread)
-  std::uint64_t round_ns = 0; // when this round started: the read time of its records
+  ring_buffer* rb = nullptr;   // one per ring, so batches are bounded per ring
+  std::size_t batch = 0;       // records taken this round (reader thread)
+  std::uint64_t round_ns = 0;  // when this round started: the read time of its records
   // Written by the reader (or the replay feeder) only...
-  alignas(64) std::atomic<std::uint64_t> received{0}, malformed{0}, dropped{0}, coalesced{0}, count_only{0};
+  alignas(64) std::atomic<std::uint64_t> received{0}, malformed{0}, dropped{0}, coalesced{0},
+      count_only{0};
   // ...and by the worker only: separate cache lines, so the two threads never share one.
-  alignas(64) std::atomic<std::uint64_t> decode_errors{0}, decoded{0}, abandoned{0}, max_delay_ns{0},
-      delay_sum_ns{0}, delay_samples{0};
+  alignas(64) std::atomic<std::uint64_t> decode_errors{0}, decoded{0}, abandoned{0},
+      max_delay_ns{0}, delay_sum_ns{0}, delay_samples{0};
   std::uint64_t delay_samples_seen = 0;
   std::atomic<bool> count_only_active{false};
   std::atomic<std::uint32_t> divisor{1};
@@ -76,7 +80,9 @@ struct RingDispatcher::Ring {
 };
 
 RingDispatcher::RingDispatcher() : RingDispatcher(Options{}) {}
-RingDispatcher::RingDispatcher(Options opts) { configure(opts); }
+RingDispatcher::RingDispatcher(Options opts) {
+  configure(opts);
+}
 
 RingDispatcher::~RingDispatcher() {
   stop(std::chrono::steady_clock::now());
@@ -92,7 +98,8 @@ void RingDispatcher::configure(const Options& opts) {
   queue_ = std::make_unique<ByteQueue>(opts_.queue_bytes, opts_.queue_capacity);
 }
 
-const char* RingDispatcher::check_header(const loupe_ring_spec& spec, const void* data, std::size_t len) {
+const char* RingDispatcher::check_header(const loupe_ring_spec& spec, const void* data,
+                                         std::size_t len) {
   if (len < sizeof(loupe_ring_header)) return "shorter than the record header";
   loupe_ring_header h;
   std::memcpy(&h, data, sizeof(h));
@@ -105,14 +112,18 @@ const char* RingDispatcher::check_header(const loupe_ring_spec& spec, const void
 }
 
 std::string RingDispatcher::add_ring(const std::string& plugin, const loupe_ring_spec& spec) {
-  if (spec.size < offsetof(loupe_ring_spec, user) + sizeof(void*)) return "ring spec table truncated";
+  if (spec.size < offsetof(loupe_ring_spec, user) + sizeof(void*))
+    return "ring spec table truncated";
   if (started_) return "rings must be registered during start(), before the session runs";
   if (spec.map_fd < 0 && !opts_.replay) return "ring spec has no map_fd";
   if (!spec.decode) return "ring spec has no decode callback";
-  if (spec.min_len < sizeof(loupe_ring_header)) return "ring spec min_len is smaller than the record header";
+  if (spec.min_len < sizeof(loupe_ring_header))
+    return "ring spec min_len is smaller than the record header";
   if (spec.max_len && spec.max_len < spec.min_len) return "ring spec max_len < min_len";
-  if (spec.policy > LOUPE_BP_COUNT_ONLY) return fmt::format("ring spec policy {} is unknown", spec.policy);
-  if (spec.policy == LOUPE_BP_COALESCE && !spec.coalesce_key) return "COALESCE policy needs a coalesce_key callback";
+  if (spec.policy > LOUPE_BP_COUNT_ONLY)
+    return fmt::format("ring spec policy {} is unknown", spec.policy);
+  if (spec.policy == LOUPE_BP_COALESCE && !spec.coalesce_key)
+    return "COALESCE policy needs a coalesce_key callback";
   auto ring = std::make_unique<Ring>();
   ring->owner = this;
   ring->plugin = plugin;
@@ -122,19 +133,22 @@ std::string RingDispatcher::add_ring(const std::string& plugin, const loupe_ring
   if (ring->spec.policy == LOUPE_BP_DEFAULT) {
     // Samples and pairs are statistics: counting what is dropped keeps them honest. A
     // must-keep ring with a key keeps its keys' counts rather than nothing.
-    ring->spec.policy = spec.category == LOUPE_RING_MUST_KEEP && spec.coalesce_key ? LOUPE_BP_COALESCE
-                                                                                   : LOUPE_BP_DROP_NEWEST;
+    ring->spec.policy = spec.category == LOUPE_RING_MUST_KEEP && spec.coalesce_key
+                            ? LOUPE_BP_COALESCE
+                            : LOUPE_BP_DROP_NEWEST;
   }
   if (opts_.replay) {
     ring->spec.map_fd = ring->spec.lost_map_fd = ring->spec.divisor_map_fd = -1;
   } else {
     ring->rb = ring_buffer__new(spec.map_fd, &RingDispatcher::on_sample, ring.get(), nullptr);
-    if (!ring->rb) return fmt::format("cannot attach to ring '{}': {}", ring->name, std::strerror(errno));
+    if (!ring->rb)
+      return fmt::format("cannot attach to ring '{}': {}", ring->name, std::strerror(errno));
     if (epoll_fd_ < 0) epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.ptr = ring.get();
-    if (epoll_fd_ < 0 || epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, ring_buffer__epoll_fd(ring->rb), &ev) != 0) {
+    if (epoll_fd_ < 0 ||
+        epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, ring_buffer__epoll_fd(ring->rb), &ev) != 0) {
       std::string err = std::strerror(errno);
       ring_buffer__free(ring->rb);
       return fmt::format("cannot watch ring '{}': {}", ring->name, err);
@@ -146,10 +160,10 @@ std::string RingDispatcher::add_ring(const std::string& plugin, const loupe_ring
   return {};
 }
 
-void RingDispatcher::emit_event(const Ring& ring, const char* what, std::uint32_t old_div, std::uint32_t new_div,
-                                double ratio) {
-  spdlog::info("ring {}/{}: {} (divisor {} -> {}, loss {:.2f}%)", ring.plugin, ring.name, what, old_div, new_div,
-               ratio * 100);
+void RingDispatcher::emit_event(const Ring& ring, const char* what, std::uint32_t old_div,
+                                std::uint32_t new_div, double ratio) {
+  spdlog::info("ring {}/{}: {} (divisor {} -> {}, loss {:.2f}%)", ring.plugin, ring.name, what,
+               old_div, new_div, ratio * 100);
   if (on_event_) on_event_(DispatchEvent{ring.plugin, ring.name, what, old_div, new_div, ratio});
 }
 
@@ -169,13 +183,15 @@ void RingDispatcher::apply_policy(Ring& ring, const void* data, std::uint32_t le
     }
     case LOUPE_BP_COUNT_ONLY:
       bump(ring.count_only);
-      if (!ring.count_only_active.exchange(true)) emit_event(ring, "count_only_entered", ring.divisor, ring.divisor, 0);
+      if (!ring.count_only_active.exchange(true))
+        emit_event(ring, "count_only_entered", ring.divisor, ring.divisor, 0);
       return;
     default: bump(ring.dropped); return;
   }
 }
 
-void RingDispatcher::accept(Ring& ring, const void* data, std::uint32_t len, std::uint64_t read_ns) {
+void RingDispatcher::accept(Ring& ring, const void* data, std::uint32_t len,
+                            std::uint64_t read_ns) {
   bump(ring.received);
   if (check_header(ring.spec, data, len) != nullptr) {
     bump(ring.malformed);
@@ -203,7 +219,8 @@ int RingDispatcher::on_sample(void* ctx, void* data, std::size_t len) {
   return ++ring->batch >= self->opts_.batch_limit ? kBatchFull : 0;
 }
 
-void RingDispatcher::inject(std::size_t index, const void* data, std::uint32_t len, bool wait_for_room) {
+void RingDispatcher::inject(std::size_t index, const void* data, std::uint32_t len,
+                            bool wait_for_room) {
   Ring* ring = nullptr;
   {
     std::lock_guard lock(mu_);
@@ -236,7 +253,8 @@ void RingDispatcher::process(const ByteQueue::Slot& slot, bool abandon) {
   // as the rest of the hand-off. Records of one round share their read time anyway.
   if ((ring->delay_samples_seen++ & (kDelaySample - 1)) != 0) return;
   std::uint64_t delay = mono_ns() - slot.read_ns;
-  ring->delay_sum_ns.store(ring->delay_sum_ns.load(std::memory_order_relaxed) + delay, std::memory_order_relaxed);
+  ring->delay_sum_ns.store(ring->delay_sum_ns.load(std::memory_order_relaxed) + delay,
+                           std::memory_order_relaxed);
   bump(ring->delay_samples);
   store_max(ring->max_delay_ns, delay);
 }
@@ -244,7 +262,7 @@ void RingDispatcher::process(const ByteQueue::Slot& slot, bool abandon) {
 bool RingDispatcher::drain_round() {
   bool more = false;
   const std::uint64_t now = mono_ns();  // one clock read per round, not per record
-  for (auto& r : rings_) {  // the set is fixed once the reader runs
+  for (auto& r : rings_) {              // the set is fixed once the reader runs
     r->batch = 0;
     r->round_ns = now;
     int n = ring_buffer__consume(r->rb);
@@ -259,7 +277,8 @@ void RingDispatcher::feedback_tick() {
   for (auto& rp : rings_) {
     Ring& r = *rp;
     std::uint64_t kernel = r.lost_kernel();
-    std::uint64_t lost = kernel + r.dropped.load() + r.abandoned.load() + r.coalesced.load() + r.count_only.load();
+    std::uint64_t lost =
+        kernel + r.dropped.load() + r.abandoned.load() + r.coalesced.load() + r.count_only.load();
     std::uint64_t offered = r.received.load() + kernel;
     std::uint64_t d_lost = lost - r.fb_lost, d_offered = offered - r.fb_offered;
     r.fb_lost = lost;
@@ -279,7 +298,8 @@ void RingDispatcher::feedback_tick() {
     if (next == div) continue;
     std::uint32_t key = 0;
     if (bpf_map_update_elem(r.spec.divisor_map_fd, &key, &next, BPF_ANY) != 0) {
-      spdlog::warn("ring {}/{}: cannot set the sampling divisor: {}", r.plugin, r.name, std::strerror(errno));
+      spdlog::warn("ring {}/{}: cannot set the sampling divisor: {}", r.plugin, r.name,
+                   std::strerror(errno));
       continue;
     }
     r.divisor.store(next);
@@ -309,7 +329,8 @@ void RingDispatcher::reader_loop() {
 }
 
 void RingDispatcher::worker_loop() {
-  const auto idle = opts_.max_delivery_delay.count() > 0 ? opts_.max_delivery_delay : std::chrono::milliseconds(1);
+  const auto idle = opts_.max_delivery_delay.count() > 0 ? opts_.max_delivery_delay
+                                                         : std::chrono::milliseconds(1);
   for (;;) {
     ByteQueue::Slot slot;
     if (queue_->peek(&slot)) {
@@ -344,7 +365,8 @@ void RingDispatcher::stop(std::chrono::steady_clock::time_point deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   if (queue_->size() > 0) {
-    spdlog::warn("ring drain deadline passed with {} records queued; they are counted as dropped", queue_->size());
+    spdlog::warn("ring drain deadline passed with {} records queued; they are counted as dropped",
+                 queue_->size());
     abandon_.store(true);
   }
   stop_worker_.store(true, std::memory_order_release);
@@ -369,7 +391,8 @@ std::vector<RingStats> RingDispatcher::stats() const {
     s.count_only = r->count_only.load();
     s.decode_errors = r->decode_errors.load();
     s.decoded = r->decoded.load();
-    std::uint64_t done = s.malformed + s.dropped_queue + s.coalesced + s.count_only + s.decode_errors + s.decoded;
+    std::uint64_t done =
+        s.malformed + s.dropped_queue + s.coalesced + s.count_only + s.decode_errors + s.decoded;
     s.queued = s.received > done ? s.received - done : 0;
     s.queue_high_water = queue_->high_water();
     s.max_delay_ns = r->max_delay_ns.load();
@@ -403,7 +426,8 @@ std::vector<CaptureRing> RingDispatcher::ring_table() const {
   std::lock_guard lock(mu_);
   std::vector<CaptureRing> out;
   for (const auto& r : rings_)
-    out.push_back({r->plugin, r->name, r->spec.record_type, r->spec.record_version, r->spec.min_len, r->spec.max_len});
+    out.push_back({r->plugin, r->name, r->spec.record_type, r->spec.record_version, r->spec.min_len,
+                   r->spec.max_len});
   return out;
 }
 

@@ -24,8 +24,8 @@
 #include <thread>
 #include <vector>
 
-#include "dispatch/capture_file.hpp"
 #include "dispatch/byte_queue.hpp"
+#include "dispatch/capture_file.hpp"
 #include "loupe/abi/host.h"
 
 namespace loupe {
@@ -37,16 +37,17 @@ struct RingStats {
   bool lost_kernel_known = false;  // false when the plugin gave no lost_map_fd
   std::uint64_t received = 0;      // records read from the ring
   std::uint64_t malformed = 0;     // failed the header checks
-  std::uint64_t dropped_queue = 0; // queue full (drop newest), or still queued at the drain deadline
-  std::uint64_t coalesced = 0;     // queue full, merged into per-key counts
-  std::uint64_t count_only = 0;    // counted while the ring was degraded to count-only
-  std::uint64_t decode_errors = 0; // plugin decode returned an error
-  std::uint64_t decoded = 0;       // plugin decode succeeded
-  std::uint64_t queued = 0;        // in the queue now (0 after stop())
+  std::uint64_t dropped_queue =
+      0;                         // queue full (drop newest), or still queued at the drain deadline
+  std::uint64_t coalesced = 0;   // queue full, merged into per-key counts
+  std::uint64_t count_only = 0;  // counted while the ring was degraded to count-only
+  std::uint64_t decode_errors = 0;  // plugin decode returned an error
+  std::uint64_t decoded = 0;        // plugin decode succeeded
+  std::uint64_t queued = 0;         // in the queue now (0 after stop())
   std::uint64_t queue_high_water = 0;
   std::uint64_t max_delay_ns = 0;  // read -> decode done, worst of the sampled records (1 in 16)
   std::uint64_t mean_delay_ns = 0;
-  std::uint32_t divisor = 1;       // current in-kernel sampling divisor (1 = everything)
+  std::uint32_t divisor = 1;  // current in-kernel sampling divisor (1 = everything)
   std::uint64_t coalesced_keys = 0;
   // produced = lost_kernel + received; received = malformed + dropped_queue + coalesced
   //            + count_only + decode_errors + decoded + queued.
@@ -80,7 +81,7 @@ class RingDispatcher {
     std::size_t queue_bytes = 16u << 20;               // preallocated once
     std::size_t batch_limit = 4096;                    // records per ring per round
     std::chrono::milliseconds feedback_period{250};
-    double raise_loss_ratio = 0.01;   // losses / offered over one period that raise the divisor
+    double raise_loss_ratio = 0.01;     // losses / offered over one period that raise the divisor
     int lower_after_clean_periods = 8;  // loss-free periods before halving it
     std::uint32_t max_divisor = 1024;
     double count_only_resume_fill = 0.25;  // leave count-only once the queue is this empty
@@ -98,7 +99,9 @@ class RingDispatcher {
   void configure(const Options& opts);
   const Options& options() const { return opts_; }
   // Called on the reader thread; must not block for long.
-  void set_event_handler(std::function<void(const DispatchEvent&)> fn) { on_event_ = std::move(fn); }
+  void set_event_handler(std::function<void(const DispatchEvent&)> fn) {
+    on_event_ = std::move(fn);
+  }
   // Every record read is also appended here (raw, before checks). Before start(); borrowed.
   void set_capture(CaptureWriter* w) { capture_ = w; }
 
@@ -133,7 +136,8 @@ class RingDispatcher {
   void reader_loop();
   void worker_loop();
   void process(const ByteQueue::Slot& slot, bool abandon);
-  void emit_event(const Ring& ring, const char* what, std::uint32_t old_div, std::uint32_t new_div, double ratio);
+  void emit_event(const Ring& ring, const char* what, std::uint32_t old_div, std::uint32_t new_div,
+                  double ratio);
 
   Options opts_;
   mutable std::mutex mu_;

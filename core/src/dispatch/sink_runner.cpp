@@ -5,11 +5,16 @@
 
 namespace loupe {
 
-SinkRunner::SinkRunner(PluginInstance& sink, std::size_t capacity) : sink_(sink), queue_(capacity) {}
+SinkRunner::SinkRunner(PluginInstance& sink, std::size_t capacity)
+    : sink_(sink), queue_(capacity) {}
 
-SinkRunner::~SinkRunner() { stop(); }
+SinkRunner::~SinkRunner() {
+  stop();
+}
 
-void SinkRunner::start() { thread_ = std::thread([this] { run(); }); }
+void SinkRunner::start() {
+  thread_ = std::thread([this] { run(); });
+}
 
 bool SinkRunner::offer(const RecordPtr& rec) {
   if (disabled_.load(std::memory_order_relaxed) || !queue_.try_push(rec)) {
@@ -72,8 +77,8 @@ void SinkRunner::run() {
     }
     if (++consecutive_failures >= kMaxConsecutiveFailures) {
       disabled_ = true;
-      spdlog::error("sink '{}' disabled after {} consecutive failures: {}", sink_.name(), consecutive_failures,
-                    sink_.last_error());
+      spdlog::error("sink '{}' disabled after {} consecutive failures: {}", sink_.name(),
+                    consecutive_failures, sink_.last_error());
     } else if (consecutive_failures == 1) {
       spdlog::warn("sink '{}' failed to consume a record: {}", sink_.name(), sink_.last_error());
     }

@@ -3,9 +3,9 @@
 
 #include <bpf/libbpf.h>
 #include <fcntl.h>
-#include <unistd.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdarg>
@@ -19,7 +19,8 @@ namespace {
 int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list args) {
   char buf[1024];
   int n = std::vsnprintf(buf, sizeof(buf), fmt, args);
-  std::string_view s(buf, n > 0 ? std::min<std::size_t>(static_cast<std::size_t>(n), sizeof(buf) - 1) : 0);
+  std::string_view s(
+      buf, n > 0 ? std::min<std::size_t>(static_cast<std::size_t>(n), sizeof(buf) - 1) : 0);
   while (!s.empty() && s.back() == '\n') s.remove_suffix(1);
   // libbpf's warnings repeat the verifier log we already summarize: keep them at debug.
   if (level == LIBBPF_WARN)
@@ -71,8 +72,9 @@ std::string load_with_verifier_log(bpf_object* obj, std::size_t tail_lines) {
   if (err) {
     for (auto& b : bufs) {
       if (bpf_program__fd(b.prog) >= 0 || b.data[0] == '\0') continue;
-      report += fmt::format("program '{}' ({}) rejected by the verifier:\n{}", bpf_program__name(b.prog),
-                            bpf_program__section_name(b.prog), tail(b.data.get(), tail_lines));
+      report +=
+          fmt::format("program '{}' ({}) rejected by the verifier:\n{}", bpf_program__name(b.prog),
+                      bpf_program__section_name(b.prog), tail(b.data.get(), tail_lines));
     }
     if (report.empty()) report = fmt::format("bpf_object__load failed: {}", std::strerror(-err));
   }
@@ -80,7 +82,8 @@ std::string load_with_verifier_log(bpf_object* obj, std::size_t tail_lines) {
   return report;
 }
 
-void LinkSet::add(const std::string& instance, const std::string& probe, bpf_program* prog, bpf_link* link, int err) {
+void LinkSet::add(const std::string& instance, const std::string& probe, bpf_program* prog,
+                  bpf_link* link, int err) {
   std::lock_guard lock(mu_);
   ProbeResult r{instance, probe, prog ? bpf_program__name(prog) : "", link != nullptr, ""};
   if (!link) r.error = err ? std::strerror(err < 0 ? -err : err) : "attach failed";
@@ -119,9 +122,9 @@ std::vector<ProbeResult> LinkSet::results() const {
 
 std::size_t LinkSet::attached_count(const std::string& instance) const {
   std::lock_guard lock(mu_);
-  return static_cast<std::size_t>(std::count_if(results_.begin(), results_.end(), [&](const ProbeResult& r) {
-    return r.instance == instance && r.attached;
-  }));
+  return static_cast<std::size_t>(
+      std::count_if(results_.begin(), results_.end(),
+                    [&](const ProbeResult& r) { return r.instance == instance && r.attached; }));
 }
 
 }  // namespace loupe

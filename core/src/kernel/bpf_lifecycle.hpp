@@ -35,7 +35,8 @@ struct ProbeResult {
 class LinkSet {
  public:
   ~LinkSet() { detach_all(); }
-  void add(const std::string& instance, const std::string& probe, bpf_program* prog, bpf_link* link, int err);
+  void add(const std::string& instance, const std::string& probe, bpf_program* prog, bpf_link* link,
+           int err);
   void detach_all();
   std::vector<ProbeResult> results() const;
   std::size_t attached_count(const std::string& instance) const;

@@ -68,7 +68,7 @@ std::optional<std::string> read_trimmed(const std::string& path) {
 }
 
 bool path_exists(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return ::stat(path.c_str(), &st) == 0;
 }
 
@@ -82,8 +82,11 @@ std::string join(const std::vector<std::string>& parts, const char* sep) {
 std::string privilege_hint(int err, const char* needed) {
   if (err != EPERM && err != EACCES) return "";
   auto missing = missing_capabilities();
-  if (!missing.empty()) return std::string(" (needs ") + needed + "; missing " + join(missing, ", ") + ")";
-  std::string hint = " though CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN are all effective: a kernel security policy refuses it";
+  if (!missing.empty())
+    return std::string(" (needs ") + needed + "; missing " + join(missing, ", ") + ")";
+  std::string hint =
+      " though CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN are all effective: a kernel security policy "
+      "refuses it";
   // securityfs shows the lockdown mode as "none [integrity] confidentiality" when mounted.
   if (auto lockdown = read_trimmed("/sys/kernel/security/lockdown")) {
     auto b = lockdown->find('['), e = lockdown->find(']');
@@ -140,7 +143,8 @@ LoadedProg load_probe_prog(bpf_prog_type type, bpf_attach_type expected = bpf_at
 
 UniqueFd perf_event_open(perf_event_attr* attr, pid_t pid, int cpu, int* err) {
   attr->size = sizeof(*attr);
-  int fd = static_cast<int>(::syscall(__NR_perf_event_open, attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+  int fd =
+      static_cast<int>(::syscall(__NR_perf_event_open, attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC));
   *err = fd < 0 ? errno : 0;
   return UniqueFd(fd);
 }
@@ -201,7 +205,7 @@ constexpr std::array<NamedCap, 3> kCaps = {{{"cap_bpf", "CAP_BPF", kCapBpf},
                                             {"cap_sys_admin", "CAP_SYS_ADMIN", kCapSysAdmin}}};
 
 bool is_mounted_as(const char* path, long magic) {
-  struct statfs st{};
+  struct statfs st {};
   return ::statfs(path, &st) == 0 && static_cast<long>(st.f_type) == magic;
 }
 
@@ -274,7 +278,8 @@ SelfEntry self_entry_point() {
   if (gelf_getehdr(elf, &ehdr) && elf_getphdrnum(elf, &phnum) == 0) {
     for (size_t i = 0; i < phnum && !found; ++i) {
       GElf_Phdr ph{};
-      if (!gelf_getphdr(elf, static_cast<int>(i), &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+      if (!gelf_getphdr(elf, static_cast<int>(i), &ph) || ph.p_type != PT_LOAD ||
+          !(ph.p_flags & PF_X))
         continue;
       if (ehdr.e_entry >= ph.p_vaddr && ehdr.e_entry < ph.p_vaddr + ph.p_filesz) {
         out.file_offset = ehdr.e_entry - ph.p_vaddr + ph.p_offset;
@@ -309,9 +314,9 @@ class detail::FeatureProbeContext {
   }
 
   struct BtfFacts {
-    std::string error;           // "" when vmlinux BTF parsed
+    std::string error;  // "" when vmlinux BTF parsed
     unsigned type_count = 0;
-    std::string func_name;       // a kernel function fentry/fexit can target
+    std::string func_name;  // a kernel function fentry/fexit can target
     int func_id = -1;
     int sys_enter_typedef = -1;  // btf_trace_sys_enter, the tp_btf target
   };
@@ -321,7 +326,8 @@ class detail::FeatureProbeContext {
     if (btf_) return *btf_;
     btf_.emplace();
     if (!path_exists(kVmlinuxBtfPath)) {
-      btf_->error = std::string(kVmlinuxBtfPath) + " absent: kernel built without CONFIG_DEBUG_INFO_BTF";
+      btf_->error =
+          std::string(kVmlinuxBtfPath) + " absent: kernel built without CONFIG_DEBUG_INFO_BTF";
       return *btf_;
     }
     struct btf* vmlinux = btf__load_vmlinux_btf();
@@ -338,7 +344,8 @@ class detail::FeatureProbeContext {
         break;
       }
     }
-    btf_->sys_enter_typedef = btf__find_by_name_kind(vmlinux, "btf_trace_sys_enter", BTF_KIND_TYPEDEF);
+    btf_->sys_enter_typedef =
+        btf__find_by_name_kind(vmlinux, "btf_trace_sys_enter", BTF_KIND_TYPEDEF);
     btf__free(vmlinux);
     return *btf_;
   }
@@ -387,7 +394,8 @@ FeatureResult probe_bpf_syscall() {
 FeatureResult probe_btf(Ctx& ctx) {
   const auto& facts = ctx.btf();
   if (!facts.error.empty()) return fail(facts.error);
-  return ok(std::string(kVmlinuxBtfPath) + " parses (" + std::to_string(facts.type_count) + " types)");
+  return ok(std::string(kVmlinuxBtfPath) + " parses (" + std::to_string(facts.type_count) +
+            " types)");
 }
 
 FeatureResult from_mount(const MountOutcome& m, const char* fs) {
@@ -415,10 +423,12 @@ FeatureResult probe_kprobe_legacy(const std::string& tracefs, const std::string&
   auto write_events = [&](const std::string& line) -> int {
     UniqueFd fd(::open(events.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC));
     if (!fd.valid()) return errno;
-    return ::write(fd.get(), line.data(), line.size()) == static_cast<ssize_t>(line.size()) ? 0 : errno;
+    return ::write(fd.get(), line.data(), line.size()) == static_cast<ssize_t>(line.size()) ? 0
+                                                                                            : errno;
   };
   if (int err = write_events(std::string(retprobe ? "r" : "p") + ":kprobes/" + event + " " + func))
-    return fail("kprobe PMU absent; adding " + func + " to " + events + " failed: " + errno_text(err));
+    return fail("kprobe PMU absent; adding " + func + " to " + events +
+                " failed: " + errno_text(err));
   FeatureResult result;
   {
     auto id = read_trimmed(tracefs + "/events/kprobes/" + event + "/id");
@@ -428,7 +438,8 @@ FeatureResult probe_kprobe_legacy(const std::string& tracefs, const std::string&
     attr.config = id ? std::strtoull(id->c_str(), nullptr, 10) : 0;
     int err = 0;
     if (!id) {
-      result = fail("kprobe event created but " + tracefs + "/events/kprobes/" + event + "/id is missing");
+      result = fail("kprobe event created but " + tracefs + "/events/kprobes/" + event +
+                    "/id is missing");
     } else if (!prog.fd.valid()) {
       result = fail("kprobe program: " + prog.error);
     } else if (UniqueFd pe = perf_event_open(&attr, -1, 0, &err); !pe.valid()) {
@@ -436,8 +447,8 @@ FeatureResult probe_kprobe_legacy(const std::string& tracefs, const std::string&
     } else if (auto e = set_bpf(pe, prog.fd); !e.empty()) {
       result = fail(e);
     } else {
-      result = ok(std::string("attached to ") + (retprobe ? "return of " : "") + func + " via " + events +
-                  " (no kprobe PMU)");
+      result = ok(std::string("attached to ") + (retprobe ? "return of " : "") + func + " via " +
+                  events + " (no kprobe PMU)");
     }
   }
   write_events("-:kprobes/" + event);
@@ -459,32 +470,39 @@ FeatureResult probe_kprobe(Ctx& ctx, bool retprobe) {
     return probe_kprobe_legacy(tfs.path, func, retprobe);
   }
   const std::string& func = ctx.kallsyms_target();
-  if (func.empty()) return fail("kprobe PMU present but no probe target function found in /proc/kallsyms");
+  if (func.empty())
+    return fail("kprobe PMU present but no probe target function found in /proc/kallsyms");
   perf_event_attr attr{};
   attr.type = static_cast<__u32>(*type);
   if (retprobe) {
     auto bit = pmu_retprobe_bit("kprobe");
-    if (!bit) return fail("kprobe PMU has no " + pmu_dir + "/format/retprobe: return probes unsupported");
+    if (!bit)
+      return fail("kprobe PMU has no " + pmu_dir + "/format/retprobe: return probes unsupported");
     attr.config |= 1ULL << *bit;
   }
   attr.config1 = reinterpret_cast<uintptr_t>(func.c_str());  // kprobe_func
-  attr.config2 = 0;                                           // probe_offset
+  attr.config2 = 0;                                          // probe_offset
   auto prog = load_probe_prog(BPF_PROG_TYPE_KPROBE);
   if (!prog.fd.valid()) return fail("kprobe program: " + prog.error);
   int err = 0;
   UniqueFd pe = perf_event_open(&attr, -1, 0, &err);
-  if (!pe.valid()) return fail(perf_open_error(std::string(retprobe ? "kretprobe " : "kprobe ") + func, err));
+  if (!pe.valid())
+    return fail(perf_open_error(std::string(retprobe ? "kretprobe " : "kprobe ") + func, err));
   if (auto e = set_bpf(pe, prog.fd); !e.empty()) return fail(e);
-  return ok(std::string("attached to ") + (retprobe ? "return of " : "") + func + " via the kprobe PMU");
+  return ok(std::string("attached to ") + (retprobe ? "return of " : "") + func +
+            " via the kprobe PMU");
 }
 
 FeatureResult probe_fentry(Ctx& ctx, bool exit) {
   const auto& facts = ctx.btf();
   if (!facts.error.empty()) return fail("needs vmlinux BTF: " + facts.error);
-  if (facts.func_id < 0) return fail("no candidate kernel function (do_nanosleep, ...) in vmlinux BTF");
+  if (facts.func_id < 0)
+    return fail("no candidate kernel function (do_nanosleep, ...) in vmlinux BTF");
   const bpf_attach_type at = exit ? BPF_TRACE_FEXIT : BPF_TRACE_FENTRY;
   auto prog = load_probe_prog(BPF_PROG_TYPE_TRACING, at, static_cast<__u32>(facts.func_id));
-  if (!prog.fd.valid()) return fail(std::string(exit ? "fexit" : "fentry") + " on " + facts.func_name + ": " + prog.error);
+  if (!prog.fd.valid())
+    return fail(std::string(exit ? "fexit" : "fentry") + " on " + facts.func_name + ": " +
+                prog.error);
   // bpf_link_create for tracing programs arrived after BPF_RAW_TRACEPOINT_OPEN did the same job.
   UniqueFd link(bpf_link_create(prog.fd.get(), 0, at, nullptr));
   if (!link.valid()) link = UniqueFd(bpf_raw_tracepoint_open(nullptr, prog.fd.get()));
@@ -499,8 +517,10 @@ FeatureResult probe_tracepoint(Ctx& ctx) {
   int id = 0;
   std::string tp = first_tracepoint_with_id(tfs.path, &id);
   if (tp.empty())
-    return fail("none of syscalls/sys_enter_getpid, sched/sched_process_exec, raw_syscalls/sys_enter under " +
-                tfs.path + "/events");
+    return fail(
+        "none of syscalls/sys_enter_getpid, sched/sched_process_exec, raw_syscalls/sys_enter "
+        "under " +
+        tfs.path + "/events");
   auto prog = load_probe_prog(BPF_PROG_TYPE_TRACEPOINT);
   if (!prog.fd.valid()) return fail("tracepoint program: " + prog.error);
   perf_event_attr attr{};
@@ -517,7 +537,8 @@ FeatureResult probe_raw_tp() {
   auto prog = load_probe_prog(BPF_PROG_TYPE_RAW_TRACEPOINT);
   if (!prog.fd.valid()) return fail("raw tracepoint program: " + prog.error);
   UniqueFd link(bpf_raw_tracepoint_open("sys_enter", prog.fd.get()));
-  if (!link.valid()) return fail("bpf_raw_tracepoint_open(sys_enter) refused: " + errno_text(errno));
+  if (!link.valid())
+    return fail("bpf_raw_tracepoint_open(sys_enter) refused: " + errno_text(errno));
   return ok("attached to raw tracepoint sys_enter");
 }
 
@@ -525,7 +546,8 @@ FeatureResult probe_tp_btf(Ctx& ctx) {
   const auto& facts = ctx.btf();
   if (!facts.error.empty()) return fail("needs vmlinux BTF: " + facts.error);
   if (facts.sys_enter_typedef < 0) return fail("typedef btf_trace_sys_enter not in vmlinux BTF");
-  auto prog = load_probe_prog(BPF_PROG_TYPE_TRACING, BPF_TRACE_RAW_TP, static_cast<__u32>(facts.sys_enter_typedef));
+  auto prog = load_probe_prog(BPF_PROG_TYPE_TRACING, BPF_TRACE_RAW_TP,
+                              static_cast<__u32>(facts.sys_enter_typedef));
   if (!prog.fd.valid()) return fail("tp_btf on sys_enter: " + prog.error);
   UniqueFd link(bpf_raw_tracepoint_open(nullptr, prog.fd.get()));
   if (!link.valid()) return fail("loaded, but attach to sys_enter refused: " + errno_text(errno));
@@ -535,12 +557,14 @@ FeatureResult probe_tp_btf(Ctx& ctx) {
 FeatureResult probe_uprobe(bool retprobe) {
   const std::string pmu_dir = std::string(kPmuDir) + "/uprobe";
   auto type = pmu_type("uprobe");
-  if (!type) return fail("uprobe PMU absent (" + pmu_dir + "): kernel built without CONFIG_UPROBE_EVENTS");
+  if (!type)
+    return fail("uprobe PMU absent (" + pmu_dir + "): kernel built without CONFIG_UPROBE_EVENTS");
   perf_event_attr attr{};
   attr.type = static_cast<__u32>(*type);
   if (retprobe) {
     auto bit = pmu_retprobe_bit("uprobe");
-    if (!bit) return fail("uprobe PMU has no " + pmu_dir + "/format/retprobe: return probes unsupported");
+    if (!bit)
+      return fail("uprobe PMU has no " + pmu_dir + "/format/retprobe: return probes unsupported");
     attr.config |= 1ULL << *bit;
   }
   auto target = self_entry_point();
@@ -553,9 +577,11 @@ FeatureResult probe_uprobe(bool retprobe) {
   // Our own process only: the breakpoint never lands in another process's copy of the binary.
   UniqueFd pe = perf_event_open(&attr, 0, -1, &err);
   const std::string where = target.path + "+" + hex(target.file_offset);
-  if (!pe.valid()) return fail(perf_open_error(std::string(retprobe ? "uretprobe " : "uprobe ") + where, err));
+  if (!pe.valid())
+    return fail(perf_open_error(std::string(retprobe ? "uretprobe " : "uprobe ") + where, err));
   if (auto e = set_bpf(pe, prog.fd); !e.empty()) return fail(e);
-  return ok(std::string("attached to ") + (retprobe ? "return of " : "") + where + " (ELF entry point)");
+  return ok(std::string("attached to ") + (retprobe ? "return of " : "") + where +
+            " (ELF entry point)");
 }
 
 FeatureResult probe_perf_event() {
@@ -578,27 +604,46 @@ FeatureResult probe_map(bpf_map_type type, const char* what) {
   int rc = libbpf_probe_bpf_map_type(type, nullptr);
   if (rc == 1) return ok(std::string(what) + " map created");
   if (rc == 0) return fail(std::string(what) + " map type refused by this kernel");
-  return fail(std::string(what) + " map probe failed: " + errno_text(rc) + privilege_hint(-rc, "CAP_BPF or CAP_SYS_ADMIN"));
+  return fail(std::string(what) + " map probe failed: " + errno_text(rc) +
+              privilege_hint(-rc, "CAP_BPF or CAP_SYS_ADMIN"));
 }
 
-FeatureResult probe_helper(bpf_prog_type prog_type, const char* prog_name, bpf_func_id helper, const char* what) {
+FeatureResult probe_helper(bpf_prog_type prog_type, const char* prog_name, bpf_func_id helper,
+                           const char* what) {
   int rc = libbpf_probe_bpf_helper(prog_type, helper, nullptr);
   const std::string in = std::string(what) + " in a " + prog_name + " program";
   if (rc == 1) return ok(in + " accepted by the verifier");
   if (rc == 0) return fail(in + " rejected by the verifier (unknown or disallowed helper)");
-  return fail(in + ": probe failed: " + errno_text(rc) + privilege_hint(-rc, "CAP_BPF or CAP_SYS_ADMIN"));
+  return fail(in + ": probe failed: " + errno_text(rc) +
+              privilege_hint(-rc, "CAP_BPF or CAP_SYS_ADMIN"));
 }
 
 const std::map<std::string, std::string>& feature_categories() {
   static const std::map<std::string, std::string> categories = {
-      {"bpf_syscall", "syscall"},   {"btf", "filesystem"},         {"tracefs", "filesystem"},
-      {"bpffs", "filesystem"},      {"cap_bpf", "capability"},     {"cap_perfmon", "capability"},
-      {"cap_sys_admin", "capability"}, {"kprobe", "attach"},       {"kretprobe", "attach"},
-      {"fentry", "attach"},         {"fexit", "attach"},           {"tracepoint", "attach"},
-      {"raw_tp", "attach"},         {"tp_btf", "attach"},          {"uprobe", "attach"},
-      {"uretprobe", "attach"},      {"perf_event", "attach"},      {"ringbuf", "map"},
-      {"stack_trace", "map"},       {"percpu_hash", "map"},        {"bpf_cookie", "helper"},
-      {"get_stackid", "helper"},    {"ringbuf_query", "helper"},   {"ktime_get_boot_ns", "helper"},
+      {"bpf_syscall", "syscall"},
+      {"btf", "filesystem"},
+      {"tracefs", "filesystem"},
+      {"bpffs", "filesystem"},
+      {"cap_bpf", "capability"},
+      {"cap_perfmon", "capability"},
+      {"cap_sys_admin", "capability"},
+      {"kprobe", "attach"},
+      {"kretprobe", "attach"},
+      {"fentry", "attach"},
+      {"fexit", "attach"},
+      {"tracepoint", "attach"},
+      {"raw_tp", "attach"},
+      {"tp_btf", "attach"},
+      {"uprobe", "attach"},
+      {"uretprobe", "attach"},
+      {"perf_event", "attach"},
+      {"ringbuf", "map"},
+      {"stack_trace", "map"},
+      {"percpu_hash", "map"},
+      {"bpf_cookie", "helper"},
+      {"get_stackid", "helper"},
+      {"ringbuf_query", "helper"},
+      {"ktime_get_boot_ns", "helper"},
   };
   return categories;
 }
@@ -682,10 +727,12 @@ KernelFeatureProber::KernelFeatureProber(std::set<std::string> forced_off)
 
 const std::vector<std::string>& KernelFeatureProber::known_features() {
   static const std::vector<std::string> names = {
-      "bpf_syscall", "btf",        "tracefs",     "bpffs",       "cap_bpf",     "cap_perfmon",
-      "cap_sys_admin", "kprobe",   "kretprobe",   "fentry",      "fexit",       "tracepoint",
-      "raw_tp",      "tp_btf",     "uprobe",      "uretprobe",   "perf_event",  "ringbuf",
-      "stack_trace", "percpu_hash", "bpf_cookie", "get_stackid", "ringbuf_query", "ktime_get_boot_ns",
+      "bpf_syscall", "btf",         "tracefs",       "bpffs",
+      "cap_bpf",     "cap_perfmon", "cap_sys_admin", "kprobe",
+      "kretprobe",   "fentry",      "fexit",         "tracepoint",
+      "raw_tp",      "tp_btf",      "uprobe",        "uretprobe",
+      "perf_event",  "ringbuf",     "stack_trace",   "percpu_hash",
+      "bpf_cookie",  "get_stackid", "ringbuf_query", "ktime_get_boot_ns",
   };
   return names;
 }
@@ -729,7 +776,8 @@ std::vector<FeatureResult> KernelFeatureProber::all() {
   }
   std::vector<FeatureResult> out;
   out.reserve(names.size());
-  for (size_t i = 0; i < names.size(); ++i) out.push_back(attach[i].valid() ? attach[i].get() : get(names[i]));
+  for (size_t i = 0; i < names.size(); ++i)
+    out.push_back(attach[i].valid() ? attach[i].get() : get(names[i]));
   return out;
 }
 
@@ -755,11 +803,14 @@ FeatureResult KernelFeatureProber::probe(const std::string& name) {
   if (name == "stack_trace") return probe_map(BPF_MAP_TYPE_STACK_TRACE, "stack_trace");
   if (name == "percpu_hash") return probe_map(BPF_MAP_TYPE_PERCPU_HASH, "percpu_hash");
   if (name == "bpf_cookie")
-    return probe_helper(BPF_PROG_TYPE_KPROBE, "kprobe/uprobe", BPF_FUNC_get_attach_cookie, "bpf_get_attach_cookie");
+    return probe_helper(BPF_PROG_TYPE_KPROBE, "kprobe/uprobe", BPF_FUNC_get_attach_cookie,
+                        "bpf_get_attach_cookie");
   if (name == "get_stackid")
-    return probe_helper(BPF_PROG_TYPE_TRACEPOINT, "tracepoint", BPF_FUNC_get_stackid, "bpf_get_stackid");
+    return probe_helper(BPF_PROG_TYPE_TRACEPOINT, "tracepoint", BPF_FUNC_get_stackid,
+                        "bpf_get_stackid");
   if (name == "ringbuf_query")
-    return probe_helper(BPF_PROG_TYPE_TRACEPOINT, "tracepoint", BPF_FUNC_ringbuf_query, "bpf_ringbuf_query");
+    return probe_helper(BPF_PROG_TYPE_TRACEPOINT, "tracepoint", BPF_FUNC_ringbuf_query,
+                        "bpf_ringbuf_query");
   if (name == "ktime_get_boot_ns")
     return probe_helper(BPF_PROG_TYPE_TRACEPOINT, "tracepoint", BPF_FUNC_ktime_get_boot_ns,
                         "bpf_ktime_get_boot_ns");

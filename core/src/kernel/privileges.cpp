@@ -22,7 +22,6 @@
 #include <stdexcept>
 #include <thread>
 
-
 namespace loupe {
 namespace {
 
@@ -42,7 +41,17 @@ std::atomic<int> g_failed_step{0};  // 0 = none; else the Step that failed first
 std::atomic<int> g_failed_errno{0};
 std::atomic<pid_t> g_failed_tid{0};
 
-enum Step { kNone, kKeepCaps, kSetGroups, kSetGid, kSetUid, kCapGet, kCapSet, kAmbient, kNoNewPrivs };
+enum Step {
+  kNone,
+  kKeepCaps,
+  kSetGroups,
+  kSetGid,
+  kSetUid,
+  kCapGet,
+  kCapSet,
+  kAmbient,
+  kNoNewPrivs
+};
 
 const char* step_name(int s) {
   switch (s) {
@@ -58,7 +67,9 @@ const char* step_name(int s) {
   }
 }
 
-pid_t this_tid() { return static_cast<pid_t>(::syscall(SYS_gettid)); }
+pid_t this_tid() {
+  return static_cast<pid_t>(::syscall(SYS_gettid));
+}
 
 // Credentials are per thread in the kernel; glibc's setuid() broadcasts to every thread,
 // capset() does not. Raw syscalls only: this also runs inside a signal handler.
@@ -75,7 +86,8 @@ int apply_to_this_thread() {
   __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[2] = {};
   if (::syscall(SYS_capget, &hdr, data) != 0) return kCapGet;
-  std::uint64_t permitted = data[0].permitted | (static_cast<std::uint64_t>(data[1].permitted) << 32);
+  std::uint64_t permitted =
+      data[0].permitted | (static_cast<std::uint64_t>(data[1].permitted) << 32);
   std::uint64_t now = permitted & p.keep;
   for (int i = 0; i < 2; ++i) {
     data[i].permitted = static_cast<std::uint32_t>(now >> (32 * i));
@@ -84,7 +96,8 @@ int apply_to_this_thread() {
   }
   if (::syscall(SYS_capset, &hdr, data) != 0) return kCapSet;
   // EINVAL: a kernel without ambient capabilities (< 4.3) has none to clear.
-  if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) return kAmbient;
+  if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
+    return kAmbient;
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return kNoNewPrivs;
   return kNone;
 }
@@ -108,14 +121,17 @@ void on_drop_signal(int) {
 std::vector<pid_t> list_threads() {
   std::vector<pid_t> out;
   DIR* d = ::opendir("/proc/self/task");
-  if (!d) throw std::runtime_error(fmt::format("cannot list /proc/self/task: {}", std::strerror(errno)));
+  if (!d)
+    throw std::runtime_error(fmt::format("cannot list /proc/self/task: {}", std::strerror(errno)));
   while (dirent* e = ::readdir(d))
     if (e->d_name[0] != '.') out.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
   ::closedir(d);
   return out;
 }
 
-bool thread_exists(pid_t tid) { return ::access(fmt::format("/proc/self/task/{}", tid).c_str(), F_OK) == 0; }
+bool thread_exists(pid_t tid) {
+  return ::access(fmt::format("/proc/self/task/{}", tid).c_str(), F_OK) == 0;
+}
 
 bool acked(pid_t tid) {
   int n = std::min(g_acked.load(), kMaxThreads);
@@ -141,12 +157,14 @@ void verify(const std::vector<pid_t>& tids) {
     if (eff.empty()) continue;  // exited meanwhile
     std::uint64_t e = std::stoull(eff, nullptr, 16), p = std::stoull(prm, nullptr, 16);
     if ((e | p) & ~g_plan.keep)
-      throw std::runtime_error(fmt::format("thread {} still holds capabilities {:#x} after the drop", tid, (e | p) & ~g_plan.keep));
+      throw std::runtime_error(fmt::format(
+          "thread {} still holds capabilities {:#x} after the drop", tid, (e | p) & ~g_plan.keep));
     if (g_plan.switch_user) {
       unsigned r = 0, ef = 0, s = 0, fs = 0;
       std::sscanf(status_field(tid, "Uid").c_str(), "%u %u %u %u", &r, &ef, &s, &fs);
       if (r != g_plan.uid || ef != g_plan.uid || s != g_plan.uid || fs != g_plan.uid)
-        throw std::runtime_error(fmt::format("thread {} still runs as uid {} after switching to {}", tid, ef, g_plan.uid));
+        throw std::runtime_error(fmt::format("thread {} still runs as uid {} after switching to {}",
+                                             tid, ef, g_plan.uid));
     }
   }
 }
@@ -157,8 +175,10 @@ std::optional<UserIdentity> lookup_user(const std::string& name_or_uid, std::str
   std::vector<char> buf(16384);
   passwd pw{}, *res = nullptr;
   int rc = ::getpwnam_r(name_or_uid.c_str(), &pw, buf.data(), buf.size(), &res);
-  if (!res && !name_or_uid.empty() && name_or_uid.find_first_not_of("0123456789") == std::string::npos)
-    rc = ::getpwuid_r(static_cast<uid_t>(std::stoul(name_or_uid)), &pw, buf.data(), buf.size(), &res);
+  if (!res && !name_or_uid.empty() &&
+      name_or_uid.find_first_not_of("0123456789") == std::string::npos)
+    rc = ::getpwuid_r(static_cast<uid_t>(std::stoul(name_or_uid)), &pw, buf.data(), buf.size(),
+                      &res);
   if (!res) {
     if (error)
       *error = rc ? fmt::format("cannot look up user '{}': {}", name_or_uid, std::strerror(rc))
@@ -186,9 +206,10 @@ void drop_privileges(const std::vector<int>& keep, const std::optional<UserIdent
   g_failed_step = 0;
   const pid_t self = this_tid();
   auto fail = [&](int step, int err, pid_t tid) {
-    throw std::runtime_error(fmt::format("dropping privileges{}: {} failed in thread {}: {}",
-                                         user ? fmt::format(" (switching to user '{}')", user->name) : "",
-                                         step_name(step), tid, std::strerror(err)));
+    throw std::runtime_error(
+        fmt::format("dropping privileges{}: {} failed in thread {}: {}",
+                    user ? fmt::format(" (switching to user '{}')", user->name) : "",
+                    step_name(step), tid, std::strerror(err)));
   };
   if (int step = apply_to_this_thread(); step != kNone) fail(step, errno, self);
 
@@ -196,7 +217,8 @@ void drop_privileges(const std::vector<int>& keep, const std::optional<UserIdent
   // started meanwhile are caught by the next scan (they inherit whichever creds their
   // creator had at that moment).
   const int sig = SIGRTMIN + 7;
-  struct sigaction sa {}, old {};
+  struct sigaction sa {
+  }, old{};
   sa.sa_handler = on_drop_signal;
   sa.sa_flags = SA_RESTART;
   sigemptyset(&sa.sa_mask);
@@ -211,7 +233,8 @@ void drop_privileges(const std::vector<int>& keep, const std::optional<UserIdent
     if (todo.empty()) break;
     if (round > 20) {
       ::sigaction(sig, &old, nullptr);
-      throw std::runtime_error("dropping privileges: threads keep appearing faster than they can be changed");
+      throw std::runtime_error(
+          "dropping privileges: threads keep appearing faster than they can be changed");
     }
     for (pid_t t : todo)
       if (::syscall(SYS_tgkill, ::getpid(), t, sig) != 0) done.insert(t);  // ESRCH: it exited
@@ -220,8 +243,10 @@ void drop_privileges(const std::vector<int>& keep, const std::optional<UserIdent
       while (!acked(t) && thread_exists(t)) {
         if (std::chrono::steady_clock::now() > deadline) {
           ::sigaction(sig, &old, nullptr);
-          throw std::runtime_error(fmt::format(
-              "dropping privileges: thread {} did not apply the change within 5 s (does it block signal {}?)", t, sig));
+          throw std::runtime_error(
+              fmt::format("dropping privileges: thread {} did not apply the change within 5 s "
+                          "(does it block signal {}?)",
+                          t, sig));
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }

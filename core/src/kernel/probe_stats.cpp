@@ -6,9 +6,9 @@
 #include <linux/bpf.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <cerrno>
 #include <cstring>
-#include <fmt/format.h>
 #include <memory>
 #include <mutex>
 #include <string_view>
@@ -19,7 +19,14 @@ namespace {
 // The perf_event arm of struct bpf_link_info (kernel 6.6+); Debian 12's uapi headers
 // predate it, so the layout is spelled out here. An older kernel leaves it zeroed.
 constexpr __u32 kLinkTypePerfEvent = 7;
-enum : __u32 { kPerfUprobe = 1, kPerfUretprobe, kPerfKprobe, kPerfKretprobe, kPerfTracepoint, kPerfEvent };
+enum : __u32 {
+  kPerfUprobe = 1,
+  kPerfUretprobe,
+  kPerfKprobe,
+  kPerfKretprobe,
+  kPerfTracepoint,
+  kPerfEvent
+};
 struct PerfLinkInfo {
   __u32 type;
   __u32 id;
@@ -165,13 +172,15 @@ std::string ProbeStats::link_target(int link_fd) {
   // The name buffer is given for whichever arm the kernel fills; all three share the slot.
   info.uprobe.file_name = reinterpret_cast<__u64>(name);
   info.uprobe.name_len = sizeof(name);
-  if (bpf_obj_get_info_by_fd(link_fd, &info, &len) != 0 || info.type != kLinkTypePerfEvent) return {};
+  if (bpf_obj_get_info_by_fd(link_fd, &info, &len) != 0 || info.type != kLinkTypePerfEvent)
+    return {};
   name[sizeof(name) - 1] = '\0';
   switch (info.perf_type) {
     case kPerfTracepoint: return std::string("tracepoint:") + name;
     case kPerfUprobe:
     case kPerfUretprobe:
-      return fmt::format("{}:{}+{:#x}", info.perf_type == kPerfUprobe ? "uprobe" : "uretprobe", name, info.uprobe.offset);
+      return fmt::format("{}:{}+{:#x}", info.perf_type == kPerfUprobe ? "uprobe" : "uretprobe",
+                         name, info.uprobe.offset);
     case kPerfKprobe:
     case kPerfKretprobe:
       return fmt::format("{}:{}", info.perf_type == kPerfKprobe ? "kprobe" : "kretprobe", name);

@@ -18,13 +18,15 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
     for (std::size_t j = 1; j <= b.size(); ++j) {
       std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
       d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   }
   return d[a.size()][b.size()];
 }
 
-std::vector<ConfigKeyInfo> describe_keys(const loupe_config_key* keys, std::uint32_t n, std::uint32_t stride) {
+std::vector<ConfigKeyInfo> describe_keys(const loupe_config_key* keys, std::uint32_t n,
+                                         std::uint32_t stride) {
   std::vector<ConfigKeyInfo> out;
   for (std::uint32_t i = 0; i < n; ++i) {
     const loupe_config_key& k = *key_at(keys, i, stride);
@@ -59,7 +61,8 @@ const char* config_type_name(std::uint32_t t) {
 
 std::vector<ConfigKeyInfo> describe_config(const loupe_plugin_descriptor& d) {
   if (d.n_config_keys == 0 || d.config_keys == nullptr) return {};
-  return describe_keys(d.config_keys, d.n_config_keys, d.config_key_size ? d.config_key_size : sizeof(loupe_config_key));
+  return describe_keys(d.config_keys, d.n_config_keys,
+                       d.config_key_size ? d.config_key_size : sizeof(loupe_config_key));
 }
 
 std::string nearest_name(std::string_view word, const std::vector<std::string>& known) {

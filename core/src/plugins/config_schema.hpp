@@ -17,7 +17,8 @@
 
 namespace loupe {
 
-inline const loupe_config_key* key_at(const loupe_config_key* keys, std::uint32_t i, std::uint32_t stride) {
+inline const loupe_config_key* key_at(const loupe_config_key* keys, std::uint32_t i,
+                                      std::uint32_t stride) {
   return reinterpret_cast<const loupe_config_key*>(reinterpret_cast<const unsigned char*>(keys) +
                                                    static_cast<std::size_t>(i) * stride);
 }
@@ -26,7 +27,8 @@ inline const loupe_config_key* key_at(const loupe_config_key* keys, std::uint32_
 // plugin predates ABI 1.1).
 inline std::vector<std::string_view> key_choices(const loupe_config_key& k, std::uint32_t stride) {
   std::vector<std::string_view> out;
-  if (stride < offsetof(loupe_config_key, choices) + sizeof(k.choices) || k.choices == nullptr) return out;
+  if (stride < offsetof(loupe_config_key, choices) + sizeof(k.choices) || k.choices == nullptr)
+    return out;
   for (const char* const* c = k.choices; *c != nullptr; ++c) out.emplace_back(*c);
   return out;
 }

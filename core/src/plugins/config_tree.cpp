@@ -63,7 +63,8 @@ int config_list_len(const loupe_config* cfg, const char* key, std::uint32_t* out
   return LOUPE_OK;
 }
 
-int config_list_string(const loupe_config* cfg, const char* key, std::uint32_t idx, const char** out) {
+int config_list_string(const loupe_config* cfg, const char* key, std::uint32_t idx,
+                       const char** out) {
   const ConfigValue* v = find(cfg, key);
   if (!v) return LOUPE_ERR_NOT_FOUND;
   if (v->type != LOUPE_CFG_STRING_LIST || idx >= v->strings.size()) return LOUPE_ERR_INVALID_ARG;
@@ -71,7 +72,8 @@ int config_list_string(const loupe_config* cfg, const char* key, std::uint32_t i
   return LOUPE_OK;
 }
 
-int config_list_int(const loupe_config* cfg, const char* key, std::uint32_t idx, std::int64_t* out) {
+int config_list_int(const loupe_config* cfg, const char* key, std::uint32_t idx,
+                    std::int64_t* out) {
   const ConfigValue* v = find(cfg, key);
   if (!v) return LOUPE_ERR_NOT_FOUND;
   if (v->type != LOUPE_CFG_INT_LIST || idx >= v->ints.size()) return LOUPE_ERR_INVALID_ARG;
@@ -79,7 +81,8 @@ int config_list_int(const loupe_config* cfg, const char* key, std::uint32_t idx,
   return LOUPE_OK;
 }
 
-int config_list_table(const loupe_config* cfg, const char* key, std::uint32_t idx, const loupe_config** out) {
+int config_list_table(const loupe_config* cfg, const char* key, std::uint32_t idx,
+                      const loupe_config** out) {
   const ConfigValue* v = find(cfg, key);
   if (!v) return LOUPE_ERR_NOT_FOUND;
   if (v->type != LOUPE_CFG_TABLE_LIST || idx >= v->tables.size()) return LOUPE_ERR_INVALID_ARG;

@@ -43,9 +43,11 @@ int config_int(const loupe_config* cfg, const char* key, std::int64_t* out);
 int config_float(const loupe_config* cfg, const char* key, double* out);
 int config_string(const loupe_config* cfg, const char* key, const char** out);
 int config_list_len(const loupe_config* cfg, const char* key, std::uint32_t* out);
-int config_list_string(const loupe_config* cfg, const char* key, std::uint32_t idx, const char** out);
+int config_list_string(const loupe_config* cfg, const char* key, std::uint32_t idx,
+                       const char** out);
 int config_list_int(const loupe_config* cfg, const char* key, std::uint32_t idx, std::int64_t* out);
-int config_list_table(const loupe_config* cfg, const char* key, std::uint32_t idx, const loupe_config** out);
+int config_list_table(const loupe_config* cfg, const char* key, std::uint32_t idx,
+                      const loupe_config** out);
 }  // namespace loupe
 
 #endif  // LOUPE_CONFIG_TREE_HPP

@@ -8,7 +8,9 @@ namespace loupe {
 PluginInstance::PluginInstance(std::shared_ptr<PluginLibrary> lib, std::string instance_name)
     : lib_(std::move(lib)), instance_name_(std::move(instance_name)) {}
 
-PluginInstance::~PluginInstance() { destroy(); }
+PluginInstance::~PluginInstance() {
+  destroy();
+}
 
 std::string PluginInstance::last_error() const {
   const char* e = descriptor().last_error(self_);
@@ -16,8 +18,8 @@ std::string PluginInstance::last_error() const {
 }
 
 void PluginInstance::fail(const char* hook, int status) const {
-  throw HookError(fmt::format("{} '{}': {}() failed (status {}): {}", kind_name(descriptor().kind), instance_name_,
-                              hook, status, last_error()),
+  throw HookError(fmt::format("{} '{}': {}() failed (status {}): {}", kind_name(descriptor().kind),
+                              instance_name_, hook, status, last_error()),
                   status);
 }
 
@@ -30,7 +32,9 @@ void PluginInstance::setup(const loupe_setup_args& args) {
     fail("setup", rc);
   }
   if (out == nullptr) {
-    throw HookError(fmt::format("plugin '{}': setup() returned OK without an instance", instance_name_), LOUPE_ERR_INTERNAL);
+    throw HookError(
+        fmt::format("plugin '{}': setup() returned OK without an instance", instance_name_),
+        LOUPE_ERR_INTERNAL);
   }
   self_ = out;
 }
@@ -59,7 +63,9 @@ void PluginInstance::flush(bool is_final) {
   if (int rc = descriptor().flush(self_, &a); rc != LOUPE_OK) fail("flush", rc);
 }
 
-int PluginInstance::consume(const loupe_record& rec) { return descriptor().consume(self_, &rec); }
+int PluginInstance::consume(const loupe_record& rec) {
+  return descriptor().consume(self_, &rec);
+}
 
 void PluginInstance::destroy() {
   if (self_) {

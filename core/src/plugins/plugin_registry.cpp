@@ -16,24 +16,30 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string mode_text(mode_t m) { return fmt::format("{:04o}", m & 07777); }
+std::string mode_text(mode_t m) {
+  return fmt::format("{:04o}", m & 07777);
+}
 
 }  // namespace
 
 std::optional<std::string> PluginRegistry::insecure_path_reason(const fs::path& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return std::nullopt;  // the loader reports a missing file
-  const std::string hint = "fix the permissions, or allow it with --allow-insecure-plugins / [session] "
-                           "allow_insecure_plugins = true";
+  const std::string hint =
+      "fix the permissions, or allow it with --allow-insecure-plugins / [session] "
+      "allow_insecure_plugins = true";
   if (st.st_mode & (S_IWGRP | S_IWOTH))
-    return fmt::format("{}: refusing to load a plugin from a group/world-writable file (mode {}); {}", path.string(),
-                       mode_text(st.st_mode), hint);
+    return fmt::format(
+        "{}: refusing to load a plugin from a group/world-writable file (mode {}); {}",
+        path.string(), mode_text(st.st_mode), hint);
   // Whoever can write a directory on the path can replace what is below it; a sticky
   // directory owned by root (/tmp) only lets owners rename their own entries.
   for (fs::path dir = path.parent_path();; dir = dir.parent_path()) {
-    if (::stat(dir.c_str(), &st) == 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) && !((st.st_mode & S_ISVTX) && st.st_uid == 0))
-      return fmt::format("{}: refusing to load a plugin from a group/world-writable directory {} (mode {}); {}",
-                         path.string(), dir.string(), mode_text(st.st_mode), hint);
+    if (::stat(dir.c_str(), &st) == 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) &&
+        !((st.st_mode & S_ISVTX) && st.st_uid == 0))
+      return fmt::format(
+          "{}: refusing to load a plugin from a group/world-writable directory {} (mode {}); {}",
+          path.string(), dir.string(), mode_text(st.st_mode), hint);
     if (dir == dir.root_path() || dir.empty()) break;
   }
   return std::nullopt;
@@ -60,7 +66,8 @@ std::vector<fs::path> PluginRegistry::default_search_dirs() {
   }
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) dirs.push_back((exe.parent_path() / ".." / "lib" / "loupe" / "plugins").lexically_normal());
+  if (!ec)
+    dirs.push_back((exe.parent_path() / ".." / "lib" / "loupe" / "plugins").lexically_normal());
 #ifdef LOUPE_PLUGIN_INSTALL_DIR
   dirs.emplace_back(LOUPE_PLUGIN_INSTALL_DIR);
 #endif
@@ -76,8 +83,8 @@ std::shared_ptr<PluginLibrary> PluginRegistry::add(std::shared_ptr<PluginLibrary
   auto it = by_name_.find(lib->name());
   if (it != by_name_.end()) {
     if (it->second->origin() == lib->origin()) return it->second;
-    throw PluginLoadError(fmt::format("{}: plugin name '{}' is already provided by {}", lib->origin(), lib->name(),
-                                      it->second->origin()));
+    throw PluginLoadError(fmt::format("{}: plugin name '{}' is already provided by {}",
+                                      lib->origin(), lib->name(), it->second->origin()));
   }
   by_name_[lib->name()] = lib;
   by_path_[lib->origin()] = lib;
@@ -87,7 +94,8 @@ std::shared_ptr<PluginLibrary> PluginRegistry::add(std::shared_ptr<PluginLibrary
 std::shared_ptr<PluginLibrary> PluginRegistry::load_path(const fs::path& path) {
   std::error_code ec;
   fs::path canon = fs::weakly_canonical(path, ec);
-  if (ec || !fs::exists(canon)) throw PluginLoadError(fmt::format("{}: plugin library not found", path.string()));
+  if (ec || !fs::exists(canon))
+    throw PluginLoadError(fmt::format("{}: plugin library not found", path.string()));
   if (auto it = by_path_.find(canon.string()); it != by_path_.end()) return it->second;
   check_secure(canon);
   return add(PluginLibrary::open(canon));
@@ -133,8 +141,8 @@ std::shared_ptr<PluginLibrary> PluginRegistry::resolve(const std::string& name) 
     check_secure(canon);
     auto lib = PluginLibrary::open(canon);  // a broken library by that name is a hard error
     if (lib->name() != name)
-      throw PluginLoadError(fmt::format("{}: expected plugin '{}' by its file name, found '{}'", canon.string(), name,
-                                        lib->name()));
+      throw PluginLoadError(fmt::format("{}: expected plugin '{}' by its file name, found '{}'",
+                                        canon.string(), name, lib->name()));
     return add(lib);
   }
   for (const auto& p : candidates()) {
@@ -147,9 +155,10 @@ std::shared_ptr<PluginLibrary> PluginRegistry::resolve(const std::string& name) 
   std::vector<std::string> known;
   for (const auto& [n, lib] : by_name_) known.push_back(n);
   std::string hint = nearest_name(name, known);
-  throw PluginLoadError(fmt::format("plugin '{}' not found{} (looked for loupe-{}.so in:{}\n  set LOUPE_PLUGIN_PATH or "
-                                    "give `library = \"/path/to/loupe-NAME.so\"` in the profile)",
-                                    name, hint.empty() ? "" : fmt::format("; did you mean '{}'?", hint), name, where));
+  throw PluginLoadError(fmt::format(
+      "plugin '{}' not found{} (looked for loupe-{}.so in:{}\n  set LOUPE_PLUGIN_PATH or "
+      "give `library = \"/path/to/loupe-NAME.so\"` in the profile)",
+      name, hint.empty() ? "" : fmt::format("; did you mean '{}'?", hint), name, where));
 }
 
 void PluginRegistry::scan_all() {

@@ -6,16 +6,17 @@
 
 #include <fmt/format.h>
 
+#include <toml++/toml.h>
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <toml++/toml.h>
 
 namespace loupe {
 namespace {
 
 SourcePos pos_of(const toml::source_region& r, const std::string& file) {
-  return SourcePos{file, static_cast<std::uint32_t>(r.begin.line), static_cast<std::uint32_t>(r.begin.column)};
+  return SourcePos{file, static_cast<std::uint32_t>(r.begin.line),
+                   static_cast<std::uint32_t>(r.begin.column)};
 }
 
 const char* toml_type_name(const toml::node& n) {
@@ -33,8 +34,12 @@ const char* toml_type_name(const toml::node& n) {
 class Checker {
  public:
   explicit Checker(std::string file) : file_(std::move(file)) {}
-  void error(const toml::node& n, std::string msg) { diags_.push_back({pos_of(n.source(), file_), std::move(msg)}); }
-  void error(const toml::key& k, std::string msg) { diags_.push_back({pos_of(k.source(), file_), std::move(msg)}); }
+  void error(const toml::node& n, std::string msg) {
+    diags_.push_back({pos_of(n.source(), file_), std::move(msg)});
+  }
+  void error(const toml::key& k, std::string msg) {
+    diags_.push_back({pos_of(k.source(), file_), std::move(msg)});
+  }
   void error(SourcePos p, std::string msg) { diags_.push_back({std::move(p), std::move(msg)}); }
   void throw_if_any() {
     if (!diags_.empty()) throw ProfileError(std::move(diags_));
@@ -58,9 +63,12 @@ void parse_session(const toml::table& t, SessionSpec& s, Checker& c) {
     const toml::node& value = node;  // clang < 16 cannot capture structured bindings
     auto number = [&](double& dst, double lo, double hi) {
       auto v = as_number(value);
-      if (!v) return c.error(value, fmt::format("session.{}: expected a number of seconds, found {}", k, toml_type_name(value)));
+      if (!v)
+        return c.error(value, fmt::format("session.{}: expected a number of seconds, found {}", k,
+                                          toml_type_name(value)));
       if (!std::isfinite(*v) || *v < lo || *v > hi)
-        return c.error(value, fmt::format("session.{}: {} is out of range [{}, {}]", k, *v, lo, hi));
+        return c.error(value,
+                       fmt::format("session.{}: {} is out of range [{}, {}]", k, *v, lo, hi));
       dst = *v;
     };
     if (k == "duration") {
@@ -74,14 +82,17 @@ void parse_session(const toml::table& t, SessionSpec& s, Checker& c) {
         s.output_dir = v->get();
         if (s.output_dir.empty()) c.error(node, "session.output_dir: must not be empty");
       } else {
-        c.error(node, fmt::format("session.output_dir: expected a string, found {}", toml_type_name(node)));
+        c.error(node, fmt::format("session.output_dir: expected a string, found {}",
+                                  toml_type_name(node)));
       }
     } else if (k == "pid") {
       auto v = node.as_integer();
       if (!v) {
-        c.error(node, fmt::format("session.pid: expected an integer, found {}", toml_type_name(node)));
+        c.error(node,
+                fmt::format("session.pid: expected an integer, found {}", toml_type_name(node)));
       } else if (v->get() < 0 || v->get() > 4194304) {
-        c.error(node, fmt::format("session.pid: {} is not a valid pid (0 = system-wide)", v->get()));
+        c.error(node,
+                fmt::format("session.pid: {} is not a valid pid (0 = system-wide)", v->get()));
       } else {
         s.pid = static_cast<int>(v->get());
       }
@@ -96,13 +107,16 @@ void parse_session(const toml::table& t, SessionSpec& s, Checker& c) {
             c.error(e, "session.command: every element must be a string");
         }
       } else {
-        c.error(node, fmt::format("session.command: expected a string or an array of strings, found {}", toml_type_name(node)));
+        c.error(node,
+                fmt::format("session.command: expected a string or an array of strings, found {}",
+                            toml_type_name(node)));
       }
     } else if (k == "stats") {
       if (auto v = node.as_boolean())
         s.stats = v->get();
       else
-        c.error(node, fmt::format("session.stats: expected a boolean, found {}", toml_type_name(node)));
+        c.error(node,
+                fmt::format("session.stats: expected a boolean, found {}", toml_type_name(node)));
     } else if (k == "user") {
       if (auto v = node.as_string(); v && !v->get().empty())
         s.user = v->get();
@@ -112,7 +126,8 @@ void parse_session(const toml::table& t, SessionSpec& s, Checker& c) {
       if (auto v = node.as_boolean())
         s.allow_insecure_plugins = v->get();
       else
-        c.error(node, fmt::format("session.allow_insecure_plugins: expected a boolean, found {}", toml_type_name(node)));
+        c.error(node, fmt::format("session.allow_insecure_plugins: expected a boolean, found {}",
+                                  toml_type_name(node)));
     } else if (k == "on_plugin_error") {
       auto v = node.as_string();
       if (!v || (v->get() != "fail" && v->get() != "continue"))
@@ -120,14 +135,17 @@ void parse_session(const toml::table& t, SessionSpec& s, Checker& c) {
       else
         s.continue_on_plugin_error = v->get() == "continue";
     } else {
-      c.error(key, fmt::format("unknown key 'session.{}' (known: duration, interval, output_dir, pid, command, "
-                               "on_plugin_error, drain_timeout, user, allow_insecure_plugins, stats)", k));
+      c.error(key,
+              fmt::format(
+                  "unknown key 'session.{}' (known: duration, interval, output_dir, pid, command, "
+                  "on_plugin_error, drain_timeout, user, allow_insecure_plugins, stats)",
+                  k));
     }
   }
 }
 
-void parse_plugin_list(const toml::node& node, PluginSpec::Kind kind, const char* section, Profile& p,
-                       const std::filesystem::path& base, Checker& c) {
+void parse_plugin_list(const toml::node& node, PluginSpec::Kind kind, const char* section,
+                       Profile& p, const std::filesystem::path& base, Checker& c) {
   auto arr = node.as_array();
   if (!arr || !arr->is_array_of_tables()) {
     c.error(node, fmt::format("'{}' must be an array of tables ([[{}]])", section, section));
@@ -144,13 +162,15 @@ void parse_plugin_list(const toml::node& node, PluginSpec::Kind kind, const char
       continue;
     }
     if (!name.is_string()) {
-      c.error(*name.node(), fmt::format("{}.name: expected a string, found {}", section, toml_type_name(*name.node())));
+      c.error(*name.node(), fmt::format("{}.name: expected a string, found {}", section,
+                                        toml_type_name(*name.node())));
       continue;
     }
     spec.name = name.as_string()->get();
     if (auto path = t["library"]) {
       if (!path.is_string()) {
-        c.error(*path.node(), fmt::format("{}.library: expected a string (path of the plugin's .so)", section));
+        c.error(*path.node(),
+                fmt::format("{}.library: expected a string (path of the plugin's .so)", section));
       } else {
         std::filesystem::path pp(path.as_string()->get());
         spec.path = (pp.is_absolute() ? pp : base / pp).lexically_normal().string();
@@ -187,7 +207,9 @@ Profile parse_table(std::shared_ptr<toml::table> doc, const std::string& origin)
     } else if (k == "sinks") {
       parse_plugin_list(node, PluginSpec::Kind::kSink, "sinks", p, base, c);
     } else {
-      c.error(key, fmt::format("unknown top-level key '{}' (expected [session], [[plugins]], [[sinks]])", k));
+      c.error(key,
+              fmt::format("unknown top-level key '{}' (expected [session], [[plugins]], [[sinks]])",
+                          k));
     }
   }
   c.throw_if_any();
@@ -196,26 +218,30 @@ Profile parse_table(std::shared_ptr<toml::table> doc, const std::string& origin)
 
 // ---- schema validation ---------------------------------------------------------------
 
-void validate_table(const toml::table& t, const loupe_config_key* keys, std::uint32_t n, std::uint32_t stride,
-                    const std::string& where, bool top, loupe_config& out, Checker& c);
+void validate_table(const toml::table& t, const loupe_config_key* keys, std::uint32_t n,
+                    std::uint32_t stride, const std::string& where, bool top, loupe_config& out,
+                    Checker& c);
 
 bool in_range(const loupe_config_key& k, std::int64_t v) {
   return (k.min_int == 0 && k.max_int == 0) || (v >= k.min_int && v <= k.max_int);
 }
 
-void convert_value(const toml::node& node, const loupe_config_key& k, std::uint32_t stride, const std::string& where,
-                   ConfigValue& v, Checker& c) {
+void convert_value(const toml::node& node, const loupe_config_key& k, std::uint32_t stride,
+                   const std::string& where, ConfigValue& v, Checker& c) {
   const std::string full = where + "." + k.name;
   v.type = static_cast<loupe_config_type>(k.type);
   auto wrong = [&] {
-    c.error(node, fmt::format("{}: expected {}, found {}", full, config_type_name(k.type), toml_type_name(node)));
+    c.error(node, fmt::format("{}: expected {}, found {}", full, config_type_name(k.type),
+                              toml_type_name(node)));
   };
   auto check_choice = [&](const toml::node& at, const std::string& value) {
     auto choices = key_choices(k, stride);
-    if (choices.empty() || std::find(choices.begin(), choices.end(), value) != choices.end()) return;
+    if (choices.empty() || std::find(choices.begin(), choices.end(), value) != choices.end())
+      return;
     std::vector<std::string> known(choices.begin(), choices.end());
     std::string hint = nearest_name(value, known);
-    c.error(at, fmt::format("{}: \"{}\" is not allowed (expected {}){}", full, value, quoted_choices(choices),
+    c.error(at, fmt::format("{}: \"{}\" is not allowed (expected {}){}", full, value,
+                            quoted_choices(choices),
                             hint.empty() ? "" : fmt::format("; did you mean \"{}\"?", hint)));
   };
   auto range_error = [&](const toml::node& at, std::int64_t x) {
@@ -223,7 +249,10 @@ void convert_value(const toml::node& node, const loupe_config_key& k, std::uint3
   };
   switch (k.type) {
     case LOUPE_CFG_BOOL:
-      if (auto b = node.as_boolean()) v.b = b->get(); else wrong();
+      if (auto b = node.as_boolean())
+        v.b = b->get();
+      else
+        wrong();
       break;
     case LOUPE_CFG_INT:
       if (auto i = node.as_integer()) {
@@ -259,13 +288,15 @@ void convert_value(const toml::node& node, const loupe_config_key& k, std::uint3
             v.strings.push_back(s->get());
             check_choice(e, s->get());
           } else
-            c.error(e, fmt::format("{}: every element must be a string, found {}", full, toml_type_name(e)));
+            c.error(e, fmt::format("{}: every element must be a string, found {}", full,
+                                   toml_type_name(e)));
         } else {
           if (auto i = e.as_integer()) {
             if (!in_range(k, i->get())) range_error(e, i->get());
             v.ints.push_back(i->get());
           } else {
-            c.error(e, fmt::format("{}: every element must be an integer, found {}", full, toml_type_name(e)));
+            c.error(e, fmt::format("{}: every element must be an integer, found {}", full,
+                                   toml_type_name(e)));
           }
         }
       }
@@ -277,7 +308,8 @@ void convert_value(const toml::node& node, const loupe_config_key& k, std::uint3
       std::size_t idx = 0;
       for (auto&& e : *arr) {
         auto sub = std::make_unique<loupe_config>();
-        validate_table(*e.as_table(), k.fields, k.n_fields, stride, fmt::format("{}[{}]", full, idx++), false, *sub, c);
+        validate_table(*e.as_table(), k.fields, k.n_fields, stride,
+                       fmt::format("{}[{}]", full, idx++), false, *sub, c);
         v.tables.push_back(std::move(sub));
       }
       break;
@@ -285,8 +317,9 @@ void convert_value(const toml::node& node, const loupe_config_key& k, std::uint3
   }
 }
 
-void validate_table(const toml::table& t, const loupe_config_key* keys, std::uint32_t n, std::uint32_t stride,
-                    const std::string& where, bool top, loupe_config& out, Checker& c) {
+void validate_table(const toml::table& t, const loupe_config_key* keys, std::uint32_t n,
+                    std::uint32_t stride, const std::string& where, bool top, loupe_config& out,
+                    Checker& c) {
   for (auto&& [key, node] : t) {
     const std::string k(key.str());
     if (top && (k == "name" || k == "library" || k == "enabled")) continue;
@@ -314,7 +347,8 @@ void validate_table(const toml::table& t, const loupe_config_key* keys, std::uin
     const loupe_config_key& k = *key_at(keys, i, stride);
     if (out.values.count(k.name)) continue;
     if (k.flags & LOUPE_CFG_REQUIRED) {
-      c.error(pos_of(t.source(), c.file()), fmt::format("{}: required key '{}' is missing ({})", where, k.name, k.help));
+      c.error(pos_of(t.source(), c.file()),
+              fmt::format("{}: required key '{}' is missing ({})", where, k.name, k.help));
       continue;
     }
     ConfigValue v;
@@ -324,7 +358,9 @@ void validate_table(const toml::table& t, const loupe_config_key* keys, std::uin
 
 }  // namespace
 
-std::string SourcePos::str() const { return fmt::format("{}:{}:{}", file, line, column); }
+std::string SourcePos::str() const {
+  return fmt::format("{}:{}:{}", file, line, column);
+}
 
 ProfileError::ProfileError(std::vector<Diagnostic> diags)
     : std::runtime_error([&] {
@@ -354,7 +390,8 @@ Profile parse_profile_text(const std::string& text, const std::string& origin) {
   try {
     return parse_table(std::make_shared<toml::table>(toml::parse(text, origin)), origin);
   } catch (const toml::parse_error& e) {
-    SourcePos p{origin, static_cast<std::uint32_t>(e.source().begin.line), static_cast<std::uint32_t>(e.source().begin.column)};
+    SourcePos p{origin, static_cast<std::uint32_t>(e.source().begin.line),
+                static_cast<std::uint32_t>(e.source().begin.column)};
     throw ProfileError({{p, std::string(e.description())}});
   }
 }
@@ -366,7 +403,8 @@ Profile parse_profile_file(const std::string& path) {
   try {
     return parse_table(std::make_shared<toml::table>(toml::parse_file(path)), path);
   } catch (const toml::parse_error& e) {
-    SourcePos p{path, static_cast<std::uint32_t>(e.source().begin.line), static_cast<std::uint32_t>(e.source().begin.column)};
+    SourcePos p{path, static_cast<std::uint32_t>(e.source().begin.line),
+                static_cast<std::uint32_t>(e.source().begin.column)};
     throw ProfileError({{p, std::string(e.description())}});
   }
 }
@@ -375,9 +413,11 @@ void validate_plugin_config(PluginSpec& spec, const loupe_plugin_descriptor& d) 
   Checker c(spec.pos.file);
   auto cfg = std::make_unique<loupe_config>();
   const auto& table = *std::static_pointer_cast<toml::table>(spec.raw);
-  std::string where = fmt::format("{} '{}'", spec.kind == PluginSpec::Kind::kSink ? "sink" : "plugin", spec.name);
-  validate_table(table, d.config_keys, d.n_config_keys, d.config_key_size ? d.config_key_size : sizeof(loupe_config_key),
-                 where, true, *cfg, c);
+  std::string where =
+      fmt::format("{} '{}'", spec.kind == PluginSpec::Kind::kSink ? "sink" : "plugin", spec.name);
+  validate_table(table, d.config_keys, d.n_config_keys,
+                 d.config_key_size ? d.config_key_size : sizeof(loupe_config_key), where, true,
+                 *cfg, c);
   c.throw_if_any();
   spec.config = std::move(cfg);
 }

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "plugins/config_tree.hpp"
 #include "loupe/abi/plugin.h"
+#include "plugins/config_tree.hpp"
 
 namespace loupe {
 
@@ -49,7 +49,7 @@ struct SessionSpec {
   double drain_timeout_s = 2.0;
   std::string user;                     // switch to this user once attached (--user)
   bool allow_insecure_plugins = false;  // load plugins from group/world-writable paths
-  bool stats = false;  // per-probe BPF run-time statistics (loupe run --stats)
+  bool stats = false;                   // per-probe BPF run-time statistics (loupe run --stats)
 };
 
 struct PluginSpec {
@@ -58,7 +58,7 @@ struct PluginSpec {
   std::string path;  // `library = "..."`: explicit .so path, relative to the profile's folder
   bool enabled = true;
   SourcePos pos;
-  std::shared_ptr<void> raw;  // the TOML table (toml::table), kept for schema validation
+  std::shared_ptr<void> raw;             // the TOML table (toml::table), kept for schema validation
   std::unique_ptr<loupe_config> config;  // filled by validate_plugin_config()
 };
 

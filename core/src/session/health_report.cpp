@@ -8,32 +8,37 @@
 namespace loupe {
 namespace {
 
-std::uint32_t warn_if(std::uint64_t v) { return v ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK; }
+std::uint32_t warn_if(std::uint64_t v) {
+  return v ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK;
+}
 
 }  // namespace
 
-void HealthReport::health(const std::string& name, const std::string& component, std::uint64_t value,
-                          std::uint32_t severity, const std::string& message, bool is_final) {
+void HealthReport::health(const std::string& name, const std::string& component,
+                          std::uint64_t value, std::uint32_t severity, const std::string& message,
+                          bool is_final) {
   sdk::RecordBuilder b(LOUPE_RECORD_HEALTH, name);
   b.final(is_final).health(static_cast<loupe_health_severity>(severity), component, value, message);
   publish_(b.build());
 }
 
-void HealthReport::rings(const std::vector<RingStats>& stats, std::vector<CoalescedCount> coalesced, bool is_final) {
+void HealthReport::rings(const std::vector<RingStats>& stats, std::vector<CoalescedCount> coalesced,
+                         bool is_final) {
   std::map<std::string, std::uint64_t> lost_by_plugin;  // every counted loss of its rings
   for (const auto& st : stats) {
-    lost_by_plugin[st.plugin] +=
-        st.lost_kernel + st.dropped_queue + st.coalesced + st.count_only + st.malformed + st.decode_errors;
+    lost_by_plugin[st.plugin] += st.lost_kernel + st.dropped_queue + st.coalesced + st.count_only +
+                                 st.malformed + st.decode_errors;
     const std::string comp = st.plugin + "/" + st.ring;
-    auto h = [&](const char* name, std::uint64_t v, std::uint32_t sev, const std::string& msg = {}) {
-      health(name, comp, v, sev, msg, is_final);
-    };
+    auto h = [&](const char* name, std::uint64_t v, std::uint32_t sev,
+                 const std::string& msg = {}) { health(name, comp, v, sev, msg, is_final); };
     h("ring_received", st.received, LOUPE_HEALTH_OK);
     if (st.lost_kernel_known)
       h("ring_lost_kernel", st.lost_kernel, warn_if(st.lost_kernel),
-        st.lost_kernel ? "ring full: records lost in the kernel (raise the ring size or sample)" : "");
+        st.lost_kernel ? "ring full: records lost in the kernel (raise the ring size or sample)"
+                       : "");
     else if (!replay_)
-      h("ring_lost_kernel_unknown", 0, LOUPE_HEALTH_WARN, "the plugin does not count reserve failures");
+      h("ring_lost_kernel_unknown", 0, LOUPE_HEALTH_WARN,
+        "the plugin does not count reserve failures");
     h("ring_dropped_queue", st.dropped_queue, warn_if(st.dropped_queue));
     h("ring_coalesced", st.coalesced, warn_if(st.coalesced));
     h("ring_count_only", st.count_only, warn_if(st.count_only),
@@ -46,28 +51,40 @@ void HealthReport::rings(const std::vector<RingStats>& stats, std::vector<Coales
     h("ring_mean_delay_ns", st.mean_delay_ns, LOUPE_HEALTH_OK);
     h("ring_max_delay_ns", st.max_delay_ns, LOUPE_HEALTH_OK);
     h("ring_sampling_divisor", st.divisor, st.divisor > 1 ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK,
-      st.divisor > 1 ? fmt::format("the kernel side emits 1 in {} records (sustained loss)", st.divisor) : "");
+      st.divisor > 1
+          ? fmt::format("the kernel side emits 1 in {} records (sustained loss)", st.divisor)
+          : "");
   }
   for (const auto& [plugin, lost] : lost_by_plugin)
     health("plugin_ring_loss", plugin, lost, warn_if(lost),
-           lost ? "ring records lost, dropped, merged or malformed: see the ring_* records" : "", is_final);
+           lost ? "ring records lost, dropped, merged or malformed: see the ring_* records" : "",
+           is_final);
 
   // Records merged under pressure keep their key: one counter per (ring, key), cumulative.
   for (auto& c : coalesced) coalesced_totals_[{c.plugin + "/" + c.ring, c.key}] += c.count;
   for (const auto& [rk, count] : coalesced_totals_) {
-    std::string key = rk.second == RingDispatcher::kCoalesceOverflowKey ? "other" : fmt::format("{:#x}", rk.second);
+    std::string key = rk.second == RingDispatcher::kCoalesceOverflowKey
+                          ? "other"
+                          : fmt::format("{:#x}", rk.second);
     sdk::RecordBuilder b(LOUPE_RECORD_METRIC, "ring_coalesced_records");
-    b.label("ring", rk.first).label("key", key).final(is_final).metric(LOUPE_METRIC_COUNTER, "records",
-                                                                          static_cast<double>(count));
+    b.label("ring", rk.first)
+        .label("key", key)
+        .final(is_final)
+        .metric(LOUPE_METRIC_COUNTER, "records", static_cast<double>(count));
     publish_(b.build());
   }
 }
 
-void HealthReport::final_failures(const std::vector<ProbeResult>& probes, const std::vector<ProfilerHealth>& profilers,
-                                  const std::vector<SinkHealth>& sinks, const std::string& stats_error) {
-  if (!stats_error.empty()) health("probe_stats_unavailable", "loupe", 0, LOUPE_HEALTH_WARN, stats_error, true);
+void HealthReport::final_failures(const std::vector<ProbeResult>& probes,
+                                  const std::vector<ProfilerHealth>& profilers,
+                                  const std::vector<SinkHealth>& sinks,
+                                  const std::string& stats_error) {
+  if (!stats_error.empty())
+    health("probe_stats_unavailable", "loupe", 0, LOUPE_HEALTH_WARN, stats_error, true);
   for (const auto& p : probes)
-    if (!p.attached) health("probe_attach_failed", p.instance + "/" + p.probe, 1, LOUPE_HEALTH_ERROR, p.error, true);
+    if (!p.attached)
+      health("probe_attach_failed", p.instance + "/" + p.probe, 1, LOUPE_HEALTH_ERROR, p.error,
+             true);
   for (const auto& p : profilers)
     if (p.collect_errors)
       health("plugin_collect_errors", p.instance, p.collect_errors, LOUPE_HEALTH_WARN,
@@ -80,8 +97,9 @@ void HealthReport::final_failures(const std::vector<ProbeResult>& probes, const 
     const auto& st = sk.stats;
     if (st.dropped_full || st.consume_errors || st.disabled)
       health("sink_loss", sk.instance, st.dropped_full + st.consume_errors, LOUPE_HEALTH_WARN,
-             fmt::format("dropped {} (queue full), {} consume errors{}{}", st.dropped_full, st.consume_errors,
-                         st.disabled ? "; disabled: " : "", st.disabled ? st.last_error : ""),
+             fmt::format("dropped {} (queue full), {} consume errors{}{}", st.dropped_full,
+                         st.consume_errors, st.disabled ? "; disabled: " : "",
+                         st.disabled ? st.last_error : ""),
              true);
   }
 }

@@ -42,20 +42,23 @@ class HealthReport {
   HealthReport(Publish publish, bool replay) : publish_(std::move(publish)), replay_(replay) {}
 
   // Every interval and at the end: the rings' counters and the coalesced keys so far.
-  void rings(const std::vector<RingStats>& stats, std::vector<CoalescedCount> coalesced, bool is_final);
+  void rings(const std::vector<RingStats>& stats, std::vector<CoalescedCount> coalesced,
+             bool is_final);
   // At the end only: what failed outside the rings.
-  void final_failures(const std::vector<ProbeResult>& probes, const std::vector<ProfilerHealth>& profilers,
+  void final_failures(const std::vector<ProbeResult>& probes,
+                      const std::vector<ProfilerHealth>& profilers,
                       const std::vector<SinkHealth>& sinks, const std::string& stats_error);
   // A change the ring reader made on its own (sampling divisor, count-only mode).
   void dispatch_event(const DispatchEvent& ev, std::uint64_t wall_ns);
 
  private:
-  void health(const std::string& name, const std::string& component, std::uint64_t value, std::uint32_t severity,
-              const std::string& message, bool is_final);
+  void health(const std::string& name, const std::string& component, std::uint64_t value,
+              std::uint32_t severity, const std::string& message, bool is_final);
 
   Publish publish_;
   bool replay_;
-  std::map<std::pair<std::string, std::uint64_t>, std::uint64_t> coalesced_totals_;  // (ring, key), cumulative
+  std::map<std::pair<std::string, std::uint64_t>, std::uint64_t>
+      coalesced_totals_;  // (ring, key), cumulative
 };
 
 }  // namespace loupe

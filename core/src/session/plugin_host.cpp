@@ -26,9 +26,9 @@ int fail(int status, std::string text) {
 }
 
 void svc_log(loupe_host* h, std::uint32_t level, const char* msg) {
-  auto lvl = level >= LOUPE_LOG_ERROR ? spdlog::level::err
-             : level == LOUPE_LOG_WARN ? spdlog::level::warn
-             : level == LOUPE_LOG_INFO ? spdlog::level::info
+  auto lvl = level >= LOUPE_LOG_ERROR   ? spdlog::level::err
+             : level == LOUPE_LOG_WARN  ? spdlog::level::warn
+             : level == LOUPE_LOG_INFO  ? spdlog::level::info
              : level == LOUPE_LOG_DEBUG ? spdlog::level::debug
                                         : spdlog::level::trace;
   spdlog::log(lvl, "[{}] {}", h->instance, msg ? msg : "");
@@ -52,7 +52,8 @@ int svc_tracepoint_exists(loupe_host*, const char* cat_name) {
   std::string err;
   std::string tracefs = ensure_tracefs(&err);
   if (tracefs.empty()) return 0;
-  std::string path = fmt::format("{}/events/{}/{}/id", tracefs, s.substr(0, colon), s.substr(colon + 1));
+  std::string path =
+      fmt::format("{}/events/{}/{}/id", tracefs, s.substr(0, colon), s.substr(colon + 1));
   return access(path.c_str(), R_OK) == 0 ? 1 : 0;
 }
 
@@ -61,9 +62,10 @@ int svc_ksym_exists(loupe_host*, const char* name) {
 }
 
 int refuse_in_replay(const char* what) {
-  return fail(LOUPE_ERR_UNSUPPORTED, fmt::format("{}: refused while replaying a capture (the session has no kernel "
-                                                 "side; check loupe_session_info.flags & LOUPE_SESSION_REPLAY)",
-                                                 what));
+  return fail(LOUPE_ERR_UNSUPPORTED,
+              fmt::format("{}: refused while replaying a capture (the session has no kernel "
+                          "side; check loupe_session_info.flags & LOUPE_SESSION_REPLAY)",
+                          what));
 }
 
 int svc_bpf_load(loupe_host* h, bpf_object* obj) {
@@ -84,7 +86,8 @@ int svc_bpf_attach(loupe_host* h, bpf_program* prog, const char* probe) {
   h->ctx.links->add(h->instance, label, prog, link, err);
   if (link) return LOUPE_OK;
   return fail(err == EPERM || err == EACCES ? LOUPE_ERR_PERMISSION : LOUPE_ERR_KERNEL,
-              fmt::format("attach {} ({}) failed: {}", label, bpf_program__section_name(prog), std::strerror(err)));
+              fmt::format("attach {} ({}) failed: {}", label, bpf_program__section_name(prog),
+                          std::strerror(err)));
 }
 
 int svc_adopt_link(loupe_host* h, bpf_link* link, bpf_program* prog, const char* probe, int err) {
@@ -95,7 +98,8 @@ int svc_adopt_link(loupe_host* h, bpf_link* link, bpf_program* prog, const char*
   std::string label = probe ? probe : (prog ? bpf_program__name(prog) : "probe");
   h->ctx.links->add(h->instance, label, prog, link, err);
   if (link) return LOUPE_OK;
-  return fail(LOUPE_ERR_KERNEL, fmt::format("attach {} failed: {}", label, std::strerror(err < 0 ? -err : err)));
+  return fail(LOUPE_ERR_KERNEL,
+              fmt::format("attach {} failed: {}", label, std::strerror(err < 0 ? -err : err)));
 }
 
 int svc_ring_register(loupe_host* h, const loupe_ring_spec* spec) {
@@ -121,8 +125,8 @@ int svc_emit(loupe_host* h, const loupe_record* rec) {
   return LOUPE_OK;
 }
 
-int svc_symbolize(loupe_host* h, std::uint32_t pid, std::uint32_t kind, const std::uint64_t* addrs, std::uint32_t n,
-                  loupe_frame* out) {
+int svc_symbolize(loupe_host* h, std::uint32_t pid, std::uint32_t kind, const std::uint64_t* addrs,
+                  std::uint32_t n, loupe_frame* out) {
   if (n && (!addrs || !out)) return fail(LOUPE_ERR_INVALID_ARG, "symbolize: NULL arrays");
   if (!h->ctx.symbolizer) return fail(LOUPE_ERR_UNSUPPORTED, "no symbolizer in this session");
   h->ctx.symbolizer->symbolize(pid, static_cast<loupe_frame_kind>(kind), addrs, n, out);
@@ -140,7 +144,9 @@ void svc_symbols_invalidate(loupe_host* h, std::uint32_t pid) {
   if (h->ctx.symbolizer) h->ctx.symbolizer->invalidate(pid);
 }
 
-std::uint64_t svc_now(loupe_host*, std::uint32_t clock) { return clock_ns(clock); }
+std::uint64_t svc_now(loupe_host*, std::uint32_t clock) {
+  return clock_ns(clock);
+}
 
 std::uint64_t svc_boot_to_wall(loupe_host*, std::uint64_t boot_ns) {
   // Offset sampled per call: both clocks advance together except across suspend.
@@ -149,11 +155,15 @@ std::uint64_t svc_boot_to_wall(loupe_host*, std::uint64_t boot_ns) {
   return wall - boot + boot_ns;
 }
 
-const char* svc_last_error(loupe_host*) { return t_last_error.c_str(); }
+const char* svc_last_error(loupe_host*) {
+  return t_last_error.c_str();
+}
 
 }  // namespace
 
-void set_host_error(const std::string& text) { t_last_error = text; }
+void set_host_error(const std::string& text) {
+  t_last_error = text;
+}
 
 }  // namespace loupe
 

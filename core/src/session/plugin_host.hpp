@@ -9,12 +9,12 @@
 #include <atomic>
 #include <string>
 
+#include "dispatch/record_bus.hpp"
+#include "dispatch/ring_dispatcher.hpp"
 #include "kernel/bpf_lifecycle.hpp"
 #include "loupe/abi/host.h"
 #include "loupe/features.hpp"
 #include "loupe/symbolizer.hpp"
-#include "dispatch/record_bus.hpp"
-#include "dispatch/ring_dispatcher.hpp"
 #include "util/clock.hpp"
 
 namespace loupe {

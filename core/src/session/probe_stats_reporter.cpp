@@ -39,8 +39,8 @@ void ProbeStatsReporter::metric(const char* name, std::uint32_t type, const char
   publish_(r);
 }
 
-void ProbeStatsReporter::health(const char* name, const std::string& component, std::uint64_t v, std::uint32_t sev,
-                                const std::string& msg, bool is_final) {
+void ProbeStatsReporter::health(const char* name, const std::string& component, std::uint64_t v,
+                                std::uint32_t sev, const std::string& msg, bool is_final) {
   loupe_health h{sizeof(h), sev, component.c_str(), v, msg.empty() ? nullptr : msg.c_str()};
   loupe_record r{};
   r.size = sizeof(r);
@@ -51,7 +51,8 @@ void ProbeStatsReporter::health(const char* name, const std::string& component, 
   publish_(r);
 }
 
-void ProbeStatsReporter::report(const std::vector<ProgramStats>& now, std::uint64_t mono_ns, bool is_final) {
+void ProbeStatsReporter::report(const std::vector<ProgramStats>& now, std::uint64_t mono_ns,
+                                bool is_final) {
   // One program attached by several probes (a cookie per target) has one set of counts:
   // report it once, naming every probe, rather than N copies that would sum to N times it.
   std::map<std::uint32_t, Program> programs;
@@ -59,7 +60,8 @@ void ProbeStatsReporter::report(const std::vector<ProgramStats>& now, std::uint6
     auto& p = programs[s.prog_id];
     if (!p.stats) p.stats = &s;
     p.probes.push_back(s.probe);
-    if (!s.target.empty() && std::find(p.targets.begin(), p.targets.end(), s.target) == p.targets.end())
+    if (!s.target.empty() &&
+        std::find(p.targets.begin(), p.targets.end(), s.target) == p.targets.end())
       p.targets.push_back(s.target);
   }
   const std::uint64_t since = is_final ? start_ns_ : prev_ns_;
@@ -68,27 +70,34 @@ void ProbeStatsReporter::report(const std::vector<ProgramStats>& now, std::uint6
     const auto& s = *p.stats;
     Totals base = is_final ? Totals{} : prev_[id];
     const double runs = static_cast<double>(s.run_cnt - std::min(base.run_cnt, s.run_cnt));
-    const double ns = static_cast<double>(s.run_time_ns - std::min(base.run_time_ns, s.run_time_ns));
-    const std::string probes = join(p.probes), targets = join(p.targets), id_text = std::to_string(id);
+    const double ns =
+        static_cast<double>(s.run_time_ns - std::min(base.run_time_ns, s.run_time_ns));
+    const std::string probes = join(p.probes), targets = join(p.targets),
+                      id_text = std::to_string(id);
     loupe_label labels[] = {{"instance", s.instance.c_str()},
                             {"program", s.program.c_str()},
                             {"probe", probes.c_str()},
                             {"target", targets.c_str()},
                             {"prog_id", id_text.c_str()}};
     constexpr std::uint32_t n = 5;
-    metric("probe_runs", LOUPE_METRIC_COUNTER, "events", static_cast<double>(s.run_cnt), labels, n, is_final);
-    metric("probe_run_time", LOUPE_METRIC_COUNTER, "ns", static_cast<double>(s.run_time_ns), labels, n, is_final);
-    metric("probe_avg_ns", LOUPE_METRIC_GAUGE, "ns", runs > 0 ? ns / runs : 0, labels, n, is_final);
-    metric("probe_events_per_s", LOUPE_METRIC_GAUGE, "events/s", window_s > 0 ? runs / window_s : 0, labels, n,
+    metric("probe_runs", LOUPE_METRIC_COUNTER, "events", static_cast<double>(s.run_cnt), labels, n,
            is_final);
-    // Time in the program over the time all online CPUs had: what the probe takes from the box.
-    metric("probe_cpu_share", LOUPE_METRIC_GAUGE, "ratio", window_s > 0 ? ns / (window_s * 1e9 * cpus_) : 0, labels, n,
-           is_final);
-    metric("probe_recursion_misses", LOUPE_METRIC_COUNTER, "events", static_cast<double>(s.recursion_misses), labels,
+    metric("probe_run_time", LOUPE_METRIC_COUNTER, "ns", static_cast<double>(s.run_time_ns), labels,
            n, is_final);
+    metric("probe_avg_ns", LOUPE_METRIC_GAUGE, "ns", runs > 0 ? ns / runs : 0, labels, n, is_final);
+    metric("probe_events_per_s", LOUPE_METRIC_GAUGE, "events/s", window_s > 0 ? runs / window_s : 0,
+           labels, n, is_final);
+    // Time in the program over the time all online CPUs had: what the probe takes from the box.
+    metric("probe_cpu_share", LOUPE_METRIC_GAUGE, "ratio",
+           window_s > 0 ? ns / (window_s * 1e9 * cpus_) : 0, labels, n, is_final);
+    metric("probe_recursion_misses", LOUPE_METRIC_COUNTER, "events",
+           static_cast<double>(s.recursion_misses), labels, n, is_final);
     if (s.recursion_misses)
-      health("probe_recursion_misses", s.instance + "/" + probes, s.recursion_misses, LOUPE_HEALTH_WARN,
-             "the kernel skipped the program because it was already running on that CPU (events missed)", is_final);
+      health("probe_recursion_misses", s.instance + "/" + probes, s.recursion_misses,
+             LOUPE_HEALTH_WARN,
+             "the kernel skipped the program because it was already running on that CPU (events "
+             "missed)",
+             is_final);
     if (is_final && s.run_cnt == 0)
       for (const auto& probe : p.probes)
         health("probe_silent", s.instance + "/" + probe, 0, LOUPE_HEALTH_WARN,

@@ -34,8 +34,8 @@ class ProbeStatsReporter {
   struct Totals {
     std::uint64_t run_cnt = 0, run_time_ns = 0;
   };
-  void metric(const char* name, std::uint32_t type, const char* unit, double v, const loupe_label* labels,
-              std::uint32_t n, bool is_final);
+  void metric(const char* name, std::uint32_t type, const char* unit, double v,
+              const loupe_label* labels, std::uint32_t n, bool is_final);
   void health(const char* name, const std::string& component, std::uint64_t v, std::uint32_t sev,
               const std::string& msg, bool is_final);
 

@@ -3,32 +3,32 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <spdlog/spdlog.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <time.h>
 
+#include <unistd.h>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <thread>
-#include <unistd.h>
 
-#include "kernel/bpf_lifecycle.hpp"
 #include "dispatch/capture_file.hpp"
-#include "loupe/plugin_registry.hpp"
-#include "loupe/symbolizer.hpp"
-#include "session/plugin_host.hpp"
-#include "plugins/plugin_instance.hpp"
-#include "kernel/capabilities.hpp"
-#include "kernel/privileges.hpp"
-#include "session/probe_stats_reporter.hpp"
-#include "plugins/profile.hpp"
 #include "dispatch/record_bus.hpp"
 #include "dispatch/ring_dispatcher.hpp"
 #include "dispatch/sink_runner.hpp"
+#include "kernel/bpf_lifecycle.hpp"
+#include "kernel/capabilities.hpp"
+#include "kernel/privileges.hpp"
+#include "loupe/plugin_registry.hpp"
+#include "loupe/symbolizer.hpp"
+#include "plugins/plugin_instance.hpp"
+#include "plugins/profile.hpp"
 #include "session/health_report.hpp"
+#include "session/plugin_host.hpp"
+#include "session/probe_stats_reporter.hpp"
 #include "session/target_process.hpp"
 
 namespace loupe {
@@ -68,7 +68,9 @@ struct Live {
 void make_output_dir(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) throw Failure{ExitCode::kRuntime, fmt::format("cannot create output directory {}: {}", dir, ec.message())};
+  if (ec)
+    throw Failure{ExitCode::kRuntime,
+                  fmt::format("cannot create output directory {}: {}", dir, ec.message())};
   ::chmod(dir.c_str(), 0700);
 }
 
@@ -183,13 +185,16 @@ void Session::Impl::resolve_plugins() {
     }
     bool want_sink = spec.kind == PluginSpec::Kind::kSink;
     if ((lib->descriptor().kind == LOUPE_KIND_SINK) != want_sink) {
-      add_error(ExitCode::kProfile, fmt::format("{}: '{}' is a {} but is listed under [[{}]]", spec.pos.str(), spec.name,
-                                                kind_name(lib->descriptor().kind), want_sink ? "sinks" : "plugins"));
+      add_error(
+          ExitCode::kProfile,
+          fmt::format("{}: '{}' is a {} but is listed under [[{}]]", spec.pos.str(), spec.name,
+                      kind_name(lib->descriptor().kind), want_sink ? "sinks" : "plugins"));
       continue;
     }
     if (!spec.path.empty() && lib->name() != spec.name) {
-      add_error(ExitCode::kPlugin, fmt::format("{}: {} declares plugin '{}', the profile expects '{}'", spec.pos.str(),
-                                               spec.path, lib->name(), spec.name));
+      add_error(ExitCode::kPlugin,
+                fmt::format("{}: {} declares plugin '{}', the profile expects '{}'", spec.pos.str(),
+                            spec.path, lib->name(), spec.name));
       continue;
     }
     try {
@@ -204,9 +209,10 @@ void Session::Impl::resolve_plugins() {
     libs_.back() = lib;
   }
   if (!have_sink && errors.empty())
-    add_error(ExitCode::kProfile, fmt::format("{}: the profile has no enabled [[sinks]]: results would go nowhere "
-                                              "(add e.g. [[sinks]] name = \"console\")",
-                                              profile_.file));
+    add_error(ExitCode::kProfile,
+              fmt::format("{}: the profile has no enabled [[sinks]]: results would go nowhere "
+                          "(add e.g. [[sinks]] name = \"console\")",
+                          profile_.file));
   if (!errors.empty()) throw Failure{code, fmt::format("{}", fmt::join(errors, "\n"))};
 }
 
@@ -223,10 +229,10 @@ void Session::Impl::check_privileges() {
   if (has_admin || has_bpf_perf) return;
   std::string names;
   for (auto& m : missing) names += (names.empty() ? "" : ", ") + m;
-  throw Failure{ExitCode::kPrivilege,
-                fmt::format("missing capabilities: {} (need CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN; run as root or "
-                            "grant them with setcap cap_bpf,cap_perfmon+ep)",
-                            names)};
+  throw Failure{ExitCode::kPrivilege, fmt::format("missing capabilities: {} (need CAP_BPF and "
+                                                  "CAP_PERFMON, or CAP_SYS_ADMIN; run as root or "
+                                                  "grant them with setcap cap_bpf,cap_perfmon+ep)",
+                                                  names)};
 }
 
 // Before any plugin runs: the user must exist, and the output directory (created by root,
@@ -238,8 +244,9 @@ void Session::Impl::prepare_user_switch() {
   run_as_ = lookup_user(name, &err);
   if (!run_as_) throw Failure{ExitCode::kUsage, fmt::format("--user: {}", err)};
   if (::chown(output_dir_.c_str(), run_as_->uid, run_as_->gid) != 0)
-    throw Failure{ExitCode::kPrivilege, fmt::format("--user {}: cannot hand the output directory {} over: {}", name,
-                                                    output_dir_, std::strerror(errno))};
+    throw Failure{ExitCode::kPrivilege,
+                  fmt::format("--user {}: cannot hand the output directory {} over: {}", name,
+                              output_dir_, std::strerror(errno))};
 }
 
 void Session::Impl::drop_privileges_after_attach() {
@@ -252,8 +259,9 @@ void Session::Impl::drop_privileges_after_attach() {
   }
   std::string kept;
   for (int c : keep) kept += (kept.empty() ? "" : ", ") + capability_name(c);
-  spdlog::info("attached; dropped every capability but {}{}", kept,
-               run_as_ ? fmt::format(", now running as {} (uid {})", run_as_->name, run_as_->uid) : "");
+  spdlog::info(
+      "attached; dropped every capability but {}{}", kept,
+      run_as_ ? fmt::format(", now running as {} (uid {})", run_as_->name, run_as_->uid) : "");
 }
 
 bool Session::Impl::handle_plugin_failure(Live& live, const HookError& e, const char* phase) {
@@ -278,7 +286,8 @@ void Session::Impl::setup_instance(PluginSpec& spec, std::size_t index) {
   live.host = std::make_unique<PluginHost>(ctx_, instance_names_[index], libs_[index]->name());
   live.instance = std::make_unique<PluginInstance>(libs_[index], instance_names_[index]);
   loupe_setup_args args{sizeof(args), 0, &live.host->services, spec.config.get(), &info_};
-  info_.instance_name = live.host->instance.c_str();  // valid during setup; plugins copy what they keep
+  info_.instance_name =
+      live.host->instance.c_str();  // valid during setup; plugins copy what they keep
   try {
     live.instance->setup(args);
   } catch (const HookError& e) {
@@ -306,7 +315,8 @@ void Session::Impl::run_loop() {
   const auto end = s.duration_s > 0 ? start + std::chrono::duration_cast<Clock::duration>(
                                                   std::chrono::duration<double>(s.duration_s))
                                     : Clock::time_point::max();
-  const auto interval = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s.interval_s));
+  const auto interval =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s.interval_s));
   auto next_report = s.interval_s > 0 ? start + interval : Clock::time_point::max();
   std::uint64_t window_start = session_start_wall_;
   while (!stop_.load(std::memory_order_relaxed)) {
@@ -349,7 +359,8 @@ void Session::Impl::run_loop() {
 // A plugin whose collect() fails is contained: the failure is logged and counted, the
 // session goes on, and after kMaxCollectFailures failures in a row the plugin is disabled
 // (no more collect(); its probes stay until the common detach) with a health record.
-void Session::Impl::collect_one(Live& p, bool is_final, std::uint64_t window_start, std::uint64_t window_end) {
+void Session::Impl::collect_one(Live& p, bool is_final, std::uint64_t window_start,
+                                std::uint64_t window_end) {
   constexpr std::uint32_t kMaxCollectFailures = 3;
   if (p.disabled) return;
   try {
@@ -360,10 +371,13 @@ void Session::Impl::collect_one(Live& p, bool is_final, std::uint64_t window_sta
     spdlog::warn("{}", e.what());
     if (++p.failed_in_a_row < kMaxCollectFailures) return;
     p.disabled = true;
-    std::string msg = fmt::format("collect() failed {} times in a row; the plugin is disabled, the session goes on "
-                                  "(last error: {})", p.failed_in_a_row, e.what());
+    std::string msg = fmt::format(
+        "collect() failed {} times in a row; the plugin is disabled, the session goes on "
+        "(last error: {})",
+        p.failed_in_a_row, e.what());
     spdlog::error("plugin '{}': {}", p.host->instance, msg);
-    loupe_health h{sizeof(h), LOUPE_HEALTH_ERROR, p.host->instance.c_str(), p.collect_errors, msg.c_str()};
+    loupe_health h{sizeof(h), LOUPE_HEALTH_ERROR, p.host->instance.c_str(), p.collect_errors,
+                   msg.c_str()};
     loupe_record r{};
     r.size = sizeof(r);
     r.kind = LOUPE_RECORD_HEALTH;
@@ -377,14 +391,15 @@ void Session::Impl::configure_dispatch() {
   RingDispatcher::Options o;
   if (opts_.delivery_delay_ms) {
     if (*opts_.delivery_delay_ms < 0 || *opts_.delivery_delay_ms > 10000)
-      throw Failure{ExitCode::kUsage,
-                    fmt::format("delivery delay {} ms is out of range [0, 10000]", *opts_.delivery_delay_ms)};
+      throw Failure{ExitCode::kUsage, fmt::format("delivery delay {} ms is out of range [0, 10000]",
+                                                  *opts_.delivery_delay_ms)};
     o.max_delivery_delay = std::chrono::milliseconds(static_cast<long>(*opts_.delivery_delay_ms));
   }
   o.replay = !opts_.replay_path.empty();
   rings_.configure(o);
-  rings_.set_event_handler(
-      [this](const DispatchEvent& ev) { health_->dispatch_event(ev, clock_ns(LOUPE_CLOCK_REALTIME)); });
+  rings_.set_event_handler([this](const DispatchEvent& ev) {
+    health_->dispatch_event(ev, clock_ns(LOUPE_CLOCK_REALTIME));
+  });
 }
 
 void Session::Impl::start_recording() {
@@ -409,23 +424,27 @@ void Session::Impl::replay_capture() {
     for (std::size_t i = 0; i < table.size(); ++i)
       if (table[i].instance == cr.instance && table[i].ring == cr.ring) found = i;
     if (found == table.size())
-      throw Failure{ExitCode::kProfile,
-                    fmt::format("{}: ring '{}/{}' was recorded but no plugin of the profile registers it in replay "
-                                "mode (is plugin '{}' enabled, and does it honour LOUPE_SESSION_REPLAY?)",
-                                opts_.replay_path, cr.instance, cr.ring, cr.instance)};
+      throw Failure{
+          ExitCode::kProfile,
+          fmt::format(
+              "{}: ring '{}/{}' was recorded but no plugin of the profile registers it in replay "
+              "mode (is plugin '{}' enabled, and does it honour LOUPE_SESSION_REPLAY?)",
+              opts_.replay_path, cr.instance, cr.ring, cr.instance)};
     const auto& t = table[found];
     if (t.record_type != cr.record_type || t.record_version != cr.record_version)
       throw Failure{ExitCode::kPlugin,
-                    fmt::format("{}: ring '{}/{}' was recorded with record type {} version {}, the plugin now decodes "
+                    fmt::format("{}: ring '{}/{}' was recorded with record type {} version {}, the "
+                                "plugin now decodes "
                                 "type {} version {}",
-                                opts_.replay_path, cr.instance, cr.ring, cr.record_type, cr.record_version,
-                                t.record_type, t.record_version)};
+                                opts_.replay_path, cr.instance, cr.ring, cr.record_type,
+                                cr.record_version, t.record_type, t.record_version)};
     map.push_back(found);
   }
   CaptureReader::Record rec;
   try {
     while (!stop_.load(std::memory_order_relaxed) && replay_->next(&rec)) {
-      rings_.inject(map[rec.ring], rec.bytes.data(), static_cast<std::uint32_t>(rec.bytes.size()), true);
+      rings_.inject(map[rec.ring], rec.bytes.data(), static_cast<std::uint32_t>(rec.bytes.size()),
+                    true);
       ++result_.records_replayed;
     }
   } catch (const std::runtime_error& e) {
@@ -448,7 +467,6 @@ void Session::Impl::emit_core_health(bool is_final) {
   health_->final_failures(links_.results(), profilers, sinks, stats_error_);
 }
 
-
 // Before any program loads, so the counts cover every run; the fd lives as long as the
 // session, so the kernel's (small) accounting cost ends with it.
 void Session::Impl::enable_probe_stats() {
@@ -458,18 +476,21 @@ void Session::Impl::enable_probe_stats() {
     stats_error_ = err;
     return;
   }
-  stats_reporter_ = std::make_unique<ProbeStatsReporter>([this](const loupe_record& r) { publish(r); },
-                                                         static_cast<unsigned>(sysconf(_SC_NPROCESSORS_ONLN)));
+  stats_reporter_ =
+      std::make_unique<ProbeStatsReporter>([this](const loupe_record& r) { publish(r); },
+                                           static_cast<unsigned>(sysconf(_SC_NPROCESSORS_ONLN)));
 }
 
 void Session::Impl::shutdown() {
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(profile_.session.drain_timeout_s));
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(profile_.session.drain_timeout_s));
   if (stats_reporter_) {
     final_stats_ = links_.program_stats();
     final_stats_ns_ = clock_ns(LOUPE_CLOCK_MONOTONIC);
     result_.probe_stats = final_stats_;
-    result_.probes_attached_s = static_cast<double>(final_stats_ns_ - stats_reporter_->start_ns()) / 1e9;
+    result_.probes_attached_s =
+        static_cast<double>(final_stats_ns_ - stats_reporter_->start_ns()) / 1e9;
   }
   links_.detach_all();  // nothing new enters the rings from here on
   std::uint64_t mono_deadline = clock_ns(LOUPE_CLOCK_MONOTONIC) +
@@ -512,8 +533,9 @@ void Session::Impl::shutdown() {
     // a script must not mistake a half-written report for a complete one.
     auto st = sk.runner->stats();
     if (st.consume_errors || st.disabled)
-      sink_failures += fmt::format("{}sink '{}' failed ({} errors{}): {}", sink_failures.empty() ? "" : "; ",
-                                   sk.host->instance, st.consume_errors, st.disabled ? ", disabled" : "", st.last_error);
+      sink_failures += fmt::format(
+          "{}sink '{}' failed ({} errors{}): {}", sink_failures.empty() ? "" : "; ",
+          sk.host->instance, st.consume_errors, st.disabled ? ", disabled" : "", st.last_error);
   }
   if (!sink_failures.empty()) throw Failure{ExitCode::kRuntime, sink_failures};
   for (auto& p : profilers_) p.instance->destroy();
@@ -556,9 +578,11 @@ SessionResult Session::Impl::run() {
       try {
         target_ = std::make_unique<TargetProcess>(profile_.session.command);
       } catch (const std::exception& e) {
-        throw Failure{ExitCode::kTarget, fmt::format("cannot start '{}': {}", profile_.session.command[0], e.what())};
+        throw Failure{ExitCode::kTarget,
+                      fmt::format("cannot start '{}': {}", profile_.session.command[0], e.what())};
       }
-      for (auto& a : profile_.session.command) command_text_ += (command_text_.empty() ? "" : " ") + a;
+      for (auto& a : profile_.session.command)
+        command_text_ += (command_text_.empty() ? "" : " ") + a;
     }
     session_start_wall_ = clock_ns(LOUPE_CLOCK_REALTIME);
     ctx_.window_start_ns = session_start_wall_;
@@ -574,7 +598,8 @@ SessionResult Session::Impl::run() {
 
     // Sinks first, so every record a profiler emits during start() has somewhere to go.
     for (std::size_t i = 0; i < profile_.plugins.size(); ++i)
-      if (libs_[i] && profile_.plugins[i].kind == PluginSpec::Kind::kSink) setup_instance(profile_.plugins[i], i);
+      if (libs_[i] && profile_.plugins[i].kind == PluginSpec::Kind::kSink)
+        setup_instance(profile_.plugins[i], i);
     for (auto& sk : sinks_) {
       try {
         sk.instance->start();
@@ -584,7 +609,8 @@ SessionResult Session::Impl::run() {
       sk.runner->start();
     }
     for (std::size_t i = 0; i < profile_.plugins.size(); ++i)
-      if (libs_[i] && profile_.plugins[i].kind == PluginSpec::Kind::kProfiler) setup_instance(profile_.plugins[i], i);
+      if (libs_[i] && profile_.plugins[i].kind == PluginSpec::Kind::kProfiler)
+        setup_instance(profile_.plugins[i], i);
     for (auto& p : profilers_) {
       if (!p.instance->alive()) continue;
       try {
@@ -597,19 +623,23 @@ SessionResult Session::Impl::run() {
     start_recording();
     rings_.start();
     if (replay && links_.results().size())
-      throw Failure{ExitCode::kPlugin, fmt::format("replay: a plugin attached {} probe(s) although the session has "
-                                                   "LOUPE_SESSION_REPLAY set (it must not load BPF in replay)",
-                                                   links_.results().size())};
-    for (const auto& pr : links_.results()) (pr.attached ? result_.probes_attached : result_.probes_failed)++;
+      throw Failure{ExitCode::kPlugin,
+                    fmt::format("replay: a plugin attached {} probe(s) although the session has "
+                                "LOUPE_SESSION_REPLAY set (it must not load BPF in replay)",
+                                links_.results().size())};
+    for (const auto& pr : links_.results())
+      (pr.attached ? result_.probes_attached : result_.probes_failed)++;
     if (!replay) drop_privileges_after_attach();
-    spdlog::info("session running: {} profiler(s), {} sink(s), {} probe(s) attached{}", profilers_.size(), sinks_.size(),
-                 result_.probes_attached, target_ ? fmt::format(", target pid {}", target_->pid()) : "");
+    spdlog::info("session running: {} profiler(s), {} sink(s), {} probe(s) attached{}",
+                 profilers_.size(), sinks_.size(), result_.probes_attached,
+                 target_ ? fmt::format(", target pid {}", target_->pid()) : "");
     if (stats_reporter_) stats_reporter_->start(clock_ns(LOUPE_CLOCK_MONOTONIC));
     if (opts_.on_running) opts_.on_running();
     if (target_) {
       std::string err;
       if (!target_->release(&err))
-        throw Failure{ExitCode::kTarget, fmt::format("cannot start '{}': {}", profile_.session.command[0], err)};
+        throw Failure{ExitCode::kTarget,
+                      fmt::format("cannot start '{}': {}", profile_.session.command[0], err)};
     }
     if (replay)
       replay_capture();

@@ -129,8 +129,12 @@ std::unique_ptr<ElfDwarfLines> ElfDwarfLines::open(int fd, const std::string&, c
   ::close(fd);
   return nullptr;
 }
-ElfDwarfLines::~ElfDwarfLines() { ::close(fd_); }
-std::vector<DwarfSourceFrame> ElfDwarfLines::lookup(std::uint64_t) const { return {}; }
+ElfDwarfLines::~ElfDwarfLines() {
+  ::close(fd_);
+}
+std::vector<DwarfSourceFrame> ElfDwarfLines::lookup(std::uint64_t) const {
+  return {};
+}
 
 #endif
 

@@ -15,8 +15,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "symbols/elf_dwarf_lines.hpp"
 #include "loupe/symbolizer.hpp"
+#include "symbols/elf_dwarf_lines.hpp"
 
 namespace loupe {
 

@@ -55,7 +55,9 @@ class [[nodiscard]] Status {
   bool failed_ = false;
 };
 
-inline Error make_error(std::string message) { return Error{std::move(message)}; }
+inline Error make_error(std::string message) {
+  return Error{std::move(message)};
+}
 
 }  // namespace loupe
 

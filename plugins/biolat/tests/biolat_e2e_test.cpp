@@ -66,7 +66,8 @@ class BiolatE2E : public loupe::test::CliRun {
     data_ = dir_ + "/data";
     prepare(data_, kN * kSize);
     int fd = open(data_.c_str(), O_RDWR | O_DIRECT);
-    if (fd < 0) GTEST_SKIP() << "no O_DIRECT on the filesystem of /tmp (tmpfs?): " << strerror(errno);
+    if (fd < 0)
+      GTEST_SKIP() << "no O_DIRECT on the filesystem of /tmp (tmpfs?): " << strerror(errno);
     close(fd);
   }
 
@@ -110,7 +111,8 @@ std::vector<const json*> select(const RunResult& r, const std::string& kind,
 
 double metric_sum(const RunResult& r, const std::string& name, const json& labels) {
   double v = 0;
-  for (const json* m : select(r, "metric", name, labels)) v += (*m)["metric"]["value"].get<double>();
+  for (const json* m : select(r, "metric", name, labels))
+    v += (*m)["metric"]["value"].get<double>();
   return v;
 }
 
@@ -168,8 +170,8 @@ TEST_P(BiolatMechanisms, FileIoAttributedToPidWithExactCountsAndBytes) {
   // The requests are on the disk that backs /tmp (its parent when /tmp is a partition).
   struct stat st {};
   ASSERT_EQ(stat(data_.c_str(), &st), 0);
-  fs::path sys = "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" +
-                 std::to_string(minor(st.st_dev));
+  fs::path sys =
+      "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev));
   if (fs::exists(sys)) {
     fs::path real = fs::canonical(sys);
     EXPECT_EQ(device, (fs::exists(sys / "partition") ? real.parent_path() : real).filename());
@@ -178,8 +180,9 @@ TEST_P(BiolatMechanisms, FileIoAttributedToPidWithExactCountsAndBytes) {
 
   // Events: one per request, carrying what was captured at insert/issue.
   auto events = select(r, "event", "slow_request", {{"device", device}});
-  std::string pid = select(r, "metric", "process_requests", {{"comm", "biolat_workload"}})[0]
-                        ->at("labels").value("pid", "");
+  std::string pid =
+      select(r, "metric", "process_requests", {{"comm", "biolat_workload"}})[0]->at("labels").value(
+          "pid", "");
   int writes = 0, reads = 0;
   for (const json* e : events) {
     const auto& f = (*e)["event"]["fields"];

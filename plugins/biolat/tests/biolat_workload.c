@@ -14,35 +14,34 @@
 #include <string.h>
 #include <unistd.h>
 
-int main(int argc, char **argv)
-{
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s PATH N SIZE\n", argv[0]);
-		return 2;
-	}
-	long n = atol(argv[2]);
-	size_t size = strtoul(argv[3], NULL, 0);
-	void *buf;
-	if (n <= 0 || size == 0 || size % 4096 || posix_memalign(&buf, 4096, size)) {
-		fprintf(stderr, "bad N or SIZE (SIZE must be a multiple of 4096)\n");
-		return 2;
-	}
-	memset(buf, 0x5a, size);
-	int fd = open(argv[1], O_RDWR | O_DIRECT);
-	if (fd < 0) {
-		perror(argv[1]);
-		return 1;
-	}
-	for (long i = 0; i < n; i++)
-		if (pwrite(fd, buf, size, (off_t)(i * size)) != (ssize_t)size) {
-			perror("pwrite");
-			return 1;
-		}
-	for (long i = 0; i < n; i++)
-		if (pread(fd, buf, size, (off_t)(i * size)) != (ssize_t)size) {
-			perror("pread");
-			return 1;
-		}
-	close(fd);
-	return 0;
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    fprintf(stderr, "usage: %s PATH N SIZE\n", argv[0]);
+    return 2;
+  }
+  long n = atol(argv[2]);
+  size_t size = strtoul(argv[3], NULL, 0);
+  void* buf;
+  if (n <= 0 || size == 0 || size % 4096 || posix_memalign(&buf, 4096, size)) {
+    fprintf(stderr, "bad N or SIZE (SIZE must be a multiple of 4096)\n");
+    return 2;
+  }
+  memset(buf, 0x5a, size);
+  int fd = open(argv[1], O_RDWR | O_DIRECT);
+  if (fd < 0) {
+    perror(argv[1]);
+    return 1;
+  }
+  for (long i = 0; i < n; i++)
+    if (pwrite(fd, buf, size, (off_t)(i * size)) != (ssize_t)size) {
+      perror("pwrite");
+      return 1;
+    }
+  for (long i = 0; i < n; i++)
+    if (pread(fd, buf, size, (off_t)(i * size)) != (ssize_t)size) {
+      perror("pread");
+      return 1;
+    }
+  close(fd);
+  return 0;
 }

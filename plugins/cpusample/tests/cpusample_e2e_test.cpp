@@ -16,7 +16,9 @@ namespace {
 
 const std::string kSpin = CPU_SPIN_WORKLOAD;
 
-std::int64_t samples_of(const json& rec) { return rec["stack"]["values"][0]["value"].get<std::int64_t>(); }
+std::int64_t samples_of(const json& rec) {
+  return rec["stack"]["values"][0]["value"].get<std::int64_t>();
+}
 
 bool has_frame(const json& rec, const std::string& symbol) {
   for (const auto& f : rec["stack"]["frames"])
@@ -26,7 +28,8 @@ bool has_frame(const json& rec, const std::string& symbol) {
 
 std::string leaf(const json& rec) {
   const auto& frames = rec["stack"]["frames"];
-  if (frames.empty() || !frames[0].contains("symbol") || !frames[0]["symbol"].is_string()) return "";
+  if (frames.empty() || !frames[0].contains("symbol") || !frames[0]["symbol"].is_string())
+    return "";
   return frames[0]["symbol"];
 }
 
@@ -56,8 +59,8 @@ TEST_F(CpuSampleE2E, UserSpinLandsInItsFunctionWithRootedStacks) {
     if (leaf(*rec) == "cpu_spin_inner") in_spin += n;
     if (has_frame(*rec, "main")) rooted += n;
   }
-  std::printf("  samples=%lld in cpu_spin_inner=%lld with main=%lld before exec=%lld\n", (long long)total,
-              (long long)in_spin, (long long)rooted, (long long)before_exec);
+  std::printf("  samples=%lld in cpu_spin_inner=%lld with main=%lld before exec=%lld\n",
+              (long long)total, (long long)in_spin, (long long)rooted, (long long)before_exec);
   EXPECT_LE(before_exec * 20, total) << "more than 5% of samples before the command's exec";
   // 1.5 s at 99 Hz is ~148 samples on an idle CPU; a loaded 2-core box gives far fewer.
   ASSERT_GE(total, 10);

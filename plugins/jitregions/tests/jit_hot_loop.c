@@ -20,64 +20,61 @@ typedef uint64_t (*loop_fn)(uint64_t);
 /* mov rax, rdi; 1: dec rax; jnz 1b; ret */
 static const unsigned char kLoop[] = {0x48, 0x89, 0xf8, 0x48, 0xff, 0xc8, 0x75, 0xfb, 0xc3};
 
-static double now_s(void)
-{
-	struct timespec ts;
+static double now_s(void) {
+  struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void *install(size_t size)
-{
-	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+static void* install(size_t size) {
+  void* p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-	if (p == MAP_FAILED) {
-		perror("mmap");
-		exit(1);
-	}
-	memcpy(p, kLoop, sizeof(kLoop));
-	if (mprotect(p, size, PROT_READ | PROT_EXEC) != 0) {
-		perror("mprotect");
-		exit(1);
-	}
-	return p;
+  if (p == MAP_FAILED) {
+    perror("mmap");
+    exit(1);
+  }
+  memcpy(p, kLoop, sizeof(kLoop));
+  if (mprotect(p, size, PROT_READ | PROT_EXEC) != 0) {
+    perror("mprotect");
+    exit(1);
+  }
+  return p;
 }
 
-int main(int argc, char **argv)
-{
-	double seconds = argc > 1 ? atof(argv[1]) : 2.0;
-	int churn = argc > 3 && strcmp(argv[2], "--churn") == 0 ? atoi(argv[3]) : 0;
-	const size_t size = 4096;
-	char path[64];
-	FILE *map;
+int main(int argc, char** argv) {
+  double seconds = argc > 1 ? atof(argv[1]) : 2.0;
+  int churn = argc > 3 && strcmp(argv[2], "--churn") == 0 ? atoi(argv[3]) : 0;
+  const size_t size = 4096;
+  char path[64];
+  FILE* map;
 
-	for (int i = 0; i < churn; i++) {
-		void *p = install(size);
+  for (int i = 0; i < churn; i++) {
+    void* p = install(size);
 
-		munmap(p, size);
-	}
-	void *code = install(size);
+    munmap(p, size);
+  }
+  void* code = install(size);
 
-	snprintf(path, sizeof(path), "/tmp/perf-%d.map", getpid());
-	map = fopen(path, "w");
-	if (!map) {
-		perror(path);
-		return 1;
-	}
-	fprintf(map, "%lx %zx jit_hot_loop\n", (unsigned long)(uintptr_t)code, sizeof(kLoop));
-	fclose(map);
-	printf("region %#lx %zu %ld\n", (unsigned long)(uintptr_t)code, size, (long)syscall(SYS_gettid));
-	fflush(stdout);
+  snprintf(path, sizeof(path), "/tmp/perf-%d.map", getpid());
+  map = fopen(path, "w");
+  if (!map) {
+    perror(path);
+    return 1;
+  }
+  fprintf(map, "%lx %zx jit_hot_loop\n", (unsigned long)(uintptr_t)code, sizeof(kLoop));
+  fclose(map);
+  printf("region %#lx %zu %ld\n", (unsigned long)(uintptr_t)code, size, (long)syscall(SYS_gettid));
+  fflush(stdout);
 
-	loop_fn fn = (loop_fn)code;
-	double end = now_s() + seconds;
-	uint64_t calls = 0;
+  loop_fn fn = (loop_fn)code;
+  double end = now_s() + seconds;
+  uint64_t calls = 0;
 
-	while (now_s() < end) {
-		fn(20 * 1000 * 1000);
-		calls++;
-	}
-	fprintf(stderr, "jit_hot_loop: %llu calls\n", (unsigned long long)calls);
-	return 0;
+  while (now_s() < end) {
+    fn(20 * 1000 * 1000);
+    calls++;
+  }
+  fprintf(stderr, "jit_hot_loop: %llu calls\n", (unsigned long long)calls);
+  return 0;
 }

@@ -67,7 +67,8 @@ TEST_F(JitRegionsE2E, HandWrittenJitRegionIsReportedAndGetsItsSamples) {
   EXPECT_EQ(f["install_tid"].get<std::uint64_t>(), tid);
   EXPECT_EQ(f["source"], "mprotect");
   EXPECT_EQ(f["top_symbol"], "jit_hot_loop");
-  EXPECT_GT(f["time_installed_ns"].get<std::uint64_t>(), (*region)["window"]["start_ns"].get<std::uint64_t>());
+  EXPECT_GT(f["time_installed_ns"].get<std::uint64_t>(),
+            (*region)["window"]["start_ns"].get<std::uint64_t>());
   ASSERT_TRUE(f.contains("first_exec_latency_ns"));
   // The loop starts right after the install: the first sample follows within the run.
   EXPECT_LT(f["first_exec_latency_ns"].get<std::uint64_t>(), 2'000'000'000ull);
@@ -82,7 +83,8 @@ TEST_F(JitRegionsE2E, HandWrittenJitRegionIsReportedAndGetsItsSamples) {
     if ((*rec)["stack"]["frames"][0]["symbol"] == "jit_hot_loop")
       named += (*rec)["stack"]["values"][0]["value"].get<std::int64_t>();
   std::printf("  samples=%.0f attributed to jit_hot_loop=%lld first_exec=%llu ns\n", total,
-              (long long)named, (unsigned long long)f["first_exec_latency_ns"].get<std::uint64_t>());
+              (long long)named,
+              (unsigned long long)f["first_exec_latency_ns"].get<std::uint64_t>());
   ASSERT_GE(total, 10);
   EXPECT_GE(named, 0.8 * total);
   EXPECT_GE(metric(r, "jit_symbol_share"), 0.8);
@@ -98,14 +100,15 @@ TEST_F(JitRegionsE2E, NodePerfBasicProfSamplesLandOnJsFunctions) {
     if (std::filesystem::exists(c)) node = c;
   if (node.empty()) GTEST_SKIP() << "node is not installed (needed for --perf-basic-prof)";
   std::string script = dir_ + "/hot.js";
-  std::ofstream(script) << "function loupeHotLoop(n) { let x = 0; for (let i = 0; i < n; i++) "
-                           "{ x = (x * 31 + i) % 1000003; } return x; }\n"
-                           // The hot phase outlasts node's own start-up (timed by node
-                           // itself) three times over, so the hot function dominates on
-                           // an emulated kernel too, where start-up alone takes seconds.
-                           "const end = Date.now() + Math.max(2000, 3 * performance.now()); let s = 0;\n"
-                           "while (Date.now() < end) s += loupeHotLoop(1e6);\n"
-                           "console.log(s);\n";
+  std::ofstream(script)
+      << "function loupeHotLoop(n) { let x = 0; for (let i = 0; i < n; i++) "
+         "{ x = (x * 31 + i) % 1000003; } return x; }\n"
+         // The hot phase outlasts node's own start-up (timed by node
+         // itself) three times over, so the hot function dominates on
+         // an emulated kernel too, where start-up alone takes seconds.
+         "const end = Date.now() + Math.max(2000, 3 * performance.now()); let s = 0;\n"
+         "while (Date.now() < end) s += loupeHotLoop(1e6);\n"
+         "console.log(s);\n";
   auto r = run("[[plugins]]\nname = \"jitregions\"\n", {node, "--perf-basic-prof", script});
   forget_perf_map(r);
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -67,7 +67,8 @@ TEST_F(LatencyE2E, WorkloadGivesExactCountsZeroUnmatchedAndRightBuckets) {
   std::string body = "outlier_ns = 4000000\noutlier_stacks = true\n";
   for (auto [name, fn] : std::vector<std::pair<std::string, std::string>>{
            {"sleep3ms", "lat_sleep_3ms"}, {"spin2us", "lat_spin_2us"}, {"recurse", "lat_recurse"}})
-    body += "[[plugins.targets]]\nname = \"" + name + "\"\nufunc = \"" + kWorkload + ":" + fn + "\"\n";
+    body +=
+        "[[plugins.targets]]\nname = \"" + name + "\"\nufunc = \"" + kWorkload + ":" + fn + "\"\n";
   body += "[[plugins.targets]]\nname = \"nanosleep\"\nsyscall = \"nanosleep\"\n";
   loupe::test::WorkloadSelf self;
   auto r = run(body, {kWorkload, std::to_string(kN), std::to_string(kM), std::to_string(kR),
@@ -79,10 +80,10 @@ TEST_F(LatencyE2E, WorkloadGivesExactCountsZeroUnmatchedAndRightBuckets) {
     int calls, timed;
     std::uint64_t bucket_lower, bucket_upper;  // where every value and the p50 must be
   };
-  for (const auto& e : {Expect{"sleep3ms", kN, kN, 1u << 21, 1u << 22},
-                        Expect{"nanosleep", kK, kK, 1u << 22, 1u << 23},
-                        Expect{"spin2us", kM, kM, 2000, 1u << 20},
-                        Expect{"recurse", kR * kD, kR, 0, 1u << 20}}) {
+  for (const auto& e :
+       {Expect{"sleep3ms", kN, kN, 1u << 21, 1u << 22},
+        Expect{"nanosleep", kK, kK, 1u << 22, 1u << 23}, Expect{"spin2us", kM, kM, 2000, 1u << 20},
+        Expect{"recurse", kR * kD, kR, 0, 1u << 20}}) {
     SCOPED_TRACE(e.target);
     EXPECT_EQ(metric(r, "calls", e.target), e.calls);
     EXPECT_EQ(metric(r, "matched", e.target), e.calls);
@@ -103,13 +104,15 @@ TEST_F(LatencyE2E, WorkloadGivesExactCountsZeroUnmatchedAndRightBuckets) {
   json spin50 = percentile(*find(r, "histogram", "latency", "spin2us"), 0.5);
   const std::uint64_t self_median = self.spin_median_ns();
   ASSERT_GT(self_median, 2000u) << "the workload did not report its own timing";
-  EXPECT_LE(spin50["lower"].get<std::uint64_t>(), self_median) << "workload's own median " << self_median;
+  EXPECT_LE(spin50["lower"].get<std::uint64_t>(), self_median)
+      << "workload's own median " << self_median;
   // A sleep never returns early: nothing below 3 ms / 5 ms. (Late wake-ups on a busy
   // 2-CPU machine can push a few into the next bucket, so only the p50 is pinned above.)
   EXPECT_GE((*find(r, "histogram", "latency", "sleep3ms"))["histogram"]["min"].get<std::uint64_t>(),
             3000000u);
-  EXPECT_GE((*find(r, "histogram", "latency", "nanosleep"))["histogram"]["min"].get<std::uint64_t>(),
-            5000000u);
+  EXPECT_GE(
+      (*find(r, "histogram", "latency", "nanosleep"))["histogram"]["min"].get<std::uint64_t>(),
+      5000000u);
 
   int outliers = 0;
   for (const auto& rec : r.records)
@@ -127,8 +130,9 @@ TEST_F(LatencyE2E, KernelFunctionOnThisKernelSaysPreciselyWhy) {
   bool fentry = r.output.find("fentry/fexit unavailable") != std::string::npos;
   if (r.exit_code == 0) GTEST_SKIP() << "this kernel can trace vfs_read (fentry or kprobes)";
   EXPECT_TRUE(fentry) << r.output;
-  EXPECT_NE(r.output.find("target 'vfs_read' (kfunc = \"vfs_read\") cannot be traced on this kernel"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("target 'vfs_read' (kfunc = \"vfs_read\") cannot be traced on this kernel"),
+      std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("kprobe/kretprobe unavailable"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("syscall = \"read\""), std::string::npos) << r.output;
@@ -178,7 +182,8 @@ TEST_F(LatencyE2E, KfuncPairsGiveExactCountsThroughFentryAndKprobe) {
   };
   int ran = 0;
   std::string why_not;
-  for (const Way& w : {Way{"fentry", "fentry", "fexit", ""}, Way{"kprobe", "kprobe", "kretprobe", "fentry,fexit"}}) {
+  for (const Way& w : {Way{"fentry", "fentry", "fexit", ""},
+                       Way{"kprobe", "kprobe", "kretprobe", "fentry,fexit"}}) {
     SCOPED_TRACE(w.mechanism);
     if (!available(w.entry_feature) || !available(w.exit_feature)) {
       why_not += std::string(w.mechanism) + " unavailable on this kernel; ";

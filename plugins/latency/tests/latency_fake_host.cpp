@@ -4,11 +4,11 @@
 #include <bpf/libbpf.h>
 #include <time.h>
 
+#include <sys/stat.h>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <sys/stat.h>
 
 namespace loupe::test {
 namespace {
@@ -38,14 +38,17 @@ loupe_config with_schema_defaults(const loupe_plugin_descriptor& d, const loupe_
   loupe_config out = cfg;
   const auto* base = reinterpret_cast<const unsigned char*>(d.config_keys);
   for (std::uint32_t i = 0; i < d.n_config_keys; ++i) {
-    const auto* k = reinterpret_cast<const loupe_config_key*>(base + static_cast<std::size_t>(i) * d.config_key_size);
+    const auto* k = reinterpret_cast<const loupe_config_key*>(base + static_cast<std::size_t>(i) *
+                                                                         d.config_key_size);
     if (!k->default_value || out.values.count(k->name)) continue;
     std::string v = k->default_value;
     switch (k->type) {
       case LOUPE_CFG_BOOL: out.values[k->name] = v == "true"; break;
       case LOUPE_CFG_INT: out.values[k->name] = static_cast<std::int64_t>(std::stoll(v)); break;
       case LOUPE_CFG_FLOAT: out.values[k->name] = std::stod(v); break;
-      case LOUPE_CFG_STRING: out.values[k->name] = v.size() >= 2 ? v.substr(1, v.size() - 2) : v; break;
+      case LOUPE_CFG_STRING:
+        out.values[k->name] = v.size() >= 2 ? v.substr(1, v.size() - 2) : v;
+        break;
       default: break;
     }
   }
@@ -109,7 +112,8 @@ struct FakeHostShims {
     auto colon = s.find(':');
     if (colon == std::string::npos) return 0;
     struct stat st {};
-    std::string path = "/sys/kernel/tracing/events/" + s.substr(0, colon) + "/" + s.substr(colon + 1);
+    std::string path =
+        "/sys/kernel/tracing/events/" + s.substr(0, colon) + "/" + s.substr(colon + 1);
     return ::stat(path.c_str(), &st) == 0 ? 1 : 0;
   }
   static int ksym_exists(loupe_host*, const char* name) {
@@ -188,7 +192,7 @@ struct FakeHostShims {
     return LOUPE_OK;
   }
   static std::uint64_t now_ns(loupe_host*, std::uint32_t clock) {
-    return clock_ns(clock == LOUPE_CLOCK_REALTIME ? CLOCK_REALTIME
+    return clock_ns(clock == LOUPE_CLOCK_REALTIME   ? CLOCK_REALTIME
                     : clock == LOUPE_CLOCK_BOOTTIME ? CLOCK_BOOTTIME
                                                     : CLOCK_MONOTONIC);
   }

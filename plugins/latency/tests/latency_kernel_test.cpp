@@ -223,10 +223,13 @@ TEST_F(LatencyKernel, UprobeAndSyscallPairsGiveExactCountsAndRightBuckets) {
   const std::uint64_t self_median = self.spin_median_ns();
   ASSERT_GT(self_median, 2000u) << "the workload did not report its own timing";
   EXPECT_GE(median_bucket(*spin).lower, 1024u);
-  EXPECT_LE(median_bucket(*spin).lower, self_median) << "workload's own median " << self_median << " ns";
-  EXPECT_EQ(host.find(LOUPE_RECORD_HISTOGRAM, "latency", {{"target", "sleep3ms"}})->labels.at("mechanism"),
+  EXPECT_LE(median_bucket(*spin).lower, self_median)
+      << "workload's own median " << self_median << " ns";
+  EXPECT_EQ(host.find(LOUPE_RECORD_HISTOGRAM, "latency", {{"target", "sleep3ms"}})
+                ->labels.at("mechanism"),
             "uprobe");
-  EXPECT_EQ(host.find(LOUPE_RECORD_HISTOGRAM, "latency", {{"target", "nanosleep"}})->labels.at("mechanism"),
+  EXPECT_EQ(host.find(LOUPE_RECORD_HISTOGRAM, "latency", {{"target", "nanosleep"}})
+                ->labels.at("mechanism"),
             "tracepoint");
   auto* unmatched = host.find(LOUPE_RECORD_HEALTH, "unmatched_exits", {{"target", "sleep3ms"}});
   ASSERT_NE(unmatched, nullptr);
@@ -238,7 +241,8 @@ TEST_F(LatencyKernel, NestingEveryTimesEachRecursionLevel) {
   HeldChild child({kWorkload, "0", "0", std::to_string(kR), std::to_string(kD), "0"});
   Plugin plugin;
   loupe_config cfg;
-  cfg.values["targets"] = loupe_config::List{target("ufunc", kWorkload + ":lat_recurse", "recurse")};
+  cfg.values["targets"] =
+      loupe_config::List{target("ufunc", kWorkload + ":lat_recurse", "recurse")};
   cfg.values["nesting"] = std::string("every");
   ASSERT_EQ(plugin.setup(host, cfg, child.pid()), LOUPE_OK) << plugin.error();
   ASSERT_EQ(plugin.start(), LOUPE_OK) << plugin.error();
@@ -348,8 +352,8 @@ TEST_F(LatencyKernel, EntriesWithoutExitsAreInFlightThenExpire) {
     EXPECT_EQ(metric(host, "match_rate", "exit_inside"), 0.0);
     auto* h = host.find(LOUPE_RECORD_HEALTH, "expired", {{"target", "exit_inside"}});
     ASSERT_NE(h, nullptr);
-    EXPECT_EQ(h->severity, static_cast<std::uint32_t>(wait_past_max_age ? LOUPE_HEALTH_WARN
-                                                                        : LOUPE_HEALTH_OK));
+    EXPECT_EQ(h->severity,
+              static_cast<std::uint32_t>(wait_past_max_age ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK));
   }
 }
 
@@ -395,9 +399,9 @@ TEST_F(LatencyKernel, PerPidAndPerCommBreakdown) {
   ASSERT_EQ(child.run_to_exit(), 0);
   host.detach_all();
   ASSERT_EQ(plugin.collect(true), LOUPE_OK);
-  auto* h = host.find(LOUPE_RECORD_HISTOGRAM, "latency",
-                      {{"target", "nanosleep"}, {"pid", std::to_string(child.pid())},
-                       {"comm", "latency_workloa"}});
+  auto* h = host.find(
+      LOUPE_RECORD_HISTOGRAM, "latency",
+      {{"target", "nanosleep"}, {"pid", std::to_string(child.pid())}, {"comm", "latency_workloa"}});
   ASSERT_NE(h, nullptr);
   EXPECT_EQ(h->count, 3u);
   auto* overflow = host.find(LOUPE_RECORD_HEALTH, "breakdown_overflow", {{"target", "nanosleep"}});

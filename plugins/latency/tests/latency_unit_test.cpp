@@ -22,7 +22,9 @@ using loupe::sdk::find_elf_function;
 
 namespace {
 
-TargetFields ufunc(const char* s) { return TargetFields{std::nullopt, std::nullopt, s}; }
+TargetFields ufunc(const char* s) {
+  return TargetFields{std::nullopt, std::nullopt, s};
+}
 
 std::string error_of(const TargetFields& f) {
   try {

@@ -23,102 +23,85 @@
 #include <time.h>
 #include <unistd.h>
 
-static unsigned long long now_ns(void)
-{
-	struct timespec ts;
+static unsigned long long now_ns(void) {
+  struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (unsigned long long)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (unsigned long long)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-__attribute__((noinline)) void lat_sleep_3ms(void)
-{
-	usleep(3000);
+__attribute__((noinline)) void lat_sleep_3ms(void) {
+  usleep(3000);
 }
 
-__attribute__((noinline)) void lat_spin_2us(void)
-{
-	unsigned long long end = now_ns() + 2000;
+__attribute__((noinline)) void lat_spin_2us(void) {
+  unsigned long long end = now_ns() + 2000;
 
-	while (now_ns() < end)
-		;
+  while (now_ns() < end)
+    ;
 }
 
-__attribute__((noinline)) int lat_recurse(int depth)
-{
-	volatile int x = depth;
+__attribute__((noinline)) int lat_recurse(int depth) {
+  volatile int x = depth;
 
-	if (depth > 1)
-		x += lat_recurse(depth - 1);
-	return x;
+  if (depth > 1) x += lat_recurse(depth - 1);
+  return x;
 }
 
-__attribute__((noinline)) void lat_exit_inside(void)
-{
-	exit(0);
+__attribute__((noinline)) void lat_exit_inside(void) {
+  exit(0);
 }
 
-static void nanosleep_5ms(void)
-{
-	struct timespec ts = { .tv_sec = 0, .tv_nsec = 5000000 };
+static void nanosleep_5ms(void) {
+  struct timespec ts = {.tv_sec = 0, .tv_nsec = 5000000};
 
-	syscall(SYS_nanosleep, &ts, NULL);
+  syscall(SYS_nanosleep, &ts, NULL);
 }
 
-static int cmp_ull(const void *a, const void *b)
-{
-	unsigned long long x = *(const unsigned long long *)a, y = *(const unsigned long long *)b;
+static int cmp_ull(const void* a, const void* b) {
+  unsigned long long x = *(const unsigned long long*)a, y = *(const unsigned long long*)b;
 
-	return x < y ? -1 : x > y;
+  return x < y ? -1 : x > y;
 }
 
-static void report_self(long m, unsigned long long *spin_ns)
-{
-	const char *path = getenv("LATENCY_WORKLOAD_SELF");
-	FILE *f;
+static void report_self(long m, unsigned long long* spin_ns) {
+  const char* path = getenv("LATENCY_WORKLOAD_SELF");
+  FILE* f;
 
-	if (!path || m <= 0)
-		return;
-	qsort(spin_ns, (size_t)m, sizeof(*spin_ns), cmp_ull);
-	f = fopen(path, "w");
-	if (!f)
-		return;
-	fprintf(f, "spin2us_median_ns=%llu\n", spin_ns[m / 2]);
-	fclose(f);
+  if (!path || m <= 0) return;
+  qsort(spin_ns, (size_t)m, sizeof(*spin_ns), cmp_ull);
+  f = fopen(path, "w");
+  if (!f) return;
+  fprintf(f, "spin2us_median_ns=%llu\n", spin_ns[m / 2]);
+  fclose(f);
 }
 
-int main(int argc, char **argv)
-{
-	unsigned long long *spin_ns;
-	long n, m, r, d, k, i;
+int main(int argc, char** argv) {
+  unsigned long long* spin_ns;
+  long n, m, r, d, k, i;
 
-	if (argc != 6 && argc != 7) {
-		fprintf(stderr, "usage: %s N M R D K [exit-inside]\n", argv[0]);
-		return 2;
-	}
-	n = atol(argv[1]);
-	m = atol(argv[2]);
-	r = atol(argv[3]);
-	d = atol(argv[4]);
-	k = atol(argv[5]);
-	for (i = 0; i < n; i++)
-		lat_sleep_3ms();
-	spin_ns = calloc(m > 0 ? (size_t)m : 1, sizeof(*spin_ns));
-	if (!spin_ns)
-		return 1;
-	for (i = 0; i < m; i++) {
-		unsigned long long t0 = now_ns();
+  if (argc != 6 && argc != 7) {
+    fprintf(stderr, "usage: %s N M R D K [exit-inside]\n", argv[0]);
+    return 2;
+  }
+  n = atol(argv[1]);
+  m = atol(argv[2]);
+  r = atol(argv[3]);
+  d = atol(argv[4]);
+  k = atol(argv[5]);
+  for (i = 0; i < n; i++) lat_sleep_3ms();
+  spin_ns = calloc(m > 0 ? (size_t)m : 1, sizeof(*spin_ns));
+  if (!spin_ns) return 1;
+  for (i = 0; i < m; i++) {
+    unsigned long long t0 = now_ns();
 
-		lat_spin_2us();
-		spin_ns[i] = now_ns() - t0;
-	}
-	report_self(m, spin_ns);
-	free(spin_ns);
-	for (i = 0; i < r; i++)
-		lat_recurse((int)d);
-	for (i = 0; i < k; i++)
-		nanosleep_5ms();
-	if (argc == 7)
-		lat_exit_inside();
-	return 0;
+    lat_spin_2us();
+    spin_ns[i] = now_ns() - t0;
+  }
+  report_self(m, spin_ns);
+  free(spin_ns);
+  for (i = 0; i < r; i++) lat_recurse((int)d);
+  for (i = 0; i < k; i++) nanosleep_5ms();
+  if (argc == 7) lat_exit_inside();
+  return 0;
 }

@@ -4,9 +4,9 @@
 // jsonl sink, then loupe's records are checked against what the workload measured itself.
 // Root only; skipped when the loupe binary was not built.
 #include <gtest/gtest.h>
-#include <unistd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -40,7 +40,8 @@ std::vector<const json*> finals(const RunResult& r, const std::string& kind,
                                 const std::string& name) {
   std::vector<const json*> out;
   for (const auto& rec : r.records)
-    if (rec.value("kind", "") == kind && rec.value("name", "") == name && rec.value("is_final", false))
+    if (rec.value("kind", "") == kind && rec.value("name", "") == name &&
+        rec.value("is_final", false))
       out.push_back(&rec);
   return out;
 }
@@ -76,7 +77,8 @@ MutexRun run_mutex(LockwaitE2E& t, const std::string& body) {
   // 4 threads x 15 iterations x 2 ms hold: ~0.2 s of holding, seconds of waiting.
   m.r = t.run(body, std::string(LOCKWAIT_MUTEX) + " 4 15 2000");
   std::smatch sm;
-  if (std::regex_search(m.r.output, sm, std::regex("lock_addr=(0x[0-9a-f]+) total_wait_ns=([0-9]+)"))) {
+  if (std::regex_search(m.r.output, sm,
+                        std::regex("lock_addr=(0x[0-9a-f]+) total_wait_ns=([0-9]+)"))) {
     m.addr = sm[1];
     m.workload_ns = std::stod(sm[2]);
   }
@@ -134,7 +136,8 @@ TEST_F(LockwaitE2E, MutexWaitMatchesTheWorkloadsOwnFigureAndIsNamed) {
   // The per-thread breakdown adds up to the lock's total.
   double threads_ns = 0;
   for (const json* t : finals(m.r, "metric", "thread_wait_total"))
-    if ((*t)["labels"].value("addr", "") == m.addr) threads_ns += (*t)["metric"]["value"].get<double>();
+    if ((*t)["labels"].value("addr", "") == m.addr)
+      threads_ns += (*t)["metric"]["value"].get<double>();
   EXPECT_NEAR(threads_ns, loupe_ns, 0.01 * loupe_ns);
 
   // The summary event says what kind of contention this is: ~2 ms holds.

@@ -21,72 +21,62 @@ static uint64_t g_contended;
 static pthread_mutex_t g_stats = PTHREAD_MUTEX_INITIALIZER;
 static pthread_barrier_t g_start;
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
+static uint64_t now_ns(void) {
+  struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* Sleeping, not spinning, while holding: on a loaded 2-CPU machine a spinning holder gets
  * preempted and the waits balloon. nanosleep is no futex, so it is not a lock wait. */
-static void __attribute__((noinline)) hold_lock(long us)
-{
-	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000 };
+static void __attribute__((noinline)) hold_lock(long us) {
+  struct timespec ts = {.tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000};
 
-	nanosleep(&ts, NULL);
+  nanosleep(&ts, NULL);
 }
 
 /* The function a profile must name as the waiter. */
-uint64_t __attribute__((noinline)) contend_on_g_lock(void)
-{
-	uint64_t t0 = now_ns(), waited;
+uint64_t __attribute__((noinline)) contend_on_g_lock(void) {
+  uint64_t t0 = now_ns(), waited;
 
-	pthread_mutex_lock(&g_lock);
-	waited = now_ns() - t0;
-	hold_lock(g_hold_us);
-	pthread_mutex_unlock(&g_lock);
-	return waited;
+  pthread_mutex_lock(&g_lock);
+  waited = now_ns() - t0;
+  hold_lock(g_hold_us);
+  pthread_mutex_unlock(&g_lock);
+  return waited;
 }
 
-static void *worker(void *arg)
-{
-	uint64_t mine = 0, contended = 0;
+static void* worker(void* arg) {
+  uint64_t mine = 0, contended = 0;
 
-	(void)arg;
-	pthread_barrier_wait(&g_start);
-	for (int i = 0; i < g_iterations; i++) {
-		uint64_t w = contend_on_g_lock();
+  (void)arg;
+  pthread_barrier_wait(&g_start);
+  for (int i = 0; i < g_iterations; i++) {
+    uint64_t w = contend_on_g_lock();
 
-		mine += w;
-		contended += w > 50000; /* > 50 us: it slept on the futex */
-	}
-	pthread_mutex_lock(&g_stats);
-	g_total_wait_ns += mine;
-	g_contended += contended;
-	pthread_mutex_unlock(&g_stats);
-	return NULL;
+    mine += w;
+    contended += w > 50000; /* > 50 us: it slept on the futex */
+  }
+  pthread_mutex_lock(&g_stats);
+  g_total_wait_ns += mine;
+  g_contended += contended;
+  pthread_mutex_unlock(&g_stats);
+  return NULL;
 }
 
-int main(int argc, char **argv)
-{
-	int n = argc > 1 ? atoi(argv[1]) : 4;
-	pthread_t tids[64];
+int main(int argc, char** argv) {
+  int n = argc > 1 ? atoi(argv[1]) : 4;
+  pthread_t tids[64];
 
-	if (argc > 2)
-		g_iterations = atoi(argv[2]);
-	if (argc > 3)
-		g_hold_us = atol(argv[3]);
-	if (n < 1 || n > 64)
-		n = 4;
-	pthread_barrier_init(&g_start, NULL, (unsigned)n);
-	for (int i = 0; i < n; i++)
-		pthread_create(&tids[i], NULL, worker, NULL);
-	for (int i = 0; i < n; i++)
-		pthread_join(tids[i], NULL);
-	printf("lock_addr=%p total_wait_ns=%llu contended=%llu threads=%d iterations=%d\n",
-	       (void *)&g_lock, (unsigned long long)g_total_wait_ns,
-	       (unsigned long long)g_contended, n, g_iterations);
-	return 0;
+  if (argc > 2) g_iterations = atoi(argv[2]);
+  if (argc > 3) g_hold_us = atol(argv[3]);
+  if (n < 1 || n > 64) n = 4;
+  pthread_barrier_init(&g_start, NULL, (unsigned)n);
+  for (int i = 0; i < n; i++) pthread_create(&tids[i], NULL, worker, NULL);
+  for (int i = 0; i < n; i++) pthread_join(tids[i], NULL);
+  printf("lock_addr=%p total_wait_ns=%llu contended=%llu threads=%d iterations=%d\n",
+         (void*)&g_lock, (unsigned long long)g_total_wait_ns, (unsigned long long)g_contended, n,
+         g_iterations);
+  return 0;
 }

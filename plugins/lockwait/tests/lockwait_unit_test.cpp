@@ -73,7 +73,8 @@ TEST(LockTable, WaiterRowsWithoutALockRowStayVisible) {
 }
 
 TEST(LockTable, SameAddressInTwoProcessesIsTwoLocks) {
-  auto t = lw::build_lock_table({lock_row(1, 0x1000, 1, 10, 10), lock_row(2, 0x1000, 1, 20, 20)}, {});
+  auto t =
+      lw::build_lock_table({lock_row(1, 0x1000, 1, 10, 10), lock_row(2, 0x1000, 1, 20, 20)}, {});
   ASSERT_EQ(t.size(), 2u);
   EXPECT_EQ(t[0].key.tgid, 2u);
 }

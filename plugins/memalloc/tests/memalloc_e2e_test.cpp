@@ -38,8 +38,8 @@ class MemallocE2E : public loupe::test::CliRun {
  protected:
   RunResult run(const std::string& plugin_body, const std::vector<std::string>& cmd,
                 const std::string& extra_sinks = "", const std::string& session = "") {
-    return CliRun::run("[[plugins]]\nname = \"memalloc\"\n" + plugin_body + "\n" + extra_sinks, cmd, "",
-                       session);
+    return CliRun::run("[[plugins]]\nname = \"memalloc\"\n" + plugin_body + "\n" + extra_sinks, cmd,
+                       "", session);
   }
 };
 
@@ -179,7 +179,8 @@ TEST_F(MemallocE2E, KernelModeGivesKmallocStacksWithSymbolizedKernelFrames) {
   }
   // execve, mmap and page faults of the workload allocate kernel memory on its behalf.
   EXPECT_GT(kmalloc_sites, 5) << r.output;
-  EXPECT_LE(static_cast<std::uint64_t>(without_kernel_frames), health(r, "stack_collisions")) << r.output;
+  EXPECT_LE(static_cast<std::uint64_t>(without_kernel_frames), health(r, "stack_collisions"))
+      << r.output;
   EXPECT_EQ(slab_leaf + without_kernel_frames, kmalloc_sites);
   EXPECT_GT(metric(r, "kernel_allocs"), 0);
   EXPECT_EQ(health(r, "stack_failures_kernel"), 0u);

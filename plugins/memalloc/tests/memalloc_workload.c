@@ -21,123 +21,105 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void *volatile keep[2048];
+static void* volatile keep[2048];
 static int nkeep;
 
-__attribute__((noinline)) void ma_leak_4k(int n)
-{
-	for (int i = 0; i < n; i++) {
-		char *p = malloc(4096);
+__attribute__((noinline)) void ma_leak_4k(int n) {
+  for (int i = 0; i < n; i++) {
+    char* p = malloc(4096);
 
-		p[0] = 1;
-		keep[nkeep++ % 2048] = p;
-	}
+    p[0] = 1;
+    keep[nkeep++ % 2048] = p;
+  }
 }
 
-__attribute__((noinline)) void ma_churn_64(int n)
-{
-	for (int i = 0; i < n; i++) {
-		char *volatile p = malloc(64);
+__attribute__((noinline)) void ma_churn_64(int n) {
+  for (int i = 0; i < n; i++) {
+    char* volatile p = malloc(64);
 
-		p[0] = 1;
-		free(p);
-	}
+    p[0] = 1;
+    free(p);
+  }
 }
 
-__attribute__((noinline)) void ma_calloc_site(int n)
-{
-	for (int i = 0; i < n; i++) {
-		char *volatile p = calloc(16, 32);
+__attribute__((noinline)) void ma_calloc_site(int n) {
+  for (int i = 0; i < n; i++) {
+    char* volatile p = calloc(16, 32);
 
-		free(p);
-	}
+    free(p);
+  }
 }
 
-__attribute__((noinline)) void ma_leak_1m(void)
-{
-	char *p = malloc(1 << 20);
+__attribute__((noinline)) void ma_leak_1m(void) {
+  char* p = malloc(1 << 20);
 
-	memset(p, 1, 4096);
-	keep[nkeep++ % 2048] = p;
+  memset(p, 1, 4096);
+  keep[nkeep++ % 2048] = p;
 }
 
-__attribute__((noinline)) void ma_realloc_site(int n)
-{
-	for (int i = 0; i < n; i++) {
-		char *p = malloc(100);
+__attribute__((noinline)) void ma_realloc_site(int n) {
+  for (int i = 0; i < n; i++) {
+    char* p = malloc(100);
 
-		p = realloc(p, 200);
-		p = realloc(p, 5000);
-		free(p);
-	}
+    p = realloc(p, 200);
+    p = realloc(p, 5000);
+    free(p);
+  }
 }
 
-__attribute__((noinline)) void ma_memalign_leak(int n)
-{
-	for (int i = 0; i < n; i++) {
-		void *p = NULL;
+__attribute__((noinline)) void ma_memalign_leak(int n) {
+  for (int i = 0; i < n; i++) {
+    void* p = NULL;
 
-		if (posix_memalign(&p, 64, 256) == 0)
-			keep[nkeep++ % 2048] = p;
-	}
+    if (posix_memalign(&p, 64, 256) == 0) keep[nkeep++ % 2048] = p;
+  }
 }
 
-__attribute__((noinline)) void ma_aligned_site(int n)
-{
-	for (int i = 0; i < n; i++) {
-		char *volatile p = aligned_alloc(64, 128);
+__attribute__((noinline)) void ma_aligned_site(int n) {
+  for (int i = 0; i < n; i++) {
+    char* volatile p = aligned_alloc(64, 128);
 
-		free(p);
-	}
+    free(p);
+  }
 }
 
-__attribute__((noinline)) void ma_thread_churn(int n)
-{
-	for (int i = 0; i < n; i++) {
-		char *volatile p = malloc(48);
+__attribute__((noinline)) void ma_thread_churn(int n) {
+  for (int i = 0; i < n; i++) {
+    char* volatile p = malloc(48);
 
-		free(p);
-	}
+    free(p);
+  }
 }
 
-__attribute__((noinline)) void ma_thread_leak(void **out, int n)
-{
-	for (int i = 0; i < n; i++)
-		out[i] = malloc(512);
+__attribute__((noinline)) void ma_thread_leak(void** out, int n) {
+  for (int i = 0; i < n; i++) out[i] = malloc(512);
 }
 
-static void *thread_main(void *arg)
-{
-	ma_thread_churn(2000);
-	ma_thread_leak(arg, 50);
-	return NULL;
+static void* thread_main(void* arg) {
+  ma_thread_churn(2000);
+  ma_thread_leak(arg, 50);
+  return NULL;
 }
 
-static int run_threads(int t)
-{
-	static void *leaked[64][50];
-	pthread_t tid[64];
+static int run_threads(int t) {
+  static void* leaked[64][50];
+  pthread_t tid[64];
 
-	if (t < 1 || t > 64)
-		return 2;
-	for (int i = 0; i < t; i++)
-		if (pthread_create(&tid[i], NULL, thread_main, leaked[i]))
-			return 1;
-	for (int i = 0; i < t; i++)
-		pthread_join(tid[i], NULL);
-	return 0;
+  if (t < 1 || t > 64) return 2;
+  for (int i = 0; i < t; i++)
+    if (pthread_create(&tid[i], NULL, thread_main, leaked[i])) return 1;
+  for (int i = 0; i < t; i++) pthread_join(tid[i], NULL);
+  return 0;
 }
 
-int main(int argc, char **argv)
-{
-	if (argc == 3 && strcmp(argv[1], "threads") == 0)
-		return run_threads(atoi(argv[2]));
-	ma_leak_4k(1000);
-	ma_churn_64(10000);
-	ma_calloc_site(100);
-	ma_leak_1m();
-	ma_realloc_site(50);
-	ma_memalign_leak(10);
-	ma_aligned_site(10);
-	return 0;
+int main(int argc, char** argv) {
+  if (argc == 3 && strcmp(argv[1], "threads") == 0) return run_threads(atoi(argv[2]));
+  ma_leak_4k(1000);
+  ma_churn_64(10000);
+  ma_calloc_site(100);
+  ma_leak_1m();
+  ma_realloc_site(50);
+  ma_memalign_leak(10);
+  ma_aligned_site(10);
+  return 0;
 }

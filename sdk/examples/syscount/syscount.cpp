@@ -65,11 +65,12 @@ class SyscountProfiler : public loupe::sdk::Profiler {
     // Check the hook before loading, so a missing tracefs is reported as such rather than
     // as an attach failure after the verifier ran.
     if (!host_->tracepoint_exists(kTracepoint))
-      throw Error(LOUPE_ERR_NOT_FOUND, std::string("tracepoint ") + kTracepoint +
-                                           " not found (is tracefs mounted?)");
+      throw Error(LOUPE_ERR_NOT_FOUND,
+                  std::string("tracepoint ") + kTracepoint + " not found (is tracefs mounted?)");
 
     skel_.reset(syscount_bpf__open());
-    if (!skel_) throw Error(LOUPE_ERR_RESOURCE, std::string("open BPF object: ") + std::strerror(errno));
+    if (!skel_)
+      throw Error(LOUPE_ERR_RESOURCE, std::string("open BPF object: ") + std::strerror(errno));
     // pid (default: the session's target), tid, comm, cgroup -> the loupe_filter_* knobs.
     const auto filter = loupe::sdk::apply_target_filter(args.config, args.session, skel_->rodata);
     skel_->rodata->targ_per_process = per_process_;

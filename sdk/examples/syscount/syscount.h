@@ -12,15 +12,15 @@
 
 /* tgid is 0 unless the plugin runs with per_process = true. */
 struct syscount_key {
-	__u32 tgid;
-	__u32 nr;
+  __u32 tgid;
+  __u32 nr;
 };
 
 /* One per-CPU slot; user space sums the slots. comm is written once, when the entry is
  * created on that CPU, so a process that exits before collect() keeps its name. */
 struct syscount_val {
-	__u64 count;
-	char comm[SYSCOUNT_COMM_LEN];
+  __u64 count;
+  char comm[SYSCOUNT_COMM_LEN];
 };
 
 #endif /* LOUPE_EXAMPLE_SYSCOUNT_H */

@@ -119,20 +119,21 @@ TEST_F(ConsoleSinkTest, WarningsWithoutLossAreNamedNotCalledOk) {
   PluginInstance sink(lib_);
   ASSERT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
   SampleRecord ok = health(LOUPE_HEALTH_OK, "received", "ring:outliers", 14);
-  SampleRecord silent = health(LOUPE_HEALTH_WARN, "probe_silent", "latency/read", 0, "the program never ran");
+  SampleRecord silent =
+      health(LOUPE_HEALTH_WARN, "probe_silent", "latency/read", 0, "the program never ran");
   for (auto* r : {&ok, &silent}) ASSERT_EQ(sink.consume(r->record()), LOUPE_OK);
   ASSERT_EQ(sink.flush(true), LOUPE_OK);
   std::string text = report();
   EXPECT_FALSE(has(text, "no data lost")) << text;
-  EXPECT_TRUE(has(text, "VERDICT: 1 warning(s): probe_silent@latency/read: the program never ran")) << text;
+  EXPECT_TRUE(has(text, "VERDICT: 1 warning(s): probe_silent@latency/read: the program never ran"))
+      << text;
 }
 
 TEST_F(ConsoleSinkTest, FinalReportWithoutHealthSaysLossIsUnknown) {
   PluginInstance sink(lib_);
   ASSERT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
   ASSERT_EQ(sink.flush(true), LOUPE_OK);
-  EXPECT_TRUE(has(report(), "VERDICT: no health records received: losses are unknown"))
-      << report();
+  EXPECT_TRUE(has(report(), "VERDICT: no health records received: losses are unknown")) << report();
 }
 
 TEST_F(ConsoleSinkTest, MetricsAreAlignedTablesGroupedByName) {
@@ -163,9 +164,9 @@ TEST_F(ConsoleSinkTest, StacksAreMergedRankedAndCutToTopN) {
   loupe_frame a[3] = {{0x10, "leaf_a", "/bin/x", 0, LOUPE_FRAME_USER, LOUPE_RESOLVED_SYMTAB},
                       {0x20, "mid", "/bin/x", 0, LOUPE_FRAME_USER, LOUPE_RESOLVED_SYMTAB},
                       {0x30, "main", "/bin/x", 0, LOUPE_FRAME_USER, LOUPE_RESOLVED_SYMTAB}};
-  loupe_frame b[2] = {{0x40, nullptr, "/usr/lib/libc.so.6", 0x99, LOUPE_FRAME_USER,
-                       LOUPE_UNRESOLVED_NO_SYMBOL},
-                      {0x30, "main", "/bin/x", 0, LOUPE_FRAME_USER, LOUPE_RESOLVED_SYMTAB}};
+  loupe_frame b[2] = {
+      {0x40, nullptr, "/usr/lib/libc.so.6", 0x99, LOUPE_FRAME_USER, LOUPE_UNRESOLVED_NO_SYMBOL},
+      {0x30, "main", "/bin/x", 0, LOUPE_FRAME_USER, LOUPE_RESOLVED_SYMTAB}};
   loupe_frame c[1] = {{0xdead, nullptr, nullptr, 0, LOUPE_FRAME_USER, LOUPE_UNRESOLVED_NO_MODULE}};
   auto sample = [&](const loupe_frame* f, std::uint32_t n, std::int64_t v) {
     SampleRecord s(LOUPE_RECORD_STACK_SAMPLE, "cpu");
@@ -194,8 +195,10 @@ TEST_F(ConsoleSinkTest, EventsAreCountedAndTheSlowestListed) {
   const std::uint64_t durations_ms[] = {4, 9, 1, 7, 2, 8};
   for (std::uint64_t ms : durations_ms) {
     SampleRecord e(LOUPE_RECORD_EVENT, "slow_read");
-    e.builder().event_time(kWindowStart).field_u("duration_ns", ms * 1000000).field("fd",
-                                                                                  std::int64_t{7});
+    e.builder()
+        .event_time(kWindowStart)
+        .field_u("duration_ns", ms * 1000000)
+        .field("fd", std::int64_t{7});
     ASSERT_EQ(sink.consume(e.record()), LOUPE_OK);
   }
   ASSERT_EQ(sink.flush(true), LOUPE_OK);
@@ -242,7 +245,8 @@ TEST_F(ConsoleSinkTest, ColorAlwaysEmitsAnsi) {
     SampleRecord lost = health(LOUPE_HEALTH_WARN, "lost_kernel", "ring:x", 2);
     ASSERT_EQ(sink.consume(lost.record()), LOUPE_OK);
     ASSERT_EQ(sink.flush(true), LOUPE_OK);
-    EXPECT_TRUE(has(report(), "\033[1;31mVERDICT: data lost or degraded at 1 place(s): lost_kernel@ring:x (2)"))
+    EXPECT_TRUE(has(
+        report(), "\033[1;31mVERDICT: data lost or degraded at 1 place(s): lost_kernel@ring:x (2)"))
         << report();
   }
 }

@@ -25,7 +25,10 @@ namespace {
 using nlohmann::json;
 
 loupe_frame sym(const char* name, loupe_frame_kind kind = LOUPE_FRAME_USER) {
-  return loupe_frame{0x1000, name, kind == LOUPE_FRAME_KERNEL ? "[kernel]" : "/usr/bin/app", 4,
+  return loupe_frame{0x1000,
+                     name,
+                     kind == LOUPE_FRAME_KERNEL ? "[kernel]" : "/usr/bin/app",
+                     4,
                      static_cast<std::uint32_t>(kind),
                      kind == LOUPE_FRAME_KERNEL ? LOUPE_RESOLVED_KALLSYMS : LOUPE_RESOLVED_SYMTAB};
 }
@@ -38,7 +41,8 @@ std::string chromium() {
 
 std::string html_unescape(std::string s) {
   for (auto [from, to] : {std::pair{"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&amp;", "&"}})
-    for (std::size_t p; (p = s.find(from)) != std::string::npos;) s.replace(p, std::strlen(from), to);
+    for (std::size_t p; (p = s.find(from)) != std::string::npos;)
+      s.replace(p, std::strlen(from), to);
   return s;
 }
 
@@ -50,7 +54,9 @@ class HtmlSinkTest : public ::testing::Test {
   void feed_stack(const char* name, std::vector<loupe_frame> frames, const char* value,
                   const char* unit, std::int64_t v) {
     SampleRecord r(LOUPE_RECORD_STACK_SAMPLE, name);
-    r.builder().frames(frames.data(), static_cast<std::uint32_t>(frames.size())).value(value, unit, v);
+    r.builder()
+        .frames(frames.data(), static_cast<std::uint32_t>(frames.size()))
+        .value(value, unit, v);
     ASSERT_EQ(inst_.consume(r.record()), LOUPE_OK) << inst_.last_error();
   }
   void feed_report() {
@@ -58,10 +64,12 @@ class HtmlSinkTest : public ::testing::Test {
     feed_stack("cpu", {sym("parse</script><b>"), sym("main")}, "samples", "count", 25);
     feed_stack("cpu", {sym("copy_user_generic", LOUPE_FRAME_KERNEL), sym("main")}, "samples",
                "count", 5);
-    feed_stack("allocs", {sym("malloc"), sym("leaky"), sym("main")}, "alloc_bytes", "bytes", 4 << 20);
+    feed_stack("allocs", {sym("malloc"), sym("leaky"), sym("main")}, "alloc_bytes", "bytes",
+               4 << 20);
     auto h = latency_histogram();
     ASSERT_EQ(inst_.consume(h.record()), LOUPE_OK);
-    auto lost = health(LOUPE_HEALTH_WARN, "ring_lost_kernel", "latency/outliers", 17, "reserve failed");
+    auto lost =
+        health(LOUPE_HEALTH_WARN, "ring_lost_kernel", "latency/outliers", 17, "reserve failed");
     ASSERT_EQ(inst_.consume(lost.record()), LOUPE_OK);
     auto ok = health(LOUPE_HEALTH_OK, "ring_received", "latency/outliers", 5000);
     ASSERT_EQ(inst_.consume(ok.record()), LOUPE_OK);
@@ -71,8 +79,9 @@ class HtmlSinkTest : public ::testing::Test {
   json embedded() {
     std::string page = read_file(dir_.file("report.html"));
     std::smatch m;
-    EXPECT_TRUE(std::regex_search(page, m,
-                                  std::regex(R"(<script id="loupe-data" type="application/json">([^]*?)</script>)")));
+    EXPECT_TRUE(std::regex_search(
+        page, m,
+        std::regex(R"(<script id="loupe-data" type="application/json">([^]*?)</script>)")));
     std::string text = m[1];
     for (std::size_t p; (p = text.find("<\\/")) != std::string::npos;) text.replace(p, 3, "</");
     return json::parse(text);
@@ -112,7 +121,8 @@ TEST_F(HtmlSinkTest, ReportIsSelfContainedAndEmbedsEverything) {
 
 TEST_F(HtmlSinkTest, HeadlessChromiumRendersZoomsAndLogsNoErrors) {
   std::string browser = chromium();
-  if (browser.empty()) GTEST_SKIP() << "chromium not installed (scripts/install-deps.sh installs it)";
+  if (browser.empty())
+    GTEST_SKIP() << "chromium not installed (scripts/install-deps.sh installs it)";
   start();
   feed_report();
   std::filesystem::create_directories(LOUPE_ARTIFACT_DIR);
@@ -121,17 +131,21 @@ TEST_F(HtmlSinkTest, HeadlessChromiumRendersZoomsAndLogsNoErrors) {
   const std::string flags =
       " --headless --no-sandbox --disable-gpu --disable-background-networking"
       " --disable-component-update --disable-sync --no-first-run --disable-dev-shm-usage"
-      " --enable-logging=stderr --v=0 --window-size=1280,1400 --user-data-dir=" + dir_.file("profile");
+      " --enable-logging=stderr --v=0 --window-size=1280,1400 --user-data-dir=" +
+      dir_.file("profile");
   const std::string url = "file://" + dir_.file("report.html") + "#selftest";
   const std::string log = dir_.file("chromium.log");
-  int rc = std::system((browser + flags + " --dump-dom '" + url + "' > " + dir_.file("dom.html") +
-                        " 2> " + log).c_str());
+  int rc = std::system(
+      (browser + flags + " --dump-dom '" + url + "' > " + dir_.file("dom.html") + " 2> " + log)
+          .c_str());
   std::string chrome_log = read_file(log);
   ASSERT_EQ(rc, 0) << chrome_log;
   std::string dom = read_file(dir_.file("dom.html"));
   std::smatch m;
   ASSERT_TRUE(std::regex_search(dom, m, std::regex(R"(<pre id="selftest-result">([^<]*)</pre>)")))
-      << "the page's self-test did not run:\n" << dom.substr(0, 2000) << "\n" << chrome_log;
+      << "the page's self-test did not run:\n"
+      << dom.substr(0, 2000) << "\n"
+      << chrome_log;
   json result = json::parse(html_unescape(m[1]));
   for (const auto& c : result["checks"]) EXPECT_TRUE(c["ok"].get<bool>()) << c.dump();
   EXPECT_TRUE(result["ok"].get<bool>()) << result.dump(2);
@@ -140,7 +154,9 @@ TEST_F(HtmlSinkTest, HeadlessChromiumRendersZoomsAndLogsNoErrors) {
   for (const auto& line : split_lines(chrome_log))
     EXPECT_EQ(line.find(":CONSOLE"), std::string::npos) << line;
 
-  rc = std::system((browser + flags + " --screenshot=" + shot + " '" + url + "' > /dev/null 2>> " + log).c_str());
+  rc = std::system(
+      (browser + flags + " --screenshot=" + shot + " '" + url + "' > /dev/null 2>> " + log)
+          .c_str());
   ASSERT_EQ(rc, 0) << read_file(log);
   ASSERT_TRUE(std::filesystem::exists(shot));
   EXPECT_GT(std::filesystem::file_size(shot), 10000u) << "a blank page would be smaller";

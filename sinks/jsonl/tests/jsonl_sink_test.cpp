@@ -84,8 +84,11 @@ TEST_F(JsonlSinkTest, EveryKindRoundTrips) {
        LOUPE_UNRESOLVED_NO_SYMBOL},
   };
   SampleRecord stack(LOUPE_RECORD_STACK_SAMPLE, "cpu");
-  stack.builder().label("pid", "42").frames(frames, 2).value("samples", "count", 7).value(
-      "wait_ns", "ns", -5);
+  stack.builder()
+      .label("pid", "42")
+      .frames(frames, 2)
+      .value("samples", "count", 7)
+      .value("wait_ns", "ns", -5);
   SampleRecord event(LOUPE_RECORD_EVENT, "slow_read");
   event.builder()
       .event_time(kWindowStart + 123)
@@ -112,18 +115,16 @@ TEST_F(JsonlSinkTest, EveryKindRoundTrips) {
   EXPECT_EQ(s["kind"], "stack");
   EXPECT_EQ(s["is_final"], false);
   ASSERT_EQ(s["stack"]["frames"].size(), 2u);
-  EXPECT_EQ(s["stack"]["frames"][0],
-            json({{"address", 0xffffffff81000010ull},
-                  {"symbol", "do_sys_openat2"},
-                  {"module", "[kernel]"},
-                  {"offset", 0x10},
-                  {"kind", "kernel"},
-                  {"resolution", "kallsyms"}}));
+  EXPECT_EQ(s["stack"]["frames"][0], json({{"address", 0xffffffff81000010ull},
+                                           {"symbol", "do_sys_openat2"},
+                                           {"module", "[kernel]"},
+                                           {"offset", 0x10},
+                                           {"kind", "kernel"},
+                                           {"resolution", "kallsyms"}}));
   EXPECT_TRUE(s["stack"]["frames"][1]["symbol"].is_null());
   EXPECT_EQ(s["stack"]["frames"][1]["kind"], "user");
   EXPECT_EQ(s["stack"]["frames"][1]["resolution"], "no_symbol");
-  EXPECT_EQ(s["stack"]["values"],
-            json::parse(R"([{"name":"samples","unit":"count","value":7},
+  EXPECT_EQ(s["stack"]["values"], json::parse(R"([{"name":"samples","unit":"count","value":7},
                             {"name":"wait_ns","unit":"ns","value":-5}])"));
 
   const json& e = lines[1];

@@ -14,11 +14,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-#include <tuple>
-#include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "dl_plugin.hpp"
@@ -90,7 +90,9 @@ std::string run(const std::string& cmd) {
   return out;
 }
 
-bool have_go() { return std::system("command -v go >/dev/null 2>&1") == 0; }
+bool have_go() {
+  return std::system("command -v go >/dev/null 2>&1") == 0;
+}
 
 // The rows of `go tool pprof -top`: (flat, function name), in pprof's order.
 std::vector<std::pair<std::string, std::string>> top_rows(const std::string& out) {
@@ -156,7 +158,9 @@ TEST_F(PprofSinkTest, ProfileParsesWithLibprotobufAgainstTheSchema) {
   const auto& st = p["string_table"];
   ASSERT_FALSE(st.empty());
   EXPECT_EQ(st[0], "");
-  auto s = [&](const json& idx) { return st.at(std::stoul(idx.get<std::string>())).get<std::string>(); };
+  auto s = [&](const json& idx) {
+    return st.at(std::stoul(idx.get<std::string>())).get<std::string>();
+  };
 
   ASSERT_EQ(p["sample_type"].size(), 2u);
   EXPECT_EQ(s(p["sample_type"][0]["type"]), "samples");
@@ -197,13 +201,14 @@ TEST_F(PprofSinkTest, ProfileParsesWithLibprotobufAgainstTheSchema) {
 }
 
 TEST_F(PprofSinkTest, GoToolPprofTopRanksTheHottestFunctionsFirst) {
-  if (!have_go()) GTEST_SKIP() << "go (golang-go) not installed: scripts/install-deps.sh installs it";
+  if (!have_go())
+    GTEST_SKIP() << "go (golang-go) not installed: scripts/install-deps.sh installs it";
   start();
   feed_cpu();
   ASSERT_EQ(inst_.flush(true), LOUPE_OK) << inst_.last_error();
-  std::string out = run("HOME=" + dir_.path() + " GOCACHE=" + dir_.path() +
-                        "/gocache go tool pprof -symbolize=none -top " + dir_.file("cpu.pb.gz") +
-                        " 2>&1");
+  std::string out =
+      run("HOME=" + dir_.path() + " GOCACHE=" + dir_.path() +
+          "/gocache go tool pprof -symbolize=none -top " + dir_.file("cpu.pb.gz") + " 2>&1");
   SCOPED_TRACE(out);
   EXPECT_NE(out.find("Type: samples"), std::string::npos);
   EXPECT_NE(out.find("100 total"), std::string::npos);
@@ -214,8 +219,9 @@ TEST_F(PprofSinkTest, GoToolPprofTopRanksTheHottestFunctionsFirst) {
   EXPECT_EQ(rows[2], (std::pair<std::string, std::string>{"5", "copy_user_generic"}));
 
   // The second sample type, with its unit understood by pprof.
-  std::string ns = run("HOME=" + dir_.path() + " go tool pprof -symbolize=none -sample_index=cpu -top " +
-                       dir_.file("cpu.pb.gz") + " 2>&1");
+  std::string ns =
+      run("HOME=" + dir_.path() + " go tool pprof -symbolize=none -sample_index=cpu -top " +
+          dir_.file("cpu.pb.gz") + " 2>&1");
   SCOPED_TRACE(ns);
   EXPECT_NE(ns.find("Type: cpu"), std::string::npos);
   auto ns_rows = top_rows(ns);
@@ -225,7 +231,8 @@ TEST_F(PprofSinkTest, GoToolPprofTopRanksTheHottestFunctionsFirst) {
 }
 
 TEST_F(PprofSinkTest, AllocationProfileHasBytesAndCountTypesAndOneFilePerRecordName) {
-  if (!have_go()) GTEST_SKIP() << "go (golang-go) not installed: scripts/install-deps.sh installs it";
+  if (!have_go())
+    GTEST_SKIP() << "go (golang-go) not installed: scripts/install-deps.sh installs it";
   start();
   feed("allocs", {sym("malloc", 0x1000, "/lib/libc.so.6"), sym("leaky", 0x2000)},
        {{"alloc_count", "count", 1000}, {"alloc_bytes", "bytes", 4 << 20}});
@@ -247,9 +254,9 @@ TEST_F(PprofSinkTest, AllocationProfileHasBytesAndCountTypesAndOneFilePerRecordN
   EXPECT_EQ(rows[0].second, "malloc");
   EXPECT_EQ(rows[1].second, "leaky");  // 4 MB cumulative, ahead of tidy's 1 MB
 
-  std::string count = run("HOME=" + dir_.path() +
-                          " go tool pprof -symbolize=none -sample_index=alloc_count -top " +
-                          dir_.file("allocs.pb.gz") + " 2>&1");
+  std::string count =
+      run("HOME=" + dir_.path() + " go tool pprof -symbolize=none -sample_index=alloc_count -top " +
+          dir_.file("allocs.pb.gz") + " 2>&1");
   EXPECT_NE(count.find("4000 total"), std::string::npos) << count;
 
   std::string wait = run("HOME=" + dir_.path() + " go tool pprof -symbolize=none -top " +
@@ -286,7 +293,8 @@ TEST_F(PprofSinkTest, UnwritableOutputDirIsAClearError) {
   start();
   feed("cpu", {sym("a", 0x10)}, {{"samples", "count", 1}});
   EXPECT_NE(inst_.flush(true), LOUPE_OK);
-  EXPECT_NE(inst_.last_error().find("missing/dir/cpu.pb.gz"), std::string::npos) << inst_.last_error();
+  EXPECT_NE(inst_.last_error().find("missing/dir/cpu.pb.gz"), std::string::npos)
+      << inst_.last_error();
 }
 
 }  // namespace

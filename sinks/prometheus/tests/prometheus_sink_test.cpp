@@ -4,8 +4,8 @@
 // exact exposition lines over HTTP, `promtool check metrics` on the served text, bearer
 // token refusal, and a real Prometheus server scraping it on loopback.
 #include <arpa/inet.h>
-#include <httplib.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -123,10 +123,14 @@ TEST_F(PrometheusSinkTest, ServesEveryRecordKindInTheTextFormat) {
   // Histogram: ns converted to seconds, `le` the largest integer inside [lower, upper),
   // cumulative counts, +Inf = count.
   EXPECT_TRUE(has_line(text, "# TYPE loupe_latency_seconds histogram"));
-  EXPECT_TRUE(has_line(text, R"(loupe_latency_seconds_bucket{plugin="testplug",comm="dd",le="2.047e-06"} 100)"));
-  EXPECT_TRUE(has_line(text, R"(loupe_latency_seconds_bucket{plugin="testplug",comm="dd",le="4.095e-06"} 150)"));
-  EXPECT_TRUE(has_line(text, R"(loupe_latency_seconds_bucket{plugin="testplug",comm="dd",le="0.000131071"} 151)"));
-  EXPECT_TRUE(has_line(text, R"(loupe_latency_seconds_bucket{plugin="testplug",comm="dd",le="+Inf"} 151)"));
+  EXPECT_TRUE(has_line(
+      text, R"(loupe_latency_seconds_bucket{plugin="testplug",comm="dd",le="2.047e-06"} 100)"));
+  EXPECT_TRUE(has_line(
+      text, R"(loupe_latency_seconds_bucket{plugin="testplug",comm="dd",le="4.095e-06"} 150)"));
+  EXPECT_TRUE(has_line(
+      text, R"(loupe_latency_seconds_bucket{plugin="testplug",comm="dd",le="0.000131071"} 151)"));
+  EXPECT_TRUE(
+      has_line(text, R"(loupe_latency_seconds_bucket{plugin="testplug",comm="dd",le="+Inf"} 151)"));
   EXPECT_TRUE(has_line(text, R"(loupe_latency_seconds_sum{plugin="testplug",comm="dd"} 0.0003)"));
   EXPECT_TRUE(has_line(text, R"(loupe_latency_seconds_count{plugin="testplug",comm="dd"} 151)"));
   EXPECT_TRUE(has_line(text, "# TYPE loupe_syscalls_total counter"));
@@ -136,10 +140,16 @@ TEST_F(PrometheusSinkTest, ServesEveryRecordKindInTheTextFormat) {
   EXPECT_TRUE(has_line(text, R"(loupe_queue_depth{plugin="testplug"} 3)"));
   EXPECT_TRUE(has_line(text, R"(loupe_rss_bytes{plugin="testplug"} 1048576)"));
   EXPECT_TRUE(has_line(text, R"(loupe_slow_read_events_total{plugin="testplug"} 1)"));
-  EXPECT_TRUE(has_line(text, R"(loupe_health_ring_lost_kernel{plugin="testplug",component="latency/outliers"} 17)"));
-  EXPECT_TRUE(has_line(text, R"(loupe_health_ring_received{plugin="testplug",component="latency/outliers"} 5000)"));
-  EXPECT_TRUE(has_line(text, R"(loupe_health_severity{plugin="testplug",check="ring_lost_kernel",component="latency/outliers",severity="warn"} 1)"));
-  EXPECT_TRUE(has_line(text, R"(loupe_health_severity{plugin="testplug",check="ring_received",component="latency/outliers",severity="ok"} 0)"));
+  EXPECT_TRUE(has_line(
+      text, R"(loupe_health_ring_lost_kernel{plugin="testplug",component="latency/outliers"} 17)"));
+  EXPECT_TRUE(has_line(
+      text, R"(loupe_health_ring_received{plugin="testplug",component="latency/outliers"} 5000)"));
+  EXPECT_TRUE(has_line(
+      text,
+      R"(loupe_health_severity{plugin="testplug",check="ring_lost_kernel",component="latency/outliers",severity="warn"} 1)"));
+  EXPECT_TRUE(has_line(
+      text,
+      R"(loupe_health_severity{plugin="testplug",check="ring_received",component="latency/outliers",severity="ok"} 0)"));
   // One HELP and one TYPE per family, even with several series.
   EXPECT_EQ(std::count(text.begin(), text.end(), '#'), 2 * 8);
 }
@@ -167,7 +177,8 @@ TEST_F(PrometheusSinkTest, NamesAndLabelsAreSanitizedAndEscaped) {
               {{"cgroup.path", "a\"b\\c\nd"}, {"__name__", "x"}, {"plugin", "spoof"}}));
   std::string text = scrape();
   EXPECT_TRUE(has_line(
-      text, R"(loupe_lock_wait_seconds_total{plugin="testplug",cgroup_path="a\"b\\c\nd",_name_="x"} 2.5e-06)"))
+      text,
+      R"(loupe_lock_wait_seconds_total{plugin="testplug",cgroup_path="a\"b\\c\nd",_name_="x"} 2.5e-06)"))
       << text;
 }
 
@@ -215,7 +226,8 @@ TEST_F(PrometheusSinkTest, BearerTokenIsRequiredWhenSet) {
 TEST_F(PrometheusSinkTest, BadOrTakenListenAddressFailsSetupClearly) {
   host_.set("listen", std::string("127.0.0.1:http"));
   EXPECT_EQ(inst_.setup(host_), LOUPE_ERR_INVALID_ARG);
-  EXPECT_NE(inst_.last_error().find("port must be a number"), std::string::npos) << inst_.last_error();
+  EXPECT_NE(inst_.last_error().find("port must be a number"), std::string::npos)
+      << inst_.last_error();
 
   FakeHost first_host;
   first_host.set("listen", std::string("127.0.0.1:0"));
@@ -298,7 +310,9 @@ class PrometheusServer {
   pid_t pid_ = -1;
 };
 
-double value_of(const json& result) { return std::stod(result[0]["value"][1].get<std::string>()); }
+double value_of(const json& result) {
+  return std::stod(result[0]["value"][1].get<std::string>());
+}
 
 TEST_F(PrometheusSinkTest, RealPrometheusServerScrapesTheSink) {
   if (!have("prometheus")) GTEST_SKIP() << "prometheus (package prometheus) not installed";

@@ -27,7 +27,8 @@ class TestProfiler : public loupe::sdk::Profiler {
     mode_ = a.config.get_string("mode", "");
     fail_in_ = a.config.get_string("fail_in", "");
     targets_ = a.config.get_tables("targets").size();
-    if (fail_in_ == "setup") throw loupe::sdk::Error(LOUPE_ERR_INVALID_ARG, "asked to fail in setup");
+    if (fail_in_ == "setup")
+      throw loupe::sdk::Error(LOUPE_ERR_INVALID_ARG, "asked to fail in setup");
   }
   void start(const loupe::sdk::StartArgs&) override {
     if (fail_in_ == "start") throw std::runtime_error("asked to fail in start");

@@ -11,7 +11,8 @@
 //   - the kernel's own accounting (run_time_ns / run_cnt of the programs on those tracepoints),
 //   - the slowdown against no probe and against the empty program.
 // Probes no built-in loop fires (uprobes on other functions, other tracepoints, perf
-// sampling) are listed as skipped with the reason. See docs/performance.md "loupe bench" for the limits.
+// sampling) are listed as skipped with the reason. See docs/performance.md "loupe bench" for the
+// limits.
 #ifndef LOUPE_PROBE_BENCH_HPP
 #define LOUPE_PROBE_BENCH_HPP
 
@@ -36,15 +37,15 @@ struct Spread {
 };
 
 struct BenchWorkload {
-  std::string loop;                      // "getppid", "malloc+free", ...
-  std::string kind;                      // "syscall", "block I/O" or "user call"
-  std::vector<std::string> hooks;        // category:name or uprobe:FILE+0xOFF of the probes it fires
+  std::string loop;                // "getppid", "malloc+free", ...
+  std::string kind;                // "syscall", "block I/O" or "user call"
+  std::vector<std::string> hooks;  // category:name or uprobe:FILE+0xOFF of the probes it fires
   std::uint64_t iterations = 0;
-  Spread none_ns, empty_ns, loupe_ns;    // ns per iteration
+  Spread none_ns, empty_ns, loupe_ns;  // ns per iteration
   Spread added_vs_none_ns, added_vs_empty_ns;
-  Spread bpf_ns;                         // Σ over the profiler's programs on those tracepoints
-  Spread empty_bpf_ns;                   // Σ over the empty programs
-  Spread runs_per_iteration;             // profiler program runs / iterations (≥ 1 with noise)
+  Spread bpf_ns;              // Σ over the profiler's programs on those tracepoints
+  Spread empty_bpf_ns;        // Σ over the empty programs
+  Spread runs_per_iteration;  // profiler program runs / iterations (≥ 1 with noise)
 };
 
 struct BenchSkip {

@@ -15,27 +15,23 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static int parse_count(const char *s, unsigned long *out)
-{
-	char *end;
+static int parse_count(const char* s, unsigned long* out) {
+  char* end;
 
-	errno = 0;
-	*out = strtoul(s, &end, 10);
-	return errno == 0 && end != s && *end == '\0' && s[0] != '-';
+  errno = 0;
+  *out = strtoul(s, &end, 10);
+  return errno == 0 && end != s && *end == '\0' && s[0] != '-';
 }
 
-int main(int argc, char **argv)
-{
-	unsigned long n, m, i;
-	char buf[PATH_MAX];
+int main(int argc, char** argv) {
+  unsigned long n, m, i;
+  char buf[PATH_MAX];
 
-	if (argc != 3 || !parse_count(argv[1], &n) || !parse_count(argv[2], &m)) {
-		fprintf(stderr, "usage: %s N M (N getppid and M getcwd syscalls)\n", argv[0]);
-		return 2;
-	}
-	for (i = 0; i < n; i++)
-		syscall(SYS_getppid);
-	for (i = 0; i < m; i++)
-		syscall(SYS_getcwd, buf, sizeof(buf));
-	return 0;
+  if (argc != 3 || !parse_count(argv[1], &n) || !parse_count(argv[2], &m)) {
+    fprintf(stderr, "usage: %s N M (N getppid and M getcwd syscalls)\n", argv[0]);
+    return 2;
+  }
+  for (i = 0; i < n; i++) syscall(SYS_getppid);
+  for (i = 0; i < m; i++) syscall(SYS_getcwd, buf, sizeof(buf));
+  return 0;
 }

@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 #define LOUPE_ABI_MAJOR 1
-#define LOUPE_ABI_MINOR 1  /* 1.1: loupe_config_key.choices */
+#define LOUPE_ABI_MINOR 1 /* 1.1: loupe_config_key.choices */
 
 /* The one symbol a plugin library exports. Its type is loupe_plugin_entry_fn (plugin.h). */
 #define LOUPE_PLUGIN_ENTRY_SYMBOL "loupe_plugin_entry"
@@ -41,26 +41,26 @@ extern "C" {
 
 /* True when a size-prefixed struct produced by the other side carries `field`. */
 #define LOUPE_ABI_HAS_FIELD(ptr, type, field) \
-	((ptr)->size >= offsetof(type, field) + sizeof(((type *)0)->field))
+  ((ptr)->size >= offsetof(type, field) + sizeof(((type*)0)->field))
 
 typedef enum loupe_status {
-	LOUPE_OK = 0,
-	LOUPE_ERR_INVALID_ARG = 1,   /* bad config value or argument; last_error says which */
-	LOUPE_ERR_UNSUPPORTED = 2,   /* the kernel or host lacks a feature the plugin needs */
-	LOUPE_ERR_NOT_FOUND = 3,     /* attach target, binary, symbol or file absent */
-	LOUPE_ERR_PERMISSION = 4,    /* a capability is missing; last_error names it */
-	LOUPE_ERR_KERNEL = 5,        /* BPF load/attach refused; last_error has the reason */
-	LOUPE_ERR_RESOURCE = 6,      /* out of memory, fds, map space */
-	LOUPE_ERR_INTERNAL = 7,      /* a bug; includes exceptions caught by the SDK firewall */
-	LOUPE_ERR_AGAIN = 8,         /* transient; the caller may retry later */
+  LOUPE_OK = 0,
+  LOUPE_ERR_INVALID_ARG = 1, /* bad config value or argument; last_error says which */
+  LOUPE_ERR_UNSUPPORTED = 2, /* the kernel or host lacks a feature the plugin needs */
+  LOUPE_ERR_NOT_FOUND = 3,   /* attach target, binary, symbol or file absent */
+  LOUPE_ERR_PERMISSION = 4,  /* a capability is missing; last_error names it */
+  LOUPE_ERR_KERNEL = 5,      /* BPF load/attach refused; last_error has the reason */
+  LOUPE_ERR_RESOURCE = 6,    /* out of memory, fds, map space */
+  LOUPE_ERR_INTERNAL = 7,    /* a bug; includes exceptions caught by the SDK firewall */
+  LOUPE_ERR_AGAIN = 8,       /* transient; the caller may retry later */
 } loupe_status;
 
 typedef enum loupe_log_level {
-	LOUPE_LOG_TRACE = 0,
-	LOUPE_LOG_DEBUG = 1,
-	LOUPE_LOG_INFO = 2,
-	LOUPE_LOG_WARN = 3,
-	LOUPE_LOG_ERROR = 4,
+  LOUPE_LOG_TRACE = 0,
+  LOUPE_LOG_DEBUG = 1,
+  LOUPE_LOG_INFO = 2,
+  LOUPE_LOG_WARN = 3,
+  LOUPE_LOG_ERROR = 4,
 } loupe_log_level;
 
 #ifdef __cplusplus

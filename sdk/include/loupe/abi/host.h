@@ -27,26 +27,26 @@ struct bpf_link;
 typedef struct loupe_host loupe_host; /* opaque, one per plugin instance */
 
 typedef enum loupe_clock {
-	LOUPE_CLOCK_MONOTONIC = 1,
-	LOUPE_CLOCK_BOOTTIME = 2, /* what bpf_ktime_get_boot_ns() returns */
-	LOUPE_CLOCK_REALTIME = 3,
+  LOUPE_CLOCK_MONOTONIC = 1,
+  LOUPE_CLOCK_BOOTTIME = 2, /* what bpf_ktime_get_boot_ns() returns */
+  LOUPE_CLOCK_REALTIME = 3,
 } loupe_clock;
 
 /* ---- ring buffers ----------------------------------------------------------------- */
 
 /* What losing a record of this ring means; drives the default backpressure policy. */
 typedef enum loupe_ring_category {
-	LOUPE_RING_DROPPABLE_SAMPLE = 1, /* statistically sampled data: dropping is fine if counted */
-	LOUPE_RING_CORRELATED_PAIR = 2,  /* half of a pair: a drop makes the partner unmatched */
-	LOUPE_RING_MUST_KEEP = 3,        /* rare, important events (outliers, errors) */
+  LOUPE_RING_DROPPABLE_SAMPLE = 1, /* statistically sampled data: dropping is fine if counted */
+  LOUPE_RING_CORRELATED_PAIR = 2,  /* half of a pair: a drop makes the partner unmatched */
+  LOUPE_RING_MUST_KEEP = 3,        /* rare, important events (outliers, errors) */
 } loupe_ring_category;
 
 /* What the core does when the queue behind the ring is full. Never: stall the reader. */
 typedef enum loupe_backpressure {
-	LOUPE_BP_DEFAULT = 0,     /* chosen from the category */
-	LOUPE_BP_DROP_NEWEST = 1, /* drop and count */
-	LOUPE_BP_COALESCE = 2,    /* keep per-key counts (coalesce_key), drop the detail */
-	LOUPE_BP_COUNT_ONLY = 3,  /* degrade the whole ring to counting records until pressure clears */
+  LOUPE_BP_DEFAULT = 0,     /* chosen from the category */
+  LOUPE_BP_DROP_NEWEST = 1, /* drop and count */
+  LOUPE_BP_COALESCE = 2,    /* keep per-key counts (coalesce_key), drop the detail */
+  LOUPE_BP_COUNT_ONLY = 3,  /* degrade the whole ring to counting records until pressure clears */
 } loupe_backpressure;
 
 /*
@@ -55,125 +55,124 @@ typedef enum loupe_backpressure {
  * the bytes; records that fail are counted as malformed and skipped.
  */
 typedef struct loupe_ring_header {
-	uint16_t type;    /* the plugin's record type */
-	uint16_t version; /* the plugin's record layout version */
-	uint32_t len;     /* total record length including this header */
+  uint16_t type;    /* the plugin's record type */
+  uint16_t version; /* the plugin's record layout version */
+  uint32_t len;     /* total record length including this header */
 } loupe_ring_header;
 
 typedef struct loupe_ring_spec {
-	uint32_t size;
-	int32_t map_fd;          /* a BPF_MAP_TYPE_RINGBUF; the plugin keeps it open until destroy() */
-	const char *name;        /* borrowed; unique within the plugin ("outliers") */
-	uint16_t record_type;    /* expected loupe_ring_header.type */
-	uint16_t record_version; /* expected loupe_ring_header.version */
-	uint32_t min_len;        /* smallest valid len, >= sizeof(loupe_ring_header) */
-	uint32_t max_len;        /* largest valid len */
-	uint32_t category;       /* loupe_ring_category */
-	uint32_t policy;         /* loupe_backpressure */
-	/* A BPF per-CPU array, key 0, __u64: reserve failures counted by the BPF side
-	 * (emit.bpf.h does it). -1 when the plugin has none; then kernel losses are unknown
-	 * and reported as such. */
-	int32_t lost_map_fd;
-	/* A BPF array, key 0, __u32 sampling divisor the BPF side honours (emit 1 in N).
-	 * The core raises it under sustained drops and lowers it when pressure clears.
-	 * -1 when the plugin has none. */
-	int32_t divisor_map_fd;
-	/*
-	 * Required. Turns one record into zero or more loupe_records via services->emit.
-	 * Called on a core worker thread (one at a time per ring, possibly concurrent with
-	 * collect()). `data` is borrowed for the call and already passed the header checks.
-	 * Return LOUPE_OK, or an error to have the record counted as a decode error.
-	 */
-	int (*decode)(void *user, const void *data, uint32_t len);
-	/* Optional, for LOUPE_BP_COALESCE: a key that identifies records that may be merged.
-	 * Called on the reader thread: must be cheap and must not block. */
-	uint64_t (*coalesce_key)(void *user, const void *data, uint32_t len);
-	void *user; /* passed back unchanged */
+  uint32_t size;
+  int32_t map_fd;          /* a BPF_MAP_TYPE_RINGBUF; the plugin keeps it open until destroy() */
+  const char* name;        /* borrowed; unique within the plugin ("outliers") */
+  uint16_t record_type;    /* expected loupe_ring_header.type */
+  uint16_t record_version; /* expected loupe_ring_header.version */
+  uint32_t min_len;        /* smallest valid len, >= sizeof(loupe_ring_header) */
+  uint32_t max_len;        /* largest valid len */
+  uint32_t category;       /* loupe_ring_category */
+  uint32_t policy;         /* loupe_backpressure */
+  /* A BPF per-CPU array, key 0, __u64: reserve failures counted by the BPF side
+   * (emit.bpf.h does it). -1 when the plugin has none; then kernel losses are unknown
+   * and reported as such. */
+  int32_t lost_map_fd;
+  /* A BPF array, key 0, __u32 sampling divisor the BPF side honours (emit 1 in N).
+   * The core raises it under sustained drops and lowers it when pressure clears.
+   * -1 when the plugin has none. */
+  int32_t divisor_map_fd;
+  /*
+   * Required. Turns one record into zero or more loupe_records via services->emit.
+   * Called on a core worker thread (one at a time per ring, possibly concurrent with
+   * collect()). `data` is borrowed for the call and already passed the header checks.
+   * Return LOUPE_OK, or an error to have the record counted as a decode error.
+   */
+  int (*decode)(void* user, const void* data, uint32_t len);
+  /* Optional, for LOUPE_BP_COALESCE: a key that identifies records that may be merged.
+   * Called on the reader thread: must be cheap and must not block. */
+  uint64_t (*coalesce_key)(void* user, const void* data, uint32_t len);
+  void* user; /* passed back unchanged */
 } loupe_ring_spec;
 
 /* ---- the services table ----------------------------------------------------------- */
 
 typedef struct loupe_host_services {
-	uint32_t size;
-	uint16_t abi_major;
-	uint16_t abi_minor;
-	loupe_host *host;
+  uint32_t size;
+  uint16_t abi_major;
+  uint16_t abi_minor;
+  loupe_host* host;
 
-	/* Logging. `msg` borrowed. Any thread; never blocks. */
-	void (*log)(loupe_host *host, uint32_t level, const char *msg);
+  /* Logging. `msg` borrowed. Any thread; never blocks. */
+  void (*log)(loupe_host* host, uint32_t level, const char* msg);
 
-	/* Config access on a validated table (see config.h). Values are already type- and
-	 * range-checked against the declared schema and defaults are applied, so a declared
-	 * key always has a value unless it has no default and the profile omitted it
-	 * (then LOUPE_ERR_NOT_FOUND). Returned strings and sub-tables are host-owned until
-	 * destroy(). Session thread or any thread; never blocks. */
-	int (*config_bool)(const loupe_config *cfg, const char *key, int *out);
-	int (*config_int)(const loupe_config *cfg, const char *key, int64_t *out);
-	int (*config_float)(const loupe_config *cfg, const char *key, double *out);
-	int (*config_string)(const loupe_config *cfg, const char *key, const char **out);
-	int (*config_list_len)(const loupe_config *cfg, const char *key, uint32_t *out);
-	int (*config_list_string)(const loupe_config *cfg, const char *key, uint32_t idx,
-				  const char **out);
-	int (*config_list_int)(const loupe_config *cfg, const char *key, uint32_t idx,
-			       int64_t *out);
-	int (*config_list_table)(const loupe_config *cfg, const char *key, uint32_t idx,
-				 const loupe_config **out);
+  /* Config access on a validated table (see config.h). Values are already type- and
+   * range-checked against the declared schema and defaults are applied, so a declared
+   * key always has a value unless it has no default and the profile omitted it
+   * (then LOUPE_ERR_NOT_FOUND). Returned strings and sub-tables are host-owned until
+   * destroy(). Session thread or any thread; never blocks. */
+  int (*config_bool)(const loupe_config* cfg, const char* key, int* out);
+  int (*config_int)(const loupe_config* cfg, const char* key, int64_t* out);
+  int (*config_float)(const loupe_config* cfg, const char* key, double* out);
+  int (*config_string)(const loupe_config* cfg, const char* key, const char** out);
+  int (*config_list_len)(const loupe_config* cfg, const char* key, uint32_t* out);
+  int (*config_list_string)(const loupe_config* cfg, const char* key, uint32_t idx,
+                            const char** out);
+  int (*config_list_int)(const loupe_config* cfg, const char* key, uint32_t idx, int64_t* out);
+  int (*config_list_table)(const loupe_config* cfg, const char* key, uint32_t idx,
+                           const loupe_config** out);
 
-	/* Kernel feature query from the cached preflight ("kprobe", "fentry", "tracepoint",
-	 * "raw_tp", "tp_btf", "uprobe", "perf_event", "ringbuf", "stack_trace", "btf", ...).
-	 * Returns 1 available, 0 not, <0 unknown feature. `reason` (may be NULL) receives a
-	 * host-owned static explanation. Tests may force features off. Never blocks. */
-	int (*feature_available)(loupe_host *host, const char *feature, const char **reason);
+  /* Kernel feature query from the cached preflight ("kprobe", "fentry", "tracepoint",
+   * "raw_tp", "tp_btf", "uprobe", "perf_event", "ringbuf", "stack_trace", "btf", ...).
+   * Returns 1 available, 0 not, <0 unknown feature. `reason` (may be NULL) receives a
+   * host-owned static explanation. Tests may force features off. Never blocks. */
+  int (*feature_available)(loupe_host* host, const char* feature, const char** reason);
 
-	/* Whether an attach target exists, checked before loading (design check 4).
-	 * tracepoint: "category:name"; ksym: kernel function name. Returns 1/0. May read
-	 * tracefs or /proc/kallsyms (blocking, session thread only). */
-	int (*tracepoint_exists)(loupe_host *host, const char *category_colon_name);
-	int (*ksym_exists)(loupe_host *host, const char *name);
+  /* Whether an attach target exists, checked before loading (design check 4).
+   * tracepoint: "category:name"; ksym: kernel function name. Returns 1/0. May read
+   * tracefs or /proc/kallsyms (blocking, session thread only). */
+  int (*tracepoint_exists)(loupe_host* host, const char* category_colon_name);
+  int (*ksym_exists)(loupe_host* host, const char* name);
 
-	/* Load an opened object: the host captures the verifier log per program and, on
-	 * failure, puts the useful tail (and the program's name) in last_error and the log.
-	 * Session thread only; blocks while the kernel verifies. */
-	int (*bpf_load)(loupe_host *host, struct bpf_object *obj);
-	/* Attach with bpf_program__attach() and record the per-probe result under `probe`
-	 * (borrowed label shown in reports, e.g. "sys_enter_read"). The host owns the link and
-	 * destroys it when the session detaches, before stop(). Session thread only. */
-	int (*bpf_attach)(loupe_host *host, struct bpf_program *prog, const char *probe);
-	/* The plugin attached itself (uprobe with options, perf events...) and hands the link
-	 * over: the host owns and destroys it as above. A NULL link records a failed attach
-	 * with `errno_value`. Session thread only. */
-	int (*bpf_adopt_link)(loupe_host *host, struct bpf_link *link, struct bpf_program *prog,
-			      const char *probe, int errno_value);
+  /* Load an opened object: the host captures the verifier log per program and, on
+   * failure, puts the useful tail (and the program's name) in last_error and the log.
+   * Session thread only; blocks while the kernel verifies. */
+  int (*bpf_load)(loupe_host* host, struct bpf_object* obj);
+  /* Attach with bpf_program__attach() and record the per-probe result under `probe`
+   * (borrowed label shown in reports, e.g. "sys_enter_read"). The host owns the link and
+   * destroys it when the session detaches, before stop(). Session thread only. */
+  int (*bpf_attach)(loupe_host* host, struct bpf_program* prog, const char* probe);
+  /* The plugin attached itself (uprobe with options, perf events...) and hands the link
+   * over: the host owns and destroys it as above. A NULL link records a failed attach
+   * with `errno_value`. Session thread only. */
+  int (*bpf_adopt_link)(loupe_host* host, struct bpf_link* link, struct bpf_program* prog,
+                        const char* probe, int errno_value);
 
-	/* Ring registration: the core owns the draining threads from start() until stop().
-	 * Call during start(), after load. `spec` and its strings are borrowed (copied). */
-	int (*ring_register)(loupe_host *host, const loupe_ring_spec *spec);
+  /* Ring registration: the core owns the draining threads from start() until stop().
+   * Call during start(), after load. `spec` and its strings are borrowed (copied). */
+  int (*ring_register)(loupe_host* host, const loupe_ring_spec* spec);
 
-	/* Emit a record towards every sink. Deep-copied before returning; never blocks (a full
-	 * bus drops and counts). Any thread. */
-	int (*emit)(loupe_host *host, const loupe_record *rec);
+  /* Emit a record towards every sink. Deep-copied before returning; never blocks (a full
+   * bus drops and counts). Any thread. */
+  int (*emit)(loupe_host* host, const loupe_record* rec);
 
-	/* Resolve `n` addresses of `pid` (0 = kernel) into `out` (caller-allocated, n long).
-	 * Strings in `out` are host-owned until destroy(). Frames that cannot be resolved keep
-	 * module+offset and say why in `resolution`. Any thread; may block reading /proc and
-	 * ELF files on a cache miss. */
-	int (*symbolize)(loupe_host *host, uint32_t pid, uint32_t frame_kind, const uint64_t *addrs,
-			 uint32_t n, loupe_frame *out);
+  /* Resolve `n` addresses of `pid` (0 = kernel) into `out` (caller-allocated, n long).
+   * Strings in `out` are host-owned until destroy(). Frames that cannot be resolved keep
+   * module+offset and say why in `resolution`. Any thread; may block reading /proc and
+   * ELF files on a cache miss. */
+  int (*symbolize)(loupe_host* host, uint32_t pid, uint32_t frame_kind, const uint64_t* addrs,
+                   uint32_t n, loupe_frame* out);
 
-	/* Clocks. Any thread; never blocks. */
-	uint64_t (*now_ns)(loupe_host *host, uint32_t clock);
-	uint64_t (*boot_to_wall_ns)(loupe_host *host, uint64_t boottime_ns);
+  /* Clocks. Any thread; never blocks. */
+  uint64_t (*now_ns)(loupe_host* host, uint32_t clock);
+  uint64_t (*boot_to_wall_ns)(loupe_host* host, uint64_t boottime_ns);
 
-	/* Text of the last failure of a services call on the calling thread. Host-owned until
-	 * the next call on that thread. */
-	const char *(*last_error)(loupe_host *host);
+  /* Text of the last failure of a services call on the calling thread. Host-owned until
+   * the next call on that thread. */
+  const char* (*last_error)(loupe_host* host);
 
-	/* Name a data address of `pid` (a global variable, e.g. a lock): `out` gets the object
-	 * symbol covering it (resolution as for symbolize). Any thread; may block on a miss. */
-	int (*symbolize_data)(loupe_host *host, uint32_t pid, uint64_t addr, loupe_frame *out);
-	/* Tell the symbolizer a process exec'd or exited so its cached maps are dropped.
-	 * Any thread; never blocks. */
-	void (*symbols_invalidate)(loupe_host *host, uint32_t pid);
+  /* Name a data address of `pid` (a global variable, e.g. a lock): `out` gets the object
+   * symbol covering it (resolution as for symbolize). Any thread; may block on a miss. */
+  int (*symbolize_data)(loupe_host* host, uint32_t pid, uint64_t addr, loupe_frame* out);
+  /* Tell the symbolizer a process exec'd or exited so its cached maps are dropped.
+   * Any thread; never blocks. */
+  void (*symbols_invalidate)(loupe_host* host, uint32_t pid);
 } loupe_host_services;
 
 #ifdef __cplusplus

@@ -4,7 +4,7 @@
 #define LOUPE_ABI_LOUPE_H
 #include "loupe/abi/common.h"
 #include "loupe/abi/config.h"
-#include "loupe/abi/records.h"
 #include "loupe/abi/host.h"
 #include "loupe/abi/plugin.h"
+#include "loupe/abi/records.h"
 #endif

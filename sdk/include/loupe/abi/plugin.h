@@ -39,25 +39,25 @@ extern "C" {
 #endif
 
 typedef enum loupe_plugin_kind {
-	LOUPE_KIND_PROFILER = 1,
-	LOUPE_KIND_SINK = 2,
+  LOUPE_KIND_PROFILER = 1,
+  LOUPE_KIND_SINK = 2,
 } loupe_plugin_kind;
 
 typedef struct loupe_plugin loupe_plugin; /* opaque, plugin-owned instance */
 
 /* Facts about the session, host-owned until destroy(). */
 typedef struct loupe_session_info {
-	uint32_t size;
-	int32_t target_pid;           /* 0 = system-wide */
-	const char *target_command;   /* the command loupe started, or NULL */
-	double duration_s;            /* 0 = until the target exits or a signal */
-	double interval_s;            /* 0 = only the final report */
-	const char *output_dir;       /* exists, 0700; sinks put files here */
-	const char *instance_name;    /* unique name of this instance in the profile */
-	uint64_t start_wall_ns;       /* CLOCK_REALTIME at session start */
-	/* Appended (test with LOUPE_ABI_HAS_FIELD): LOUPE_SESSION_* bits. */
-	uint32_t flags;
-	uint32_t reserved;
+  uint32_t size;
+  int32_t target_pid;         /* 0 = system-wide */
+  const char* target_command; /* the command loupe started, or NULL */
+  double duration_s;          /* 0 = until the target exits or a signal */
+  double interval_s;          /* 0 = only the final report */
+  const char* output_dir;     /* exists, 0700; sinks put files here */
+  const char* instance_name;  /* unique name of this instance in the profile */
+  uint64_t start_wall_ns;     /* CLOCK_REALTIME at session start */
+  /* Appended (test with LOUPE_ABI_HAS_FIELD): LOUPE_SESSION_* bits. */
+  uint32_t flags;
+  uint32_t reserved;
 } loupe_session_info;
 
 /*
@@ -69,70 +69,70 @@ typedef struct loupe_session_info {
 #define LOUPE_SESSION_REPLAY 0x1u
 
 typedef struct loupe_setup_args {
-	uint32_t size;
-	uint32_t reserved;
-	const loupe_host_services *services;
-	const loupe_config *config;
-	const loupe_session_info *session;
+  uint32_t size;
+  uint32_t reserved;
+  const loupe_host_services* services;
+  const loupe_config* config;
+  const loupe_session_info* session;
 } loupe_setup_args;
 
 typedef struct loupe_start_args {
-	uint32_t size;
-	uint32_t reserved;
+  uint32_t size;
+  uint32_t reserved;
 } loupe_start_args;
 
 typedef struct loupe_collect_args {
-	uint32_t size;
-	uint32_t is_final;
-	uint64_t window_start_ns; /* CLOCK_REALTIME; this interval (or the whole session) */
-	uint64_t window_end_ns;
+  uint32_t size;
+  uint32_t is_final;
+  uint64_t window_start_ns; /* CLOCK_REALTIME; this interval (or the whole session) */
+  uint64_t window_end_ns;
 } loupe_collect_args;
 
 typedef struct loupe_stop_args {
-	uint32_t size;
-	uint32_t reserved;
-	uint64_t drain_deadline_ns; /* CLOCK_MONOTONIC */
+  uint32_t size;
+  uint32_t reserved;
+  uint64_t drain_deadline_ns; /* CLOCK_MONOTONIC */
 } loupe_stop_args;
 
 typedef struct loupe_flush_args {
-	uint32_t size;
-	uint32_t is_final;
+  uint32_t size;
+  uint32_t is_final;
 } loupe_flush_args;
 
 typedef struct loupe_plugin_descriptor {
-	uint32_t size;       /* sizeof(loupe_plugin_descriptor) as the plugin compiled it */
-	uint16_t abi_major;  /* LOUPE_ABI_MAJOR the plugin was built with */
-	uint16_t abi_minor;
-	uint32_t kind;       /* loupe_plugin_kind */
-	uint32_t config_key_size; /* sizeof(loupe_config_key) as the plugin compiled it */
-	const char *name;    /* [a-z0-9_-]+, unique among loaded plugins */
-	const char *version; /* the plugin's own semver */
-	const char *description; /* one line */
-	const loupe_config_key *config_keys; /* static; may be NULL when n_config_keys == 0 */
-	uint32_t n_config_keys;
-	uint32_t reserved;
+  uint32_t size;      /* sizeof(loupe_plugin_descriptor) as the plugin compiled it */
+  uint16_t abi_major; /* LOUPE_ABI_MAJOR the plugin was built with */
+  uint16_t abi_minor;
+  uint32_t kind;                       /* loupe_plugin_kind */
+  uint32_t config_key_size;            /* sizeof(loupe_config_key) as the plugin compiled it */
+  const char* name;                    /* [a-z0-9_-]+, unique among loaded plugins */
+  const char* version;                 /* the plugin's own semver */
+  const char* description;             /* one line */
+  const loupe_config_key* config_keys; /* static; may be NULL when n_config_keys == 0 */
+  uint32_t n_config_keys;
+  uint32_t reserved;
 
-	/* Required. On success *out is the new instance. `args` and everything it points to
-	 * stay valid until destroy(). */
-	int (*setup)(const loupe_setup_args *args, loupe_plugin **out);
-	/* Required for profilers, optional for sinks. */
-	int (*start)(loupe_plugin *self, const loupe_start_args *args);
-	/* Optional. */
-	int (*collect)(loupe_plugin *self, const loupe_collect_args *args);
-	/* Optional. */
-	int (*stop)(loupe_plugin *self, const loupe_stop_args *args);
-	/* Required for sinks. `rec` host-owned for the call only. */
-	int (*consume)(loupe_plugin *self, const loupe_record *rec);
-	/* Optional. */
-	int (*flush)(loupe_plugin *self, const loupe_flush_args *args);
-	/* Required. */
-	void (*destroy)(loupe_plugin *self);
-	/* Required. Plugin-owned text valid until the next hook call on `self`. May be called
-	 * with self == NULL after a failed setup(): then it describes that failure. */
-	const char *(*last_error)(loupe_plugin *self);
+  /* Required. On success *out is the new instance. `args` and everything it points to
+   * stay valid until destroy(). */
+  int (*setup)(const loupe_setup_args* args, loupe_plugin** out);
+  /* Required for profilers, optional for sinks. */
+  int (*start)(loupe_plugin* self, const loupe_start_args* args);
+  /* Optional. */
+  int (*collect)(loupe_plugin* self, const loupe_collect_args* args);
+  /* Optional. */
+  int (*stop)(loupe_plugin* self, const loupe_stop_args* args);
+  /* Required for sinks. `rec` host-owned for the call only. */
+  int (*consume)(loupe_plugin* self, const loupe_record* rec);
+  /* Optional. */
+  int (*flush)(loupe_plugin* self, const loupe_flush_args* args);
+  /* Required. */
+  void (*destroy)(loupe_plugin* self);
+  /* Required. Plugin-owned text valid until the next hook call on `self`. May be called
+   * with self == NULL after a failed setup(): then it describes that failure. */
+  const char* (*last_error)(loupe_plugin* self);
 } loupe_plugin_descriptor;
 
-typedef const loupe_plugin_descriptor *(*loupe_plugin_entry_fn)(void);
+typedef const loupe_plugin_descriptor* (*loupe_plugin_entry_fn)(void);
 
 #ifdef __cplusplus
 }

@@ -22,182 +22,182 @@ extern "C" {
 #endif
 
 typedef enum loupe_record_kind {
-	LOUPE_RECORD_HISTOGRAM = 1,
-	LOUPE_RECORD_STACK_SAMPLE = 2,
-	LOUPE_RECORD_EVENT = 3,
-	LOUPE_RECORD_METRIC = 4, /* counter or gauge */
-	LOUPE_RECORD_HEALTH = 5,
+  LOUPE_RECORD_HISTOGRAM = 1,
+  LOUPE_RECORD_STACK_SAMPLE = 2,
+  LOUPE_RECORD_EVENT = 3,
+  LOUPE_RECORD_METRIC = 4, /* counter or gauge */
+  LOUPE_RECORD_HEALTH = 5,
 } loupe_record_kind;
 
 typedef struct loupe_label {
-	const char *key;
-	const char *value;
+  const char* key;
+  const char* value;
 } loupe_label;
 
 /* ---- histogram ------------------------------------------------------------------ */
 
 typedef enum loupe_bucket_scheme {
-	/* bucket i holds values in [2^i, 2^(i+1)); bucket 0 holds 0 and 1 (libbpf-tools' log2). */
-	LOUPE_BUCKETS_LOG2 = 1,
-	/* every power of two split in `sub_buckets` equal parts (HdrHistogram-like). */
-	LOUPE_BUCKETS_LOG2_LINEAR = 2,
-	/* explicit bounds given per bucket. */
-	LOUPE_BUCKETS_EXPLICIT = 3,
+  /* bucket i holds values in [2^i, 2^(i+1)); bucket 0 holds 0 and 1 (libbpf-tools' log2). */
+  LOUPE_BUCKETS_LOG2 = 1,
+  /* every power of two split in `sub_buckets` equal parts (HdrHistogram-like). */
+  LOUPE_BUCKETS_LOG2_LINEAR = 2,
+  /* explicit bounds given per bucket. */
+  LOUPE_BUCKETS_EXPLICIT = 3,
 } loupe_bucket_scheme;
 
 typedef struct loupe_bucket {
-	uint64_t lower; /* inclusive */
-	uint64_t upper; /* exclusive */
-	uint64_t count;
+  uint64_t lower; /* inclusive */
+  uint64_t upper; /* exclusive */
+  uint64_t count;
 } loupe_bucket;
 
 typedef struct loupe_percentile {
-	double quantile;    /* 0.5, 0.9, 0.95, 0.99, 0.999 */
-	uint64_t value;     /* the estimate (bucket midpoint, clamped to [min, max]) */
-	uint64_t lower;     /* the true value lies in [lower, upper): the error bound */
-	uint64_t upper;
+  double quantile; /* 0.5, 0.9, 0.95, 0.99, 0.999 */
+  uint64_t value;  /* the estimate (bucket midpoint, clamped to [min, max]) */
+  uint64_t lower;  /* the true value lies in [lower, upper): the error bound */
+  uint64_t upper;
 } loupe_percentile;
 
 typedef struct loupe_histogram {
-	uint32_t size;          /* sizeof(loupe_histogram) as compiled by the producer */
-	uint32_t scheme;        /* loupe_bucket_scheme */
-	uint32_t sub_buckets;   /* LOG2_LINEAR only */
-	uint32_t n_buckets;
-	const char *unit;       /* "ns", "bytes", ... */
-	const loupe_bucket *buckets; /* only non-empty buckets need be present, ascending */
-	uint64_t count;
-	uint64_t sum;
-	uint64_t min;
-	uint64_t max;
-	/* Filled by the host when it copies the record (producers leave them 0/NULL): sinks
-	 * always receive p50, p90, p95, p99 and p99.9 with their bucket bounds. */
-	const loupe_percentile *percentiles;
-	uint32_t n_percentiles;
+  uint32_t size;        /* sizeof(loupe_histogram) as compiled by the producer */
+  uint32_t scheme;      /* loupe_bucket_scheme */
+  uint32_t sub_buckets; /* LOG2_LINEAR only */
+  uint32_t n_buckets;
+  const char* unit;            /* "ns", "bytes", ... */
+  const loupe_bucket* buckets; /* only non-empty buckets need be present, ascending */
+  uint64_t count;
+  uint64_t sum;
+  uint64_t min;
+  uint64_t max;
+  /* Filled by the host when it copies the record (producers leave them 0/NULL): sinks
+   * always receive p50, p90, p95, p99 and p99.9 with their bucket bounds. */
+  const loupe_percentile* percentiles;
+  uint32_t n_percentiles;
 } loupe_histogram;
 
 /* ---- stack sample --------------------------------------------------------------- */
 
 typedef enum loupe_frame_kind {
-	LOUPE_FRAME_USER = 1,
-	LOUPE_FRAME_KERNEL = 2,
-	LOUPE_FRAME_JIT = 3,
+  LOUPE_FRAME_USER = 1,
+  LOUPE_FRAME_KERNEL = 2,
+  LOUPE_FRAME_JIT = 3,
 } loupe_frame_kind;
 
 typedef enum loupe_frame_resolution {
-	LOUPE_RESOLVED_SYMTAB = 1,     /* ELF .symtab */
-	LOUPE_RESOLVED_DYNSYM = 2,     /* ELF .dynsym only (stripped binary) */
-	LOUPE_RESOLVED_KALLSYMS = 3,
-	LOUPE_RESOLVED_PERF_MAP = 4,   /* /tmp/perf-PID.map */
-	LOUPE_RESOLVED_JITDUMP = 5,
-	LOUPE_UNRESOLVED_NO_SYMBOL = 16, /* module known, no symbol covers the address */
-	LOUPE_UNRESOLVED_NO_MODULE = 17, /* address outside every known mapping */
-	LOUPE_UNRESOLVED_PROCESS_GONE = 18,
-	LOUPE_UNRESOLVED_NOT_ATTEMPTED = 19,
+  LOUPE_RESOLVED_SYMTAB = 1, /* ELF .symtab */
+  LOUPE_RESOLVED_DYNSYM = 2, /* ELF .dynsym only (stripped binary) */
+  LOUPE_RESOLVED_KALLSYMS = 3,
+  LOUPE_RESOLVED_PERF_MAP = 4, /* /tmp/perf-PID.map */
+  LOUPE_RESOLVED_JITDUMP = 5,
+  LOUPE_UNRESOLVED_NO_SYMBOL = 16, /* module known, no symbol covers the address */
+  LOUPE_UNRESOLVED_NO_MODULE = 17, /* address outside every known mapping */
+  LOUPE_UNRESOLVED_PROCESS_GONE = 18,
+  LOUPE_UNRESOLVED_NOT_ATTEMPTED = 19,
 } loupe_frame_resolution;
 
 typedef struct loupe_frame {
-	uint64_t address;
-	const char *symbol;  /* NULL when unresolved */
-	const char *module;  /* path or [kernel] / [module_name]; NULL when unknown */
-	uint64_t offset;     /* from symbol start when resolved, else from module start */
-	uint32_t kind;       /* loupe_frame_kind */
-	uint32_t resolution; /* loupe_frame_resolution */
+  uint64_t address;
+  const char* symbol;  /* NULL when unresolved */
+  const char* module;  /* path or [kernel] / [module_name]; NULL when unknown */
+  uint64_t offset;     /* from symbol start when resolved, else from module start */
+  uint32_t kind;       /* loupe_frame_kind */
+  uint32_t resolution; /* loupe_frame_resolution */
 } loupe_frame;
 
 typedef struct loupe_value {
-	const char *name; /* "samples", "alloc_bytes", "wait_ns", ... */
-	const char *unit; /* "count", "bytes", "ns" */
-	int64_t value;
+  const char* name; /* "samples", "alloc_bytes", "wait_ns", ... */
+  const char* unit; /* "count", "bytes", "ns" */
+  int64_t value;
 } loupe_value;
 
 typedef struct loupe_stack_sample {
-	uint32_t size;
-	uint32_t n_frames;
-	const loupe_frame *frames; /* leaf first */
-	const loupe_value *values;
-	uint32_t n_values;
+  uint32_t size;
+  uint32_t n_frames;
+  const loupe_frame* frames; /* leaf first */
+  const loupe_value* values;
+  uint32_t n_values;
 } loupe_stack_sample;
 
 /* ---- event ---------------------------------------------------------------------- */
 
 typedef enum loupe_field_type {
-	LOUPE_FIELD_I64 = 1,
-	LOUPE_FIELD_U64 = 2,
-	LOUPE_FIELD_F64 = 3,
-	LOUPE_FIELD_STR = 4,
+  LOUPE_FIELD_I64 = 1,
+  LOUPE_FIELD_U64 = 2,
+  LOUPE_FIELD_F64 = 3,
+  LOUPE_FIELD_STR = 4,
 } loupe_field_type;
 
 typedef struct loupe_field {
-	const char *key;
-	uint32_t type; /* loupe_field_type: selects the member below */
-	uint32_t reserved;
-	union {
-		int64_t i64;
-		uint64_t u64;
-		double f64;
-		const char *str;
-	} v;
+  const char* key;
+  uint32_t type; /* loupe_field_type: selects the member below */
+  uint32_t reserved;
+  union {
+    int64_t i64;
+    uint64_t u64;
+    double f64;
+    const char* str;
+  } v;
 } loupe_field;
 
 typedef struct loupe_event {
-	uint32_t size;
-	uint32_t n_fields;
-	uint64_t timestamp_ns; /* CLOCK_REALTIME ns (use services->boot_to_wall for BPF times) */
-	const loupe_field *fields;
-	const loupe_frame *frames; /* optional stack, leaf first */
-	uint32_t n_frames;
+  uint32_t size;
+  uint32_t n_fields;
+  uint64_t timestamp_ns; /* CLOCK_REALTIME ns (use services->boot_to_wall for BPF times) */
+  const loupe_field* fields;
+  const loupe_frame* frames; /* optional stack, leaf first */
+  uint32_t n_frames;
 } loupe_event;
 
 /* ---- counter / gauge ------------------------------------------------------------ */
 
 typedef enum loupe_metric_type {
-	LOUPE_METRIC_COUNTER = 1, /* monotonically increasing over the session */
-	LOUPE_METRIC_GAUGE = 2,
+  LOUPE_METRIC_COUNTER = 1, /* monotonically increasing over the session */
+  LOUPE_METRIC_GAUGE = 2,
 } loupe_metric_type;
 
 typedef struct loupe_metric {
-	uint32_t size;
-	uint32_t type; /* loupe_metric_type */
-	const char *unit;
-	double value;
+  uint32_t size;
+  uint32_t type; /* loupe_metric_type */
+  const char* unit;
+  double value;
 } loupe_metric;
 
 /* ---- health --------------------------------------------------------------------- */
 
 typedef enum loupe_health_severity {
-	LOUPE_HEALTH_OK = 0,    /* a counter that is zero or informative */
-	LOUPE_HEALTH_WARN = 1,  /* data was lost or degraded; the report is incomplete */
-	LOUPE_HEALTH_ERROR = 2, /* a component failed */
+  LOUPE_HEALTH_OK = 0,    /* a counter that is zero or informative */
+  LOUPE_HEALTH_WARN = 1,  /* data was lost or degraded; the report is incomplete */
+  LOUPE_HEALTH_ERROR = 2, /* a component failed */
 } loupe_health_severity;
 
 /* Health is a first-class stream: losses, unmatched pairs, stack failures, queue depth.
  * `component` says where (a ring, a queue, a probe); `name` what (lost_kernel, ...). */
 typedef struct loupe_health {
-	uint32_t size;
-	uint32_t severity; /* loupe_health_severity */
-	const char *component;
-	uint64_t value;
-	const char *message; /* optional human explanation */
+  uint32_t size;
+  uint32_t severity; /* loupe_health_severity */
+  const char* component;
+  uint64_t value;
+  const char* message; /* optional human explanation */
 } loupe_health;
 
 /* ---- the record ----------------------------------------------------------------- */
 
 typedef struct loupe_record {
-	uint32_t size;
-	uint32_t kind;          /* loupe_record_kind: selects which payload pointer is set */
-	const char *plugin;     /* set by the host from the emitting instance; producers leave NULL */
-	const char *name;       /* what is measured, e.g. "latency", "syscalls"; required */
-	const loupe_label *labels;
-	uint32_t n_labels;
-	uint32_t is_final;      /* 1 for the end-of-session report, 0 for interval reports */
-	/* Session window in CLOCK_REALTIME ns; filled by the host when producers leave 0. */
-	uint64_t window_start_ns;
-	uint64_t window_end_ns;
-	const loupe_histogram *histogram;
-	const loupe_stack_sample *stack;
-	const loupe_event *event;
-	const loupe_metric *metric;
-	const loupe_health *health;
+  uint32_t size;
+  uint32_t kind;      /* loupe_record_kind: selects which payload pointer is set */
+  const char* plugin; /* set by the host from the emitting instance; producers leave NULL */
+  const char* name;   /* what is measured, e.g. "latency", "syscalls"; required */
+  const loupe_label* labels;
+  uint32_t n_labels;
+  uint32_t is_final; /* 1 for the end-of-session report, 0 for interval reports */
+  /* Session window in CLOCK_REALTIME ns; filled by the host when producers leave 0. */
+  uint64_t window_start_ns;
+  uint64_t window_end_ns;
+  const loupe_histogram* histogram;
+  const loupe_stack_sample* stack;
+  const loupe_event* event;
+  const loupe_metric* metric;
+  const loupe_health* health;
 } loupe_record;
 
 #ifdef __cplusplus

@@ -27,7 +27,7 @@ inline void replace_file(const std::string& path, std::string_view bytes) {
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0)
     throw Error(errno == EACCES || errno == EPERM ? LOUPE_ERR_PERMISSION : LOUPE_ERR_RESOURCE,
-                     "cannot open '" + tmp + "' for writing: " + std::strerror(errno));
+                "cannot open '" + tmp + "' for writing: " + std::strerror(errno));
   while (!bytes.empty()) {
     ssize_t n = ::write(fd, bytes.data(), bytes.size());
     if (n < 0 && errno == EINTR) continue;
@@ -42,7 +42,7 @@ inline void replace_file(const std::string& path, std::string_view bytes) {
   ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0)
     throw Error(LOUPE_ERR_RESOURCE,
-                     "cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
+                "cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
 }
 
 inline std::string join_path(const std::string& dir, const std::string& file) {
@@ -54,7 +54,8 @@ inline std::string join_path(const std::string& dir, const std::string& file) {
 inline std::string file_stem(const std::string& name) {
   std::string out;
   for (char c : name)
-    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.') ? c : '_';
+    out +=
+        (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.') ? c : '_';
   if (out.empty() || out.front() == '.') out.insert(out.begin(), '_');
   return out;
 }

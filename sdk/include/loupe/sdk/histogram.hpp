@@ -127,8 +127,8 @@ H hist_interval_delta(const H& now, const H& before, bool linear = false) {
     last = static_cast<int>(i);
   }
   if (d.count == 0 || first < 0) return d;
-  d.min = std::max<std::uint64_t>(now.min,
-                                  detail::bounds<H>(static_cast<std::uint32_t>(first), linear).lower);
+  d.min = std::max<std::uint64_t>(
+      now.min, detail::bounds<H>(static_cast<std::uint32_t>(first), linear).lower);
   std::uint64_t hi = detail::bounds<H>(static_cast<std::uint32_t>(last), linear).upper;
   d.max = std::min<std::uint64_t>(now.max, hi == UINT64_MAX ? hi : hi - 1);
   return d;

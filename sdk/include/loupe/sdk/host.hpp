@@ -56,13 +56,17 @@ class Config {
   std::int64_t get_int(const char* key, std::int64_t fallback) const {
     return get_int(key).value_or(fallback);
   }
-  double get_float(const char* key, double fallback) const { return get_float(key).value_or(fallback); }
+  double get_float(const char* key, double fallback) const {
+    return get_float(key).value_or(fallback);
+  }
   std::string get_string(const char* key, std::string fallback) const {
     return get_string(key).value_or(std::move(fallback));
   }
   template <typename T>
   static T required(std::optional<T> v, const char* key) {
-    if (!v) throw std::logic_error(std::string("config key '") + key + "' has no value: its schema declares no default");
+    if (!v)
+      throw std::logic_error(std::string("config key '") + key +
+                             "' has no value: its schema declares no default");
     return std::move(*v);
   }
 
@@ -151,11 +155,13 @@ class Host {
   }
   // Data address -> global variable name; false when the host predates the service.
   bool symbolize_data(std::uint32_t pid, std::uint64_t addr, loupe_frame* out) const {
-    if (!LOUPE_ABI_HAS_FIELD(svc_, loupe_host_services, symbolize_data) || !svc_->symbolize_data) return false;
+    if (!LOUPE_ABI_HAS_FIELD(svc_, loupe_host_services, symbolize_data) || !svc_->symbolize_data)
+      return false;
     return svc_->symbolize_data(svc_->host, pid, addr, out) == LOUPE_OK;
   }
   void invalidate_symbols(std::uint32_t pid) const {
-    if (LOUPE_ABI_HAS_FIELD(svc_, loupe_host_services, symbols_invalidate) && svc_->symbols_invalidate)
+    if (LOUPE_ABI_HAS_FIELD(svc_, loupe_host_services, symbols_invalidate) &&
+        svc_->symbols_invalidate)
       svc_->symbols_invalidate(svc_->host, pid);
   }
   std::uint64_t now_ns(loupe_clock clock = LOUPE_CLOCK_MONOTONIC) const {

@@ -32,8 +32,7 @@ inline std::string soname_prefix(const std::string& name) {
 // prefix itself, the prefix followed by a version ("libc.so.6"), or an old glibc's
 // "libc-2.28.so".
 inline bool soname_matches(const std::string& base, const std::string& prefix) {
-  if (base.rfind(prefix, 0) == 0)
-    return base.size() == prefix.size() || base[prefix.size()] == '.';
+  if (base.rfind(prefix, 0) == 0) return base.size() == prefix.size() || base[prefix.size()] == '.';
   auto so = prefix.find(".so");
   if (so == std::string::npos || so + 3 != prefix.size()) return false;  // versioned prefix
   std::string stem = prefix.substr(0, so) + "-";
@@ -59,7 +58,8 @@ inline std::string library_in_maps(const std::string& maps, const std::string& n
 
 // True when `pid` sees the files loupe sees: the same mount namespace (or unknown).
 inline bool same_mount_namespace(int pid) {
-  struct stat mine {}, theirs {};
+  struct stat mine {
+  }, theirs{};
   if (::stat("/proc/self/ns/mnt", &mine) != 0 ||
       ::stat(("/proc/" + std::to_string(pid) + "/ns/mnt").c_str(), &theirs) != 0)
     return true;

@@ -31,7 +31,8 @@ class OutputFile {
     fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd_ < 0) {
       int err = errno;
-      throw Error(status_for(err), who_ + ": cannot open '" + path_ + "' for writing: " + std::strerror(err));
+      throw Error(status_for(err),
+                  who_ + ": cannot open '" + path_ + "' for writing: " + std::strerror(err));
     }
     owned_ = true;
   }
@@ -47,7 +48,8 @@ class OutputFile {
       if (n < 0) {
         if (errno == EINTR) continue;
         int err = errno;
-        throw Error(status_for(err), who_ + ": write to '" + path_ + "' failed: " + std::strerror(err));
+        throw Error(status_for(err),
+                    who_ + ": write to '" + path_ + "' failed: " + std::strerror(err));
       }
       bytes.remove_prefix(static_cast<std::size_t>(n));
     }
@@ -56,7 +58,8 @@ class OutputFile {
   int fd() const { return fd_; }
 
   static std::string resolve(const std::string& path, const char* output_dir) {
-    if (path == "-" || path.empty() || path.front() == '/' || output_dir == nullptr || *output_dir == '\0')
+    if (path == "-" || path.empty() || path.front() == '/' || output_dir == nullptr ||
+        *output_dir == '\0')
       return path;
     std::string dir = output_dir;
     if (dir.back() != '/') dir += '/';

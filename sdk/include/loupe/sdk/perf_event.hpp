@@ -39,11 +39,21 @@ struct SamplingSpec {
 // The two keys that choose the sampling rate, and reading them (with the lower bound on
 // period_ns the schema cannot say: below 10 us the interrupt would dominate the CPU).
 inline constexpr loupe_config_key kFrequencyKey = {
-    "frequency", LOUPE_CFG_INT, 0, "99",
-    "samples per second per CPU (99 avoids lockstep with 100 Hz timers)", 1, 100000};
+    "frequency",
+    LOUPE_CFG_INT,
+    0,
+    "99",
+    "samples per second per CPU (99 avoids lockstep with 100 Hz timers)",
+    1,
+    100000};
 inline constexpr loupe_config_key kPeriodKey = {
-    "period_ns", LOUPE_CFG_INT, 0, "0",
-    "sample every N ns of CPU time instead of at a frequency (0 = use frequency)", 0, INT64_MAX};
+    "period_ns",
+    LOUPE_CFG_INT,
+    0,
+    "0",
+    "sample every N ns of CPU time instead of at a frequency (0 = use frequency)",
+    0,
+    INT64_MAX};
 inline constexpr loupe_config_key kSamplingKeys[] = {kFrequencyKey, kPeriodKey};
 
 inline SamplingSpec read_sampling_spec(const Config& cfg) {
@@ -129,8 +139,8 @@ inline int PerfEventSampler::attach(bpf_program* prog, const std::string& probe_
   std::string first_error;
   for (int cpu : online_cpus()) {
     const std::string probe = probe_prefix + ":cpu" + std::to_string(cpu);
-    int fd = static_cast<int>(
-        ::syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+    int fd =
+        static_cast<int>(::syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
     if (fd < 0) {
       int err = errno;
       // A CPU that went offline between the read and the open is not an error.
@@ -156,8 +166,7 @@ inline int PerfEventSampler::attach(bpf_program* prog, const std::string& probe_
     }
     ++attached;
   }
-  if (attached == 0)
-    throw Error(LOUPE_ERR_KERNEL, "no CPU could be sampled: " + first_error);
+  if (attached == 0) throw Error(LOUPE_ERR_KERNEL, "no CPU could be sampled: " + first_error);
   return attached;
 }
 

@@ -218,11 +218,11 @@ constexpr loupe_plugin_descriptor make_descriptor(const char* name, const char* 
 // Generates the exported entry symbol and the C shims for one plugin class.
 // `keys` is a static array of loupe_config_key, C-style or the std::array concat_keys() makes
 // (use loupe::sdk::kNoKeys when there are none).
-#define LOUPE_PLUGIN_DEFINE(CLASS, NAME, VERSION, DESCRIPTION, KEYS)                  \
+#define LOUPE_PLUGIN_DEFINE(CLASS, NAME, VERSION, DESCRIPTION, KEYS)                    \
   extern "C" LOUPE_ABI_EXPORT const loupe_plugin_descriptor* loupe_plugin_entry(void) { \
-    static const loupe_plugin_descriptor descriptor =                                  \
+    static const loupe_plugin_descriptor descriptor =                                   \
         ::loupe::sdk::detail::make_descriptor<CLASS>(NAME, VERSION, DESCRIPTION, KEYS); \
-    return &descriptor;                                                                \
+    return &descriptor;                                                                 \
   }
 
 #define LOUPE_PROFILER(CLASS, NAME, VERSION, DESCRIPTION, KEYS) \

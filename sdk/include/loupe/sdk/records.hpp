@@ -149,12 +149,8 @@ class RecordBuilder {
         event_.n_frames = n_frames_;
         rec_.event = &event_;
         break;
-      case LOUPE_RECORD_METRIC:
-        rec_.metric = &metric_;
-        break;
-      case LOUPE_RECORD_HEALTH:
-        rec_.health = &health_;
-        break;
+      case LOUPE_RECORD_METRIC: rec_.metric = &metric_; break;
+      case LOUPE_RECORD_HEALTH: rec_.health = &health_; break;
     }
     return rec_;
   }
@@ -163,8 +159,8 @@ class RecordBuilder {
 
  private:
   const char* intern(const std::string& s) { return strings_.emplace_back(s).c_str(); }
-  void fill_hist(loupe_bucket_scheme scheme, std::uint32_t sub, const char* unit, std::uint64_t count,
-                 std::uint64_t sum, std::uint64_t min, std::uint64_t max) {
+  void fill_hist(loupe_bucket_scheme scheme, std::uint32_t sub, const char* unit,
+                 std::uint64_t count, std::uint64_t sum, std::uint64_t min, std::uint64_t max) {
     hist_ = {};
     hist_.size = sizeof(hist_);
     hist_.scheme = scheme;

@@ -28,12 +28,12 @@ int guarded_decode(void* decoder, const void* data, std::uint32_t len) noexcept 
 
 struct FixedRing {
   const char* name;
-  int map_fd;             // -1 when replaying a capture
+  int map_fd;  // -1 when replaying a capture
   std::uint16_t record_type;
   std::uint16_t record_version;
   loupe_ring_category category;
-  int lost_map_fd;        // the ring's `_lost` per-CPU counter, or -1
-  int divisor_map_fd;     // the ring's `_divisor` map, or -1 when sampling would corrupt state
+  int lost_map_fd;     // the ring's `_lost` per-CPU counter, or -1
+  int divisor_map_fd;  // the ring's `_divisor` map, or -1 when sampling would corrupt state
 };
 
 // Throws Error naming the ring when the host refuses it.
@@ -54,11 +54,13 @@ void register_fixed_ring(const Host& host, const FixedRing& ring, Decoder* decod
   spec.decode = &guarded_decode<Decoder>;
   spec.user = decoder;
   if (host.register_ring(spec) != LOUPE_OK)
-    throw Error(LOUPE_ERR_INTERNAL, std::string("registering the ") + ring.name + " ring: " + host.last_error());
+    throw Error(LOUPE_ERR_INTERNAL,
+                std::string("registering the ") + ring.name + " ring: " + host.last_error());
 }
 
 // The session's target pid, after refusing a plugin `pid` key that names another process.
-inline std::int64_t session_target_pid(std::int64_t configured_pid, const loupe_session_info* session) {
+inline std::int64_t session_target_pid(std::int64_t configured_pid,
+                                       const loupe_session_info* session) {
   std::int64_t session_pid = session ? session->target_pid : 0;
   if (configured_pid && session_pid && configured_pid != session_pid)
     throw Error(LOUPE_ERR_INVALID_ARG, "pid = " + std::to_string(configured_pid) +

@@ -37,10 +37,10 @@ namespace loupe::sdk {
 // ---- the keys --------------------------------------------------------------------------
 
 inline constexpr loupe_config_key kPidKey = {
-    "pid", LOUPE_CFG_INT, 0, "0", "only this process (0 = the session's target or all)", 0,
-    INT32_MAX};
-inline constexpr loupe_config_key kTidKey = {"tid", LOUPE_CFG_INT, 0, "0",
-                                             "only this thread (0 = all)", 0, INT32_MAX};
+    "pid", LOUPE_CFG_INT, 0, "0", "only this process (0 = the session's target or all)",
+    0,     INT32_MAX};
+inline constexpr loupe_config_key kTidKey = {
+    "tid", LOUPE_CFG_INT, 0, "0", "only this thread (0 = all)", 0, INT32_MAX};
 inline constexpr loupe_config_key kCommKey = {"comm", LOUPE_CFG_STRING, 0, "\"\"",
                                               "only tasks with this command name (<= 15 chars)"};
 inline constexpr loupe_config_key kCgroupKey = {
@@ -103,7 +103,8 @@ inline std::vector<std::string> cgroup2_mounts(const std::string& mountinfo) {
       // Octal escapes (\040 for a space) as the kernel writes them.
       std::string path;
       for (std::size_t i = 0; i < mount.size(); ++i) {
-        if (mount[i] == '\\' && i + 3 < mount.size() && std::isdigit(static_cast<unsigned char>(mount[i + 1]))) {
+        if (mount[i] == '\\' && i + 3 < mount.size() &&
+            std::isdigit(static_cast<unsigned char>(mount[i + 1]))) {
           path += static_cast<char>(std::stoi(mount.substr(i + 1, 3), nullptr, 8));
           i += 3;
         } else {
@@ -132,9 +133,8 @@ inline std::string read_text_file(const std::string& path) {
 // `mountinfo` is the text of /proc/self/mountinfo (a parameter so tests can give another).
 // Throws Error(NOT_FOUND) when no cgroup2 is mounted or the path is not a directory there.
 inline std::uint64_t resolve_cgroup_id(const std::string& text, const std::string& mountinfo) {
-  if (!text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) {
-        return std::isdigit(c) != 0;
-      }))
+  if (!text.empty() &&
+      std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c) != 0; }))
     return std::stoull(text);
   auto mounts = cgroup2_mounts(mountinfo);
   if (mounts.empty())
@@ -170,9 +170,9 @@ inline std::uint64_t resolve_cgroup_id(const std::string& text) {
 struct TargetFilter {
   std::uint32_t pid = 0;  // tgid; 0 = every process
   std::uint32_t tid = 0;
-  std::string comm;       // "" = any
+  std::string comm;  // "" = any
   std::uint64_t cgroup_id = 0;
-  std::string cgroup;     // as configured
+  std::string cgroup;  // as configured
 };
 
 // The longest comm the kernel keeps (TASK_COMM_LEN 16 with its NUL).
@@ -212,8 +212,7 @@ void write_target_filter(const TargetFilter& f, Rodata* ro) {
 
 // Both in one call, for a plugin that opens its BPF object before it needs the filter.
 template <typename Rodata>
-TargetFilter apply_target_filter(const Config& cfg, const loupe_session_info* session,
-                                 Rodata* ro) {
+TargetFilter apply_target_filter(const Config& cfg, const loupe_session_info* session, Rodata* ro) {
   TargetFilter f = read_target_filter(cfg, session);
   write_target_filter(f, ro);
   return f;

@@ -174,12 +174,14 @@ inline ElfFunction find_elf_function(const std::string& path, const std::string&
   if (!found) {
     if (seen.ifunc)
       throw Error(LOUPE_ERR_NOT_FOUND,
-                  what + " is a GNU indirect function (IFUNC): its address is the resolver, not "
-                         "the implementation; trace the implementation symbol instead (e.g. "
-                         "__memcpy_avx_unaligned)");
+                  what +
+                      " is a GNU indirect function (IFUNC): its address is the resolver, not "
+                      "the implementation; trace the implementation symbol instead (e.g. "
+                      "__memcpy_avx_unaligned)");
     if (seen.undefined)
-      throw Error(LOUPE_ERR_NOT_FOUND, what + " is only referenced there, not defined: trace it "
-                                              "in the library that defines it (e.g. libc:" +
+      throw Error(LOUPE_ERR_NOT_FOUND, what +
+                                           " is only referenced there, not defined: trace it "
+                                           "in the library that defines it (e.g. libc:" +
                                            symbol + ")");
     throw Error(LOUPE_ERR_NOT_FOUND,
                 what + " not found" +
@@ -195,8 +197,7 @@ inline ElfFunction find_elf_function(const std::string& path, const std::string&
   auto off = detail::vaddr_to_offset(elf, found->sym.st_value + offset_in_function);
   if (!off) {
     char hex[32];
-    std::snprintf(hex, sizeof(hex), "0x%llx",
-                  static_cast<unsigned long long>(found->sym.st_value));
+    std::snprintf(hex, sizeof(hex), "0x%llx", static_cast<unsigned long long>(found->sym.st_value));
     throw Error(LOUPE_ERR_NOT_FOUND, what + ": address " + hex + " is in no executable segment");
   }
   return ElfFunction{found->sym.st_value, found->sym.st_size, *off, found->dynsym};
