@@ -171,7 +171,12 @@ TEST_P(DispatchPolicy, EveryProducedRecordIsDeliveredOrCounted) {
   const char* handled = GetParam() == "drop"       ? "ring_dropped_queue"
                         : GetParam() == "coalesce" ? "ring_coalesced"
                                                    : "ring_count_only";
-  EXPECT_GT(v[handled], 0) << handled;
+  // Natively the decoder falls a queue behind and the policy acts; an emulated kernel's
+  // producer can be too slow for that (the kernel ring overflows first). Whenever the
+  // queue did fill, the policy must have acted.
+  constexpr double kQueueRecords = 1 << 16;  // RingDispatcher::Options::queue_capacity
+  EXPECT_TRUE(v[handled] > 0 || v["ring_queue_high_water"] < kQueueRecords)
+      << handled << " = 0 although the queue reached " << v["ring_queue_high_water"];
   if (GetParam() == "coalesce") {
     // The merged records keep their key: per-key counters add up to the coalesced total.
     double keyed = 0;

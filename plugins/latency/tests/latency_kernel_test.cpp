@@ -211,7 +211,11 @@ TEST_F(LatencyKernel, UprobeAndSyscallPairsGiveExactCountsAndRightBuckets) {
     EXPECT_EQ(h->count, static_cast<std::uint64_t>(e.timed));
     EXPECT_EQ(h->is_final, 1u);
     if (e.median_lower) {
-      EXPECT_EQ(median_bucket(*h).lower, e.median_lower);
+      // The median's bucket: at least the call's own duration, and starting no later than
+      // the workload's own median of the same calls (late wake-ups on a loaded or emulated
+      // kernel move both).
+      EXPECT_GE(median_bucket(*h).lower, e.median_lower);
+      EXPECT_LE(median_bucket(*h).lower, self.median_ns(e.target)) << "workload's own median";
       EXPECT_GE(h->min, e.median_lower * 3 / 4);
     }
   }

@@ -12,7 +12,8 @@
 //     the same, then exits from inside lat_exit_inside(): an entry whose exit never comes
 //
 // With LATENCY_WORKLOAD_SELF=PATH it writes what it measured of itself there: the median of
-// lat_spin_2us() as its caller timed it ("spin2us_median_ns=N"). The caller's window holds
+// each timed call as its caller timed it ("spin2us_median_ns=N", "sleep3ms_...",
+// "nanosleep_..."). The caller's window holds
 // the probes' traps as well as the spin, so it bounds from above what a profiler can see
 // on this kernel and machine, however slow the traps are (emulated ones are).
 #define _GNU_SOURCE
@@ -64,20 +65,38 @@ static int cmp_ull(const void* a, const void* b) {
   return x < y ? -1 : x > y;
 }
 
-static void report_self(long m, unsigned long long* spin_ns) {
-  const char* path = getenv("LATENCY_WORKLOAD_SELF");
-  FILE* f;
+// Calls `fn` `count` times, timing each call from here, and writes the median as
+// "<key>_median_ns=N" when LATENCY_WORKLOAD_SELF names a file.
+static void timed(void (*fn)(void), long count, const char* key) {
+  static FILE* self;
+  static int opened;
+  unsigned long long* ns;
+  long i;
 
-  if (!path || m <= 0) return;
-  qsort(spin_ns, (size_t)m, sizeof(*spin_ns), cmp_ull);
-  f = fopen(path, "w");
-  if (!f) return;
-  fprintf(f, "spin2us_median_ns=%llu\n", spin_ns[m / 2]);
-  fclose(f);
+  if (count <= 0) return;
+  ns = calloc((size_t)count, sizeof(*ns));
+  if (!ns) exit(1);
+  for (i = 0; i < count; i++) {
+    unsigned long long t0 = now_ns();
+
+    fn();
+    ns[i] = now_ns() - t0;
+  }
+  if (!opened) {
+    const char* path = getenv("LATENCY_WORKLOAD_SELF");
+
+    opened = 1;
+    self = path ? fopen(path, "w") : NULL;
+  }
+  if (self) {
+    qsort(ns, (size_t)count, sizeof(*ns), cmp_ull);
+    fprintf(self, "%s_median_ns=%llu\n", key, ns[count / 2]);
+    fflush(self);
+  }
+  free(ns);
 }
 
 int main(int argc, char** argv) {
-  unsigned long long* spin_ns;
   long n, m, r, d, k, i;
 
   if (argc != 6 && argc != 7) {
@@ -89,19 +108,10 @@ int main(int argc, char** argv) {
   r = atol(argv[3]);
   d = atol(argv[4]);
   k = atol(argv[5]);
-  for (i = 0; i < n; i++) lat_sleep_3ms();
-  spin_ns = calloc(m > 0 ? (size_t)m : 1, sizeof(*spin_ns));
-  if (!spin_ns) return 1;
-  for (i = 0; i < m; i++) {
-    unsigned long long t0 = now_ns();
-
-    lat_spin_2us();
-    spin_ns[i] = now_ns() - t0;
-  }
-  report_self(m, spin_ns);
-  free(spin_ns);
+  timed(lat_sleep_3ms, n, "sleep3ms");
+  timed(lat_spin_2us, m, "spin2us");
   for (i = 0; i < r; i++) lat_recurse((int)d);
-  for (i = 0; i < k; i++) nanosleep_5ms();
+  timed(nanosleep_5ms, k, "nanosleep");
   if (argc == 7) lat_exit_inside();
   return 0;
 }

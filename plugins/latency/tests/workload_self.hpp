@@ -30,10 +30,12 @@ class WorkloadSelf {
   WorkloadSelf& operator=(const WorkloadSelf&) = delete;
 
   // The median of lat_spin_2us() as its caller timed it (traps included); 0 if not written.
-  std::uint64_t spin_median_ns() const {
+  std::uint64_t spin_median_ns() const { return median_ns("spin2us"); }
+  // The same for "sleep3ms", "spin2us" or "nanosleep" (the workload's target names).
+  std::uint64_t median_ns(const std::string& target) const {
     std::ifstream in(path_);
     std::string line;
-    const std::string key = "spin2us_median_ns=";
+    const std::string key = target + "_median_ns=";
     while (std::getline(in, line))
       if (line.rfind(key, 0) == 0) return std::stoull(line.substr(key.size()));
     return 0;
