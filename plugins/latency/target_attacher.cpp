@@ -74,7 +74,12 @@ void TargetAttacher::attach_one(const ResolvedTarget& t, unsigned index) {
   for (bool exit : {true, false}) {
     bpf_link* link = nullptr;
     bpf_program* prog = nullptr;
-    const std::string probe = label + (exit ? ":exit" : ":entry");
+    // A tracepoint pair's two sides are two events: each side names its own, so the label
+    // says where the link is even where the kernel's link info does not (before 6.6).
+    const std::string probe = (t.mechanism == Mechanism::kTracepoint
+                                   ? "tracepoint:" + (exit ? t.spec.exit : t.spec.entry).full()
+                                   : label) +
+                              (exit ? ":exit" : ":entry");
     switch (t.mechanism) {
       case Mechanism::kUprobe: {
         LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = index, .retprobe = exit);

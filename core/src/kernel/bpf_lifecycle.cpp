@@ -82,6 +82,32 @@ std::string load_with_verifier_log(bpf_object* obj, std::size_t tail_lines) {
   return report;
 }
 
+namespace {
+
+// Before 6.6 the kernel does not name a perf-event link's target (tracepoint, uprobe,
+// kprobe). The plugin's own label for the attachment does, in the forms the bundled
+// plugins use: "tracepoint:CAT:NAME[:role]", "uprobe:PATH:FUNC[:role]",
+// "kprobe:FUNC[:role]", or "CAT:NAME" for a tracepoint program. Anything else stays
+// unnamed, as before.
+std::string target_from_label(std::string label, bpf_program* prog) {
+  for (const char* role : {":entry", ":exit", ":return"})
+    if (label.size() > std::strlen(role) && label.ends_with(role))
+      label.resize(label.size() - std::strlen(role));
+  auto after_last_colon = [](const std::string& s) { return s.substr(s.rfind(':') + 1); };
+  if (label.starts_with("tracepoint:") && std::count(label.begin(), label.end(), ':') == 2)
+    return "tracepoint:" + after_last_colon(label);
+  if ((label.starts_with("uprobe:") || label.starts_with("uretprobe:")) &&
+      std::count(label.begin(), label.end(), ':') >= 2)
+    return label;  // uprobe:PATH:FUNC
+  if (label.starts_with("kprobe:") || label.starts_with("kretprobe:")) return label;
+  if (prog && bpf_program__type(prog) == BPF_PROG_TYPE_TRACEPOINT &&
+      std::count(label.begin(), label.end(), ':') == 1)
+    return "tracepoint:" + after_last_colon(label);
+  return {};
+}
+
+}  // namespace
+
 void LinkSet::add(const std::string& instance, const std::string& probe, bpf_program* prog,
                   bpf_link* link, int err) {
   std::lock_guard lock(mu_);
@@ -90,8 +116,10 @@ void LinkSet::add(const std::string& instance, const std::string& probe, bpf_pro
   if (link) {
     links_.push_back(link);
     int fd = prog ? bpf_program__fd(prog) : -1;
-    attached_.push_back({instance, probe, r.program, ProbeStats::link_target(bpf_link__fd(link)),
-                         fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1});
+    std::string target = ProbeStats::link_target(bpf_link__fd(link));
+    if (target.empty()) target = target_from_label(probe, prog);
+    attached_.push_back(
+        {instance, probe, r.program, target, fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1});
   }
   results_.push_back(std::move(r));
 }
