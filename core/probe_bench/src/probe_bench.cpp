@@ -106,21 +106,6 @@ struct Driver {
 std::string uprobe_function(const std::string& target, std::string* why) {
   auto colon = target.find(':');
   auto plus = target.rfind('+');
-  // "uprobe:PATH:FUNC": named by the plugin's label where the kernel's link info does not
-  // name the target (before 6.6).
-  if (auto last = target.rfind(':');
-      plus == std::string::npos && last != colon && last != std::string::npos) {
-    std::string fn = target.substr(last + 1);
-    const auto& known = UserCallWorkload::functions();
-    if (std::find(known.begin(), known.end(), fn) != known.end()) return fn;
-    std::string list;
-    for (const auto& f : known) list += (list.empty() ? "" : ", ") + f;
-    *why = fmt::format(
-        "no built-in loop calls the function {} (uprobe loops call libc's {}); "
-        "`loupe run --stats PROFILE -- COMMAND` measures its programs under your own workload",
-        fn, list);
-    return {};
-  }
   if (colon == std::string::npos || plus == std::string::npos || plus < colon) {
     *why = "cannot read the uprobe's file and offset from the link info";
     return {};

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "kernel/bpf_lifecycle.hpp"
 
+#include "loupe/sdk/uprobe.hpp"
+
 #include <bpf/libbpf.h>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -90,15 +92,24 @@ namespace {
 // "kprobe:FUNC[:role]", or "CAT:NAME" for a tracepoint program. Anything else stays
 // unnamed, as before.
 std::string target_from_label(std::string label, bpf_program* prog) {
+  const bool exit_side = label.ends_with(":exit") || label.ends_with(":return");
   for (const char* role : {":entry", ":exit", ":return"})
     if (label.size() > std::strlen(role) && label.ends_with(role))
       label.resize(label.size() - std::strlen(role));
   auto after_last_colon = [](const std::string& s) { return s.substr(s.rfind(':') + 1); };
   if (label.starts_with("tracepoint:") && std::count(label.begin(), label.end(), ':') == 2)
     return "tracepoint:" + after_last_colon(label);
-  if ((label.starts_with("uprobe:") || label.starts_with("uretprobe:")) &&
-      std::count(label.begin(), label.end(), ':') >= 2)
-    return label;  // uprobe:PATH:FUNC
+  if (label.starts_with("uprobe:") && std::count(label.begin(), label.end(), ':') >= 2) {
+    // "uprobe:PATH:FUNC" → the kernel's own form, "uprobe:PATH+0xOFF" (uretprobe for the
+    // exit side), so every consumer reads one spelling whatever the kernel.
+    const std::string path = label.substr(7, label.rfind(':') - 7);
+    try {
+      const auto fn = sdk::find_elf_function(path, after_last_colon(label));
+      return fmt::format("{}:{}+{:#x}", exit_side ? "uretprobe" : "uprobe", path, fn.file_offset);
+    } catch (const std::exception&) {
+      return {};
+    }
+  }
   if (label.starts_with("kprobe:") || label.starts_with("kretprobe:")) return label;
   if (prog && bpf_program__type(prog) == BPF_PROG_TYPE_TRACEPOINT &&
       std::count(label.begin(), label.end(), ':') == 1)
