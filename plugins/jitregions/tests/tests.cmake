@@ -10,12 +10,6 @@ target_link_libraries(jitregions_unit_test PRIVATE loupe_jitregions_support GTes
 add_test(NAME jitregions_unit_test COMMAND jitregions_unit_test)
 set_tests_properties(jitregions_unit_test PROPERTIES LABELS "unit" TIMEOUT 30)
 
-add_executable(jitregions_e2e_test ${CMAKE_CURRENT_LIST_DIR}/jitregions_e2e_test.cpp)
-target_compile_options(jitregions_e2e_test PRIVATE ${LOUPE_WARNINGS})
-target_link_libraries(jitregions_e2e_test PRIVATE GTest::gtest_main nlohmann_json::nlohmann_json)
-target_compile_definitions(jitregions_e2e_test PRIVATE
-  JIT_HOT_LOOP_WORKLOAD="$<TARGET_FILE:jit_hot_loop>")
-add_dependencies(jitregions_e2e_test jit_hot_loop loupe-jitregions)
-add_test(NAME jitregions_e2e_test COMMAND jitregions_e2e_test)
-set_tests_properties(jitregions_e2e_test PROPERTIES
-  ENVIRONMENT "${LOUPE_TEST_ENV}" LABELS "kernel" TIMEOUT 120)
+loupe_cli_e2e_test(jitregions_e2e_test SOURCE ${CMAKE_CURRENT_LIST_DIR}/jitregions_e2e_test.cpp
+  DEFINITIONS JIT_HOT_LOOP_WORKLOAD="$<TARGET_FILE:jit_hot_loop>"
+  DEPENDS jit_hot_loop loupe-jitregions ONE_ENTRY PROPERTIES TIMEOUT 120)

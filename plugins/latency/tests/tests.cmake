@@ -25,17 +25,6 @@ target_compile_definitions(latency_kernel_test PRIVATE
 add_dependencies(latency_kernel_test latency_workload loupe-latency)
 gtest_discover_tests(latency_kernel_test PROPERTIES LABELS kernel ENVIRONMENT "${LOUPE_TEST_ENV}" RUN_SERIAL TRUE)
 
-if(EXISTS ${_lat_dir}/latency_e2e_test.cpp)
-  add_executable(latency_e2e_test ${_lat_dir}/latency_e2e_test.cpp)
-  target_compile_options(latency_e2e_test PRIVATE ${LOUPE_WARNINGS})
-  target_link_libraries(latency_e2e_test PRIVATE GTest::gtest_main nlohmann_json::nlohmann_json)
-  target_compile_definitions(latency_e2e_test PRIVATE
-    LATENCY_WORKLOAD="$<TARGET_FILE:latency_workload>")
-  add_dependencies(latency_e2e_test latency_workload loupe-latency)
-  foreach(_t loupe loupe-jsonl)
-    if(TARGET ${_t})
-      add_dependencies(latency_e2e_test ${_t})
-    endif()
-  endforeach()
-  gtest_discover_tests(latency_e2e_test PROPERTIES LABELS kernel ENVIRONMENT "${LOUPE_TEST_ENV}" RUN_SERIAL TRUE)
-endif()
+loupe_cli_e2e_test(latency_e2e_test SOURCE ${_lat_dir}/latency_e2e_test.cpp
+  DEFINITIONS LATENCY_WORKLOAD="$<TARGET_FILE:latency_workload>"
+  DEPENDS latency_workload loupe-latency PROPERTIES RUN_SERIAL TRUE)

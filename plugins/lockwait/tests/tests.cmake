@@ -19,11 +19,7 @@ target_compile_options(lockwait_unit_test PRIVATE ${LOUPE_WARNINGS})
 target_link_libraries(lockwait_unit_test PRIVATE loupe_lockwait_support GTest::gtest_main)
 gtest_discover_tests(lockwait_unit_test PROPERTIES LABELS unit ENVIRONMENT "${LOUPE_TEST_ENV}")
 
-add_executable(lockwait_e2e_test ${_lw_dir}/lockwait_e2e_test.cpp)
-target_compile_options(lockwait_e2e_test PRIVATE ${LOUPE_WARNINGS})
-target_link_libraries(lockwait_e2e_test PRIVATE GTest::gtest_main nlohmann_json::nlohmann_json)
-target_compile_definitions(lockwait_e2e_test PRIVATE
-  LOCKWAIT_MUTEX="$<TARGET_FILE:lockwait_mutex>"
-  LOCKWAIT_KERNEL="$<TARGET_FILE:lockwait_kernel>")
-add_dependencies(lockwait_e2e_test lockwait_mutex lockwait_kernel loupe-lockwait)
-gtest_discover_tests(lockwait_e2e_test PROPERTIES LABELS kernel ENVIRONMENT "${LOUPE_TEST_ENV}" TIMEOUT 120)
+loupe_cli_e2e_test(lockwait_e2e_test SOURCE ${_lw_dir}/lockwait_e2e_test.cpp
+  DEFINITIONS LOCKWAIT_MUTEX="$<TARGET_FILE:lockwait_mutex>"
+              LOCKWAIT_KERNEL="$<TARGET_FILE:lockwait_kernel>"
+  DEPENDS lockwait_mutex lockwait_kernel loupe-lockwait PROPERTIES TIMEOUT 120)

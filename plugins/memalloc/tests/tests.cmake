@@ -13,10 +13,6 @@ target_compile_options(memalloc_unit_test PRIVATE ${LOUPE_WARNINGS})
 target_link_libraries(memalloc_unit_test PRIVATE loupe_memalloc_support GTest::gtest_main)
 gtest_discover_tests(memalloc_unit_test PROPERTIES LABELS unit ENVIRONMENT "${LOUPE_TEST_ENV}")
 
-add_executable(memalloc_e2e_test ${_ma_dir}/memalloc_e2e_test.cpp)
-target_compile_options(memalloc_e2e_test PRIVATE ${LOUPE_WARNINGS})
-target_link_libraries(memalloc_e2e_test PRIVATE GTest::gtest_main nlohmann_json::nlohmann_json)
-target_compile_definitions(memalloc_e2e_test PRIVATE
-  MEMALLOC_WORKLOAD="$<TARGET_FILE:memalloc_workload>")
-add_dependencies(memalloc_e2e_test memalloc_workload loupe-memalloc)
-gtest_discover_tests(memalloc_e2e_test PROPERTIES LABELS kernel ENVIRONMENT "${LOUPE_TEST_ENV}")
+loupe_cli_e2e_test(memalloc_e2e_test SOURCE ${_ma_dir}/memalloc_e2e_test.cpp
+  DEFINITIONS MEMALLOC_WORKLOAD="$<TARGET_FILE:memalloc_workload>"
+  DEPENDS memalloc_workload loupe-memalloc)
