@@ -62,7 +62,7 @@ class ProcessSpace {
   // file): everything learnt of the old image is then wrong, and a rate-limited reload on
   // a miss would keep the old regions until the limit expires. False when it is gone.
   bool exec_since_reload() const;
-  std::uint64_t exec_checked_call = 0;  // the symbolizer checks once per call
+  std::chrono::steady_clock::time_point exec_checked_at{};  // the symbolizer's last check
 
   // The symbolizer's bookkeeping of when the perf map was last checked.
   std::uint64_t perf_map_checked_call = 0;

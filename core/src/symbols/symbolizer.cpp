@@ -161,8 +161,11 @@ class ElfSymbolizer final : public Symbolizer {
       // A profiled command is seen between fork and exec (loupe's own image) and after:
       // an exec replaces the image, so the cached regions are dropped at once, not when
       // the rate-limited reload on a miss comes round.
-      if (space.exec_checked_call != call_) {
-        space.exec_checked_call = call_;
+      // One stat of /proc/PID/exe per maps re-read interval, not per call: symbolize() is
+      // on the path of every event with a stack.
+      const auto now = std::chrono::steady_clock::now();
+      if (now - space.exec_checked_at >= std::chrono::milliseconds(opts_.maps_reread_interval_ms)) {
+        space.exec_checked_at = now;
         if (space.exec_since_reload()) {
           int err = 0;
           ++maps_reads_;
