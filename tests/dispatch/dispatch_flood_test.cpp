@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <iterator>
 
 #include <chrono>
 #include <cstdlib>
@@ -200,7 +201,16 @@ INSTANTIATE_TEST_SUITE_P(Policies, DispatchPolicy,
 TEST_F(DispatchFlood, SigintEndsAFloodWithinTheDeadline) {
   auto p = profile("ring_kb = 16\nburst = 64\ndecode_spin_ns = 5000\n");
   Child c({loupe_, "run", p.string(), "-o", dir_.string(), "-i", "0.4", "--", FLOOD_WORKLOAD, "0"});
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // Interrupt a flood that is under way: wait for the first interval report of the ring
+  // (attaching takes seconds on an emulated kernel, milliseconds here), then a little more.
+  const auto ready_by = Clock::now() + std::chrono::seconds(30);
+  for (;;) {
+    std::ifstream in(dir_ / "records.jsonl");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (text.find("\"ring_received\"") != std::string::npos || Clock::now() > ready_by) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   auto t0 = Clock::now();
   c.signal(SIGINT);
   // drain_timeout is 2 s; everything else (detach, final collect, flush) is fast. 15 s
