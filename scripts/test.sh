@@ -22,9 +22,8 @@ if [[ "${LOUPE_SKIP_MATRIX:-0}" == 1 ]]; then
 fi
 # Both guests at once: single-threaded TCG keeps one host core busy per guest. Each guest's
 # output goes to its own log, printed whole when it ends, so the two never interleave.
-# Known failures inside the guests, excluded by name and listed in docs/kernel-matrix.md
-# ("Open"): user stacks of a command sampled between fork and exec stay unsymbolized there.
-export GTEST_FILTER="${LOUPE_MATRIX_GTEST_FILTER:--CpuSampleE2E.UserSpinLandsInItsFunctionWithRootedStacks:CpuSampleE2E.SyscallLoopHasKernelStacksUnderTheUserCaller:JitRegionsE2E.HandWrittenJitRegionIsReportedAndGetsItsSamples}"
+# LOUPE_MATRIX_GTEST_FILTER narrows the guests' gtest cases (a local bisect; CI sets none).
+if [[ -n "${LOUPE_MATRIX_GTEST_FILTER:-}" ]]; then export GTEST_FILTER="$LOUPE_MATRIX_GTEST_FILTER"; fi
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 declare -A pids

@@ -385,6 +385,24 @@ TEST(Symbolizer, GoneProcessSaysSo) {
             static_cast<std::uint32_t>(LOUPE_UNRESOLVED_PROCESS_GONE));
 }
 
+TEST(Symbolizer, CodeFirstAskedForAfterExitStillResolves) {
+  // A profiler symbolizes at its report, often after the command exited: the maps were read
+  // while the process lived, but a library none of whose frames was asked for yet must
+  // still resolve, though /proc/PID/root and map_files are gone by then.
+  auto t = std::make_unique<LiveTarget>(LOUPE_TARGET_SHLIB);
+  std::uint32_t pid = t->pid();
+  std::uint64_t lib_fn = t->addr("loupe_lib_function");
+  auto sym = make_symbolizer();
+  EXPECT_EQ(str(user_frame(*sym, pid, t->addr("loupe_known_function")).symbol),
+            "loupe_known_function");
+  t->kill();
+  loupe_frame f = user_frame(*sym, pid, lib_fn + 2);
+  EXPECT_EQ(f.resolution, static_cast<std::uint32_t>(LOUPE_RESOLVED_SYMTAB));
+  EXPECT_EQ(str(f.symbol), "loupe_lib_function");
+  EXPECT_EQ(f.offset, 2u);
+  EXPECT_TRUE(ends_with(f.module, "libloupe_known.so")) << str(f.module);
+}
+
 TEST(Symbolizer, DeletedAndReplacedExecutables) {
   if (::geteuid() != 0) GTEST_SKIP() << "reading /proc/PID/map_files needs root";
   fs::path dir = fs::temp_directory_path() / ("loupe-sym-" + std::to_string(::getpid()));

@@ -54,7 +54,7 @@ JitDump& ProcessSpace::jitdump() {
   return *jitdump_;
 }
 
-bool ProcessSpace::reload(StringPool& strings, int* err) {
+bool ProcessSpace::reload(StringPool& strings, ElfFileCache& files, int* err) {
   // The image's identity is read before the maps: an exec racing this reload then leaves
   // an identity that no longer matches, and the next exec check reloads, instead of old
   // maps being kept under the new image's name.
@@ -94,6 +94,8 @@ bool ProcessSpace::reload(StringPool& strings, int* err) {
   mapped_jitdump_ = std::move(mapped);
   loaded_at_ = std::chrono::steady_clock::now();
   exe_id_ = exe_before;
+  for (MappedRegion& r : regions_)
+    if (r.map.executable && r.map.file_backed()) ensure_elf(r, files);
   return true;
 }
 

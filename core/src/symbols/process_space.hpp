@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // What the symbolizer knows of one process: its mappings, the ELF table behind each
-// file-backed one (loaded on first use, shared through ElfFileCache) with its load bias,
-// and its JIT symbol files (perf map, jitdump). Not thread-safe: the symbolizer's lock guards it.
+// file-backed one (executable ones when the maps are read, data ones on first use; shared
+// through ElfFileCache) with its load bias, and its JIT symbol files (perf map, jitdump).
+// Not thread-safe: the symbolizer's lock guards it.
 #ifndef LOUPE_CORE_SYMBOLIZER_PROCESS_SPACE_HPP
 #define LOUPE_CORE_SYMBOLIZER_PROCESS_SPACE_HPP
 
@@ -33,9 +34,12 @@ class ProcessSpace {
  public:
   ProcessSpace(std::uint32_t pid, const std::string& proc_root, const std::string& perf_map_dir);
 
-  // (Re)reads /proc/PID/maps, keeping what was learnt about regions that did not change.
+  // (Re)reads /proc/PID/maps, keeping what was learnt about regions that did not change,
+  // and reads the symbol tables of new executable file mappings at once (shared through
+  // `files`): a file is opened through /proc/PID/root or map_files, which vanish when the
+  // process exits, often before the report that symbolizes its stacks.
   // Returns false with `*err` = errno when the process is gone.
-  bool reload(StringPool& strings, int* err);
+  bool reload(StringPool& strings, ElfFileCache& files, int* err);
 
   // The region holding `addr`, or nullptr.
   MappedRegion* find(std::uint64_t addr);

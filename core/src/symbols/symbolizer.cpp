@@ -169,7 +169,7 @@ class ElfSymbolizer final : public Symbolizer {
         if (space.exec_since_reload()) {
           int err = 0;
           ++maps_reads_;
-          space.reload(strings_, &err);
+          space.reload(strings_, files_, &err);
         }
       }
       return &space;
@@ -178,7 +178,7 @@ class ElfSymbolizer final : public Symbolizer {
     ProcessSpace space(pid, opts_.proc_root, opts_.perf_map_dir);
     int err = 0;
     ++maps_reads_;
-    if (!space.reload(strings_, &err)) return nullptr;
+    if (!space.reload(strings_, files_, &err)) return nullptr;
     lru_.push_front(std::move(space));
     index_[pid] = lru_.begin();
     while (lru_.size() > max_processes_) {
@@ -195,7 +195,7 @@ class ElfSymbolizer final : public Symbolizer {
       return false;
     int err = 0;
     ++maps_reads_;
-    return space.reload(strings_, &err);
+    return space.reload(strings_, files_, &err);
   }
 
   void user_frame(ProcessSpace* space, loupe_frame_kind kind, std::uint64_t addr,
