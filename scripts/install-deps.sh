@@ -15,9 +15,10 @@ BUILD_PKGS=(
 VMTEST_PKGS=(qemu-system-x86 busybox-static kmod e2fsprogs)
 PEER_PKGS=(bpftrace libbpf-tools linux-perf python3)
 # Large, optional, for tests only: the consumers the sinks are checked against
-# (go tool pprof, promtool + a Prometheus server, headless Chromium). Tests skip with a
+# (go tool pprof, promtool + a Prometheus server, headless Chromium) and glibc's separate
+# debug file (libc6-dbg: static functions such as _int_malloc). Tests skip with a
 # reason when one is missing; LOUPE_WITH_TEST_TOOLS=0 leaves them out.
-TEST_PKGS=(golang-go prometheus chromium)
+TEST_PKGS=(golang-go prometheus chromium libc6-dbg)
 
 want=("${BUILD_PKGS[@]}")
 if [[ "${LOUPE_WITH_VMTEST:-1}" == 1 ]]; then want+=("${VMTEST_PKGS[@]}"); fi

@@ -15,14 +15,18 @@
 
 namespace loupe::test {
 
-LiveTarget::LiveTarget(const std::string& path) {
+LiveTarget::LiveTarget(const std::vector<std::string>& argv) {
+  const std::string& path = argv.at(0);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
   pid_ = ::fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
   if (pid_ == 0) {
     ::dup2(fds[1], STDOUT_FILENO);
-    ::execl(path.c_str(), path.c_str(), static_cast<char*>(nullptr));
+    ::execvp(path.c_str(), args.data());
     ::_exit(127);
   }
   ::close(fds[1]);

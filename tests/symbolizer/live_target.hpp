@@ -10,12 +10,16 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace loupe::test {
 
 class LiveTarget {
  public:
-  explicit LiveTarget(const std::string& path);
+  explicit LiveTarget(const std::string& path) : LiveTarget(std::vector<std::string>{path}) {}
+  // argv[0] is run through PATH (e.g. `unshare -m sh -c '...; exec TARGET'`); the program
+  // it ends up as prints the addresses.
+  explicit LiveTarget(const std::vector<std::string>& argv);
   ~LiveTarget() { kill(); }
   LiveTarget(const LiveTarget&) = delete;
   LiveTarget& operator=(const LiveTarget&) = delete;

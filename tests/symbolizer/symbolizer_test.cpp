@@ -5,6 +5,7 @@
 // interface and checks names, offsets, modules and how each frame was resolved.
 #include "loupe/symbolizer.hpp"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -401,6 +403,88 @@ TEST(Symbolizer, CodeFirstAskedForAfterExitStillResolves) {
   EXPECT_EQ(str(f.symbol), "loupe_lib_function");
   EXPECT_EQ(f.offset, 2u);
   EXPECT_TRUE(ends_with(f.module, "libloupe_known.so")) << str(f.module);
+}
+
+// The GNU build-id of an ELF file as hex, "" when it has none.
+std::string build_id_of(const std::string& path) {
+  elf_version(EV_CURRENT);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
+  std::string id;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn && id.empty(); scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    GElf_Nhdr n;
+    std::size_t off = 0, name_off = 0, desc_off = 0;
+    while (data && (off = gelf_getnote(data, off, &n, &name_off, &desc_off)) > 0) {
+      if (n.n_type != NT_GNU_BUILD_ID) continue;
+      const auto* d = static_cast<const unsigned char*>(data->d_buf) + desc_off;
+      char hex[3];
+      for (std::size_t i = 0; i < n.n_descsz; ++i) {
+        std::snprintf(hex, sizeof(hex), "%02x", d[i]);
+        id += hex;
+      }
+      break;
+    }
+  }
+  elf_end(elf);
+  ::close(fd);
+  return id;
+}
+
+TEST(Symbolizer, StaticGlibcFunctionFromTheDebugPackage) {
+  // Debian's libc.so.6 has no .symtab: _int_malloc, a static function, is named only by the
+  // separate debug file of libc6-dbg, found by build-id under /usr/lib/debug/.build-id.
+  Dl_info info{};
+  ASSERT_NE(::dladdr(reinterpret_cast<void*>(&::malloc), &info), 0);
+  std::string libc = fs::canonical(info.dli_fname);
+  std::string id = build_id_of(libc);
+  ASSERT_GT(id.size(), 2u) << libc;
+  std::string debug = "/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+  if (!fs::exists(debug))
+    GTEST_SKIP() << "libc6-dbg is not installed (no " << debug
+                 << "); scripts/install-deps.sh installs it";
+  std::uint64_t link = link_address(debug, "_int_malloc");
+  ASSERT_NE(link, 0u) << "no _int_malloc in " << debug;
+  // libc's first segment is linked at 0: runtime = load base + link-time address.
+  std::uint64_t addr = reinterpret_cast<std::uint64_t>(info.dli_fbase) + link + 4;
+  auto sym = make_symbolizer();
+  loupe_frame f = user_frame(*sym, static_cast<std::uint32_t>(::getpid()), addr);
+  EXPECT_EQ(f.resolution, static_cast<std::uint32_t>(LOUPE_RESOLVED_SYMTAB));
+  EXPECT_EQ(str(f.symbol), "_int_malloc");
+  EXPECT_EQ(f.offset, 4u);
+  EXPECT_TRUE(ends_with(f.module, "libc.so.6")) << str(f.module);
+}
+
+TEST(Symbolizer, BinaryThatExistsOnlyInAnotherMountNamespace) {
+  // A container's files are not in loupe's mount namespace: the symbolizer opens them
+  // through /proc/PID/root. The target is copied onto a tmpfs mounted only inside the
+  // new namespace, over a directory that stays empty in ours.
+  if (::geteuid() != 0) GTEST_SKIP() << "unshare -m needs root (CAP_SYS_ADMIN)";
+  fs::path dir = fs::temp_directory_path() / ("loupe-mntns-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string inside = (dir / "inside_target").string();
+  std::unique_ptr<LiveTarget> t;
+  try {
+    t = std::make_unique<LiveTarget>(
+        std::vector<std::string>{"unshare", "-m", "sh", "-c",
+                                 "mount -t tmpfs loupe-test " + dir.string() + " && cp " +
+                                     LOUPE_TARGET_PIE + " " + inside + " && exec " + inside});
+  } catch (const std::exception& e) {
+    fs::remove_all(dir);
+    GTEST_SKIP() << "cannot run a process in a new mount namespace here: " << e.what();
+  }
+  EXPECT_FALSE(fs::exists(inside)) << "the file must exist only inside the namespace";
+  auto sym = make_symbolizer();
+  loupe_frame f = user_frame(*sym, t->pid(), t->addr("loupe_static_function") + 1);
+  EXPECT_EQ(f.resolution, static_cast<std::uint32_t>(LOUPE_RESOLVED_SYMTAB));
+  EXPECT_EQ(str(f.symbol), "loupe_static_function");
+  EXPECT_EQ(f.offset, 1u);
+  EXPECT_EQ(str(f.module), inside);
+  t.reset();
+  fs::remove_all(dir);
 }
 
 TEST(Symbolizer, DeletedAndReplacedExecutables) {

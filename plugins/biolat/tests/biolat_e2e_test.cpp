@@ -116,9 +116,24 @@ double metric_sum(const RunResult& r, const std::string& name, const json& label
   return v;
 }
 
+// The plugin's own accounting of a run: when a count is off, these say where the request
+// went (untracked at issue, completed unmatched, requeued, filtered out).
+std::string accounting(const RunResult& r) {
+  std::string out = "biolat accounting:";
+  for (const auto& rec : r.records) {
+    if (!rec.value("is_final", false)) continue;
+    const std::string name = rec.value("name", "");
+    for (const char* n : {"completed", "issued_without_insert", "filtered_out", "in_flight",
+                          "unmatched_completions", "requeued", "partial_completions", "map_full"})
+      if (name == n) out += " " + name + "=" + rec.dump();
+  }
+  return out;
+}
+
 // Every expectation of one run of kN writes + kN reads of kSize by the workload.
 void expect_workload(const RunResult& r, const std::string& device, const std::string& mech) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  SCOPED_TRACE(accounting(r));
   for (std::string op : {"write", "read"}) {
     SCOPED_TRACE(op);
     json who = {{"device", device}, {"op", op}, {"comm", "biolat_workload"}, {"mechanism", mech}};
