@@ -9,6 +9,7 @@
 #include "latency.h"
 #include "latency.skel.h"
 #include "loupe/sdk/plugin.hpp"
+#include "loupe/sdk/uprobe.hpp"
 
 namespace loupe::latency {
 namespace {
@@ -74,6 +75,7 @@ void TargetAttacher::attach_one(const ResolvedTarget& t, unsigned index) {
   for (bool exit : {true, false}) {
     bpf_link* link = nullptr;
     bpf_program* prog = nullptr;
+    std::string target;  // for kernels whose link info does not name it (before 6.6)
     // A tracepoint pair's two sides are two events: each side names its own, so the label
     // says where the link is even where the kernel's link info does not (before 6.6).
     const std::string probe = (t.mechanism == Mechanism::kTracepoint
@@ -86,6 +88,7 @@ void TargetAttacher::attach_one(const ResolvedTarget& t, unsigned index) {
         prog = exit ? p.lat_uprobe_exit : p.lat_uprobe_entry;
         link = bpf_program__attach_uprobe_opts(prog, uprobe_pid_, t.binary_path.c_str(),
                                                t.file_offset, &o);
+        target = sdk::uprobe_target(t.binary_path, t.file_offset, exit);
         break;
       }
       case Mechanism::kKprobe: {
@@ -107,7 +110,7 @@ void TargetAttacher::attach_one(const ResolvedTarget& t, unsigned index) {
         break;
     }
     int err = link ? 0 : errno;
-    host_.adopt_link(link, prog, probe, err);
+    host_.adopt_link(link, prog, probe, err, target);
     if (!link)
       throw sdk::Error(LOUPE_ERR_KERNEL, "target '" + t.spec.name + "': attaching " + probe +
                                              " failed: " + errno_text(err));

@@ -202,7 +202,8 @@ class LockwaitProfiler : public sdk::Profiler {
       bpf_link* link = bpf_program__attach_uprobe_opts(
           skel_->progs.lw_pthread_lock, target_pid_ ? target_pid_ : -1, libc_.c_str(), off, &o);
       int err = link ? 0 : errno;
-      host_->adopt_link(link, skel_->progs.lw_pthread_lock, libc_ + ":" + fn, err);
+      host_->adopt_link(link, skel_->progs.lw_pthread_lock, libc_ + ":" + fn, err,
+                        sdk::uprobe_target(libc_, off, false));
       if (!link)
         throw sdk::Error(LOUPE_ERR_KERNEL,
                          "uprobe on " + libc_ + ":" + fn + ": " + std::strerror(err));

@@ -60,7 +60,7 @@ bool AllocatorAttacher::attach_one(const std::string& func, std::uint64_t offset
     bpf_link* link = bpf_program__attach_uprobe_opts(prog, pid_, binary_.c_str(), offset, &o);
     int err = link ? 0 : errno;
     std::string probe = func + (ret ? ":return" : ":entry");
-    host_.adopt_link(link, prog, probe, err);
+    host_.adopt_link(link, prog, probe, err, sdk::uprobe_target(binary_, offset, ret));
     if (!link) {
       why = binary_ + ": " + probe + ": " + std::strerror(err) + " (errno " + std::to_string(err) +
             ")";

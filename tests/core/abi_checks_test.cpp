@@ -42,6 +42,13 @@ std::string refusal(const loupe_plugin_descriptor& d) {
 
 }  // namespace
 
+std::string abi_text(int major, int minor) {
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+std::string host_abi() {
+  return abi_text(LOUPE_ABI_MAJOR, LOUPE_ABI_MINOR);
+}
+
 TEST(AbiChecks, AcceptsAGoodTable) {
   EXPECT_EQ(refusal(good()), "");
 }
@@ -51,8 +58,8 @@ TEST(AbiChecks, WrongMajorNamesBothVersionsAndFile) {
   d.abi_major = 2;
   auto e = refusal(d);
   EXPECT_NE(e.find("/x/libfoo.so"), std::string::npos) << e;
-  EXPECT_NE(e.find("plugin ABI 2.1"), std::string::npos) << e;
-  EXPECT_NE(e.find("host ABI 1.1"), std::string::npos) << e;
+  EXPECT_NE(e.find("plugin ABI " + abi_text(2, LOUPE_ABI_MINOR)), std::string::npos) << e;
+  EXPECT_NE(e.find("host ABI " + host_abi()), std::string::npos) << e;
 }
 
 TEST(AbiChecks, NewerMinorRefused) {
@@ -119,10 +126,13 @@ TEST(AbiChecks, SchemaIsChecked) {
 TEST(AbiChecks, SharedObjectsAreCheckedOnLoad) {
   struct Case {
     const char* file;
-    const char* expect;
+    std::string expect;
   } cases[] = {
-      {"loupe-bad-wrong_major.so", "plugin ABI 2.1 is incompatible with host ABI 1.1"},
-      {"loupe-bad-newer_minor.so", "plugin ABI 1.2 is newer than host ABI 1.1"},
+      // The bad plugins are built against this SDK with one number moved.
+      {"loupe-bad-wrong_major.so", "plugin ABI " + abi_text(LOUPE_ABI_MAJOR + 1, LOUPE_ABI_MINOR) +
+                                       " is incompatible with host ABI " + host_abi()},
+      {"loupe-bad-newer_minor.so", "plugin ABI " + abi_text(LOUPE_ABI_MAJOR, LOUPE_ABI_MINOR + 1) +
+                                       " is newer than host ABI " + host_abi()},
       {"loupe-bad-truncated.so", "descriptor table truncated"},
       {"loupe-bad-missing_hook.so", "lacks the required hook 'start'"},
       {"loupe-bad-no_entry.so",

@@ -91,6 +91,16 @@ namespace {
 // plugins use: "tracepoint:CAT:NAME[:role]", "uprobe:PATH:FUNC[:role]",
 // "kprobe:FUNC[:role]", or "CAT:NAME" for a tracepoint program. Anything else stays
 // unnamed, as before.
+// A tracepoint program attached by its section ("tracepoint/CAT/NAME" or "tp/CAT/NAME")
+// names its own target.
+std::string target_from_section(bpf_program* prog) {
+  if (!prog || bpf_program__type(prog) != BPF_PROG_TYPE_TRACEPOINT) return {};
+  const std::string sec = bpf_program__section_name(prog);
+  if (std::count(sec.begin(), sec.end(), '/') != 2) return {};
+  if (!sec.starts_with("tracepoint/") && !sec.starts_with("tp/")) return {};
+  return "tracepoint:" + sec.substr(sec.rfind('/') + 1);
+}
+
 std::string target_from_label(std::string label, bpf_program* prog) {
   const bool exit_side = label.ends_with(":exit") || label.ends_with(":return");
   for (const char* role : {":entry", ":exit", ":return"})
@@ -111,8 +121,10 @@ std::string target_from_label(std::string label, bpf_program* prog) {
     }
   }
   if (label.starts_with("kprobe:") || label.starts_with("kretprobe:")) return label;
+  // A tracepoint program labelled "CAT:NAME" or just "NAME" (what plugins that attach by
+  // category and name pass).
   if (prog && bpf_program__type(prog) == BPF_PROG_TYPE_TRACEPOINT &&
-      std::count(label.begin(), label.end(), ':') == 1)
+      std::count(label.begin(), label.end(), ':') <= 1 && !label.empty())
     return "tracepoint:" + after_last_colon(label);
   return {};
 }
@@ -120,7 +132,7 @@ std::string target_from_label(std::string label, bpf_program* prog) {
 }  // namespace
 
 void LinkSet::add(const std::string& instance, const std::string& probe, bpf_program* prog,
-                  bpf_link* link, int err) {
+                  bpf_link* link, int err, const std::string& hint) {
   std::lock_guard lock(mu_);
   ProbeResult r{instance, probe, prog ? bpf_program__name(prog) : "", link != nullptr, ""};
   if (!link) r.error = err ? std::strerror(err < 0 ? -err : err) : "attach failed";
@@ -128,6 +140,8 @@ void LinkSet::add(const std::string& instance, const std::string& probe, bpf_pro
     links_.push_back(link);
     int fd = prog ? bpf_program__fd(prog) : -1;
     std::string target = ProbeStats::link_target(bpf_link__fd(link));
+    if (target.empty()) target = hint;
+    if (target.empty()) target = target_from_section(prog);
     if (target.empty()) target = target_from_label(probe, prog);
     attached_.push_back(
         {instance, probe, r.program, target, fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1});

@@ -35,8 +35,10 @@ struct ProbeResult {
 class LinkSet {
  public:
   ~LinkSet() { detach_all(); }
+  // `target`: what the plugin says the link is attached to; used when the kernel's link info
+  // names nothing (perf-event links before 6.6), before any guess from the label.
   void add(const std::string& instance, const std::string& probe, bpf_program* prog, bpf_link* link,
-           int err);
+           int err, const std::string& target = {});
   void detach_all();
   std::vector<ProbeResult> results() const;
   std::size_t attached_count(const std::string& instance) const;

@@ -90,16 +90,21 @@ int svc_bpf_attach(loupe_host* h, bpf_program* prog, const char* probe) {
                           std::strerror(err)));
 }
 
-int svc_adopt_link(loupe_host* h, bpf_link* link, bpf_program* prog, const char* probe, int err) {
+int svc_adopt_link_at(loupe_host* h, bpf_link* link, bpf_program* prog, const char* probe,
+                      const char* target, int err) {
   if (h->ctx.replay) {
     if (link) bpf_link__destroy(link);
     return refuse_in_replay("bpf_adopt_link");
   }
   std::string label = probe ? probe : (prog ? bpf_program__name(prog) : "probe");
-  h->ctx.links->add(h->instance, label, prog, link, err);
+  h->ctx.links->add(h->instance, label, prog, link, err, target ? target : "");
   if (link) return LOUPE_OK;
   return fail(LOUPE_ERR_KERNEL,
               fmt::format("attach {} failed: {}", label, std::strerror(err < 0 ? -err : err)));
+}
+
+int svc_adopt_link(loupe_host* h, bpf_link* link, bpf_program* prog, const char* probe, int err) {
+  return svc_adopt_link_at(h, link, prog, probe, nullptr, err);
 }
 
 int svc_ring_register(loupe_host* h, const loupe_ring_spec* spec) {
@@ -197,4 +202,5 @@ loupe_host::loupe_host(loupe::HostContext& c, std::string inst, std::string plug
   services.last_error = svc_last_error;
   services.symbolize_data = svc_symbolize_data;
   services.symbols_invalidate = svc_symbols_invalidate;
+  services.bpf_adopt_link_at = svc_adopt_link_at;
 }

@@ -173,6 +173,14 @@ typedef struct loupe_host_services {
   /* Tell the symbolizer a process exec'd or exited so its cached maps are dropped.
    * Any thread; never blocks. */
   void (*symbols_invalidate)(loupe_host* host, uint32_t pid);
+
+  /* ABI 1.2. bpf_adopt_link, plus what the link is attached to in the kernel's own spelling
+   * (`target` borrowed, may be NULL): "uprobe:PATH+0xOFF", "uretprobe:PATH+0xOFF",
+   * "tracepoint:NAME", "kprobe:FUNC". Kernels before 6.6 do not name a perf-event link's
+   * target in its link info; `loupe run --stats` and `loupe bench` then take this one.
+   * Session thread only. */
+  int (*bpf_adopt_link_at)(loupe_host* host, struct bpf_link* link, struct bpf_program* prog,
+                           const char* probe, const char* target, int errno_value);
 } loupe_host_services;
 
 #ifdef __cplusplus

@@ -145,6 +145,15 @@ class Host {
   int adopt_link(bpf_link* link, bpf_program* prog, const std::string& probe, int err) const {
     return svc_->bpf_adopt_link(svc_->host, link, prog, probe.c_str(), err);
   }
+  // The same, naming the target ("uprobe:PATH+0xOFF", see uprobe_target()) for kernels whose
+  // link info does not; a host before ABI 1.2 gets the plain call.
+  int adopt_link(bpf_link* link, bpf_program* prog, const std::string& probe, int err,
+                 const std::string& target) const {
+    if (!LOUPE_ABI_HAS_FIELD(svc_, loupe_host_services, bpf_adopt_link_at) ||
+        !svc_->bpf_adopt_link_at)
+      return adopt_link(link, prog, probe, err);
+    return svc_->bpf_adopt_link_at(svc_->host, link, prog, probe.c_str(), target.c_str(), err);
+  }
   int register_ring(const loupe_ring_spec& spec) const {
     return svc_->ring_register(svc_->host, &spec);
   }

@@ -32,6 +32,15 @@
 
 namespace loupe::sdk {
 
+// How the kernel names a uprobe's target ("uprobe:/usr/lib/.../libc.so.6+0x98930"), for
+// Host::adopt_link(..., target).
+inline std::string uprobe_target(const std::string& path, std::uint64_t file_offset,
+                                 bool retprobe) {
+  char off[32];
+  std::snprintf(off, sizeof(off), "+0x%llx", static_cast<unsigned long long>(file_offset));
+  return (retprobe ? "uretprobe:" : "uprobe:") + path + off;
+}
+
 struct ElfFunction {
   std::uint64_t address = 0;      // st_value
   std::uint64_t size = 0;         // st_size
