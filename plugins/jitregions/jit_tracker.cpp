@@ -4,6 +4,8 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <vector>
 
 #include "loupe/sdk/histogram.hpp"
@@ -66,6 +68,33 @@ void JitTracker::count_symbol(std::uint32_t tgid, std::uint64_t ip, const Region
   it->second.in_region = it->second.in_region || region;
 }
 
+std::size_t JitTracker::seed_existing(std::uint32_t pid, std::uint64_t now_boot_ns) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  std::ifstream maps(proc + "/maps");
+  std::string comm;
+  std::getline(std::ifstream(proc + "/comm"), comm);
+  std::size_t n = 0;
+  std::string line;
+  std::lock_guard lock(mu_);
+  while (std::getline(maps, line)) {
+    // start-end perms offset dev inode [path]
+    std::istringstream f(line);
+    std::string range, perms, offset, dev, inode, path;
+    if (!(f >> range >> perms >> offset >> dev >> inode)) continue;
+    std::getline(f >> std::ws, path);
+    if (perms.size() < 3 || perms[2] != 'x') continue;
+    const bool anon = path.empty() || path.starts_with("[anon") || path.starts_with("/memfd:");
+    if (!anon) continue;  // files, [vdso], [vsyscall]: not JIT code
+    const auto dash = range.find('-');
+    if (dash == std::string::npos) continue;
+    const std::uint64_t start = std::stoull(range.substr(0, dash), nullptr, 16);
+    const std::uint64_t end = std::stoull(range.substr(dash + 1), nullptr, 16);
+    table_.seed(pid, comm, start, end - start, now_boot_ns);
+    ++n;
+  }
+  return n;
+}
+
 void JitTracker::on_event(const jr_event& e) {
   std::lock_guard lock(mu_);
   const std::string comm = comm_of(e);
@@ -119,16 +148,21 @@ void JitTracker::emit_region(const ProcessRegions& p, const Region& r, bool is_f
                              std::uint64_t ws, std::uint64_t we) {
   sdk::RecordBuilder rb(LOUPE_RECORD_EVENT, "jit_region");
   rb.label("pid", std::to_string(p.tgid)).label("comm", p.comm).final(is_final).window(ws, we);
+  const bool known_install = r.source != RegionSource::kPreexisting;
   rb.event_time(host_.boot_to_wall_ns(r.install_ns));
   rb.field("start", hex(r.start)).field("end", hex(r.end));
   rb.field_u("address", r.start).field_u("size", r.end - r.start);
   rb.field_u("generation", r.generation).field("source", std::string(to_string(r.source)));
-  rb.field_u("time_installed_ns", host_.boot_to_wall_ns(r.install_ns));
-  rb.field_u("install_tid", r.install_tid);
+  // A pre-existing region's install time and thread are unknown: left out, not made up.
+  if (known_install) {
+    rb.field_u("time_installed_ns", host_.boot_to_wall_ns(r.install_ns));
+    rb.field_u("install_tid", r.install_tid);
+  }
   rb.field("state", std::string(r.removed_ns ? "removed" : "live"));
-  if (r.removed_ns) rb.field_u("lifetime_ns", r.removed_ns - r.install_ns);
+  if (r.removed_ns && known_install) rb.field_u("lifetime_ns", r.removed_ns - r.install_ns);
   rb.field_u("samples", r.samples);
-  if (r.first_sample_ns) rb.field_u("first_exec_latency_ns", r.first_sample_ns - r.install_ns);
+  if (r.first_sample_ns && known_install)
+    rb.field_u("first_exec_latency_ns", r.first_sample_ns - r.install_ns);
   std::string tids;
   std::uint64_t by_installer = 0;
   for (const auto& [tid, n] : r.exec_tids) {
@@ -162,6 +196,8 @@ void JitTracker::emit_process(const ProcessRegions& p, bool is_final, std::uint6
     rb.metric(type, unit, v).emit(host_);
   };
   metric("jit_installs", LOUPE_METRIC_COUNTER, "count", static_cast<double>(p.installs));
+  metric("jit_preexisting_regions", LOUPE_METRIC_GAUGE, "count",
+         static_cast<double>(p.preexisting));
   metric("jit_removals", LOUPE_METRIC_COUNTER, "count", static_cast<double>(p.removals));
   metric("jit_live_regions", LOUPE_METRIC_GAUGE, "count", static_cast<double>(p.live.size()));
   if (we > ws)

@@ -26,6 +26,10 @@ class JitTracker {
   // The ring's decoder (sdk::register_fixed_ring): one region change or sample.
   int decode(const void* data, std::uint32_t len);
   void on_event(const jr_event& e);
+  // Seeds the executable anonymous (and memfd) regions `pid` already has, read from
+  // /proc/PID/maps: a session that attaches to a running runtime would otherwise know only
+  // the regions installed after it attached. Returns how many; 0 when the process is gone.
+  std::size_t seed_existing(std::uint32_t pid, std::uint64_t now_boot_ns);
   void report(bool is_final, std::uint64_t window_start_ns, std::uint64_t window_end_ns);
 
   // For tests of the decoding without a ring.

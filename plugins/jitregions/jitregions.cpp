@@ -48,6 +48,10 @@ class JitRegionsProfiler : public sdk::Profiler {
     spec_ = sdk::read_sampling_spec(cfg);
     sample_ = cfg.value_bool("sample");
     const sdk::TargetFilter filter = sdk::read_target_filter(cfg, args.session);
+    // Attached to a running process (--pid, not a command loupe starts): its existing JIT
+    // regions are read from /proc once the probes are in place.
+    if (args.session && args.session->target_pid > 0 && !args.session->target_command)
+      attach_pid_ = static_cast<std::uint32_t>(args.session->target_pid);
     limits_.max_processes = static_cast<std::size_t>(cfg.value_int("max_processes"));
     limits_.max_regions = static_cast<std::size_t>(cfg.value_int("max_regions"));
     limits_.max_retired = static_cast<std::size_t>(cfg.value_int("max_retired"));
@@ -117,6 +121,13 @@ class JitRegionsProfiler : public sdk::Profiler {
       if (!link)
         throw sdk::Error(LOUPE_ERR_KERNEL, "attaching " + name + ": " + std::strerror(err));
     }
+    // After the probes: a region installed from here on arrives as an event and replaces
+    // its seeded twin; nothing installed in between is missed.
+    if (attach_pid_) {
+      std::size_t n = tracker_->seed_existing(attach_pid_, host_->now_ns(LOUPE_CLOCK_BOOTTIME));
+      host_->info("jitregions: " + std::to_string(n) +
+                  " executable anonymous regions already in pid " + std::to_string(attach_pid_));
+    }
     if (sample_) {
       sdk::PerfEventSampler sampler(*host_, spec_);
       int cpus = sampler.attach(p.jr_sample, "cpu-clock");
@@ -136,6 +147,7 @@ class JitRegionsProfiler : public sdk::Profiler {
   bool sample_ = true;
   bool pkey_ = false;
   std::unique_ptr<JitTracker> tracker_;
+  std::uint32_t attach_pid_ = 0;
 };
 
 }  // namespace loupe::jitregions

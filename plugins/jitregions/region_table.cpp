@@ -10,6 +10,7 @@ const char* to_string(RegionSource s) {
     case RegionSource::kMmapAnon: return "mmap_anon";
     case RegionSource::kMmapFile: return "mmap_file";
     case RegionSource::kMprotect: return "mprotect";
+    case RegionSource::kPreexisting: return "preexisting";
   }
   return "?";
 }
@@ -134,6 +135,14 @@ void RegionTable::process_exec(std::uint32_t tgid, std::uint64_t ns) {
   if (auto it = procs_.find(tgid); it != procs_.end()) it->second.exited = false;
 }
 
+void RegionTable::seed(std::uint32_t tgid, const std::string& comm, std::uint64_t start,
+                       std::uint64_t len, std::uint64_t ns) {
+  install(tgid, 0, comm, start, len, ns, RegionSource::kPreexisting);
+  auto& p = procs_.at(tgid);
+  --p.installs;
+  ++p.preexisting;
+}
+
 const Region* RegionTable::sample(std::uint32_t tgid, std::uint32_t tid, const std::string& comm,
                                   std::uint64_t ip, std::uint64_t ns,
                                   std::uint64_t* first_exec_ns) {
@@ -148,7 +157,9 @@ const Region* RegionTable::sample(std::uint32_t tgid, std::uint32_t tid, const s
   ++r.samples;
   ++r.exec_tids[tid];
   if (tid == r.install_tid) ++p.samples_by_installer;
-  if (r.first_sample_ns == 0 && ns >= r.install_ns) {
+  if (r.first_sample_ns == 0 && r.source == RegionSource::kPreexisting) {
+    r.first_sample_ns = ns;
+  } else if (r.first_sample_ns == 0 && ns >= r.install_ns) {
     r.first_sample_ns = ns;
     if (first_exec_ns) *first_exec_ns = ns - r.install_ns;
     if (p.first_exec_latencies.size() < kMaxLatencies)

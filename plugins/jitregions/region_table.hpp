@@ -18,7 +18,9 @@
 
 namespace loupe::jitregions {
 
-enum class RegionSource { kMmapAnon, kMmapFile, kMprotect };
+// kPreexisting: executable anonymous memory the process had when the session attached to
+// it (read from /proc/PID/maps); its install time and thread are unknown.
+enum class RegionSource { kMmapAnon, kMmapFile, kMprotect, kPreexisting };
 const char* to_string(RegionSource s);
 
 struct Region {
@@ -42,6 +44,7 @@ struct ProcessRegions {
   std::deque<Region> retired;
   std::map<std::uint64_t, std::uint32_t> generations;  // start -> installs (bounded with live)
   std::uint64_t installs = 0;
+  std::uint64_t preexisting = 0;  // regions seeded at attach (not counted as installs)
   std::uint64_t removals = 0;
   std::uint64_t samples = 0;  // every sample of the process seen
   std::uint64_t samples_in_regions = 0;
@@ -70,6 +73,11 @@ class RegionTable {
   // [start, start+len) stopped being executable (munmap, mprotect without PROT_EXEC):
   // regions it covers are retired, regions it cuts are trimmed or split.
   void remove(std::uint32_t tgid, std::uint64_t start, std::uint64_t len, std::uint64_t ns);
+  // A region the process already had when tracing began (the kernel will not replay its
+  // mmap): live from `ns` on, with no install time, so no install-to-first-execution
+  // latency. Events that follow replace or remove it like any other region.
+  void seed(std::uint32_t tgid, const std::string& comm, std::uint64_t start, std::uint64_t len,
+            std::uint64_t ns);
   void process_exit(std::uint32_t tgid, std::uint64_t ns);
   void process_exec(std::uint32_t tgid, std::uint64_t ns);
 

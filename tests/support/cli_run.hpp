@@ -64,7 +64,8 @@ class CliRun : public ::testing::Test {
     std::ofstream(profile) << "[session]\noutput_dir = \"" << dir_ << "/out\"\n"
                            << session_keys << "\n"
                            << body << "\n[[sinks]]\nname = \"jsonl\"\n";
-    std::string line = loupe_ + " run " + profile + " " + extra_args + " --";
+    // No command: `extra_args` names the target (--pid P) or the session is system-wide.
+    std::string line = loupe_ + " run " + profile + " " + extra_args + (cmd.empty() ? "" : " --");
     for (const auto& c : cmd) line += " " + c;
     line += " 2>&1";
     RunResult r;

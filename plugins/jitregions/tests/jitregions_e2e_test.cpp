@@ -5,6 +5,10 @@
 // report the region as the workload printed it, attribute >= 80% of the process's
 // samples to `jit_hot_loop`, and report install -> first execution latency. Then node
 // with --perf-basic-prof, a real JIT.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -93,11 +97,68 @@ TEST_F(JitRegionsE2E, HandWrittenJitRegionIsReportedAndGetsItsSamples) {
   EXPECT_EQ((*hist[0])["histogram"]["count"].get<std::uint64_t>(), 1u);
 }
 
-TEST_F(JitRegionsE2E, NodePerfBasicProfSamplesLandOnJsFunctions) {
+std::string find_node() {
   const char* candidates[] = {"/usr/bin/node", "/usr/local/bin/node", "/usr/bin/nodejs"};
   std::string node;
   for (const char* c : candidates)
     if (std::filesystem::exists(c)) node = c;
+  return node;
+}
+
+TEST_F(JitRegionsE2E, AttachingToARunningNodeSeesTheRegionsItAlreadyHad) {
+  // Servers are profiled by attaching far more often than by starting them under loupe:
+  // node's JIT code space exists before the session, and the kernel will not replay its
+  // mmap. The regions come from /proc/PID/maps at attach, marked pre-existing.
+  std::string node = find_node();
+  if (node.empty()) GTEST_SKIP() << "node is not installed";
+  std::string script = dir_ + "/server.js";
+  std::ofstream(script) << "function loupeHotLoop(n) { let x = 0; for (let i = 0; i < n; i++) "
+                           "{ x = (x * 31 + i) % 1000003; } return x; }\n"
+                           "process.stdout.write('ready\\n'); let s = 0;\n"
+                           "for (;;) s += loupeHotLoop(1e6);\n";
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    dup2(out[1], 1);
+    execl(node.c_str(), node.c_str(), script.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(out[1]);
+  char buf[16] = {};
+  ssize_t got = read(out[0], buf, sizeof(buf) - 1);  // node is up and running its loop
+  close(out[0]);
+  // The loop runs a while before the session, so its code was compiled before it too.
+  if (got > 0) usleep(500 * 1000);
+  auto r = run("[[plugins]]\nname = \"jitregions\"\n", {},
+               "--pid " + std::to_string(pid) + " --duration 3");
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  ASSERT_GT(got, 0) << "node did not start";
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  double seeded = metric(r, "jit_preexisting_regions");
+  double total = metric(r, "jit_samples_total");
+  double in_regions = metric(r, "jit_samples_in_regions");
+  std::printf("  pre-existing regions=%.0f samples=%.0f in regions=%.0f\n", seeded, total,
+              in_regions);
+  EXPECT_GE(seeded, 1) << r.output;
+  ASSERT_GE(total, 10) << r.output;
+  // The process spins in JIT-compiled JavaScript: most samples land in a region.
+  EXPECT_GE(in_regions * 2, total) << r.output;
+  int preexisting_events = 0;
+  for (const auto* rec : r.all("event", "jit_region")) {
+    const auto& f = (*rec)["event"]["fields"];
+    if (f["source"] != "preexisting") continue;
+    ++preexisting_events;
+    EXPECT_FALSE(f.contains("time_installed_ns")) << "an install time nobody saw";
+    EXPECT_FALSE(f.contains("first_exec_latency_ns"));
+  }
+  EXPECT_GE(preexisting_events, 1);
+}
+
+TEST_F(JitRegionsE2E, NodePerfBasicProfSamplesLandOnJsFunctions) {
+  std::string node = find_node();
   if (node.empty()) GTEST_SKIP() << "node is not installed (needed for --perf-basic-prof)";
   std::string script = dir_ + "/hot.js";
   std::ofstream(script)

@@ -32,6 +32,22 @@ TEST(RegionTable, SampleInRegionIsAttributedWithFirstExecLatency) {
   EXPECT_EQ(p.first_exec_latencies, (std::vector<std::uint64_t>{500}));
 }
 
+TEST(RegionTable, SeededRegionsTakeSamplesButClaimNoInstallOrLatency) {
+  RegionTable t;
+  t.seed(10, "node", kA, 8192, 1000);
+  std::uint64_t first = 7;
+  EXPECT_EQ(t.sample(10, 12, "node", kA + 5000, 1500, &first)->source, RegionSource::kPreexisting);
+  EXPECT_EQ(first, 7u);  // install time unknown: no install-to-execution latency
+  const auto& p = t.processes().at(10);
+  EXPECT_EQ(p.installs, 0u);
+  EXPECT_EQ(p.preexisting, 1u);
+  EXPECT_TRUE(p.first_exec_latencies.empty());
+  // New code over the seeded region replaces it like any other install.
+  t.install(10, 11, "node", kA, 4096, 2000, RegionSource::kMprotect);
+  EXPECT_EQ(t.sample(10, 12, "node", kA + 8, 2100, &first)->source, RegionSource::kMprotect);
+  EXPECT_EQ(first, 100u);
+}
+
 TEST(RegionTable, RemovalTrimsAndSplitsAndRetires) {
   RegionTable t;
   t.install(10, 10, "jit", kA, 3 * 4096, 1, RegionSource::kMmapAnon);
