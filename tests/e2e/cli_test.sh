@@ -61,14 +61,14 @@ case_plugin_errors() {
     "$BAD_PLUGIN_DIR" >"$TMP/abi.toml"
   "$LOUPE" validate "$TMP/abi.toml" 2>"$TMP/err"; rc=$?
   expect_rc 4 $rc "wrong ABI"
-  grep -q "plugin ABI 2.1 is incompatible with host ABI 1.1" "$TMP/err" || fail "versions not named: $(cat "$TMP/err")"
+  grep -q "plugin ABI 2.2 is incompatible with host ABI 1.2" "$TMP/err" || fail "versions not named: $(cat "$TMP/err")"
   grep -q "loupe-bad-wrong_major.so" "$TMP/err" || fail "file not named"
   printf '[[plugins]]\nname = "nosuch"\n[[sinks]]\nname = "jsonl"\n' >"$TMP/missing.toml"
   "$LOUPE" validate "$TMP/missing.toml" 2>"$TMP/err"; rc=$?
   expect_rc 4 $rc "missing plugin"
   grep -q "missing.toml:1:1: plugin 'nosuch' not found" "$TMP/err" || fail "missing: $(cat "$TMP/err")"
   LOUPE_PLUGIN_PATH="$BAD_PLUGIN_DIR" "$LOUPE" list >"$TMP/list" || fail "list"
-  grep -q "rejected: .*loupe-bad-newer_minor.so: plugin ABI 1.2 is newer" "$TMP/list" || fail "list rejections: $(cat "$TMP/list")"
+  grep -q "rejected: .*loupe-bad-newer_minor.so: plugin ABI 1.3 is newer" "$TMP/list" || fail "list rejections: $(cat "$TMP/list")"
   "$LOUPE" describe jsonl | grep -q "config keys" || fail "describe"
   "$LOUPE" describe nosuch 2>/dev/null; expect_rc 4 $? "describe missing"
   "$LOUPE" run 2>/dev/null; expect_rc 2 $? "usage error"
