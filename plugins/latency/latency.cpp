@@ -164,6 +164,12 @@ class LatencyProfiler : public sdk::Profiler {
                                static_cast<std::uint32_t>(cfg.value_int("breakdown_limit")));
 
     attacher_ = std::make_unique<TargetAttacher>(*host_, skel_.get(), filter.uprobe_pid());
+    for (const auto& t : targets_)
+      if (t.mechanism == Mechanism::kUprobe)
+        if (auto note =
+                sdk::tree_uprobe_note(filter, "latency '" + t.spec.name + "'", t.binary_path);
+            !note.empty())
+          host_->warn(note);
     attacher_->prepare(targets_);
     for (const auto& t : targets_) labels_.push_back({t.spec.name, to_string(t.mechanism)});
   }

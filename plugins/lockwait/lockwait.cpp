@@ -95,6 +95,9 @@ class LockwaitProfiler : public sdk::Profiler {
     if (opts_.pthread_stacks) {
       libc_ = cfg.value_string("libc");
       if (libc_.empty()) libc_ = sdk::locate_library(target_pid_, "libc");
+      if (auto note = sdk::tree_uprobe_note(filter, "lockwait pthread_stacks", libc_);
+          !note.empty())
+        host_->warn(note);
     }
   }
 

@@ -131,6 +131,8 @@ class MemallocProfiler : public sdk::Profiler {
       if (!pid_)
         host_->warn("memalloc: no pid: every process mapping " + binary_ +
                     " is traced (a uprobe costs microseconds per allocation)");
+      if (auto note = sdk::tree_uprobe_note(filter, "memalloc", binary_); !note.empty())
+        host_->warn(note);
     }
     if (kernel_) {
       for (const char* tp :

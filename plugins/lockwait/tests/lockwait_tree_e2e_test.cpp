@@ -14,11 +14,14 @@ namespace {
 using loupe::test::kTreeWorkload;
 using loupe::test::RunResult;
 
-// Pids of the workers (comm tree_worker) with waits in their lock_wait stacks.
+// Pids of the workers (comm tree_worker) with waits in their lock_wait stacks. Kernel
+// locks shared across processes (keyed without a pid: no label) are not a worker's own.
 std::set<std::string> waiting_pids(const RunResult& r) {
   std::set<std::string> out;
   for (const auto* rec : r.all("stack", "lock_wait")) {
-    if ((*rec)["labels"].value("comm", "") != "tree_worker") continue;
+    if ((*rec)["labels"].value("comm", "") != "tree_worker" ||
+        (*rec)["labels"].value("pid", "").empty())
+      continue;
     for (const auto& v : (*rec)["stack"]["values"])
       if (v["name"] == "waits" && v["value"].get<double>() > 0)
         out.insert((*rec)["labels"].value("pid", ""));

@@ -193,6 +193,18 @@ struct TargetFilter {
   int uprobe_pid() const { return follows_tree() || pid == 0 ? -1 : static_cast<int>(pid); }
 };
 
+// What following the tree costs others when a plugin's uprobes on `file` go system-wide:
+// one line for the plugin to log (empty when the filter does not follow the tree).
+inline std::string tree_uprobe_note(const TargetFilter& f, const std::string& plugin,
+                                    const std::string& file) {
+  if (!f.follows_tree()) return {};
+  return plugin + ": following pid " + std::to_string(f.pid) +
+         " and its children: the uprobes on " + file +
+         " trap in every process that maps it (filtered in BPF, a trap per call for them too); "
+         "--no-follow keeps them on pid " +
+         std::to_string(f.pid) + " alone";
+}
+
 // The session's process-tree map, or -1 when the session follows none (or the host is
 // older than the field).
 inline int session_tree_fd(const loupe_session_info* session) {
