@@ -199,6 +199,7 @@ int cmd_run(const CommonOptions& common, const RunOptions& run) {
   opts.duration_s = run.duration;
   opts.interval_s = run.interval;
   opts.pid = run.pid;
+  if (run.no_follow) opts.follow = false;
   opts.output_dir = run.output;
   opts.command = run.command;
   opts.delivery_delay_ms = run.delivery_delay_ms;

@@ -28,9 +28,10 @@ struct RunOptions {
   std::optional<std::string> output;
   std::vector<std::string> command;
   std::optional<double> delivery_delay_ms;
-  std::string record;  // --record FILE
-  std::string user;    // --user NAME
-  bool stats = false;  // --stats
+  std::string record;      // --record FILE
+  std::string user;        // --user NAME
+  bool stats = false;      // --stats
+  bool no_follow = false;  // --no-follow: the target process only, not its descendants
 };
 int cmd_run(const CommonOptions& common, const RunOptions& run);
 

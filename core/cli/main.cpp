@@ -65,7 +65,10 @@ int main(int argc, char** argv) {
   runc->add_option("-d,--duration", duration,
                    "Seconds to run (0 = until the command exits or SIGINT)");
   runc->add_option("-i,--interval", interval, "Seconds between interval reports (0 = final only)");
-  runc->add_option("-p,--pid", pid, "Profile this process");
+  runc->add_option("-p,--pid", pid, "Profile this process (and its descendants)");
+  runc->add_flag("--no-follow", run.no_follow,
+                 "Profile the target process only, not the processes it forks (default: the "
+                 "whole tree; also [session] follow = false)");
   runc->add_option("-o,--output", output, "Output directory");
   double delivery_delay = -1;
   runc->add_option(

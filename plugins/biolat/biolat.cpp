@@ -95,7 +95,7 @@ class BiolatProfiler : public sdk::Profiler {
     ro->targ_outlier_ns = static_cast<std::uint64_t>(cfg.value_int("outlier_ns"));
     ro->targ_per_process = cfg.value_bool("per_process");
     ro->targ_rq_single_arg = single_arg;
-    sdk::write_target_filter(filter, ro);
+    sdk::write_target_filter(filter, skel_.get());
     per_process_ = ro->targ_per_process;
     outliers_on_ = ro->targ_outlier_ns != 0;
 

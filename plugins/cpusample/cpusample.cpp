@@ -101,7 +101,7 @@ class CpuSampleProfiler : public sdk::Profiler {
     ro->targ_kernel_stacks = kernel;
     ro->targ_per_thread = opts_.per_thread;
     ro->targ_include_idle = cfg.value_bool("include_idle");
-    sdk::write_target_filter(filter, ro);
+    sdk::write_target_filter(filter, skel_.get());
     bpf_map__set_max_entries(skel_->maps.stacks,
                              static_cast<std::uint32_t>(cfg.value_int("max_stacks")));
     bpf_map__set_max_entries(skel_->maps.counts,

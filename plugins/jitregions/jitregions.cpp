@@ -73,7 +73,7 @@ class JitRegionsProfiler : public sdk::Profiler {
                        std::string("opening the BPF object: ") + std::strerror(errno));
     auto* ro = skel_->rodata;
     ro->targ_file_backed = cfg.value_bool("file_backed");
-    sdk::write_target_filter(filter, ro);
+    sdk::write_target_filter(filter, skel_.get());
     pkey_ = host_->tracepoint_exists("syscalls:sys_enter_pkey_mprotect");
     bpf_program__set_autoload(skel_->progs.jr_pkey_mprotect_enter, pkey_);
     bpf_program__set_autoload(skel_->progs.jr_pkey_mprotect_exit, pkey_);

@@ -154,7 +154,7 @@ class LatencyProfiler : public sdk::Profiler {
     ro->targ_linear = opts_.linear;
     ro->targ_per_pid = opts_.per_pid;
     ro->targ_per_comm = opts_.per_comm;
-    sdk::write_target_filter(filter, ro);
+    sdk::write_target_filter(filter, skel_.get());
     outliers_on_ = ro->targ_outlier_ns != 0;
 
     bpf_map__set_max_entries(skel_->maps.starts,
@@ -163,8 +163,13 @@ class LatencyProfiler : public sdk::Profiler {
       bpf_map__set_max_entries(skel_->maps.breakdown,
                                static_cast<std::uint32_t>(cfg.value_int("breakdown_limit")));
 
-    attacher_ =
-        std::make_unique<TargetAttacher>(*host_, skel_.get(), pid ? static_cast<int>(pid) : -1);
+    attacher_ = std::make_unique<TargetAttacher>(*host_, skel_.get(), filter.uprobe_pid());
+    for (const auto& t : targets_)
+      if (t.mechanism == Mechanism::kUprobe)
+        if (auto note =
+                sdk::tree_uprobe_note(filter, "latency '" + t.spec.name + "'", t.binary_path);
+            !note.empty())
+          host_->warn(note);
     attacher_->prepare(targets_);
     for (const auto& t : targets_) labels_.push_back({t.spec.name, to_string(t.mechanism)});
   }

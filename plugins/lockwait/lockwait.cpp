@@ -80,8 +80,9 @@ class LockwaitProfiler : public sdk::Profiler {
     ro->targ_user_stacks = cfg.value_bool("user_stacks");
     ro->targ_kernel_stacks = cfg.value_bool("kernel_stacks");
     ro->targ_pthread_stacks = opts_.pthread_stacks;
-    sdk::write_target_filter(filter, ro);
+    sdk::write_target_filter(filter, skel_.get());
     target_pid_ = static_cast<int>(filter.pid);
+    uprobe_pid_ = filter.uprobe_pid();  // -1 when following the tree: children too
     auto size = [&](bpf_map* m, const char* key, std::int64_t def) {
       bpf_map__set_max_entries(m, static_cast<std::uint32_t>(cfg.get_int(key, def)));
     };
@@ -94,6 +95,9 @@ class LockwaitProfiler : public sdk::Profiler {
     if (opts_.pthread_stacks) {
       libc_ = cfg.value_string("libc");
       if (libc_.empty()) libc_ = sdk::locate_library(target_pid_, "libc");
+      if (auto note = sdk::tree_uprobe_note(filter, "lockwait pthread_stacks", libc_);
+          !note.empty())
+        host_->warn(note);
     }
   }
 
@@ -199,8 +203,8 @@ class LockwaitProfiler : public sdk::Profiler {
          {"pthread_mutex_lock", "pthread_rwlock_rdlock", "pthread_rwlock_wrlock"}) {
       LIBBPF_OPTS(bpf_uprobe_opts, o);
       std::uint64_t off = sdk::find_elf_function(libc_, fn).file_offset;
-      bpf_link* link = bpf_program__attach_uprobe_opts(
-          skel_->progs.lw_pthread_lock, target_pid_ ? target_pid_ : -1, libc_.c_str(), off, &o);
+      bpf_link* link = bpf_program__attach_uprobe_opts(skel_->progs.lw_pthread_lock, uprobe_pid_,
+                                                       libc_.c_str(), off, &o);
       int err = link ? 0 : errno;
       host_->adopt_link(link, skel_->progs.lw_pthread_lock, libc_ + ":" + fn, err,
                         sdk::uprobe_target(libc_, off, false));
@@ -215,6 +219,7 @@ class LockwaitProfiler : public sdk::Profiler {
   ReporterOptions opts_;
   bool futex_wait_ = false, futex_waitv_ = false;
   int target_pid_ = 0;
+  int uprobe_pid_ = -1;
   std::string libc_;
   std::unique_ptr<SymbolCache> symbols_;
   std::unique_ptr<LockReporter> reporter_;

@@ -88,6 +88,7 @@ class MemallocProfiler : public sdk::Profiler {
     const auto& cfg = args.config;
     const sdk::TargetFilter filter = sdk::read_target_filter(cfg, args.session);
     pid_ = static_cast<int>(filter.pid);
+    uprobe_pid_ = filter.uprobe_pid();  // -1 when following the tree: children too
     user_ = cfg.value_bool("user");
     kernel_ = cfg.value_bool("kernel");
     kernel_pages_ = cfg.value_bool("kernel_pages");
@@ -130,6 +131,8 @@ class MemallocProfiler : public sdk::Profiler {
       if (!pid_)
         host_->warn("memalloc: no pid: every process mapping " + binary_ +
                     " is traced (a uprobe costs microseconds per allocation)");
+      if (auto note = sdk::tree_uprobe_note(filter, "memalloc", binary_); !note.empty())
+        host_->warn(note);
     }
     if (kernel_) {
       for (const char* tp :
@@ -147,7 +150,7 @@ class MemallocProfiler : public sdk::Profiler {
     ro->targ_sample_bytes = sample_bytes_;
     ro->targ_kernel_user_stacks = cfg.value_bool("kernel_user_stacks");
     ro->targ_page_size = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-    sdk::write_target_filter(filter, ro);
+    sdk::write_target_filter(filter, skel_.get());
 
     opts_.top = static_cast<std::size_t>(cfg.value_int("top"));
     opts_.min_age_ns = static_cast<std::uint64_t>(cfg.value_int("min_age_ms")) * 1000000ull;
@@ -200,7 +203,7 @@ class MemallocProfiler : public sdk::Profiler {
                            std::string("attaching ") + name + ": " + host_->last_error());
     }
     if (user_) {
-      AllocatorAttacher attacher(*host_, skel_.get(), binary_, pid_ ? pid_ : -1);
+      AllocatorAttacher attacher(*host_, skel_.get(), binary_, uprobe_pid_);
       skipped = attacher.attach(functions_);
     }
     start_warmer();
@@ -260,6 +263,7 @@ class MemallocProfiler : public sdk::Profiler {
   std::unique_ptr<sdk::Host> host_;
   std::unique_ptr<memalloc_bpf, SkelDeleter> skel_;
   int pid_ = 0;
+  int uprobe_pid_ = -1;
   bool user_ = true, kernel_ = false, kernel_pages_ = false;
   std::string binary_;
   std::vector<std::string> functions_;

@@ -184,7 +184,9 @@ TEST(AbiLayout, EveryFieldOffsetIsPinned) {
   EXPECT_EQ(offsetof(loupe_session_info, start_wall_ns), 48u);
   EXPECT_EQ(offsetof(loupe_session_info, flags), 56u);
   EXPECT_EQ(offsetof(loupe_session_info, reserved), 60u);
-  EXPECT_EQ(sizeof(loupe_session_info), 64u);
+  EXPECT_EQ(offsetof(loupe_session_info, tree_map_fd), 64u);
+  EXPECT_EQ(offsetof(loupe_session_info, reserved2), 68u);
+  EXPECT_EQ(sizeof(loupe_session_info), 72u);
   // loupe_setup_args
   EXPECT_EQ(offsetof(loupe_setup_args, size), 0u);
   EXPECT_EQ(offsetof(loupe_setup_args, reserved), 4u);

@@ -59,6 +59,15 @@ TEST(Profile, WrongTypesAndRangesAreRefused) {
   EXPECT_NE(e.find("session.pid: expected an integer"), std::string::npos) << e;
 }
 
+TEST(Profile, FollowDefaultsToTheWholeTreeAndIsABoolean) {
+  EXPECT_TRUE(loupe::parse_profile_text("[session]\n", "p.toml").session.follow);
+  EXPECT_FALSE(loupe::parse_profile_text("[session]\nfollow = false\n", "p.toml").session.follow);
+  auto e = error_of("[session]\nfollow = \"no\"\n");
+  EXPECT_NE(e.find("p.toml:2:10: error: session.follow: expected a boolean, found string"),
+            std::string::npos)
+      << e;
+}
+
 TEST(Profile, NestedTablesAreValidated) {
   auto e = error_of("[[plugins]]\nname = \"testprof\"\n[[plugins.targets]]\nweight = 0\n");
   EXPECT_NE(e.find("targets[0].weight: 0 is out of range [1, 100]"), std::string::npos) << e;

@@ -153,6 +153,47 @@ TEST(SdkTargetFilter, ReadsChecksAndWritesTheRodataKnobs) {
   }
 }
 
+// The process tree: followed only when the host says so (LOUPE_SESSION_TREE, a field it
+// has), for the session's own target, and through the skeleton (rodata cannot reach the
+// map); uprobes then go system-wide.
+TEST(SdkTargetFilter, TreeFollowedOnlyWithTheFlagForTheSessionTarget) {
+  loupe::test::FakeHost host;
+  loupe_config conf;
+  sdk::Config cfg(host.services(), &conf);
+  loupe_session_info session{};
+  session.size = sizeof(session);
+  session.target_pid = 1234;
+  auto f = sdk::read_target_filter(cfg, &session);  // zero-filled: fd 0 is not a map
+  EXPECT_EQ(f.tree_fd, -1);
+  EXPECT_FALSE(f.follows_tree());
+  EXPECT_EQ(f.uprobe_pid(), 1234);
+
+  session.flags = LOUPE_SESSION_TREE;
+  session.tree_map_fd = 42;
+  f = sdk::read_target_filter(cfg, &session);
+  EXPECT_EQ(f.tree_fd, 42);
+  EXPECT_TRUE(f.follows_tree());
+  EXPECT_EQ(f.uprobe_pid(), -1);  // children reach the uprobe only system-wide
+
+  FakeRodata ro;  // the pre-tree form: this process only
+  f = sdk::apply_target_filter(cfg, &session, &ro);
+  EXPECT_EQ(f.tree_fd, -1);
+  EXPECT_EQ(f.uprobe_pid(), 1234);
+  EXPECT_EQ(ro.loupe_filter_tgid, 1234u);
+
+  loupe_session_info old = session;  // a host older than the field
+  old.size = offsetof(loupe_session_info, tree_map_fd);
+  EXPECT_EQ(sdk::read_target_filter(cfg, &old).tree_fd, -1);
+
+  session.target_pid = 0;  // system-wide session, a pid of the plugin's own: no tree
+  conf.values["pid"] = std::int64_t{55};
+  f = sdk::read_target_filter(cfg, &session);
+  EXPECT_EQ(f.tree_fd, -1);
+  EXPECT_EQ(f.uprobe_pid(), 55);
+  conf.values["pid"] = std::int64_t{0};
+  EXPECT_EQ(sdk::read_target_filter(cfg, &session).uprobe_pid(), -1);  // everything
+}
+
 TEST(SdkHistogram, SlotBoundsInvertTheBpfSlotFunctions) {
   EXPECT_EQ(sdk::log2_slot_bounds(0).lower, 0u);
   EXPECT_EQ(sdk::log2_slot_bounds(0).upper, 2u);

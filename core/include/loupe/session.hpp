@@ -46,6 +46,9 @@ struct SessionOptions {
   std::optional<double> duration_s;
   std::optional<double> interval_s;
   std::optional<int> pid;
+  // Whether the target's descendants are profiled too (default: the profile's
+  // `[session] follow`, true). false = `--no-follow`: the target process only.
+  std::optional<bool> follow;
   std::optional<std::string> output_dir;
   std::vector<std::string> command;  // start this, profile it, end when it exits
   std::vector<std::filesystem::path> extra_plugin_dirs;  // searched first

@@ -117,6 +117,12 @@ void parse_session(const toml::table& t, SessionSpec& s, Checker& c) {
       else
         c.error(node,
                 fmt::format("session.stats: expected a boolean, found {}", toml_type_name(node)));
+    } else if (k == "follow") {
+      if (auto v = node.as_boolean())
+        s.follow = v->get();
+      else
+        c.error(node,
+                fmt::format("session.follow: expected a boolean, found {}", toml_type_name(node)));
     } else if (k == "user") {
       if (auto v = node.as_string(); v && !v->get().empty())
         s.user = v->get();
@@ -138,7 +144,7 @@ void parse_session(const toml::table& t, SessionSpec& s, Checker& c) {
       c.error(key,
               fmt::format(
                   "unknown key 'session.{}' (known: duration, interval, output_dir, pid, command, "
-                  "on_plugin_error, drain_timeout, user, allow_insecure_plugins, stats)",
+                  "on_plugin_error, drain_timeout, user, allow_insecure_plugins, stats, follow)",
                   k));
     }
   }

@@ -50,6 +50,7 @@ struct SessionSpec {
   std::string user;                     // switch to this user once attached (--user)
   bool allow_insecure_plugins = false;  // load plugins from group/world-writable paths
   bool stats = false;                   // per-probe BPF run-time statistics (loupe run --stats)
+  bool follow = true;  // the target's descendants are profiled too (--no-follow: false)
 };
 
 struct PluginSpec {

@@ -75,6 +75,30 @@ void HealthReport::rings(const std::vector<RingStats>& stats, std::vector<Coales
   }
 }
 
+void HealthReport::process_tree(const ProcessTree::Counters* tree, const std::string& unavailable) {
+  const std::string comp = "process_tree";
+  if (!tree) {
+    health("process_tree_unavailable", comp, 1, LOUPE_HEALTH_WARN,
+           "child processes were not profiled: " + unavailable, true);
+    return;
+  }
+  health("process_tree_seeded", comp, tree->seeded, LOUPE_HEALTH_OK,
+         "the target and the descendants it had when the session began", true);
+  health("process_tree_joined", comp, tree->joined, LOUPE_HEALTH_OK,
+         "processes the tree gained by fork", true);
+  health("process_tree_exited", comp, tree->left, LOUPE_HEALTH_OK, "", true);
+  health("process_tree_overflow", comp, tree->overflow, warn_if(tree->overflow),
+         tree->overflow ? "forks of the tree while its map was full: those processes and their "
+                          "descendants were not profiled"
+                        : "",
+         true);
+  health("process_tree_events_lost", comp, tree->events_lost, warn_if(tree->events_lost),
+         tree->events_lost ? "fork/exit events user space missed: some symbol caches were not "
+                             "refreshed"
+                           : "",
+         true);
+}
+
 void HealthReport::final_failures(const std::vector<ProbeResult>& probes,
                                   const std::vector<ProfilerHealth>& profilers,
                                   const std::vector<SinkHealth>& sinks,

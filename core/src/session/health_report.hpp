@@ -18,6 +18,7 @@
 #include "dispatch/ring_dispatcher.hpp"
 #include "dispatch/sink_runner.hpp"
 #include "kernel/bpf_lifecycle.hpp"
+#include "kernel/process_tree.hpp"
 #include "loupe/abi/records.h"
 
 namespace loupe {
@@ -48,6 +49,9 @@ class HealthReport {
   void final_failures(const std::vector<ProbeResult>& probes,
                       const std::vector<ProfilerHealth>& profilers,
                       const std::vector<SinkHealth>& sinks, const std::string& stats_error);
+  // At the end: the process tree the session followed (`tree`), or why it followed none
+  // although asked to (`unavailable`).
+  void process_tree(const ProcessTree::Counters* tree, const std::string& unavailable);
   // A change the ring reader made on its own (sampling divisor, count-only mode).
   void dispatch_event(const DispatchEvent& ev, std::uint64_t wall_ns);
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <thread>
@@ -22,6 +23,7 @@
 #include "kernel/bpf_lifecycle.hpp"
 #include "kernel/capabilities.hpp"
 #include "kernel/privileges.hpp"
+#include "kernel/process_tree.hpp"
 #include "loupe/plugin_registry.hpp"
 #include "loupe/symbolizer.hpp"
 #include "plugins/plugin_instance.hpp"
@@ -101,6 +103,9 @@ class Session::Impl {
   void configure_dispatch();
   void start_recording();
   void replay_capture();
+  void start_process_tree(pid_t root, bool seed_from_proc);
+  void poll_process_tree(bool drain_all);
+  void process_tree_health();
 
   SessionOptions& opts_;
   std::atomic<bool>& stop_;
@@ -119,8 +124,15 @@ class Session::Impl {
   std::string stats_error_;
   void enable_probe_stats();
   HostContext ctx_;
+  // The target's descendants (loupe_session_info.tree_map_fd): declared before the
+  // plugins so the map outlives every destroy().
+  std::unique_ptr<ProcessTree> tree_;
   std::vector<Live> sinks_, profilers_;
   std::unique_ptr<TargetProcess> target_;
+  std::string tree_error_;  // why the session follows no tree although asked to
+  // Exited tree members whose cached symbols are dropped once records already in flight
+  // had time to be decoded (monotonic ns when due).
+  std::deque<std::pair<std::uint32_t, std::uint64_t>> exited_;
   loupe_session_info info_{};
   std::string output_dir_;
   std::string command_text_;
@@ -148,6 +160,7 @@ void Session::Impl::load_profile() {
   if (opts_.duration_s) s.duration_s = *opts_.duration_s;
   if (opts_.interval_s) s.interval_s = *opts_.interval_s;
   if (opts_.pid) s.pid = *opts_.pid;
+  if (opts_.follow) s.follow = *opts_.follow;
   if (opts_.output_dir) s.output_dir = *opts_.output_dir;
   if (!opts_.user.empty()) s.user = opts_.user;
   s.allow_insecure_plugins |= opts_.allow_insecure_plugins;
@@ -333,6 +346,7 @@ void Session::Impl::run_loop() {
       spdlog::info("target pid {} is gone", s.pid);
       break;
     }
+    poll_process_tree(false);
     if (now >= next_report) {
       std::uint64_t window_end = clock_ns(LOUPE_CLOCK_REALTIME);
       ctx_.window_start_ns = window_start;
@@ -522,7 +536,9 @@ void Session::Impl::shutdown() {
       spdlog::warn("{}", e.what());
     }
   }
+  poll_process_tree(true);
   emit_core_health(true);
+  process_tree_health();
   result_.records_published = bus_.published();
   std::string sink_failures;
   for (auto& sk : sinks_) {
@@ -540,6 +556,59 @@ void Session::Impl::shutdown() {
   if (!sink_failures.empty()) throw Failure{ExitCode::kRuntime, sink_failures};
   for (auto& p : profilers_) p.instance->destroy();
   for (auto& sk : sinks_) sk.instance->destroy();
+}
+
+// The target and its descendants, in one core-owned map every plugin's filter reads.
+// Loaded before any plugin is set up (its fd goes in loupe_session_info). A kernel that
+// refuses the tracker leaves the session on "this process only", with a warning and a
+// health record, rather than failing it.
+void Session::Impl::start_process_tree(pid_t root, bool seed_from_proc) {
+  std::string err;
+  tree_ = ProcessTree::start(*features_, {}, &err);
+  if (tree_ && !tree_->add_root(root, &err)) tree_.reset();
+  if (!tree_) {
+    tree_error_ = err;
+    spdlog::warn("cannot follow the target's child processes ({}); profiling pid {} only", err,
+                 root);
+    return;
+  }
+  std::size_t seeded = seed_from_proc ? tree_->seed_from_proc(root) : 0;
+  spdlog::info("following pid {} and its descendants ({}{})", root, tree_->mechanism(),
+               seed_from_proc ? fmt::format(", {} existing descendant(s) from /proc", seeded)
+                              : std::string());
+}
+
+// Fork and exit events of the tree. A new process's pid may have been another process's
+// before: its cached symbols go at once. An exited one's go a few seconds later, so
+// records it emitted that are still queued resolve with them (the symbolizer's cache is
+// bounded either way; this keeps dead processes from crowding out live ones).
+void Session::Impl::poll_process_tree(bool drain_all) {
+  if (!tree_) return;
+  constexpr std::uint64_t kExitGraceNs = 2'000'000'000ull;
+  constexpr std::size_t kMaxPendingExits = 65536;
+  std::uint64_t now = clock_ns(LOUPE_CLOCK_MONOTONIC);
+  tree_->poll([&](const loupe_tree_event& ev) {
+    if (ev.kind == LOUPE_TREE_FORK) {
+      if (symbolizer_) symbolizer_->invalidate(ev.tgid);
+    } else if (ev.kind == LOUPE_TREE_EXIT) {
+      exited_.emplace_back(ev.tgid, now + kExitGraceNs);
+    }
+  });
+  while (!exited_.empty() &&
+         (exited_.front().second <= now || exited_.size() > kMaxPendingExits || drain_all)) {
+    // At the end (drain_all) the final collect still symbolizes: keep what is cached.
+    if (!drain_all && symbolizer_) symbolizer_->invalidate(exited_.front().first);
+    exited_.pop_front();
+  }
+}
+
+void Session::Impl::process_tree_health() {
+  if (tree_) {
+    auto c = tree_->counters();
+    health_->process_tree(&c, "");
+  } else if (!tree_error_.empty()) {
+    health_->process_tree(nullptr, tree_error_);
+  }
 }
 
 SessionResult Session::Impl::run() {
@@ -584,6 +653,12 @@ SessionResult Session::Impl::run() {
       for (auto& a : profile_.session.command)
         command_text_ += (command_text_.empty() ? "" : " ") + a;
     }
+    if (!replay && profile_.session.follow) {
+      if (target_)
+        start_process_tree(target_->pid(), false);  // held before exec: nothing to seed
+      else if (profile_.session.pid > 0)
+        start_process_tree(profile_.session.pid, true);
+    }
     session_start_wall_ = clock_ns(LOUPE_CLOCK_REALTIME);
     ctx_.window_start_ns = session_start_wall_;
     info_.size = sizeof(info_);
@@ -594,6 +669,11 @@ SessionResult Session::Impl::run() {
     info_.output_dir = output_dir_.c_str();
     info_.start_wall_ns = session_start_wall_;
     info_.flags = replay ? LOUPE_SESSION_REPLAY : 0;
+    info_.tree_map_fd = -1;
+    if (tree_) {
+      info_.flags |= LOUPE_SESSION_TREE;
+      info_.tree_map_fd = tree_->map_fd();
+    }
     ctx_.replay = replay;
 
     // Sinks first, so every record a profiler emits during start() has somewhere to go.

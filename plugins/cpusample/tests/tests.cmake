@@ -8,3 +8,8 @@ set_target_properties(cpu_spin PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINAR
 loupe_cli_e2e_test(cpusample_e2e_test SOURCE ${CMAKE_CURRENT_LIST_DIR}/cpusample_e2e_test.cpp
   DEFINITIONS CPU_SPIN_WORKLOAD="$<TARGET_FILE:cpu_spin>"
   DEPENDS cpu_spin loupe-cpusample ONE_ENTRY PROPERTIES TIMEOUT 120)
+
+# The session's process tree: forked workers' samples by pid and comm, --no-follow.
+loupe_cli_e2e_test(cpusample_tree_e2e_test
+  SOURCE ${CMAKE_CURRENT_LIST_DIR}/cpusample_tree_e2e_test.cpp
+  DEPENDS tree_workload loupe-cpusample PROPERTIES TIMEOUT 120)

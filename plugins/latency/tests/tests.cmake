@@ -28,3 +28,7 @@ gtest_discover_tests(latency_kernel_test PROPERTIES LABELS kernel ENVIRONMENT "$
 loupe_cli_e2e_test(latency_e2e_test SOURCE ${_lat_dir}/latency_e2e_test.cpp
   DEFINITIONS LATENCY_WORKLOAD="$<TARGET_FILE:latency_workload>"
   DEPENDS latency_workload loupe-latency PROPERTIES RUN_SERIAL TRUE)
+
+# The session's process tree: forked workers, a shell pipeline, --no-follow, --pid.
+loupe_cli_e2e_test(latency_tree_e2e_test SOURCE ${_lat_dir}/latency_tree_e2e_test.cpp
+  DEPENDS tree_workload loupe-latency PROPERTIES RUN_SERIAL TRUE)

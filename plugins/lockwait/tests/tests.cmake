@@ -23,3 +23,7 @@ loupe_cli_e2e_test(lockwait_e2e_test SOURCE ${_lw_dir}/lockwait_e2e_test.cpp
   DEFINITIONS LOCKWAIT_MUTEX="$<TARGET_FILE:lockwait_mutex>"
               LOCKWAIT_KERNEL="$<TARGET_FILE:lockwait_kernel>"
   DEPENDS lockwait_mutex lockwait_kernel loupe-lockwait PROPERTIES TIMEOUT 120)
+
+# The session's process tree: forked workers' mutex contention, --no-follow.
+loupe_cli_e2e_test(lockwait_tree_e2e_test SOURCE ${_lw_dir}/lockwait_tree_e2e_test.cpp
+  DEPENDS tree_workload loupe-lockwait PROPERTIES TIMEOUT 120)

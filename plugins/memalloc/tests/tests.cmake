@@ -16,3 +16,7 @@ gtest_discover_tests(memalloc_unit_test PROPERTIES LABELS unit ENVIRONMENT "${LO
 loupe_cli_e2e_test(memalloc_e2e_test SOURCE ${_ma_dir}/memalloc_e2e_test.cpp
   DEFINITIONS MEMALLOC_WORKLOAD="$<TARGET_FILE:memalloc_workload>"
   DEPENDS memalloc_workload loupe-memalloc)
+
+# The session's process tree: forked workers' allocations per pid, --no-follow, --pid.
+loupe_cli_e2e_test(memalloc_tree_e2e_test SOURCE ${_ma_dir}/memalloc_tree_e2e_test.cpp
+  DEPENDS tree_workload loupe-memalloc PROPERTIES RUN_SERIAL TRUE)

@@ -72,7 +72,7 @@ class SyscountProfiler : public loupe::sdk::Profiler {
     if (!skel_)
       throw Error(LOUPE_ERR_RESOURCE, std::string("open BPF object: ") + std::strerror(errno));
     // pid (default: the session's target), tid, comm, cgroup -> the loupe_filter_* knobs.
-    const auto filter = loupe::sdk::apply_target_filter(args.config, args.session, skel_->rodata);
+    const auto filter = loupe::sdk::apply_target_filter(args.config, args.session, skel_.get());
     skel_->rodata->targ_per_process = per_process_;
     host_->debug("syscount: pid=" + std::to_string(filter.pid) +
                  " per_process=" + (per_process_ ? "true" : "false"));

@@ -58,6 +58,19 @@ typedef struct loupe_session_info {
   /* Appended (test with LOUPE_ABI_HAS_FIELD): LOUPE_SESSION_* bits. */
   uint32_t flags;
   uint32_t reserved;
+  /*
+   * Appended (test with LOUPE_ABI_HAS_FIELD): the session's process tree, a BPF hash map
+   * the core owns (key __u32 tgid, value struct loupe_tree_entry, bpf/include/loupe/tree.h)
+   * holding target_pid and every descendant, kept by the core from fork/exit. Host-owned:
+   * open from setup() until destroy() returns; a plugin must not close or write it, and
+   * takes its own reference with bpf_map__reuse_fd() (which dups it) before load, as
+   * sdk::write_target_filter() does. Valid only when flags has LOUPE_SESSION_TREE (so a
+   * zero-filled struct names no map); else -1. No tree (system-wide, `--no-follow`,
+   * replay, the kernel refused the tracker, or an old host without the field): filter by
+   * target_pid alone.
+   */
+  int32_t tree_map_fd;
+  uint32_t reserved2;
 } loupe_session_info;
 
 /*
@@ -67,6 +80,11 @@ typedef struct loupe_session_info {
  * map_fd, lost_map_fd and divisor_map_fd = -1. collect() should skip reading BPF maps.
  */
 #define LOUPE_SESSION_REPLAY 0x1u
+/*
+ * LOUPE_SESSION_TREE: the target's descendants are part of the target ("follow", the
+ * default for `loupe run -- CMD` and `--pid P`); tree_map_fd names the map that lists them.
+ */
+#define LOUPE_SESSION_TREE 0x2u
 
 typedef struct loupe_setup_args {
   uint32_t size;

@@ -7,13 +7,20 @@
 //   constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kTargetFilterKeys);
 //   ...
 //   skel_.reset(x_bpf__open());
-//   sdk::TargetFilter f = sdk::apply_target_filter(args.config, args.session, skel_->rodata);
+//   sdk::TargetFilter f = sdk::apply_target_filter(args.config, args.session, skel_.get());
+//
+// Given the skeleton (not only its rodata), the filter also follows the session's process
+// tree: the object's loupe_tree map reuses the core's (bpf_map__reuse_fd) and the tgid
+// test becomes membership, so the target's children and their descendants pass. Given
+// only the rodata, the filter is "this process only" (what plugins built before the tree
+// got), and uprobe_pid() says -1 only when the filter has no pid.
 //
 // A plugin that offers only some filters appends only those keys (sdk::kPidKey, ...): keys
 // absent from the schema read as "off".
 #ifndef LOUPE_SDK_TARGET_FILTER_HPP
 #define LOUPE_SDK_TARGET_FILTER_HPP
 
+#include <bpf/libbpf.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -25,6 +32,7 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "loupe/abi/config.h"
@@ -173,7 +181,38 @@ struct TargetFilter {
   std::string comm;  // "" = any
   std::uint64_t cgroup_id = 0;
   std::string cgroup;  // as configured
+  // The core's process-tree map when the session follows the target's descendants and
+  // `pid` is the session's target; -1 = "this process only". Host-owned (never closed here).
+  int tree_fd = -1;
+
+  // Whether the filter passes the target's descendants too.
+  bool follows_tree() const { return tree_fd >= 0 && pid != 0; }
+  // The pid to attach uprobes to: -1 (every process mapping the file, the BPF filter
+  // keeps the tree) when following the tree or unfiltered, else the one process. A
+  // per-process uprobe never fires in that process's children.
+  int uprobe_pid() const { return follows_tree() || pid == 0 ? -1 : static_cast<int>(pid); }
 };
+
+// What following the tree costs others when a plugin's uprobes on `file` go system-wide:
+// one line for the plugin to log (empty when the filter does not follow the tree).
+inline std::string tree_uprobe_note(const TargetFilter& f, const std::string& plugin,
+                                    const std::string& file) {
+  if (!f.follows_tree()) return {};
+  return plugin + ": following pid " + std::to_string(f.pid) +
+         " and its children: the uprobes on " + file +
+         " trap in every process that maps it (filtered in BPF, a trap per call for them too); "
+         "--no-follow keeps them on pid " +
+         std::to_string(f.pid) + " alone";
+}
+
+// The session's process-tree map, or -1 when the session follows none (or the host is
+// older than the field).
+inline int session_tree_fd(const loupe_session_info* session) {
+  if (!session || !LOUPE_ABI_HAS_FIELD(session, loupe_session_info, tree_map_fd) ||
+      !(session->flags & LOUPE_SESSION_TREE))
+    return -1;
+  return session->tree_map_fd;
+}
 
 // The longest comm the kernel keeps (TASK_COMM_LEN 16 with its NUL).
 inline constexpr std::size_t kMaxCommLen = 15;
@@ -186,6 +225,7 @@ inline TargetFilter read_target_filter(const Config& cfg, const loupe_session_in
   std::int64_t pid = cfg.get_int("pid", 0);
   std::int64_t session_pid = session_target_pid(pid, session);
   f.pid = static_cast<std::uint32_t>(pid ? pid : session_pid);
+  if (session_pid && f.pid == session_pid) f.tree_fd = session_tree_fd(session);
   f.tid = static_cast<std::uint32_t>(cfg.get_int("tid", 0));
   f.comm = cfg.get_string("comm", "");
   if (f.comm.size() > kMaxCommLen)
@@ -197,9 +237,18 @@ inline TargetFilter read_target_filter(const Config& cfg, const loupe_session_in
   return f;
 }
 
+namespace detail {
+template <typename T, typename = void>
+struct IsSkeleton : std::false_type {};
+template <typename T>
+struct IsSkeleton<T, std::void_t<decltype(std::declval<T&>().maps.loupe_tree)>> : std::true_type {};
+}  // namespace detail
+
 // Writes `f` into the loupe_filter_* knobs of a skeleton's rodata (between open and load).
+// Rodata alone cannot reach the tree map: the filter stays "this process only".
 template <typename Rodata>
-void write_target_filter(const TargetFilter& f, Rodata* ro) {
+auto write_target_filter(const TargetFilter& f, Rodata* ro)
+    -> decltype(ro->loupe_filter_tgid, void()) {
   static_assert(sizeof(ro->loupe_filter_comm) == kMaxCommLen + 1);
   ro->loupe_filter_tgid = f.pid;
   ro->loupe_filter_tid = f.tid;
@@ -210,11 +259,30 @@ void write_target_filter(const TargetFilter& f, Rodata* ro) {
   ro->loupe_filter_comm_on = !f.comm.empty();
 }
 
+// Writes `f` into a skeleton (between open and load): the rodata knobs, and when the
+// session follows the target's tree, the object's loupe_tree map reuses the core's map
+// and loupe_filter_tree is set. Throws Error(KERNEL) when libbpf refuses the reuse.
+template <typename Skeleton>
+auto write_target_filter(const TargetFilter& f, Skeleton* skel)
+    -> decltype(skel->rodata->loupe_filter_tree, skel->maps.loupe_tree, void()) {
+  write_target_filter(f, skel->rodata);
+  skel->rodata->loupe_filter_tree = false;
+  if (!f.follows_tree()) return;
+  int err = bpf_map__reuse_fd(skel->maps.loupe_tree, f.tree_fd);
+  if (err)
+    throw Error(LOUPE_ERR_KERNEL, std::string("sharing the session's process-tree map: ") +
+                                      std::strerror(err < 0 ? -err : err));
+  skel->rodata->loupe_filter_tree = true;
+}
+
 // Both in one call, for a plugin that opens its BPF object before it needs the filter.
-template <typename Rodata>
-TargetFilter apply_target_filter(const Config& cfg, const loupe_session_info* session, Rodata* ro) {
+// `target` is the skeleton (follows the tree) or its rodata (this process only).
+template <typename Target>
+TargetFilter apply_target_filter(const Config& cfg, const loupe_session_info* session,
+                                 Target* target) {
   TargetFilter f = read_target_filter(cfg, session);
-  write_target_filter(f, ro);
+  if constexpr (!detail::IsSkeleton<Target>::value) f.tree_fd = -1;  // rodata: no tree
+  write_target_filter(f, target);
   return f;
 }
 
