@@ -94,6 +94,7 @@ bool ProcessSpace::reload(StringPool& strings, int* err) {
   mapped_jitdump_ = std::move(mapped);
   loaded_at_ = std::chrono::steady_clock::now();
   exe_id_ = exe_before;
+  ++generation_;
   return true;
 }
 
