@@ -201,9 +201,12 @@ UnwindResult DwarfUnwinder::unwind(const loupe_user_regs& regs, const void* stac
   s.last_pc = ip;
   int rc = dwfl_getthread_frames(s.dwfl, static_cast<pid_t>(s.pid), State::frame, &s);
   res.n = s.n;
+  // libdwfl ends a walk without an error when the return address cannot be read (it
+  // takes it as undefined, like the outermost frame's), so a read the slice could not
+  // serve decides: the walk was cut, not finished.
   if (s.max_hit)
     res.status = LOUPE_UNWIND_MAX_DEPTH;
-  else if (rc == 0 || s.pc_zero)
+  else if ((rc == 0 || s.pc_zero) && s.fault == MemoryFault::kNone)
     res.status = LOUPE_UNWIND_OK;
   else if (!covers(s.last_pc))
     res.status = LOUPE_UNWIND_UNMAPPED_PC;

@@ -89,7 +89,7 @@ class CpuSampleDwarfE2E : public CliRun {
                            "main",  "return", "address", "the",      "of",      "and",
                            "a",     "to",     "profile", "pointer",  "register"};
     std::string line;
-    for (int i = 0; i < 1'600'000; ++i) {
+    for (int i = 0; i < 400'000; ++i) {
       line += words[rng() % (sizeof(words) / sizeof(words[0]))];
       line += (rng() % 11 == 0) ? '\n' : ' ';
       if (line.size() > 4096) {
