@@ -51,8 +51,8 @@ TEST(AbiChecks, WrongMajorNamesBothVersionsAndFile) {
   d.abi_major = 2;
   auto e = refusal(d);
   EXPECT_NE(e.find("/x/libfoo.so"), std::string::npos) << e;
-  EXPECT_NE(e.find("plugin ABI 2.1"), std::string::npos) << e;
-  EXPECT_NE(e.find("host ABI 1.1"), std::string::npos) << e;
+  EXPECT_NE(e.find("plugin ABI 2.2"), std::string::npos) << e;
+  EXPECT_NE(e.find("host ABI 1.2"), std::string::npos) << e;
 }
 
 TEST(AbiChecks, NewerMinorRefused) {
@@ -121,8 +121,8 @@ TEST(AbiChecks, SharedObjectsAreCheckedOnLoad) {
     const char* file;
     const char* expect;
   } cases[] = {
-      {"loupe-bad-wrong_major.so", "plugin ABI 2.1 is incompatible with host ABI 1.1"},
-      {"loupe-bad-newer_minor.so", "plugin ABI 1.2 is newer than host ABI 1.1"},
+      {"loupe-bad-wrong_major.so", "plugin ABI 2.2 is incompatible with host ABI 1.2"},
+      {"loupe-bad-newer_minor.so", "plugin ABI 1.3 is newer than host ABI 1.2"},
       {"loupe-bad-truncated.so", "descriptor table truncated"},
       {"loupe-bad-missing_hook.so", "lacks the required hook 'start'"},
       {"loupe-bad-no_entry.so",
