@@ -149,28 +149,33 @@ static __always_inline __u32 loupe_ustack_copy(struct loupe_ustack *us, __u8 *ds
 	struct loupe_ustack_counters *c = loupe_ustack_counters();
 	__u64 sp = us->regs[LOUPE_USTACK_REG_SP];
 	__u64 want = loupe_ustack_stack_bytes;
-	__u64 off = 0, chunk;
+	__u64 off = 0, first;
 
 	if (want > LOUPE_USTACK_MAX_BYTES)
 		want = LOUPE_USTACK_MAX_BYTES;
-	/* First the rest of sp's page, then whole pages: a fault can only start at a page. */
-	chunk = LOUPE_USTACK_CHUNK - (sp & (LOUPE_USTACK_CHUNK - 1));
+	/* First the rest of sp's page, then whole pages: a fault can only start at a page.
+	 * Unrolled, each chunk's start depends on `first` alone (no loop-carried offset):
+	 * 6.1's verifier derived impossible bounds for a carried one and refused the
+	 * program. */
+	first = LOUPE_USTACK_CHUNK - (sp & (LOUPE_USTACK_CHUNK - 1));
+#pragma unroll
 	for (int i = 0; i < LOUPE_USTACK_MAX_BYTES / LOUPE_USTACK_CHUNK + 1; i++) {
-		if (off >= want)
+		__u64 start = i == 0 ? 0 : first + (__u64)(i - 1) * LOUPE_USTACK_CHUNK;
+		__u64 chunk = i == 0 ? first : LOUPE_USTACK_CHUNK;
+
+		if (start >= want)
 			break;
-		if (chunk > want - off)
-			chunk = want - off;
-		/* Bounds the verifier can follow (64-bit, re-clamped after the compiler's view):
-		 * off < MAX, 0 < chunk <= CHUNK; the scratch value has MAX + CHUNK bytes
-		 * after `us`. */
-		asm volatile("" : "+r"(off), "+r"(chunk));
-		off &= LOUPE_USTACK_MAX_BYTES - 1;
+		if (chunk > want - start)
+			chunk = want - start;
+		/* Bounds the verifier can follow: start < MAX, 0 < chunk <= CHUNK; the scratch
+		 * value has MAX + CHUNK bytes after `us`. */
+		asm volatile("" : "+r"(start), "+r"(chunk));
+		start &= LOUPE_USTACK_MAX_BYTES - 1;
 		if (chunk > LOUPE_USTACK_CHUNK || chunk == 0)
 			break;
-		if (bpf_probe_read_user(dst + off, chunk, (void *)(sp + off)))
+		if (bpf_probe_read_user(dst + start, chunk, (void *)(sp + start)))
 			break;
-		off += chunk;
-		chunk = LOUPE_USTACK_CHUNK;
+		off = start + chunk;
 	}
 	us->stack_len = (__u32)off;
 	if (c) {
