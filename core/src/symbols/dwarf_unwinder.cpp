@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "symbols/dwarf_unwinder.hpp"
 
+#include <elf.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -41,6 +45,27 @@ int no_elf(Dwfl_Module*, void**, const char*, Dwarf_Addr, char**, Elf**) {
 }
 
 char* no_debuginfo_path = nullptr;
+
+// The vdso image: every 64-bit process of this kernel maps the same one, so this process's
+// copy (AT_SYSINFO_EHDR) stands for the target's. Written once to a memfd, because libdwfl
+// reports modules from files; -1 when there is none.
+int vdso_fd() {
+  static const int fd = [] {
+    const auto* ehdr = reinterpret_cast<const Elf64_Ehdr*>(getauxval(AT_SYSINFO_EHDR));
+    if (!ehdr || std::memcmp(ehdr->e_ident, ELFMAG, SELFMAG) != 0) return -1;
+    // The section headers come last in the image.
+    const std::size_t size = ehdr->e_shoff + std::size_t{ehdr->e_shnum} * ehdr->e_shentsize;
+    if (size == 0 || size > (1u << 20)) return -1;
+    int f = static_cast<int>(::syscall(SYS_memfd_create, "loupe-vdso", MFD_CLOEXEC));
+    if (f < 0) return -1;
+    if (::write(f, ehdr, size) != static_cast<ssize_t>(size)) {
+      ::close(f);
+      return -1;
+    }
+    return f;
+  }();
+  return fd;
+}
 const Dwfl_Callbacks kDwflCallbacks = {no_elf, no_debuginfo, dwfl_offline_section_address,
                                        &no_debuginfo_path};
 
@@ -134,6 +159,25 @@ void DwarfUnwinder::sync_modules(ProcessSpace& space, ElfFileCache& files) {
   if (!s_->dwfl) return;
   bool began = false;
   for (MappedRegion& r : space.regions()) {
+    if (r.map.path == "[vdso]") {
+      // A sample in clock_gettime() & co.: the vdso's CFI carries the walk on to its caller.
+      auto key = std::make_tuple(r.map.path, r.map.start, 0u, 0u);
+      if (s_->reported.count(key) || vdso_fd() < 0) continue;
+      int fd = ::dup(vdso_fd());
+      if (fd < 0) continue;
+      if (!began) {
+        dwfl_report_begin_add(s_->dwfl);
+        began = true;
+      }
+      // The vdso is linked at 0: its load bias is where the process maps it.
+      if (dwfl_report_elf(s_->dwfl, "[vdso]", "[vdso]", fd, r.map.start, true)) {
+        s_->reported.insert(std::move(key));
+        ++s_->n_modules;
+      } else {
+        ::close(fd);
+      }
+      continue;
+    }
     if (!r.map.executable || !r.map.file_backed()) continue;
     auto key = std::make_tuple(r.map.path, r.map.inode, r.map.dev_major, r.map.dev_minor);
     if (s_->reported.count(key)) continue;

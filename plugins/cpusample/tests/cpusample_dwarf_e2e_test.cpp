@@ -145,3 +145,33 @@ TEST_F(CpuSampleDwarfE2E, XzStacksReachMainWithDwarfAndMostlyNotWithFramePointer
   EXPECT_LT(f.rooted * 100, f.xz * 50) << "fp reached main in most xz samples";
   EXPECT_GE(d.rooted * f.xz, 2 * f.rooted * d.xz) << "dwarf is not clearly better than fp";
 }
+
+TEST_F(CpuSampleDwarfE2E, SamplesInTheVdsoUnwindThroughItToMain) {
+  // clock_gettime() runs in the vdso, which no file backs: the unwinder reports this
+  // process's own vdso image in its place (the same kernel maps the same image).
+  RunResult r = run("[[plugins]]\nname = \"cpusample\"\nunwind = \"dwarf\"\n",
+                    {CPU_SPIN_WORKLOAD, "1.5", "clock"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::int64_t total = 0, in_vdso = 0, rooted_vdso = 0, rooted = 0;
+  for (const auto* rec : r.all("stack", "cpu")) {
+    if ((*rec)["labels"]["comm"] != "cpu_spin") continue;
+    const std::int64_t n = (*rec)["stack"]["values"][0]["value"].get<std::int64_t>();
+    bool vdso = false, main_found = false;
+    for (const auto& f : (*rec)["stack"]["frames"]) {
+      vdso = vdso || str(f, "module") == "[vdso]";
+      main_found = main_found || str(f, "symbol") == "main";
+    }
+    total += n;
+    if (vdso) in_vdso += n;
+    if (vdso && main_found) rooted_vdso += n;
+    if (main_found) rooted += n;
+  }
+  std::printf(
+      "  clock loop: samples=%lld in the vdso=%lld of which reaching main=%lld; all "
+      "reaching main=%lld\n",
+      (long long)total, (long long)in_vdso, (long long)rooted_vdso, (long long)rooted);
+  ASSERT_GE(total, 10);
+  EXPECT_GT(in_vdso, 0) << "no sample landed in the vdso: nothing was tested";
+  EXPECT_GE(rooted_vdso * 100, in_vdso * 90);
+  EXPECT_GE(rooted * 100, total * 90);
+}

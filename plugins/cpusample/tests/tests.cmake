@@ -11,4 +11,5 @@ loupe_cli_e2e_test(cpusample_e2e_test SOURCE ${CMAKE_CURRENT_LIST_DIR}/cpusample
 
 # unwind = "dwarf" on Debian's own xz (no frame pointers), against unwind = "fp".
 loupe_cli_e2e_test(cpusample_dwarf_e2e_test SOURCE ${CMAKE_CURRENT_LIST_DIR}/cpusample_dwarf_e2e_test.cpp
-  DEPENDS loupe-cpusample ONE_ENTRY PROPERTIES TIMEOUT 240)
+  DEFINITIONS CPU_SPIN_WORKLOAD="$<TARGET_FILE:cpu_spin>"
+  DEPENDS cpu_spin loupe-cpusample ONE_ENTRY PROPERTIES TIMEOUT 240)
