@@ -55,12 +55,20 @@ def words_file(path, mb):
 
 
 def start_stopped(argv):
+    """Starts argv and stops it right after its exec (the profilers then attach to a running
+    xz image, as to any running process); it has run for well under a millisecond."""
     pid = os.fork()
     if pid == 0:
         fd = os.open("/dev/null", os.O_WRONLY)
         os.dup2(fd, 1)
-        os.kill(os.getpid(), signal.SIGSTOP)
         os.execv(argv[0], argv)
+    while True:
+        try:
+            if os.readlink("/proc/%d/exe" % pid) == argv[0]:
+                break
+        except OSError:
+            pass
+    os.kill(pid, signal.SIGSTOP)
     os.waitpid(pid, os.WUNTRACED)
     return pid
 
@@ -99,7 +107,7 @@ def fde_name(path, vaddr):
 
 
 def norm(sym):
-    sym = sym.split("@")[0]
+    sym = re.sub(r"@@?[A-Z][A-Za-z0-9_.]*$", "", sym)  # symbol versions (__libc_start_main@GLIBC_2.2.5)
     if sym.startswith("__libc_start_main"):
         return "__libc_start_main"
     return sym
@@ -141,11 +149,15 @@ def perf_stacks(data):
         if not lines or not lines[0].strip().startswith("xz"):
             continue
         frames = []
+        prev_ip = None
         for l in lines[1:]:
+            # perf names the code at one address once per inlined level ("sym (inlined)",
+            # no module); loupe names the function holding it: keep one line per address.
             m = re.match(r"\s*([0-9a-f]+) (.*) \((.*)\)$", l)
-            if not m or "(inlined)" in l or m.group(3) == "[kernel.kallsyms]":
+            if not m or m.group(3) == "[kernel.kallsyms]" or int(m.group(1), 16) == prev_ip:
                 continue
             ip, sym, dso = int(m.group(1), 16), m.group(2), m.group(3)
+            prev_ip = ip
             if sym.startswith("[unknown]"):
                 name = fde_name(dso, ip) if dso.startswith("/") else "[unknown]"
             else:
@@ -206,6 +218,35 @@ def run_variant(variant, build, tmp, data):
     return res
 
 
+def bpf_ns_per_run(build, tmp, data, unwind):
+    """cs_sample / cs_sample_dwarf run time per sample (kernel.bpf_stats_enabled), one run."""
+    prog = "cs_sample_dwarf" if unwind == "dwarf" else "cs_sample"
+    old = open("/proc/sys/kernel/bpf_stats_enabled").read().strip()
+    open("/proc/sys/kernel/bpf_stats_enabled", "w").write("1")
+    try:
+        pid = start_stopped([XZ, "-6", "-T1", "-c", "-k", data])
+        profile = os.path.join(tmp, "stats.toml")
+        with open(profile, "w") as f:
+            f.write('[session]\noutput_dir = "%s/stats"\n[[plugins]]\nname = "cpusample"\n'
+                    'unwind = "%s"\n[[sinks]]\nname = "jsonl"\n' % (tmp, unwind))
+        prof = subprocess.Popen([os.path.join(build, "bin/loupe"), "run", profile, "--pid", str(pid)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(3)
+        os.kill(pid, signal.SIGCONT)
+        last = None
+        while os.waitpid(pid, os.WNOHANG) == (0, 0):
+            txt = subprocess.run(["bpftool", "prog", "show", "name", prog], capture_output=True,
+                                 text=True).stdout
+            m = re.search(r"run_time_ns (\d+) run_cnt (\d+)", txt)
+            if m:
+                last = (int(m.group(1)), int(m.group(2)))
+            time.sleep(0.5)
+        prof.wait()
+        return (last[0] / last[1], last[1]) if last and last[1] else (0.0, 0)
+    finally:
+        open("/proc/sys/kernel/bpf_stats_enabled", "w").write(old)
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -247,13 +288,27 @@ def main():
                 line += " %8d %6.1f%%" % (total, 100.0 * rooted / max(1, total))
                 tops[v] = (total, paths)
             print(line)
-        for v in ("loupe-dwarf", "perf-dwarf"):
-            if v not in tops:
-                continue
-            total, paths = tops[v]
-            print("\ntop call paths, %s (root -> leaf; share of xz samples):" % v)
-            for p, n in paths.most_common(5):
-                print("  %5.1f%%  %s" % (100.0 * n / max(1, total), p))
+        shown = [v for v in ("loupe-dwarf", "perf-dwarf") if v in tops]
+        tops5 = {v: tops[v][1].most_common(5) for v in shown}
+        # The root part every shown path shares is printed once.
+        split = [p.split(";") for v in shown for p, _ in tops5[v]]
+        common = 0
+        while split and all(len(x) > common + 1 and x[common] == split[0][common] for x in split):
+            common += 1
+        if common:
+            print("\ncommon root of the paths below: %s" % ";".join(split[0][:common]))
+        for v in shown:
+            total = tops[v][0]
+            print("\ntop call paths, %s (share of xz samples; ... = the common root):" % v)
+            for p, n in tops5[v]:
+                print("  %5.1f%%  %s%s" % (100.0 * n / max(1, total), "...;" if common else "",
+                                          ";".join(p.split(";")[common:])))
+        if shutil.which("bpftool"):
+            for unwind in ("fp", "dwarf"):
+                ns, runs = bpf_ns_per_run(build, tmp, data, unwind)
+                print("\nBPF run time, unwind = %s: %.0f ns per sample (%d samples)" % (unwind, ns, runs),
+                      end="")
+            print()
         if "loupe-dwarf" in tops and "perf-dwarf" in tops:
             a = [p for p, _ in tops["loupe-dwarf"][1].most_common(5)]
             b = [p for p, _ in tops["perf-dwarf"][1].most_common(5)]

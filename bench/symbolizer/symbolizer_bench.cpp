@@ -221,6 +221,21 @@ struct Captured {
   }
 };
 
+std::vector<std::uint64_t> executable_file_starts() {
+  std::vector<std::uint64_t> out;
+  std::ifstream in("/proc/self/maps");
+  std::string line;
+  while (std::getline(in, line)) {
+    unsigned long long lo = 0, hi = 0;
+    char perms[8] = {};
+    char path[512] = {};
+    if (std::sscanf(line.c_str(), "%llx-%llx %7s %*s %*s %*s %511s", &lo, &hi, perms, path) == 5 &&
+        perms[2] == 'x' && path[0] == '/')
+      out.push_back(lo);
+  }
+  return out;
+}
+
 void BM_UnwindWarm(benchmark::State& state) {
   Captured cap;
   auto sym = loupe::make_symbolizer();
@@ -246,9 +261,13 @@ void BM_UnwindFirstOfProcess(benchmark::State& state) {
   for (auto _ : state) {
     state.PauseTiming();
     auto sym = loupe::make_symbolizer();
-    std::uint64_t dummy = 0;
-    loupe_frame f{};
-    sym->symbolize(pid, LOUPE_FRAME_USER, &dummy, 1, &f);  // maps read, like a running session
+    // A running session has read the maps and the symbol tables of the files its stacks
+    // touch: symbolize one address per executable file mapping, so the heap delta below is
+    // the unwinder's own (its Dwfl and the CFI it read).
+    std::vector<std::uint64_t> starts = executable_file_starts();
+    std::vector<loupe_frame> f(starts.size());
+    sym->symbolize(pid, LOUPE_FRAME_USER, starts.data(), static_cast<std::uint32_t>(starts.size()),
+                   f.data());
     const auto before = mallinfo2().uordblks;
     state.ResumeTiming();
     r = sym->unwind_user(pid, cap.regs, cap.c->stack, cap.len, out, 127);

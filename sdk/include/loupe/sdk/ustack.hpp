@@ -91,7 +91,8 @@ class UstackUnwinder {
   }
 
   // One health record per failure reason ("<component>/unwind_<reason>", WARN when
-  // non-zero), the BPF side's copy counters, and the number unwound whole (OK).
+  // non-zero), the BPF side's copy counters, the number unwound whole (OK), and the
+  // metric ustack_bytes_per_sample (mean stack bytes copied).
   void emit_health(const std::string& component, const loupe_ustack_counters& bpf, bool is_final,
                    std::uint64_t ws, std::uint64_t we) const {
     auto health = [&](const std::string& what, std::uint64_t v, bool loss, const char* msg) {
@@ -109,6 +110,13 @@ class UstackUnwinder {
     health("ustack_no_regs", bpf.no_regs, false, "samples without user registers (kernel threads)");
     health("ustack_short_copy", bpf.short_copy, false,
            "stack copies shorter than stack_bytes (the top of the stack was reached first)");
+    // What a sample costs the ring: the mean copy (sizes the ring and stack_bytes).
+    RecordBuilder rb(LOUPE_RECORD_METRIC, "ustack_bytes_per_sample");
+    rb.final(is_final).window(ws, we);
+    rb.metric(
+        LOUPE_METRIC_GAUGE, "bytes",
+        bpf.captured ? static_cast<double>(bpf.bytes) / static_cast<double>(bpf.captured) : 0.0);
+    rb.emit(host_);
   }
 
  private:
