@@ -124,6 +124,7 @@ kernel_pages = true"
   "biolat|raw_tp|-|mechanism = \"raw_tp\""
   "biolat|tracepoint|-|mechanism = \"tracepoint\""
   "cpusample|perf_event|-|"
+  "cpusample|perf_event, unwind = dwarf|-|unwind = \"dwarf\""
   "jitregions|tracepoints + perf_event|-|file_backed = true"
   "syscount|tracepoint|-|"
 )

@@ -17,7 +17,12 @@
 #include <string>
 #include <vector>
 
+#include <malloc.h>
+
+#include <memory>
+
 #include "loupe/symbolizer.hpp"
+#include "unwind_chain.h"
 
 namespace {
 
@@ -197,5 +202,85 @@ void BM_KernelColdLoad(benchmark::State& state) {
 BENCHMARK(BM_KernelColdLoad)->Unit(benchmark::kMillisecond);
 
 }  // namespace
+
+// DWARF unwinding of a captured user stack (this process's own chain, built without frame
+// pointers; the capture is tests/symbolizer/unwind_chain.c): the cost per sample that
+// unwind = "dwarf" adds in user space, warm (the process's Dwfl exists, its CFI read) and
+// for the first sample of a process (a new Dwfl, every executable file reported).
+struct Captured {
+  std::unique_ptr<unwind_capture> c = std::make_unique<unwind_capture>();
+  loupe_user_regs regs{};
+  std::uint32_t len = 0;
+  Captured() {
+    unwind_chain_level3(c.get(), 5);
+    regs.size = sizeof(regs);
+    regs.arch = LOUPE_ARCH_X86_64;
+    regs.mask = (1ull << 17) - 1;
+    for (int i = 0; i < 17; ++i) regs.regs[i] = c->regs[i];
+    len = std::min<std::uint32_t>(c->len, 8192);  // the BPF side's default slice
+  }
+};
+
+std::vector<std::uint64_t> executable_file_starts() {
+  std::vector<std::uint64_t> out;
+  std::ifstream in("/proc/self/maps");
+  std::string line;
+  while (std::getline(in, line)) {
+    unsigned long long lo = 0, hi = 0;
+    char perms[8] = {};
+    char path[512] = {};
+    if (std::sscanf(line.c_str(), "%llx-%llx %7s %*s %*s %*s %511s", &lo, &hi, perms, path) == 5 &&
+        perms[2] == 'x' && path[0] == '/')
+      out.push_back(lo);
+  }
+  return out;
+}
+
+void BM_UnwindWarm(benchmark::State& state) {
+  Captured cap;
+  auto sym = loupe::make_symbolizer();
+  auto pid = static_cast<std::uint32_t>(::getpid());
+  std::uint64_t out[127];
+  loupe::UserUnwind r = sym->unwind_user(pid, cap.regs, cap.c->stack, cap.len, out, 127);
+  for (auto _ : state) {
+    r = sym->unwind_user(pid, cap.regs, cap.c->stack, cap.len, out, 127);
+    benchmark::DoNotOptimize(out);
+  }
+  state.counters["frames"] = r.n;
+  state.counters["status"] = r.status;
+}
+BENCHMARK(BM_UnwindWarm)->Unit(benchmark::kMicrosecond);
+
+void BM_UnwindFirstOfProcess(benchmark::State& state) {
+  Captured cap;
+  auto pid = static_cast<std::uint32_t>(::getpid());
+  std::uint64_t out[127];
+  loupe::UserUnwind r{};
+  double heap = 0;
+  std::uint64_t modules = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto sym = loupe::make_symbolizer();
+    // A running session has read the maps and the symbol tables of the files its stacks
+    // touch: symbolize one address per executable file mapping, so the heap delta below is
+    // the unwinder's own (its Dwfl and the CFI it read).
+    std::vector<std::uint64_t> starts = executable_file_starts();
+    std::vector<loupe_frame> f(starts.size());
+    sym->symbolize(pid, LOUPE_FRAME_USER, starts.data(), static_cast<std::uint32_t>(starts.size()),
+                   f.data());
+    const auto before = mallinfo2().uordblks;
+    state.ResumeTiming();
+    r = sym->unwind_user(pid, cap.regs, cap.c->stack, cap.len, out, 127);
+    state.PauseTiming();
+    heap = static_cast<double>(mallinfo2().uordblks - before);
+    modules = sym->stats().unwind_modules;
+    sym.reset();
+    state.ResumeTiming();
+  }
+  state.counters["frames"] = r.n;
+  state.counters["dwfl_heap_bytes"] = heap;  // the process's Dwfl after one unwind
+  state.counters["modules"] = static_cast<double>(modules);
+}
+BENCHMARK(BM_UnwindFirstOfProcess)->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

@@ -10,7 +10,9 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "loupe/emit.bpf.h"
 #include "loupe/filter.bpf.h"
+#include "loupe/ustack.bpf.h"
 #include "cpusample.h"
 
 #define EFAULT 14
@@ -41,6 +43,11 @@ struct {
 	__type(key, __u32);
 	__type(value, struct cs_counters);
 } counters SEC(".maps");
+
+/* unwind = "dwarf": samples travel one by one with their stack copy. User space sizes the
+ * ring (a page when unused). */
+LOUPE_RING(dwarf_ring, 4 * 1024 * 1024);
+LOUPE_USTACK_SCRATCH(dwarf_scratch, struct cs_dwarf_rec);
 
 /* Whether the interrupted context was kernel mode; only then is a kernel stack expected. */
 static __always_inline bool sampled_in_kernel(struct bpf_perf_event_data *ctx)
@@ -139,6 +146,61 @@ int cs_sample(struct bpf_perf_event_data *ctx)
 	} else if (err) {
 		c->counts_full++;
 	}
+	return 0;
+}
+
+/* unwind = "dwarf": the same filters, then registers + a stack slice + the kernel stack id
+ * in a ring record; user space unwinds, aggregates and reports like the counts above. */
+SEC("perf_event")
+int cs_sample_dwarf(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 zero = 0;
+	struct cs_counters *c = bpf_map_lookup_elem(&counters, &zero);
+	struct cs_dwarf_rec *r;
+	__u64 size;
+	long err;
+
+	if (!c)
+		return 0;
+	if ((__u32)id == 0 && !targ_include_idle) {
+		c->idle++;
+		return 0;
+	}
+	if (!loupe_filter_pass(id)) {
+		c->filtered++;
+		return 0;
+	}
+	c->samples++;
+	r = loupe_ustack_scratch(&dwarf_scratch);
+	if (!r)
+		return 0;
+	r->type = CS_REC_DWARF;
+	r->version = CS_REC_DWARF_VERSION;
+	r->tgid = id >> 32;
+	r->pid = (__u32)id;
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	r->kernel_stack_id = -1;
+	r->has_user = 0;
+	r->us.stack_len = 0;
+	r->us.flags = 0;
+	if (targ_user_stacks && loupe_ustack_regs_perf(ctx, &r->us)) {
+		r->has_user = 1;
+		loupe_ustack_copy(&r->us, (__u8 *)(r + 1));
+	}
+	if (targ_kernel_stacks && sampled_in_kernel(ctx)) {
+		err = bpf_get_stackid(ctx, &stacks, 0);
+		if (err >= 0)
+			r->kernel_stack_id = err;
+		else
+			count_stack_error(c, err, false);
+	}
+	size = sizeof(*r) + (r->us.stack_len & (LOUPE_USTACK_MAX_BYTES * 2 - 1));
+	if (size > sizeof(*r) + LOUPE_USTACK_MAX_BYTES)
+		size = sizeof(*r) + LOUPE_USTACK_MAX_BYTES;
+	r->len = size;
+	if (loupe_output(&dwarf_ring, &dwarf_ring_lost, r, size) == 0)
+		c->dwarf_sent++;
 	return 0;
 }
 

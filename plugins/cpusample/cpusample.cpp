@@ -13,20 +13,32 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "cpusample.h"
 #include "cpusample.skel.h"
+#include "loupe/sdk/percpu.hpp"
 #include "loupe/sdk/perf_event.hpp"
 #include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/records.hpp"
 #include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/target_filter.hpp"
+#include "loupe/sdk/ustack.hpp"
 #include "stack_reporter.hpp"
 
 namespace loupe::cpusample {
 namespace {
 
+constexpr const char* kUnwindChoices[] = {"fp", "dwarf", nullptr};
+
 constexpr loupe_config_key kOwnKeys[] = {
+    {"unwind", LOUPE_CFG_STRING, 0, "\"fp\"",
+     "user stacks by frame pointers in the kernel (fp), or from a stack copy unwound with "
+     ".eh_frame in user space (dwarf: works without frame pointers, costs a copy per sample)",
+     0, 0, nullptr, 0, 0, kUnwindChoices},
+    {"stack_bytes", LOUPE_CFG_INT, 0, "8192",
+     "unwind = \"dwarf\": bytes of user stack copied per sample (deeper stacks are cut)", 512,
+     LOUPE_USTACK_MAX_BYTES},
     {"user_stacks", LOUPE_CFG_BOOL, 0, "true", "capture user stacks"},
     {"kernel_stacks", LOUPE_CFG_BOOL, 0, "true", "capture kernel stacks"},
     {"per_thread", LOUPE_CFG_BOOL, 0, "false", "keep threads apart (a tid label per stack)"},
@@ -38,6 +50,32 @@ constexpr loupe_config_key kOwnKeys[] = {
      "symbolize new stacks this often while their process runs (0 = only at collect)", 0, 60000},
 };
 constexpr auto kKeys = sdk::concat_keys(sdk::kSamplingKeys, kOwnKeys, sdk::kTargetFilterKeys);
+
+// Ring records of the dwarf mode: unwind, count (on the core's ring worker thread).
+class DwarfDecoder {
+ public:
+  DwarfDecoder(const sdk::Host& host, StackReporter& reporter, bool user)
+      : unwinder_(host, CS_MAX_STACK_DEPTH), reporter_(reporter), user_(user) {}
+
+  int decode(const void* data, std::uint32_t len) {
+    if (len < sizeof(cs_dwarf_rec)) return LOUPE_ERR_INVALID_ARG;
+    const auto* rec = static_cast<const cs_dwarf_rec*>(data);
+    const std::uint32_t stack_len = len - static_cast<std::uint32_t>(sizeof(cs_dwarf_rec));
+    if (rec->us.stack_len != stack_len) return LOUPE_ERR_INVALID_ARG;
+    addrs_.clear();
+    if (user_ && rec->has_user) unwinder_.unwind(rec->tgid, rec->us, rec + 1, stack_len, addrs_);
+    reporter_.add_dwarf_sample(*rec, addrs_);
+    return LOUPE_OK;
+  }
+
+  const sdk::UstackUnwinder& unwinder() const { return unwinder_; }
+
+ private:
+  sdk::UstackUnwinder unwinder_;
+  StackReporter& reporter_;
+  bool user_;
+  std::vector<std::uint64_t> addrs_;  // reused: one decode at a time
+};
 
 struct SkelDeleter {
   void operator()(cpusample_bpf* s) const { cpusample_bpf__destroy(s); }
@@ -85,6 +123,13 @@ class CpuSampleProfiler : public sdk::Profiler {
     const sdk::TargetFilter filter = sdk::read_target_filter(cfg, args.session);
     bool user = cfg.value_bool("user_stacks");
     bool kernel = cfg.value_bool("kernel_stacks");
+    user_ = user;
+    dwarf_ = cfg.value_string("unwind") == "dwarf";
+    opts_.max_keys = static_cast<std::size_t>(cfg.value_int("max_keys"));
+    opts_.max_stacks = static_cast<std::size_t>(cfg.value_int("max_stacks"));
+    if (dwarf_ && user && !host_->can_unwind_user())
+      throw sdk::Error(LOUPE_ERR_UNSUPPORTED,
+                       "unwind = \"dwarf\" needs a host with the unwind_user service (ABI 1.2)");
     opts_.per_thread = cfg.value_bool("per_thread");
     warm_every_ms_ = cfg.value_int("symbolize_interval_ms");
 
@@ -107,6 +152,17 @@ class CpuSampleProfiler : public sdk::Profiler {
     bpf_map__set_max_entries(skel_->maps.counts,
                              static_cast<std::uint32_t>(cfg.value_int("max_keys")));
     if (!user && !kernel) bpf_map__set_max_entries(skel_->maps.stacks, 1);
+    ro->loupe_ustack_stack_bytes = static_cast<std::uint32_t>(cfg.value_int("stack_bytes"));
+    // One program per mode; the other is never loaded (nor verified).
+    bpf_program__set_autoload(dwarf_ ? skel_->progs.cs_sample : skel_->progs.cs_sample_dwarf,
+                              false);
+    if (!dwarf_) {
+      bpf_map__set_max_entries(skel_->maps.dwarf_ring, 4096);
+      bpf_map__set_max_entries(skel_->maps.dwarf_scratch, 1);
+    } else if (!user) {
+      // Kernel stacks only: no user stack is copied, so no stack records are needed.
+      ro->loupe_ustack_stack_bytes = 0;
+    }
   }
 
   void start(const sdk::StartArgs&) override {
@@ -118,8 +174,29 @@ class CpuSampleProfiler : public sdk::Profiler {
     maps.stacks_fd = bpf_map__fd(skel_->maps.stacks);
     maps.counters_fd = bpf_map__fd(skel_->maps.counters);
     reporter_ = std::make_unique<StackReporter>(*host_, maps, opts_);
+    if (dwarf_) {
+      decoder_ = std::make_unique<DwarfDecoder>(*host_, *reporter_, user_);
+      sdk::FixedRing ring{"samples",
+                          bpf_map__fd(skel_->maps.dwarf_ring),
+                          CS_REC_DWARF,
+                          CS_REC_DWARF_VERSION,
+                          LOUPE_RING_DROPPABLE_SAMPLE,
+                          bpf_map__fd(skel_->maps.dwarf_ring_lost),
+                          -1};
+      sdk::register_variable_ring(*host_, ring, sizeof(cs_dwarf_rec),
+                                  sizeof(cs_dwarf_rec) + LOUPE_USTACK_MAX_BYTES, decoder_.get());
+      const int stats_fd = bpf_map__fd(skel_->maps.loupe_ustack_stats);
+      const DwarfDecoder* decoder = decoder_.get();
+      reporter_->set_dwarf_health(
+          [this, stats_fd, decoder](bool fin, std::uint64_t ws, std::uint64_t we) {
+            std::uint32_t zero = 0;
+            auto bpf = sdk::read_per_cpu_sum<loupe_ustack_counters>(stats_fd, &zero);
+            decoder->unwinder().emit_health("cpusample", bpf, fin, ws, we);
+          });
+    }
     sdk::PerfEventSampler sampler(*host_, spec_);
-    cpus_ = sampler.attach(skel_->progs.cs_sample, "cpu-clock");
+    cpus_ =
+        sampler.attach(dwarf_ ? skel_->progs.cs_sample_dwarf : skel_->progs.cs_sample, "cpu-clock");
     host_->info("sampling " + std::to_string(cpus_) + " CPUs at " + spec_.describe());
     if (warm_every_ms_ > 0)
       warmer_ =
@@ -143,7 +220,10 @@ class CpuSampleProfiler : public sdk::Profiler {
   ReporterOptions opts_;
   std::int64_t warm_every_ms_ = 250;
   int cpus_ = 0;
+  bool user_ = true;
+  bool dwarf_ = false;
   std::unique_ptr<StackReporter> reporter_;
+  std::unique_ptr<DwarfDecoder> decoder_;
   std::unique_ptr<SymbolWarmer> warmer_;
 };
 

@@ -9,6 +9,8 @@
 #include <linux/types.h>
 #endif
 
+#include "loupe/ustack.h"
+
 /* perf's default (kernel.perf_event_max_stack is 127). */
 #define CS_MAX_STACK_DEPTH 127
 #define CS_COMM_LEN 16
@@ -34,6 +36,23 @@ struct cs_counters {
   __u64 kernel_eexist;
   __u64 kernel_other;
   __u64 counts_full; /* the aggregation map refused a new key: sample lost */
+  __u64 dwarf_sent;  /* unwind = "dwarf": records handed to the ring (losses: its _lost map) */
+};
+
+/* unwind = "dwarf": one ring record per sample, unwound in user space. */
+#define CS_REC_DWARF 1
+#define CS_REC_DWARF_VERSION 1
+
+struct cs_dwarf_rec {
+  __u16 type; /* loupe_ring_header */
+  __u16 version;
+  __u32 len; /* sizeof(struct cs_dwarf_rec) + us.stack_len */
+  __u32 tgid;
+  __u32 pid;
+  __s32 kernel_stack_id; /* < 0: none (user-mode sample, disabled, or failed: counters) */
+  __u32 has_user;        /* 0: no user stack (kernel thread, disabled, or no registers) */
+  char comm[CS_COMM_LEN];
+  struct loupe_ustack us; /* last: us.stack_len bytes of stack follow */
 };
 
 #endif /* LOUPE_CPUSAMPLE_H */

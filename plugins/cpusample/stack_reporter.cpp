@@ -17,10 +17,6 @@ std::string key_bytes(const cs_key& k) {
   return std::string(reinterpret_cast<const char*>(&k), sizeof(k));
 }
 
-std::string comm_of(const cs_key& k) {
-  return std::string(k.comm, strnlen(k.comm, sizeof(k.comm)));
-}
-
 }  // namespace
 
 StackReporter::StackReporter(const sdk::Host& host, ReporterMaps maps, ReporterOptions opts)
@@ -86,40 +82,105 @@ cs_counters StackReporter::read_counters() const {
   return sdk::read_per_cpu_sum<cs_counters>(maps_.counters_fd, &zero);
 }
 
+void StackReporter::add_dwarf_sample(const cs_dwarf_rec& rec,
+                                     const std::vector<std::uint64_t>& user) {
+  std::lock_guard lock(mu_);
+  DwarfKey key{};
+  key.tgid = rec.tgid;
+  key.pid = opts_.per_thread ? rec.pid : 0;
+  key.kernel_stack_id = rec.kernel_stack_id;
+  key.user_stack = kNoStack;
+  std::memcpy(key.comm.data(), rec.comm, CS_COMM_LEN);
+  if (!user.empty()) {
+    auto it = dwarf_index_.find({rec.tgid, user});
+    if (it == dwarf_index_.end()) {
+      if (dwarf_frames_.size() >= opts_.max_stacks) {
+        ++dwarf_stacks_full_;
+        return;
+      }
+      // Symbolized now, while the process surely runs.
+      Frames frames(user.size());
+      host_.symbolize(rec.tgid, LOUPE_FRAME_USER, user.data(),
+                      static_cast<std::uint32_t>(user.size()), frames.data());
+      dwarf_frames_.push_back(std::move(frames));
+      it = dwarf_index_
+               .emplace(std::make_pair(rec.tgid, user),
+                        static_cast<std::uint32_t>(dwarf_frames_.size() - 1))
+               .first;
+    }
+    key.user_stack = it->second;
+  }
+  auto [slot, inserted] = dwarf_counts_.try_emplace(key, 0);
+  if (inserted && dwarf_counts_.size() > opts_.max_keys) {
+    dwarf_counts_.erase(slot);
+    ++dwarf_keys_full_;
+    return;
+  }
+  ++slot->second;
+}
+
+void StackReporter::emit_stack(std::uint32_t tgid, std::uint32_t tid, const char* comm,
+                               std::size_t comm_len, const std::string& kb, std::uint64_t total,
+                               const Frames* kernel, const Frames* user, bool is_final,
+                               std::uint64_t ws, std::uint64_t we, std::uint64_t* truncated) {
+  std::uint64_t value = total;
+  if (!is_final) {
+    // Interval reports are deltas; the final report is the whole session.
+    std::uint64_t& prev = previous_[kb];
+    value = total - std::min(prev, total);
+    prev = total;
+  }
+  Frames frames;
+  if (kernel) {
+    if (kernel->size() >= CS_MAX_STACK_DEPTH) *truncated += total;
+    frames.insert(frames.end(), kernel->begin(), kernel->end());
+  }
+  if (user) {
+    if (user->size() >= CS_MAX_STACK_DEPTH) *truncated += total;
+    frames.insert(frames.end(), user->begin(), user->end());
+  }
+  if (value == 0) return;
+  sdk::RecordBuilder rb(LOUPE_RECORD_STACK_SAMPLE, opts_.record_name);
+  rb.label("pid", std::to_string(tgid)).label("comm", std::string(comm, strnlen(comm, comm_len)));
+  if (opts_.per_thread) rb.label("tid", std::to_string(tid));
+  rb.final(is_final).window(ws, we);
+  rb.frames(frames.data(), static_cast<std::uint32_t>(frames.size()));
+  rb.value("samples", "count", static_cast<std::int64_t>(value));
+  rb.emit(host_);
+}
+
 void StackReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) {
   auto counts = read_counts();
   std::lock_guard lock(mu_);
   std::uint64_t truncated = 0;
   for (const auto& [k, total] : counts) {
-    std::uint64_t value = total;
-    const std::string kb = key_bytes(k);
-    if (!is_final) {
-      // Interval reports are deltas; the final report is the whole session.
-      std::uint64_t& prev = previous_[kb];
-      value = total - std::min(prev, total);
-      prev = total;
-    }
-    Frames frames;
-    if (k.kernel_stack_id >= 0) {
-      const auto& kf = kernel_frames(k.kernel_stack_id);
-      if (kf.size() >= CS_MAX_STACK_DEPTH) truncated += total;
-      frames.insert(frames.end(), kf.begin(), kf.end());
-    }
-    if (k.user_stack_id >= 0) {
-      const auto& uf = user_frames(k.tgid, k.user_stack_id);
-      if (uf.size() >= CS_MAX_STACK_DEPTH) truncated += total;
-      frames.insert(frames.end(), uf.begin(), uf.end());
-    }
-    if (value == 0) continue;
-    sdk::RecordBuilder rb(LOUPE_RECORD_STACK_SAMPLE, opts_.record_name);
-    rb.label("pid", std::to_string(k.tgid)).label("comm", comm_of(k));
-    if (opts_.per_thread) rb.label("tid", std::to_string(k.pid));
-    rb.final(is_final).window(ws, we);
-    rb.frames(frames.data(), static_cast<std::uint32_t>(frames.size()));
-    rb.value("samples", "count", static_cast<std::int64_t>(value));
-    rb.emit(host_);
+    const Frames* kf = k.kernel_stack_id >= 0 ? &kernel_frames(k.kernel_stack_id) : nullptr;
+    const Frames* uf = k.user_stack_id >= 0 ? &user_frames(k.tgid, k.user_stack_id) : nullptr;
+    emit_stack(k.tgid, k.pid, k.comm, sizeof(k.comm), key_bytes(k), total, kf, uf, is_final, ws, we,
+               &truncated);
+  }
+  for (const auto& [k, total] : dwarf_counts_) {
+    const Frames* kf = k.kernel_stack_id >= 0 ? &kernel_frames(k.kernel_stack_id) : nullptr;
+    const Frames* uf = k.user_stack != kNoStack ? &dwarf_frames_[k.user_stack] : nullptr;
+    std::string kb = "dwarf:";
+    kb.append(reinterpret_cast<const char*>(&k), sizeof(k));
+    emit_stack(k.tgid, k.pid, k.comm.data(), k.comm.size(), kb, total, kf, uf, is_final, ws, we,
+               &truncated);
   }
   emit_health(read_counters(), truncated, is_final, ws, we);
+  if (dwarf_health_) {
+    auto row = [&](const char* component, std::uint64_t v, const char* message) {
+      sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, "stacks");
+      rb.final(is_final).window(ws, we);
+      rb.health(v ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK, component, v, message);
+      rb.emit(host_);
+    };
+    row("cpusample/dwarf_keys_full", dwarf_keys_full_,
+        "samples lost: too many distinct (process, stacks) counts (raise max_keys)");
+    row("cpusample/dwarf_stacks_full", dwarf_stacks_full_,
+        "samples lost: too many distinct user stacks (raise max_stacks)");
+    dwarf_health_(is_final, ws, we);
+  }
 }
 
 void StackReporter::emit_health(const cs_counters& c, std::uint64_t truncated, bool is_final,

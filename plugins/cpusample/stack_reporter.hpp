@@ -7,10 +7,17 @@
 // Stacks are symbolized once and cached. warm() symbolizes new stacks while their process
 // still runs (a process that exits before the final report could not be read any more);
 // the plugin calls it from its own thread. warm() and collect() may run concurrently.
+//
+// unwind = "dwarf": samples arrive one by one (add_dwarf_sample, from the ring worker)
+// with user stacks already unwound; they are symbolized at first sight (their process is
+// running) and counted here under the same kind of key, so both modes report alike.
 #ifndef LOUPE_CPUSAMPLE_STACK_REPORTER_HPP
 #define LOUPE_CPUSAMPLE_STACK_REPORTER_HPP
 
+#include <array>
+#include <compare>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -30,6 +37,8 @@ struct ReporterMaps {
 
 struct ReporterOptions {
   bool per_thread = false;
+  std::size_t max_keys = 16384;    // dwarf mode: distinct (process, stacks) counted
+  std::size_t max_stacks = 16384;  // dwarf mode: distinct user stacks kept
   std::string record_name = "cpu";
 };
 
@@ -40,8 +49,29 @@ class StackReporter {
   void warm();
   void collect(bool is_final, std::uint64_t window_start_ns, std::uint64_t window_end_ns);
 
+  // dwarf mode: one sample with its unwound user stack (`user` empty: none) and its
+  // kernel stack id. Any thread.
+  void add_dwarf_sample(const cs_dwarf_rec& rec, const std::vector<std::uint64_t>& user);
+  // Extra health of the dwarf path (rows appended to the fp path's), set by the plugin.
+  void set_dwarf_health(std::function<void(bool, std::uint64_t, std::uint64_t)> fn) {
+    dwarf_health_ = std::move(fn);
+  }
+
  private:
   using Frames = std::vector<loupe_frame>;
+  struct DwarfKey {
+    std::uint32_t tgid;
+    std::uint32_t pid;
+    std::int32_t kernel_stack_id;
+    std::uint32_t user_stack;  // index in dwarf_frames_; kNoStack when none
+    std::array<char, CS_COMM_LEN> comm;
+    auto operator<=>(const DwarfKey&) const = default;
+  };
+  static constexpr std::uint32_t kNoStack = 0xffffffffu;
+  void emit_stack(std::uint32_t tgid, std::uint32_t tid, const char* comm, std::size_t comm_len,
+                  const std::string& key_bytes, std::uint64_t total, const Frames* kernel,
+                  const Frames* user, bool is_final, std::uint64_t ws, std::uint64_t we,
+                  std::uint64_t* truncated);
   std::vector<std::pair<cs_key, std::uint64_t>> read_counts() const;
   const Frames& user_frames(std::uint32_t tgid, std::int32_t stack_id);
   const Frames& kernel_frames(std::int32_t stack_id);
@@ -58,6 +88,13 @@ class StackReporter {
   std::map<std::pair<std::uint32_t, std::int32_t>, Frames> user_cache_;
   std::map<std::int32_t, Frames> kernel_cache_;
   std::map<std::string, std::uint64_t> previous_;  // key bytes -> count at the last interval
+  // dwarf mode
+  std::map<DwarfKey, std::uint64_t> dwarf_counts_;
+  std::map<std::pair<std::uint32_t, std::vector<std::uint64_t>>, std::uint32_t> dwarf_index_;
+  std::vector<Frames> dwarf_frames_;
+  std::uint64_t dwarf_keys_full_ = 0;
+  std::uint64_t dwarf_stacks_full_ = 0;
+  std::function<void(bool, std::uint64_t, std::uint64_t)> dwarf_health_;
 };
 
 }  // namespace loupe::cpusample

@@ -172,7 +172,17 @@ TEST(AbiLayout, EveryFieldOffsetIsPinned) {
   EXPECT_EQ(offsetof(loupe_host_services, symbolize_data), 184u);
   EXPECT_EQ(offsetof(loupe_host_services, symbols_invalidate), 192u);
   EXPECT_EQ(offsetof(loupe_host_services, bpf_adopt_link_at), 200u);  // 1.2
-  EXPECT_EQ(sizeof(loupe_host_services), 208u);
+  EXPECT_EQ(offsetof(loupe_host_services, unwind_user), 208u);         // 1.2
+  EXPECT_EQ(sizeof(loupe_host_services), 216u);
+  // loupe_user_regs (ABI 1.2)
+  EXPECT_EQ(offsetof(loupe_user_regs, size), 0u);
+  EXPECT_EQ(offsetof(loupe_user_regs, arch), 4u);
+  EXPECT_EQ(offsetof(loupe_user_regs, mask), 8u);
+  EXPECT_EQ(offsetof(loupe_user_regs, regs), 16u);
+  EXPECT_EQ(sizeof(loupe_user_regs), 16u + 8u * LOUPE_USER_REGS_MAX);
+  EXPECT_EQ(LOUPE_USER_REGS_MAX, 33);
+  EXPECT_EQ(LOUPE_RESOLVED_EH_FRAME, 6);
+  EXPECT_EQ(LOUPE_UNWIND_STATUS_COUNT, 8);
   // loupe_session_info
   EXPECT_EQ(offsetof(loupe_session_info, size), 0u);
   EXPECT_EQ(offsetof(loupe_session_info, target_pid), 4u);

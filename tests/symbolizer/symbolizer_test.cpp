@@ -118,15 +118,22 @@ TEST(Symbolizer, StrippedExecutableFallsBackToDynsym) {
   // Exported by -rdynamic: still named from .dynsym.
   expect_function(*sym, t, "loupe_known_function", LOUPE_RESOLVED_DYNSYM,
                   "symbolizer_target_stripped");
-  // A static function lives only in .symtab, which strip removed: module + link-time
-  // address, the one of the unstripped twin, so addr2line on that twin finds it.
-  loupe_frame f = user_frame(*sym, t.pid(), t.addr("loupe_static_function"));
-  EXPECT_EQ(f.resolution, static_cast<std::uint32_t>(LOUPE_UNRESOLVED_NO_SYMBOL));
-  EXPECT_EQ(f.symbol, nullptr);
-  EXPECT_TRUE(ends_with(f.module, "symbolizer_target_stripped")) << str(f.module);
+  // A static function lives only in .symtab, which strip removed: it is named by the
+  // .eh_frame FDE that covers it, module file name and link-time start (the address of
+  // the unstripped twin, so addr2line on that twin finds it), and every address inside
+  // groups under that one name.
   std::uint64_t expected = link_address(LOUPE_TARGET_RDYNAMIC, "loupe_static_function");
   ASSERT_NE(expected, 0u);
-  EXPECT_EQ(f.offset, expected);
+  char name[128];
+  std::snprintf(name, sizeof(name), "symbolizer_target_stripped [fn@0x%llx]",
+                static_cast<unsigned long long>(expected));
+  for (std::uint64_t off : {0ull, 1ull, 3ull}) {
+    loupe_frame f = user_frame(*sym, t.pid(), t.addr("loupe_static_function") + off);
+    EXPECT_EQ(f.resolution, static_cast<std::uint32_t>(LOUPE_RESOLVED_EH_FRAME));
+    EXPECT_EQ(str(f.symbol), name);
+    EXPECT_EQ(f.offset, off);
+    EXPECT_TRUE(ends_with(f.module, "symbolizer_target_stripped")) << str(f.module);
+  }
   loupe_frame g = data_frame(*sym, t.pid(), t.addr("loupe_known_global"));
   EXPECT_EQ(g.resolution, static_cast<std::uint32_t>(LOUPE_RESOLVED_DYNSYM));
   EXPECT_EQ(str(g.symbol), "loupe_known_global");

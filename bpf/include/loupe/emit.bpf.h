@@ -95,6 +95,23 @@ static __always_inline void loupe_submit(void *ring, void *rec)
 	bpf_ringbuf_submit(rec, flags);
 }
 
+/* For variable-length records built elsewhere (a per-CPU scratch value): copies `size`
+ * bytes into the ring with the same wake-up policy; a full ring is counted as lost. The
+ * record's header must already carry `size` as its len. */
+static __always_inline long loupe_output(void *ring, void *lost_map, void *data, __u64 size)
+{
+	__u64 flags = BPF_RB_NO_WAKEUP;
+	long err;
+
+	if (loupe_wakeup_bytes == 0 ||
+	    bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) + size >= loupe_wakeup_bytes)
+		flags = BPF_RB_FORCE_WAKEUP;
+	err = bpf_ringbuf_output(ring, data, size, flags);
+	if (err)
+		loupe_count_lost(lost_map);
+	return err;
+}
+
 #define LOUPE_RESERVE(name, type_t, rec_type, rec_version)                                         \
 	((type_t *)loupe_reserve(&name, &name##_lost, sizeof(type_t), rec_type, rec_version))
 #define LOUPE_SUBMIT(name, rec) loupe_submit(&name, rec)

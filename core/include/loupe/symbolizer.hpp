@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "loupe/abi/host.h"
 #include "loupe/abi/records.h"
 
 namespace loupe {
@@ -41,6 +42,17 @@ struct SymbolizerStats {
   // to keep each file's table within its bound (oldest load first).
   std::uint64_t jitdump_entries = 0;
   std::uint64_t jitdump_evictions = 0;
+  // User stacks unwound from copies (unwind_user), processes holding an unwinder, and
+  // files reported to those unwinders.
+  std::uint64_t unwinds = 0;
+  std::uint64_t unwinders = 0;
+  std::uint64_t unwind_modules = 0;
+};
+
+// What unwind_user() found: `n` addresses written, and why the walk stopped.
+struct UserUnwind {
+  std::uint32_t n = 0;
+  loupe_unwind_status status = LOUPE_UNWIND_UNSUPPORTED;
 };
 
 // One source position of a code address: an inlined call, or the function holding it.
@@ -64,6 +76,14 @@ class Symbolizer {
   // Forget a process (exec or exit observed).
   virtual void invalidate(std::uint32_t pid) = 0;
   virtual SymbolizerStats stats() const { return {}; }
+  // Unwinds a user stack from a copy: `regs` at the sample and `stack_len` bytes copied
+  // from the stack pointer up. Writes up to `max` code addresses of `pid` into `out`, the
+  // pc first, then return addresses, ready for symbolize(). Thread-safe (same lock).
+  virtual UserUnwind unwind_user(std::uint32_t pid, const loupe_user_regs& regs, const void* stack,
+                                 std::uint32_t stack_len, std::uint64_t* out, std::uint32_t max) {
+    (void)pid, (void)regs, (void)stack, (void)stack_len, (void)out, (void)max;
+    return {};
+  }
   // File:line of a user code address from the module's DWARF (or its build-id debug
   // file), innermost inlined call first and the function holding the code last. Writes up
   // to `max` entries and returns how many; 0 when there is no DWARF for it. Strings as for

@@ -145,6 +145,22 @@ int svc_symbolize_data(loupe_host* h, std::uint32_t pid, std::uint64_t addr, lou
   return LOUPE_OK;
 }
 
+int svc_unwind_user(loupe_host* h, std::uint32_t pid, const loupe_user_regs* regs,
+                    const void* stack, std::uint32_t stack_len, std::uint64_t* out,
+                    std::uint32_t max, std::uint32_t* n_out, std::uint32_t* reason) {
+  if (!regs || !n_out || !reason || (max && !out) || (stack_len && !stack))
+    return fail(LOUPE_ERR_INVALID_ARG, "unwind_user: NULL argument");
+  if (!LOUPE_ABI_HAS_FIELD(regs, loupe_user_regs, regs))
+    return fail(LOUPE_ERR_INVALID_ARG, "unwind_user: loupe_user_regs.size too small");
+  *n_out = 0;
+  *reason = LOUPE_UNWIND_UNSUPPORTED;
+  if (!h->ctx.symbolizer) return LOUPE_OK;
+  UserUnwind r = h->ctx.symbolizer->unwind_user(pid, *regs, stack, stack_len, out, max);
+  *n_out = r.n;
+  *reason = r.status;
+  return LOUPE_OK;
+}
+
 void svc_symbols_invalidate(loupe_host* h, std::uint32_t pid) {
   if (h->ctx.symbolizer) h->ctx.symbolizer->invalidate(pid);
 }
@@ -203,4 +219,5 @@ loupe_host::loupe_host(loupe::HostContext& c, std::string inst, std::string plug
   services.symbolize_data = svc_symbolize_data;
   services.symbols_invalidate = svc_symbols_invalidate;
   services.bpf_adopt_link_at = svc_adopt_link_at;
+  services.unwind_user = svc_unwind_user;
 }

@@ -103,6 +103,25 @@ struct ElfSymbolTable::Builder {
     }
   }
 
+  // The function ranges of .eh_frame: what a stripped file still says about where its
+  // functions start and end.
+  void read_fde_ranges(Elf* elf) {
+    std::size_t shstrndx = 0;
+    if (elf_getshdrstrndx(elf, &shstrndx) != 0) return;
+    for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+      GElf_Shdr shdr;
+      if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_PROGBITS) continue;
+      const char* name = elf_strptr(elf, shstrndx, shdr.sh_name);
+      if (!name || std::strcmp(name, ".eh_frame") != 0) continue;
+      Elf_Data* data = elf_rawdata(scn, nullptr);
+      if (!data || !data->d_buf) return;
+      table.fdes_ = parse_eh_frame_ranges(static_cast<const std::uint8_t*>(data->d_buf),
+                                          data->d_size, shdr.sh_addr);
+      table.fdes_.shrink_to_fit();
+      return;
+    }
+  }
+
   void read_build_id(Elf* elf) {
     for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
       GElf_Shdr shdr;
@@ -156,6 +175,7 @@ std::shared_ptr<const ElfSymbolTable> ElfSymbolTable::load(int fd, const std::st
   Builder b{*table, {}, {}};
   b.read_segments(elf.get());
   b.read_build_id(elf.get());
+  b.read_fde_ranges(elf.get());
   table->has_symtab_ = b.read_symbols(elf.get(), SHT_SYMTAB) > 0;
   if (!table->has_symtab_ && table->build_id_.size() > 2) {
     // Distribution packages ship the full table in a -dbgsym file found by build-id.
@@ -199,9 +219,18 @@ const ElfSymbol* ElfSymbolTable::find(const std::vector<ElfSymbol>& syms, std::u
   return nullptr;
 }
 
+const FdeRange* ElfSymbolTable::find_fde(std::uint64_t vaddr) const {
+  auto it = std::upper_bound(fdes_.begin(), fdes_.end(), vaddr,
+                             [](std::uint64_t a, const FdeRange& f) { return a < f.start; });
+  if (it == fdes_.begin()) return nullptr;
+  --it;
+  return vaddr < it->end ? &*it : nullptr;
+}
+
 std::size_t ElfSymbolTable::memory_bytes() const {
   return sizeof(*this) + (functions_.capacity() + objects_.capacity()) * sizeof(ElfSymbol) +
-         segments_.capacity() * sizeof(ElfSegment) + names_.capacity();
+         segments_.capacity() * sizeof(ElfSegment) + fdes_.capacity() * sizeof(FdeRange) +
+         names_.capacity();
 }
 
 }  // namespace loupe

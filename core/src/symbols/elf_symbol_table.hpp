@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "loupe/symbolizer.hpp"
+#include "symbols/eh_frame_ranges.hpp"
 #include "symbols/elf_dwarf_lines.hpp"
 
 namespace loupe {
@@ -52,6 +53,9 @@ class ElfSymbolTable {
 
   const ElfSymbol* find_function(std::uint64_t vaddr) const { return find(functions_, vaddr); }
   const ElfSymbol* find_object(std::uint64_t vaddr) const { return find(objects_, vaddr); }
+  // The .eh_frame FDE whose range holds `vaddr`, for naming code no symbol covers.
+  const FdeRange* find_fde(std::uint64_t vaddr) const;
+  std::size_t n_fdes() const { return fdes_.size(); }
   std::string_view name(const ElfSymbol& s) const { return names_.data() + s.name; }
 
   const std::string& build_id() const { return build_id_; }  // lowercase hex; empty if none
@@ -78,6 +82,7 @@ class ElfSymbolTable {
   std::vector<ElfSymbol> functions_;
   std::vector<ElfSymbol> objects_;
   std::vector<ElfSegment> segments_;
+  std::vector<FdeRange> fdes_;  // sorted by start
   std::string names_;
   std::string build_id_;
   bool has_symtab_ = false;

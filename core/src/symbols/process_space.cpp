@@ -94,6 +94,7 @@ bool ProcessSpace::reload(StringPool& strings, ElfFileCache& files, int* err) {
   mapped_jitdump_ = std::move(mapped);
   loaded_at_ = std::chrono::steady_clock::now();
   exe_id_ = exe_before;
+  ++generation_;
   for (MappedRegion& r : regions_)
     if (r.map.executable && r.map.file_backed()) ensure_elf(r, files);
   return true;

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "symbols/dwarf_unwinder.hpp"
 #include "symbols/elf_file_cache.hpp"
 #include "symbols/jitdump.hpp"
 #include "symbols/perf_map.hpp"
@@ -53,6 +54,13 @@ class ProcessSpace {
   // Opens the file behind a file-backed region (the caller owns the fd); -1 on failure.
   int open_file(const MappedRegion& r) const { return open_mapped_file(r.map); }
 
+  // The regions as last read, sorted by start (the unwinder reports their files).
+  std::vector<MappedRegion>& regions() { return regions_; }
+  // Counts reloads, so users of the regions can tell that they changed.
+  std::uint64_t generation() const { return generation_; }
+  // The process's unwinder, made on its first unwind; dropped when the process execs.
+  std::unique_ptr<DwarfUnwinder> unwinder;
+
   PerfMap& perf_map() { return perf_map_; }
   // The process's jitdump: the jit-N.dump file it maps (runtimes mmap it so that perf sees
   // it; read through the process's root, so containers work), else
@@ -91,6 +99,7 @@ class ProcessSpace {
   std::unique_ptr<JitDump> jitdump_;
   std::chrono::steady_clock::time_point loaded_at_{};
   std::uint64_t exe_id_ = 0;  // device and inode of /proc/PID/exe at the last reload
+  std::uint64_t generation_ = 0;
 };
 
 }  // namespace loupe

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <list>
 #include <mutex>
@@ -64,6 +65,22 @@ class ElfSymbolizer final : public Symbolizer {
     resolve_in_region(*space, *r, addr, /*data=*/true, out);
   }
 
+  UserUnwind unwind_user(std::uint32_t pid, const loupe_user_regs& regs, const void* stack,
+                         std::uint32_t stack_len, std::uint64_t* out, std::uint32_t max) override {
+    std::lock_guard lock(mu_);
+    ++unwinds_;
+    ProcessSpace* space = process(pid);
+    if (!space) return {0, LOUPE_UNWIND_NO_PROCESS};
+    if (!space->unwinder) space->unwinder = std::make_unique<DwarfUnwinder>(pid);
+    DwarfUnwinder& u = *space->unwinder;
+    if (u.synced_generation() != space->generation()) u.sync_modules(*space, files_);
+    // A pc no reported file covers may be code mapped since (dlopen): re-read, rate-limited.
+    const std::uint64_t pc = regs.regs[16];
+    if (!u.covers(pc) && maybe_reload(*space)) u.sync_modules(*space, files_);
+    UnwindResult r = u.unwind(regs, stack, stack_len, out, max);
+    return {r.n, r.status};
+  }
+
   void invalidate(std::uint32_t pid) override {
     std::lock_guard lock(mu_);
     auto it = index_.find(pid);
@@ -110,7 +127,12 @@ class ElfSymbolizer final : public Symbolizer {
     s.cached_files = files_.size();
     s.interned_strings = strings_.size();
     s.kernel_symbols = text_ ? text_->size() : 0;
+    s.unwinds = unwinds_;
     for (const ProcessSpace& p : lru_) {
+      if (p.unwinder) {
+        ++s.unwinders;
+        s.unwind_modules += p.unwinder->modules();
+      }
       if (const JitDump* d = p.jitdump_if_any()) {
         s.jitdump_entries += d->size();
         s.jitdump_evictions += d->evictions();
@@ -170,6 +192,7 @@ class ElfSymbolizer final : public Symbolizer {
           int err = 0;
           ++maps_reads_;
           space.reload(strings_, files_, &err);
+          space.unwinder.reset();  // the old image's files and CFI
         }
       }
       return &space;
@@ -265,10 +288,31 @@ class ElfSymbolizer final : public Symbolizer {
     // Unresolved frames carry the link-time address: `addr2line -e module 0xoffset` works.
     out->offset = vaddr;
     const ElfSymbol* sym = data ? r.elf->find_object(vaddr) : r.elf->find_function(vaddr);
-    if (!sym) return;
+    if (!sym) {
+      if (!data) fde_frame(r, vaddr, out);
+      return;
+    }
     out->symbol = symbol_name(*r.elf, *sym);
     out->offset = vaddr - sym->addr;
     out->resolution = sym->from_dynsym ? LOUPE_RESOLVED_DYNSYM : LOUPE_RESOLVED_SYMTAB;
+  }
+
+  // No symbol covers a code address: name it by the .eh_frame FDE holding it, so every
+  // address of one function groups under one name ("liblzma.so.5.4.1 [fn@0x15b40]").
+  void fde_frame(const MappedRegion& r, std::uint64_t vaddr, loupe_frame* out) {
+    const FdeRange* fde = r.elf->find_fde(vaddr);
+    if (!fde) return;
+    std::string_view path(r.map.path);
+    if (auto slash = path.rfind('/'); slash != std::string_view::npos)
+      path.remove_prefix(slash + 1);
+    char start[32];
+    std::snprintf(start, sizeof(start), " [fn@0x%llx]",
+                  static_cast<unsigned long long>(fde->start));
+    std::string name(path);
+    name += start;
+    out->symbol = strings_.intern(name);
+    out->offset = vaddr - fde->start;
+    out->resolution = LOUPE_RESOLVED_EH_FRAME;
   }
 
   const char* symbol_name(const ElfSymbolTable& table, const ElfSymbol& sym) {
@@ -300,6 +344,7 @@ class ElfSymbolizer final : public Symbolizer {
   std::list<ProcessSpace> lru_;  // most recent first
   std::unordered_map<std::uint32_t, std::list<ProcessSpace>::iterator> index_;
   std::uint64_t maps_reads_ = 0;
+  std::uint64_t unwinds_ = 0;
   std::uint64_t call_ = 0;  // numbers symbolize() calls, to check a perf map once per call
 };
 

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // A CPU-bound workload with known stacks for the cpusample tests and bench:
-//   cpu_spin SECONDS [user|syscall]
+//   cpu_spin SECONDS [user|syscall|clock]
 //   cpu_spin MILLIONS fixed      (a fixed amount of work; prints the elapsed seconds, for bench/)
 // "user" burns CPU in main -> cpu_spin_outer -> cpu_spin_inner (frame pointers kept);
 // "syscall" loops on getppid() so most samples land in the kernel under
-// main -> cpu_syscall_loop.
+// main -> cpu_syscall_loop; "clock" loops on clock_gettime(), so most samples land in
+// the vdso under main -> cpu_clock_loop.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,14 @@ __attribute__((noinline)) void cpu_syscall_loop(double seconds) {
     for (int i = 0; i < 1000; i++) syscall(SYS_getppid);
 }
 
+__attribute__((noinline)) void cpu_clock_loop(double seconds) {
+  double end = now_s() + seconds;
+  struct timespec ts;
+
+  while (now_s() < end)
+    for (int i = 0; i < 1000; i++) clock_gettime(CLOCK_MONOTONIC, &ts);
+}
+
 int main(int argc, char** argv) {
   double seconds = argc > 1 ? atof(argv[1]) : 1.0;
   const char* mode = argc > 2 ? argv[2] : "user";
@@ -56,6 +65,8 @@ int main(int argc, char** argv) {
   }
   if (strcmp(mode, "syscall") == 0)
     cpu_syscall_loop(seconds);
+  else if (strcmp(mode, "clock") == 0)
+    cpu_clock_loop(seconds);
   else
     cpu_spin_outer(seconds);
   printf("%llu\n", (unsigned long long)sink);

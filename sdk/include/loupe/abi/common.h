@@ -28,7 +28,9 @@ extern "C" {
 #endif
 
 #define LOUPE_ABI_MAJOR 1
-#define LOUPE_ABI_MINOR 2 /* 1.1: loupe_config_key.choices; 1.2: bpf_adopt_link_at, tree_map_fd */
+/* 1.1: loupe_config_key.choices; 1.2: bpf_adopt_link_at, unwind_user, tree_map_fd,
+ * LOUPE_RESOLVED_EH_FRAME */
+#define LOUPE_ABI_MINOR 2
 
 /* The one symbol a plugin library exports. Its type is loupe_plugin_entry_fn (plugin.h). */
 #define LOUPE_PLUGIN_ENTRY_SYMBOL "loupe_plugin_entry"

@@ -91,6 +91,40 @@ typedef struct loupe_ring_spec {
   void* user; /* passed back unchanged */
 } loupe_ring_spec;
 
+/* ---- user-stack unwinding (ABI 1.2) ---------------------------------------------- */
+
+typedef enum loupe_user_arch {
+  LOUPE_ARCH_X86_64 = 1,
+} loupe_user_arch;
+
+#define LOUPE_USER_REGS_MAX 33
+
+/*
+ * A thread's user registers at the moment its stack was copied, in the architecture's
+ * DWARF register numbering (x86-64: 0 rax, 1 rdx, 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp,
+ * 7 rsp, 8-15 r8-r15, 16 rip). bpf/include/loupe/ustack.bpf.h captures them.
+ */
+typedef struct loupe_user_regs {
+  uint32_t size; /* sizeof(loupe_user_regs) as the caller compiled it */
+  uint32_t arch; /* loupe_user_arch */
+  uint64_t mask; /* bit i set: regs[i] is valid */
+  uint64_t regs[LOUPE_USER_REGS_MAX];
+} loupe_user_regs;
+
+/* Why an unwind stopped. Every value but OK means the stack may lack its outer frames;
+ * the frames found up to that point are still written. */
+typedef enum loupe_unwind_status {
+  LOUPE_UNWIND_OK = 0,              /* reached the outermost frame (CFI ends the chain) */
+  LOUPE_UNWIND_NO_CFI = 1,          /* no CFI for a frame's pc, or CFI that cannot be evaluated */
+  LOUPE_UNWIND_STACK_EXHAUSTED = 2, /* the next frame lies beyond the copied stack slice */
+  LOUPE_UNWIND_BAD_MEMORY = 3,      /* CFI asked for memory outside the slice (garbage state) */
+  LOUPE_UNWIND_UNMAPPED_PC = 4,     /* a pc outside every known executable mapping */
+  LOUPE_UNWIND_MAX_DEPTH = 5,       /* `max` frames were written before the end */
+  LOUPE_UNWIND_NO_PROCESS = 6,      /* the process's mappings could not be read (gone) */
+  LOUPE_UNWIND_UNSUPPORTED = 7,     /* architecture or host build without an unwinder */
+  LOUPE_UNWIND_STATUS_COUNT = 8,
+} loupe_unwind_status;
+
 /* ---- the services table ----------------------------------------------------------- */
 
 typedef struct loupe_host_services {
@@ -181,6 +215,20 @@ typedef struct loupe_host_services {
    * Session thread only. */
   int (*bpf_adopt_link_at)(loupe_host* host, struct bpf_link* link, struct bpf_program* prog,
                            const char* probe, const char* target, int errno_value);
+
+  /* ABI 1.2. Unwind a user stack from a copy (perf --call-graph dwarf style): `regs` at
+   * the sample, `stack` the `stack_len` bytes copied from regs[sp] upwards (both borrowed
+   * for the call). Uses the .eh_frame/.debug_frame CFI of the files `pid` maps (read
+   * through /proc/PID/root or /proc/PID/map_files, cached per process until it execs or
+   * symbols_invalidate). Writes up to `max` code addresses into `out`, leaf first: the
+   * pc, then return addresses, as symbolize() takes them; `*n_out` gets the count and
+   * `*reason` a loupe_unwind_status. Returns LOUPE_OK whenever `*reason` was set (a
+   * partial stack is not a failure), LOUPE_ERR_INVALID_ARG on bad arguments. Any thread;
+   * calls are serialized with symbolize() (one lock) and may block on a cache miss
+   * (maps, ELF files); a warm unwind costs tens of microseconds. */
+  int (*unwind_user)(loupe_host* host, uint32_t pid, const loupe_user_regs* regs, const void* stack,
+                     uint32_t stack_len, uint64_t* out, uint32_t max, uint32_t* n_out,
+                     uint32_t* reason);
 } loupe_host_services;
 
 #ifdef __cplusplus

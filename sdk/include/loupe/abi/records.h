@@ -89,6 +89,10 @@ typedef enum loupe_frame_resolution {
   LOUPE_RESOLVED_KALLSYMS = 3,
   LOUPE_RESOLVED_PERF_MAP = 4, /* /tmp/perf-PID.map */
   LOUPE_RESOLVED_JITDUMP = 5,
+  /* ABI 1.2: no symbol covers the address; `symbol` names the function by the .eh_frame
+   * FDE that holds it ("liblzma.so.5.4.1 [fn@0x15b40]": module file name and the FDE's
+   * link-time start), `offset` is from that start. Frames of one function share a name. */
+  LOUPE_RESOLVED_EH_FRAME = 6,
   LOUPE_UNRESOLVED_NO_SYMBOL = 16, /* module known, no symbol covers the address */
   LOUPE_UNRESOLVED_NO_MODULE = 17, /* address outside every known mapping */
   LOUPE_UNRESOLVED_PROCESS_GONE = 18,

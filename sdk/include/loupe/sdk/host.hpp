@@ -173,6 +173,24 @@ class Host {
         svc_->symbols_invalidate)
       svc_->symbols_invalidate(svc_->host, pid);
   }
+  // Whether the host can unwind user stacks from copies (ABI 1.2).
+  bool can_unwind_user() const {
+    return LOUPE_ABI_HAS_FIELD(svc_, loupe_host_services, unwind_user) && svc_->unwind_user;
+  }
+  // Unwinds a copied user stack (see loupe_host_services.unwind_user): `out` is resized to
+  // the addresses found, leaf first, ready for symbolize(). Returns why the walk stopped;
+  // LOUPE_UNWIND_UNSUPPORTED when the host predates the service.
+  loupe_unwind_status unwind_user(std::uint32_t pid, const loupe_user_regs& regs, const void* stack,
+                                  std::uint32_t stack_len, std::vector<std::uint64_t>& out,
+                                  std::uint32_t max) const {
+    out.resize(max);
+    std::uint32_t n = 0, reason = LOUPE_UNWIND_UNSUPPORTED;
+    if (!can_unwind_user() || svc_->unwind_user(svc_->host, pid, &regs, stack, stack_len,
+                                                out.data(), max, &n, &reason) != LOUPE_OK)
+      n = 0, reason = LOUPE_UNWIND_UNSUPPORTED;
+    out.resize(n);
+    return static_cast<loupe_unwind_status>(reason);
+  }
   std::uint64_t now_ns(loupe_clock clock = LOUPE_CLOCK_MONOTONIC) const {
     return svc_->now_ns(svc_->host, clock);
   }

@@ -36,17 +36,19 @@ struct FixedRing {
   int divisor_map_fd;  // the ring's `_divisor` map, or -1 when sampling would corrupt state
 };
 
-// Throws Error naming the ring when the host refuses it.
-template <typename Record, typename Decoder>
-void register_fixed_ring(const Host& host, const FixedRing& ring, Decoder* decoder) {
+// Records whose length varies within [min_len, max_len] (a record followed by a copied
+// user stack, loupe/ustack.bpf.h). Throws Error naming the ring when the host refuses it.
+template <typename Decoder>
+void register_variable_ring(const Host& host, const FixedRing& ring, std::uint32_t min_len,
+                            std::uint32_t max_len, Decoder* decoder) {
   loupe_ring_spec spec{};
   spec.size = sizeof(spec);
   spec.map_fd = ring.map_fd;
   spec.name = ring.name;
   spec.record_type = ring.record_type;
   spec.record_version = ring.record_version;
-  spec.min_len = sizeof(Record);
-  spec.max_len = sizeof(Record);
+  spec.min_len = min_len;
+  spec.max_len = max_len;
   spec.category = ring.category;
   spec.policy = LOUPE_BP_DEFAULT;
   spec.lost_map_fd = ring.lost_map_fd;
@@ -56,6 +58,12 @@ void register_fixed_ring(const Host& host, const FixedRing& ring, Decoder* decod
   if (host.register_ring(spec) != LOUPE_OK)
     throw Error(LOUPE_ERR_INTERNAL,
                 std::string("registering the ") + ring.name + " ring: " + host.last_error());
+}
+
+// Throws Error naming the ring when the host refuses it.
+template <typename Record, typename Decoder>
+void register_fixed_ring(const Host& host, const FixedRing& ring, Decoder* decoder) {
+  register_variable_ring(host, ring, sizeof(Record), sizeof(Record), decoder);
 }
 
 // The session's target pid, after refusing a plugin `pid` key that names another process.

@@ -1,0 +1,321 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Unwinding without frame pointers: loupe cpusample (unwind = "fp" | "dwarf") against
+`perf record -F 99 --call-graph dwarf` (and `-g`) on the same run of Debian's own xz.
+
+    bench/cpusample/dwarf_compare.py BUILD_DIR [ROUNDS=3] [MB=4]
+
+Every round runs each variant once, in a rotated order (drift hits all alike), on one
+xz -6 -T1 compression of an MB-sized word salad. The workload is started stopped
+(SIGSTOP before exec), the profiler attaches to its pid (loupe --pid, perf -p), then it
+is continued, so its own wall and CPU time (wait4) are measured apart from the
+profilers' start-up. Reported per variant (medians over rounds):
+
+  xz_wall / slowdown   the workload's elapsed time, against no profiler
+  xz_cpu               the workload's user+sys time
+  prof_cpu             the profiler process's user+sys time for the whole session
+  post_cpu             perf only: `perf script` (where perf unwinds dwarf stacks)
+  samples, main%       samples of xz, and the share whose user stack reaches main (the
+                       frame __libc_start_call_main called, in the xz executable)
+  top paths            the 5 heaviest user call paths (root -> leaf), frames named as loupe
+                       names them: symbol, else `module [fn@0xFDE start]` (perf's [unknown]
+                       frames are named from the module's .eh_frame the same way)
+
+Root only; perf absent from PATH is reported as absent.
+"""
+import collections
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+XZ = "/usr/bin/xz"
+
+
+def words_file(path, mb):
+    import random
+
+    rng = random.Random(17)
+    words = ["loupe", "stack", "frame", "unwind", "sample", "kernel", "user", "dwarf", "cfi",
+             "eh_frame", "lzma", "xz", "main", "return", "address", "the", "of", "and", "a",
+             "to", "profile", "pointer", "register"]
+    out, size = [], 0
+    while size < mb * 1_000_000:
+        w = rng.choice(words) + ("\n" if rng.randrange(11) == 0 else " ")
+        out.append(w)
+        size += len(w)
+    with open(path, "w") as f:
+        f.write("".join(out))
+
+
+def start_stopped(argv):
+    """Starts argv and stops it right after its exec (the profilers then attach to a running
+    xz image, as to any running process); it has run for well under a millisecond."""
+    pid = os.fork()
+    if pid == 0:
+        fd = os.open("/dev/null", os.O_WRONLY)
+        os.dup2(fd, 1)
+        os.execv(argv[0], argv)
+    while True:
+        try:
+            if os.readlink("/proc/%d/exe" % pid) == argv[0]:
+                break
+        except OSError:
+            pass
+    os.kill(pid, signal.SIGSTOP)
+    os.waitpid(pid, os.WUNTRACED)
+    return pid
+
+
+def cpu(ru):
+    return ru.ru_utime + ru.ru_stime
+
+
+# ---- naming frames alike on both sides ---------------------------------------------------
+
+_fde_cache = {}
+
+
+def fde_starts(path):
+    """Sorted (start, end) of the FDEs in `path`'s .eh_frame (readelf)."""
+    if path not in _fde_cache:
+        ranges = []
+        try:
+            txt = subprocess.run(["readelf", "-wf", path], capture_output=True, text=True).stdout
+            for m in re.finditer(r"FDE cie=\w+ pc=([0-9a-f]+)\.\.([0-9a-f]+)", txt):
+                ranges.append((int(m.group(1), 16), int(m.group(2), 16)))
+        except OSError:
+            pass
+        _fde_cache[path] = sorted(ranges)
+    return _fde_cache[path]
+
+
+def fde_name(path, vaddr):
+    import bisect
+
+    r = fde_starts(path)
+    i = bisect.bisect_right(r, (vaddr, 1 << 64)) - 1
+    if i >= 0 and r[i][0] <= vaddr < r[i][1]:
+        return "%s [fn@0x%x]" % (os.path.basename(path), r[i][0])
+    return "%s+0x%x" % (os.path.basename(path), vaddr)
+
+
+def norm(sym):
+    sym = re.sub(r"@@?[A-Z][A-Za-z0-9_.]*$", "", sym)  # symbol versions (__libc_start_main@GLIBC_2.2.5)
+    if sym.startswith("__libc_start_main"):
+        return "__libc_start_main"
+    return sym
+
+
+def reaches_main(frames):
+    """frames leaf first: (name, module path)."""
+    for i in range(1, len(frames)):
+        if frames[i][0] == "__libc_start_call_main" and frames[i - 1][1].endswith("/xz"):
+            return True
+    return False
+
+
+def loupe_stacks(jsonl):
+    out = []  # (count, [(name, module)] leaf first, user frames only)
+    with open(jsonl) as f:
+        for line in f:
+            r = json.loads(line)
+            if r.get("kind") != "stack" or not r.get("is_final") or r["labels"].get("comm") != "xz":
+                continue
+            n = r["stack"]["values"][0]["value"]
+            frames = [(norm(fr.get("symbol") or "%s+0x%x" % (os.path.basename(fr.get("module") or "?"), fr["offset"])),
+                       fr.get("module") or "")
+                      for fr in r["stack"]["frames"] if fr["kind"] != "kernel"]
+            out.append((n, frames))
+    return out
+
+
+def perf_stacks(data):
+    t0 = os.times()
+    p = subprocess.Popen(["perf", "script", "-i", data, "-F", "comm,ip,sym,dso"],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    txt, _ = p.communicate()
+    t1 = os.times()
+    post = (t1.children_user - t0.children_user) + (t1.children_system - t0.children_system)
+    out = []
+    for block in txt.split("\n\n"):
+        lines = [l for l in block.splitlines() if l.strip()]
+        if not lines or not lines[0].strip().startswith("xz"):
+            continue
+        frames = []
+        prev_ip = None
+        for l in lines[1:]:
+            # perf names the code at one address once per inlined level ("sym (inlined)",
+            # no module); loupe names the function holding it: keep one line per address.
+            m = re.match(r"\s*([0-9a-f]+) (.*) \((.*)\)$", l)
+            if not m or m.group(3) == "[kernel.kallsyms]" or int(m.group(1), 16) == prev_ip:
+                continue
+            ip, sym, dso = int(m.group(1), 16), m.group(2), m.group(3)
+            prev_ip = ip
+            if sym.startswith("[unknown]"):
+                name = fde_name(dso, ip) if dso.startswith("/") else "[unknown]"
+            else:
+                name = norm(re.sub(r"\+0x[0-9a-f]+$", "", sym))
+            frames.append((name, dso))
+        out.append((1, frames))
+    return out, post
+
+
+def summarize(stacks):
+    total = sum(n for n, _ in stacks)
+    rooted = sum(n for n, f in stacks if reaches_main(f))
+    paths = collections.Counter()
+    for n, f in stacks:
+        paths[";".join(name for name, _ in reversed(f))] += n
+    return total, rooted, paths
+
+
+# ---- variants ----------------------------------------------------------------------------
+
+
+def run_variant(variant, build, tmp, data):
+    argv = [XZ, "-6", "-T1", "-c", "-k", data]
+    pid = start_stopped(argv)
+    prof = None
+    out = os.path.join(tmp, variant)
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    if variant.startswith("loupe"):
+        unwind = variant.split("-")[1]
+        profile = os.path.join(out, "p.toml")
+        with open(profile, "w") as f:
+            f.write('[session]\noutput_dir = "%s/o"\n[[plugins]]\nname = "cpusample"\n'
+                    'frequency = 99\nunwind = "%s"\n[[sinks]]\nname = "jsonl"\n' % (out, unwind))
+        prof = subprocess.Popen([os.path.join(build, "bin/loupe"), "run", profile, "--pid", str(pid)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(3)  # preflight, load, attach
+    elif variant.startswith("perf"):
+        cg = ["--call-graph", "dwarf"] if variant == "perf-dwarf" else ["-g"]
+        prof = subprocess.Popen(["perf", "record", "-q", "-F", "99"] + cg +
+                                ["-o", os.path.join(out, "perf.data"), "-p", str(pid)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1.5)
+    t0 = time.monotonic()
+    os.kill(pid, signal.SIGCONT)
+    _, _, ru = os.wait4(pid, 0)
+    wall = time.monotonic() - t0
+    res = {"wall": wall, "xz_cpu": cpu(ru), "prof_cpu": 0.0, "post_cpu": 0.0, "stacks": []}
+    if prof:
+        if variant.startswith("perf"):
+            time.sleep(0.2)
+        _, _, pru = os.wait4(prof.pid, 0)
+        res["prof_cpu"] = cpu(pru)
+        if variant.startswith("loupe"):
+            res["stacks"] = loupe_stacks(os.path.join(out, "o", "records.jsonl"))
+        else:
+            res["stacks"], res["post_cpu"] = perf_stacks(os.path.join(out, "perf.data"))
+    return res
+
+
+def bpf_ns_per_run(build, tmp, data, unwind):
+    """cs_sample / cs_sample_dwarf run time per sample (kernel.bpf_stats_enabled), one run."""
+    prog = "cs_sample_dwarf" if unwind == "dwarf" else "cs_sample"
+    old = open("/proc/sys/kernel/bpf_stats_enabled").read().strip()
+    open("/proc/sys/kernel/bpf_stats_enabled", "w").write("1")
+    try:
+        pid = start_stopped([XZ, "-6", "-T1", "-c", "-k", data])
+        profile = os.path.join(tmp, "stats.toml")
+        with open(profile, "w") as f:
+            f.write('[session]\noutput_dir = "%s/stats"\n[[plugins]]\nname = "cpusample"\n'
+                    'unwind = "%s"\n[[sinks]]\nname = "jsonl"\n' % (tmp, unwind))
+        prof = subprocess.Popen([os.path.join(build, "bin/loupe"), "run", profile, "--pid", str(pid)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(3)
+        os.kill(pid, signal.SIGCONT)
+        last = None
+        while os.waitpid(pid, os.WNOHANG) == (0, 0):
+            txt = subprocess.run(["bpftool", "prog", "show", "name", prog], capture_output=True,
+                                 text=True).stdout
+            m = re.search(r"run_time_ns (\d+) run_cnt (\d+)", txt)
+            if m:
+                last = (int(m.group(1)), int(m.group(2)))
+            time.sleep(0.5)
+        prof.wait()
+        return (last[0] / last[1], last[1]) if last and last[1] else (0.0, 0)
+    finally:
+        open("/proc/sys/kernel/bpf_stats_enabled", "w").write(old)
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    build = os.path.abspath(sys.argv[1])
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    mb = float(sys.argv[3]) if len(sys.argv) > 3 else 4
+    if os.geteuid() != 0:
+        sys.exit("root only")
+    if not os.path.ismount("/sys/kernel/tracing"):
+        subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], check=False)
+    variants = ["base", "loupe-fp", "loupe-dwarf"]
+    if shutil.which("perf"):
+        variants += ["perf-fp", "perf-dwarf"]
+    else:
+        print("perf: absent")
+    tmp = tempfile.mkdtemp()
+    try:
+        data = os.path.join(tmp, "input.txt")
+        words_file(data, mb)
+        res = collections.defaultdict(list)
+        for r in range(rounds):
+            for i in range(len(variants)):
+                v = variants[(i + r) % len(variants)]
+                res[v].append(run_variant(v, build, tmp, data))
+        base = statistics.median(x["wall"] for x in res["base"])
+        print("xz -6 -T1 on %.1f MB, %d rounds, medians; 99 Hz; load average %s" %
+              (mb, rounds, open("/proc/loadavg").read().split()[0]))
+        print("%-12s %8s %9s %8s %9s %9s %8s %7s" %
+              ("variant", "xz_wall", "slowdown", "xz_cpu", "prof_cpu", "post_cpu", "samples", "main%"))
+        tops = {}
+        for v in variants:
+            rs = res[v]
+            wall = statistics.median(x["wall"] for x in rs)
+            line = "%-12s %8.3f %8.2f%% %8.3f %9.3f %9.3f" % (
+                v, wall, (wall - base) * 100 / base, statistics.median(x["xz_cpu"] for x in rs),
+                statistics.median(x["prof_cpu"] for x in rs), statistics.median(x["post_cpu"] for x in rs))
+            if v != "base":
+                total, rooted, paths = summarize([s for x in rs for s in x["stacks"]])
+                line += " %8d %6.1f%%" % (total, 100.0 * rooted / max(1, total))
+                tops[v] = (total, paths)
+            print(line)
+        shown = [v for v in ("loupe-dwarf", "perf-dwarf") if v in tops]
+        tops5 = {v: tops[v][1].most_common(5) for v in shown}
+        # The root part every shown path shares is printed once.
+        split = [p.split(";") for v in shown for p, _ in tops5[v]]
+        common = 0
+        while split and all(len(x) > common + 1 and x[common] == split[0][common] for x in split):
+            common += 1
+        if common:
+            print("\ncommon root of the paths below: %s" % ";".join(split[0][:common]))
+        for v in shown:
+            total = tops[v][0]
+            print("\ntop call paths, %s (share of xz samples; ... = the common root):" % v)
+            for p, n in tops5[v]:
+                print("  %5.1f%%  %s%s" % (100.0 * n / max(1, total), "...;" if common else "",
+                                          ";".join(p.split(";")[common:])))
+        if shutil.which("bpftool"):
+            for unwind in ("fp", "dwarf"):
+                ns, runs = bpf_ns_per_run(build, tmp, data, unwind)
+                print("\nBPF run time, unwind = %s: %.0f ns per sample (%d samples)" % (unwind, ns, runs),
+                      end="")
+            print()
+        if "loupe-dwarf" in tops and "perf-dwarf" in tops:
+            a = [p for p, _ in tops["loupe-dwarf"][1].most_common(5)]
+            b = [p for p, _ in tops["perf-dwarf"][1].most_common(5)]
+            print("\ntop-5 paths in common: %d of 5 (same order: %s)" % (len(set(a) & set(b)), a == b))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// unwind = "dwarf" end to end on a distribution binary: Debian's own /usr/bin/xz and
+// liblzma, built without frame pointers, compressing a file under `sh -c`. With dwarf
+// unwinding nearly every sample of xz must have a stack that reaches main (the frame
+// __libc_start_call_main called, in the xz executable: xz is stripped, so main has no
+// name, only its place) and liblzma's entry point lzma_code must appear. The same run with
+// unwind = "fp" is measured and must do far worse: that is why dwarf exists.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include "cli_run.hpp"
+
+using loupe::test::CliRun;
+using loupe::test::RunResult;
+using nlohmann::json;
+
+namespace {
+
+const std::string kXz = "/usr/bin/xz";
+
+struct Attribution {
+  std::int64_t xz = 0;         // samples of the xz process
+  std::int64_t rooted = 0;     // ... whose user stack reaches main
+  std::int64_t lzma_code = 0;  // ... with lzma_code on the stack
+  std::int64_t eh_frame = 0;   // ... with a frame named by its FDE (stripped code)
+};
+
+std::string str(const json& f, const char* key) {
+  return f.contains(key) && f[key].is_string() ? f[key].get<std::string>() : "";
+}
+
+// main's frame: the one __libc_start_call_main (libc6-dbg names it) or, without debug
+// symbols, __libc_start_main called, lying in the executable.
+bool reaches_main(const json& frames) {
+  for (std::size_t i = 1; i < frames.size(); ++i) {
+    const std::string caller = str(frames[i], "symbol");
+    if (caller != "__libc_start_call_main" && caller.rfind("__libc_start_main", 0) != 0) continue;
+    const std::string module = str(frames[i - 1], "module");
+    if (module.size() >= 3 && module.compare(module.size() - 3, 3, "/xz") == 0) return true;
+  }
+  return false;
+}
+
+Attribution attribute(const RunResult& r) {
+  Attribution a;
+  for (const auto* rec : r.all("stack", "cpu")) {
+    if ((*rec)["labels"]["comm"] != "xz") continue;
+    const std::int64_t n = (*rec)["stack"]["values"][0]["value"].get<std::int64_t>();
+    const json& frames = (*rec)["stack"]["frames"];
+    a.xz += n;
+    if (reaches_main(frames)) a.rooted += n;
+    bool lzma = false, eh = false;
+    for (const auto& f : frames) {
+      lzma = lzma || str(f, "symbol") == "lzma_code";
+      eh = eh || str(f, "resolution") == "eh_frame";
+    }
+    if (lzma) a.lzma_code += n;
+    if (eh) a.eh_frame += n;
+  }
+  return a;
+}
+
+double health(const RunResult& r, const std::string& component) {
+  for (const auto* rec : r.all("health", "stacks"))
+    if ((*rec)["health"]["component"] == component) return (*rec)["health"]["value"].get<double>();
+  return -1;
+}
+
+class CpuSampleDwarfE2E : public CliRun {
+ protected:
+  void SetUp() override {
+    CliRun::SetUp();
+    if (IsSkipped()) return;
+    if (!std::filesystem::exists(kXz)) GTEST_SKIP() << kXz << " is not installed";
+    // Text-like input xz works on for a few seconds at -6 (a word salad: random bytes would
+    // send xz to its uncompressible fast path).
+    data_ = dir_ + "/input.txt";
+    std::ofstream out(data_);
+    std::mt19937 rng(17);
+    const char* words[] = {"loupe", "stack",  "frame",   "unwind",   "sample",  "kernel",
+                           "user",  "dwarf",  "cfi",     "eh_frame", "lzma",    "xz",
+                           "main",  "return", "address", "the",      "of",      "and",
+                           "a",     "to",     "profile", "pointer",  "register"};
+    std::string line;
+    for (int i = 0; i < 400'000; ++i) {
+      line += words[rng() % (sizeof(words) / sizeof(words[0]))];
+      line += (rng() % 11 == 0) ? '\n' : ' ';
+      if (line.size() > 4096) {
+        out << line;
+        line.clear();
+      }
+    }
+    out << line;
+  }
+
+  RunResult run_xz(const std::string& unwind) {
+    // `exec`: the session profiles the command's own pid (its children only once process
+    // trees are followed).
+    return run("[[plugins]]\nname = \"cpusample\"\nunwind = \"" + unwind + "\"\n",
+               {"sh", "-c", "'exec " + kXz + " -6 -T1 -c -k " + data_ + " > /dev/null'"});
+  }
+
+  std::string data_;
+};
+
+}  // namespace
+
+TEST_F(CpuSampleDwarfE2E, XzStacksReachMainWithDwarfAndMostlyNotWithFramePointers) {
+  RunResult dwarf = run_xz("dwarf");
+  ASSERT_EQ(dwarf.exit_code, 0) << dwarf.output;
+  Attribution d = attribute(dwarf);
+  RunResult fp = run_xz("fp");
+  ASSERT_EQ(fp.exit_code, 0) << fp.output;
+  Attribution f = attribute(fp);
+  std::printf(
+      "  dwarf: xz samples=%lld reaching main=%lld (%.1f%%) with lzma_code=%lld "
+      "with eh_frame names=%lld\n",
+      (long long)d.xz, (long long)d.rooted, 100.0 * d.rooted / std::max<std::int64_t>(1, d.xz),
+      (long long)d.lzma_code, (long long)d.eh_frame);
+  std::printf("  fp:    xz samples=%lld reaching main=%lld (%.1f%%) with lzma_code=%lld\n",
+              (long long)f.xz, (long long)f.rooted,
+              100.0 * f.rooted / std::max<std::int64_t>(1, f.xz), (long long)f.lzma_code);
+  std::printf(
+      "  dwarf unwind: ok=%.0f no_cfi=%.0f exhausted=%.0f bad_memory=%.0f unmapped=%.0f "
+      "copy_failed=%.0f\n",
+      health(dwarf, "cpusample/unwind_ok"), health(dwarf, "cpusample/unwind_no_cfi"),
+      health(dwarf, "cpusample/unwind_stack_exhausted"),
+      health(dwarf, "cpusample/unwind_bad_memory"), health(dwarf, "cpusample/unwind_unmapped_pc"),
+      health(dwarf, "cpusample/ustack_copy_failed"));
+  ASSERT_GE(d.xz, 20) << "too few samples of xz to judge";
+  // The samples that cannot reach main are those before it (the dynamic loader's start-up)
+  // and after it returns (exit handlers): a few per run, well under 5%.
+  EXPECT_GE(d.rooted * 100, d.xz * 95);
+  EXPECT_GE(d.lzma_code * 100, d.xz * 90);  // the work is all under lzma_code
+  EXPECT_GT(d.eh_frame, 0);                 // liblzma's static functions, named by FDE
+  // Frame pointers: what this binary gives is measured above; it must be far from dwarf.
+  ASSERT_GE(f.xz, 20);
+  EXPECT_LT(f.rooted * 100, f.xz * 50) << "fp reached main in most xz samples";
+  EXPECT_GE(d.rooted * f.xz, 2 * f.rooted * d.xz) << "dwarf is not clearly better than fp";
+}
+
+TEST_F(CpuSampleDwarfE2E, SamplesInTheVdsoUnwindThroughItToMain) {
+  // clock_gettime() runs in the vdso, which no file backs: the unwinder reports this
+  // process's own vdso image in its place (the same kernel maps the same image).
+  RunResult r = run("[[plugins]]\nname = \"cpusample\"\nunwind = \"dwarf\"\n",
+                    {CPU_SPIN_WORKLOAD, "1.5", "clock"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::int64_t total = 0, in_vdso = 0, rooted_vdso = 0, rooted = 0;
+  for (const auto* rec : r.all("stack", "cpu")) {
+    if ((*rec)["labels"]["comm"] != "cpu_spin") continue;
+    const std::int64_t n = (*rec)["stack"]["values"][0]["value"].get<std::int64_t>();
+    bool vdso = false, main_found = false;
+    for (const auto& f : (*rec)["stack"]["frames"]) {
+      vdso = vdso || str(f, "module") == "[vdso]";
+      main_found = main_found || str(f, "symbol") == "main";
+    }
+    total += n;
+    if (vdso) in_vdso += n;
+    if (vdso && main_found) rooted_vdso += n;
+    if (main_found) rooted += n;
+  }
+  std::printf(
+      "  clock loop: samples=%lld in the vdso=%lld of which reaching main=%lld; all "
+      "reaching main=%lld\n",
+      (long long)total, (long long)in_vdso, (long long)rooted_vdso, (long long)rooted);
+  ASSERT_GE(total, 10);
+  EXPECT_GT(in_vdso, 0) << "no sample landed in the vdso: nothing was tested";
+  EXPECT_GE(rooted_vdso * 100, in_vdso * 90);
+  EXPECT_GE(rooted * 100, total * 90);
+}
