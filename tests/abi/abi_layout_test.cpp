@@ -172,7 +172,7 @@ TEST(AbiLayout, EveryFieldOffsetIsPinned) {
   EXPECT_EQ(offsetof(loupe_host_services, symbolize_data), 184u);
   EXPECT_EQ(offsetof(loupe_host_services, symbols_invalidate), 192u);
   EXPECT_EQ(offsetof(loupe_host_services, bpf_adopt_link_at), 200u);  // 1.2
-  EXPECT_EQ(offsetof(loupe_host_services, unwind_user), 208u);         // 1.2
+  EXPECT_EQ(offsetof(loupe_host_services, unwind_user), 208u);        // 1.2
   EXPECT_EQ(sizeof(loupe_host_services), 216u);
   // loupe_user_regs (ABI 1.2)
   EXPECT_EQ(offsetof(loupe_user_regs, size), 0u);
