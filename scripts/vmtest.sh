@@ -196,11 +196,16 @@ mkdir -p "$HOME"
 . /run/vmtest/cmd
 EOF
 
+# A working directory under /tmp (a CI checkout there) must stay visible once the scratch
+# disk is mounted over /tmp: it is bound aside first and back on top after.
+case "$PWD" in /tmp/*) KEEP_CWD=$PWD ;; *) KEEP_CWD= ;; esac
+
 cat >"$IRD/init" <<EOF
 #!/bin/busybox sh
 KVER='$KVER'
 MODDIR='$KDIR/lib/modules/$KVER'
 KCONFIG='$KDIR/boot/config-$KVER'
+KEEP_CWD='$KEEP_CWD'
 EOF
 cat >>"$IRD/init" <<'EOF'
 /bin/busybox --install -s /bin
@@ -247,6 +252,9 @@ cp /vmtest/cmd /vmtest/stage2 $R/run/vmtest/
 mkdir -p "$R/lib/modules/$KVER" && mount -o bind "$R$MODDIR" "$R/lib/modules/$KVER"
 # Its config where Debian puts it (tests read CONFIG_* from /boot/config-$(uname -r)).
 mkdir -p $R/boot && cp "$R$KCONFIG" "$R/boot/config-$KVER"
+if [ -n "$KEEP_CWD" ]; then
+  mkdir -p $R/run/vmtest/cwd && mount -o bind "$R$KEEP_CWD" $R/run/vmtest/cwd
+fi
 i=0
 while [ ! -b /dev/vda ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 if [ -b /dev/vda ]; then
@@ -256,6 +264,9 @@ else
   mount -t tmpfs tmpfs $R/tmp
 fi
 chmod 1777 $R/tmp
+if [ -n "$KEEP_CWD" ]; then
+  mkdir -p "$R$KEEP_CWD" && mount -o bind $R/run/vmtest/cwd "$R$KEEP_CWD"
+fi
 hostname vmtest
 chroot $R /bin/bash /run/vmtest/stage2
 rc=$?

@@ -85,27 +85,38 @@ static __always_inline void count_stack_error(struct cs_counters *c, long err, b
 	}
 }
 
+/* Both unwinding modes take the same samples: the counters when this one is to be taken,
+ * NULL (and why, counted) when it is idle time not asked for or outside the target. */
+static __always_inline struct cs_counters *admit_sample(__u64 id)
+{
+	__u32 zero = 0;
+	struct cs_counters *c = bpf_map_lookup_elem(&counters, &zero);
+
+	if (!c)
+		return NULL;
+	if ((__u32)id == 0 && !targ_include_idle) {
+		c->idle++;
+		return NULL;
+	}
+	if (!loupe_filter_pass(id)) {
+		c->filtered++;
+		return NULL;
+	}
+	c->samples++;
+	return c;
+}
+
 SEC("perf_event")
 int cs_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 zero = 0;
-	struct cs_counters *c = bpf_map_lookup_elem(&counters, &zero);
+	struct cs_counters *c = admit_sample(id);
 	struct cs_key key = {};
 	__u64 one = 1, *val;
 	long err;
 
 	if (!c)
 		return 0;
-	if ((__u32)id == 0 && !targ_include_idle) {
-		c->idle++;
-		return 0;
-	}
-	if (!loupe_filter_pass(id)) {
-		c->filtered++;
-		return 0;
-	}
-	c->samples++;
 	key.tgid = id >> 32;
 	key.pid = targ_per_thread ? (__u32)id : 0;
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
@@ -155,23 +166,13 @@ SEC("perf_event")
 int cs_sample_dwarf(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 zero = 0;
-	struct cs_counters *c = bpf_map_lookup_elem(&counters, &zero);
+	struct cs_counters *c = admit_sample(id);
 	struct cs_dwarf_rec *r;
 	__u64 size;
 	long err;
 
 	if (!c)
 		return 0;
-	if ((__u32)id == 0 && !targ_include_idle) {
-		c->idle++;
-		return 0;
-	}
-	if (!loupe_filter_pass(id)) {
-		c->filtered++;
-		return 0;
-	}
-	c->samples++;
 	r = loupe_ustack_scratch(&dwarf_scratch);
 	if (!r)
 		return 0;
