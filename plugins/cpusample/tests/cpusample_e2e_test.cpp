@@ -56,8 +56,9 @@ TEST_F(CpuSampleE2E, UserSpinLandsInItsFunctionWithRootedStacks) {
     }
     EXPECT_EQ((*rec)["labels"]["comm"], "cpu_spin");
     total += n;
+    if (!has_frame(*rec, "main")) continue;  // start-up (ld.so): long under emulation
+    rooted += n;
     if (leaf(*rec) == "cpu_spin_inner") in_spin += n;
-    if (has_frame(*rec, "main")) rooted += n;
   }
   std::printf("  samples=%lld in cpu_spin_inner=%lld with main=%lld before exec=%lld\n",
               (long long)total, (long long)in_spin, (long long)rooted, (long long)before_exec);
@@ -65,8 +66,8 @@ TEST_F(CpuSampleE2E, UserSpinLandsInItsFunctionWithRootedStacks) {
   // 1.5 s at 99 Hz is ~148 samples on an idle CPU; a loaded 2-core box gives far fewer.
   ASSERT_GE(total, 10);
   EXPECT_EQ(metric(r, "samples"), static_cast<double>(total + before_exec));
-  EXPECT_GE(in_spin * 10, total * 8);  // >= 80% in the hot function
-  EXPECT_GE(rooted * 10, total * 8);   // frame-pointer stacks reach main
+  EXPECT_GE(in_spin * 10, rooted * 8);  // of main's call tree, >= 80% in the hot function
+  EXPECT_GE(rooted * 10, total * 8);    // frame-pointer stacks reach main
   EXPECT_EQ(metric(r, "cpus_sampled"), static_cast<double>(sysconf(_SC_NPROCESSORS_ONLN)));
 }
 
