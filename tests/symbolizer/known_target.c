@@ -47,6 +47,7 @@ int main(void) {
 #ifdef LOUPE_WITH_LIB
   loupe_lib_report();
 #endif
+  printf("pid %#x\n", (unsigned)getpid());  // hex, as every other value
   printf("ready\n");
   fflush(stdout);
   for (;;) pause();

@@ -15,21 +15,31 @@
 
 namespace loupe::test {
 
-LiveTarget::LiveTarget(const std::vector<std::string>& argv) {
+LiveTarget::LiveTarget(const std::vector<std::string>& argv,
+                       const std::function<void(pid_t)>& before_exec) {
   const std::string& path = argv.at(0);
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
+  int fds[2], go[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0 || ::pipe2(go, O_CLOEXEC) != 0)
+    throw std::runtime_error("pipe2 failed");
   pid_ = ::fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
   if (pid_ == 0) {
+    ::setpgid(0, 0);
     ::dup2(fds[1], STDOUT_FILENO);
+    char c;
+    if (::read(go[0], &c, 1) != 1) ::_exit(126);
     ::execvp(path.c_str(), args.data());
     ::_exit(127);
   }
+  ::setpgid(pid_, pid_);  // either side may run first
   ::close(fds[1]);
+  ::close(go[0]);
+  if (before_exec) before_exec(pid_);
+  if (::write(go[1], "g", 1) != 1) throw std::runtime_error("cannot release the target");
+  ::close(go[1]);
   std::string text;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (text.find("ready\n") == std::string::npos) {
@@ -62,6 +72,7 @@ std::uint64_t LiveTarget::addr(const std::string& name) const {
 
 void LiveTarget::kill() {
   if (pid_ <= 0) return;
+  ::kill(-pid_, SIGKILL);
   ::kill(pid_, SIGKILL);
   int status = 0;
   while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -19,7 +20,10 @@ class LiveTarget {
   explicit LiveTarget(const std::string& path) : LiveTarget(std::vector<std::string>{path}) {}
   // argv[0] is run through PATH (e.g. `unshare -m sh -c '...; exec TARGET'`); the program
   // it ends up as prints the addresses.
-  explicit LiveTarget(const std::vector<std::string>& argv);
+  explicit LiveTarget(const std::vector<std::string>& argv) : LiveTarget(argv, nullptr) {}
+  // `before_exec` runs with the child's pid while the child waits to exec (what a session
+  // does with its command), e.g. to ask the kernel for its records.
+  LiveTarget(const std::vector<std::string>& argv, const std::function<void(pid_t)>& before_exec);
   ~LiveTarget() { kill(); }
   LiveTarget(const LiveTarget&) = delete;
   LiveTarget& operator=(const LiveTarget&) = delete;
@@ -27,7 +31,7 @@ class LiveTarget {
   std::uint32_t pid() const { return static_cast<std::uint32_t>(pid_); }
   // The runtime address the program printed for `name`; throws when it printed none.
   std::uint64_t addr(const std::string& name) const;
-  // SIGKILL and reap; the pid is gone afterwards.
+  // SIGKILL to its process group (what it forked too) and reap; the pid is gone afterwards.
   void kill();
 
  private:

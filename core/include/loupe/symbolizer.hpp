@@ -47,6 +47,13 @@ struct SymbolizerStats {
   std::uint64_t unwinds = 0;
   std::uint64_t unwinders = 0;
   std::uint64_t unwind_modules = 0;
+  // The kernel's mmap/exec/fork records of the target (follow_mappings): records read,
+  // records the kernel dropped (a buffer was full: those processes fall back on
+  // /proc/PID/maps alone), and tasks the records could not be asked for.
+  std::uint64_t mapping_records = 0;
+  std::uint64_t mapping_records_lost = 0;
+  std::uint64_t mapping_tasks = 0;
+  std::uint64_t mapping_tasks_missed = 0;
 };
 
 // What unwind_user() found: `n` addresses written, and why the walk stopped.
@@ -63,9 +70,18 @@ struct SourceLocation {
   bool inlined;          // an inlined call: the next entry is where it was inlined
 };
 
+class MappingEvents;  // core-internal: symbols/mapping_events.hpp
+
 class Symbolizer {
  public:
   virtual ~Symbolizer() = default;
+  // Learns the target's mappings from the kernel's records as they happen, besides
+  // /proc/PID/maps, so the stacks of a process that exits before they are symbolized
+  // still resolve. Drained before every lookup and by pump().
+  virtual void follow_mappings(std::unique_ptr<MappingEvents> events) = 0;
+  // Applies the records written since the last drain (the session calls it often, so
+  // that their buffers do not fill while no lookup comes).
+  virtual void pump() = 0;
   // Resolves `n` addresses of `pid` (kind KERNEL ignores pid) into `out`. Thread-safe.
   // Strings in `out` are owned by the symbolizer and valid until it is destroyed.
   // Unresolved frames keep module+offset where known and say why in `resolution`.

@@ -99,6 +99,30 @@ void HealthReport::process_tree(const ProcessTree::Counters* tree, const std::st
          true);
 }
 
+void HealthReport::mapping_records(const SymbolizerStats* stats, const std::string& unavailable) {
+  const std::string comp = "symbolizer";
+  if (!stats) {
+    health("mapping_records_unavailable", comp, 1, LOUPE_HEALTH_WARN,
+           "processes that exit before their stacks are symbolized may stay unresolved "
+           "(process_gone): " + unavailable,
+           true);
+    return;
+  }
+  health("mapping_records", comp, stats->mapping_records, LOUPE_HEALTH_OK,
+         "mmap/exec/fork records of the target read from the kernel", true);
+  health("mapping_records_lost", comp, stats->mapping_records_lost,
+         warn_if(stats->mapping_records_lost),
+         stats->mapping_records_lost ? "mmap records the kernel dropped (buffer full): stacks of "
+                                       "processes that exited early may stay unresolved"
+                                     : "",
+         true);
+  if (stats->mapping_tasks_missed)
+    health("mapping_tasks_missed", comp, stats->mapping_tasks_missed, LOUPE_HEALTH_WARN,
+           "threads of the target whose mmap records could not be asked for (exited, or "
+           "beyond the bound): their children rely on /proc/PID/maps",
+           true);
+}
+
 void HealthReport::final_failures(const std::vector<ProbeResult>& probes,
                                   const std::vector<ProfilerHealth>& profilers,
                                   const std::vector<SinkHealth>& sinks,

@@ -19,6 +19,7 @@
 #include "dispatch/sink_runner.hpp"
 #include "kernel/bpf_lifecycle.hpp"
 #include "kernel/process_tree.hpp"
+#include "loupe/symbolizer.hpp"
 #include "loupe/abi/records.h"
 
 namespace loupe {
@@ -52,6 +53,9 @@ class HealthReport {
   // At the end: the process tree the session followed (`tree`), or why it followed none
   // although asked to (`unavailable`).
   void process_tree(const ProcessTree::Counters* tree, const std::string& unavailable);
+  // At the end: how the symbolizer followed the target's mappings through the kernel's
+  // records (`stats`), or why it could not (`unavailable`).
+  void mapping_records(const SymbolizerStats* stats, const std::string& unavailable);
   // A change the ring reader made on its own (sampling divisor, count-only mode).
   void dispatch_event(const DispatchEvent& ev, std::uint64_t wall_ns);
 

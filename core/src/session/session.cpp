@@ -32,6 +32,7 @@
 #include "session/plugin_host.hpp"
 #include "session/probe_stats_reporter.hpp"
 #include "session/target_process.hpp"
+#include "symbols/mapping_events.hpp"
 
 namespace loupe {
 namespace {
@@ -106,6 +107,7 @@ class Session::Impl {
   void start_process_tree(pid_t root, bool seed_from_proc);
   void poll_process_tree(bool drain_all);
   void process_tree_health();
+  void follow_mappings();
 
   SessionOptions& opts_;
   std::atomic<bool>& stop_;
@@ -130,6 +132,8 @@ class Session::Impl {
   std::vector<Live> sinks_, profilers_;
   std::unique_ptr<TargetProcess> target_;
   std::string tree_error_;  // why the session follows no tree although asked to
+  std::string mappings_error_;  // why the symbolizer has no mmap records of the target
+  bool mappings_followed_ = false;
   // Exited tree members whose cached symbols are dropped once records already in flight
   // had time to be decoded (monotonic ns when due).
   std::deque<std::pair<std::uint32_t, std::uint64_t>> exited_;
@@ -347,6 +351,7 @@ void Session::Impl::run_loop() {
       break;
     }
     poll_process_tree(false);
+    if (symbolizer_) symbolizer_->pump();
     if (now >= next_report) {
       std::uint64_t window_end = clock_ns(LOUPE_CLOCK_REALTIME);
       ctx_.window_start_ns = window_start;
@@ -589,7 +594,9 @@ void Session::Impl::poll_process_tree(bool drain_all) {
   std::uint64_t now = clock_ns(LOUPE_CLOCK_MONOTONIC);
   tree_->poll([&](const loupe_tree_event& ev) {
     if (ev.kind == LOUPE_TREE_FORK) {
-      if (symbolizer_) symbolizer_->invalidate(ev.tgid);
+      // With mmap records the symbolizer learnt the fork itself, in order: dropping the
+      // child's space now could lose mappings of a process that is already gone.
+      if (symbolizer_ && !mappings_followed_) symbolizer_->invalidate(ev.tgid);
     } else if (ev.kind == LOUPE_TREE_EXIT) {
       exited_.emplace_back(ev.tgid, now + kExitGraceNs);
     }
@@ -602,7 +609,35 @@ void Session::Impl::poll_process_tree(bool drain_all) {
   }
 }
 
+// The kernel's records of the target's mappings (exec, mmap, fork), so the stacks of a
+// process that exits before they are symbolized still resolve. For a command they are
+// asked for before it execs, inherited by all it forks; with --pid, on the threads it
+// has (its existing children's new processes then rely on /proc/PID/maps).
+void Session::Impl::follow_mappings() {
+  constexpr std::size_t kMaxTasks = 256;  // x CPUs perf fds
+  const pid_t root = target_ ? target_->pid() : profile_.session.pid;
+  if (root <= 0 || !symbolizer_) return;
+  std::vector<pid_t> tasks = target_ ? std::vector<pid_t>{root} : threads_of({root});
+  std::string err;
+  auto ev = MappingEvents::open(tasks, profile_.session.follow, kMaxTasks, &err);
+  if (!ev) {
+    mappings_error_ = err;
+    spdlog::warn("no mmap records of the target ({}): stacks of processes that exit early may "
+                 "stay unresolved",
+                 err);
+    return;
+  }
+  symbolizer_->follow_mappings(std::move(ev));
+  mappings_followed_ = true;
+}
+
 void Session::Impl::process_tree_health() {
+  if (mappings_followed_) {
+    SymbolizerStats st = symbolizer_->stats();
+    health_->mapping_records(&st, "");
+  } else if (!mappings_error_.empty()) {
+    health_->mapping_records(nullptr, mappings_error_);
+  }
   if (tree_) {
     auto c = tree_->counters();
     health_->process_tree(&c, "");
@@ -659,6 +694,7 @@ SessionResult Session::Impl::run() {
       else if (profile_.session.pid > 0)
         start_process_tree(profile_.session.pid, true);
     }
+    if (!replay) follow_mappings();
     session_start_wall_ = clock_ns(LOUPE_CLOCK_REALTIME);
     ctx_.window_start_ns = session_start_wall_;
     info_.size = sizeof(info_);

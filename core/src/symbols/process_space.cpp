@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <string_view>
@@ -62,6 +63,12 @@ bool ProcessSpace::reload(StringPool& strings, ElfFileCache& files, int* err) {
   std::vector<MapsEntry> maps;
   std::string root = proc_dir_.substr(0, proc_dir_.rfind('/'));
   if (!read_process_maps(root, pid_, &maps, err)) return false;
+  if (maps.empty()) {
+    // A zombie (exited, not yet reaped) lists none: it is gone, and what was learnt of it
+    // (its last read, the kernel's mmap records) is all there will be.
+    *err = ESRCH;
+    return false;
+  }
   std::vector<MappedRegion> fresh;
   fresh.reserve(maps.size());
   for (MapsEntry& m : maps) {
@@ -140,9 +147,72 @@ int ProcessSpace::open_mapped_file(const MapsEntry& m) const {
   std::snprintf(range, sizeof(range), "/map_files/%" PRIx64 "-%" PRIx64, m.start, m.end);
   int fd = ::open((proc_dir_ + range).c_str(), O_RDONLY | O_CLOEXEC);
   if (fd >= 0 || m.deleted) return fd;
-  // Last resort when the inodes disagree for another reason (overlayfs reports the
-  // lower layer's inode in maps): the path as named.
-  return ::open((proc_dir_ + "/root" + m.path).c_str(), O_RDONLY | O_CLOEXEC);
+  // When the inodes disagree for another reason (overlayfs reports the lower layer's
+  // inode in maps): the path as named.
+  fd = ::open((proc_dir_ + "/root" + m.path).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) return fd;
+  // The process is gone (a region learnt from the kernel's mmap records): the same file
+  // in our own mount namespace, if its inode says it is the one that was mapped.
+  fd = ::open(m.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && st.st_ino == m.inode) return fd;
+    ::close(fd);
+  }
+  return -1;
+}
+
+void ProcessSpace::apply_map(MapsEntry m, StringPool& strings, ElfFileCache& files) {
+  // A new mapping replaces whatever it overlaps, as mmap(MAP_FIXED) does; the parts of an
+  // old region outside it stay.
+  std::vector<MappedRegion> kept;
+  kept.reserve(regions_.size() + 2);
+  for (MappedRegion& r : regions_) {
+    if (r.map.end <= m.start || r.map.start >= m.end) {
+      kept.push_back(std::move(r));
+      continue;
+    }
+    if (r.map.start < m.start) {
+      MappedRegion head = r;
+      head.map.end = m.start;
+      kept.push_back(std::move(head));
+    }
+    if (r.map.end > m.end) {
+      MappedRegion tail = r;
+      if (tail.map.file_backed()) tail.map.offset += m.end - tail.map.start;
+      tail.map.start = m.end;
+      if (tail.elf && tail.bias) tail.bias = tail.elf->bias_for(tail.map.start, tail.map.offset);
+      kept.push_back(std::move(tail));
+    }
+  }
+  const bool read_now = m.executable && m.file_backed();
+  MappedRegion r;
+  r.module = strings.intern(m.path.empty() ? std::string("[anon]") : m.path);
+  r.map = std::move(m);
+  auto at = std::lower_bound(kept.begin(), kept.end(), r.map.start,
+                             [](const MappedRegion& a, std::uint64_t s) { return a.map.start < s; });
+  const auto idx = static_cast<std::size_t>(at - kept.begin());
+  kept.insert(at, std::move(r));
+  regions_ = std::move(kept);
+  ++generation_;
+  // Read while the process most likely still lives: its root and map_files vanish with it.
+  if (read_now) ensure_elf(regions_[idx], files);
+}
+
+void ProcessSpace::apply_exec() {
+  regions_.clear();
+  mapped_jitdump_.clear();
+  unwinder.reset();
+  exe_id_ = exe_identity(proc_dir_);
+  ++generation_;
+}
+
+void ProcessSpace::inherit_from(const ProcessSpace& parent) {
+  regions_ = parent.regions_;
+  mapped_jitdump_ = parent.mapped_jitdump_;
+  exe_id_ = parent.exe_id_;
+  loaded_at_ = std::chrono::steady_clock::now();
+  ++generation_;
 }
 
 bool ProcessSpace::ensure_elf(MappedRegion& r, ElfFileCache& cache) {

@@ -42,6 +42,17 @@ class ProcessSpace {
   // Returns false with `*err` = errno when the process is gone.
   bool reload(StringPool& strings, ElfFileCache& files, int* err);
 
+  // What the kernel's mmap records (MappingEvents) say happened, applied as it happened,
+  // so a process that exits before anyone reads its maps still has them.
+  // A new executable mapping, replacing what it overlaps; its ELF table is read at once.
+  void apply_map(MapsEntry m, StringPool& strings, ElfFileCache& files);
+  // An exec: the old image is gone; the new one's mappings follow as apply_map() calls.
+  void apply_exec();
+  // A fork: the child starts with the parent's mappings (and their tables).
+  void inherit_from(const ProcessSpace& parent);
+  // When the image the records describe began (its fork or exec), in the records' clock.
+  std::uint64_t exec_ns = 0;
+
   // The region holding `addr`, or nullptr.
   MappedRegion* find(std::uint64_t addr);
   // For data: also the file region whose .bss continues into the anonymous mapping that

@@ -19,6 +19,7 @@
 
 #include "symbols/elf_file_cache.hpp"
 #include "symbols/kallsyms_table.hpp"
+#include "symbols/mapping_events.hpp"
 #include "symbols/process_space.hpp"
 #include "symbols/string_pool.hpp"
 
@@ -81,6 +82,16 @@ class ElfSymbolizer final : public Symbolizer {
     return {r.n, r.status};
   }
 
+  void follow_mappings(std::unique_ptr<MappingEvents> events) override {
+    std::lock_guard lock(mu_);
+    mappings_ = std::move(events);
+  }
+
+  void pump() override {
+    std::lock_guard lock(mu_);
+    drain_mappings();
+  }
+
   void invalidate(std::uint32_t pid) override {
     std::lock_guard lock(mu_);
     auto it = index_.find(pid);
@@ -128,6 +139,13 @@ class ElfSymbolizer final : public Symbolizer {
     s.interned_strings = strings_.size();
     s.kernel_symbols = text_ ? text_->size() : 0;
     s.unwinds = unwinds_;
+    if (mappings_) {
+      MappingEvents::Counters c = mappings_->counters();
+      s.mapping_records = c.records;
+      s.mapping_records_lost = c.lost;
+      s.mapping_tasks = c.tasks;
+      s.mapping_tasks_missed = c.tasks_missed;
+    }
     for (const ProcessSpace& p : lru_) {
       if (p.unwinder) {
         ++s.unwinders;
@@ -175,8 +193,74 @@ class ElfSymbolizer final : public Symbolizer {
   }
 
   // The cached address space of `pid`, read on first use; nullptr when the process is gone
-  // and was never seen (a process seen before stays resolvable after it exits).
+  // and was never seen (a process seen before, or known from the kernel's mmap records,
+  // stays resolvable after it exits).
   ProcessSpace* process(std::uint32_t pid) {
+    drain_mappings();
+    return cached_or_read(pid);
+  }
+
+  // The kernel's records, applied in the order they happened. A process first met in them
+  // (forked, or exec'd, while the session ran) is built from them alone: its maps may be
+  // gone before anyone could read them.
+  void drain_mappings() {
+    if (!mappings_ || draining_) return;
+    draining_ = true;
+    mappings_->drain([&](const MappingEvent& e) {
+      switch (e.kind) {
+        case MappingEvent::Kind::kFork: {
+          // One drain reads the CPUs' buffers one after the other: a child's first records
+          // can come a drain before its fork's, and must not be overwritten by it.
+          if (auto it = index_.find(e.pid); it != index_.end() && it->second->exec_ns > e.time_ns)
+            break;
+          // The pid may have been another process's: what was cached under it goes.
+          ProcessSpace* parent = cached_or_read(e.parent);
+          ProcessSpace child(e.pid, opts_.proc_root, opts_.perf_map_dir);
+          if (parent) child.inherit_from(*parent);
+          child.exec_ns = e.time_ns;
+          insert(std::move(child));
+          break;
+        }
+        case MappingEvent::Kind::kExec: {
+          ProcessSpace& space = recorded(e.pid);
+          space.apply_exec();
+          space.exec_ns = e.time_ns;
+          break;
+        }
+        case MappingEvent::Kind::kMap: {
+          ProcessSpace& space = recorded(e.pid);
+          // The same skew: the old image's last mapping must not land in the new image.
+          if (e.time_ns >= space.exec_ns) space.apply_map(e.map, strings_, files_);
+          break;
+        }
+      }
+    });
+    draining_ = false;
+  }
+
+  // The space a record applies to: cached, else read from /proc (a process that predates
+  // the session: its earlier mappings were never recorded), else empty.
+  ProcessSpace& recorded(std::uint32_t pid) {
+    if (ProcessSpace* s = cached_or_read(pid)) return *s;
+    return insert(ProcessSpace(pid, opts_.proc_root, opts_.perf_map_dir));
+  }
+
+  ProcessSpace& insert(ProcessSpace&& space) {
+    const std::uint32_t pid = space.pid();
+    if (auto it = index_.find(pid); it != index_.end()) {
+      lru_.erase(it->second);
+      index_.erase(it);
+    }
+    lru_.push_front(std::move(space));
+    index_[pid] = lru_.begin();
+    while (lru_.size() > max_processes_) {
+      index_.erase(lru_.back().pid());
+      lru_.pop_back();
+    }
+    return lru_.front();
+  }
+
+  ProcessSpace* cached_or_read(std::uint32_t pid) {
     if (auto it = index_.find(pid); it != index_.end()) {
       lru_.splice(lru_.begin(), lru_, it->second);
       ProcessSpace& space = *it->second;
@@ -202,13 +286,7 @@ class ElfSymbolizer final : public Symbolizer {
     int err = 0;
     ++maps_reads_;
     if (!space.reload(strings_, files_, &err)) return nullptr;
-    lru_.push_front(std::move(space));
-    index_[pid] = lru_.begin();
-    while (lru_.size() > max_processes_) {
-      index_.erase(lru_.back().pid());
-      lru_.pop_back();
-    }
-    return &lru_.front();
+    return &insert(std::move(space));
   }
 
   // A miss may mean the mappings changed (dlopen, new JIT region); re-read, rate-limited.
@@ -346,6 +424,8 @@ class ElfSymbolizer final : public Symbolizer {
   std::uint64_t maps_reads_ = 0;
   std::uint64_t unwinds_ = 0;
   std::uint64_t call_ = 0;  // numbers symbolize() calls, to check a perf map once per call
+  std::unique_ptr<MappingEvents> mappings_;
+  bool draining_ = false;  // a record's handling looks a parent up: no nested drain
 };
 
 }  // namespace

@@ -61,4 +61,29 @@ TEST_F(CpuSampleTree, WorkersSamplesCarryTheirOwnPidAndComm) {
   EXPECT_GE(metric(nf, "samples_filtered_out"), 10);  // the workers' CPU, filtered out
 }
 
+TEST_F(CpuSampleTree, WorkersThatLive100msAreSymbolizedInTheFinalReport) {
+  // Each worker spins 100 ms and exits, long before the report (the shell sleeps past the
+  // symbolizer's grace for exited processes): their maps were never read while they
+  // lived unless a sample was symbolized in time. The kernel's mmap/fork records give
+  // them their parent's code at fork.
+  const std::string body = "[[plugins]]\nname = \"cpusample\"\n";
+  auto r = run(body, {"sh", "-c", "'" + kTreeWorkload + " 4 spin 100; sleep 3'"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::int64_t total = 0, resolved = 0;
+  for (const auto* rec : r.all("stack", "cpu")) {
+    if ((*rec)["labels"].value("comm", "") != "tree_worker") continue;
+    std::int64_t n = samples_of(*rec);
+    total += n;
+    for (const auto& f : (*rec)["stack"]["frames"])
+      if (f.contains("symbol") && f["symbol"].is_string() && f["symbol"] == "tree_spin") {
+        resolved += n;
+        break;
+      }
+  }
+  std::printf("  short-lived worker samples=%lld, in tree_spin=%lld\n", (long long)total,
+              (long long)resolved);
+  ASSERT_GE(total, 4) << r.output;
+  EXPECT_GE(resolved * 10, total * 9) << r.output;
+}
+
 }  // namespace
