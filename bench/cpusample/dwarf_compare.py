@@ -1,22 +1,25 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Unwinding without frame pointers: loupe cpusample (unwind = "fp" | "dwarf") against
-`perf record -F 99 --call-graph dwarf` (and `-g`) on the same run of Debian's own xz.
+`perf record -F 99 --call-graph dwarf` (and `-g`) on the same run of one of Debian's own
+programs, built without frame pointers like most of Debian.
 
-    bench/cpusample/dwarf_compare.py BUILD_DIR [ROUNDS=3] [MB=4]
+    bench/cpusample/dwarf_compare.py BUILD_DIR [ROUNDS=3] [MB=4] [WORKLOAD=xz]
 
-Every round runs each variant once, in a rotated order (drift hits all alike), on one
-xz -6 -T1 compression of an MB-sized word salad. The workload is started stopped
+WORKLOAD: xz (xz -6 -T1 compressing an MB-sized word salad), gzip (gzip -9 of the same)
+or python3 (Debian's python3.11 counting the salad's words in a dict, then recursive
+fib(): the interpreter's C stacks). Every round runs each variant once, in a rotated order
+(drift hits all alike). The workload is started stopped
 (SIGSTOP before exec), the profiler attaches to its pid (loupe --pid, perf -p), then it
 is continued, so its own wall and CPU time (wait4) are measured apart from the
 profilers' start-up. Reported per variant (medians over rounds):
 
-  xz_wall / slowdown   the workload's elapsed time, against no profiler
-  xz_cpu               the workload's user+sys time
+  wall / slowdown      the workload's elapsed time, against no profiler
+  cpu                  the workload's user+sys time
   prof_cpu             the profiler process's user+sys time for the whole session
   post_cpu             perf only: `perf script` (where perf unwinds dwarf stacks)
-  samples, main%       samples of xz, and the share whose user stack reaches main (the
-                       frame __libc_start_call_main called, in the xz executable)
+  samples, main%       samples of the workload, and the share whose user stack reaches
+                       main (the frame __libc_start_call_main called, in its executable)
   top paths            the 5 heaviest user call paths (root -> leaf), frames named as loupe
                        names them: symbol, else `module [fn@0xFDE start]` (perf's [unknown]
                        frames are named from the module's .eh_frame the same way)
@@ -35,7 +38,25 @@ import sys
 import tempfile
 import time
 
-XZ = "/usr/bin/xz"
+PY_SCRIPT = """
+import sys
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+counts = {}
+for w in open(sys.argv[1]).read().split():
+    counts[w] = counts.get(w, 0) + 1
+for _ in range(int(float(sys.argv[2]) * 12)):
+    fib(30)
+"""
+
+# name: (argv for the input file and MB, comm, executable holding main)
+WORKLOADS = {
+    "xz": (lambda data, mb: ["/usr/bin/xz", "-6", "-T1", "-c", "-k", data], "xz", "/usr/bin/xz"),
+    "gzip": (lambda data, mb: ["/usr/bin/gzip", "-9", "-c", data], "gzip", "/usr/bin/gzip"),
+    "python3": (lambda data, mb: ["/usr/bin/python3.11", "-c", PY_SCRIPT, data, str(mb)],
+                "python3.11", "/usr/bin/python3.11"),
+}
+W = WORKLOADS["xz"]  # the one this run measures (main() sets it)
 
 
 def words_file(path, mb):
@@ -96,9 +117,32 @@ def fde_starts(path):
     return _fde_cache[path]
 
 
-def fde_name(path, vaddr):
+_seg_cache = {}
+
+
+def file_to_vaddr(path, off):
+    """perf prints an unresolved frame's address relative to its mapping (a file offset);
+    FDEs are in link-time addresses, which differ from offsets in non-PIE executables
+    (python3.11 loads at 0x400000)."""
+    if path not in _seg_cache:
+        segs = []
+        try:
+            txt = subprocess.run(["readelf", "-lW", path], capture_output=True, text=True).stdout
+            for m in re.finditer(r"LOAD\s+0x([0-9a-f]+) 0x([0-9a-f]+) 0x[0-9a-f]+ 0x([0-9a-f]+)", txt):
+                segs.append((int(m.group(1), 16), int(m.group(2), 16), int(m.group(3), 16)))
+        except OSError:
+            pass
+        _seg_cache[path] = segs
+    for offset, vaddr, filesz in _seg_cache[path]:
+        if offset <= off < offset + filesz:
+            return off - offset + vaddr
+    return off
+
+
+def fde_name(path, off):
     import bisect
 
+    vaddr = file_to_vaddr(path, off)
     r = fde_starts(path)
     i = bisect.bisect_right(r, (vaddr, 1 << 64)) - 1
     if i >= 0 and r[i][0] <= vaddr < r[i][1]:
@@ -108,6 +152,12 @@ def fde_name(path, vaddr):
 
 def norm(sym):
     sym = re.sub(r"@@?[A-Z][A-Za-z0-9_.]*$", "", sym)  # symbol versions (__libc_start_main@GLIBC_2.2.5)
+    # glibc's internal aliases of one address (perf prefers them with libc6-dbg installed)
+    sym = re.sub(r"^__GI_", "", sym)
+    if sym in ("__libc_malloc", "__malloc"):
+        return "malloc"
+    if sym in ("__libc_free", "__free"):
+        return "free"
     if sym.startswith("__libc_start_main"):
         return "__libc_start_main"
     return sym
@@ -116,7 +166,7 @@ def norm(sym):
 def reaches_main(frames):
     """frames leaf first: (name, module path)."""
     for i in range(1, len(frames)):
-        if frames[i][0] == "__libc_start_call_main" and frames[i - 1][1].endswith("/xz"):
+        if frames[i][0] == "__libc_start_call_main" and frames[i - 1][1] == W[2]:
             return True
     return False
 
@@ -126,7 +176,7 @@ def loupe_stacks(jsonl):
     with open(jsonl) as f:
         for line in f:
             r = json.loads(line)
-            if r.get("kind") != "stack" or not r.get("is_final") or r["labels"].get("comm") != "xz":
+            if r.get("kind") != "stack" or not r.get("is_final") or r["labels"].get("comm") != W[1]:
                 continue
             n = r["stack"]["values"][0]["value"]
             frames = [(norm(fr.get("symbol") or "%s+0x%x" % (os.path.basename(fr.get("module") or "?"), fr["offset"])),
@@ -146,7 +196,7 @@ def perf_stacks(data):
     out = []
     for block in txt.split("\n\n"):
         lines = [l for l in block.splitlines() if l.strip()]
-        if not lines or not lines[0].strip().startswith("xz"):
+        if not lines or not lines[0].strip().startswith(W[1]):
             continue
         frames = []
         prev_ip = None
@@ -179,9 +229,8 @@ def summarize(stacks):
 # ---- variants ----------------------------------------------------------------------------
 
 
-def run_variant(variant, build, tmp, data):
-    argv = [XZ, "-6", "-T1", "-c", "-k", data]
-    pid = start_stopped(argv)
+def run_variant(variant, build, tmp, data, mb):
+    pid = start_stopped(W[0](data, mb))
     prof = None
     out = os.path.join(tmp, variant)
     shutil.rmtree(out, ignore_errors=True)
@@ -205,7 +254,7 @@ def run_variant(variant, build, tmp, data):
     os.kill(pid, signal.SIGCONT)
     _, _, ru = os.wait4(pid, 0)
     wall = time.monotonic() - t0
-    res = {"wall": wall, "xz_cpu": cpu(ru), "prof_cpu": 0.0, "post_cpu": 0.0, "stacks": []}
+    res = {"wall": wall, "cpu": cpu(ru), "prof_cpu": 0.0, "post_cpu": 0.0, "stacks": []}
     if prof:
         if variant.startswith("perf"):
             time.sleep(0.2)
@@ -218,13 +267,13 @@ def run_variant(variant, build, tmp, data):
     return res
 
 
-def bpf_ns_per_run(build, tmp, data, unwind):
+def bpf_ns_per_run(build, tmp, data, mb, unwind):
     """cs_sample / cs_sample_dwarf run time per sample (kernel.bpf_stats_enabled), one run."""
     prog = "cs_sample_dwarf" if unwind == "dwarf" else "cs_sample"
     old = open("/proc/sys/kernel/bpf_stats_enabled").read().strip()
     open("/proc/sys/kernel/bpf_stats_enabled", "w").write("1")
     try:
-        pid = start_stopped([XZ, "-6", "-T1", "-c", "-k", data])
+        pid = start_stopped(W[0](data, mb))
         profile = os.path.join(tmp, "stats.toml")
         with open(profile, "w") as f:
             f.write('[session]\noutput_dir = "%s/stats"\n[[plugins]]\nname = "cpusample"\n'
@@ -253,6 +302,11 @@ def main():
     build = os.path.abspath(sys.argv[1])
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
     mb = float(sys.argv[3]) if len(sys.argv) > 3 else 4
+    global W
+    name = sys.argv[4] if len(sys.argv) > 4 else "xz"
+    if name not in WORKLOADS:
+        sys.exit("WORKLOAD: one of %s" % ", ".join(WORKLOADS))
+    W = WORKLOADS[name]
     if os.geteuid() != 0:
         sys.exit("root only")
     if not os.path.ismount("/sys/kernel/tracing"):
@@ -270,18 +324,19 @@ def main():
         for r in range(rounds):
             for i in range(len(variants)):
                 v = variants[(i + r) % len(variants)]
-                res[v].append(run_variant(v, build, tmp, data))
+                res[v].append(run_variant(v, build, tmp, data, mb))
         base = statistics.median(x["wall"] for x in res["base"])
-        print("xz -6 -T1 on %.1f MB, %d rounds, medians; 99 Hz; load average %s" %
-              (mb, rounds, open("/proc/loadavg").read().split()[0]))
+        print("%s on %.1f MB, %d rounds, medians; 99 Hz; load average %s" %
+              (" ".join(os.path.basename(a) for a in W[0]("IN", mb) if "\n" not in a), mb, rounds,
+               open("/proc/loadavg").read().split()[0]))
         print("%-12s %8s %9s %8s %9s %9s %8s %7s" %
-              ("variant", "xz_wall", "slowdown", "xz_cpu", "prof_cpu", "post_cpu", "samples", "main%"))
+              ("variant", "wall", "slowdown", "cpu", "prof_cpu", "post_cpu", "samples", "main%"))
         tops = {}
         for v in variants:
             rs = res[v]
             wall = statistics.median(x["wall"] for x in rs)
             line = "%-12s %8.3f %8.2f%% %8.3f %9.3f %9.3f" % (
-                v, wall, (wall - base) * 100 / base, statistics.median(x["xz_cpu"] for x in rs),
+                v, wall, (wall - base) * 100 / base, statistics.median(x["cpu"] for x in rs),
                 statistics.median(x["prof_cpu"] for x in rs), statistics.median(x["post_cpu"] for x in rs))
             if v != "base":
                 total, rooted, paths = summarize([s for x in rs for s in x["stacks"]])
@@ -299,13 +354,13 @@ def main():
             print("\ncommon root of the paths below: %s" % ";".join(split[0][:common]))
         for v in shown:
             total = tops[v][0]
-            print("\ntop call paths, %s (share of xz samples; ... = the common root):" % v)
+            print("\ntop call paths, %s (share of %s samples; ... = the common root):" % (v, W[1]))
             for p, n in tops5[v]:
                 print("  %5.1f%%  %s%s" % (100.0 * n / max(1, total), "...;" if common else "",
                                           ";".join(p.split(";")[common:])))
         if shutil.which("bpftool"):
             for unwind in ("fp", "dwarf"):
-                ns, runs = bpf_ns_per_run(build, tmp, data, unwind)
+                ns, runs = bpf_ns_per_run(build, tmp, data, mb, unwind)
                 print("\nBPF run time, unwind = %s: %.0f ns per sample (%d samples)" % (unwind, ns, runs),
                       end="")
             print()

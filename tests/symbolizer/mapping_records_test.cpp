@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <utility>
@@ -54,8 +55,10 @@ struct Grandchild {
 
 // `sh -c 'TARGET; true'`: the shell forks the target (the `; true` keeps it from exec'ing
 // it in place), so the target is a descendant the records have to follow. `feed` gets the
-// records asked for on the shell before it execs; the target is killed before returning.
-Grandchild run_grandchild(Symbolizer* feed, bool inherit = true) {
+// records asked for on the shell before it execs; `while_alive` runs once the target has
+// printed its addresses; the target is killed before returning.
+Grandchild run_grandchild(Symbolizer* feed, bool inherit = true,
+                          const std::function<void(LiveTarget&)>& while_alive = {}) {
   std::string err;
   LiveTarget t({"sh", "-c", std::string(LOUPE_TARGET_SHLIB) + "; true"}, [&](pid_t pid) {
     if (!feed) return;
@@ -66,6 +69,7 @@ Grandchild run_grandchild(Symbolizer* feed, bool inherit = true) {
   Grandchild r{static_cast<std::uint32_t>(t.addr("pid")), t.addr("loupe_known_function"),
         t.addr("loupe_lib_function")};
   EXPECT_NE(r.pid, 0u);
+  if (while_alive) while_alive(t);
   t.kill();
   return r;
 }
@@ -92,21 +96,9 @@ TEST(MappingRecords, PumpedWhileAliveResolvesAfterExit) {
   // The session's way: records applied every turn of its loop while the process runs, so
   // the files are opened through the process's own root.
   auto sym = make_symbolizer();
-  std::string err;
-  std::uint32_t pid = 0;
-  std::uint64_t fn = 0;
-  {
-    LiveTarget t({"sh", "-c", std::string(LOUPE_TARGET_SHLIB) + "; true"}, [&](pid_t p) {
-      auto ev = MappingEvents::open({p}, true, 16, &err);
-      if (ev) sym->follow_mappings(std::move(ev));
-    });
-    ASSERT_EQ(err, "");
-    pid = static_cast<std::uint32_t>(t.addr("pid"));
-    fn = t.addr("loupe_known_function");
-    sym->pump();
-  }
-  wait_maps_gone(pid);
-  EXPECT_EQ(str(user_frame(*sym, pid, fn).symbol), "loupe_known_function");
+  Grandchild r = run_grandchild(sym.get(), true, [&](LiveTarget&) { sym->pump(); });
+  wait_maps_gone(r.pid);
+  EXPECT_EQ(str(user_frame(*sym, r.pid, r.main_fn).symbol), "loupe_known_function");
 }
 
 TEST(MappingRecords, WithoutRecordsOrInheritanceTheSameProcessIsGone) {
@@ -146,25 +138,14 @@ TEST(MappingRecords, AnExecDropsTheImageTheForkCopied) {
   // The target starts as a fork of the shell, holding the shell's code, until its exec.
   // From the records alone, the shell's code must not be found in the target afterwards.
   auto sym = make_symbolizer();
-  std::string err;
-  std::uint32_t pid = 0;
-  std::uint64_t fn = 0;
   std::pair<std::uint64_t, std::string> shell_code;
-  {
-    LiveTarget t({"sh", "-c", std::string(LOUPE_TARGET_SHLIB) + "; true"}, [&](pid_t p) {
-      auto ev = MappingEvents::open({p}, true, 16, &err);
-      if (ev) sym->follow_mappings(std::move(ev));
-    });
-    ASSERT_EQ(err, "");
-    pid = static_cast<std::uint32_t>(t.addr("pid"));
-    fn = t.addr("loupe_known_function");
-    shell_code = first_code(t.pid());
-  }
+  Grandchild r =
+      run_grandchild(sym.get(), true, [&](LiveTarget& t) { shell_code = first_code(t.pid()); });
   ASSERT_NE(shell_code.first, 0u);
-  wait_maps_gone(pid);
-  loupe_frame in_shell = user_frame(*sym, pid, shell_code.first + 16);
+  wait_maps_gone(r.pid);
+  loupe_frame in_shell = user_frame(*sym, r.pid, shell_code.first + 16);
   EXPECT_NE(str(in_shell.module), shell_code.second);
-  EXPECT_EQ(str(user_frame(*sym, pid, fn).symbol), "loupe_known_function");
+  EXPECT_EQ(str(user_frame(*sym, r.pid, r.main_fn).symbol), "loupe_known_function");
 }
 
 }  // namespace
