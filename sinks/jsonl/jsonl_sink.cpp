@@ -21,6 +21,8 @@ constexpr loupe_config_key kKeys[] = {
      0, 0},
 };
 
+constexpr std::size_t kMaxPendingBytes = std::size_t{1} << 20;
+
 class JsonlSink : public sdk::Sink {
  public:
   void setup(const sdk::SetupArgs& args) override {
@@ -37,7 +39,11 @@ class JsonlSink : public sdk::Sink {
     pending_ += record_to_line(rec);
     pending_ += '\n';
     ++n_pending_;
-    if (flush_every_ > 0 && n_pending_ >= flush_every_) write_pending();
+    // Lines wait for the host's flush (one write per interval), but not beyond a bound: a
+    // final report of a large process tree is tens of MB of JSON, which would otherwise
+    // sit in memory twice (here and in the records) before it reaches the disk.
+    if (pending_.size() >= kMaxPendingBytes || (flush_every_ > 0 && n_pending_ >= flush_every_))
+      write_pending();
   }
 
   void flush(const sdk::FlushArgs&) override { write_pending(); }

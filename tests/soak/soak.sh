@@ -34,10 +34,10 @@ SH
 chmod +x "$OUT/workload.sh"
 cat >"$OUT/soak.toml" <<TOML
 [session]
-# The workload's shell only, as before process trees: following its hundreds of short-lived
-# children grew RSS by 24.6 and 64.1 MiB after warm-up in two runs (2026-11-24), not yet
-# explained (issue "Real programs"); the leak check keeps its fixed set until then.
-follow = false
+# The workload's whole process tree (hundreds of short-lived children). The 24.6 and
+# 64.1 MiB "growth" once seen with it was the final report, not a leak: the jsonl sink
+# held every line until the end (now written out past 1 MiB) and the report's records
+# queue for the sinks at once; the leak check stops when the workload exits.
 interval = 5.0
 output_dir = "$OUT/out"
 drain_timeout = 5.0
@@ -74,7 +74,10 @@ pid=$!
 while kill -0 $pid 2>/dev/null; do
   rss=$(awk '/^VmRSS:/ {print $2}' /proc/$pid/status 2>/dev/null)
   fds=$(ls /proc/$pid/fd 2>/dev/null | wc -l)
-  [[ -n $rss ]] && grep -q "session running" "$OUT/loupe.log" && echo "$(date +%s) $rss $fds" >>"$OUT/samples.csv"
+  # Phase 1 = the final report (after the workload exited): a transient the RSS bound
+  # covers, not part of the leak check (the report's records queue for the sinks at once).
+  phase=0; grep -q "target exited" "$OUT/loupe.log" && phase=1
+  [[ -n $rss ]] && grep -q "session running" "$OUT/loupe.log" && echo "$(date +%s) $rss $fds $phase" >>"$OUT/samples.csv"
   sleep 1
 done
 wait $pid; rc=$?
@@ -83,15 +86,17 @@ wait $pid; rc=$?
 python3 - "$OUT" "$RSS_BOUND_MB" "$RSS_GROWTH_MB" <<'PY' || exit 1
 import json, sys, collections
 out, bound, growth = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
-s = [tuple(map(int, l.split())) for l in open(f"{out}/samples.csv") if l.strip()]
+every = [tuple(map(int, l.split())) for l in open(f"{out}/samples.csv") if l.strip()]
+s = [x for x in every if x[3] == 0]  # while the workload ran
 if len(s) < 5: sys.exit(f"FAIL: only {len(s)} samples")
 rss = [x[1] / 1024 for x in s]; fds = [x[2] for x in s]
+peak = max(x[1] for x in every) / 1024
 w = max(1, len(s) // 5); half = len(s) // 2
-msg = (f"samples={len(s)} rss_mb: warmup_end={rss[w-1]:.1f} max={max(rss):.1f} end={rss[-1]:.1f}; "
-       f"fds: warmup_max={max(fds[:w])} max={max(fds)} end={fds[-1]}")
+msg = (f"samples={len(s)} rss_mb: warmup_end={rss[w-1]:.1f} max={max(rss):.1f} end={rss[-1]:.1f} "
+       f"final_report_peak={peak:.1f}; fds: warmup_max={max(fds[:w])} max={max(fds)} end={fds[-1]}")
 print(msg)
 errors = []
-if max(rss) > bound: errors.append(f"RSS {max(rss):.1f} MiB > bound {bound} MiB")
+if peak > bound: errors.append(f"RSS {peak:.1f} MiB > bound {bound} MiB")
 if rss[-1] - rss[w - 1] > growth: errors.append(f"RSS grew {rss[-1]-rss[w-1]:.1f} MiB after warm-up (> {growth})")
 if max(fds[half:]) > max(fds[:max(w, half)]) + 2: errors.append(f"fd growth: {fds}")
 final = collections.defaultdict(dict); loss_warned = set(); plugins = collections.Counter()
