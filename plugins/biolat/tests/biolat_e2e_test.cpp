@@ -82,14 +82,21 @@ class BiolatE2E : public loupe::test::CliRun {
     close(fd);
   }
 
-  RunResult run(const std::string& plugin_body, const std::string& target, int n = kN) {
+  // `under_shell`: the workload runs as a child of `sh -c '...; true'` (the session's
+  // process tree), with `extra` on the loupe command line (--no-follow).
+  RunResult run(const std::string& plugin_body, const std::string& target, int n = kN,
+                bool under_shell = false, const std::string& extra = "") {
     // Run the workload once untraced first: its own pages and its libraries' are then in
     // the page cache, so the traced run's only I/O is its data (a cold exec pages in a few
     // 8-16 KiB reads in the workload's own context, which biolat rightly attributes to it).
     const std::string args = target + " " + std::to_string(n) + " " + std::to_string(kSize);
     int warm_rc = 0;
     sh(std::string(kWorkload) + " " + args, &warm_rc);
-    return CliRun::run("[[plugins]]\nname = \"biolat\"\n" + plugin_body, {kWorkload, args});
+    const std::string body = "[[plugins]]\nname = \"biolat\"\n" + plugin_body;
+    if (under_shell)
+      return CliRun::run(body, {"sh", "-c", "'" + std::string(kWorkload) + " " + args + "; true'"},
+                         extra);
+    return CliRun::run(body, {kWorkload, args});
   }
 
   std::string data_;
@@ -214,6 +221,20 @@ TEST_P(BiolatMechanisms, FileIoAttributedToPidWithExactCountsAndBytes) {
 
 INSTANTIATE_TEST_SUITE_P(AllHooks, BiolatMechanisms,
                          ::testing::Values("tp_btf", "raw_tp", "tracepoint"));
+
+TEST_F(BiolatE2E, WorkloadForkedByAShellIsTracedExactlyAndNotWithNoFollow) {
+  // The session's target is the shell; the I/O is its child's. Followed, the counts are
+  // the same exact ones as for a direct target; --no-follow leaves the shell alone.
+  auto r = run("", data_, kN, /*under_shell=*/true);
+  auto procs = select(r, "metric", "process_requests", {{"comm", "biolat_workload"}});
+  ASSERT_FALSE(procs.empty()) << r.output;
+  const json& labels = procs[0]->at("labels");
+  expect_workload(r, labels.value("device", ""), labels.value("mechanism", ""));
+
+  auto alone = run("", data_, kN, /*under_shell=*/true, "--no-follow");
+  ASSERT_EQ(alone.exit_code, 0) << alone.output;
+  EXPECT_TRUE(select(alone, "metric", "process_requests", {{"comm", "biolat_workload"}}).empty());
+}
 
 TEST_F(BiolatE2E, LoopDeviceIoAttributedToPid) {
   if (!fs::exists("/dev/loop-control")) GTEST_SKIP() << "no /dev/loop-control (loop module absent)";

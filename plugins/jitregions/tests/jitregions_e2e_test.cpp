@@ -97,6 +97,31 @@ TEST_F(JitRegionsE2E, HandWrittenJitRegionIsReportedAndGetsItsSamples) {
   EXPECT_EQ((*hist[0])["histogram"]["count"].get<std::uint64_t>(), 1u);
 }
 
+TEST_F(JitRegionsE2E, JitOfAChildProcessIsTrackedAndNotWithNoFollow) {
+  // The target is a shell; the JIT is its child (a runtime started by a script).
+  const std::vector<std::string> cmd = {"sh", "-c", "'" + kJit + " 2; true'"};
+  auto r = run("[[plugins]]\nname = \"jitregions\"\n", cmd);
+  forget_perf_map(r);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  int hot = 0;
+  for (const auto* rec : r.all("event", "jit_region"))
+    hot += (*rec)["event"]["fields"]["top_symbol"] == "jit_hot_loop";
+  EXPECT_EQ(hot, 1) << r.output;
+  double total = metric(r, "jit_samples_total");
+  std::int64_t named = 0;
+  for (const auto* rec : r.all("stack", "jit_samples"))
+    if ((*rec)["stack"]["frames"][0]["symbol"] == "jit_hot_loop")
+      named += (*rec)["stack"]["values"][0]["value"].get<std::int64_t>();
+  std::printf("  child's JIT samples=%.0f in jit_hot_loop=%lld\n", total, (long long)named);
+  ASSERT_GE(total, 10);
+  EXPECT_GE(named, 0.8 * total);
+
+  auto alone = run("[[plugins]]\nname = \"jitregions\"\n", cmd, "--no-follow");
+  forget_perf_map(alone);
+  ASSERT_EQ(alone.exit_code, 0) << alone.output;
+  EXPECT_TRUE(alone.all("event", "jit_region").empty());
+}
+
 std::string find_node() {
   const char* candidates[] = {"/usr/bin/node", "/usr/local/bin/node", "/usr/bin/nodejs"};
   std::string node;
