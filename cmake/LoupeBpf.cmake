@@ -63,6 +63,12 @@ function(loupe_bpf_skeleton target source)
   foreach(i ${ARG_INCLUDES})
     list(APPEND _incs -I${i})
   endforeach()
+  # libbpf's usdt.bpf.h includes <linux/errno.h>, whose <asm/errno.h> lives in the
+  # multiarch directory the bpf target does not search (macros only: no clash with
+  # vmlinux.h's types). Searched last, so vmlinux.h and our headers always win.
+  if(CMAKE_LIBRARY_ARCHITECTURE AND EXISTS /usr/include/${CMAKE_LIBRARY_ARCHITECTURE})
+    list(APPEND _incs -idirafter /usr/include/${CMAKE_LIBRARY_ARCHITECTURE})
+  endif()
   file(GLOB _bpf_headers ${LOUPE_BPF_INCLUDE_DIR}/loupe/*.h ${CMAKE_CURRENT_SOURCE_DIR}/*.h)
   add_custom_command(
     OUTPUT ${_obj}

@@ -7,6 +7,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/usdt.bpf.h>
 
 #include "loupe/emit.bpf.h"
 #include "loupe/filter.bpf.h"
@@ -23,6 +24,10 @@ const volatile bool targ_per_pid = false;
 const volatile bool targ_per_comm = false;
 /* fentry programs cannot share code across functions: slot -> target index. */
 const volatile __u32 targ_fentry_target[LAT_FENTRY_SLOTS] = {};
+/* USDT targets with an argument as label: 1 + its index (0 = no label), and whether it
+ * is a pointer to a string. */
+const volatile __u8 targ_label_arg[LAT_MAX_TARGETS] = {};
+const volatile bool targ_label_str[LAT_MAX_TARGETS] = {};
 
 /* In-flight calls; user space sizes it (max_entries) and sweeps stale entries. */
 struct {
@@ -62,6 +67,44 @@ struct {
 	__type(key, __u32);
 	__type(value, struct loupe_hist);
 } zero_hist SEC(".maps");
+
+/* Labelled USDT targets: the label of each open level (sized like starts), then one
+ * histogram (pairs) or count (single probes) per label; max_entries bounds the labels. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct lat_start_key);
+	__type(value, struct lat_level_labels);
+} start_labels SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct lat_label_key);
+	__type(value, struct loupe_hist);
+} label_hists SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct lat_label_key);
+	__type(value, __u64);
+} label_counts SEC(".maps");
+
+/* Scratch: a zeroed lat_level_labels / lat_label_key (too big for the BPF stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lat_level_labels);
+} zero_labels SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lat_label_key);
+} label_scratch SEC(".maps");
 
 LOUPE_RING(outliers, 256 * 1024);
 
@@ -171,7 +214,8 @@ static __always_inline int lat_enter(__u32 target)
 	return 0;
 }
 
-static __always_inline int lat_exit(void *ctx, __u32 target)
+/* `timed` (may be NULL) gets the duration recorded in the target's histogram, else 0. */
+static __always_inline int lat_exit_timed(void *ctx, __u32 target, __u64 *timed)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct lat_start_key key = {};
@@ -223,10 +267,199 @@ static __always_inline int lat_exit(void *ctx, __u32 target)
 	h = bpf_map_lookup_elem(&hists, &target);
 	if (h)
 		loupe_hist_add(h, delta, targ_linear);
+	if (timed)
+		*timed = delta;
 	if (targ_per_pid || targ_per_comm)
 		record_breakdown(target, pid_tgid, delta, c);
 	if (targ_outlier_ns && delta >= targ_outlier_ns)
 		emit_outlier(ctx, target, pid_tgid, delta, d + 1, c);
+	return 0;
+}
+
+static __always_inline int lat_exit(void *ctx, __u32 target)
+{
+	return lat_exit_timed(ctx, target, NULL);
+}
+
+/* `target` masked behind a compiler barrier: once inlined after lat_enter's check the
+ * compiler drops a plain mask and indexes with a copy the verifier has no bound for. */
+static __always_inline __u32 bounded(__u32 v, __u32 pow2)
+{
+	barrier_var(v);
+	return v & (pow2 - 1);
+}
+
+static __always_inline __u32 bounded_target(__u32 target)
+{
+	return bounded(target, LAT_MAX_TARGETS);
+}
+
+static __always_inline __u8 label_arg_of(__u32 target)
+{
+	return target < LAT_MAX_TARGETS ? targ_label_arg[bounded_target(target)] : 0;
+}
+
+/* The label a USDT probe's argument gives; false when the target has none or the
+ * argument cannot be read (then the target total alone counts the call). */
+static __always_inline bool read_label(struct pt_regs *ctx, __u32 target, struct lat_label *l)
+{
+	long v = 0;
+	__u8 arg;
+
+	arg = label_arg_of(target);
+	if (!arg || bpf_usdt_arg(ctx, arg - 1, &v))
+		return false;
+	if (targ_label_str[bounded_target(target)]) {
+		l->num = 0;
+		if (bpf_probe_read_user_str(l->str, sizeof(l->str), (const void *)v) < 0)
+			return false;
+	} else {
+		l->num = v;
+	}
+	return true;
+}
+
+static __always_inline struct lat_label_key *label_key(__u32 target)
+{
+	__u32 zero = 0;
+	struct lat_label_key *k = bpf_map_lookup_elem(&label_scratch, &zero);
+
+	if (k) {
+		__builtin_memset(k, 0, sizeof(*k));
+		k->target = target;
+	}
+	return k;
+}
+
+/* One more count (single probe) or duration (pair) for the key's label; a full map is
+ * counted. */
+static __always_inline void record_label(struct lat_label_key *k, __u64 delta, bool pair,
+					 struct lat_counters *c)
+{
+	__u32 zero = 0;
+	void *init;
+
+	if (!pair) {
+		__u64 one = 1, *n = bpf_map_lookup_elem(&label_counts, k);
+
+		if (n)
+			(*n)++;
+		else if (bpf_map_update_elem(&label_counts, k, &one, BPF_NOEXIST) == -7)
+			c->breakdown_overflow++;
+		return;
+	}
+	struct loupe_hist *h = bpf_map_lookup_elem(&label_hists, k);
+	if (!h) {
+		init = bpf_map_lookup_elem(&zero_hist, &zero);
+		if (!init)
+			return;
+		if (bpf_map_update_elem(&label_hists, k, init, BPF_NOEXIST) == -7 /* -E2BIG */) {
+			c->breakdown_overflow++;
+			return;
+		}
+		h = bpf_map_lookup_elem(&label_hists, k);
+		if (!h)
+			return;
+	}
+	loupe_hist_add(h, delta, targ_linear);
+}
+
+/* A single-probe target: how often it fired (filters applied), no duration. */
+static __always_inline int lat_count(__u32 target)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct lat_counters *c;
+
+	if (target >= LAT_MAX_TARGETS || !loupe_filter_pass(pid_tgid))
+		return 0;
+	c = bpf_map_lookup_elem(&counters, &target);
+	if (c)
+		c->calls++;
+	return 0;
+}
+
+/* USDT probes: libbpf keeps its own attach cookie for the probe's argument spec; ours is
+ * the usdt cookie. Every site of a probe name is one uprobe under the same link. */
+SEC("usdt")
+int lat_usdt_entry(struct pt_regs *ctx)
+{
+	__u32 target = (__u32)bpf_usdt_cookie(ctx);
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct lat_start_key key = {.pid_tgid = pid_tgid, .target = target};
+	struct lat_level_labels *labels;
+	struct lat_start_val *v;
+	__u32 zero = 0, d;
+
+	lat_enter(target);
+	if (!label_arg_of(target) || !loupe_filter_pass(pid_tgid))
+		return 0;
+	/* The level lat_enter just opened carries this entry's label to its exit. */
+	v = bpf_map_lookup_elem(&starts, &key);
+	if (!v || v->depth == 0 || v->depth > LAT_MAX_DEPTH)
+		return 0;
+	d = v->depth - 1;
+	labels = bpf_map_lookup_elem(&start_labels, &key);
+	if (!labels) {
+		void *init = bpf_map_lookup_elem(&zero_labels, &zero);
+
+		if (!init || bpf_map_update_elem(&start_labels, &key, init, BPF_ANY))
+			return 0;
+		labels = bpf_map_lookup_elem(&start_labels, &key);
+		if (!labels)
+			return 0;
+	}
+	d = bounded(d, LAT_MAX_DEPTH);
+	if (!read_label(ctx, target, &labels->level[d]))
+		__builtin_memset(&labels->level[d], 0, sizeof(labels->level[d]));
+	return 0;
+}
+
+SEC("usdt")
+int lat_usdt_exit(struct pt_regs *ctx)
+{
+	__u32 target = (__u32)bpf_usdt_cookie(ctx);
+	struct lat_start_key key = {.pid_tgid = bpf_get_current_pid_tgid(), .target = target};
+	struct lat_level_labels *labels;
+	struct lat_label_key *k = NULL;
+	struct lat_start_val *v;
+	struct lat_counters *c;
+	__u64 delta = 0;
+	__u32 d;
+
+	if (label_arg_of(target)) {
+		/* The label of the level this exit closes, read before lat_exit closes it. */
+		v = bpf_map_lookup_elem(&starts, &key);
+		labels = bpf_map_lookup_elem(&start_labels, &key);
+		if (v && labels && v->depth > 0 && v->depth <= LAT_MAX_DEPTH) {
+			d = bounded(v->depth - 1, LAT_MAX_DEPTH);
+			k = label_key(target);
+			if (k)
+				__builtin_memcpy(&k->label, &labels->level[d], sizeof(k->label));
+		}
+	}
+	lat_exit_timed(ctx, target, &delta);
+	if (k && delta) {
+		c = bpf_map_lookup_elem(&counters, &target);
+		if (c)
+			record_label(k, delta, true, c);
+	}
+	return 0;
+}
+
+SEC("usdt")
+int lat_usdt_count(struct pt_regs *ctx)
+{
+	__u32 target = (__u32)bpf_usdt_cookie(ctx);
+	struct lat_label_key *k;
+	struct lat_counters *c;
+
+	lat_count(target);
+	if (!label_arg_of(target) || !loupe_filter_pass(bpf_get_current_pid_tgid()))
+		return 0;
+	k = label_key(target);
+	c = bpf_map_lookup_elem(&counters, &target);
+	if (k && c && read_label(ctx, target, &k->label))
+		record_label(k, 0, false, c);
 	return 0;
 }
 

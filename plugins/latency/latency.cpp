@@ -36,6 +36,16 @@ constexpr loupe_config_key kTargetFields[] = {
     {"tracepoint_exit", LOUPE_CFG_STRING, 0, nullptr, "exit tracepoint category:name"},
     {"syscall", LOUPE_CFG_STRING, 0, nullptr,
      "syscall name: shorthand for its sys_enter/sys_exit pair"},
+    {"usdt_entry", LOUPE_CFG_STRING, 0, nullptr,
+     "USDT probe binary:provider:name that starts the pair (`loupe probes BINARY` lists them)"},
+    {"usdt_exit", LOUPE_CFG_STRING, 0, nullptr, "USDT probe binary:provider:name that ends it"},
+    {"usdt", LOUPE_CFG_STRING, 0, nullptr,
+     "one USDT probe binary:provider:name, counted (no duration)"},
+    {"label_arg", LOUPE_CFG_INT, 0, nullptr,
+     "USDT targets: this argument of the (entry) probe, 0-based, becomes a label", 0, 11},
+    {"label", LOUPE_CFG_STRING, 0, nullptr, "the label's name (default arg<N>)"},
+    {"label_type", LOUPE_CFG_STRING, 0, nullptr,
+     "\"int\" (default), or \"string\": the argument points to a string (first 47 bytes)"},
 };
 
 constexpr const char* kNestingChoices[] = {"outermost", "every", nullptr};
@@ -112,11 +122,13 @@ class LatencyProfiler : public sdk::Profiler {
       try {
         spec = parse_target({opt_string(t, "name"), opt_string(t, "kfunc"), opt_string(t, "ufunc"),
                              opt_string(t, "tracepoint_entry"), opt_string(t, "tracepoint_exit"),
-                             opt_string(t, "syscall")},
+                             opt_string(t, "syscall"), opt_string(t, "usdt_entry"),
+                             opt_string(t, "usdt_exit"), opt_string(t, "usdt")},
                             i);
       } catch (const std::invalid_argument& e) {
         throw sdk::Error(LOUPE_ERR_INVALID_ARG, e.what());
       }
+      read_label(t, i, spec);
       for (const auto& r : targets_)
         if (r.spec.name == spec.name)
           throw sdk::Error(LOUPE_ERR_INVALID_ARG,
@@ -163,15 +175,35 @@ class LatencyProfiler : public sdk::Profiler {
       bpf_map__set_max_entries(skel_->maps.breakdown,
                                static_cast<std::uint32_t>(cfg.value_int("breakdown_limit")));
 
+    bool labelled = false;
+    for (std::size_t i = 0; i < targets_.size(); ++i) {
+      const TargetSpec& s = targets_[i].spec;
+      if (s.label_arg < 0) continue;
+      labelled = true;
+      ro->targ_label_arg[i] = static_cast<std::uint8_t>(s.label_arg + 1);
+      ro->targ_label_str[i] = s.label_string;
+    }
+    // Unused label maps stay at one entry (a map cannot have none).
+    if (labelled) {
+      bpf_map__set_max_entries(skel_->maps.start_labels,
+                               static_cast<std::uint32_t>(cfg.value_int("max_entries")));
+      for (bpf_map* m : {skel_->maps.label_hists, skel_->maps.label_counts})
+        bpf_map__set_max_entries(m, static_cast<std::uint32_t>(cfg.value_int("breakdown_limit")));
+    }
+    labelled_ = labelled;
+
     attacher_ = std::make_unique<TargetAttacher>(*host_, skel_.get(), filter.uprobe_pid());
     for (const auto& t : targets_)
-      if (t.mechanism == Mechanism::kUprobe)
+      if (t.mechanism == Mechanism::kUprobe || t.mechanism == Mechanism::kUsdt)
         if (auto note =
                 sdk::tree_uprobe_note(filter, "latency '" + t.spec.name + "'", t.binary_path);
             !note.empty())
           host_->warn(note);
     attacher_->prepare(targets_);
-    for (const auto& t : targets_) labels_.push_back({t.spec.name, to_string(t.mechanism)});
+    for (const auto& t : targets_)
+      labels_.push_back({t.spec.name, to_string(t.mechanism),
+                         t.spec.kind == TargetKind::kUsdtCount, t.spec.label_name,
+                         t.spec.label_string});
   }
 
   void start(const sdk::StartArgs&) override {
@@ -199,6 +231,11 @@ class LatencyProfiler : public sdk::Profiler {
     maps.hists_fd = bpf_map__fd(skel_->maps.hists);
     maps.counters_fd = bpf_map__fd(skel_->maps.counters);
     if (opts_.per_pid || opts_.per_comm) maps.breakdown_fd = bpf_map__fd(skel_->maps.breakdown);
+    if (labelled_) {
+      maps.start_labels_fd = bpf_map__fd(skel_->maps.start_labels);
+      maps.label_hists_fd = bpf_map__fd(skel_->maps.label_hists);
+      maps.label_counts_fd = bpf_map__fd(skel_->maps.label_counts);
+    }
     reporter_ = std::make_unique<LatencyReporter>(*host_, maps, opts_, labels_);
   }
 
@@ -213,6 +250,29 @@ class LatencyProfiler : public sdk::Profiler {
   }
 
  private:
+  // label_arg / label / label_type of target table `i`: USDT targets only.
+  static void read_label(const sdk::Config& t, std::size_t i, TargetSpec& spec) {
+    auto arg = t.get_int("label_arg");
+    auto name = t.get_string("label");
+    auto type = t.get_string("label_type");
+    const std::string where = "targets[" + std::to_string(i) + "] ('" + spec.name + "')";
+    if (!arg) {
+      if (name || type)
+        throw sdk::Error(LOUPE_ERR_INVALID_ARG,
+                         where + ": label and label_type need label_arg (which argument)");
+      return;
+    }
+    if (spec.kind != TargetKind::kUsdtPair && spec.kind != TargetKind::kUsdtCount)
+      throw sdk::Error(LOUPE_ERR_INVALID_ARG,
+                       where + ": label_arg reads a USDT probe's argument: usdt targets only");
+    if (type && *type != "int" && *type != "string")
+      throw sdk::Error(LOUPE_ERR_INVALID_ARG,
+                       where + ": label_type is \"int\" or \"string\", not \"" + *type + "\"");
+    spec.label_arg = static_cast<int>(*arg);
+    spec.label_name = name ? *name : "arg" + std::to_string(*arg);
+    spec.label_string = type && *type == "string";
+  }
+
   std::unique_ptr<sdk::Host> host_;
   std::unique_ptr<latency_bpf, SkelDeleter> skel_;
   std::vector<ResolvedTarget> targets_;
@@ -220,6 +280,7 @@ class LatencyProfiler : public sdk::Profiler {
   std::vector<TargetLabels> labels_;
   ReporterOptions opts_;
   bool outliers_on_ = false;
+  bool labelled_ = false;
   bool replay_ = false;  // loupe replay: decode recorded outliers, touch no kernel
   std::unique_ptr<TargetAttacher> attacher_;
   std::unique_ptr<OutlierDecoder> decoder_;

@@ -66,6 +66,26 @@ struct lat_breakdown_key {
   char comm[LAT_COMM_LEN];
 };
 
+/* A USDT argument as a label: an integer, or a string read from the pointer it holds
+ * (cut at LAT_LABEL_LEN - 1 bytes). */
+#define LAT_LABEL_LEN 48
+struct lat_label {
+  __s64 num;
+  char str[LAT_LABEL_LEN];
+};
+
+/* Key of the per-label histograms (pairs) and counts (single probes). */
+struct lat_label_key {
+  __u32 target;
+  __u32 pad;
+  struct lat_label label;
+};
+
+/* The label each open nesting level of one thread in one target was entered with. */
+struct lat_level_labels {
+  struct lat_label level[LAT_MAX_DEPTH];
+};
+
 /* Ring record for one outlier; starts with the loupe ring header. */
 struct lat_outlier_event {
   __u16 type;

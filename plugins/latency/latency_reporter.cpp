@@ -63,7 +63,10 @@ LatencyReporter::Swept LatencyReporter::sweep_starts(bool is_final) {
     }
   }
   // Deleting after the walk keeps get_next_key from restarting at the head.
-  for (const auto& k : stale) bpf_map_delete_elem(maps_.starts_fd, &k);
+  for (const auto& k : stale) {
+    bpf_map_delete_elem(maps_.starts_fd, &k);
+    if (maps_.start_labels_fd >= 0) bpf_map_delete_elem(maps_.start_labels_fd, &k);
+  }
   for (std::size_t i = 0; i < targets_.size(); ++i) expired_swept_[i] += s.expired[i];
   (void)is_final;
   return s;
@@ -101,6 +104,18 @@ void LatencyReporter::emit_target(std::uint32_t i, const lat_counters& c, const 
   };
   std::uint64_t expired = c.expired + expired_swept_[i];
   metric("calls", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.calls));
+  if (t.count_only) {
+    // A single probe: how often it fired is all there is; pairing figures would be noise.
+    if (is_final_ && c.calls == 0) {
+      sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, "silent_probe");
+      rb.label("target", t.name).label("mechanism", t.mechanism);
+      rb.final(true).window(window_start_, window_end_);
+      rb.health(LOUPE_HEALTH_WARN, "latency/" + t.name, 1,
+                "the probe never fired for this target (never reached, or filtered out)");
+      rb.emit(host_);
+    }
+    return;
+  }
   metric("matched", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.matched));
   metric("unmatched_exits", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.unmatched_exits));
   metric("expired", LOUPE_METRIC_COUNTER, "count", static_cast<double>(expired));
@@ -165,6 +180,46 @@ void LatencyReporter::emit_breakdown() {
   }
 }
 
+namespace {
+std::string label_text(const lat_label& l, bool is_string) {
+  return is_string ? std::string(l.str, strnlen(l.str, LAT_LABEL_LEN)) : std::to_string(l.num);
+}
+}  // namespace
+
+// Per USDT-argument label: a histogram per value for pairs, a count per value for single
+// probes (interval reports carry deltas like the target totals).
+void LatencyReporter::emit_labels() {
+  for (int fd : {maps_.label_hists_fd, maps_.label_counts_fd}) {
+    lat_label_key key{}, next{};
+    bool first = true;
+    while (bpf_map_get_next_key(fd, first ? nullptr : &key, &next) == 0) {
+      first = false;
+      key = next;
+      if (key.target >= targets_.size()) continue;
+      const auto& t = targets_[key.target];
+      const std::string value = label_text(key.label, t.label_string);
+      std::vector<std::pair<std::string, std::string>> labels = {
+          {"target", t.name}, {"mechanism", t.mechanism}, {t.label, value}};
+      const std::string id = "l/" + std::to_string(key.target) + "/" + value;
+      if (fd == maps_.label_hists_fd) {
+        emit_hist(id, read_hist(fd, &key), labels);
+        continue;
+      }
+      auto total = sdk::read_per_cpu_sum<std::uint64_t>(fd, &key);
+      std::uint64_t report = total;
+      if (!is_final_) {
+        auto& prev = previous_counts_[id];
+        report = total - prev;
+        prev = total;
+      }
+      sdk::RecordBuilder rb(LOUPE_RECORD_METRIC, "calls");
+      for (const auto& [k, v] : labels) rb.label(k, v);
+      rb.final(is_final_).window(window_start_, window_end_);
+      rb.metric(LOUPE_METRIC_COUNTER, "count", static_cast<double>(report)).emit(host_);
+    }
+  }
+}
+
 void LatencyReporter::collect(bool is_final, std::uint64_t window_start_ns,
                               std::uint64_t window_end_ns) {
   is_final_ = is_final;
@@ -173,11 +228,13 @@ void LatencyReporter::collect(bool is_final, std::uint64_t window_start_ns,
   Swept swept = sweep_starts(is_final);
   for (std::uint32_t i = 0; i < targets_.size(); ++i) {
     loupe_hist h = read_hist(maps_.hists_fd, &i);
-    emit_hist("t/" + std::to_string(i), h,
+    if (!targets_[i].count_only)
+      emit_hist("t/" + std::to_string(i), h,
               {{"target", targets_[i].name}, {"mechanism", targets_[i].mechanism}});
     emit_target(i, read_counters(i), swept);
   }
   if (maps_.breakdown_fd >= 0) emit_breakdown();
+  if (maps_.label_hists_fd >= 0) emit_labels();
 }
 
 }  // namespace loupe::latency

@@ -24,6 +24,10 @@ struct ReporterMaps {
   int hists_fd = -1;
   int counters_fd = -1;
   int breakdown_fd = -1;  // -1 when the breakdown is off
+  // USDT argument labels: -1 when no target has one.
+  int start_labels_fd = -1;
+  int label_hists_fd = -1;
+  int label_counts_fd = -1;
 };
 
 struct ReporterOptions {
@@ -52,6 +56,7 @@ class LatencyReporter {
                  const std::vector<std::pair<std::string, std::string>>& labels);
   void emit_target(std::uint32_t i, const lat_counters& c, const Swept& swept);
   void emit_breakdown();
+  void emit_labels();
 
   sdk::Host host_;
   ReporterMaps maps_;
@@ -59,6 +64,7 @@ class LatencyReporter {
   std::vector<TargetLabels> targets_;
   std::vector<std::uint64_t> expired_swept_;    // session totals
   std::map<std::string, loupe_hist> previous_;  // last interval's totals, by record key
+  std::map<std::string, std::uint64_t> previous_counts_;
   bool is_final_ = false;
   std::uint64_t window_start_ = 0, window_end_ = 0;
 };

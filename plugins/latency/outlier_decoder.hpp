@@ -17,6 +17,9 @@ namespace loupe::latency {
 struct TargetLabels {
   std::string name;
   std::string mechanism;
+  bool count_only = false;  // a single-probe target (usdt = ...): fired, never timed
+  std::string label;        // a USDT argument reported as this label ("" = none)
+  bool label_string = false;
 };
 
 class OutlierDecoder {

@@ -35,6 +35,8 @@ const char* to_string(TargetKind kind) {
   switch (kind) {
     case TargetKind::kKernelFunction: return "kfunc";
     case TargetKind::kUserFunction: return "ufunc";
+    case TargetKind::kUsdtPair: return "usdt pair";
+    case TargetKind::kUsdtCount: return "usdt";
     case TargetKind::kTracepointPair: return "tracepoint";
     case TargetKind::kSyscall: return "syscall";
   }
@@ -76,15 +78,30 @@ void parse_user_function(const std::string& text, std::string& binary, std::stri
   symbol = rest;
 }
 
+UsdtName parse_usdt(const std::string& text) {
+  auto last = text.rfind(':');
+  auto mid = last == std::string::npos || last == 0 ? std::string::npos : text.rfind(':', last - 1);
+  if (mid == std::string::npos || mid == 0 || last == text.size() - 1 || last == mid + 1)
+    throw std::invalid_argument("USDT probe '" + text +
+                                "' must be written binary:provider:name, e.g. "
+                                "/usr/bin/python3.11:python:gc__start (`loupe probes BINARY` "
+                                "lists them)");
+  UsdtName u{text.substr(0, mid), text.substr(mid + 1, last - mid - 1), text.substr(last + 1)};
+  if (!is_identifier(u.provider) || !is_identifier(u.name))
+    throw std::invalid_argument("USDT probe '" + text + "': provider and name are identifiers");
+  return u;
+}
+
 TargetSpec parse_target(const TargetFields& f, std::size_t index) {
   const std::string where =
       "targets[" + std::to_string(index) + "]" + (f.name ? " ('" + *f.name + "')" : std::string());
   int kinds = (f.kfunc ? 1 : 0) + (f.ufunc ? 1 : 0) + (f.syscall ? 1 : 0) +
-              ((f.tracepoint_entry || f.tracepoint_exit) ? 1 : 0);
+              ((f.tracepoint_entry || f.tracepoint_exit) ? 1 : 0) +
+              ((f.usdt_entry || f.usdt_exit) ? 1 : 0) + (f.usdt ? 1 : 0);
   if (kinds != 1)
     throw std::invalid_argument(where +
-                                ": set exactly one of kfunc, ufunc, syscall or tracepoint_entry + "
-                                "tracepoint_exit (found " +
+                                ": set exactly one of kfunc, ufunc, syscall, tracepoint_entry + "
+                                "tracepoint_exit, usdt_entry + usdt_exit or usdt (found " +
                                 std::to_string(kinds) + ")");
 
   TargetSpec t;
@@ -101,6 +118,24 @@ TargetSpec parse_target(const TargetFields& f, std::size_t index) {
       parse_user_function(*f.ufunc, t.binary, t.symbol, t.symbol_offset);
       t.spec_text = "ufunc = \"" + *f.ufunc + "\"";
       t.name = t.symbol;
+    } else if (f.usdt) {
+      t.kind = TargetKind::kUsdtCount;
+      t.usdt_entry = parse_usdt(*f.usdt);
+      t.binary = t.usdt_entry.binary;
+      t.spec_text = "usdt = \"" + *f.usdt + "\"";
+      t.name = t.usdt_entry.name;
+    } else if (f.usdt_entry || f.usdt_exit) {
+      if (!f.usdt_entry || !f.usdt_exit)
+        throw std::invalid_argument("a USDT pair needs both usdt_entry and usdt_exit");
+      t.kind = TargetKind::kUsdtPair;
+      t.usdt_entry = parse_usdt(*f.usdt_entry);
+      t.usdt_exit = parse_usdt(*f.usdt_exit);
+      if (t.usdt_entry.binary != t.usdt_exit.binary)
+        throw std::invalid_argument("usdt_entry and usdt_exit name two binaries ('" +
+                                    t.usdt_entry.binary + "', '" + t.usdt_exit.binary + "')");
+      t.binary = t.usdt_entry.binary;
+      t.spec_text = "usdt_entry = \"" + *f.usdt_entry + "\", usdt_exit = \"" + *f.usdt_exit + "\"";
+      t.name = t.usdt_entry.name;
     } else if (f.syscall) {
       t.kind = TargetKind::kSyscall;
       std::string s = *f.syscall;

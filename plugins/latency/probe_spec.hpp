@@ -11,7 +11,22 @@
 
 namespace loupe::latency {
 
-enum class TargetKind { kKernelFunction, kUserFunction, kTracepointPair, kSyscall };
+enum class TargetKind {
+  kKernelFunction,
+  kUserFunction,
+  kTracepointPair,
+  kSyscall,
+  kUsdtPair,   // two USDT probes: entry and exit
+  kUsdtCount,  // one USDT probe, counted
+};
+
+// "binary:provider:name" of a USDT probe (split at the last two ':').
+struct UsdtName {
+  std::string binary;
+  std::string provider;
+  std::string name;
+  std::string full() const { return provider + ":" + name; }
+};
 
 // "syscalls:sys_enter_read" split in its two halves.
 struct TracepointName {
@@ -30,7 +45,14 @@ struct TargetSpec {
   TracepointName entry;             // kTracepointPair and kSyscall
   TracepointName exit;
   std::string syscall;    // kSyscall
+  UsdtName usdt_entry;    // kUsdtPair, kUsdtCount (the probe)
+  UsdtName usdt_exit;     // kUsdtPair
   std::string spec_text;  // how the profile spelled it, for messages
+  // kUsdt*: the entry probe's argument `label_arg` (0-based) reported as label
+  // `label_name`; -1 = none.
+  int label_arg = -1;
+  std::string label_name;
+  bool label_string = false;
 };
 
 // The keys of one [[plugins.targets]] table; absent keys are nullopt.
@@ -41,6 +63,9 @@ struct TargetFields {
   std::optional<std::string> tracepoint_entry;
   std::optional<std::string> tracepoint_exit;
   std::optional<std::string> syscall;
+  std::optional<std::string> usdt_entry;
+  std::optional<std::string> usdt_exit;
+  std::optional<std::string> usdt;
 };
 
 // Throws std::invalid_argument naming the target (by position) and what is wrong.
@@ -52,6 +77,9 @@ TracepointName parse_tracepoint(const std::string& text);
 // "binary:symbol[+offset]" -> parts (split at the last ':' so paths may hold one).
 void parse_user_function(const std::string& text, std::string& binary, std::string& symbol,
                          std::uint64_t& offset);
+
+// "binary:provider:name" -> parts; throws std::invalid_argument on any other shape.
+UsdtName parse_usdt(const std::string& text);
 
 const char* to_string(TargetKind kind);
 

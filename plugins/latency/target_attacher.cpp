@@ -32,7 +32,12 @@ TargetAttacher::TargetAttacher(const sdk::Host& host, latency_bpf* skel, int upr
     : host_(host), skel_(skel), uprobe_pid_(uprobe_pid) {}
 
 void TargetAttacher::prepare(const std::vector<ResolvedTarget>& targets) {
-  bool uses[4] = {};
+  bool uses[5] = {};
+  bool usdt_pair = false, usdt_count = false;
+  for (const auto& t : targets) {
+    usdt_pair |= t.spec.kind == TargetKind::kUsdtPair;
+    usdt_count |= t.spec.kind == TargetKind::kUsdtCount;
+  }
   for (const auto& t : targets) uses[static_cast<int>(t.mechanism)] = true;
   auto& p = skel_->progs;
   bpf_program__set_autoload(p.lat_uprobe_entry, uses[static_cast<int>(Mechanism::kUprobe)]);
@@ -41,6 +46,9 @@ void TargetAttacher::prepare(const std::vector<ResolvedTarget>& targets) {
   bpf_program__set_autoload(p.lat_kprobe_exit, uses[static_cast<int>(Mechanism::kKprobe)]);
   bpf_program__set_autoload(p.lat_tp_entry, uses[static_cast<int>(Mechanism::kTracepoint)]);
   bpf_program__set_autoload(p.lat_tp_exit, uses[static_cast<int>(Mechanism::kTracepoint)]);
+  bpf_program__set_autoload(p.lat_usdt_entry, usdt_pair);
+  bpf_program__set_autoload(p.lat_usdt_exit, usdt_pair);
+  bpf_program__set_autoload(p.lat_usdt_count, usdt_count);
   for (int slot = 0; slot < LAT_FENTRY_SLOTS; ++slot) {
     bpf_program__set_autoload(fentry_prog(skel_, slot, false), false);
     bpf_program__set_autoload(fentry_prog(skel_, slot, true), false);
@@ -73,15 +81,20 @@ void TargetAttacher::attach_one(const ResolvedTarget& t, unsigned index) {
   auto& p = skel_->progs;
   const std::string label = t.probe_label();
   for (bool exit : {true, false}) {
+    if (exit && t.spec.kind == TargetKind::kUsdtCount) continue;  // one probe, no exit
     bpf_link* link = nullptr;
     bpf_program* prog = nullptr;
     std::string target;  // for kernels whose link info does not name it (before 6.6)
     // A tracepoint pair's two sides are two events: each side names its own, so the label
     // says where the link is even where the kernel's link info does not (before 6.6).
-    const std::string probe = (t.mechanism == Mechanism::kTracepoint
-                                   ? "tracepoint:" + (exit ? t.spec.exit : t.spec.entry).full()
-                                   : label) +
-                              (exit ? ":exit" : ":entry");
+    std::string probe = (t.mechanism == Mechanism::kTracepoint
+                             ? "tracepoint:" + (exit ? t.spec.exit : t.spec.entry).full()
+                         : t.mechanism == Mechanism::kUsdt
+                             ? "usdt:" + t.binary_path + ":" +
+                                   (exit ? t.spec.usdt_exit : t.spec.usdt_entry).full()
+                             : label) +
+                        (exit ? ":exit" : ":entry");
+    if (t.spec.kind == TargetKind::kUsdtCount) probe = label;
     switch (t.mechanism) {
       case Mechanism::kUprobe: {
         LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = index, .retprobe = exit);
@@ -102,6 +115,18 @@ void TargetAttacher::attach_one(const ResolvedTarget& t, unsigned index) {
         const auto& tp = exit ? t.spec.exit : t.spec.entry;
         prog = exit ? p.lat_tp_exit : p.lat_tp_entry;
         link = bpf_program__attach_tracepoint_opts(prog, tp.category.c_str(), tp.name.c_str(), &o);
+        break;
+      }
+      case Mechanism::kUsdt: {
+        // libbpf reads the notes, attaches one uprobe per site and handles semaphores.
+        LIBBPF_OPTS(bpf_usdt_opts, o, .usdt_cookie = index);
+        const UsdtName& u = exit ? t.spec.usdt_exit : t.spec.usdt_entry;
+        prog = t.spec.kind == TargetKind::kUsdtCount ? p.lat_usdt_count
+               : exit                                ? p.lat_usdt_exit
+                                                     : p.lat_usdt_entry;
+        link = bpf_program__attach_usdt(prog, uprobe_pid_, t.binary_path.c_str(),
+                                        u.provider.c_str(), u.name.c_str(), &o);
+        target = "usdt:" + t.binary_path + ":" + u.full();
         break;
       }
       case Mechanism::kFentry:

@@ -5,6 +5,7 @@
 
 #include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/uprobe.hpp"
+#include "loupe/sdk/usdt.hpp"
 
 namespace loupe::latency {
 
@@ -14,6 +15,7 @@ const char* to_string(Mechanism m) {
     case Mechanism::kKprobe: return "kprobe";
     case Mechanism::kUprobe: return "uprobe";
     case Mechanism::kTracepoint: return "tracepoint";
+    case Mechanism::kUsdt: return "usdt";
   }
   return "?";
 }
@@ -24,6 +26,7 @@ std::string ResolvedTarget::probe_label() const {
     case Mechanism::kKprobe: return "kprobe:" + spec.kernel_function;
     case Mechanism::kUprobe: return "uprobe:" + binary_path + ":" + spec.symbol;
     case Mechanism::kTracepoint: return "tracepoint:" + spec.entry.full();
+    case Mechanism::kUsdt: return "usdt:" + binary_path + ":" + spec.usdt_entry.full();
   }
   return "?";
 }
@@ -41,6 +44,8 @@ ResolvedTarget TargetResolver::resolve(const TargetSpec& spec) {
     case TargetKind::kUserFunction: return resolve_user_function(spec);
     case TargetKind::kTracepointPair:
     case TargetKind::kSyscall: return resolve_tracepoints(spec);
+    case TargetKind::kUsdtPair:
+    case TargetKind::kUsdtCount: return resolve_usdt(spec);
   }
   throw sdk::Error(LOUPE_ERR_INTERNAL, "unknown target kind");
 }
@@ -92,6 +97,57 @@ ResolvedTarget TargetResolver::resolve_user_function(const TargetSpec& spec) {
         sdk::find_elf_function(t.binary_path, spec.symbol, spec.symbol_offset).file_offset;
   } catch (const std::runtime_error& e) {
     throw sdk::Error(LOUPE_ERR_NOT_FOUND, who + ": " + e.what());
+  }
+  return t;
+}
+
+// The probes are looked up in the file's notes here, so a misspelt name is refused with
+// the list of what the binary has rather than libbpf's bare ENOENT at attach.
+ResolvedTarget TargetResolver::resolve_usdt(const TargetSpec& spec) {
+  const std::string who = "target '" + spec.name + "' (" + spec.spec_text + ")";
+  std::string why;
+  if (!host_.feature("uprobe", &why))
+    throw sdk::Error(LOUPE_ERR_UNSUPPORTED,
+                     who + ": USDT probes are uprobes, unavailable on this kernel (" + why + ")");
+  ResolvedTarget t{spec};
+  t.mechanism = Mechanism::kUsdt;
+  std::vector<sdk::UsdtProbe> probes;
+  try {
+    t.binary_path = libraries_.resolve(spec.binary, target_pid_);
+    probes = sdk::read_usdt_probes(t.binary_path);
+  } catch (const std::runtime_error& e) {
+    throw sdk::Error(LOUPE_ERR_NOT_FOUND, who + ": " + e.what());
+  }
+  auto sites = [&](const UsdtName& u) {
+    std::size_t n = 0;
+    for (const auto& p : probes) n += p.provider == u.provider && p.name == u.name;
+    return n;
+  };
+  std::vector<const UsdtName*> wanted = {&spec.usdt_entry};
+  if (spec.kind == TargetKind::kUsdtPair) wanted.push_back(&spec.usdt_exit);
+  for (const UsdtName* u : wanted) {
+    if (sites(*u)) continue;
+    std::string have;
+    for (const auto& p : probes) {
+      std::string n = p.provider + ":" + p.name;
+      if (have.find(n + ",") == std::string::npos && !have.ends_with(n)) have += (have.empty() ? "" : ", ") + n;
+    }
+    throw sdk::Error(LOUPE_ERR_NOT_FOUND,
+                     who + ": " + t.binary_path + " has no USDT probe " + u->full() +
+                         (probes.empty() ? " (it has no USDT notes at all)"
+                                         : "; it has: " + have));
+  }
+  t.usdt_sites = sites(spec.usdt_entry);
+  if (spec.label_arg >= 0) {
+    for (const auto& p : probes) {
+      if (p.provider != spec.usdt_entry.provider || p.name != spec.usdt_entry.name) continue;
+      if (static_cast<std::size_t>(spec.label_arg) >= p.arg_count())
+        throw sdk::Error(LOUPE_ERR_INVALID_ARG,
+                         who + ": label_arg = " + std::to_string(spec.label_arg) + " but " +
+                             spec.usdt_entry.full() + " has " + std::to_string(p.arg_count()) +
+                             " argument(s) (" + (p.args.empty() ? "none" : p.args) + ")");
+      break;
+    }
   }
   return t;
 }

@@ -16,14 +16,15 @@
 
 namespace loupe::latency {
 
-enum class Mechanism { kFentry, kKprobe, kUprobe, kTracepoint };
+enum class Mechanism { kFentry, kKprobe, kUprobe, kTracepoint, kUsdt };
 
 const char* to_string(Mechanism m);
 
 struct ResolvedTarget {
   TargetSpec spec;
   Mechanism mechanism = Mechanism::kTracepoint;
-  std::string binary_path;          // kUprobe
+  std::string binary_path;          // kUprobe, kUsdt
+  std::size_t usdt_sites = 0;       // kUsdt: sites of the entry (or only) probe
   std::uint64_t file_offset = 0;    // kUprobe
   int fentry_slot = -1;             // kFentry
   std::string probe_label() const;  // "uprobe:/lib/libc.so.6:malloc", "tracepoint:...", ...
@@ -42,6 +43,7 @@ class TargetResolver {
   ResolvedTarget resolve_kernel_function(const TargetSpec& spec);
   ResolvedTarget resolve_user_function(const TargetSpec& spec);
   ResolvedTarget resolve_tracepoints(const TargetSpec& spec);
+  ResolvedTarget resolve_usdt(const TargetSpec& spec);
 
   const sdk::Host& host_;
   const LibraryResolver& libraries_;
