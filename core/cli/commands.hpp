@@ -20,6 +20,7 @@ int cmd_check(const CommonOptions& common, bool json);
 int cmd_list(const CommonOptions& common, bool json);
 int cmd_describe(const CommonOptions& common, const std::string& name, bool json);
 int cmd_validate(const CommonOptions& common, const std::string& profile);
+int cmd_probes(const std::string& binary, bool json);  // probes_command.cpp
 
 struct RunOptions {
   std::string profile;

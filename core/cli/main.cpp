@@ -52,6 +52,10 @@ int main(int argc, char** argv) {
       app.add_subcommand("describe", "A plugin's kind, version, ABI, path and config keys");
   describe->add_option("name", name, "Plugin or sink name")->required();
   describe->add_flag("--json", json, "Machine-readable output");
+  std::string binary;
+  auto* probes = app.add_subcommand("probes", "The USDT probes a binary or library ships");
+  probes->add_option("binary", binary, "Path, or a name looked up in PATH")->required();
+  probes->add_flag("--json", json, "Machine-readable output");
   std::string profile;
   auto* validate = app.add_subcommand(
       "validate", "Check a profile against the plugins' schemas; runs no plugin code");
@@ -130,6 +134,7 @@ int main(int argc, char** argv) {
   if (list->parsed()) return cmd_list(common, json);
   if (describe->parsed()) return cmd_describe(common, name, json);
   if (validate->parsed()) return cmd_validate(common, profile);
+  if (probes->parsed()) return cmd_probes(binary, json);
   if (benchc->parsed()) return cmd_bench(common, bench);
   if (replayc->parsed()) {
     if (!replay_output.empty()) replay.output = replay_output;

@@ -32,3 +32,12 @@ loupe_cli_e2e_test(latency_e2e_test SOURCE ${_lat_dir}/latency_e2e_test.cpp
 # The session's process tree: forked workers, a shell pipeline, --no-follow, --pid.
 loupe_cli_e2e_test(latency_tree_e2e_test SOURCE ${_lat_dir}/latency_tree_e2e_test.cpp
   DEPENDS tree_workload loupe-latency PROPERTIES RUN_SERIAL TRUE)
+
+# USDT targets: a C workload with its own SDT probes (two sites of one name, a semaphore),
+# and Debian's python3.11 (GC and import probes).
+add_executable(usdt_workload ${CMAKE_CURRENT_LIST_DIR}/usdt_workload.c)
+target_compile_options(usdt_workload PRIVATE -O2 -g)
+set_target_properties(usdt_workload PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/workloads)
+loupe_cli_e2e_test(latency_usdt_e2e_test SOURCE ${_lat_dir}/latency_usdt_e2e_test.cpp
+  DEFINITIONS USDT_WORKLOAD="$<TARGET_FILE:usdt_workload>"
+  DEPENDS usdt_workload loupe-latency PROPERTIES RUN_SERIAL TRUE)
