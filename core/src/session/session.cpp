@@ -611,13 +611,16 @@ void Session::Impl::poll_process_tree(bool drain_all) {
 
 // The kernel's records of the target's mappings (exec, mmap, fork), so the stacks of a
 // process that exits before they are symbolized still resolve. For a command they are
-// asked for before it execs, inherited by all it forks; with --pid, on the threads it
-// has (its existing children's new processes then rely on /proc/PID/maps).
+// asked for before it execs, inherited by all it forks; with --pid, on every thread of
+// the process and (when following) of the descendants it already has.
 void Session::Impl::follow_mappings() {
-  constexpr std::size_t kMaxTasks = 256;  // x CPUs perf fds
+  constexpr std::size_t kMaxTasks = 256;  // x CPUs perf fds; beyond it, counted
   const pid_t root = target_ ? target_->pid() : profile_.session.pid;
   if (root <= 0 || !symbolizer_) return;
-  std::vector<pid_t> tasks = target_ ? std::vector<pid_t>{root} : threads_of({root});
+  std::vector<pid_t> procs = {root};
+  if (!target_ && profile_.session.follow)
+    for (pid_t p : descendants_of(root, read_parent_links())) procs.push_back(p);
+  std::vector<pid_t> tasks = target_ ? std::vector<pid_t>{root} : threads_of(procs);
   std::string err;
   auto ev = MappingEvents::open(tasks, profile_.session.follow, kMaxTasks, &err);
   if (!ev) {
