@@ -4,9 +4,12 @@
 // of one probe name, a semaphore-guarded probe) and Debian's python3.11 (GC and import
 // probes), each checked against the ground truth the program reports itself.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -142,6 +145,59 @@ TEST_F(LatencyUsdt, PythonGcPausesPerGenerationAndImportTimesPerModule) {
   for (const char* m : {"json", "decimal", "fractions"}) {
     ASSERT_TRUE(mods.count(m)) << m << "\n" << r.output;
     EXPECT_EQ((*mods[m])["histogram"]["count"].get<int>(), 1) << m;
+  }
+}
+
+// bpftrace, attached to the same probe during the same run, counts what loupe counts.
+TEST_F(LatencyUsdt, BpftraceCountsTheSameGcStartsOnTheSameRun) {
+  if (!std::filesystem::exists(kPython)) GTEST_SKIP() << kPython << " is not installed";
+  if (std::system("command -v bpftrace >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "bpftrace is not installed (scripts/install-deps.sh installs it)";
+  const std::string script = dir_ + "/gc.py";
+  std::ofstream(script) << "import gc, os\nprint('pid', os.getpid(), flush=True)\n"
+                           "for i in range(12):\n    gc.collect(i % 3)\nos._exit(0)\n";
+  const std::string bt_out = dir_ + "/bpftrace.out";
+  const std::string bt = "bpftrace -e 'usdt:" + kPython +
+                         ":python:gc__start /comm == \"python3.11\"/ { @[pid, arg0] = count(); }' > " +
+                         bt_out + " 2>&1 & echo $!";
+  FILE* p = popen(bt.c_str(), "r");
+  int bt_pid = 0;
+  ASSERT_EQ(fscanf(p, "%d", &bt_pid), 1);
+  pclose(p);
+  // Attached once it says so.
+  for (int i = 0; i < 200; ++i) {
+    std::ifstream in(bt_out);
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    if (text.find("Attaching") != std::string::npos) break;
+    usleep(50000);
+  }
+  usleep(300000);
+  auto r = run("[[plugins.targets]]\nname = \"gc\"\nusdt = \"" +
+                   usdt(kPython, "python:gc__start") + "\"\nlabel_arg = 0\nlabel = \"generation\"\n",
+               {kPython, script});
+  kill(bt_pid, SIGINT);
+  for (int i = 0; i < 100 && kill(bt_pid, 0) == 0; ++i) usleep(50000);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto at = r.output.find("pid ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const std::string pid = std::to_string(std::stoi(r.output.substr(at + 4)));
+  std::ifstream in(bt_out);
+  std::string line;
+  std::map<std::string, int> bpftrace;
+  while (std::getline(in, line)) {
+    // @[PID, GEN]: COUNT
+    const std::string prefix = "@[" + pid + ", ";
+    if (line.rfind(prefix, 0) != 0) continue;
+    auto close = line.find("]: ");
+    bpftrace[line.substr(prefix.size(), close - prefix.size())] = std::stoi(line.substr(close + 3));
+  }
+  auto loupe = by_label(r, "metric", "calls", "gc", "generation");
+  ASSERT_EQ(bpftrace.size(), 3u) << "bpftrace saw: " << bpftrace.size() << " generations";
+  for (const auto& [gen, n] : bpftrace) {
+    ASSERT_TRUE(loupe.count(gen)) << gen;
+    EXPECT_EQ((*loupe[gen])["metric"]["value"].get<int>(), n) << "generation " << gen;
+    std::printf("  generation %s: bpftrace %d, loupe %d\n", gen.c_str(), n,
+                (*loupe[gen])["metric"]["value"].get<int>());
   }
 }
 
