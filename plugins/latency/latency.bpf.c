@@ -91,6 +91,14 @@ struct {
 	__type(value, __u64);
 } label_counts SEC(".maps");
 
+/* USDT calls per site; sized by user space when a USDT target exists. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct lat_site_key);
+	__type(value, __u64);
+} site_counts SEC(".maps");
+
 /* Scratch: a zeroed lat_level_labels / lat_label_key (too big for the BPF stack). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -378,6 +386,20 @@ static __always_inline int lat_count(__u32 target)
 	return 0;
 }
 
+static __always_inline void count_site(struct pt_regs *ctx, __u32 target, __u64 pid_tgid)
+{
+	struct lat_site_key key = {.target = target, .tgid = pid_tgid >> 32, .ip = PT_REGS_IP(ctx)};
+	__u64 one = 1, *n;
+
+	if (target >= LAT_MAX_TARGETS || !loupe_filter_pass(pid_tgid))
+		return;
+	n = bpf_map_lookup_elem(&site_counts, &key);
+	if (n)
+		(*n)++;
+	else
+		bpf_map_update_elem(&site_counts, &key, &one, BPF_NOEXIST);
+}
+
 /* USDT probes: libbpf keeps its own attach cookie for the probe's argument spec; ours is
  * the usdt cookie. Every site of a probe name is one uprobe under the same link. */
 SEC("usdt")
@@ -391,6 +413,7 @@ int lat_usdt_entry(struct pt_regs *ctx)
 	__u32 zero = 0, d;
 
 	lat_enter(target);
+	count_site(ctx, target, pid_tgid);
 	if (!label_arg_of(target) || !loupe_filter_pass(pid_tgid))
 		return 0;
 	/* The level lat_enter just opened carries this entry's label to its exit. */
@@ -454,6 +477,7 @@ int lat_usdt_count(struct pt_regs *ctx)
 	struct lat_counters *c;
 
 	lat_count(target);
+	count_site(ctx, target, bpf_get_current_pid_tgid());
 	if (!label_arg_of(target) || !loupe_filter_pass(bpf_get_current_pid_tgid()))
 		return 0;
 	k = label_key(target);

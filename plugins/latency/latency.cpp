@@ -191,6 +191,11 @@ class LatencyProfiler : public sdk::Profiler {
         bpf_map__set_max_entries(m, static_cast<std::uint32_t>(cfg.value_int("breakdown_limit")));
     }
     labelled_ = labelled;
+    usdt_ = std::any_of(targets_.begin(), targets_.end(),
+                        [](const ResolvedTarget& t) { return t.mechanism == Mechanism::kUsdt; });
+    if (usdt_)
+      bpf_map__set_max_entries(skel_->maps.site_counts,
+                               static_cast<std::uint32_t>(cfg.value_int("breakdown_limit")));
 
     attacher_ = std::make_unique<TargetAttacher>(*host_, skel_.get(), filter.uprobe_pid());
     for (const auto& t : targets_)
@@ -231,6 +236,7 @@ class LatencyProfiler : public sdk::Profiler {
     maps.hists_fd = bpf_map__fd(skel_->maps.hists);
     maps.counters_fd = bpf_map__fd(skel_->maps.counters);
     if (opts_.per_pid || opts_.per_comm) maps.breakdown_fd = bpf_map__fd(skel_->maps.breakdown);
+    if (usdt_) maps.site_counts_fd = bpf_map__fd(skel_->maps.site_counts);
     if (labelled_) {
       maps.start_labels_fd = bpf_map__fd(skel_->maps.start_labels);
       maps.label_hists_fd = bpf_map__fd(skel_->maps.label_hists);
@@ -281,6 +287,7 @@ class LatencyProfiler : public sdk::Profiler {
   ReporterOptions opts_;
   bool outliers_on_ = false;
   bool labelled_ = false;
+  bool usdt_ = false;
   bool replay_ = false;  // loupe replay: decode recorded outliers, touch no kernel
   std::unique_ptr<TargetAttacher> attacher_;
   std::unique_ptr<OutlierDecoder> decoder_;

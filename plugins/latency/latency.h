@@ -81,6 +81,14 @@ struct lat_label_key {
   struct lat_label label;
 };
 
+/* Calls of a USDT target per probe site (one probe name often has several): the
+ * site's address in the calling process, named by the host's symbolizer at collect. */
+struct lat_site_key {
+  __u32 target;
+  __u32 tgid;
+  __u64 ip;
+};
+
 /* The label each open nesting level of one thread in one target was entered with. */
 struct lat_level_labels {
   struct lat_label level[LAT_MAX_DEPTH];

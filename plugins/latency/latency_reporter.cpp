@@ -5,6 +5,7 @@
 #include <bpf/libbpf.h>
 #include <time.h>
 
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 
@@ -181,6 +182,12 @@ void LatencyReporter::emit_breakdown() {
 }
 
 namespace {
+std::string fmt_hex(std::uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
 std::string label_text(const lat_label& l, bool is_string) {
   return is_string ? std::string(l.str, strnlen(l.str, LAT_LABEL_LEN)) : std::to_string(l.num);
 }
@@ -220,6 +227,43 @@ void LatencyReporter::emit_labels() {
   }
 }
 
+// USDT calls per site, the site named as its function (+offset) in its module: sites are
+// told apart across processes (same binary, other addresses) and merged by name.
+void LatencyReporter::emit_sites() {
+  std::map<std::pair<std::uint32_t, std::string>, std::uint64_t> totals;  // (target, site)
+  lat_site_key key{}, next{};
+  bool first = true;
+  while (bpf_map_get_next_key(maps_.site_counts_fd, first ? nullptr : &key, &next) == 0) {
+    first = false;
+    key = next;
+    if (key.target >= targets_.size()) continue;
+    auto& name = site_names_[{key.tgid, key.ip}];
+    if (name.empty()) {
+      loupe_frame f{};
+      const std::uint64_t ip = key.ip;
+      if (host_.symbolize(key.tgid, LOUPE_FRAME_USER, &ip, 1, &f) == LOUPE_OK && f.symbol)
+        name = std::string(f.symbol) + "+0x" + fmt_hex(f.offset);
+      else
+        name = std::string(f.module ? f.module : "?") + "+0x" + fmt_hex(f.offset);
+    }
+    totals[{key.target, name}] += sdk::read_per_cpu_sum<std::uint64_t>(maps_.site_counts_fd, &key);
+  }
+  for (const auto& [k, total] : totals) {
+    const auto& t = targets_[k.first];
+    const std::string id = "s/" + std::to_string(k.first) + "/" + k.second;
+    std::uint64_t report = total;
+    if (!is_final_) {
+      auto& prev = previous_counts_[id];
+      report = total - prev;
+      prev = total;
+    }
+    sdk::RecordBuilder rb(LOUPE_RECORD_METRIC, "site_calls");
+    rb.label("target", t.name).label("mechanism", t.mechanism).label("site", k.second);
+    rb.final(is_final_).window(window_start_, window_end_);
+    rb.metric(LOUPE_METRIC_COUNTER, "count", static_cast<double>(report)).emit(host_);
+  }
+}
+
 void LatencyReporter::collect(bool is_final, std::uint64_t window_start_ns,
                               std::uint64_t window_end_ns) {
   is_final_ = is_final;
@@ -235,6 +279,7 @@ void LatencyReporter::collect(bool is_final, std::uint64_t window_start_ns,
   }
   if (maps_.breakdown_fd >= 0) emit_breakdown();
   if (maps_.label_hists_fd >= 0) emit_labels();
+  if (maps_.site_counts_fd >= 0) emit_sites();
 }
 
 }  // namespace loupe::latency

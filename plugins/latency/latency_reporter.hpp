@@ -28,6 +28,7 @@ struct ReporterMaps {
   int start_labels_fd = -1;
   int label_hists_fd = -1;
   int label_counts_fd = -1;
+  int site_counts_fd = -1;  // -1 when no target is a USDT probe
 };
 
 struct ReporterOptions {
@@ -57,6 +58,7 @@ class LatencyReporter {
   void emit_target(std::uint32_t i, const lat_counters& c, const Swept& swept);
   void emit_breakdown();
   void emit_labels();
+  void emit_sites();
 
   sdk::Host host_;
   ReporterMaps maps_;
@@ -65,6 +67,7 @@ class LatencyReporter {
   std::vector<std::uint64_t> expired_swept_;    // session totals
   std::map<std::string, loupe_hist> previous_;  // last interval's totals, by record key
   std::map<std::string, std::uint64_t> previous_counts_;
+  std::map<std::pair<std::uint32_t, std::uint64_t>, std::string> site_names_;  // (tgid, ip)
   bool is_final_ = false;
   std::uint64_t window_start_ = 0, window_end_ = 0;
 };
