@@ -98,6 +98,37 @@ TEST(LatencyProbeSpec, RejectsBadShapesWithTheTargetNamed) {
   EXPECT_NE(error_of(named).find("('slow')"), std::string::npos);
 }
 
+TEST(LatencyProbeSpec, UsdtPairsAndSingleProbes) {
+  TargetFields p;
+  p.usdt_entry = "/opt/a:b/python3.11:python:gc__start";
+  p.usdt_exit = "/opt/a:b/python3.11:python:gc__done";
+  auto t = parse_target(p, 0);
+  EXPECT_EQ(t.kind, TargetKind::kUsdtPair);
+  EXPECT_EQ(t.binary, "/opt/a:b/python3.11");  // split at the last two ':'
+  EXPECT_EQ(t.usdt_entry.full(), "python:gc__start");
+  EXPECT_EQ(t.usdt_exit.name, "gc__done");
+  EXPECT_EQ(t.name, "gc__start");
+  TargetFields c;
+  c.usdt = "libpython3.11:python:line";
+  t = parse_target(c, 0);
+  EXPECT_EQ(t.kind, TargetKind::kUsdtCount);
+  EXPECT_EQ(t.usdt_entry.binary, "libpython3.11");
+
+  TargetFields half;
+  half.usdt_entry = p.usdt_entry;
+  EXPECT_NE(error_of(half).find("needs both usdt_entry and usdt_exit"), std::string::npos);
+  TargetFields two_bins;
+  two_bins.usdt_entry = "/a:p:x";
+  two_bins.usdt_exit = "/b:p:y";
+  EXPECT_NE(error_of(two_bins).find("two binaries"), std::string::npos);
+  for (const char* bad : {"python:gc__start", ":python:x", "/bin/x:python:", "/bin/x::x",
+                          "/bin/x:py-thon:x"}) {
+    TargetFields b;
+    b.usdt = bad;
+    EXPECT_NE(error_of(b).find("USDT probe"), std::string::npos) << bad;
+  }
+}
+
 TEST(LatencyLibraryResolver, PrefersThisArchitecturesRuntimeSoname) {
   const std::string cache =
       "1234 libs found in cache `/etc/ld.so.cache'\n"
