@@ -9,7 +9,7 @@ BUILD_PKGS=(
   libboost-dev libtomlplusplus-dev libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler libcpp-httplib-dev
-  systemtap-sdt-dev
+  systemtap-sdt-dev libdebuginfod-dev
 )
 # The kernel matrix (scripts/vmtest.sh): Debian's 6.1 and 6.12 kernels booted under qemu.
 # LOUPE_WITH_VMTEST=0 leaves them out (CI never does).
@@ -17,9 +17,10 @@ VMTEST_PKGS=(qemu-system-x86 busybox-static kmod e2fsprogs)
 PEER_PKGS=(bpftrace libbpf-tools linux-perf python3)
 # Large, optional, for tests only: the consumers the sinks are checked against
 # (go tool pprof, promtool + a Prometheus server, headless Chromium) and glibc's separate
-# debug file (libc6-dbg: static functions such as _int_malloc). Tests skip with a
+# debug file (libc6-dbg: static functions such as _int_malloc), a debuginfod server to serve
+# the symbolizer test its debug files. Tests skip with a
 # reason when one is missing; LOUPE_WITH_TEST_TOOLS=0 leaves them out.
-TEST_PKGS=(golang-go prometheus chromium libc6-dbg)
+TEST_PKGS=(golang-go prometheus chromium libc6-dbg debuginfod)
 
 want=("${BUILD_PKGS[@]}")
 if [[ "${LOUPE_WITH_VMTEST:-1}" == 1 ]]; then want+=("${VMTEST_PKGS[@]}"); fi

@@ -28,6 +28,11 @@ struct SymbolizerOptions {
   std::uint32_t maps_reread_interval_ms = 100;
   // Prefix of /usr/lib/debug where separate debug files are looked up by build-id.
   std::string debug_root;
+  // debuginfod servers (as DEBUGINFOD_URLS) asked, in the background, for the debug file
+  // of a module without .symtab nor /usr/lib/debug file; "" = none. Each lookup is
+  // bounded by debuginfod_timeout_ms.
+  std::string debuginfod_urls;
+  std::uint32_t debuginfod_timeout_ms = 5000;
 };
 
 // Counters of the caches, for benchmarks, tests and health records.
@@ -54,6 +59,13 @@ struct SymbolizerStats {
   std::uint64_t mapping_records_lost = 0;
   std::uint64_t mapping_tasks = 0;
   std::uint64_t mapping_tasks_missed = 0;
+  // debuginfod (when debuginfod_urls is set): build-ids asked for, and their outcomes.
+  bool debuginfod = false;
+  std::uint64_t debuginfod_requested = 0;
+  std::uint64_t debuginfod_fetched = 0;
+  std::uint64_t debuginfod_not_found = 0;
+  std::uint64_t debuginfod_timed_out = 0;
+  std::uint64_t debuginfod_failed = 0;
 };
 
 // What unwind_user() found: `n` addresses written, and why the walk stopped.

@@ -123,6 +123,23 @@ void HealthReport::mapping_records(const SymbolizerStats* stats, const std::stri
            true);
 }
 
+void HealthReport::debuginfod(const SymbolizerStats& s) {
+  const std::string comp = "symbolizer";
+  health("debuginfod_fetched", comp, s.debuginfod_fetched, LOUPE_HEALTH_OK,
+         fmt::format("debug files of {} stripped module(s) asked for", s.debuginfod_requested),
+         true);
+  health("debuginfod_not_found", comp, s.debuginfod_not_found, LOUPE_HEALTH_OK,
+         s.debuginfod_not_found ? "no server had them: those modules keep [fn@0x...] names" : "",
+         true);
+  const std::uint64_t failed = s.debuginfod_timed_out + s.debuginfod_failed;
+  health("debuginfod_failed", comp, failed, warn_if(failed),
+         failed ? fmt::format("{} lookup(s) timed out, {} failed (server unreachable, queue "
+                              "full): those modules keep [fn@0x...] names",
+                              s.debuginfod_timed_out, s.debuginfod_failed)
+                : "",
+         true);
+}
+
 void HealthReport::final_failures(const std::vector<ProbeResult>& probes,
                                   const std::vector<ProfilerHealth>& profilers,
                                   const std::vector<SinkHealth>& sinks,

@@ -56,6 +56,8 @@ class HealthReport {
   // At the end: how the symbolizer followed the target's mappings through the kernel's
   // records (`stats`), or why it could not (`unavailable`).
   void mapping_records(const SymbolizerStats* stats, const std::string& unavailable);
+  // At the end, when debuginfod was asked: what it delivered and what it could not.
+  void debuginfod(const SymbolizerStats& stats);
   // A change the ring reader made on its own (sampling divisor, count-only mode).
   void dispatch_event(const DispatchEvent& ev, std::uint64_t wall_ns);
 

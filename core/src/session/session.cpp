@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -635,6 +636,10 @@ void Session::Impl::follow_mappings() {
 }
 
 void Session::Impl::process_tree_health() {
+  if (symbolizer_) {
+    SymbolizerStats st = symbolizer_->stats();
+    if (st.debuginfod) health_->debuginfod(st);
+  }
   if (mappings_followed_) {
     SymbolizerStats st = symbolizer_->stats();
     health_->mapping_records(&st, "");
@@ -670,7 +675,12 @@ SessionResult Session::Impl::run() {
     if (!replay && (opts_.stats || profile_.session.stats)) enable_probe_stats();
 
     features_ = opts_.features ? opts_.features : std::make_shared<KernelFeatureProber>();
-    symbolizer_ = make_symbolizer();
+    {
+      SymbolizerOptions so;
+      // debuginfod as gdb, perf and elfutils use it: the servers the environment names.
+      if (const char* urls = std::getenv("DEBUGINFOD_URLS")) so.debuginfod_urls = urls;
+      symbolizer_ = make_symbolizer(so);
+    }
     ctx_.features = features_.get();
     ctx_.symbolizer = symbolizer_.get();
     ctx_.rings = &rings_;

@@ -15,7 +15,7 @@ std::shared_ptr<const ElfSymbolTable> ElfFileCache::get(int fd) {
   }
   std::string error;
   ++loads_;
-  auto table = ElfSymbolTable::load(fd, debug_root_, &error);
+  auto table = ElfSymbolTable::load(fd, debug_root_, &error, debug_lookup_);
   lru_.push_front({key, table});
   index_[key] = lru_.begin();
   while (lru_.size() > max_files_) {
@@ -23,6 +23,17 @@ std::shared_ptr<const ElfSymbolTable> ElfFileCache::get(int fd) {
     lru_.pop_back();
   }
   return table;
+}
+
+void ElfFileCache::forget_build_id(const std::string& build_id) {
+  for (auto it = lru_.begin(); it != lru_.end();) {
+    if (it->table && it->table->build_id() == build_id) {
+      index_.erase(it->key);
+      it = lru_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 }  // namespace loupe

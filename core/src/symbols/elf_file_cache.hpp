@@ -29,6 +29,11 @@ class ElfFileCache {
   std::shared_ptr<const ElfSymbolTable> get(int fd);
 
   std::size_t size() const { return lru_.size(); }
+  // Where a debug file fetched later (debuginfod) is found, for tables loaded from now on.
+  void set_debug_lookup(ElfSymbolTable::DebugLookup lookup) { debug_lookup_ = std::move(lookup); }
+  // Drops the tables of `build_id`: the next get() reads the file again (a debug file for
+  // it has arrived).
+  void forget_build_id(const std::string& build_id);
   std::uint64_t loads() const { return loads_; }
 
  private:
@@ -40,6 +45,7 @@ class ElfFileCache {
 
   std::size_t max_files_;
   std::string debug_root_;
+  ElfSymbolTable::DebugLookup debug_lookup_;
   std::list<Slot> lru_;  // most recent first
   std::map<Key, std::list<Slot>::iterator> index_;
   std::uint64_t loads_ = 0;

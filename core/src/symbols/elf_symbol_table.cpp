@@ -164,7 +164,8 @@ struct ElfSymbolTable::Builder {
 };
 
 std::shared_ptr<const ElfSymbolTable> ElfSymbolTable::load(int fd, const std::string& debug_root,
-                                                           std::string* error) {
+                                                           std::string* error,
+                                                           const DebugLookup& fetched_debug) {
   init_libelf();
   ElfHandle elf(fd);
   if (!elf.get() || elf_kind(elf.get()) != ELF_K_ELF) {
@@ -182,6 +183,10 @@ std::shared_ptr<const ElfSymbolTable> ElfSymbolTable::load(int fd, const std::st
     std::string path = debug_root + "/usr/lib/debug/.build-id/" + table->build_id_.substr(0, 2) +
                        "/" + table->build_id_.substr(2) + ".debug";
     UniqueFd dbg(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (dbg.get() < 0 && fetched_debug) {
+      std::string fetched = fetched_debug(table->build_id_);
+      if (!fetched.empty()) dbg = UniqueFd(::open(fetched.c_str(), O_RDONLY | O_CLOEXEC));
+    }
     if (dbg.get() >= 0) {
       ElfHandle dbg_elf(dbg.get());
       if (dbg_elf.get() && elf_kind(dbg_elf.get()) == ELF_K_ELF)

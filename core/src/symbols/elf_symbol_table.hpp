@@ -8,6 +8,7 @@
 #define LOUPE_CORE_ELF_SYMBOL_TABLE_HPP
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,10 +43,13 @@ class ElfSymbolTable {
  public:
   // Reads the ELF open on `fd` (the caller keeps ownership of fd). When the file has no
   // .symtab, the separate debug file /usr/lib/debug/.build-id/xx/yyyy.debug is tried
-  // (`debug_root` prefixes that path). Returns nullptr and sets `*error` when `fd` is
-  // not a readable ELF file.
+  // (`debug_root` prefixes that path), then `fetched_debug(build_id)` when given (a file
+  // debuginfod delivered; "" = none). Returns nullptr and sets `*error` when `fd` is not
+  // a readable ELF file.
+  using DebugLookup = std::function<std::string(const std::string& build_id)>;
   static std::shared_ptr<const ElfSymbolTable> load(int fd, const std::string& debug_root,
-                                                    std::string* error);
+                                                    std::string* error,
+                                                    const DebugLookup& fetched_debug = {});
 
   // Load bias for a mapping of this file that starts at `map_start` with file offset
   // `file_offset` (from /proc/PID/maps): link-time address = runtime address - bias.

@@ -29,6 +29,7 @@ struct MappedRegion {
   bool elf_tried = false;
   std::shared_ptr<const ElfSymbolTable> elf;
   std::optional<std::uint64_t> bias;  // runtime - link-time address; set with elf
+  bool debuginfo_asked = false;       // its build-id was handed to debuginfod
 };
 
 class ProcessSpace {

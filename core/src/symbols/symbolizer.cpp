@@ -17,6 +17,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "symbols/debuginfod_fetcher.hpp"
 #include "symbols/elf_file_cache.hpp"
 #include "symbols/kallsyms_table.hpp"
 #include "symbols/mapping_events.hpp"
@@ -34,7 +35,13 @@ class ElfSymbolizer final : public Symbolizer {
   explicit ElfSymbolizer(const SymbolizerOptions& opts)
       : opts_(opts),
         max_processes_(opts.max_cached_processes == 0 ? 1 : opts.max_cached_processes),
-        files_(opts.max_cached_files, opts.debug_root) {}
+        files_(opts.max_cached_files, opts.debug_root) {
+    fetcher_ = DebuginfodFetcher::start(
+        opts.debuginfod_urls, std::chrono::milliseconds(opts.debuginfod_timeout_ms));
+    if (fetcher_)
+      files_.set_debug_lookup(
+          [f = fetcher_.get()](const std::string& id) { return f->path_for(id); });
+  }
 
   void symbolize(std::uint32_t pid, loupe_frame_kind kind, const std::uint64_t* addrs,
                  std::uint32_t n, loupe_frame* out) override {
@@ -139,6 +146,15 @@ class ElfSymbolizer final : public Symbolizer {
     s.interned_strings = strings_.size();
     s.kernel_symbols = text_ ? text_->size() : 0;
     s.unwinds = unwinds_;
+    if (fetcher_) {
+      auto d = fetcher_->counters();
+      s.debuginfod = true;
+      s.debuginfod_requested = d.requested;
+      s.debuginfod_fetched = d.fetched;
+      s.debuginfod_not_found = d.not_found;
+      s.debuginfod_timed_out = d.timed_out;
+      s.debuginfod_failed = d.failed + d.dropped;
+    }
     if (mappings_) {
       MappingEvents::Counters c = mappings_->counters();
       s.mapping_records = c.records;
@@ -197,7 +213,24 @@ class ElfSymbolizer final : public Symbolizer {
   // stays resolvable after it exits).
   ProcessSpace* process(std::uint32_t pid) {
     drain_mappings();
+    adopt_fetched_debug();
     return cached_or_read(pid);
+  }
+
+  // Debug files debuginfod delivered since the last lookup: the modules they belong to
+  // are read again (with the file's .symtab) on their next use.
+  void adopt_fetched_debug() {
+    if (!fetcher_) return;
+    for (const std::string& id : fetcher_->take_ready()) {
+      files_.forget_build_id(id);
+      for (ProcessSpace& p : lru_)
+        for (MappedRegion& r : p.regions())
+          if (r.elf && r.elf->build_id() == id) {
+            r.elf.reset();
+            r.bias.reset();
+            r.elf_tried = false;
+          }
+    }
   }
 
   // The kernel's records, applied in the order they happened. A process first met in them
@@ -362,6 +395,10 @@ class ElfSymbolizer final : public Symbolizer {
     out->resolution = LOUPE_UNRESOLVED_NO_SYMBOL;
     out->offset = addr - r.map.start + r.map.offset;  // file offset until the ELF says more
     if (!r.map.file_backed() || !space.ensure_elf(r, files_)) return;
+    if (fetcher_ && !r.debuginfo_asked && !r.elf->has_symtab()) {
+      r.debuginfo_asked = true;
+      fetcher_->want(r.elf->build_id());
+    }
     std::uint64_t vaddr = addr - *r.bias;
     // Unresolved frames carry the link-time address: `addr2line -e module 0xoffset` works.
     out->offset = vaddr;
@@ -425,6 +462,8 @@ class ElfSymbolizer final : public Symbolizer {
   std::uint64_t unwinds_ = 0;
   std::uint64_t call_ = 0;  // numbers symbolize() calls, to check a perf map once per call
   std::unique_ptr<MappingEvents> mappings_;
+  // Declared last: its worker stops (within one lookup's bound) before the caches go.
+  std::unique_ptr<DebuginfodFetcher> fetcher_;
   bool draining_ = false;  // a record's handling looks a parent up: no nested drain
 };
 
