@@ -29,16 +29,7 @@
 namespace loupe::cpusample {
 namespace {
 
-constexpr const char* kUnwindChoices[] = {"fp", "dwarf", nullptr};
-
 constexpr loupe_config_key kOwnKeys[] = {
-    {"unwind", LOUPE_CFG_STRING, 0, "\"fp\"",
-     "user stacks by frame pointers in the kernel (fp), or from a stack copy unwound with "
-     ".eh_frame in user space (dwarf: works without frame pointers, costs a copy per sample)",
-     0, 0, nullptr, 0, 0, kUnwindChoices},
-    {"stack_bytes", LOUPE_CFG_INT, 0, "8192",
-     "unwind = \"dwarf\": bytes of user stack copied per sample (deeper stacks are cut)", 512,
-     LOUPE_USTACK_MAX_BYTES},
     {"user_stacks", LOUPE_CFG_BOOL, 0, "true", "capture user stacks"},
     {"kernel_stacks", LOUPE_CFG_BOOL, 0, "true", "capture kernel stacks"},
     {"per_thread", LOUPE_CFG_BOOL, 0, "false", "keep threads apart (a tid label per stack)"},
@@ -49,7 +40,8 @@ constexpr loupe_config_key kOwnKeys[] = {
     {"symbolize_interval_ms", LOUPE_CFG_INT, 0, "250",
      "symbolize new stacks this often while their process runs (0 = only at collect)", 0, 60000},
 };
-constexpr auto kKeys = sdk::concat_keys(sdk::kSamplingKeys, kOwnKeys, sdk::kTargetFilterKeys);
+constexpr auto kKeys =
+    sdk::concat_keys(sdk::kSamplingKeys, sdk::kUstackKeys, kOwnKeys, sdk::kTargetFilterKeys);
 
 // Ring records of the dwarf mode: unwind, count (on the core's ring worker thread).
 class DwarfDecoder {

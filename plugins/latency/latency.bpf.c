@@ -12,6 +12,7 @@
 #include "loupe/emit.bpf.h"
 #include "loupe/filter.bpf.h"
 #include "loupe/hist.bpf.h"
+#include "loupe/ustack.bpf.h"
 #include "latency.h"
 
 const volatile __u32 targ_nesting = LAT_NEST_OUTERMOST;
@@ -19,6 +20,8 @@ const volatile __u64 targ_max_age_ns = 10ULL * 1000 * 1000 * 1000;
 const volatile __u64 targ_min_duration_ns = 0;
 const volatile __u64 targ_outlier_ns = 0; /* 0 = no outlier events */
 const volatile bool targ_outlier_stacks = false;
+/* Outlier user stacks as copies unwound in user space (unwind = "dwarf"). */
+const volatile bool targ_outlier_dwarf = false;
 const volatile bool targ_linear = false;
 const volatile bool targ_per_pid = false;
 const volatile bool targ_per_comm = false;
@@ -115,6 +118,9 @@ struct {
 } label_scratch SEC(".maps");
 
 LOUPE_RING(outliers, 256 * 1024);
+/* unwind = "dwarf": outliers with their stack copies (user space shrinks both when off). */
+LOUPE_RING(outliers_dwarf, 2 * 1024 * 1024);
+LOUPE_USTACK_SCRATCH(dwarf_scratch, struct lat_outlier_dwarf);
 
 static __always_inline void record_breakdown(__u32 target, __u64 pid_tgid, __u64 delta,
 					     struct lat_counters *c)
@@ -143,6 +149,42 @@ static __always_inline void record_breakdown(__u32 target, __u64 pid_tgid, __u64
 			return;
 	}
 	loupe_hist_add(h, delta, targ_linear);
+}
+
+/* An outlier with the user registers and a slice of the user stack: from the probe's own
+ * registers in a uprobe (`user_ctx`), else the task's saved user registers. */
+static __always_inline void emit_outlier_dwarf(void *ctx, bool user_ctx, __u32 target,
+					       __u64 pid_tgid, __u64 delta, __u32 depth,
+					       struct lat_counters *c)
+{
+	struct lat_outlier_dwarf *r = loupe_ustack_scratch(&dwarf_scratch);
+	__u64 size;
+	long n;
+
+	if (!r)
+		return;
+	r->e.type = LAT_RECORD_OUTLIER_DWARF;
+	r->e.version = LAT_RECORD_OUTLIER_DWARF_VERSION;
+	r->e.boot_ns = bpf_ktime_get_boot_ns();
+	r->e.duration_ns = delta;
+	r->e.pid = pid_tgid >> 32;
+	r->e.tid = (__u32)pid_tgid;
+	r->e.target = target;
+	r->e.depth = depth;
+	bpf_get_current_comm(r->e.comm, sizeof(r->e.comm));
+	r->e.n_user = 0;
+	n = bpf_get_stack(ctx, r->e.kernel_stack, sizeof(r->e.kernel_stack), 0);
+	r->e.n_kernel = n < 0 ? n : (__s32)((__u64)n >> 3);
+	r->us.stack_len = 0;
+	r->us.flags = 0;
+	if (user_ctx ? loupe_ustack_regs_pt(ctx, &r->us) : loupe_ustack_regs_task(&r->us))
+		loupe_ustack_copy(&r->us, (__u8 *)(r + 1));
+	size = sizeof(*r) + (r->us.stack_len & (LOUPE_USTACK_MAX_BYTES * 2 - 1));
+	if (size > sizeof(*r) + LOUPE_USTACK_MAX_BYTES)
+		size = sizeof(*r) + LOUPE_USTACK_MAX_BYTES;
+	r->e.len = size;
+	if (loupe_output(&outliers_dwarf, &outliers_dwarf_lost, r, size) == 0)
+		c->outliers++;
 }
 
 static __always_inline void emit_outlier(void *ctx, __u32 target, __u64 pid_tgid, __u64 delta,
@@ -223,7 +265,7 @@ static __always_inline int lat_enter(__u32 target)
 }
 
 /* `timed` (may be NULL) gets the duration recorded in the target's histogram, else 0. */
-static __always_inline int lat_exit_timed(void *ctx, __u32 target, __u64 *timed)
+static __always_inline int lat_exit_timed(void *ctx, __u32 target, __u64 *timed, bool user_ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct lat_start_key key = {};
@@ -279,14 +321,24 @@ static __always_inline int lat_exit_timed(void *ctx, __u32 target, __u64 *timed)
 		*timed = delta;
 	if (targ_per_pid || targ_per_comm)
 		record_breakdown(target, pid_tgid, delta, c);
-	if (targ_outlier_ns && delta >= targ_outlier_ns)
-		emit_outlier(ctx, target, pid_tgid, delta, d + 1, c);
+	if (targ_outlier_ns && delta >= targ_outlier_ns) {
+		if (targ_outlier_dwarf && targ_outlier_stacks)
+			emit_outlier_dwarf(ctx, user_ctx, target, pid_tgid, delta, d + 1, c);
+		else
+			emit_outlier(ctx, target, pid_tgid, delta, d + 1, c);
+	}
 	return 0;
 }
 
 static __always_inline int lat_exit(void *ctx, __u32 target)
 {
-	return lat_exit_timed(ctx, target, NULL);
+	return lat_exit_timed(ctx, target, NULL, false);
+}
+
+/* A uprobe's exit: its registers are the user's (for dwarf outlier stacks). */
+static __always_inline int lat_exit_user(void *ctx, __u32 target)
+{
+	return lat_exit_timed(ctx, target, NULL, true);
 }
 
 /* `target` masked behind a compiler barrier: once inlined after lat_enter's check the
@@ -460,7 +512,7 @@ int lat_usdt_exit(struct pt_regs *ctx)
 				__builtin_memcpy(&k->label, &labels->level[d], sizeof(k->label));
 		}
 	}
-	lat_exit_timed(ctx, target, &delta);
+	lat_exit_timed(ctx, target, &delta, true);
 	if (k && delta) {
 		c = bpf_map_lookup_elem(&counters, &target);
 		if (c)
@@ -496,7 +548,7 @@ int lat_uprobe_entry(struct pt_regs *ctx)
 SEC("uretprobe")
 int lat_uprobe_exit(struct pt_regs *ctx)
 {
-	return lat_exit(ctx, (__u32)bpf_get_attach_cookie(ctx));
+	return lat_exit_user(ctx, (__u32)bpf_get_attach_cookie(ctx));
 }
 
 SEC("kprobe")

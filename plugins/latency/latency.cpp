@@ -18,6 +18,8 @@
 #include "loupe/sdk/records.hpp"
 #include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/target_filter.hpp"
+#include "loupe/sdk/percpu.hpp"
+#include "loupe/sdk/ustack.hpp"
 #include "outlier_decoder.hpp"
 #include "probe_spec.hpp"
 #include "target_attacher.hpp"
@@ -77,7 +79,7 @@ constexpr loupe_config_key kOwnKeys[] = {
      "a target that cannot be traced: \"error\" fails the plugin, \"warn\" skips it", 0, 0, nullptr,
      0, 0, kMissingTargetChoices},
 };
-constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kTargetFilterKeys);
+constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kUstackKeys, sdk::kTargetFilterKeys);
 
 std::optional<std::string> opt_string(const sdk::Config& c, const char* key) {
   return c.get_string(key);
@@ -163,6 +165,15 @@ class LatencyProfiler : public sdk::Profiler {
     ro->targ_min_duration_ns = static_cast<std::uint64_t>(cfg.value_int("min_duration_ns"));
     ro->targ_outlier_ns = static_cast<std::uint64_t>(cfg.value_int("outlier_ns"));
     ro->targ_outlier_stacks = cfg.value_bool("outlier_stacks");
+    // unwind = "dwarf": outlier user stacks as copies unwound in user space.
+    dwarf_ = cfg.value_string("unwind") == "dwarf" && ro->targ_outlier_stacks;
+    if (dwarf_ && !host_->can_unwind_user())
+      throw sdk::Error(LOUPE_ERR_UNSUPPORTED,
+                       "unwind = \"dwarf\" needs a host with the unwind_user service (ABI 1.2)");
+    ro->targ_outlier_dwarf = dwarf_;
+    ro->loupe_ustack_stack_bytes =
+        dwarf_ ? static_cast<std::uint32_t>(cfg.value_int("stack_bytes")) : 0;
+    if (!dwarf_) bpf_map__set_max_entries(skel_->maps.outliers_dwarf, 4096);
     ro->targ_linear = opts_.linear;
     ro->targ_per_pid = opts_.per_pid;
     ro->targ_per_comm = opts_.per_comm;
@@ -229,6 +240,18 @@ class LatencyProfiler : public sdk::Profiler {
            replay_ ? -1 : bpf_map__fd(skel_->maps.outliers_lost),
            replay_ ? -1 : bpf_map__fd(skel_->maps.outliers_divisor)},
           decoder_.get());
+      if (dwarf_) {
+        sdk::FixedRing ring{"outliers_dwarf",
+                            replay_ ? -1 : bpf_map__fd(skel_->maps.outliers_dwarf),
+                            LAT_RECORD_OUTLIER_DWARF,
+                            LAT_RECORD_OUTLIER_DWARF_VERSION,
+                            LOUPE_RING_MUST_KEEP,
+                            replay_ ? -1 : bpf_map__fd(skel_->maps.outliers_dwarf_lost),
+                            -1};
+        sdk::register_variable_ring(*host_, ring, sizeof(lat_outlier_dwarf),
+                                    sizeof(lat_outlier_dwarf) + LOUPE_USTACK_MAX_BYTES,
+                                    decoder_.get());
+      }
     }
     if (replay_) return;
     ReporterMaps maps;
@@ -248,6 +271,13 @@ class LatencyProfiler : public sdk::Profiler {
   void collect(const sdk::CollectArgs& args) override {
     if (!reporter_) return;
     reporter_->collect(args.is_final, args.window_start_ns, args.window_end_ns);
+    if (dwarf_ && decoder_) {
+      std::uint32_t zero = 0;
+      auto bpf = sdk::read_per_cpu_sum<loupe_ustack_counters>(
+          bpf_map__fd(skel_->maps.loupe_ustack_stats), &zero);
+      decoder_->unwinder().emit_health("latency", bpf, args.is_final, args.window_start_ns,
+                                       args.window_end_ns);
+    }
     for (const auto& s : skipped_) {
       sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, "target_skipped");
       rb.label("target", s.first).final(args.is_final);
@@ -287,6 +317,7 @@ class LatencyProfiler : public sdk::Profiler {
   ReporterOptions opts_;
   bool outliers_on_ = false;
   bool labelled_ = false;
+  bool dwarf_ = false;
   bool usdt_ = false;
   bool replay_ = false;  // loupe replay: decode recorded outliers, touch no kernel
   std::unique_ptr<TargetAttacher> attacher_;

@@ -11,6 +11,7 @@
 #endif
 
 #include "loupe/hist.h"
+#include "loupe/ustack.h"
 
 /* Targets are indexed 0..LAT_MAX_TARGETS-1; the index travels in the attach cookie. */
 #define LAT_MAX_TARGETS 64
@@ -25,6 +26,9 @@
 
 #define LAT_RECORD_OUTLIER 1
 #define LAT_RECORD_OUTLIER_VERSION 1
+/* unwind = "dwarf": an outlier whose user stack is a copy to unwind in user space. */
+#define LAT_RECORD_OUTLIER_DWARF 2
+#define LAT_RECORD_OUTLIER_DWARF_VERSION 1
 
 enum lat_nesting {
   LAT_NEST_OUTERMOST = 0,
@@ -110,6 +114,13 @@ struct lat_outlier_event {
   __s32 n_kernel;
   __u64 user_stack[LAT_STACK_DEPTH];
   __u64 kernel_stack[LAT_STACK_DEPTH];
+};
+
+/* unwind = "dwarf": the outlier (n_user 0, user_stack unused) and the copied user stack;
+ * us.stack_len bytes follow. */
+struct lat_outlier_dwarf {
+  struct lat_outlier_event e;
+  struct loupe_ustack us;
 };
 
 #endif /* LOUPE_LATENCY_H */

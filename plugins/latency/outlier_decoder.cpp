@@ -10,7 +10,7 @@
 namespace loupe::latency {
 
 OutlierDecoder::OutlierDecoder(const sdk::Host& host, std::vector<TargetLabels> targets)
-    : host_(host), targets_(std::move(targets)) {}
+    : host_(host), targets_(std::move(targets)), unwinder_(host) {}
 
 int OutlierDecoder::decode(const void* data, std::uint32_t len) {
   lat_outlier_event e;
@@ -18,6 +18,15 @@ int OutlierDecoder::decode(const void* data, std::uint32_t len) {
   std::memcpy(&e, data, sizeof(e));
   if (e.target >= targets_.size()) return LOUPE_ERR_INVALID_ARG;
   const auto& t = targets_[e.target];
+  const bool dwarf = e.type == LAT_RECORD_OUTLIER_DWARF;
+  if (dwarf) {
+    if (len < sizeof(lat_outlier_dwarf)) return LOUPE_ERR_INVALID_ARG;
+    const auto* r = static_cast<const lat_outlier_dwarf*>(data);
+    const std::uint32_t stack_len = len - static_cast<std::uint32_t>(sizeof(lat_outlier_dwarf));
+    if (r->us.stack_len != stack_len) return LOUPE_ERR_INVALID_ARG;
+    unwound_.clear();
+    if (r->us.regs[LOUPE_USTACK_REG_SP]) unwinder_.unwind(e.pid, r->us, r + 1, stack_len, unwound_);
+  }
 
   // Leaf first: kernel frames sit above the user frames when both were captured.
   std::vector<loupe_frame> frames;
@@ -37,7 +46,13 @@ int OutlierDecoder::decode(const void* data, std::uint32_t len) {
     frames.insert(frames.end(), out.begin(), out.end());
   };
   add(0, LOUPE_FRAME_KERNEL, e.kernel_stack, e.n_kernel);
-  add(e.pid, LOUPE_FRAME_USER, e.user_stack, e.n_user);
+  if (dwarf) {
+    std::vector<__u64> u(unwound_.begin(),
+                         unwound_.begin() + std::min<std::size_t>(unwound_.size(), LAT_STACK_DEPTH));
+    add(e.pid, LOUPE_FRAME_USER, u.data(), static_cast<__s32>(u.size()));
+  } else {
+    add(e.pid, LOUPE_FRAME_USER, e.user_stack, e.n_user);
+  }
 
   char comm[LAT_COMM_LEN + 1] = {};
   std::memcpy(comm, e.comm, LAT_COMM_LEN);

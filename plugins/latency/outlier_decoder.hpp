@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "loupe/sdk/host.hpp"
+#include "loupe/sdk/ustack.hpp"
 
 namespace loupe::latency {
 
@@ -26,12 +27,17 @@ class OutlierDecoder {
  public:
   OutlierDecoder(const sdk::Host& host, std::vector<TargetLabels> targets);
 
-  // The ring's decoder (sdk::register_fixed_ring): one outlier record.
+  // The rings' decoder: one outlier record (sdk::register_fixed_ring), or one with a
+  // copied user stack (unwind = "dwarf", sdk::register_variable_ring), unwound here.
   int decode(const void* data, std::uint32_t len);
+
+  const sdk::UstackUnwinder& unwinder() const { return unwinder_; }
 
  private:
   sdk::Host host_;
   std::vector<TargetLabels> targets_;
+  sdk::UstackUnwinder unwinder_;
+  std::vector<std::uint64_t> unwound_;  // reused: one decode at a time per ring
 };
 
 }  // namespace loupe::latency

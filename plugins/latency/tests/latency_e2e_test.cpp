@@ -212,3 +212,44 @@ TEST_F(LatencyE2E, KfuncPairsGiveExactCountsThroughFentryAndKprobe) {
   }
   if (ran == 0) GTEST_SKIP() << why_not;
 }
+
+// Outlier stacks of Debian's own xz (liblzma and xz built without frame pointers), taken
+// at lzma_code's return: with unwind = "dwarf" they reach main, with frame pointers not.
+TEST_F(LatencyE2E, DwarfOutlierStacksOfDebiansXzReachMain) {
+  if (!fs::exists("/usr/bin/xz")) GTEST_SKIP() << "xz is not installed";
+  const std::string data = dir_ + "/data.txt";
+  {
+    std::ofstream out(data);
+    unsigned x = 17;
+    for (int i = 0; i < 200000; ++i) {
+      x = x * 1103515245u + 12345u;
+      out << "word" << (x >> 20) % 977 << ((x >> 8) % 11 ? ' ' : '\n');
+    }
+  }
+  auto share = [&](const std::string& unwind, int* total) {
+    auto r = run("outlier_ns = 1\noutlier_stacks = true\nunwind = \"" + unwind +
+                     "\"\n[[plugins.targets]]\nname = \"lzma_code\"\nufunc = \"liblzma:lzma_code\"\n",
+                 {"sh", "-c", "'xz -6 -T1 -c -k " + data + " > /dev/null'"});
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    int n = 0, rooted = 0;
+    for (const auto& rec : r.records) {
+      if (rec.value("kind", "") != "event" || rec.value("name", "") != "outlier") continue;
+      ++n;
+      for (const auto& f : rec["event"].value("frames", json::array()))
+        if (f.value("kind", "") != "kernel" && f.contains("symbol") && f["symbol"].is_string() &&
+            f["symbol"] == "__libc_start_call_main") {
+          ++rooted;
+          break;
+        }
+    }
+    *total = n;
+    return n ? static_cast<double>(rooted) / n : 0.0;
+  };
+  int nd = 0, nf = 0;
+  double dwarf = share("dwarf", &nd), fp = share("fp", &nf);
+  std::printf("  xz lzma_code outliers reaching main: dwarf %.1f%% of %d, fp %.1f%% of %d\n",
+              100 * dwarf, nd, 100 * fp, nf);
+  ASSERT_GE(nd, 10);
+  EXPECT_GE(dwarf, 0.95);
+  EXPECT_LT(fp, 0.5);
+}

@@ -23,6 +23,19 @@
 
 namespace loupe::sdk {
 
+// The keys every stack-taking plugin offers for the choice (same names, ranges and docs
+// everywhere): sdk::concat_keys(own, sdk::kUstackKeys, ...).
+inline constexpr const char* kUnwindChoices[] = {"fp", "dwarf", nullptr};
+inline constexpr loupe_config_key kUstackKeys[] = {
+    {"unwind", LOUPE_CFG_STRING, 0, "\"fp\"",
+     "user stacks by frame pointers in the kernel (fp), or from a stack copy unwound with "
+     ".eh_frame in user space (dwarf: works without frame pointers, costs a copy per stack)",
+     0, 0, nullptr, 0, 0, kUnwindChoices},
+    {"stack_bytes", LOUPE_CFG_INT, 0, "8192",
+     "unwind = \"dwarf\": bytes of user stack copied per stack (deeper stacks are cut)", 512,
+     LOUPE_USTACK_MAX_BYTES},
+};
+
 // The names health records and docs use for each loupe_unwind_status.
 inline const char* unwind_status_name(std::uint32_t s) {
   switch (s) {
