@@ -238,6 +238,8 @@ void LockReporter::collect(bool is_final, std::uint64_t window_start_ns,
   std::uint64_t in_flight = sweep_inflight();
   auto locks = dump_hash<lw_lock_key, lw_lock_val>(maps_.locks_fd);
   auto waiters = dump_hash<lw_waiter_key, lw_waiter_val>(maps_.waiters_fd);
+  if (extra_waiters_)
+    for (auto& row : extra_waiters_()) waiters.push_back(std::move(row));
   auto table = build_lock_table(locks, waiters);
   double window_s = window_end_ > window_start_ ? (window_end_ - window_start_) / 1e9 : 0;
   std::uint32_t rank = 0;

@@ -9,6 +9,7 @@
 #define LOUPE_LOCKWAIT_LOCK_REPORTER_HPP
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,10 @@ class LockReporter {
                SymbolCache& symbols);
 
   void collect(bool is_final, std::uint64_t window_start_ns, std::uint64_t window_end_ns);
+  // Rows kept in user space (unwind = "dwarf"), folded in with the kernel's.
+  void set_extra_waiters(std::function<std::vector<WaiterRow>()> rows) {
+    extra_waiters_ = std::move(rows);
+  }
 
  private:
   std::vector<std::uint64_t> read_counters() const;
@@ -53,6 +58,7 @@ class LockReporter {
   ReporterMaps maps_;
   ReporterOptions opts_;
   SymbolCache& symbols_;
+  std::function<std::vector<WaiterRow>()> extra_waiters_;
   std::uint64_t expired_swept_ = 0;
   std::uint64_t first_window_start_ = 0;
   bool is_final_ = false;

@@ -13,6 +13,7 @@
 #include "loupe/emit.bpf.h"
 #include "loupe/filter.bpf.h"
 #include "loupe/hist.bpf.h"
+#include "loupe/ustack.bpf.h"
 #include "lockwait.h"
 
 const volatile __u64 targ_max_age_ns = 10ULL * 1000 * 1000 * 1000;
@@ -24,6 +25,8 @@ const volatile bool targ_kernel_stacks = true;
 const volatile bool targ_pthread_stacks = false;
 const volatile __u64 targ_pthread_max_gap_ns = 1000ULL * 1000 * 1000;
 const volatile __u32 targ_rwlock_size = 56; /* sizeof(pthread_rwlock_t) on x86_64 glibc */
+/* unwind = "dwarf": futex waits' user stacks are copies unwound in user space. */
+const volatile bool targ_dwarf = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -76,6 +79,9 @@ struct {
 } zero_lock SEC(".maps");
 
 LOUPE_RING(first_seen, 64 * 1024);
+/* unwind = "dwarf": every futex wait with its stack copy (user space shrinks it when off). */
+LOUPE_RING(dwarf_waits, 4 * 1024 * 1024);
+LOUPE_USTACK_SCRATCH(dwarf_scratch, struct lw_dwarf_wait);
 
 static __always_inline void count(__u32 idx, __u64 n)
 {
@@ -143,7 +149,9 @@ static __always_inline void wait_begin(void *ctx, __u32 kind, __u64 key_addr, __
 	val.user_stack_id = -1;
 	val.kernel_stack_id = -1;
 	if (kind == LW_KIND_FUTEX) {
-		val.user_stack_id = user_stack(ctx, key.tid, addr, &val.caller_ip);
+		/* dwarf: the stack is copied at the wait's end, once it was a wait worth it. */
+		if (!targ_dwarf)
+			val.user_stack_id = user_stack(ctx, key.tid, addr, &val.caller_ip);
 	} else if (targ_kernel_stacks) {
 		val.kernel_stack_id = bpf_get_stackid(ctx, &stacks, 0);
 		if (val.kernel_stack_id < 0)
@@ -257,6 +265,33 @@ static __always_inline void record_waiter(__u64 pid_tgid, __u32 kind,
 	LOUPE_SUBMIT(first_seen, e);
 }
 
+/* A futex wait with the thread's user registers (saved at the syscall: the wait's own
+ * stack) and a slice of its stack, for user space to unwind and aggregate. */
+static __always_inline void send_dwarf_wait(__u64 pid_tgid, __u64 addr, __u64 delta)
+{
+	struct lw_dwarf_wait *r = loupe_ustack_scratch(&dwarf_scratch);
+	__u64 size;
+
+	if (!r)
+		return;
+	r->type = LW_RECORD_DWARF_WAIT;
+	r->version = LW_RECORD_DWARF_WAIT_VERSION;
+	r->tgid = pid_tgid >> 32;
+	r->tid = (__u32)pid_tgid;
+	r->addr = addr;
+	r->delta_ns = delta;
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	r->us.stack_len = 0;
+	r->us.flags = 0;
+	if (targ_user_stacks && loupe_ustack_regs_task(&r->us))
+		loupe_ustack_copy(&r->us, (__u8 *)(r + 1));
+	size = sizeof(*r) + (r->us.stack_len & (LOUPE_USTACK_MAX_BYTES * 2 - 1));
+	if (size > sizeof(*r) + LOUPE_USTACK_MAX_BYTES)
+		size = sizeof(*r) + LOUPE_USTACK_MAX_BYTES;
+	r->len = size;
+	loupe_output(&dwarf_waits, &dwarf_waits_lost, r, size);
+}
+
 static __always_inline void wait_end(__u32 kind, __u64 key_addr)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -295,7 +330,10 @@ static __always_inline void wait_end(__u32 kind, __u64 key_addr)
 		return;
 	record_lock(kind == LW_KIND_KERNEL ? 0 : pid_tgid >> 32, kind, w.addr, delta,
 		    kind == LW_KIND_KERNEL ? w.flags : 0);
-	record_waiter(pid_tgid, kind, &w, delta);
+	if (targ_dwarf && kind == LW_KIND_FUTEX)
+		send_dwarf_wait(pid_tgid, w.addr, delta);
+	else
+		record_waiter(pid_tgid, kind, &w, delta);
 }
 
 SEC("tracepoint/syscalls/sys_enter_futex")

@@ -8,13 +8,16 @@
 #include <memory>
 #include <string>
 
+#include "dwarf_waits.hpp"
 #include "lock_reporter.hpp"
 #include "lockwait.h"
 #include "lockwait.skel.h"
 #include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/records.hpp"
+#include "loupe/sdk/percpu.hpp"
 #include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/target_filter.hpp"
+#include "loupe/sdk/ustack.hpp"
 #include "loupe/sdk/uprobe.hpp"
 #include "symbol_cache.hpp"
 
@@ -44,7 +47,7 @@ constexpr loupe_config_key kOwnKeys[] = {
     {"max_waiters", LOUPE_CFG_INT, 0, "16384", "distinct (lock, thread, stack) rows", 16, 4194304},
     {"max_stacks", LOUPE_CFG_INT, 0, "8192", "distinct stacks kept", 16, 1048576},
 };
-constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kTargetFilterKeys);
+constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kUstackKeys, sdk::kTargetFilterKeys);
 
 struct SkelDeleter {
   void operator()(lockwait_bpf* s) const { lockwait_bpf__destroy(s); }
@@ -79,6 +82,18 @@ class LockwaitProfiler : public sdk::Profiler {
     ro->targ_min_wait_ns = static_cast<std::uint64_t>(cfg.value_int("min_wait_ns"));
     ro->targ_user_stacks = cfg.value_bool("user_stacks");
     ro->targ_kernel_stacks = cfg.value_bool("kernel_stacks");
+    // unwind = "dwarf": futex wait stacks from copies (pthread_stacks is then moot: the
+    // copy holds every caller the frame-pointer walk through libc loses).
+    dwarf_ = cfg.value_string("unwind") == "dwarf" && opts_.futex && cfg.value_bool("user_stacks");
+    if (dwarf_ && !host_->can_unwind_user())
+      throw sdk::Error(LOUPE_ERR_UNSUPPORTED,
+                       "unwind = \"dwarf\" needs a host with the unwind_user service (ABI 1.2)");
+    if (dwarf_) opts_.pthread_stacks = false;
+    max_waiters_ = static_cast<std::size_t>(cfg.get_int("max_waiters", 16384));
+    ro->targ_dwarf = dwarf_;
+    ro->loupe_ustack_stack_bytes =
+        dwarf_ ? static_cast<std::uint32_t>(cfg.value_int("stack_bytes")) : 0;
+    if (!dwarf_) bpf_map__set_max_entries(skel_->maps.dwarf_waits, 4096);
     ro->targ_pthread_stacks = opts_.pthread_stacks;
     sdk::write_target_filter(filter, skel_.get());
     target_pid_ = static_cast<int>(filter.pid);
@@ -137,10 +152,39 @@ class LockwaitProfiler : public sdk::Profiler {
     maps.waiters_fd = bpf_map__fd(skel_->maps.waiters);
     maps.counters_fd = bpf_map__fd(skel_->maps.counters);
     reporter_ = std::make_unique<LockReporter>(*host_, maps, opts_, *symbols_);
+    if (dwarf_) {
+      dwarf_waits_ = std::make_unique<DwarfWaits>(*host_, *symbols_, max_waiters_);
+      sdk::FixedRing ring{"dwarf_waits",
+                          bpf_map__fd(skel_->maps.dwarf_waits),
+                          LW_RECORD_DWARF_WAIT,
+                          LW_RECORD_DWARF_WAIT_VERSION,
+                          LOUPE_RING_MUST_KEEP,
+                          bpf_map__fd(skel_->maps.dwarf_waits_lost),
+                          -1};
+      sdk::register_variable_ring(*host_, ring, sizeof(lw_dwarf_wait),
+                                  sizeof(lw_dwarf_wait) + LOUPE_USTACK_MAX_BYTES,
+                                  dwarf_waits_.get());
+      reporter_->set_extra_waiters([w = dwarf_waits_.get()] { return w->rows(); });
+    }
   }
 
   void collect(const sdk::CollectArgs& args) override {
     if (reporter_) reporter_->collect(args.is_final, args.window_start_ns, args.window_end_ns);
+    if (dwarf_waits_) {
+      std::uint32_t zero = 0;
+      auto bpf = sdk::read_per_cpu_sum<loupe_ustack_counters>(
+          bpf_map__fd(skel_->maps.loupe_ustack_stats), &zero);
+      dwarf_waits_->unwinder().emit_health("lockwait", bpf, args.is_final, args.window_start_ns,
+                                           args.window_end_ns);
+      sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, "dwarf_rows_full");
+      rb.final(args.is_final).window(args.window_start_ns, args.window_end_ns);
+      const std::uint64_t full = dwarf_waits_->rows_full();
+      rb.health(full ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK, "lockwait", full,
+                full ? "waits whose (lock, thread, stack) row did not fit max_waiters: in the "
+                       "lock totals only"
+                     : "");
+      rb.emit(*host_);
+    }
   }
 
  private:
@@ -223,6 +267,9 @@ class LockwaitProfiler : public sdk::Profiler {
   std::string libc_;
   std::unique_ptr<SymbolCache> symbols_;
   std::unique_ptr<LockReporter> reporter_;
+  std::unique_ptr<DwarfWaits> dwarf_waits_;
+  bool dwarf_ = false;
+  std::size_t max_waiters_ = 16384;
 };
 
 }  // namespace loupe::lockwait

@@ -10,6 +10,8 @@
 #include <linux/types.h>
 #endif
 
+#include "loupe/ustack.h"
+
 #define LW_STACK_DEPTH 64
 #define LW_HIST_SLOTS 40 /* log2 ns: 2^39 ns ~ 9 min is the last slot, it takes the rest */
 
@@ -139,6 +141,24 @@ struct lw_first_seen_event {
   __s32 user_stack_id;
   __s32 kernel_stack_id;
   __u64 caller_ip;
+};
+
+/* unwind = "dwarf": one futex wait with a copy of the waiting thread's user stack (its
+ * registers at the syscall; us.stack_len bytes follow). User space unwinds it and keeps
+ * the (lock, thread, stack) rows the kernel keeps by stack id in the fp mode. */
+#define LW_RECORD_DWARF_WAIT 2
+#define LW_RECORD_DWARF_WAIT_VERSION 1
+
+struct lw_dwarf_wait {
+  __u16 type;
+  __u16 version;
+  __u32 len;
+  __u32 tgid;
+  __u32 tid;
+  __u64 addr;
+  __u64 delta_ns;
+  char comm[16];
+  struct loupe_ustack us;
 };
 
 #endif /* LOUPE_LOCKWAIT_H */

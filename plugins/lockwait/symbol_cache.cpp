@@ -4,6 +4,7 @@
 #include <bpf/bpf.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 
 #include "lockwait.h"
@@ -63,11 +64,19 @@ std::vector<CachedFrame> SymbolCache::resolve_stack(std::uint32_t pid, std::int3
     ips[1] = caller_ip;
     ++n;
   }
+  bool resolved_any = false;
+  std::vector<CachedFrame> out = symbolize_frames(pid, user, ips, n, &resolved_any);
+  if (resolved_any || !user) stacks_[key] = out;
+  return out;
+}
+
+std::vector<CachedFrame> SymbolCache::symbolize_frames(std::uint32_t pid, bool user,
+                                                       const std::uint64_t* ips, std::uint32_t n,
+                                                       bool* resolved_any) {
   std::vector<loupe_frame> frames(n);
   host_.symbolize(user ? pid : 0, user ? LOUPE_FRAME_USER : LOUPE_FRAME_KERNEL, ips, n,
                   frames.data());
   std::vector<CachedFrame> out(n);
-  bool resolved_any = false;
   for (std::uint32_t i = 0; i < n; ++i) {
     out[i].address = ips[i];
     out[i].symbol = frames[i].symbol ? frames[i].symbol : "";
@@ -75,10 +84,18 @@ std::vector<CachedFrame> SymbolCache::resolve_stack(std::uint32_t pid, std::int3
     out[i].offset = frames[i].offset;
     out[i].kind = user ? LOUPE_FRAME_USER : LOUPE_FRAME_KERNEL;
     out[i].resolution = frames[i].resolution;
-    resolved_any |= !out[i].symbol.empty();
+    *resolved_any |= !out[i].symbol.empty();
   }
-  if (resolved_any || !user) stacks_[key] = out;
   return out;
+}
+
+void SymbolCache::put_user_stack(std::uint32_t tgid, std::int32_t id,
+                                 const std::vector<std::uint64_t>& addrs) {
+  const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(addrs.size(), LW_STACK_DEPTH));
+  bool resolved_any = false;
+  std::vector<CachedFrame> out = symbolize_frames(tgid, true, addrs.data(), n, &resolved_any);
+  std::lock_guard lock(mu_);
+  stacks_[std::make_tuple(tgid, id, std::uint64_t{0})] = std::move(out);
 }
 
 std::string SymbolCache::label(const LockName& n, std::uint64_t addr) {

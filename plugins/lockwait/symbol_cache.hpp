@@ -45,11 +45,17 @@ class SymbolCache {
   std::vector<CachedFrame> user_stack(std::uint32_t tgid, std::int32_t id,
                                       std::uint64_t caller_ip = 0);
   std::vector<CachedFrame> kernel_stack(std::int32_t id);
+  // A user stack unwound in user space (unwind = "dwarf"), named now and kept under `id`
+  // (an id the kernel's stack map never hands out) for user_stack().
+  void put_user_stack(std::uint32_t tgid, std::int32_t id, const std::vector<std::uint64_t>& addrs);
 
   // Human label: symbol[+0xoff] or 0xaddr.
   static std::string label(const LockName& n, std::uint64_t addr);
 
  private:
+  std::vector<CachedFrame> symbolize_frames(std::uint32_t pid, bool user,
+                                           const std::uint64_t* ips, std::uint32_t n,
+                                           bool* resolved_any);
   std::vector<CachedFrame> resolve_stack(std::uint32_t pid, std::int32_t id, bool user,
                                          std::uint64_t caller_ip);
 

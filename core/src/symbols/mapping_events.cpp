@@ -20,7 +20,7 @@ namespace loupe {
 
 namespace {
 
-// 64 KiB per CPU: a process start maps ~15 files (~2 KiB of records); a session drains
+// 64 KiB per CPU: a process start maps ~30 regions (~3 KiB of records); a session drains
 // at least every 20 ms and before each lookup, so only a fork storm fills it, and what it
 // drops is counted.
 constexpr std::size_t kDataPages = 16;
@@ -38,7 +38,10 @@ perf_event_attr mapping_attr(bool inherit) {
   // it ran on, and the time puts an exec before the mappings of the new image.
   a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
   a.sample_id_all = 1;
-  a.mmap = 1;  // executable mappings only: code is what stacks point into
+  // Code and data mappings: stacks point into code, lock and variable names into data
+  // (.data, .bss and the anonymous rest of .bss).
+  a.mmap = 1;
+  a.mmap_data = 1;
   a.mmap2 = 1;
   a.comm = 1;
   a.comm_exec = 1;
@@ -187,7 +190,6 @@ void MappingEvents::drain(const std::function<void(const MappingEvent&)>& fn) {
           e.map.executable = (field<std::uint32_t>(rec, body + 56) & PROT_EXEC) != 0;
           const char* name = rec + body + kName;
           set_path(e.map, std::string_view(name, ::strnlen(name, h.size - body - kName - 16)));
-          if (!e.map.executable) break;
           ++counters_.maps;
           batch_.push_back(std::move(e));
           break;

@@ -31,7 +31,7 @@ struct MappingEvent {
   std::uint32_t pid;     // the process it happened in (the new one, for kFork)
   std::uint32_t parent;  // kFork: the process it was forked from
   std::uint64_t time_ns;
-  MapsEntry map;  // kMap: one executable mapping (file-backed, anonymous or memfd)
+  MapsEntry map;  // kMap: one mapping (code or data; file-backed, anonymous or memfd)
 };
 
 class MappingEvents {

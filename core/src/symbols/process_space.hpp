@@ -45,7 +45,8 @@ class ProcessSpace {
 
   // What the kernel's mmap records (MappingEvents) say happened, applied as it happened,
   // so a process that exits before anyone reads its maps still has them.
-  // A new executable mapping, replacing what it overlaps; its ELF table is read at once.
+  // A new mapping, replacing what it overlaps; an executable file's ELF table is read at
+  // once.
   void apply_map(MapsEntry m, StringPool& strings, ElfFileCache& files);
   // An exec: the old image is gone; the new one's mappings follow as apply_map() calls.
   void apply_exec();

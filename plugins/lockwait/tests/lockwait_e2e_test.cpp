@@ -72,10 +72,11 @@ struct MutexRun {
   std::vector<const json*> stacks;
 };
 
-MutexRun run_mutex(LockwaitE2E& t, const std::string& body) {
+MutexRun run_mutex(LockwaitE2E& t, const std::string& body,
+                   const std::string& workload = LOCKWAIT_MUTEX) {
   MutexRun m;
   // 4 threads x 15 iterations x 2 ms hold: ~0.2 s of holding, seconds of waiting.
-  m.r = t.run(body, std::string(LOCKWAIT_MUTEX) + " 4 15 2000");
+  m.r = t.run(body, workload + " 4 15 2000");
   std::smatch sm;
   if (std::regex_search(m.r.output, sm,
                         std::regex("lock_addr=(0x[0-9a-f]+) total_wait_ns=([0-9]+)"))) {
@@ -170,6 +171,42 @@ TEST_F(LockwaitE2E, PthreadStacksNameTheDirectCaller) {
   EXPECT_GE(named_ns, 0.9 * loupe_ns) << (m.stacks.empty() ? "" : describe(*m.stacks[0]));
   for (const json* p : finals(m.r, "metric", "pthread_attributed_waits"))
     EXPECT_GT((*p)["metric"]["value"].get<double>(), 0);
+}
+
+// Built without frame pointers (-O2 -fomit-frame-pointer, as distributions build): the
+// frame-pointer walk from libc's futex call finds no caller; the copied stack unwound with
+// .eh_frame names the waiting function and its callers, with the wait total unchanged.
+TEST_F(LockwaitE2E, DwarfNamesTheWaitersOfABinaryWithoutFramePointers) {
+  auto named = [&](const MutexRun& m, double* total) {
+    double in_fn = 0, all = 0;
+    for (const json* s : m.stacks) {
+      all += stack_wait_ns(*s);
+      if (frames_contain(*s, "contend_on_g_lock") && frames_contain(*s, "worker"))
+        in_fn += stack_wait_ns(*s);
+    }
+    *total = all;
+    return all > 0 ? in_fn / all : 0.0;
+  };
+  auto d = run_mutex(*this, "kernel = false\nunwind = \"dwarf\"\n", LOCKWAIT_MUTEX_NOFP);
+  ASSERT_EQ(d.r.exit_code, 0) << d.r.output;
+  ASSERT_NE(d.hist, nullptr) << d.r.output;
+  const double loupe_ns = (*d.hist)["histogram"]["sum"].get<double>();
+  EXPECT_NEAR(loupe_ns, d.workload_ns, 0.10 * d.workload_ns);
+  double dwarf_total = 0, fp_total = 0;
+  const double dwarf = named(d, &dwarf_total);
+  EXPECT_NEAR(dwarf_total, loupe_ns, 0.01 * loupe_ns) << "stack rows carry all the wait";
+  double unwound = 0;
+  for (const json* h : finals(d.r, "health", "stacks"))
+    if ((*h)["health"].value("component", "") == "lockwait/unwind_ok")
+      unwound = (*h)["health"]["value"].get<double>();
+  EXPECT_GT(unwound, 0);
+  auto f = run_mutex(*this, "kernel = false\n", LOCKWAIT_MUTEX_NOFP);
+  ASSERT_EQ(f.r.exit_code, 0) << f.r.output;
+  const double fp = named(f, &fp_total);
+  std::printf("  wait named contend_on_g_lock <- worker: dwarf %.0f%%, fp %.0f%%\n", 100 * dwarf,
+              100 * fp);
+  EXPECT_GE(dwarf, 0.9) << (d.stacks.empty() ? "" : describe(*d.stacks[0]));
+  EXPECT_LT(fp, 0.5);
 }
 
 TEST_F(LockwaitE2E, KernelLockContentionHasSymbolizedKernelStacks) {

@@ -9,6 +9,13 @@ target_compile_options(lockwait_mutex PRIVATE -O1 -g -fno-omit-frame-pointer)
 target_link_libraries(lockwait_mutex PRIVATE Threads::Threads)
 set_target_properties(lockwait_mutex PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/workloads)
 
+# The same contention without frame pointers, optimised, as distributions build: only
+# unwind = "dwarf" sees the callers there.
+add_executable(lockwait_mutex_nofp ${CMAKE_CURRENT_LIST_DIR}/lockwait_mutex.c)
+target_compile_options(lockwait_mutex_nofp PRIVATE -O2 -g -fomit-frame-pointer)
+target_link_libraries(lockwait_mutex_nofp PRIVATE Threads::Threads)
+set_target_properties(lockwait_mutex_nofp PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/workloads)
+
 add_executable(lockwait_kernel ${CMAKE_CURRENT_LIST_DIR}/lockwait_kernel.c)
 target_compile_options(lockwait_kernel PRIVATE -O1 -g -fno-omit-frame-pointer)
 target_link_libraries(lockwait_kernel PRIVATE Threads::Threads)
@@ -21,8 +28,9 @@ gtest_discover_tests(lockwait_unit_test PROPERTIES LABELS unit ENVIRONMENT "${LO
 
 loupe_cli_e2e_test(lockwait_e2e_test SOURCE ${_lw_dir}/lockwait_e2e_test.cpp
   DEFINITIONS LOCKWAIT_MUTEX="$<TARGET_FILE:lockwait_mutex>"
+              LOCKWAIT_MUTEX_NOFP="$<TARGET_FILE:lockwait_mutex_nofp>"
               LOCKWAIT_KERNEL="$<TARGET_FILE:lockwait_kernel>"
-  DEPENDS lockwait_mutex lockwait_kernel loupe-lockwait PROPERTIES TIMEOUT 120)
+  DEPENDS lockwait_mutex lockwait_mutex_nofp lockwait_kernel loupe-lockwait PROPERTIES TIMEOUT 120)
 
 # The session's process tree: forked workers' mutex contention, --no-follow.
 loupe_cli_e2e_test(lockwait_tree_e2e_test SOURCE ${_lw_dir}/lockwait_tree_e2e_test.cpp
