@@ -15,8 +15,8 @@
 #include <string>
 
 #include "commands.hpp"
-#include "loupe/session.hpp"
 #include "loupe/sdk/usdt.hpp"
+#include "loupe/session.hpp"
 
 namespace loupe::cli {
 namespace {
@@ -64,10 +64,8 @@ int cmd_probes(const std::string& binary, bool as_json) {
   if (as_json) {
     nlohmann::json out = {{"binary", path}, {"probes", nlohmann::json::array()}};
     for (const auto& [name, r] : rows)
-      out["probes"].push_back({{"probe", name},
-                               {"sites", r.sites},
-                               {"semaphore", r.semaphore},
-                               {"args", r.args}});
+      out["probes"].push_back(
+          {{"probe", name}, {"sites", r.sites}, {"semaphore", r.semaphore}, {"args", r.args}});
     std::cout << out.dump(2) << "\n";
     return 0;
   }
@@ -81,9 +79,10 @@ int cmd_probes(const std::string& binary, bool as_json) {
   for (const auto& [name, r] : rows)
     fmt::print("  {:<{}}  sites {:>2}{}  args: {}\n", name, width, r.sites,
                r.semaphore ? "  semaphore" : "           ", r.args.empty() ? "(none)" : r.args);
-  fmt::print("\nuse as: usdt = \"{}:PROVIDER:NAME\" (or usdt_entry / usdt_exit) in a latency "
-             "target; label_arg = N makes argument N a label\n",
-             path);
+  fmt::print(
+      "\nuse as: usdt = \"{}:PROVIDER:NAME\" (or usdt_entry / usdt_exit) in a latency "
+      "target; label_arg = N makes argument N a label\n",
+      path);
   return 0;
 }
 

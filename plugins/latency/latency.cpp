@@ -14,11 +14,11 @@
 #include "latency.skel.h"
 #include "latency_reporter.hpp"
 #include "library_resolver.hpp"
+#include "loupe/sdk/percpu.hpp"
 #include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/records.hpp"
 #include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/target_filter.hpp"
-#include "loupe/sdk/percpu.hpp"
 #include "loupe/sdk/ustack.hpp"
 #include "outlier_decoder.hpp"
 #include "probe_spec.hpp"
@@ -217,9 +217,8 @@ class LatencyProfiler : public sdk::Profiler {
           host_->warn(note);
     attacher_->prepare(targets_);
     for (const auto& t : targets_)
-      labels_.push_back({t.spec.name, to_string(t.mechanism),
-                         t.spec.kind == TargetKind::kUsdtCount, t.spec.label_name,
-                         t.spec.label_string});
+      labels_.push_back({t.spec.name, to_string(t.mechanism), t.spec.kind == TargetKind::kUsdtCount,
+                         t.spec.label_name, t.spec.label_string});
   }
 
   void start(const sdk::StartArgs&) override {

@@ -274,7 +274,7 @@ void LatencyReporter::collect(bool is_final, std::uint64_t window_start_ns,
     loupe_hist h = read_hist(maps_.hists_fd, &i);
     if (!targets_[i].count_only)
       emit_hist("t/" + std::to_string(i), h,
-              {{"target", targets_[i].name}, {"mechanism", targets_[i].mechanism}});
+                {{"target", targets_[i].name}, {"mechanism", targets_[i].mechanism}});
     emit_target(i, read_counters(i), swept);
   }
   if (maps_.breakdown_fd >= 0) emit_breakdown();

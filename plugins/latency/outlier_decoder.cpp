@@ -47,8 +47,9 @@ int OutlierDecoder::decode(const void* data, std::uint32_t len) {
   };
   add(0, LOUPE_FRAME_KERNEL, e.kernel_stack, e.n_kernel);
   if (dwarf) {
-    std::vector<__u64> u(unwound_.begin(),
-                         unwound_.begin() + std::min<std::size_t>(unwound_.size(), LAT_STACK_DEPTH));
+    std::vector<__u64> u(
+        unwound_.begin(),
+        unwound_.begin() + std::min<std::size_t>(unwound_.size(), LAT_STACK_DEPTH));
     add(e.pid, LOUPE_FRAME_USER, u.data(), static_cast<__s32>(u.size()));
   } else {
     add(e.pid, LOUPE_FRAME_USER, e.user_stack, e.n_user);

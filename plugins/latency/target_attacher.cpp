@@ -87,13 +87,13 @@ void TargetAttacher::attach_one(const ResolvedTarget& t, unsigned index) {
     std::string target;  // for kernels whose link info does not name it (before 6.6)
     // A tracepoint pair's two sides are two events: each side names its own, so the label
     // says where the link is even where the kernel's link info does not (before 6.6).
-    std::string probe = (t.mechanism == Mechanism::kTracepoint
-                             ? "tracepoint:" + (exit ? t.spec.exit : t.spec.entry).full()
-                         : t.mechanism == Mechanism::kUsdt
-                             ? "usdt:" + t.binary_path + ":" +
-                                   (exit ? t.spec.usdt_exit : t.spec.usdt_entry).full()
-                             : label) +
-                        (exit ? ":exit" : ":entry");
+    std::string probe =
+        (t.mechanism == Mechanism::kTracepoint
+             ? "tracepoint:" + (exit ? t.spec.exit : t.spec.entry).full()
+         : t.mechanism == Mechanism::kUsdt
+             ? "usdt:" + t.binary_path + ":" + (exit ? t.spec.usdt_exit : t.spec.usdt_entry).full()
+             : label) +
+        (exit ? ":exit" : ":entry");
     if (t.spec.kind == TargetKind::kUsdtCount) probe = label;
     switch (t.mechanism) {
       case Mechanism::kUprobe: {

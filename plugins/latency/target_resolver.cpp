@@ -130,12 +130,12 @@ ResolvedTarget TargetResolver::resolve_usdt(const TargetSpec& spec) {
     std::string have;
     for (const auto& p : probes) {
       std::string n = p.provider + ":" + p.name;
-      if (have.find(n + ",") == std::string::npos && !have.ends_with(n)) have += (have.empty() ? "" : ", ") + n;
+      if (have.find(n + ",") == std::string::npos && !have.ends_with(n))
+        have += (have.empty() ? "" : ", ") + n;
     }
     throw sdk::Error(LOUPE_ERR_NOT_FOUND,
                      who + ": " + t.binary_path + " has no USDT probe " + u->full() +
-                         (probes.empty() ? " (it has no USDT notes at all)"
-                                         : "; it has: " + have));
+                         (probes.empty() ? " (it has no USDT notes at all)" : "; it has: " + have));
   }
   t.usdt_sites = sites(spec.usdt_entry);
   if (spec.label_arg >= 0) {

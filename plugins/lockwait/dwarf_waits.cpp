@@ -12,7 +12,9 @@ constexpr std::int32_t kFirstDwarfId = 1 << 30;
 }  // namespace
 
 DwarfWaits::DwarfWaits(const sdk::Host& host, SymbolCache& symbols, std::size_t max_rows)
-    : unwinder_(host, LW_STACK_DEPTH), symbols_(symbols), max_rows_(max_rows),
+    : unwinder_(host, LW_STACK_DEPTH),
+      symbols_(symbols),
+      max_rows_(max_rows),
       next_id_(kFirstDwarfId) {}
 
 int DwarfWaits::decode(const void* data, std::uint32_t len) {

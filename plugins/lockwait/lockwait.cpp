@@ -12,13 +12,13 @@
 #include "lock_reporter.hpp"
 #include "lockwait.h"
 #include "lockwait.skel.h"
+#include "loupe/sdk/percpu.hpp"
 #include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/records.hpp"
-#include "loupe/sdk/percpu.hpp"
 #include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/target_filter.hpp"
-#include "loupe/sdk/ustack.hpp"
 #include "loupe/sdk/uprobe.hpp"
+#include "loupe/sdk/ustack.hpp"
 #include "symbol_cache.hpp"
 
 namespace loupe::lockwait {

@@ -3,8 +3,8 @@
 
 #include <bpf/bpf.h>
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "lockwait.h"

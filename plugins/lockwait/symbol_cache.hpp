@@ -53,9 +53,8 @@ class SymbolCache {
   static std::string label(const LockName& n, std::uint64_t addr);
 
  private:
-  std::vector<CachedFrame> symbolize_frames(std::uint32_t pid, bool user,
-                                           const std::uint64_t* ips, std::uint32_t n,
-                                           bool* resolved_any);
+  std::vector<CachedFrame> symbolize_frames(std::uint32_t pid, bool user, const std::uint64_t* ips,
+                                            std::uint32_t n, bool* resolved_any);
   std::vector<CachedFrame> resolve_stack(std::uint32_t pid, std::int32_t id, bool user,
                                          std::uint64_t caller_ip);
 

@@ -28,7 +28,9 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-std::string str(const char* s) { return s ? s : ""; }
+std::string str(const char* s) {
+  return s ? s : "";
+}
 
 // A listening socket on 127.0.0.1 (port chosen by the kernel); never accepts.
 int listen_loopback(int* port) {
@@ -155,9 +157,9 @@ TEST_F(Debuginfod, AServerThatNeverAnswersIsGivenUpAtTheBound) {
   while (sym->stats().debuginfod_timed_out == 0 && Clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   SymbolizerStats st = sym->stats();
-  EXPECT_EQ(st.debuginfod_timed_out, 1u) << "requested " << st.debuginfod_requested << " failed "
-                                        << st.debuginfod_failed << " not_found "
-                                        << st.debuginfod_not_found;
+  EXPECT_EQ(st.debuginfod_timed_out, 1u)
+      << "requested " << st.debuginfod_requested << " failed " << st.debuginfod_failed
+      << " not_found " << st.debuginfod_not_found;
   EXPECT_EQ(st.debuginfod_fetched, 0u);
   ::close(silent);
 }

@@ -12,9 +12,9 @@
 #include <functional>
 #include <memory>
 #include <sstream>
-#include <utility>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "live_target.hpp"
@@ -26,7 +26,9 @@ namespace {
 
 using test::LiveTarget;
 
-std::string str(const char* s) { return s ? s : ""; }
+std::string str(const char* s) {
+  return s ? s : "";
+}
 
 loupe_frame user_frame(Symbolizer& sym, std::uint32_t pid, std::uint64_t addr) {
   loupe_frame f{};
@@ -67,7 +69,7 @@ Grandchild run_grandchild(Symbolizer* feed, bool inherit = true,
   });
   EXPECT_EQ(err, "");
   Grandchild r{static_cast<std::uint32_t>(t.addr("pid")), t.addr("loupe_known_function"),
-        t.addr("loupe_lib_function")};
+               t.addr("loupe_lib_function")};
   EXPECT_NE(r.pid, 0u);
   if (while_alive) while_alive(t);
   t.kill();

@@ -104,7 +104,8 @@ void HealthReport::mapping_records(const SymbolizerStats* stats, const std::stri
   if (!stats) {
     health("mapping_records_unavailable", comp, 1, LOUPE_HEALTH_WARN,
            "processes that exit before their stacks are symbolized may stay unresolved "
-           "(process_gone): " + unavailable,
+           "(process_gone): " +
+               unavailable,
            true);
     return;
   }

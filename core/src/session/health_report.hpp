@@ -19,8 +19,8 @@
 #include "dispatch/sink_runner.hpp"
 #include "kernel/bpf_lifecycle.hpp"
 #include "kernel/process_tree.hpp"
-#include "loupe/symbolizer.hpp"
 #include "loupe/abi/records.h"
+#include "loupe/symbolizer.hpp"
 
 namespace loupe {
 

@@ -132,7 +132,7 @@ class Session::Impl {
   std::unique_ptr<ProcessTree> tree_;
   std::vector<Live> sinks_, profilers_;
   std::unique_ptr<TargetProcess> target_;
-  std::string tree_error_;  // why the session follows no tree although asked to
+  std::string tree_error_;      // why the session follows no tree although asked to
   std::string mappings_error_;  // why the symbolizer has no mmap records of the target
   bool mappings_followed_ = false;
   // Exited tree members whose cached symbols are dropped once records already in flight
@@ -626,9 +626,10 @@ void Session::Impl::follow_mappings() {
   auto ev = MappingEvents::open(tasks, profile_.session.follow, kMaxTasks, &err);
   if (!ev) {
     mappings_error_ = err;
-    spdlog::warn("no mmap records of the target ({}): stacks of processes that exit early may "
-                 "stay unresolved",
-                 err);
+    spdlog::warn(
+        "no mmap records of the target ({}): stacks of processes that exit early may "
+        "stay unresolved",
+        err);
     return;
   }
   symbolizer_->follow_mappings(std::move(ev));

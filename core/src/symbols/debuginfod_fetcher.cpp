@@ -40,8 +40,9 @@ std::unique_ptr<DebuginfodFetcher> DebuginfodFetcher::start(const std::string& u
   ::setenv("DEBUGINFOD_TIMEOUT", std::to_string(secs).c_str(), 0);
   debuginfod_client* c = debuginfod_begin();
   if (!c) {
-    spdlog::warn("debuginfod: cannot start a client; separate debug files come from "
-                 "/usr/lib/debug only");
+    spdlog::warn(
+        "debuginfod: cannot start a client; separate debug files come from "
+        "/usr/lib/debug only");
     return nullptr;
   }
   debuginfod_set_progressfn(c, progress);
@@ -49,8 +50,8 @@ std::unique_ptr<DebuginfodFetcher> DebuginfodFetcher::start(const std::string& u
   f->client_ = c;
   f->per_lookup_ = per_lookup;
   f->worker_ = std::thread([p = f.get()] { p->run(); });
-  spdlog::info("debuginfod: asking {} for debug files of stripped modules ({} ms per lookup)",
-               urls, per_lookup.count());
+  spdlog::info("debuginfod: asking {} for debug files of stripped modules ({} ms per lookup)", urls,
+               per_lookup.count());
   return f;
 }
 
@@ -112,11 +113,11 @@ void DebuginfodFetcher::run() {
     char* path = nullptr;
     const auto t0 = std::chrono::steady_clock::now();
     // A build-id length of 0 means: a hex string.
-    int fd = debuginfod_find_debuginfo(c, reinterpret_cast<const unsigned char*>(id.c_str()), 0,
-                                       &path);
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::steady_clock::now() - t0)
-                        .count();
+    int fd =
+        debuginfod_find_debuginfo(c, reinterpret_cast<const unsigned char*>(id.c_str()), 0, &path);
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
     debuginfod_set_user_data(c, nullptr);
     std::lock_guard lock(mu_);
     if (fd >= 0) {

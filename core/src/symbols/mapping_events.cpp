@@ -5,8 +5,8 @@
 #include <linux/perf_event.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/sysinfo.h>
 #include <sys/syscall.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -197,7 +197,8 @@ void MappingEvents::drain(const std::function<void(const MappingEvent&)>& fn) {
         case PERF_RECORD_COMM:
           if (h.misc & PERF_RECORD_MISC_COMM_EXEC) {
             ++counters_.execs;
-            batch_.push_back({MappingEvent::Kind::kExec, field<std::uint32_t>(rec, body), 0, time, {}});
+            batch_.push_back(
+                {MappingEvent::Kind::kExec, field<std::uint32_t>(rec, body), 0, time, {}});
           }
           break;
         case PERF_RECORD_FORK: {
@@ -211,18 +212,16 @@ void MappingEvents::drain(const std::function<void(const MappingEvent&)>& fn) {
           }
           break;
         }
-        case PERF_RECORD_LOST:
-          counters_.lost += field<std::uint64_t>(rec, body + 8);
-          break;
-        default:
-          break;
+        case PERF_RECORD_LOST: counters_.lost += field<std::uint64_t>(rec, body + 8); break;
+        default: break;
       }
     }
     __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
   }
   if (batch_.empty()) return;
-  std::stable_sort(batch_.begin(), batch_.end(),
-                   [](const MappingEvent& a, const MappingEvent& b) { return a.time_ns < b.time_ns; });
+  std::stable_sort(batch_.begin(), batch_.end(), [](const MappingEvent& a, const MappingEvent& b) {
+    return a.time_ns < b.time_ns;
+  });
   for (const MappingEvent& e : batch_) fn(e);
 }
 

@@ -41,9 +41,9 @@ class MappingEvents {
     std::uint64_t maps = 0;
     std::uint64_t execs = 0;
     std::uint64_t forks = 0;
-    std::uint64_t lost = 0;           // records the kernel dropped: a buffer was full
-    std::uint64_t tasks = 0;          // tasks the events were opened on
-    std::uint64_t tasks_missed = 0;   // tasks that refused an event (exited, or the bound)
+    std::uint64_t lost = 0;          // records the kernel dropped: a buffer was full
+    std::uint64_t tasks = 0;         // tasks the events were opened on
+    std::uint64_t tasks_missed = 0;  // tasks that refused an event (exited, or the bound)
   };
 
   // Opens an event on each of `tasks` (thread ids) on every online CPU, inherited by the
@@ -71,7 +71,8 @@ class MappingEvents {
 };
 
 // Every thread of `pids` (from /proc/PID/task), for MappingEvents::open.
-std::vector<pid_t> threads_of(const std::vector<pid_t>& pids, const std::string& proc_root = "/proc");
+std::vector<pid_t> threads_of(const std::vector<pid_t>& pids,
+                              const std::string& proc_root = "/proc");
 
 }  // namespace loupe
 

@@ -189,8 +189,9 @@ void ProcessSpace::apply_map(MapsEntry m, StringPool& strings, ElfFileCache& fil
   MappedRegion r;
   r.module = strings.intern(m.path.empty() ? std::string("[anon]") : m.path);
   r.map = std::move(m);
-  auto at = std::lower_bound(kept.begin(), kept.end(), r.map.start,
-                             [](const MappedRegion& a, std::uint64_t s) { return a.map.start < s; });
+  auto at =
+      std::lower_bound(kept.begin(), kept.end(), r.map.start,
+                       [](const MappedRegion& a, std::uint64_t s) { return a.map.start < s; });
   const auto idx = static_cast<std::size_t>(at - kept.begin());
   kept.insert(at, std::move(r));
   regions_ = std::move(kept);

@@ -36,8 +36,8 @@ class ElfSymbolizer final : public Symbolizer {
       : opts_(opts),
         max_processes_(opts.max_cached_processes == 0 ? 1 : opts.max_cached_processes),
         files_(opts.max_cached_files, opts.debug_root) {
-    fetcher_ = DebuginfodFetcher::start(
-        opts.debuginfod_urls, std::chrono::milliseconds(opts.debuginfod_timeout_ms));
+    fetcher_ = DebuginfodFetcher::start(opts.debuginfod_urls,
+                                        std::chrono::milliseconds(opts.debuginfod_timeout_ms));
     if (fetcher_)
       files_.set_debug_lookup(
           [f = fetcher_.get()](const std::string& id) { return f->path_for(id); });

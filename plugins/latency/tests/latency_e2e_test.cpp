@@ -227,9 +227,10 @@ TEST_F(LatencyE2E, DwarfOutlierStacksOfDebiansXzReachMain) {
     }
   }
   auto share = [&](const std::string& unwind, int* total) {
-    auto r = run("outlier_ns = 1\noutlier_stacks = true\nunwind = \"" + unwind +
-                     "\"\n[[plugins.targets]]\nname = \"lzma_code\"\nufunc = \"liblzma:lzma_code\"\n",
-                 {"sh", "-c", "'xz -6 -T1 -c -k " + data + " > /dev/null'"});
+    auto r =
+        run("outlier_ns = 1\noutlier_stacks = true\nunwind = \"" + unwind +
+                "\"\n[[plugins.targets]]\nname = \"lzma_code\"\nufunc = \"liblzma:lzma_code\"\n",
+            {"sh", "-c", "'xz -6 -T1 -c -k " + data + " > /dev/null'"});
     EXPECT_EQ(r.exit_code, 0) << r.output;
     int n = 0, rooted = 0;
     for (const auto& rec : r.records) {

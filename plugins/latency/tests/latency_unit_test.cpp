@@ -121,8 +121,8 @@ TEST(LatencyProbeSpec, UsdtPairsAndSingleProbes) {
   two_bins.usdt_entry = "/a:p:x";
   two_bins.usdt_exit = "/b:p:y";
   EXPECT_NE(error_of(two_bins).find("two binaries"), std::string::npos);
-  for (const char* bad : {"python:gc__start", ":python:x", "/bin/x:python:", "/bin/x::x",
-                          "/bin/x:py-thon:x"}) {
+  for (const char* bad :
+       {"python:gc__start", ":python:x", "/bin/x:python:", "/bin/x::x", "/bin/x:py-thon:x"}) {
     TargetFields b;
     b.usdt = bad;
     EXPECT_NE(error_of(b).find("USDT probe"), std::string::npos) << bad;

@@ -17,8 +17,8 @@
 
 #include "cli_run.hpp"
 
-using nlohmann::json;
 using loupe::test::RunResult;
+using nlohmann::json;
 
 namespace {
 
@@ -54,16 +54,18 @@ double total(const RunResult& r, const std::string& name, const std::string& tar
   return -1;
 }
 
-std::string usdt(const std::string& bin, const std::string& probe) { return bin + ":" + probe; }
+std::string usdt(const std::string& bin, const std::string& probe) {
+  return bin + ":" + probe;
+}
 
 TEST_F(LatencyUsdt, PairsOnEverySiteWithArgumentLabelsAndSemaphores) {
   constexpr int kN = 40, kT = 1000;
-  const std::string targets =
-      "[[plugins.targets]]\nname = \"req\"\nusdt_entry = \"" + usdt(kWorkload, "loupe:req__start") +
-      "\"\nusdt_exit = \"" + usdt(kWorkload, "loupe:req__done") +
-      "\"\nlabel_arg = 0\nlabel = \"kind\"\n"
-      "[[plugins.targets]]\nname = \"tick\"\nusdt = \"" + usdt(kWorkload, "loupe:tick") +
-      "\"\nlabel_arg = 0\n";
+  const std::string targets = "[[plugins.targets]]\nname = \"req\"\nusdt_entry = \"" +
+                              usdt(kWorkload, "loupe:req__start") + "\"\nusdt_exit = \"" +
+                              usdt(kWorkload, "loupe:req__done") +
+                              "\"\nlabel_arg = 0\nlabel = \"kind\"\n"
+                              "[[plugins.targets]]\nname = \"tick\"\nusdt = \"" +
+                              usdt(kWorkload, "loupe:tick") + "\"\nlabel_arg = 0\n";
   auto r = run(targets, {kWorkload, std::to_string(kN), std::to_string(kT)});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // Both sites of req__start fire (one per kind), every request pairs, each kind's
@@ -143,8 +145,8 @@ TEST_F(LatencyUsdt, PythonGcPausesPerGenerationAndImportTimesPerModule) {
   // it (the rest is the call and two uprobe traps per collection).
   if (want[2] == 10) {
     const double pauses = (*gens["2"])["histogram"]["sum"].get<double>();
-    std::printf("  full collections: loupe %.0f ns, the script around the calls %.0f ns\n",
-                pauses, full_ns);
+    std::printf("  full collections: loupe %.0f ns, the script around the calls %.0f ns\n", pauses,
+                full_ns);
     EXPECT_LE(pauses, full_ns);
     EXPECT_GE(pauses, 0.3 * full_ns);
   }
@@ -164,9 +166,10 @@ TEST_F(LatencyUsdt, BpftraceCountsTheSameGcStartsOnTheSameRun) {
   std::ofstream(script) << "import gc, os\nprint('pid', os.getpid(), flush=True)\n"
                            "for i in range(12):\n    gc.collect(i % 3)\nos._exit(0)\n";
   const std::string bt_out = dir_ + "/bpftrace.out";
-  const std::string bt = "bpftrace -e 'usdt:" + kPython +
-                         ":python:gc__start /comm == \"python3.11\"/ { @[pid, arg0] = count(); }' > " +
-                         bt_out + " 2>&1 & echo $!";
+  const std::string bt =
+      "bpftrace -e 'usdt:" + kPython +
+      ":python:gc__start /comm == \"python3.11\"/ { @[pid, arg0] = count(); }' > " + bt_out +
+      " 2>&1 & echo $!";
   FILE* p = popen(bt.c_str(), "r");
   int bt_pid = 0;
   ASSERT_EQ(fscanf(p, "%d", &bt_pid), 1);
@@ -179,8 +182,8 @@ TEST_F(LatencyUsdt, BpftraceCountsTheSameGcStartsOnTheSameRun) {
     usleep(50000);
   }
   usleep(300000);
-  auto r = run("[[plugins.targets]]\nname = \"gc\"\nusdt = \"" +
-                   usdt(kPython, "python:gc__start") + "\"\nlabel_arg = 0\nlabel = \"generation\"\n",
+  auto r = run("[[plugins.targets]]\nname = \"gc\"\nusdt = \"" + usdt(kPython, "python:gc__start") +
+                   "\"\nlabel_arg = 0\nlabel = \"generation\"\n",
                {kPython, script});
   kill(bt_pid, SIGINT);
   for (int i = 0; i < 100 && kill(bt_pid, 0) == 0; ++i) usleep(50000);
@@ -214,8 +217,7 @@ TEST_F(LatencyUsdt, AMisspeltProbeIsRefusedWithTheProbesTheBinaryHas) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("has no USDT probe loupe:req_start"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("loupe:req__start"), std::string::npos) << r.output;
-  r = run("[[plugins.targets]]\nusdt = \"" + usdt(kWorkload, "loupe:tick") +
-              "\"\nlabel_arg = 3\n",
+  r = run("[[plugins.targets]]\nusdt = \"" + usdt(kWorkload, "loupe:tick") + "\"\nlabel_arg = 3\n",
           {kWorkload, "1", "1"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("has 1 argument(s)"), std::string::npos) << r.output;
