@@ -11,7 +11,9 @@
 #include <bpf/bpf_tracing.h>
 
 #include "loupe/filter.bpf.h"
+#include "loupe/emit.bpf.h"
 #include "loupe/hist.bpf.h"
+#include "loupe/ustack.bpf.h"
 #include "memalloc.h"
 
 #define E2BIG 7
@@ -21,6 +23,8 @@ const volatile __u32 targ_sample_every = 0; /* 1-in-N; 0 or 1 = every allocation
 const volatile __u64 targ_sample_bytes = 0; /* Poisson mean bytes between samples; 0 = off */
 const volatile bool targ_kernel_user_stacks = true; /* user stack of kmem allocations too */
 const volatile __u64 targ_page_size = 4096;
+/* unwind = "dwarf": user allocation stacks are copies unwound in user space. */
+const volatile bool targ_dwarf = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
@@ -179,6 +183,62 @@ static __always_inline void record_alloc(__u64 addr, __u32 tgid, __u64 size,
 		c->outstanding_full++;
 }
 
+/* unwind = "dwarf": one ring for the sampled allocations (with their stack copies) and
+ * their frees, in order; user space shrinks it when off. */
+LOUPE_RING(dwarf_events, 4 * 1024 * 1024);
+LOUPE_USTACK_SCRATCH(dwarf_scratch, struct ma_dwarf_alloc);
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} dwarf_seq SEC(".maps");
+
+/* The sampled allocation's number (31 bits, wrapping) and its stack copy to user space;
+ * -1 when it could not be sent (then it is not tracked: a free would find no site). */
+static __always_inline __s32 send_dwarf_alloc(struct pt_regs *ctx, __u32 tgid, __u64 size)
+{
+	struct ma_dwarf_alloc *r = loupe_ustack_scratch(&dwarf_scratch);
+	__u32 zero = 0;
+	__u64 *next, size_rec;
+	__s32 seq;
+
+	next = bpf_map_lookup_elem(&dwarf_seq, &zero);
+	if (!r || !next)
+		return -1;
+	seq = (__s32)(__sync_fetch_and_add(next, 1) & 0x7fffffff);
+	r->h.type = MA_RECORD_DWARF;
+	r->h.version = MA_RECORD_DWARF_VERSION;
+	r->h.tgid = tgid;
+	r->h.seq = (__u32)seq;
+	r->h.size = size;
+	r->us.stack_len = 0;
+	r->us.flags = 0;
+	if (loupe_ustack_regs_pt(ctx, &r->us))
+		loupe_ustack_copy(&r->us, (__u8 *)(r + 1));
+	size_rec = sizeof(*r) + (r->us.stack_len & (LOUPE_USTACK_MAX_BYTES * 2 - 1));
+	if (size_rec > sizeof(*r) + LOUPE_USTACK_MAX_BYTES)
+		size_rec = sizeof(*r) + LOUPE_USTACK_MAX_BYTES;
+	r->h.len = size_rec;
+	if (loupe_output(&dwarf_events, &dwarf_events_lost, r, size_rec))
+		return -1;
+	return seq;
+}
+
+static __always_inline void send_dwarf_free(__u32 tgid, __u32 seq, __u64 size)
+{
+	struct ma_dwarf_free *f = LOUPE_RESERVE(dwarf_events, struct ma_dwarf_free, MA_RECORD_DWARF,
+						MA_RECORD_DWARF_VERSION);
+
+	if (!f)
+		return; /* counted in dwarf_events_lost */
+	f->tgid = tgid;
+	f->seq = seq;
+	f->size = size;
+	LOUPE_SUBMIT(dwarf_events, f);
+}
+
 /* Returns false when the address was not being tracked. */
 static __always_inline bool record_free(__u64 addr, __u32 tgid, __u32 origin)
 {
@@ -189,6 +249,11 @@ static __always_inline bool record_free(__u64 addr, __u32 tgid, __u32 origin)
 	info = bpf_map_lookup_elem(&outstanding, &akey);
 	if (!info)
 		return false;
+	if (info->stack.kernel_stack_id == MA_DWARF_SEQ) {
+		send_dwarf_free(tgid, (__u32)info->stack.user_stack_id, info->size);
+		bpf_map_delete_elem(&outstanding, &akey);
+		return true;
+	}
 	st = bpf_map_lookup_elem(&sites, &info->stack);
 	if (st) {
 		__sync_fetch_and_add(&st->frees, 1);
@@ -281,9 +346,30 @@ int BPF_KRETPROBE(ma_alloc_exit, long ret)
 	 * return address at function entry only do so for a push %rbp / endbr64 there). At
 	 * return the leaf is the caller's call site. */
 	key.tgid = tgid;
+	key.origin = MA_ORIGIN_USER;
+	if (targ_dwarf) {
+		struct ma_alloc_key akey = {.addr = addr, .tgid = tgid, .origin = MA_ORIGIN_USER};
+		struct ma_alloc_info info = {.size = v.size};
+		struct loupe_hist *h;
+		__u32 zero = 0;
+		__s32 seq = send_dwarf_alloc(ctx, tgid, v.size);
+
+		if (seq < 0)
+			return 0;
+		h = bpf_map_lookup_elem(&sizes, &zero);
+		if (h)
+			loupe_hist_add(h, v.size, false);
+		info.ts_ns = bpf_ktime_get_ns();
+		info.stack.tgid = tgid;
+		info.stack.user_stack_id = seq;
+		info.stack.kernel_stack_id = MA_DWARF_SEQ;
+		info.stack.origin = MA_ORIGIN_USER;
+		if (bpf_map_update_elem(&outstanding, &akey, &info, BPF_ANY))
+			c->outstanding_full++;
+		return 0;
+	}
 	key.user_stack_id = get_stack(ctx, BPF_F_USER_STACK, c);
 	key.kernel_stack_id = -1;
-	key.origin = MA_ORIGIN_USER;
 	record_alloc(addr, tgid, v.size, &key, c);
 	if (key.user_stack_id >= 0 && !bpf_map_lookup_elem(&seen_pids, &tgid))
 		bpf_map_update_elem(&seen_pids, &tgid, &key.user_stack_id, BPF_NOEXIST);

@@ -20,11 +20,14 @@
 #include <vector>
 
 #include "allocator_attacher.hpp"
+#include "dwarf_allocs.hpp"
 #include "loupe/sdk/library.hpp"
+#include "loupe/sdk/percpu.hpp"
 #include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/records.hpp"
 #include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/target_filter.hpp"
+#include "loupe/sdk/ustack.hpp"
 #include "memalloc.skel.h"
 #include "memalloc_reporter.hpp"
 #include "sample_scaling.hpp"
@@ -67,7 +70,7 @@ constexpr loupe_config_key kOwnKeys[] = {
 };
 // Only a pid: a tid, comm or cgroup filter would hide frees from other threads and
 // report their blocks as leaks.
-constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kPidKey);
+constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kUstackKeys, sdk::kPidKey);
 
 struct SkelDeleter {
   void operator()(memalloc_bpf* s) const { memalloc_bpf__destroy(s); }
@@ -150,6 +153,15 @@ class MemallocProfiler : public sdk::Profiler {
     ro->targ_sample_bytes = sample_bytes_;
     ro->targ_kernel_user_stacks = cfg.value_bool("kernel_user_stacks");
     ro->targ_page_size = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    // unwind = "dwarf": user allocation stacks from copies (kmem allocations keep theirs).
+    dwarf_ = user_ && cfg.value_string("unwind") == "dwarf";
+    if (dwarf_ && !host_->can_unwind_user())
+      throw sdk::Error(LOUPE_ERR_UNSUPPORTED,
+                       "unwind = \"dwarf\" needs a host with the unwind_user service (ABI 1.2)");
+    ro->targ_dwarf = dwarf_;
+    ro->loupe_ustack_stack_bytes =
+        dwarf_ ? static_cast<std::uint32_t>(cfg.value_int("stack_bytes")) : 0;
+    if (!dwarf_) bpf_map__set_max_entries(skel_->maps.dwarf_events, 4096);
     sdk::write_target_filter(filter, skel_.get());
 
     opts_.top = static_cast<std::size_t>(cfg.value_int("top"));
@@ -202,6 +214,20 @@ class MemallocProfiler : public sdk::Profiler {
           throw sdk::Error(LOUPE_ERR_KERNEL,
                            std::string("attaching ") + name + ": " + host_->last_error());
     }
+    if (dwarf_) {
+      dwarf_allocs_ =
+          std::make_unique<DwarfAllocs>(*host_, *frames_, opts_.max_sites, opts_.max_outstanding);
+      sdk::FixedRing ring{"dwarf_events",
+                          bpf_map__fd(skel_->maps.dwarf_events),
+                          MA_RECORD_DWARF,
+                          MA_RECORD_DWARF_VERSION,
+                          LOUPE_RING_MUST_KEEP,
+                          bpf_map__fd(skel_->maps.dwarf_events_lost),
+                          -1};
+      sdk::register_variable_ring(*host_, ring, sizeof(ma_dwarf_free),
+                                  sizeof(ma_dwarf_alloc) + LOUPE_USTACK_MAX_BYTES,
+                                  dwarf_allocs_.get());
+    }
     if (user_) {
       AllocatorAttacher attacher(*host_, skel_.get(), binary_, uprobe_pid_);
       skipped = attacher.attach(functions_);
@@ -214,6 +240,7 @@ class MemallocProfiler : public sdk::Profiler {
     maps.sizes_fd = bpf_map__fd(skel_->maps.sizes);
     reporter_ = std::make_unique<MemallocReporter>(*host_, maps, opts_, scaling_, *frames_,
                                                    std::move(skipped));
+    reporter_->set_dwarf(dwarf_allocs_.get());
   }
 
   void stop(const sdk::StopArgs&) override { stop_warmer(); }
@@ -222,6 +249,21 @@ class MemallocProfiler : public sdk::Profiler {
     if (!reporter_) return;
     warm_new_processes();
     reporter_->collect(args.is_final, args.window_start_ns, args.window_end_ns);
+    if (dwarf_allocs_) {
+      std::uint32_t zero = 0;
+      auto bpf = sdk::read_per_cpu_sum<loupe_ustack_counters>(
+          bpf_map__fd(skel_->maps.loupe_ustack_stats), &zero);
+      dwarf_allocs_->unwinder().emit_health("memalloc", bpf, args.is_final, args.window_start_ns,
+                                            args.window_end_ns);
+      sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, "dwarf_tables_full");
+      rb.final(args.is_final).window(args.window_start_ns, args.window_end_ns);
+      const std::uint64_t full = dwarf_allocs_->full();
+      rb.health(full ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK, "memalloc", full,
+                full ? "sampled allocations without room in the site or live table "
+                       "(max_sites, max_outstanding): counted in the totals only"
+                     : "");
+      rb.emit(*host_);
+    }
   }
 
  private:
@@ -272,6 +314,8 @@ class MemallocProfiler : public sdk::Profiler {
   ReporterOptions opts_;
   std::unique_ptr<StackFrames> frames_;
   std::unique_ptr<MemallocReporter> reporter_;
+  std::unique_ptr<DwarfAllocs> dwarf_allocs_;
+  bool dwarf_ = false;
   std::thread warmer_;
   std::mutex warm_mu_;
   std::condition_variable warm_cv_;

@@ -10,6 +10,8 @@
 #include <linux/types.h>
 #endif
 
+#include "loupe/ustack.h"
+
 #define MA_STACK_DEPTH 127
 /* Entries of the exponential-quantile table Poisson sampling draws from. */
 #define MA_EXP_TABLE 1024
@@ -93,6 +95,30 @@ struct ma_counters {
   __u64 kernel_frees;
   __u64 kernel_frees_untracked;
   __u64 realloc_frees; /* old blocks released by a moving or shrinking-to-0 realloc */
+};
+
+/* unwind = "dwarf": a sampled user allocation carries a copy of its caller's stack to
+ * user space, which unwinds it and keeps the site; the live allocation's ma_alloc_info
+ * then names the allocation, not its site: stack.user_stack_id = its sequence number,
+ * stack.kernel_stack_id = MA_DWARF_SEQ. Its free (or realloc) sends the sequence back. */
+#define MA_DWARF_SEQ (-2)
+/* One record type on the ring (the core checks one type per ring): a free is exactly a
+ * ma_dwarf_free long, an allocation at least a ma_dwarf_alloc. */
+#define MA_RECORD_DWARF 1
+#define MA_RECORD_DWARF_VERSION 1
+
+struct ma_dwarf_free {
+  __u16 type;
+  __u16 version;
+  __u32 len;
+  __u32 tgid;
+  __u32 seq;
+  __u64 size;
+};
+
+struct ma_dwarf_alloc {
+  struct ma_dwarf_free h; /* tgid, seq, size */
+  struct loupe_ustack us; /* us.stack_len bytes follow */
 };
 
 #endif /* LOUPE_MEMALLOC_H */

@@ -53,11 +53,21 @@ SiteTable MemallocReporter::read_sites() const {
   SiteTable t;
   for_each_entry<ma_stack_key, ma_stack_stats>(
       maps_.sites_fd, [&](const ma_stack_key& k, const ma_stack_stats& v) { t.add_site(k, v); });
+  if (dwarf_)
+    for (const auto& [k, v] : dwarf_->sites()) t.add_site(k, v);
   std::uint64_t now = host_.now_ns(LOUPE_CLOCK_MONOTONIC);
-  for_each_entry<ma_alloc_key, ma_alloc_info>(maps_.outstanding_fd,
-                                              [&](const ma_alloc_key&, const ma_alloc_info& v) {
-                                                t.add_outstanding(v, now, opts_.min_age_ns);
-                                              });
+  for_each_entry<ma_alloc_key, ma_alloc_info>(
+      maps_.outstanding_fd, [&](const ma_alloc_key&, const ma_alloc_info& v) {
+        if (v.stack.kernel_stack_id != MA_DWARF_SEQ) {
+          t.add_outstanding(v, now, opts_.min_age_ns);
+          return;
+        }
+        // A dwarf-mode allocation names itself: its site is in user space.
+        ma_alloc_info with_site = v;
+        if (dwarf_ &&
+            dwarf_->site_of(static_cast<std::uint32_t>(v.stack.user_stack_id), &with_site.stack))
+          t.add_outstanding(with_site, now, opts_.min_age_ns);
+      });
   return t;
 }
 

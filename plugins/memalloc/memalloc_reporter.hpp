@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "dwarf_allocs.hpp"
 #include "loupe/sdk/host.hpp"
 #include "sample_scaling.hpp"
 #include "site_table.hpp"
@@ -38,6 +39,8 @@ class MemallocReporter {
                    std::vector<std::pair<std::string, std::string>> skipped);
 
   void collect(bool is_final, std::uint64_t window_start_ns, std::uint64_t window_end_ns);
+  // unwind = "dwarf": sites and live allocations' sites kept in user space.
+  void set_dwarf(const DwarfAllocs* dwarf) { dwarf_ = dwarf; }
 
  private:
   SiteTable read_sites() const;
@@ -56,6 +59,7 @@ class MemallocReporter {
   StackFrames& frames_;
   std::vector<std::pair<std::string, std::string>> skipped_;
   std::uint64_t win_start_ = 0, win_end_ = 0;
+  const DwarfAllocs* dwarf_ = nullptr;
 };
 
 }  // namespace loupe::memalloc

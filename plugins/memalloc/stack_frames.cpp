@@ -20,7 +20,8 @@ std::vector<std::uint64_t> StackFrames::read(std::int32_t id) const {
 
 void StackFrames::append(std::uint32_t pid, loupe_frame_kind kind, std::int32_t id,
                          std::vector<loupe_frame>& out) const {
-  auto ips = read(id);
+  auto u = kind == LOUPE_FRAME_USER ? unwound_.find({pid, id}) : unwound_.end();
+  auto ips = u != unwound_.end() ? u->second : read(id);
   if (ips.empty()) return;
   std::vector<loupe_frame> f(ips.size());
   if (host_.symbolize(pid, kind, ips.data(), static_cast<std::uint32_t>(ips.size()), f.data()) !=
@@ -46,6 +47,21 @@ const std::vector<loupe_frame>& StackFrames::frames(const ma_stack_key& key) {
   append(0, LOUPE_FRAME_KERNEL, key.kernel_stack_id, out);
   append(key.tgid, LOUPE_FRAME_USER, key.user_stack_id, out);
   return cache_.emplace(k, std::move(out)).first->second;
+}
+
+void StackFrames::put_user_stack(std::uint32_t tgid, std::int32_t id,
+                                 const std::vector<std::uint64_t>& addrs) {
+  std::vector<loupe_frame> out;
+  {
+    std::lock_guard lock(mu_);
+    unwound_[{tgid, id}] = addrs;
+  }
+  // Named now: the frames are cached for frames() of this site.
+  ma_stack_key key{};
+  key.tgid = tgid;
+  key.user_stack_id = id;
+  key.kernel_stack_id = -1;
+  frames(key);
 }
 
 void StackFrames::warm(std::uint32_t tgid) {

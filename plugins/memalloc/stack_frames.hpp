@@ -28,6 +28,10 @@ class StackFrames {
   // traced process; reads /proc/PID/maps and does more only when the mappings changed.
   void warm(std::uint32_t tgid);
 
+  // A user stack unwound in user space (unwind = "dwarf"), kept under `id` (an id the
+  // kernel's stack map never hands out) and named now, while its process lives.
+  void put_user_stack(std::uint32_t tgid, std::int32_t id, const std::vector<std::uint64_t>& addrs);
+
  private:
   std::vector<std::uint64_t> read(std::int32_t id) const;
   void append(std::uint32_t pid, loupe_frame_kind kind, std::int32_t id,
@@ -38,6 +42,7 @@ class StackFrames {
   std::mutex mu_;  // collect() and the warm-up thread
   std::map<std::tuple<std::uint32_t, std::int32_t, std::int32_t>, std::vector<loupe_frame>> cache_;
   std::map<std::uint32_t, std::vector<std::uint64_t>> warmed_;  // executable mappings seen
+  std::map<std::pair<std::uint32_t, std::int32_t>, std::vector<std::uint64_t>> unwound_;
 };
 
 }  // namespace loupe::memalloc
