@@ -196,9 +196,7 @@ int cs_sample_dwarf(struct bpf_perf_event_data *ctx)
 		else
 			count_stack_error(c, err, false);
 	}
-	size = sizeof(*r) + (r->us.stack_len & (LOUPE_USTACK_MAX_BYTES * 2 - 1));
-	if (size > sizeof(*r) + LOUPE_USTACK_MAX_BYTES)
-		size = sizeof(*r) + LOUPE_USTACK_MAX_BYTES;
+	size = loupe_ustack_record_len(sizeof(*r), &r->us);
 	r->len = size;
 	if (loupe_output(&dwarf_ring, &dwarf_ring_lost, r, size) == 0)
 		c->dwarf_sent++;

@@ -175,15 +175,12 @@ class CpuSampleProfiler : public sdk::Profiler {
                           LOUPE_RING_DROPPABLE_SAMPLE,
                           bpf_map__fd(skel_->maps.dwarf_ring_lost),
                           -1};
-      sdk::register_variable_ring(*host_, ring, sizeof(cs_dwarf_rec),
-                                  sizeof(cs_dwarf_rec) + LOUPE_USTACK_MAX_BYTES, decoder_.get());
+      sdk::register_ustack_ring<cs_dwarf_rec>(*host_, ring, decoder_.get());
       const int stats_fd = bpf_map__fd(skel_->maps.loupe_ustack_stats);
       const DwarfDecoder* decoder = decoder_.get();
       reporter_->set_dwarf_health(
-          [this, stats_fd, decoder](bool fin, std::uint64_t ws, std::uint64_t we) {
-            std::uint32_t zero = 0;
-            auto bpf = sdk::read_per_cpu_sum<loupe_ustack_counters>(stats_fd, &zero);
-            decoder->unwinder().emit_health("cpusample", bpf, fin, ws, we);
+          [stats_fd, decoder](bool fin, std::uint64_t ws, std::uint64_t we) {
+            decoder->unwinder().emit_health("cpusample", stats_fd, fin, ws, we);
           });
     }
     sdk::PerfEventSampler sampler(*host_, spec_);

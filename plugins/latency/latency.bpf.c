@@ -179,9 +179,7 @@ static __always_inline void emit_outlier_dwarf(void *ctx, bool user_ctx, __u32 t
 	r->us.flags = 0;
 	if (user_ctx ? loupe_ustack_regs_pt(ctx, &r->us) : loupe_ustack_regs_task(&r->us))
 		loupe_ustack_copy(&r->us, (__u8 *)(r + 1));
-	size = sizeof(*r) + (r->us.stack_len & (LOUPE_USTACK_MAX_BYTES * 2 - 1));
-	if (size > sizeof(*r) + LOUPE_USTACK_MAX_BYTES)
-		size = sizeof(*r) + LOUPE_USTACK_MAX_BYTES;
+	size = loupe_ustack_record_len(sizeof(*r), &r->us);
 	r->e.len = size;
 	if (loupe_output(&outliers_dwarf, &outliers_dwarf_lost, r, size) == 0)
 		c->outliers++;

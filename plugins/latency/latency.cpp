@@ -247,9 +247,7 @@ class LatencyProfiler : public sdk::Profiler {
                             LOUPE_RING_MUST_KEEP,
                             replay_ ? -1 : bpf_map__fd(skel_->maps.outliers_dwarf_lost),
                             -1};
-        sdk::register_variable_ring(*host_, ring, sizeof(lat_outlier_dwarf),
-                                    sizeof(lat_outlier_dwarf) + LOUPE_USTACK_MAX_BYTES,
-                                    decoder_.get());
+        sdk::register_ustack_ring<lat_outlier_dwarf>(*host_, ring, decoder_.get());
       }
     }
     if (replay_) return;
@@ -270,13 +268,9 @@ class LatencyProfiler : public sdk::Profiler {
   void collect(const sdk::CollectArgs& args) override {
     if (!reporter_) return;
     reporter_->collect(args.is_final, args.window_start_ns, args.window_end_ns);
-    if (dwarf_ && decoder_) {
-      std::uint32_t zero = 0;
-      auto bpf = sdk::read_per_cpu_sum<loupe_ustack_counters>(
-          bpf_map__fd(skel_->maps.loupe_ustack_stats), &zero);
-      decoder_->unwinder().emit_health("latency", bpf, args.is_final, args.window_start_ns,
-                                       args.window_end_ns);
-    }
+    if (dwarf_ && decoder_)
+      decoder_->unwinder().emit_health("latency", bpf_map__fd(skel_->maps.loupe_ustack_stats),
+                                       args.is_final, args.window_start_ns, args.window_end_ns);
     for (const auto& s : skipped_) {
       sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, "target_skipped");
       rb.label("target", s.first).final(args.is_final);

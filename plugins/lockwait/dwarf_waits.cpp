@@ -3,19 +3,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 namespace loupe::lockwait {
 
-namespace {
-// Above every id bpf_get_stackid() returns (a map index, below max_stacks).
-constexpr std::int32_t kFirstDwarfId = 1 << 30;
-}  // namespace
-
 DwarfWaits::DwarfWaits(const sdk::Host& host, SymbolCache& symbols, std::size_t max_rows)
-    : unwinder_(host, LW_STACK_DEPTH),
-      symbols_(symbols),
-      max_rows_(max_rows),
-      next_id_(kFirstDwarfId) {}
+    : unwinder_(host, LW_STACK_DEPTH), symbols_(symbols), max_rows_(max_rows) {}
 
 int DwarfWaits::decode(const void* data, std::uint32_t len) {
   if (len < sizeof(lw_dwarf_wait)) return LOUPE_ERR_INVALID_ARG;
@@ -26,15 +19,7 @@ int DwarfWaits::decode(const void* data, std::uint32_t len) {
   if (r->us.regs[LOUPE_USTACK_REG_SP]) unwinder_.unwind(r->tgid, r->us, r + 1, stack_len, addrs_);
   std::int32_t id = -1;
   bool fresh = false;
-  {
-    std::lock_guard lock(mu_);
-    if (!addrs_.empty()) {
-      auto [it, inserted] = ids_.try_emplace({r->tgid, addrs_}, next_id_);
-      if (inserted) ++next_id_;
-      id = it->second;
-      fresh = inserted;
-    }
-  }
+  if (!addrs_.empty()) std::tie(id, fresh) = stacks_.intern(r->tgid, addrs_);
   // Named outside the lock: the host's symbolizer takes its own.
   if (fresh) symbols_.put_user_stack(r->tgid, id, addrs_);
   std::lock_guard lock(mu_);

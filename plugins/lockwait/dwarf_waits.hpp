@@ -38,9 +38,8 @@ class DwarfWaits {
   SymbolCache& symbols_;
   std::size_t max_rows_;
   mutable std::mutex mu_;
-  std::map<std::pair<std::uint32_t, std::vector<std::uint64_t>>, std::int32_t> ids_;
+  sdk::StackInterner stacks_;
   std::map<RowKey, lw_waiter_val> rows_;  // (tgid, tid, lock, stack id)
-  std::int32_t next_id_;
   std::uint64_t rows_full_ = 0;
   std::vector<std::uint64_t> addrs_;  // reused: one decode at a time
 };

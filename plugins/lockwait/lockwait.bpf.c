@@ -285,9 +285,7 @@ static __always_inline void send_dwarf_wait(__u64 pid_tgid, __u64 addr, __u64 de
 	r->us.flags = 0;
 	if (targ_user_stacks && loupe_ustack_regs_task(&r->us))
 		loupe_ustack_copy(&r->us, (__u8 *)(r + 1));
-	size = sizeof(*r) + (r->us.stack_len & (LOUPE_USTACK_MAX_BYTES * 2 - 1));
-	if (size > sizeof(*r) + LOUPE_USTACK_MAX_BYTES)
-		size = sizeof(*r) + LOUPE_USTACK_MAX_BYTES;
+	size = loupe_ustack_record_len(sizeof(*r), &r->us);
 	r->len = size;
 	loupe_output(&dwarf_waits, &dwarf_waits_lost, r, size);
 }

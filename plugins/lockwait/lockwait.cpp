@@ -161,9 +161,7 @@ class LockwaitProfiler : public sdk::Profiler {
                           LOUPE_RING_MUST_KEEP,
                           bpf_map__fd(skel_->maps.dwarf_waits_lost),
                           -1};
-      sdk::register_variable_ring(*host_, ring, sizeof(lw_dwarf_wait),
-                                  sizeof(lw_dwarf_wait) + LOUPE_USTACK_MAX_BYTES,
-                                  dwarf_waits_.get());
+      sdk::register_ustack_ring<lw_dwarf_wait>(*host_, ring, dwarf_waits_.get());
       reporter_->set_extra_waiters([w = dwarf_waits_.get()] { return w->rows(); });
     }
   }
@@ -171,11 +169,8 @@ class LockwaitProfiler : public sdk::Profiler {
   void collect(const sdk::CollectArgs& args) override {
     if (reporter_) reporter_->collect(args.is_final, args.window_start_ns, args.window_end_ns);
     if (dwarf_waits_) {
-      std::uint32_t zero = 0;
-      auto bpf = sdk::read_per_cpu_sum<loupe_ustack_counters>(
-          bpf_map__fd(skel_->maps.loupe_ustack_stats), &zero);
-      dwarf_waits_->unwinder().emit_health("lockwait", bpf, args.is_final, args.window_start_ns,
-                                           args.window_end_ns);
+      dwarf_waits_->unwinder().emit_health("lockwait", bpf_map__fd(skel_->maps.loupe_ustack_stats),
+                                           args.is_final, args.window_start_ns, args.window_end_ns);
       sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, "dwarf_rows_full");
       rb.final(args.is_final).window(args.window_start_ns, args.window_end_ns);
       const std::uint64_t full = dwarf_waits_->rows_full();

@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "dwarf_allocs.hpp"
 
+#include <tuple>
+
 namespace loupe::memalloc {
 
 namespace {
-// Above every id bpf_get_stackid() returns (a map index, below max_stacks).
-constexpr std::int32_t kFirstDwarfId = 1 << 30;
-
 ma_stack_key site_key(std::uint32_t tgid, std::int32_t id) {
   ma_stack_key k{};
   k.tgid = tgid;
@@ -22,8 +21,7 @@ DwarfAllocs::DwarfAllocs(const sdk::Host& host, StackFrames& frames, std::size_t
     : unwinder_(host, MA_STACK_DEPTH),
       frames_(frames),
       max_sites_(max_sites),
-      max_live_(max_live),
-      next_id_(kFirstDwarfId) {}
+      max_live_(max_live) {}
 
 int DwarfAllocs::decode(const void* data, std::uint32_t len) {
   if (len < sizeof(ma_dwarf_free)) return LOUPE_ERR_INVALID_ARG;
@@ -48,15 +46,7 @@ int DwarfAllocs::decode(const void* data, std::uint32_t len) {
   if (r->us.regs[LOUPE_USTACK_REG_SP]) unwinder_.unwind(h->tgid, r->us, r + 1, stack_len, addrs_);
   std::int32_t id = -1;
   bool fresh = false;
-  {
-    std::lock_guard lock(mu_);
-    if (!addrs_.empty()) {
-      auto [it, inserted] = ids_.try_emplace({h->tgid, addrs_}, next_id_);
-      if (inserted) ++next_id_;
-      id = it->second;
-      fresh = inserted;
-    }
-  }
+  if (!addrs_.empty()) std::tie(id, fresh) = stacks_.intern(h->tgid, addrs_);
   // Named outside the lock: the host's symbolizer takes its own.
   if (fresh) frames_.put_user_stack(h->tgid, id, addrs_);
   std::lock_guard lock(mu_);

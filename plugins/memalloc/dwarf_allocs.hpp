@@ -46,10 +46,9 @@ class DwarfAllocs {
   StackFrames& frames_;
   std::size_t max_sites_, max_live_;
   mutable std::mutex mu_;
-  std::map<std::pair<std::uint32_t, std::vector<std::uint64_t>>, std::int32_t> ids_;
+  sdk::StackInterner stacks_;
   std::map<SiteKey, ma_stack_stats> sites_;
   std::unordered_map<std::uint32_t, SiteKey> live_;  // seq -> site
-  std::int32_t next_id_;
   std::uint64_t full_ = 0;
   std::vector<std::uint64_t> addrs_;  // reused: one decode at a time
 };

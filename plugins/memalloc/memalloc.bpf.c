@@ -217,9 +217,7 @@ static __always_inline __s32 send_dwarf_alloc(struct pt_regs *ctx, __u32 tgid, _
 	r->us.flags = 0;
 	if (loupe_ustack_regs_pt(ctx, &r->us))
 		loupe_ustack_copy(&r->us, (__u8 *)(r + 1));
-	size_rec = sizeof(*r) + (r->us.stack_len & (LOUPE_USTACK_MAX_BYTES * 2 - 1));
-	if (size_rec > sizeof(*r) + LOUPE_USTACK_MAX_BYTES)
-		size_rec = sizeof(*r) + LOUPE_USTACK_MAX_BYTES;
+	size_rec = loupe_ustack_record_len(sizeof(*r), &r->us);
 	r->h.len = size_rec;
 	if (loupe_output(&dwarf_events, &dwarf_events_lost, r, size_rec))
 		return -1;

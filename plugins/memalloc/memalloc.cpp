@@ -224,9 +224,9 @@ class MemallocProfiler : public sdk::Profiler {
                           LOUPE_RING_MUST_KEEP,
                           bpf_map__fd(skel_->maps.dwarf_events_lost),
                           -1};
-      sdk::register_variable_ring(*host_, ring, sizeof(ma_dwarf_free),
-                                  sizeof(ma_dwarf_alloc) + LOUPE_USTACK_MAX_BYTES,
-                                  dwarf_allocs_.get());
+      // Frees are the ring's shortest records.
+      sdk::register_ustack_ring<ma_dwarf_alloc>(*host_, ring, dwarf_allocs_.get(),
+                                                sizeof(ma_dwarf_free));
     }
     if (user_) {
       AllocatorAttacher attacher(*host_, skel_.get(), binary_, uprobe_pid_);
@@ -250,10 +250,8 @@ class MemallocProfiler : public sdk::Profiler {
     warm_new_processes();
     reporter_->collect(args.is_final, args.window_start_ns, args.window_end_ns);
     if (dwarf_allocs_) {
-      std::uint32_t zero = 0;
-      auto bpf = sdk::read_per_cpu_sum<loupe_ustack_counters>(
-          bpf_map__fd(skel_->maps.loupe_ustack_stats), &zero);
-      dwarf_allocs_->unwinder().emit_health("memalloc", bpf, args.is_final, args.window_start_ns,
+      dwarf_allocs_->unwinder().emit_health("memalloc", bpf_map__fd(skel_->maps.loupe_ustack_stats),
+                                            args.is_final, args.window_start_ns,
                                             args.window_end_ns);
       sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, "dwarf_tables_full");
       rb.final(args.is_final).window(args.window_start_ns, args.window_end_ns);

@@ -114,11 +114,14 @@ case_drop_without_user() {
   [[ $rc -eq 0 ]] || fail "exit $rc: $(cat "$TMP/loupe.log")"
   check_outputs 0
   # With a command, CAP_KILL stays so loupe can still stop it; the command itself keeps root.
-  # The command outlives the session's start even on an emulated kernel (seconds to attach).
-  "$LOUPE" -v run "$TMP/p.toml" -d 30 -- sleep 8 >"$TMP/loupe.log" 2>&1 &
+  # The command lasts until the checks are done (an emulated kernel takes seconds to
+  # attach, and the checks fork awk per thread): a fixed sleep raced them there.
+  "$LOUPE" -v run "$TMP/p.toml" -d 60 -- sh -c "while [ ! -e '$TMP/done' ]; do sleep 0.1; done" \
+    >"$TMP/loupe.log" 2>&1 &
   pid=$!
   check_threads $pid 0 >/dev/null
   eff=$(awk '/^CapEff:/ {print $2}' /proc/$pid/status)
+  touch "$TMP/done"
   (( 0x$eff & (1 << 5) )) || fail "CAP_KILL dropped although loupe started the command: $eff"
   wait $pid; rc=$?
   [[ $rc -eq 0 ]] || fail "with a command: exit $rc: $(cat "$TMP/loupe.log")"

@@ -194,4 +194,15 @@ static __always_inline __u32 loupe_ustack_copy(struct loupe_ustack *us, __u8 *ds
 	return off;
 }
 
+/* The length of a record of `head` bytes (its struct loupe_ustack last) with the slice
+ * copied after it, in a form the verifier can bound for bpf_ringbuf_output(). */
+static __always_inline __u64 loupe_ustack_record_len(__u64 head, const struct loupe_ustack *us)
+{
+	__u64 len = head + (us->stack_len & (LOUPE_USTACK_MAX_BYTES * 2 - 1));
+
+	if (len > head + LOUPE_USTACK_MAX_BYTES)
+		len = head + LOUPE_USTACK_MAX_BYTES;
+	return len;
+}
+
 #endif /* LOUPE_USTACK_BPF_H */

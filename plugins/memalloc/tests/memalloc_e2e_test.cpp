@@ -163,8 +163,28 @@ TEST_F(MemallocE2E, KnownSitesGiveExactCountsBytesAndLeaks) {
 // the default 8 KiB ones have part of them dropped, and counted (README "dwarf").
 TEST_F(MemallocE2E, DwarfModeGivesTheSameExactSitesAndLeaks) {
   auto r = run("unwind = \"dwarf\"\nstack_bytes = 1024\n", {kWorkload});
-  expect_known_sites(r);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(health(r, "dwarf_tables_full"), 0u);
+  auto counted = [&](const char* name) {
+    const std::uint64_t v = health(r, name);
+    return v == ~0ull ? 0 : v;
+  };
+  const std::uint64_t lost = counted("ring_dropped_queue") + counted("ring_lost_kernel");
+  EXPECT_NE(health(r, "ring_received"), ~0ull) << "no dwarf ring health";
+  if (lost == 0) {
+    expect_known_sites(r);
+    return;
+  }
+  // An emulated kernel (the matrix guests) unwinds too slowly for the workload's burst:
+  // then what is missing must be what the ring counted as lost, never more.
+  std::int64_t seen = 0;
+  for (const auto& [fn, site] : sites(r, "alloc_sites"))
+    if (fn.rfind("ma_", 0) == 0) seen += site.allocs;
+  constexpr std::int64_t kAllocs = 1000 + 10000 + 100 + 1 + 150 + 10 + 10;
+  std::printf("  dwarf: %lld of %lld allocations seen, %llu ring records lost (counted)\n",
+              (long long)seen, (long long)kAllocs, (unsigned long long)lost);
+  EXPECT_LE(seen, kAllocs);
+  EXPECT_GE(seen + static_cast<std::int64_t>(lost), kAllocs);
 }
 
 // Debian's python3.11 (no frame pointers): its allocations' stacks reach main with dwarf.

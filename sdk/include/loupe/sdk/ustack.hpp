@@ -14,11 +14,16 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "loupe/sdk/host.hpp"
+#include "loupe/sdk/percpu.hpp"
 #include "loupe/sdk/records.hpp"
+#include "loupe/sdk/ring.hpp"
 #include "loupe/ustack.h"
 
 namespace loupe::sdk {
@@ -132,10 +137,50 @@ class UstackUnwinder {
     rb.emit(host_);
   }
 
+  // The same, with the BPF side's counters read from its loupe_ustack_stats map.
+  void emit_health(const std::string& component, int ustack_stats_fd, bool is_final,
+                   std::uint64_t ws, std::uint64_t we) const {
+    std::uint32_t zero = 0;
+    emit_health(component, read_per_cpu_sum<loupe_ustack_counters>(ustack_stats_fd, &zero),
+                is_final, ws, we);
+  }
+
  private:
   Host host_;
   std::uint32_t max_depth_;
   std::array<std::atomic<std::uint64_t>, LOUPE_UNWIND_STATUS_COUNT> counts_{};
+};
+
+// The ring of records that end with a loupe_ustack and its slice: from `min_len` (the
+// smallest record on it, default a Record without slice) to a Record with the largest.
+template <typename Record, typename Decoder>
+void register_ustack_ring(const Host& host, const FixedRing& ring, Decoder* decoder,
+                          std::uint32_t min_len = sizeof(Record)) {
+  register_variable_ring(host, ring, min_len,
+                         static_cast<std::uint32_t>(sizeof(Record)) + LOUPE_USTACK_MAX_BYTES,
+                         decoder);
+}
+
+// Unwound stacks interned per process, under ids a kernel stack map never hands out
+// (from 1 << 30): dwarf-mode rows then keep the fp mode's stack-id keys and reports.
+// Thread-safe.
+class StackInterner {
+ public:
+  static constexpr std::int32_t kFirstId = 1 << 30;
+
+  // The id of `addrs` in process `tgid`, and whether it was new (then name it).
+  std::pair<std::int32_t, bool> intern(std::uint32_t tgid,
+                                       const std::vector<std::uint64_t>& addrs) {
+    std::lock_guard lock(mu_);
+    auto [it, inserted] = ids_.try_emplace({tgid, addrs}, next_);
+    if (inserted) ++next_;
+    return {it->second, inserted};
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::pair<std::uint32_t, std::vector<std::uint64_t>>, std::int32_t> ids_;
+  std::int32_t next_ = kFirstId;
 };
 
 }  // namespace loupe::sdk
