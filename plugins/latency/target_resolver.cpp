@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "target_resolver.hpp"
 
+#include <regex>
 #include <stdexcept>
 
 #include "loupe/sdk/plugin.hpp"
@@ -101,6 +102,30 @@ ResolvedTarget TargetResolver::resolve_user_function(const TargetSpec& spec) {
   return t;
 }
 
+namespace {
+// "python3.11" / "libpython3.12.so.1.0" -> 11 / 12; -1 when the name says no version.
+int python3_minor(const std::string& path) {
+  std::smatch m;
+  static const std::regex re("python3\\.([0-9]+)");
+  return std::regex_search(path, m, re) ? std::stoi(m[1]) : -1;
+}
+}  // namespace
+
+// Probes whose numbers mislead on some runtimes are said so before the report: CPython
+// 3.11+ runs most Python-to-Python calls inside one C frame without firing
+// function__entry / function__return.
+void TargetResolver::warn_incomplete_probes(const ResolvedTarget& t) const {
+  if (t.spec.usdt_entry.provider != "python" || t.spec.usdt_entry.name.rfind("function__", 0) != 0)
+    return;
+  const int minor = python3_minor(t.binary_path);
+  if (minor >= 0 && minor < 11) return;
+  host_.warn("target '" + t.spec.name + "': " + t.binary_path +
+             (minor >= 11 ? " is Python 3." + std::to_string(minor) : " may be Python 3.11+") +
+             ", which fires python:function__entry/return only for calls it does not inline: "
+             "per-function counts and times from them are incomplete (profile the interpreter "
+             "with cpusample unwind = \"dwarf\" instead)");
+}
+
 // The probes are looked up in the file's notes here, so a misspelt name is refused with
 // the list of what the binary has rather than libbpf's bare ENOENT at attach.
 ResolvedTarget TargetResolver::resolve_usdt(const TargetSpec& spec) {
@@ -138,6 +163,7 @@ ResolvedTarget TargetResolver::resolve_usdt(const TargetSpec& spec) {
                          (probes.empty() ? " (it has no USDT notes at all)" : "; it has: " + have));
   }
   t.usdt_sites = sites(spec.usdt_entry);
+  warn_incomplete_probes(t);
   if (spec.label_arg >= 0) {
     for (const auto& p : probes) {
       if (p.provider != spec.usdt_entry.provider || p.name != spec.usdt_entry.name) continue;

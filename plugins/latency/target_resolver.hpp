@@ -44,6 +44,7 @@ class TargetResolver {
   ResolvedTarget resolve_user_function(const TargetSpec& spec);
   ResolvedTarget resolve_tracepoints(const TargetSpec& spec);
   ResolvedTarget resolve_usdt(const TargetSpec& spec);
+  void warn_incomplete_probes(const ResolvedTarget& t) const;
 
   const sdk::Host& host_;
   const LibraryResolver& libraries_;
