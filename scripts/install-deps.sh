@@ -9,7 +9,7 @@ BUILD_PKGS=(
   libboost-dev libtomlplusplus-dev libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler libcpp-httplib-dev
-  systemtap-sdt-dev libdebuginfod-dev
+  systemtap-sdt-dev libdebuginfod-dev libjemalloc-dev
 )
 # The kernel matrix (scripts/vmtest.sh): Debian's 6.1 and 6.12 kernels booted under qemu.
 # LOUPE_WITH_VMTEST=0 leaves them out (CI never does).

@@ -10,6 +10,15 @@
 #include "loupe/session.hpp"
 #include "loupe/version.hpp"
 
+// jemalloc (core/CMakeLists.txt says why loupe uses it) reads this at start-up. A report
+// allocates its records in one burst; jemalloc keeps freed pages for 10 s by default, so
+// the RSS after each report would stay at the burst's peak. Returned after 1 s instead.
+extern "C" {
+// NOLINTNEXTLINE: the name and type jemalloc looks up
+extern const char* malloc_conf;
+const char* malloc_conf = "dirty_decay_ms:1000,muzzy_decay_ms:0";
+}
+
 int main(int argc, char** argv) {
   using namespace loupe::cli;
   // Everything after "--" is the command to profile, untouched by option parsing.
