@@ -141,6 +141,10 @@ TEST_F(SyscountTest, CountsExactlyTheTargetsSyscalls) {
   }
   EXPECT_EQ(count_of(syscalls, "getppid"), kGetppid);
   EXPECT_EQ(count_of(syscalls, "getcwd"), kGetcwd);
+#if defined(__x86_64__)
+  // A syscall newer than the build's headers is named all the same (not "sys_462").
+  EXPECT_EQ(count_of(syscalls, "mseal"), 5u);
+#endif
   // nr labels agree with the x86_64 table the names came from.
   for (const Json& r : syscalls) {
     if (r["labels"]["syscall"] == "getppid") {
