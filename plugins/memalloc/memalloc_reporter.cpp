@@ -9,6 +9,7 @@
 #include "allocator_attacher.hpp"
 #include "loupe/hist.h"
 #include "loupe/sdk/histogram.hpp"
+#include "loupe/sdk/percpu.hpp"
 #include "loupe/sdk/records.hpp"
 
 namespace loupe::memalloc {
@@ -21,20 +22,6 @@ const char* origin_name(std::uint32_t origin) {
     case MA_ORIGIN_PAGE: return "page";
   }
   return "unknown";
-}
-
-// Reads every (key, value) of a hash map; entries added or removed meanwhile may be
-// missed or seen once, which a snapshot of a live map cannot avoid.
-template <typename K, typename V, typename Fn>
-void for_each_entry(int fd, Fn&& fn) {
-  K key{}, next{};
-  V value{};
-  K* prev = nullptr;
-  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-    if (bpf_map_lookup_elem(fd, &next, &value) == 0) fn(next, value);
-    key = next;
-    prev = &key;
-  }
 }
 
 }  // namespace
@@ -51,12 +38,12 @@ MemallocReporter::MemallocReporter(const sdk::Host& host, ReporterMaps maps, Rep
 
 SiteTable MemallocReporter::read_sites() const {
   SiteTable t;
-  for_each_entry<ma_stack_key, ma_stack_stats>(
+  sdk::for_each_entry<ma_stack_key, ma_stack_stats>(
       maps_.sites_fd, [&](const ma_stack_key& k, const ma_stack_stats& v) { t.add_site(k, v); });
   if (dwarf_)
     for (const auto& [k, v] : dwarf_->sites()) t.add_site(k, v);
   std::uint64_t now = host_.now_ns(LOUPE_CLOCK_MONOTONIC);
-  for_each_entry<ma_alloc_key, ma_alloc_info>(
+  sdk::for_each_entry<ma_alloc_key, ma_alloc_info>(
       maps_.outstanding_fd, [&](const ma_alloc_key&, const ma_alloc_info& v) {
         if (v.stack.kernel_stack_id != MA_DWARF_SEQ) {
           t.add_outstanding(v, now, opts_.min_age_ns);

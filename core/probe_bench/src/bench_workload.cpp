@@ -251,6 +251,20 @@ F opaque(F f) {
   return p;
 }
 
+// libc's own definition of `name`, not the process's: the loupe binary links jemalloc,
+// whose malloc/free interpose for the whole process, while the probes sit on libc's.
+void* libc_sym(const char* name) {
+  static void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  void* sym = libc ? dlsym(libc, name) : nullptr;
+  return sym ? sym : dlsym(RTLD_DEFAULT, name);
+}
+
+// libc's `name` (typed like `fn`), through a volatile pointer.
+template <typename F>
+F* libc_fn(F* /*fn*/, const char* name) {
+  return opaque(reinterpret_cast<F*>(libc_sym(name)));
+}
+
 enum UserLoopId {
   kMallocFree,
   kCallocFree,
@@ -311,7 +325,7 @@ const UserLoop* loop_calling(const std::string& fn) {
 
 std::optional<std::string> UserCallWorkload::function_at(std::uintptr_t addr) {
   for (const auto& fn : functions()) {
-    void* sym = dlsym(RTLD_DEFAULT, fn.c_str());
+    void* sym = libc_sym(fn.c_str());
     if (sym && reinterpret_cast<std::uintptr_t>(sym) == addr) return fn;
   }
   return std::nullopt;
@@ -333,20 +347,20 @@ std::vector<std::string> UserCallWorkload::functions() {
 }
 
 std::uint64_t UserCallWorkload::run(std::uint64_t n) const {
-  auto p_malloc = opaque(&malloc);
-  auto p_free = opaque(&free);
-  auto p_calloc = opaque(&calloc);
-  auto p_realloc = opaque(&realloc);
-  auto p_posix_memalign = opaque(&posix_memalign);
-  auto p_aligned_alloc = opaque(&aligned_alloc);
-  auto p_memalign = opaque(&memalign);
-  auto p_valloc = opaque(&valloc);
-  auto p_lock = opaque(&pthread_mutex_lock);
-  auto p_trylock = opaque(&pthread_mutex_trylock);
-  auto p_unlock = opaque(&pthread_mutex_unlock);
-  auto p_rdlock = opaque(&pthread_rwlock_rdlock);
-  auto p_wrlock = opaque(&pthread_rwlock_wrlock);
-  auto p_rwunlock = opaque(&pthread_rwlock_unlock);
+  auto p_malloc = libc_fn(&malloc, "malloc");
+  auto p_free = libc_fn(&free, "free");
+  auto p_calloc = libc_fn(&calloc, "calloc");
+  auto p_realloc = libc_fn(&realloc, "realloc");
+  auto p_posix_memalign = libc_fn(&posix_memalign, "posix_memalign");
+  auto p_aligned_alloc = libc_fn(&aligned_alloc, "aligned_alloc");
+  auto p_memalign = libc_fn(&memalign, "memalign");
+  auto p_valloc = libc_fn(&valloc, "valloc");
+  auto p_lock = libc_fn(&pthread_mutex_lock, "pthread_mutex_lock");
+  auto p_trylock = libc_fn(&pthread_mutex_trylock, "pthread_mutex_trylock");
+  auto p_unlock = libc_fn(&pthread_mutex_unlock, "pthread_mutex_unlock");
+  auto p_rdlock = libc_fn(&pthread_rwlock_rdlock, "pthread_rwlock_rdlock");
+  auto p_wrlock = libc_fn(&pthread_rwlock_wrlock, "pthread_rwlock_wrlock");
+  auto p_rwunlock = libc_fn(&pthread_rwlock_unlock, "pthread_rwlock_unlock");
   pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
   pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
   void* held = loop_ == kRealloc ? p_malloc(64) : nullptr;

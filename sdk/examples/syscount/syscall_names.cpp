@@ -22,13 +22,17 @@ constexpr Entry kTable[] = {
 // uretprobes read as sys_335 (the uretprobe trampoline's own syscall). x86_64 numbers from
 // the kernel's syscall_64.tbl; 335 checked on 6.18 (SIGILL outside a trampoline).
 constexpr Entry kNewer[] = {
-    {335, "uretprobe"},        {336, "uprobe"},           {451, "cachestat"},
-    {452, "fchmodat2"},        {453, "map_shadow_stack"}, {454, "futex_wake"},
-    {455, "futex_wait"},       {456, "futex_requeue"},    {457, "statmount"},
-    {458, "listmount"},        {459, "lsm_get_self_attr"}, {460, "lsm_set_self_attr"},
-    {461, "lsm_list_modules"}, {462, "mseal"},            {463, "setxattrat"},
-    {464, "getxattrat"},       {465, "listxattrat"},      {466, "removexattrat"},
-    {467, "open_tree_attr"},   {468, "file_getattr"},     {469, "file_setattr"},
+    {335, "uretprobe"},         {336, "uprobe"},
+    {451, "cachestat"},         {452, "fchmodat2"},
+    {453, "map_shadow_stack"},  {454, "futex_wake"},
+    {455, "futex_wait"},        {456, "futex_requeue"},
+    {457, "statmount"},         {458, "listmount"},
+    {459, "lsm_get_self_attr"}, {460, "lsm_set_self_attr"},
+    {461, "lsm_list_modules"},  {462, "mseal"},
+    {463, "setxattrat"},        {464, "getxattrat"},
+    {465, "listxattrat"},       {466, "removexattrat"},
+    {467, "open_tree_attr"},    {468, "file_getattr"},
+    {469, "file_setattr"},
 };
 #endif
 

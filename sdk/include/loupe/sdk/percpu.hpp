@@ -49,6 +49,33 @@ V read_per_cpu_sum(int map_fd, const void* key) {
   return out;
 }
 
+// Reads every (key, value) of a hash map; entries added or removed meanwhile may be
+// missed or seen once, which a snapshot of a live map cannot avoid.
+template <typename K, typename V, typename Fn>
+void for_each_entry(int fd, Fn&& fn) {
+  K key{}, next{};
+  V value{};
+  K* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    if (bpf_map_lookup_elem(fd, &next, &value) == 0) fn(next, value);
+    key = next;
+    prev = &key;
+  }
+}
+
+// The same over a per-CPU hash map: `fn(key, values)` with one value per possible CPU.
+template <typename K, typename V, typename Fn>
+void for_each_per_cpu_entry(int fd, Fn&& fn) {
+  K key{}, next{};
+  K* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    auto values = read_per_cpu<V>(fd, &next);
+    if (!values.empty()) fn(next, values);
+    key = next;
+    prev = &key;
+  }
+}
+
 }  // namespace loupe::sdk
 
 #endif  // LOUPE_SDK_PERCPU_HPP

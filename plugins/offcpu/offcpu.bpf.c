@@ -1,0 +1,399 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Off-CPU time by stack, with who woke it and how long it then waited for a CPU.
+ *
+ * sched_switch does both halves: the thread leaving the CPU (prev, the current task) is
+ * remembered with its stacks and state if it passes the target filter; the thread
+ * entering (next) is looked up in that table, and only there, so nothing else needs a
+ * filter: a thread is in the table only if its switch-out passed it. sched_waking marks
+ * a remembered thread woken (and by whom), which splits its time off the CPU into
+ * blocked (switch-out to wake-up) and run-queue wait (wake-up to switch-in); a preempted
+ * thread waited for a CPU the whole time.
+ *
+ * Three flavours of the same hooks (tp_btf, raw_tp, the classic tracepoint), chosen in
+ * user space by probing; the bodies are shared.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "loupe/filter.bpf.h"
+#include "loupe/hist.bpf.h"
+#include "offcpu.h"
+
+const volatile bool targ_user_stacks = true;
+const volatile bool targ_kernel_stacks = true;
+const volatile bool targ_per_thread = false;
+const volatile bool targ_wakers = true;
+const volatile __u64 targ_min_block_ns = 1000;
+const volatile __u64 targ_runq_threshold_ns = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 16384); /* max_stacks */
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, OC_MAX_STACK_DEPTH * sizeof(__u64));
+} stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384); /* max_threads */
+	__type(key, __u32);	    /* tid */
+	__type(value, struct oc_blocked);
+} blocked SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384); /* max_keys */
+	__type(key, struct oc_key);
+	__type(value, struct oc_val);
+} offcpu SEC(".maps");
+
+struct oc_proc_key {
+	__u32 tgid;
+	char comm[OC_COMM_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 1024); /* process_limit */
+	__type(key, struct oc_proc_key);
+	__type(value, struct oc_hist);
+} runq_procs SEC(".maps");
+
+/* Per CPU: the run-queue waits of the target's threads that got this CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct oc_hist);
+} runq_cpus SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct oc_blocker_key);
+	__type(value, struct oc_blocker_val);
+} blockers SEC(".maps");
+
+/* Never written: the zero value new per-process histograms start from. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct oc_hist);
+} zero_hist SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct oc_counters);
+} counters SEC(".maps");
+
+static __always_inline struct oc_counters *get_counters(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&counters, &zero);
+}
+
+/* The current task's stacks; -1 where there is none (kernel thread) or it failed. */
+static __always_inline void take_stacks(void *ctx, bool user, bool kernel, __s32 *ustack,
+					__s32 *kstack, __u64 *fail_user, __u64 *fail_kernel)
+{
+	long err;
+
+	*ustack = -1;
+	*kstack = -1;
+	if (user) {
+		struct task_struct *task = (void *)bpf_get_current_task();
+
+		if (BPF_CORE_READ(task, mm)) {
+			err = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+			if (err >= 0)
+				*ustack = err;
+			else
+				(*fail_user)++;
+		}
+	}
+	if (kernel) {
+		err = bpf_get_stackid(ctx, &stacks, 0);
+		if (err >= 0)
+			*kstack = err;
+		else
+			(*fail_kernel)++;
+	}
+}
+
+/* The current task (prev) leaves the CPU for `reason`. */
+static __always_inline void switch_out(void *ctx, __u32 reason)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct oc_counters *c;
+	struct oc_blocked b = {};
+	__u32 tid = (__u32)id;
+
+	if (tid == 0 || !loupe_filter_pass(id))
+		return;
+	c = get_counters();
+	if (!c)
+		return;
+	b.ts_out = bpf_ktime_get_ns();
+	b.tgid = id >> 32;
+	b.reason = reason;
+	b.waker_user_stack_id = -1;
+	b.waker_kernel_stack_id = -1;
+	bpf_get_current_comm(b.comm, sizeof(b.comm));
+	take_stacks(ctx, targ_user_stacks, targ_kernel_stacks, &b.user_stack_id, &b.kernel_stack_id,
+		    &c->user_stack_fail, &c->kernel_stack_fail);
+	c->switches_out++;
+	if (bpf_map_update_elem(&blocked, &tid, &b, BPF_ANY))
+		c->blocked_full++;
+}
+
+static __always_inline void add_runq(struct oc_counters *c, const struct oc_blocked *b, __u64 delay)
+{
+	struct oc_proc_key pk = {};
+	struct oc_hist *h;
+	__u32 zero = 0;
+	__u32 slot = loupe_log2_slot(delay);
+
+	c->runq_waits++;
+	h = bpf_map_lookup_elem(&runq_cpus, &zero);
+	if (h)
+		LOUPE_HIST_RECORD(h, delay, slot, OC_HIST_SLOTS);
+	pk.tgid = b->tgid;
+	__builtin_memcpy(pk.comm, b->comm, sizeof(pk.comm));
+	h = bpf_map_lookup_elem(&runq_procs, &pk);
+	if (!h) {
+		struct oc_hist *z = bpf_map_lookup_elem(&zero_hist, &zero);
+
+		if (z)
+			bpf_map_update_elem(&runq_procs, &pk, z, BPF_NOEXIST);
+		h = bpf_map_lookup_elem(&runq_procs, &pk);
+		if (!h) {
+			c->runq_procs_full++;
+			return;
+		}
+	}
+	LOUPE_HIST_RECORD(h, delay, slot, OC_HIST_SLOTS);
+}
+
+/* The current task (prev) held this CPU while a thread of the target waited for it. */
+static __always_inline void add_blocker(void *ctx, struct oc_counters *c, __u64 delay)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct oc_blocker_key k = {};
+	struct oc_blocker_val one = {1, delay}, *v;
+	long err;
+
+	if ((__u32)id == 0)
+		return; /* the CPU was idle: the wait was the wake-up's own latency */
+	k.tgid = id >> 32;
+	bpf_get_current_comm(k.comm, sizeof(k.comm));
+	take_stacks(ctx, targ_user_stacks, targ_kernel_stacks, &k.user_stack_id, &k.kernel_stack_id,
+		    &c->user_stack_fail, &c->kernel_stack_fail);
+	v = bpf_map_lookup_elem(&blockers, &k);
+	if (v) {
+		__sync_fetch_and_add(&v->count, 1);
+		__sync_fetch_and_add(&v->delay_ns, delay);
+		return;
+	}
+	err = bpf_map_update_elem(&blockers, &k, &one, BPF_NOEXIST);
+	if (err == -17 /* EEXIST */) {
+		v = bpf_map_lookup_elem(&blockers, &k);
+		if (v) {
+			__sync_fetch_and_add(&v->count, 1);
+			__sync_fetch_and_add(&v->delay_ns, delay);
+		}
+	} else if (err) {
+		c->blockers_full++;
+	}
+}
+
+static __always_inline void add_offcpu(struct oc_counters *c, const struct oc_blocked *b, __u32 tid,
+				       __u64 delta)
+{
+	struct oc_key k = {};
+	struct oc_val one = {delta, 1}, *v;
+	long err;
+
+	k.tgid = b->tgid;
+	k.tid = targ_per_thread ? tid : 0;
+	k.user_stack_id = b->user_stack_id;
+	k.kernel_stack_id = b->kernel_stack_id;
+	k.reason = b->reason;
+	k.waker_user_stack_id = -1;
+	k.waker_kernel_stack_id = -1;
+	__builtin_memcpy(k.comm, b->comm, sizeof(k.comm));
+	if (targ_wakers && b->ts_wake) {
+		k.waker_tgid = b->waker_tgid;
+		k.waker_user_stack_id = b->waker_user_stack_id;
+		k.waker_kernel_stack_id = b->waker_kernel_stack_id;
+		__builtin_memcpy(k.waker_comm, b->waker_comm, sizeof(k.waker_comm));
+	}
+	c->blocks++;
+	v = bpf_map_lookup_elem(&offcpu, &k);
+	if (v) {
+		__sync_fetch_and_add(&v->total_ns, delta);
+		__sync_fetch_and_add(&v->count, 1);
+		return;
+	}
+	err = bpf_map_update_elem(&offcpu, &k, &one, BPF_NOEXIST);
+	if (err == -17 /* EEXIST: another CPU inserted it meanwhile */) {
+		v = bpf_map_lookup_elem(&offcpu, &k);
+		if (v) {
+			__sync_fetch_and_add(&v->total_ns, delta);
+			__sync_fetch_and_add(&v->count, 1);
+		}
+	} else if (err) {
+		c->keys_full++;
+		c->lost_ns += delta;
+	}
+}
+
+/* Thread `tid` gets the CPU. */
+static __always_inline void switch_in(void *ctx, __u32 tid)
+{
+	struct oc_blocked b, *p;
+	struct oc_counters *c;
+	__u64 now, runq_from = 0;
+
+	p = bpf_map_lookup_elem(&blocked, &tid);
+	if (!p)
+		return;
+	now = bpf_ktime_get_ns();
+	__builtin_memcpy(&b, p, sizeof(b));
+	bpf_map_delete_elem(&blocked, &tid);
+	c = get_counters();
+	if (!c || now < b.ts_out)
+		return;
+	if (b.ts_wake)
+		runq_from = b.ts_wake;
+	else if (b.reason == OC_REASON_PREEMPTED)
+		runq_from = b.ts_out;
+	if (runq_from && now >= runq_from) {
+		add_runq(c, &b, now - runq_from);
+		if (targ_runq_threshold_ns && now - runq_from >= targ_runq_threshold_ns)
+			add_blocker(ctx, c, now - runq_from);
+	}
+	if (now - b.ts_out < targ_min_block_ns) {
+		c->below_min++;
+		return;
+	}
+	add_offcpu(c, &b, tid, now - b.ts_out);
+}
+
+/* Thread `tid` is being woken by the current task. */
+static __always_inline void waking(void *ctx, __u32 tid)
+{
+	struct oc_blocked *b = bpf_map_lookup_elem(&blocked, &tid);
+	struct oc_counters *c;
+	__u64 id;
+
+	if (!b || b->ts_wake)
+		return;
+	c = get_counters();
+	if (!c)
+		return;
+	b->ts_wake = bpf_ktime_get_ns();
+	c->wakeups++;
+	if (!targ_wakers)
+		return;
+	id = bpf_get_current_pid_tgid();
+	b->waker_tgid = id >> 32;
+	b->waker_tid = (__u32)id;
+	bpf_get_current_comm(b->waker_comm, sizeof(b->waker_comm));
+	take_stacks(ctx, targ_user_stacks, targ_kernel_stacks, &b->waker_user_stack_id,
+		    &b->waker_kernel_stack_id, &c->waker_stack_fail, &c->waker_stack_fail);
+}
+
+/* prev->__state at the switch (tp_btf and raw_tp see the raw value). */
+static __always_inline __u32 reason_of_state(bool preempt, __u32 state)
+{
+	if (preempt)
+		return OC_REASON_PREEMPTED;
+	if (state & 0x1) /* TASK_INTERRUPTIBLE */
+		return OC_REASON_SLEEP;
+	if (state & 0x2) /* TASK_UNINTERRUPTIBLE; with TASK_NOLOAD it is TASK_IDLE */
+		return (state & 0x400) ? OC_REASON_IDLE : OC_REASON_DISK;
+	if ((state & 0xff) == 0)
+		return OC_REASON_PREEMPTED; /* runnable: yielded, or woken before it left */
+	return OC_REASON_OTHER;
+}
+
+static __always_inline void on_switch_btf(void *ctx, bool preempt, struct task_struct *prev,
+					  struct task_struct *next, __u32 prev_state)
+{
+	/* TASK_DEAD, or exit_state set: the thread's last switch, it never comes back. */
+	if (!(prev_state & 0x80) && !BPF_CORE_READ(prev, exit_state))
+		switch_out(ctx, reason_of_state(preempt, prev_state));
+	switch_in(ctx, BPF_CORE_READ(next, pid));
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(oc_btf_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	on_switch_btf(ctx, preempt, prev, next, prev_state);
+	return 0;
+}
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(oc_btf_waking, struct task_struct *p)
+{
+	waking(ctx, BPF_CORE_READ(p, pid));
+	return 0;
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(oc_raw_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	on_switch_btf(ctx, preempt, prev, next, prev_state);
+	return 0;
+}
+
+SEC("raw_tp/sched_waking")
+int BPF_PROG(oc_raw_waking, struct task_struct *p)
+{
+	waking(ctx, BPF_CORE_READ(p, pid));
+	return 0;
+}
+
+/* The classic tracepoint reports the state as a TASK_REPORT bit (or TASK_REPORT_MAX,
+ * 0x100, when preempted). */
+SEC("tracepoint/sched/sched_switch")
+int oc_tp_switch(struct trace_event_raw_sched_switch *ctx)
+{
+	long state = ctx->prev_state;
+	__u32 reason;
+
+	if (state & 0x100)
+		reason = OC_REASON_PREEMPTED;
+	else if (state == 0)
+		reason = OC_REASON_PREEMPTED;
+	else if (state & 0x1)
+		reason = OC_REASON_SLEEP;
+	else if (state & 0x2)
+		reason = OC_REASON_DISK;
+	else if (state & 0x80)
+		reason = OC_REASON_IDLE;
+	else
+		reason = OC_REASON_OTHER;
+	if (!(state & 0x30)) /* EXIT_DEAD, EXIT_ZOMBIE: the thread's last switch */
+		switch_out(ctx, reason);
+	switch_in(ctx, ctx->next_pid);
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_waking")
+int oc_tp_waking(struct trace_event_raw_sched_wakeup_template *ctx)
+{
+	waking(ctx, ctx->pid);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

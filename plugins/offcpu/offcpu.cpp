@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// offcpu: where the target's threads wait off the CPU (by stack and reason), who woke
+// them, how long they then waited for a CPU (run-queue latency per process and per CPU),
+// and which tasks held the CPU meanwhile. From sched_switch and sched_waking (tp_btf,
+// else raw_tp, else the classic tracepoints, chosen by probing).
+#include <bpf/libbpf.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "loupe/sdk/plugin.hpp"
+#include "loupe/sdk/target_filter.hpp"
+#include "offcpu.h"
+#include "offcpu.skel.h"
+#include "offcpu_reporter.hpp"
+
+namespace loupe::offcpu {
+namespace {
+
+constexpr loupe_config_key kOwnKeys[] = {
+    {"min_block_ns", LOUPE_CFG_INT, 0, "1000",
+     "blocks shorter than this are counted but not aggregated by stack", 0, INT64_MAX},
+    {"wakers", LOUPE_CFG_BOOL, 0, "true",
+     "take the stack of the task that wakes each blocked thread (offcpu_wakers records)"},
+    {"runq_threshold_ns", LOUPE_CFG_INT, 0, "1000000",
+     "run-queue waits at least this long record the stack of the task that held the CPU "
+     "(runq_blockers; 0 = off)",
+     0, INT64_MAX},
+    {"per_thread", LOUPE_CFG_BOOL, 0, "false", "one stack row per thread (tid label)"},
+    {"user_stacks", LOUPE_CFG_BOOL, 0, "true", "take user stacks (frame pointers)"},
+    {"kernel_stacks", LOUPE_CFG_BOOL, 0, "true", "take kernel stacks"},
+    {"max_threads", LOUPE_CFG_INT, 0, "16384",
+     "threads off the CPU at once that can be tracked; more are counted as lost", 64, 4194304},
+    {"max_keys", LOUPE_CFG_INT, 0, "16384",
+     "distinct (process, stacks, reason, waker) rows kept; the rest is counted", 64, 4194304},
+    {"max_stacks", LOUPE_CFG_INT, 0, "16384", "stack map size", 64, 4194304},
+    {"process_limit", LOUPE_CFG_INT, 0, "1024", "processes with a run-queue histogram of their own",
+     1, 65536},
+    {"mechanism", LOUPE_CFG_STRING, 0, "\"auto\"",
+     "hook flavour: \"auto\" (tp_btf, else raw_tp, else tracepoint), or force one of them"},
+};
+constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kTargetFilterKeys);
+
+struct SkelDeleter {
+  void operator()(offcpu_bpf* s) const { offcpu_bpf__destroy(s); }
+};
+
+constexpr const char* kHooks[] = {"sched_switch", "sched_waking"};
+constexpr const char* kMechNames[] = {"tp_btf", "raw_tp", "tracepoint"};
+
+}  // namespace
+
+class OffcpuProfiler : public sdk::Profiler {
+ public:
+  void setup(const sdk::SetupArgs& args) override {
+    host_ = std::make_unique<sdk::Host>(args.host);
+    const auto& cfg = args.config;
+    mechanism_ = choose_mechanism(cfg.value_string("mechanism"));
+
+    skel_.reset(offcpu_bpf__open());
+    if (!skel_)
+      throw sdk::Error(LOUPE_ERR_KERNEL,
+                       std::string("opening the BPF object: ") + std::strerror(errno));
+    auto* ro = skel_->rodata;
+    ro->targ_min_block_ns = static_cast<std::uint64_t>(cfg.value_int("min_block_ns"));
+    ro->targ_wakers = cfg.value_bool("wakers");
+    ro->targ_runq_threshold_ns = static_cast<std::uint64_t>(cfg.value_int("runq_threshold_ns"));
+    ro->targ_per_thread = cfg.value_bool("per_thread");
+    ro->targ_user_stacks = cfg.value_bool("user_stacks");
+    ro->targ_kernel_stacks = cfg.value_bool("kernel_stacks");
+    sdk::apply_target_filter(cfg, args.session, skel_.get());
+
+    opts_.per_thread = ro->targ_per_thread;
+    opts_.wakers = ro->targ_wakers;
+    opts_.runq_threshold_ns = ro->targ_runq_threshold_ns;
+    opts_.mechanism = kMechNames[mechanism_];
+
+    bpf_program* progs[3][2] = {{skel_->progs.oc_btf_switch, skel_->progs.oc_btf_waking},
+                                {skel_->progs.oc_raw_switch, skel_->progs.oc_raw_waking},
+                                {skel_->progs.oc_tp_switch, skel_->progs.oc_tp_waking}};
+    for (std::uint32_t m = 0; m < 3; ++m)
+      for (std::uint32_t h = 0; h < 2; ++h) bpf_program__set_autoload(progs[m][h], m == mechanism_);
+    for (std::uint32_t h = 0; h < 2; ++h) chosen_[h] = progs[mechanism_][h];
+
+    auto size = [&](bpf_map* m, const char* key) {
+      bpf_map__set_max_entries(m, static_cast<std::uint32_t>(cfg.value_int(key)));
+    };
+    size(skel_->maps.blocked, "max_threads");
+    size(skel_->maps.offcpu, "max_keys");
+    size(skel_->maps.stacks, "max_stacks");
+    size(skel_->maps.runq_procs, "process_limit");
+    host_->debug(std::string("offcpu: mechanism=") + kMechNames[mechanism_]);
+  }
+
+  void start(const sdk::StartArgs&) override {
+    if (host_->bpf_load(skel_->obj) != LOUPE_OK)
+      throw sdk::Error(LOUPE_ERR_KERNEL, "loading the offcpu BPF object: " + host_->last_error());
+    for (std::uint32_t h = 0; h < 2; ++h)
+      if (host_->bpf_attach(chosen_[h], kHooks[h]) != LOUPE_OK)
+        throw sdk::Error(LOUPE_ERR_KERNEL,
+                         std::string("attaching ") + kHooks[h] + ": " + host_->last_error());
+    ReporterMaps maps;
+    maps.stacks_fd = bpf_map__fd(skel_->maps.stacks);
+    maps.blocked_fd = bpf_map__fd(skel_->maps.blocked);
+    maps.offcpu_fd = bpf_map__fd(skel_->maps.offcpu);
+    maps.runq_procs_fd = bpf_map__fd(skel_->maps.runq_procs);
+    maps.runq_cpus_fd = bpf_map__fd(skel_->maps.runq_cpus);
+    maps.blockers_fd = bpf_map__fd(skel_->maps.blockers);
+    maps.counters_fd = bpf_map__fd(skel_->maps.counters);
+    reporter_ = std::make_unique<OffcpuReporter>(*host_, maps, opts_);
+  }
+
+  void collect(const sdk::CollectArgs& args) override {
+    if (reporter_) reporter_->collect(args.is_final, args.window_start_ns, args.window_end_ns);
+  }
+
+ private:
+  // tp_btf, else raw_tp, else classic tracepoints; a forced choice must be available.
+  std::uint32_t choose_mechanism(const std::string& wanted) {
+    std::string reasons;
+    for (std::uint32_t m = 0; m < 3; ++m) {
+      const char* feature = kMechNames[m];
+      if (wanted != "auto" && wanted != feature) continue;
+      std::string why;
+      if (host_->feature(feature, &why)) {
+        if (m == OC_MECH_TRACEPOINT)
+          for (const char* h : kHooks)
+            if (!host_->tracepoint_exists(std::string("sched:") + h))
+              throw sdk::Error(LOUPE_ERR_NOT_FOUND, std::string("tracepoint sched:") + h +
+                                                        " not found (is tracefs mounted?)");
+        return m;
+      }
+      reasons += std::string(reasons.empty() ? "" : "; ") + feature + ": " + why;
+    }
+    if (reasons.empty())
+      throw sdk::Error(
+          LOUPE_ERR_INVALID_ARG,
+          "mechanism = \"" + wanted + "\": expected auto, tp_btf, raw_tp or tracepoint");
+    throw sdk::Error(LOUPE_ERR_UNSUPPORTED,
+                     "no usable hook for the scheduler tracepoints (" + reasons + ")");
+  }
+
+  std::unique_ptr<sdk::Host> host_;
+  std::unique_ptr<offcpu_bpf, SkelDeleter> skel_;
+  std::uint32_t mechanism_ = OC_MECH_TP_BTF;
+  bpf_program* chosen_[2] = {};
+  ReporterOptions opts_;
+  std::unique_ptr<OffcpuReporter> reporter_;
+};
+
+}  // namespace loupe::offcpu
+
+LOUPE_PROFILER(loupe::offcpu::OffcpuProfiler, "offcpu", "0.1.0",
+               "time off the CPU by stack and reason, wakers, run-queue latency and blockers",
+               loupe::offcpu::kKeys)

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Types shared by offcpu.bpf.c and the user-space plugin: fixed-width fields only.
+ */
+#ifndef LOUPE_OFFCPU_H
+#define LOUPE_OFFCPU_H
+
+#ifndef __bpf__
+#include <linux/types.h>
+#endif
+
+#define OC_MAX_STACK_DEPTH 127
+#define OC_COMM_LEN 16
+#define OC_HIST_SLOTS 40 /* log2 ns: 2^39 ns ~ 9 min is the last slot, it takes the rest */
+
+enum oc_mech {
+  OC_MECH_TP_BTF = 0,
+  OC_MECH_RAW_TP = 1,
+  OC_MECH_TRACEPOINT = 2,
+};
+
+/* Why a thread left the CPU, from its state at the switch. */
+enum oc_reason {
+  OC_REASON_SLEEP = 1,     /* S: interruptible sleep (poll, read on a pipe, nanosleep...) */
+  OC_REASON_DISK = 2,      /* D: uninterruptible (usually I/O or a kernel lock) */
+  OC_REASON_PREEMPTED = 3, /* R: still runnable: preempted, or it yielded */
+  OC_REASON_IDLE = 4,      /* I: TASK_IDLE, a kernel thread waiting for work */
+  OC_REASON_OTHER = 5,     /* stopped, traced, parked, frozen */
+};
+
+/* A thread of the target that is off the CPU now: what its switch-out saw. */
+struct oc_blocked {
+  __u64 ts_out;  /* when it left the CPU */
+  __u64 ts_wake; /* when it was woken (0: not yet, or preempted) */
+  __u32 tgid;
+  __u32 reason;
+  __s32 user_stack_id; /* < 0: none (kernel thread, off, or failed: counters) */
+  __s32 kernel_stack_id;
+  __u32 waker_tgid; /* wakers = true: who woke it (0: not woken yet) */
+  __u32 waker_tid;
+  __s32 waker_user_stack_id;
+  __s32 waker_kernel_stack_id;
+  char comm[OC_COMM_LEN];
+  char waker_comm[OC_COMM_LEN];
+};
+
+/* One aggregation slot of off-CPU time: per (process, thread?, stacks, reason, waker). */
+struct oc_key {
+  __u32 tgid;
+  __u32 tid; /* 0 unless per_thread */
+  __s32 user_stack_id;
+  __s32 kernel_stack_id;
+  __u32 reason;
+  __u32 waker_tgid; /* 0 when wakers are off or it was not woken (preempted) */
+  __s32 waker_user_stack_id;
+  __s32 waker_kernel_stack_id;
+  char comm[OC_COMM_LEN];
+  char waker_comm[OC_COMM_LEN];
+};
+
+struct oc_val {
+  __u64 total_ns;
+  __u64 count;
+};
+
+/* The task that held a CPU while a woken (or preempted) thread of the target waited for
+ * it longer than runq_threshold_ns. */
+struct oc_blocker_key {
+  __u32 tgid;
+  __s32 user_stack_id;
+  __s32 kernel_stack_id;
+  __u32 pad;
+  char comm[OC_COMM_LEN];
+};
+
+struct oc_blocker_val {
+  __u64 count;
+  __u64 delay_ns;
+};
+
+struct oc_hist {
+  __u64 count;
+  __u64 sum;
+  __u64 min;
+  __u64 max;
+  __u64 slots[OC_HIST_SLOTS];
+};
+
+/* Per-CPU counters, summed in user space. */
+struct oc_counters {
+  __u64 switches_out;    /* switch-outs of the target's threads seen */
+  __u64 blocks;          /* ... that ended (switched back in) and were counted */
+  __u64 below_min;       /* ... shorter than min_block_ns: not aggregated */
+  __u64 blocked_full;    /* the in-flight map refused a switch-out: that block is lost */
+  __u64 keys_full;       /* the aggregation map refused a key: time only in lost_ns */
+  __u64 lost_ns;         /* off-CPU time not aggregated because a map was full */
+  __u64 user_stack_fail; /* bpf_get_stackid failed for a user stack */
+  __u64 kernel_stack_fail;
+  __u64 wakeups;          /* wake-ups of the target's blocked threads seen */
+  __u64 waker_stack_fail; /* a waker's stack could not be taken */
+  __u64 runq_waits;       /* run-queue waits measured (wake-up or preemption to run) */
+  __u64 runq_procs_full;  /* the per-process run-queue map was full */
+  __u64 blockers_full;    /* the blocker map was full */
+};
+
+#endif /* LOUPE_OFFCPU_H */

@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "offcpu_reporter.hpp"
+
+#include <bpf/bpf.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "loupe/sdk/histogram.hpp"
+#include "loupe/sdk/percpu.hpp"
+#include "loupe/sdk/records.hpp"
+
+namespace loupe::offcpu {
+namespace {
+
+template <typename T>
+std::string bytes_of(const char* tag, const T& v) {
+  std::string s(tag);
+  s.append(reinterpret_cast<const char*>(&v), sizeof(v));
+  return s;
+}
+
+std::string comm_of(const char* c) {
+  return std::string(c, strnlen(c, OC_COMM_LEN));
+}
+
+std::uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
+
+const char* reason_name(std::uint32_t reason) {
+  switch (reason) {
+    case OC_REASON_SLEEP: return "sleep";
+    case OC_REASON_DISK: return "uninterruptible";
+    case OC_REASON_PREEMPTED: return "preempted";
+    case OC_REASON_IDLE: return "idle";
+    case OC_REASON_OTHER: return "other";
+  }
+  return "unknown";
+}
+
+OffcpuReporter::OffcpuReporter(const sdk::Host& host, ReporterMaps maps, ReporterOptions opts)
+    : host_(host),
+      maps_(maps),
+      opts_(std::move(opts)),
+      frames_(host, maps.stacks_fd, OC_MAX_STACK_DEPTH) {}
+
+OffcpuReporter::Frames OffcpuReporter::stack_of(std::uint32_t tgid, std::int32_t user,
+                                                std::int32_t kernel) {
+  Frames out = frames_.kernel(kernel);
+  const Frames& u = frames_.user(tgid, user);
+  out.insert(out.end(), u.begin(), u.end());
+  return out;
+}
+
+std::uint64_t OffcpuReporter::delta(const std::string& key, std::uint64_t total, bool is_final) {
+  if (is_final) return total;
+  std::uint64_t& prev = previous_[key];
+  std::uint64_t d = total - std::min(prev, total);
+  prev = total;
+  return d;
+}
+
+void OffcpuReporter::emit_offcpu(bool is_final) {
+  // Rows differ by waker too; the plain view sums them per (process, stacks, reason).
+  auto plain_key = [](oc_key k) {
+    k.waker_tgid = 0;
+    k.waker_user_stack_id = k.waker_kernel_stack_id = -1;
+    std::memset(k.waker_comm, 0, sizeof(k.waker_comm));
+    return bytes_of("", k);
+  };
+  std::map<std::string, std::pair<oc_key, oc_val>> plain;
+  std::vector<std::pair<oc_key, oc_val>> woken;
+  sdk::for_each_entry<oc_key, oc_val>(maps_.offcpu_fd, [&](const oc_key& k, const oc_val& v) {
+    auto& slot = plain.try_emplace(plain_key(k), k, oc_val{}).first->second;
+    slot.second.total_ns += v.total_ns;
+    slot.second.count += v.count;
+    if (opts_.wakers && k.waker_tgid != 0) woken.emplace_back(k, v);
+  });
+
+  std::uint64_t total_ns = 0, blocks = 0;
+  // One record; false when nothing changed since the last interval report.
+  auto emit = [&](const char* name, const std::string& id, const oc_key& k, const oc_val& v,
+                  const Frames& frames, bool with_waker) {
+    const std::uint64_t ns = delta(id + "ns", v.total_ns, is_final);
+    const std::uint64_t n = delta(id + "n", v.count, is_final);
+    if (n == 0 && ns == 0) return false;
+    sdk::RecordBuilder rb(LOUPE_RECORD_STACK_SAMPLE, name);
+    rb.label("pid", std::to_string(k.tgid)).label("comm", comm_of(k.comm));
+    if (opts_.per_thread) rb.label("tid", std::to_string(k.tid));
+    rb.label("reason", reason_name(k.reason));
+    if (with_waker)
+      rb.label("waker_pid", std::to_string(k.waker_tgid))
+          .label("waker_comm", comm_of(k.waker_comm));
+    rb.final(is_final).window(ws_, we_);
+    rb.value("offcpu_ns", "ns", static_cast<std::int64_t>(ns))
+        .value("blocks", "count", static_cast<std::int64_t>(n));
+    rb.frames(frames.data(), static_cast<std::uint32_t>(frames.size())).emit(host_);
+    if (!with_waker) {
+      total_ns += ns;
+      blocks += n;
+    }
+    return true;
+  };
+  for (const auto& [id, kv] : plain) {
+    const auto& [k, v] = kv;
+    emit("offcpu", "p" + id, k, v, stack_of(k.tgid, k.user_stack_id, k.kernel_stack_id), false);
+  }
+  for (const auto& [k, v] : woken) {
+    // offwaketime's layout, leaf first as records are: the waker's frames root first,
+    // then "--", then the wakee's leaf first; a folded line then reads wakee root..leaf,
+    // --, waker leaf..root.
+    Frames waker = stack_of(k.waker_tgid, k.waker_user_stack_id, k.waker_kernel_stack_id);
+    Frames both(waker.rbegin(), waker.rend());
+    loupe_frame sep{};
+    sep.symbol = "--";
+    sep.kind = LOUPE_FRAME_KERNEL;
+    sep.resolution = LOUPE_UNRESOLVED_NOT_ATTEMPTED;
+    both.push_back(sep);
+    Frames wakee = stack_of(k.tgid, k.user_stack_id, k.kernel_stack_id);
+    both.insert(both.end(), wakee.begin(), wakee.end());
+    emit("offcpu_wakers", bytes_of("w", k), k, v, both, true);
+  }
+  auto metric = [&](const char* name, const char* unit, double v) {
+    sdk::RecordBuilder rb(LOUPE_RECORD_METRIC, name);
+    rb.final(is_final).window(ws_, we_).metric(LOUPE_METRIC_COUNTER, unit, v).emit(host_);
+  };
+  metric("offcpu_ns_total", "ns", static_cast<double>(total_ns));
+  metric("offcpu_blocks", "count", static_cast<double>(blocks));
+}
+
+void OffcpuReporter::emit_in_flight() {
+  // The kernel's clock (bpf_ktime_get_ns) is CLOCK_MONOTONIC.
+  const std::uint64_t now = monotonic_ns();
+  sdk::for_each_entry<std::uint32_t, oc_blocked>(
+      maps_.blocked_fd, [&](std::uint32_t tid, const oc_blocked& b) {
+        if (now <= b.ts_out) return;
+        Frames f = stack_of(b.tgid, b.user_stack_id, b.kernel_stack_id);
+        sdk::RecordBuilder rb(LOUPE_RECORD_STACK_SAMPLE, "offcpu_in_flight");
+        rb.label("pid", std::to_string(b.tgid)).label("comm", comm_of(b.comm));
+        rb.label("tid", std::to_string(tid)).label("reason", reason_name(b.reason));
+        rb.final(true).window(ws_, we_);
+        rb.value("offcpu_ns", "ns", static_cast<std::int64_t>(now - b.ts_out))
+            .value("blocks", "count", 1);
+        rb.frames(f.data(), static_cast<std::uint32_t>(f.size())).emit(host_);
+      });
+}
+
+void OffcpuReporter::emit_runq(bool is_final) {
+  auto emit = [&](const std::string& key, const oc_hist& total, const char* label,
+                  const std::string& value, const std::string* comm) {
+    oc_hist h = total;
+    if (!is_final) {
+      oc_hist& before = previous_hist_[key];
+      h = sdk::hist_interval_delta(total, before);
+      before = total;
+    }
+    if (h.count == 0) return;
+    sdk::RecordBuilder rb(LOUPE_RECORD_HISTOGRAM, "runq_latency");
+    rb.label(label, value);
+    if (comm) rb.label("comm", *comm);
+    rb.final(is_final).window(ws_, we_);
+    sdk::add_histogram(rb, "ns", h).emit(host_);
+  };
+  struct ProcKey {
+    std::uint32_t tgid;
+    char comm[OC_COMM_LEN];
+  };
+  sdk::for_each_per_cpu_entry<ProcKey, oc_hist>(
+      maps_.runq_procs_fd, [&](const ProcKey& k, const std::vector<oc_hist>& per_cpu) {
+        const oc_hist h = sdk::hist_merge_per_cpu<oc_hist>(per_cpu);
+        const std::string comm = comm_of(k.comm);
+        emit(bytes_of("p", k), h, "pid", std::to_string(k.tgid), &comm);
+      });
+  std::uint32_t zero = 0;
+  auto per_cpu = sdk::read_per_cpu<oc_hist>(maps_.runq_cpus_fd, &zero);
+  for (std::size_t cpu = 0; cpu < per_cpu.size(); ++cpu)
+    emit("cpu" + std::to_string(cpu), per_cpu[cpu], "cpu", std::to_string(cpu), nullptr);
+}
+
+void OffcpuReporter::emit_blockers(bool is_final) {
+  if (opts_.runq_threshold_ns == 0) return;
+  sdk::for_each_entry<oc_blocker_key, oc_blocker_val>(
+      maps_.blockers_fd, [&](const oc_blocker_key& k, const oc_blocker_val& v) {
+        const std::uint64_t n = delta(bytes_of("bn", k), v.count, is_final);
+        const std::uint64_t ns = delta(bytes_of("bd", k), v.delay_ns, is_final);
+        if (n == 0) return;
+        Frames f = stack_of(k.tgid, k.user_stack_id, k.kernel_stack_id);
+        sdk::RecordBuilder rb(LOUPE_RECORD_STACK_SAMPLE, "runq_blockers");
+        rb.label("pid", std::to_string(k.tgid)).label("comm", comm_of(k.comm));
+        rb.final(is_final).window(ws_, we_);
+        rb.value("waits", "count", static_cast<std::int64_t>(n))
+            .value("delay_ns", "ns", static_cast<std::int64_t>(ns));
+        rb.frames(f.data(), static_cast<std::uint32_t>(f.size())).emit(host_);
+      });
+}
+
+void OffcpuReporter::emit_health(bool is_final) {
+  std::uint32_t zero = 0;
+  const auto c = sdk::read_per_cpu_sum<oc_counters>(maps_.counters_fd, &zero);
+  auto metric = [&](const char* name, double v) {
+    sdk::RecordBuilder rb(LOUPE_RECORD_METRIC, name);
+    rb.final(is_final).window(ws_, we_).metric(LOUPE_METRIC_COUNTER, "count", v).emit(host_);
+  };
+  metric("switches_out", static_cast<double>(c.switches_out));
+  metric("blocks_below_min", static_cast<double>(c.below_min));
+  metric("wakeups", static_cast<double>(c.wakeups));
+  metric("runq_waits", static_cast<double>(c.runq_waits));
+  struct Row {
+    const char* component;
+    std::uint64_t value;
+    const char* message;
+  };
+  const Row rows[] = {
+      {"offcpu/blocked_full", c.blocked_full,
+       "blocks lost: too many threads off the CPU at once (raise max_threads)"},
+      {"offcpu/keys_full", c.keys_full,
+       "blocks not aggregated: too many distinct (process, stacks, reason, waker) keys (raise "
+       "max_keys); their time is in offcpu/lost_ns"},
+      {"offcpu/lost_ns", c.lost_ns, "off-CPU nanoseconds not attributed to a stack"},
+      {"offcpu/user_stack_fail", c.user_stack_fail,
+       "user stacks that could not be taken (stack map full or collision: raise max_stacks)"},
+      {"offcpu/kernel_stack_fail", c.kernel_stack_fail, "kernel stacks that could not be taken"},
+      {"offcpu/waker_stack_fail", c.waker_stack_fail, "waker stacks that could not be taken"},
+      {"offcpu/runq_procs_full", c.runq_procs_full,
+       "run-queue waits only in the per-CPU histograms: too many processes (raise "
+       "process_limit)"},
+      {"offcpu/blockers_full", c.blockers_full, "run-queue blockers not kept: the map is full"},
+  };
+  for (const auto& r : rows) {
+    sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, "offcpu");
+    rb.final(is_final).window(ws_, we_);
+    rb.health(r.value ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK, r.component, r.value, r.message);
+    rb.emit(host_);
+  }
+  if (is_final && c.switches_out == 0) {
+    sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, "silent_probe");
+    rb.final(true).window(ws_, we_);
+    rb.health(LOUPE_HEALTH_WARN, "offcpu", 1,
+              "no thread of the target left a CPU (" + opts_.mechanism + " sched_switch)");
+    rb.emit(host_);
+  }
+}
+
+void OffcpuReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) {
+  ws_ = ws;
+  we_ = we;
+  emit_offcpu(is_final);
+  if (is_final) emit_in_flight();
+  emit_runq(is_final);
+  emit_blockers(is_final);
+  emit_health(is_final);
+}
+
+}  // namespace loupe::offcpu

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Turns offcpu's kernel maps into records:
+//   offcpu            stack records: time off the CPU (ns) and blocks per (process,
+//                     thread?, stacks, reason); a flame graph of where threads waited.
+//   offcpu_wakers     the same time with the waker's stack above a "--" frame
+//                     (offwaketime's layout: wakee root..leaf, --, waker leaf..root).
+//   offcpu_in_flight  final report: threads still off the CPU when the session ended,
+//                     with the time so far (reported, not lost).
+//   runq_latency      histograms: wake-up (or preemption) to running, per process and
+//                     per CPU.
+//   runq_blockers     stack records: the task that held the CPU while a woken thread of
+//                     the target waited longer than runq_threshold_ns.
+// Interval reports carry what changed since the last one; the final report the session.
+// collect() runs on the session thread only.
+#ifndef LOUPE_OFFCPU_REPORTER_HPP
+#define LOUPE_OFFCPU_REPORTER_HPP
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "loupe/sdk/host.hpp"
+#include "loupe/sdk/stack_map.hpp"
+#include "offcpu.h"
+
+namespace loupe::offcpu {
+
+struct ReporterMaps {
+  int stacks_fd = -1;
+  int blocked_fd = -1;
+  int offcpu_fd = -1;
+  int runq_procs_fd = -1;
+  int runq_cpus_fd = -1;
+  int blockers_fd = -1;
+  int counters_fd = -1;
+};
+
+struct ReporterOptions {
+  bool per_thread = false;
+  bool wakers = true;
+  std::uint64_t runq_threshold_ns = 0;
+  std::string mechanism;
+};
+
+const char* reason_name(std::uint32_t reason);
+
+class OffcpuReporter {
+ public:
+  OffcpuReporter(const sdk::Host& host, ReporterMaps maps, ReporterOptions opts);
+
+  void collect(bool is_final, std::uint64_t window_start_ns, std::uint64_t window_end_ns);
+
+ private:
+  using Frames = sdk::StackMapFrames::Frames;
+  Frames stack_of(std::uint32_t tgid, std::int32_t user, std::int32_t kernel);
+  // Interval reports: what grew since the last report under this key.
+  std::uint64_t delta(const std::string& key, std::uint64_t total, bool is_final);
+  void emit_offcpu(bool is_final);
+  void emit_in_flight();
+  void emit_runq(bool is_final);
+  void emit_blockers(bool is_final);
+  void emit_health(bool is_final);
+
+  sdk::Host host_;
+  ReporterMaps maps_;
+  ReporterOptions opts_;
+  sdk::StackMapFrames frames_;
+  std::map<std::string, std::uint64_t> previous_;
+  std::map<std::string, oc_hist> previous_hist_;
+  std::uint64_t ws_ = 0, we_ = 0;
+};
+
+}  // namespace loupe::offcpu
+
+#endif  // LOUPE_OFFCPU_REPORTER_HPP

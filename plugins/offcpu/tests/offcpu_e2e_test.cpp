@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// offcpu end to end through the CLI on the real kernel, against what the workload
+// measured itself: time off the CPU per blocking function (within 5 %), the reason
+// (sleep, uninterruptible, preempted), the waker of a pipe reader, run-queue latency of
+// oversubscribed threads and not of a lone one, the task that held the CPU meanwhile,
+// and time still off the CPU when the session ends. Every hook flavour the kernel offers.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "cli_run.hpp"
+
+using nlohmann::json;
+
+namespace {
+
+using loupe::test::RunResult;
+
+bool has_frame(const json& rec, const std::string& symbol, std::size_t from = 0,
+               std::size_t to = SIZE_MAX) {
+  const auto& frames = rec["stack"]["frames"];
+  for (std::size_t i = from; i < frames.size() && i < to; ++i)
+    if (frames[i]["symbol"].is_string() && frames[i]["symbol"].get<std::string>() == symbol)
+      return true;
+  return false;
+}
+
+std::size_t separator(const json& rec) {
+  const auto& frames = rec["stack"]["frames"];
+  for (std::size_t i = 0; i < frames.size(); ++i)
+    if (frames[i]["symbol"].is_string() && frames[i]["symbol"].get<std::string>() == "--") return i;
+  return SIZE_MAX;
+}
+
+std::int64_t value(const json& rec, const std::string& name) {
+  for (const auto& v : rec["stack"]["values"])
+    if (v["name"] == name) return v["value"].get<std::int64_t>();
+  return 0;
+}
+
+double workload_figure(const std::string& output, const std::string& name) {
+  std::smatch m;
+  if (!std::regex_search(output, m, std::regex(name + "=([0-9]+)"))) return -1;
+  return std::stod(m[1]);
+}
+
+class OffcpuMechanisms : public loupe::test::CliRun,
+                         public ::testing::WithParamInterface<const char*> {
+ protected:
+  RunResult run_offcpu(const std::string& keys, const std::vector<std::string>& cmd,
+                       const std::string& extra = "") {
+    RunResult r = run(
+        std::string("[[plugins]]\nname = \"offcpu\"\nmechanism = \"") + GetParam() + "\"\n" + keys,
+        cmd, extra);
+    if (r.exit_code != 0 && r.output.find("no usable hook") != std::string::npos)
+      unavailable_ = true;
+    return r;
+  }
+  bool unavailable_ = false;
+};
+
+TEST_P(OffcpuMechanisms, TimePerBlockingFunctionMatchesTheWorkloadsOwnWithItsReason) {
+  RunResult r = run_offcpu("", {OFFCPU_WORKLOAD, "blockers"});
+  if (unavailable_) GTEST_SKIP() << GetParam() << " is not available here: " << r.output;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const double sleep_ns = workload_figure(r.output, "sleep_ns");
+  const double read_ns = workload_figure(r.output, "read_ns");
+  const double vfork_ns = workload_figure(r.output, "vfork_ns");
+  ASSERT_GT(sleep_ns, 0) << r.output;
+
+  // Per blocking function: all of its time, and the time per reason.
+  std::map<std::string, std::map<std::string, double>> by_fn;
+  for (const json* rec : r.all("stack", "offcpu")) {
+    if ((*rec)["labels"]["comm"] != "offcpu_workload") continue;
+    const std::string reason = (*rec)["labels"]["reason"];
+    for (const char* fn : {"sleep_in_sleeper", "read_in_reader", "wait_in_vfork"})
+      if (has_frame(*rec, fn)) {
+        by_fn[fn][reason] += static_cast<double>(value(*rec, "offcpu_ns"));
+        by_fn[fn]["all"] += static_cast<double>(value(*rec, "offcpu_ns"));
+      }
+  }
+  std::printf("  [%s] workload: sleep %.1f ms, read %.1f ms, vfork %.1f ms\n", GetParam(),
+              sleep_ns / 1e6, read_ns / 1e6, vfork_ns / 1e6);
+  std::printf("  loupe: sleep %.1f ms (S %.1f), read %.1f ms (S %.1f), vfork D %.1f ms\n",
+              by_fn["sleep_in_sleeper"]["all"] / 1e6, by_fn["sleep_in_sleeper"]["sleep"] / 1e6,
+              by_fn["read_in_reader"]["all"] / 1e6, by_fn["read_in_reader"]["sleep"] / 1e6,
+              by_fn["wait_in_vfork"]["uninterruptible"] / 1e6);
+  EXPECT_NEAR(by_fn["sleep_in_sleeper"]["all"], sleep_ns, 0.05 * sleep_ns);
+  EXPECT_NEAR(by_fn["read_in_reader"]["all"], read_ns, 0.05 * read_ns);
+  // The parent of vfork() waits uninterruptibly; its child (same stack, other pid)
+  // sleeps, interruptibly.
+  EXPECT_NEAR(by_fn["wait_in_vfork"]["uninterruptible"], vfork_ns, 0.05 * vfork_ns);
+  EXPECT_GE(by_fn["sleep_in_sleeper"]["sleep"], 0.9 * by_fn["sleep_in_sleeper"]["all"]);
+  EXPECT_GE(by_fn["read_in_reader"]["sleep"], 0.9 * by_fn["read_in_reader"]["all"]);
+
+  // The pipe reader was woken by the writer: waker stacks (after "--") name it.
+  double woken_by_writer = 0;
+  for (const json* rec : r.all("stack", "offcpu_wakers")) {
+    const std::size_t sep = separator(*rec);
+    ASSERT_NE(sep, SIZE_MAX) << rec->dump();
+    if (has_frame(*rec, "read_in_reader", sep) && has_frame(*rec, "write_from_writer", 0, sep))
+      woken_by_writer += static_cast<double>(value(*rec, "offcpu_ns"));
+  }
+  std::printf("  read time woken by write_from_writer: %.1f ms\n", woken_by_writer / 1e6);
+  EXPECT_GE(woken_by_writer, 0.9 * by_fn["read_in_reader"]["all"]);
+}
+
+TEST_P(OffcpuMechanisms, RunQueueLatencyOfOversubscribedThreadsAndTheirBlockers) {
+  // 3 threads spinning on CPU 0 wait for each other; 1 thread alone on the last CPU does
+  // not wait (much): only other work of this machine preempts it.
+  RunResult r = run_offcpu("", {"sh", "-c",
+                                std::string("'") + OFFCPU_WORKLOAD + " crowd 1.5 & " +
+                                    OFFCPU_WORKLOAD + " lone 1.5 & wait'"});
+  if (unavailable_) GTEST_SKIP() << GetParam() << " is not available here: " << r.output;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string crowd =
+      std::to_string(static_cast<long>(workload_figure(r.output, "crowd_pid")));
+  const std::string lone = std::to_string(static_cast<long>(workload_figure(r.output, "lone_pid")));
+  double crowd_sum = 0, crowd_count = 0, lone_sum = 0, cpu0_count = 0;
+  for (const json* rec : r.all("histogram", "runq_latency")) {
+    const auto& labels = (*rec)["labels"];
+    const auto& h = (*rec)["histogram"];
+    if (labels.contains("pid") && labels["pid"] == crowd) {
+      crowd_sum += h["sum"].get<double>();
+      crowd_count += h["count"].get<double>();
+    }
+    if (labels.contains("pid") && labels["pid"] == lone) lone_sum += h["sum"].get<double>();
+    if (labels.contains("cpu") && labels["cpu"] == "0") cpu0_count += h["count"].get<double>();
+  }
+  double crowd_preempted = 0;
+  for (const json* rec : r.all("stack", "offcpu"))
+    if ((*rec)["labels"]["pid"] == crowd && (*rec)["labels"]["reason"] == "preempted" &&
+        has_frame(*rec, "spin_in_crowd"))
+      crowd_preempted += static_cast<double>(value(*rec, "offcpu_ns"));
+  double blocked_by_crowd = 0;
+  for (const json* rec : r.all("stack", "runq_blockers"))
+    if (has_frame(*rec, "spin_in_crowd"))
+      blocked_by_crowd += static_cast<double>(value(*rec, "waits"));
+  std::printf(
+      "  [%s] crowd: %.0f run-queue waits, %.0f ms (preempted off-CPU %.0f ms); lone: %.1f "
+      "ms; CPU 0: %.0f waits; waits behind spin_in_crowd: %.0f\n",
+      GetParam(), crowd_count, crowd_sum / 1e6, crowd_preempted / 1e6, lone_sum / 1e6, cpu0_count,
+      blocked_by_crowd);
+  // 3 threads on one CPU for 1.5 s: each waits about 2/3 of the time (3 s in all).
+  EXPECT_GE(crowd_sum, 1.0e9);
+  EXPECT_GE(crowd_count, 30);
+  EXPECT_LT(lone_sum, crowd_sum / 4);
+  EXPECT_GE(cpu0_count, crowd_count * 0.9);
+  EXPECT_GE(crowd_preempted, 0.8 * crowd_sum);
+  EXPECT_GE(blocked_by_crowd, 0.5 * crowd_count);
+}
+
+TEST_P(OffcpuMechanisms, TimeStillOffTheCpuAtTheEndIsReportedInFlight) {
+  // The session ends (and stops its command) while the command's child still sleeps:
+  // the child is not stopped, and its block has no end yet.
+  RunResult r = run_offcpu("", {"sh", "-c", "'sleep 4 >/dev/null 2>&1 & wait'"}, "--duration 1");
+  if (unavailable_) GTEST_SKIP() << GetParam() << " is not available here: " << r.output;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  double in_flight = 0;
+  for (const json* rec : r.all("stack", "offcpu_in_flight"))
+    if ((*rec)["labels"]["comm"] == "sleep" && (*rec)["labels"]["reason"] == "sleep")
+      in_flight += static_cast<double>(value(*rec, "offcpu_ns"));
+  std::printf("  [%s] sleep 4 under a 1 s session: %.0f ms in flight at the end\n", GetParam(),
+              in_flight / 1e6);
+  EXPECT_GE(in_flight, 0.5e9);
+  EXPECT_LE(in_flight, 4e9);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllHooks, OffcpuMechanisms,
+                         ::testing::Values("tp_btf", "raw_tp", "tracepoint"));
+
+class OffcpuBadInput : public loupe::test::CliRun {};
+
+TEST_F(OffcpuBadInput, AnUnknownMechanismIsRefusedWithTheChoices) {
+  RunResult r = run("[[plugins]]\nname = \"offcpu\"\nmechanism = \"kprobe\"\n", {"true"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("expected auto, tp_btf, raw_tp or tracepoint"), std::string::npos)
+      << r.output;
+}
+
+}  // namespace

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * A workload whose time off the CPU is known, measured by the workload itself.
+ *
+ *   offcpu_workload blockers   three threads, each blocking in a function of its own:
+ *       sleep_in_sleeper    100 x nanosleep(10 ms)                      (S: sleep)
+ *       read_in_reader      50 reads of a pipe, each written 20 ms later
+ *                           by write_from_writer on another thread      (S, woken by it)
+ *       wait_in_vfork       10 x vfork(), the child sleeping 30 ms      (D: uninterruptible)
+ *     and prints the time each spent in its blocking calls:
+ *       sleep_ns=N read_ns=N vfork_ns=N
+ *   offcpu_workload crowd S    3 threads spinning on CPU 0 for S seconds (run-queue waits),
+ *                              in spin_in_crowd; prints crowd_pid=N
+ *   offcpu_workload lone S     1 thread spinning on the last CPU for S seconds, in
+ *                              spin_alone; prints lone_pid=N
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Each blocking call sits in a function of its own: frame-pointer unwinding from a libc
+ * syscall wrapper (built without frame pointers) skips the wrapper's direct caller, so
+ * these helpers are what it skips, and the functions the test looks for stay. */
+__attribute__((noinline)) static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+static int pipe_fds[2];
+static uint64_t sleep_total, read_total, vfork_total;
+
+__attribute__((noinline)) static uint64_t sleep_in_sleeper(void) {
+  uint64_t total = 0;
+
+  for (int i = 0; i < 100; i++) {
+    uint64_t t0 = now_ns();
+
+    sleep_ms(10);
+    total += now_ns() - t0;
+  }
+  return total;
+}
+
+__attribute__((noinline)) static ssize_t read_byte(char* c) {
+  return read(pipe_fds[0], c, 1);
+}
+
+__attribute__((noinline)) static ssize_t write_byte(void) {
+  return write(pipe_fds[1], "x", 1);
+}
+
+/* The parent waits uninterruptibly until the child, which sleeps `ms`, exits. */
+__attribute__((noinline)) static pid_t vfork_sleeping_child(long ms) {
+  pid_t p = vfork();
+
+  if (p == 0) {
+    struct timespec ts = {0, ms * 1000000L};
+
+    syscall(SYS_nanosleep, &ts, NULL);
+    _exit(0);
+  }
+  return p;
+}
+
+__attribute__((noinline)) static uint64_t read_in_reader(void) {
+  uint64_t total = 0;
+  char c;
+
+  for (int i = 0; i < 50; i++) {
+    uint64_t t0 = now_ns();
+
+    if (read_byte(&c) != 1) exit(3);
+    total += now_ns() - t0;
+  }
+  return total;
+}
+
+__attribute__((noinline)) static void write_from_writer(void) {
+  for (int i = 0; i < 50; i++) {
+    sleep_ms(20);
+    if (write_byte() != 1) exit(3);
+  }
+}
+
+__attribute__((noinline)) static uint64_t wait_in_vfork(void) {
+  uint64_t total = 0;
+
+  for (int i = 0; i < 10; i++) {
+    uint64_t t0 = now_ns();
+
+    if (vfork_sleeping_child(30) < 0) exit(3);
+    total += now_ns() - t0;
+  }
+  return total;
+}
+
+static void* sleeper(void* arg) {
+  (void)arg;
+  sleep_total = sleep_in_sleeper();
+  return NULL;
+}
+
+static void* reader(void* arg) {
+  (void)arg;
+  read_total = read_in_reader();
+  return NULL;
+}
+
+static void* writer(void* arg) {
+  (void)arg;
+  write_from_writer();
+  return NULL;
+}
+
+static void* vforker(void* arg) {
+  (void)arg;
+  vfork_total = wait_in_vfork();
+  return NULL;
+}
+
+static double spin_seconds;
+
+__attribute__((noinline)) static void* spin_on_cpu(void* arg) {
+  cpu_set_t set;
+  volatile uint64_t x = 0;
+  uint64_t end = now_ns() + (uint64_t)(spin_seconds * 1e9);
+
+  CPU_ZERO(&set);
+  CPU_SET((int)(intptr_t)arg, &set);
+  sched_setaffinity(0, sizeof(set), &set);
+  while (now_ns() < end)
+    for (int i = 0; i < 10000; i++) x += (uint64_t)i;
+  return NULL;
+}
+
+__attribute__((noinline)) static void* spin_in_crowd(void* arg) {
+  return spin_on_cpu(arg);
+}
+
+__attribute__((noinline)) static void* spin_alone(void* arg) {
+  return spin_on_cpu(arg);
+}
+
+static void spin_threads(int n, int cpu, void* (*fn)(void*)) {
+  pthread_t t[8];
+
+  for (int i = 0; i < n; i++) pthread_create(&t[i], NULL, fn, (void*)(intptr_t)cpu);
+  for (int i = 0; i < n; i++) pthread_join(t[i], NULL);
+}
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && strcmp(argv[1], "blockers") == 0) {
+    pthread_t t[4];
+
+    if (pipe(pipe_fds) != 0) return 2;
+    pthread_create(&t[0], NULL, sleeper, NULL);
+    pthread_create(&t[1], NULL, reader, NULL);
+    pthread_create(&t[2], NULL, writer, NULL);
+    pthread_create(&t[3], NULL, vforker, NULL);
+    for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+    printf("sleep_ns=%llu read_ns=%llu vfork_ns=%llu\n", (unsigned long long)sleep_total,
+           (unsigned long long)read_total, (unsigned long long)vfork_total);
+    return 0;
+  }
+  if (argc >= 3 && (strcmp(argv[1], "crowd") == 0 || strcmp(argv[1], "lone") == 0)) {
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+    spin_seconds = atof(argv[2]);
+    printf("%s_pid=%d\n", argv[1], (int)getpid());
+    fflush(stdout);
+    if (strcmp(argv[1], "crowd") == 0)
+      spin_threads(3, 0, spin_in_crowd);
+    else
+      spin_threads(1, ncpu > 1 ? (int)ncpu - 1 : 0, spin_alone);
+    return 0;
+  }
+  fprintf(stderr, "usage: %s blockers | crowd SECONDS | lone SECONDS\n", argv[0]);
+  return 2;
+}

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The frames of stacks a BPF stack map (BPF_MAP_TYPE_STACK_TRACE) holds, by stack id:
+// read and symbolized once per (process, id) and kept, so a profiler that reports the
+// same stacks every interval pays the symbolizer once. Kernel stacks are shared by every
+// process; user stacks are per process (the same addresses mean other code elsewhere).
+//
+// Frame strings belong to the host (valid until the plugin's destroy()).
+// Not thread-safe: callers that warm stacks from a thread of their own hold their lock.
+#ifndef LOUPE_SDK_STACK_MAP_HPP
+#define LOUPE_SDK_STACK_MAP_HPP
+
+#include <bpf/bpf.h>
+
+#include <cstdint>
+#include <map>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "loupe/sdk/host.hpp"
+
+namespace loupe::sdk {
+
+class StackMapFrames {
+ public:
+  using Frames = std::vector<loupe_frame>;
+
+  // `max_depth`: the map's value size in addresses.
+  StackMapFrames(const Host& host, int stacks_fd, std::uint32_t max_depth)
+      : host_(host), fd_(stacks_fd), max_depth_(max_depth) {}
+
+  // The user stack `id` of process `tgid`, leaf first; empty when id < 0 or it is gone.
+  const Frames& user(std::uint32_t tgid, std::int32_t id) {
+    if (id < 0) return empty_;
+    auto [it, inserted] = user_.try_emplace({tgid, id});
+    if (inserted) it->second = symbolized(tgid, LOUPE_FRAME_USER, id);
+    return it->second;
+  }
+  // Leading frames of the tracing machinery that took the stack (the BPF program,
+  // bpf_trace_run*, perf_trace_*, ...) are left out: they differ by hook flavour and say
+  // nothing about the traced code.
+  const Frames& kernel(std::int32_t id) {
+    if (id < 0) return empty_;
+    auto [it, inserted] = kernel_.try_emplace(id);
+    if (inserted) {
+      Frames all = symbolized(0, LOUPE_FRAME_KERNEL, id);
+      std::size_t skip = 0;
+      while (skip < all.size() && is_tracing_frame(all[skip].symbol)) ++skip;
+      it->second.assign(all.begin() + static_cast<std::ptrdiff_t>(skip), all.end());
+    }
+    return it->second;
+  }
+
+  static bool is_tracing_frame(const char* symbol) {
+    if (!symbol) return false;
+    const std::string_view s(symbol);
+    for (std::string_view p : {"bpf_prog_", "bpf_trace_run", "__bpf_trace_", "perf_trace_",
+                               "trace_call_bpf", "__traceiter_", "bpf_get_stack"})
+      if (s.substr(0, p.size()) == p) return true;
+    return false;
+  }
+
+  // Raw addresses of stack `id` (leaf first); empty when the id is gone.
+  std::vector<std::uint64_t> addresses(std::int32_t id) const {
+    std::vector<std::uint64_t> ips(max_depth_, 0);
+    if (id < 0 || bpf_map_lookup_elem(fd_, &id, ips.data()) != 0) return {};
+    std::size_t n = 0;
+    while (n < ips.size() && ips[n] != 0) ++n;
+    ips.resize(n);
+    return ips;
+  }
+
+  std::uint32_t max_depth() const { return max_depth_; }
+
+ private:
+  Frames symbolized(std::uint32_t pid, loupe_frame_kind kind, std::int32_t id) const {
+    auto ips = addresses(id);
+    Frames out(ips.size());
+    if (!ips.empty())
+      host_.symbolize(pid, kind, ips.data(), static_cast<std::uint32_t>(ips.size()), out.data());
+    return out;
+  }
+
+  Host host_;
+  int fd_;
+  std::uint32_t max_depth_;
+  std::map<std::pair<std::uint32_t, std::int32_t>, Frames> user_;
+  std::map<std::int32_t, Frames> kernel_;
+  const Frames empty_;
+};
+
+}  // namespace loupe::sdk
+
+#endif  // LOUPE_SDK_STACK_MAP_HPP
