@@ -5,6 +5,7 @@
 // records at collect().
 #include <bpf/libbpf.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -112,6 +113,11 @@ class CpuSampleProfiler : public sdk::Profiler {
     host_ = std::make_unique<sdk::Host>(args.host);
     const auto& cfg = args.config;
     spec_ = sdk::read_sampling_spec(cfg);
+    // What one sample stands for: its period of CPU time (the kernel adapts the period
+    // to the frequency), so on-CPU samples and off-CPU ns share a unit (time_ns).
+    opts_.sample_ns = spec_.period_ns
+                          ? spec_.period_ns
+                          : 1000000000ull / std::max<std::uint64_t>(1, spec_.frequency_hz);
     const sdk::TargetFilter filter = sdk::read_target_filter(cfg, args.session);
     bool user = cfg.value_bool("user_stacks");
     bool kernel = cfg.value_bool("kernel_stacks");

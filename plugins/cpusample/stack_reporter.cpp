@@ -20,7 +20,10 @@ std::string key_bytes(const cs_key& k) {
 }  // namespace
 
 StackReporter::StackReporter(const sdk::Host& host, ReporterMaps maps, ReporterOptions opts)
-    : host_(host), maps_(maps), opts_(std::move(opts)) {}
+    : host_(host),
+      maps_(maps),
+      opts_(std::move(opts)),
+      frames_(host, maps.stacks_fd, CS_MAX_STACK_DEPTH) {}
 
 std::vector<std::pair<cs_key, std::uint64_t>> StackReporter::read_counts() const {
   std::vector<std::pair<cs_key, std::uint64_t>> out;
@@ -35,45 +38,12 @@ std::vector<std::pair<cs_key, std::uint64_t>> StackReporter::read_counts() const
   return out;
 }
 
-std::vector<std::uint64_t> StackReporter::stack_addresses(std::int32_t stack_id) const {
-  std::vector<std::uint64_t> ips(CS_MAX_STACK_DEPTH, 0);
-  if (stack_id < 0 || bpf_map_lookup_elem(maps_.stacks_fd, &stack_id, ips.data()) != 0) return {};
-  std::size_t n = 0;
-  while (n < ips.size() && ips[n] != 0) ++n;
-  ips.resize(n);
-  return ips;
-}
-
-const StackReporter::Frames& StackReporter::user_frames(std::uint32_t tgid, std::int32_t stack_id) {
-  auto [it, inserted] = user_cache_.try_emplace({tgid, stack_id});
-  if (inserted) {
-    auto ips = stack_addresses(stack_id);
-    it->second.resize(ips.size());
-    if (!ips.empty())
-      host_.symbolize(tgid, LOUPE_FRAME_USER, ips.data(), static_cast<std::uint32_t>(ips.size()),
-                      it->second.data());
-  }
-  return it->second;
-}
-
-const StackReporter::Frames& StackReporter::kernel_frames(std::int32_t stack_id) {
-  auto [it, inserted] = kernel_cache_.try_emplace(stack_id);
-  if (inserted) {
-    auto ips = stack_addresses(stack_id);
-    it->second.resize(ips.size());
-    if (!ips.empty())
-      host_.symbolize(0, LOUPE_FRAME_KERNEL, ips.data(), static_cast<std::uint32_t>(ips.size()),
-                      it->second.data());
-  }
-  return it->second;
-}
-
 void StackReporter::warm() {
   auto counts = read_counts();
   std::lock_guard lock(mu_);
   for (const auto& [k, v] : counts) {
-    if (k.user_stack_id >= 0) user_frames(k.tgid, k.user_stack_id);
-    if (k.kernel_stack_id >= 0) kernel_frames(k.kernel_stack_id);
+    frames_.user(k.tgid, k.user_stack_id);
+    frames_.kernel(k.kernel_stack_id);
   }
 }
 
@@ -146,6 +116,10 @@ void StackReporter::emit_stack(std::uint32_t tgid, std::uint32_t tid, const char
   rb.final(is_final).window(ws, we);
   rb.frames(frames.data(), static_cast<std::uint32_t>(frames.size()));
   rb.value("samples", "count", static_cast<std::int64_t>(value));
+  // The estimated CPU time, in the unit offcpu's time_ns has: one wall-clock flame graph
+  // (the folded sink with value = "time_ns") holds both.
+  if (opts_.sample_ns)
+    rb.value("time_ns", "ns", static_cast<std::int64_t>(value * opts_.sample_ns));
   rb.emit(host_);
 }
 
@@ -154,13 +128,13 @@ void StackReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) {
   std::lock_guard lock(mu_);
   std::uint64_t truncated = 0;
   for (const auto& [k, total] : counts) {
-    const Frames* kf = k.kernel_stack_id >= 0 ? &kernel_frames(k.kernel_stack_id) : nullptr;
-    const Frames* uf = k.user_stack_id >= 0 ? &user_frames(k.tgid, k.user_stack_id) : nullptr;
+    const Frames* kf = k.kernel_stack_id >= 0 ? &frames_.kernel(k.kernel_stack_id) : nullptr;
+    const Frames* uf = k.user_stack_id >= 0 ? &frames_.user(k.tgid, k.user_stack_id) : nullptr;
     emit_stack(k.tgid, k.pid, k.comm, sizeof(k.comm), key_bytes(k), total, kf, uf, is_final, ws, we,
                &truncated);
   }
   for (const auto& [k, total] : dwarf_counts_) {
-    const Frames* kf = k.kernel_stack_id >= 0 ? &kernel_frames(k.kernel_stack_id) : nullptr;
+    const Frames* kf = k.kernel_stack_id >= 0 ? &frames_.kernel(k.kernel_stack_id) : nullptr;
     const Frames* uf = k.user_stack != kNoStack ? &dwarf_frames_[k.user_stack] : nullptr;
     std::string kb = "dwarf:";
     kb.append(reinterpret_cast<const char*>(&k), sizeof(k));

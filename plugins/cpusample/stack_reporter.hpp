@@ -26,6 +26,7 @@
 
 #include "cpusample.h"
 #include "loupe/sdk/host.hpp"
+#include "loupe/sdk/stack_map.hpp"
 
 namespace loupe::cpusample {
 
@@ -40,6 +41,7 @@ struct ReporterOptions {
   std::size_t max_keys = 16384;    // dwarf mode: distinct (process, stacks) counted
   std::size_t max_stacks = 16384;  // dwarf mode: distinct user stacks kept
   std::string record_name = "cpu";
+  std::uint64_t sample_ns = 0;  // CPU time one sample stands for: records' time_ns value
 };
 
 class StackReporter {
@@ -58,7 +60,7 @@ class StackReporter {
   }
 
  private:
-  using Frames = std::vector<loupe_frame>;
+  using Frames = sdk::StackMapFrames::Frames;
   struct DwarfKey {
     std::uint32_t tgid;
     std::uint32_t pid;
@@ -73,10 +75,6 @@ class StackReporter {
                   const Frames* user, bool is_final, std::uint64_t ws, std::uint64_t we,
                   std::uint64_t* truncated);
   std::vector<std::pair<cs_key, std::uint64_t>> read_counts() const;
-  const Frames& user_frames(std::uint32_t tgid, std::int32_t stack_id);
-  const Frames& kernel_frames(std::int32_t stack_id);
-  // Raw addresses of a stack (leaf first); empty when the id is gone.
-  std::vector<std::uint64_t> stack_addresses(std::int32_t stack_id) const;
   cs_counters read_counters() const;
   void emit_health(const cs_counters& c, std::uint64_t truncated, bool is_final, std::uint64_t ws,
                    std::uint64_t we);
@@ -85,8 +83,7 @@ class StackReporter {
   ReporterMaps maps_;
   ReporterOptions opts_;
   std::mutex mu_;
-  std::map<std::pair<std::uint32_t, std::int32_t>, Frames> user_cache_;
-  std::map<std::int32_t, Frames> kernel_cache_;
+  sdk::StackMapFrames frames_;                     // fp mode's stack ids; guarded by mu_
   std::map<std::string, std::uint64_t> previous_;  // key bytes -> count at the last interval
   // dwarf mode
   std::map<DwarfKey, std::uint64_t> dwarf_counts_;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "loupe/sdk/percpu.hpp"
 #include "loupe/sdk/records.hpp"
@@ -116,6 +117,43 @@ void LockReporter::emit_stacks(const LockSummary& s, const std::string& lock_lab
   }
 }
 
+void LockReporter::emit_holders(const LockSummary& s, const std::string& lock_label) {
+  if (s.key.kind != LW_KIND_FUTEX) return;
+  std::vector<const std::pair<lw_holder_key, lw_holder_val>*> rows;
+  for (const auto& h : holders_)
+    if (h.first.tgid == s.key.tgid && h.first.addr == s.key.addr) rows.push_back(&h);
+  std::sort(rows.begin(), rows.end(),
+            [](const auto* a, const auto* b) { return a->second.total_ns > b->second.total_ns; });
+  std::uint32_t n = 0;
+  for (const auto* h : rows) {
+    if (opts_.stacks_per_lock && n++ >= opts_.stacks_per_lock) break;
+    const auto cached = h->first.user_stack_id >= 0
+                            ? symbols_.user_stack(s.key.tgid, h->first.user_stack_id)
+                            : std::vector<CachedFrame>{};
+    std::vector<loupe_frame> frames(cached.size());
+    for (std::size_t i = 0; i < cached.size(); ++i) {
+      const auto& c = cached[i];
+      frames[i] = {c.address,
+                   c.symbol.empty() ? nullptr : c.symbol.c_str(),
+                   c.module.empty() ? nullptr : c.module.c_str(),
+                   c.offset,
+                   c.kind,
+                   c.resolution};
+    }
+    const std::string comm(h->second.comm, strnlen(h->second.comm, sizeof(h->second.comm)));
+    sdk::RecordBuilder rb(LOUPE_RECORD_STACK_SAMPLE, "lock_holder");
+    rb.label("lock", lock_label).label("addr", hex(s.key.addr)).label("kind", "futex");
+    rb.label("pid", std::to_string(s.key.tgid));
+    if (!comm.empty()) rb.label("comm", comm);
+    if (cached.empty()) rb.label("stack", "unavailable");
+    rb.final(is_final_).window(window_start_, window_end_);
+    rb.frames(frames.data(), static_cast<std::uint32_t>(frames.size()));
+    rb.value("wait_ns", "ns", static_cast<std::int64_t>(h->second.total_ns));
+    rb.value("waits", "count", static_cast<std::int64_t>(h->second.waits));
+    rb.emit(host_);
+  }
+}
+
 void LockReporter::emit_lock(std::uint32_t rank, const LockSummary& s, double window_s) {
   LockName name = symbols_.lock_name(s.key.kind == LW_KIND_KERNEL ? 0 : s.key.tgid, s.key.addr);
   std::string label = SymbolCache::label(name, s.key.addr);
@@ -173,6 +211,7 @@ void LockReporter::emit_lock(std::uint32_t rank, const LockSummary& s, double wi
     w.metric(LOUPE_METRIC_COUNTER, "count", static_cast<double>(t.waits)).emit(host_);
   }
   emit_stacks(s, label);
+  emit_holders(s, label);
 }
 
 void LockReporter::emit_counters(const std::vector<std::uint64_t>& c) {
@@ -185,6 +224,11 @@ void LockReporter::emit_counters(const std::vector<std::uint64_t>& c) {
          static_cast<double>(c[LW_C_KERNEL_MATCHED]));
   metric("futex_non_wait_ops", LOUPE_METRIC_COUNTER, "count",
          static_cast<double>(c[LW_C_NON_WAIT_OPS]));
+  if (opts_.holders) {
+    metric("futex_wakes", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c[LW_C_WAKES]));
+    metric("released_waits", LOUPE_METRIC_COUNTER, "count",
+           static_cast<double>(c[LW_C_RELEASED_WAITS]));
+  }
   if (opts_.pthread_stacks) {
     metric("pthread_calls", LOUPE_METRIC_COUNTER, "count",
            static_cast<double>(c[LW_C_PTHREAD_CALLS]));
@@ -216,6 +260,9 @@ void LockReporter::emit_counters(const std::vector<std::uint64_t>& c) {
          "user stacks not captured (stack map full or collision; raise max_stacks)");
   health("stack_failures_kernel", c[LW_C_KSTACK_FAIL],
          "kernel stacks not captured (stack map full or collision; raise max_stacks)");
+  if (opts_.holders)
+    health("holders_full", c[LW_C_HOLDERS_FULL],
+           "waits whose releaser was not kept: the (lock, releaser stack) map is full");
   health("first_seen_lost", c[LW_C_FIRST_SEEN_LOST],
          "first-seen records dropped: those locks and stacks are named at the end, which "
          "fails for processes that exited");
@@ -237,6 +284,8 @@ void LockReporter::collect(bool is_final, std::uint64_t window_start_ns,
   window_end_ = window_end_ns;
   std::uint64_t in_flight = sweep_inflight();
   auto locks = dump_hash<lw_lock_key, lw_lock_val>(maps_.locks_fd);
+  holders_ = opts_.holders ? dump_hash<lw_holder_key, lw_holder_val>(maps_.holders_fd)
+                           : decltype(holders_){};
   auto waiters = dump_hash<lw_waiter_key, lw_waiter_val>(maps_.waiters_fd);
   if (extra_waiters_)
     for (auto& row : extra_waiters_()) waiters.push_back(std::move(row));

@@ -25,6 +25,7 @@ struct ReporterMaps {
   int locks_fd = -1;
   int waiters_fd = -1;
   int counters_fd = -1;
+  int holders_fd = -1;
 };
 
 struct ReporterOptions {
@@ -32,7 +33,7 @@ struct ReporterOptions {
   std::uint32_t stacks_per_lock = 5;
   std::uint32_t threads_per_lock = 16;
   std::uint64_t max_age_ns = 0;
-  bool futex = true, kernel = true, pthread_stacks = false;
+  bool futex = true, kernel = true, pthread_stacks = false, holders = false;
   std::string kernel_mechanism;  // "tp_btf" or "tracepoint"
 };
 
@@ -52,6 +53,9 @@ class LockReporter {
   std::uint64_t sweep_inflight();
   void emit_lock(std::uint32_t rank, const LockSummary& s, double window_s);
   void emit_stacks(const LockSummary& s, const std::string& lock_label);
+  // holders: per lock, the releasers' stacks with the wait time their wakes ended.
+  void emit_holders(const LockSummary& s, const std::string& lock_label);
+  std::vector<std::pair<lw_holder_key, lw_holder_val>> holders_;  // this collect's
   void emit_counters(const std::vector<std::uint64_t>& c);
 
   sdk::Host host_;

@@ -27,6 +27,8 @@ const volatile __u64 targ_pthread_max_gap_ns = 1000ULL * 1000 * 1000;
 const volatile __u32 targ_rwlock_size = 56; /* sizeof(pthread_rwlock_t) on x86_64 glibc */
 /* unwind = "dwarf": futex waits' user stacks are copies unwound in user space. */
 const volatile bool targ_dwarf = false;
+/* holders: the stack of the thread whose futex wake ended each wait. */
+const volatile bool targ_holders = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -78,6 +80,22 @@ struct {
 	__type(value, struct lw_lock_val);
 } zero_lock SEC(".maps");
 
+/* holders: the last wake per futex word (tgid, FUTEX kind, addr); LRU, as a word whose
+ * waiters are gone is never asked again. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct lw_lock_key);
+	__type(value, struct lw_wake_val);
+} wakes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct lw_holder_key);
+	__type(value, struct lw_holder_val);
+} holders SEC(".maps");
+
 LOUPE_RING(first_seen, 64 * 1024);
 /* unwind = "dwarf": every futex wait with its stack copy (user space shrinks it when off). */
 LOUPE_RING(dwarf_waits, 4 * 1024 * 1024);
@@ -102,6 +120,75 @@ static __always_inline bool is_wait_op(__u32 op)
 		return true;
 	}
 	return false;
+}
+
+/* Futex ops that wake waiters of uaddr (FUTEX_WAKE, FUTEX_CMP_REQUEUE, FUTEX_WAKE_OP,
+ * FUTEX_UNLOCK_PI, FUTEX_WAKE_BITSET). */
+static __always_inline bool is_wake_op(__u32 op)
+{
+	switch (op & LW_FUTEX_CMD_MASK) {
+	case 1:
+	case 4:
+	case 5:
+	case 7:
+	case 10:
+		return true;
+	}
+	return false;
+}
+
+/* The current thread releases futex `addr`: it may end waits on it. */
+static __always_inline void note_wake(void *ctx, __u64 addr)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct lw_lock_key key = {.tgid = pid_tgid >> 32, .kind = LW_KIND_FUTEX, .addr = addr};
+	struct lw_wake_val w = {};
+
+	if (!loupe_filter_pass(pid_tgid))
+		return;
+	w.ts = bpf_ktime_get_ns();
+	w.tid = (__u32)pid_tgid;
+	w.user_stack_id = targ_user_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
+	if (w.user_stack_id < 0 && targ_user_stacks)
+		count(LW_C_USTACK_FAIL, 1);
+	bpf_get_current_comm(w.comm, sizeof(w.comm));
+	count(LW_C_WAKES, 1);
+	bpf_map_update_elem(&wakes, &key, &w, BPF_ANY);
+}
+
+/* A futex wait on `addr` that began at `start` ended: credit its time to the stack of
+ * the thread whose wake came during it. */
+static __always_inline void credit_holder(__u64 pid_tgid, __u64 addr, __u64 start, __u64 delta)
+{
+	struct lw_lock_key wk = {.tgid = pid_tgid >> 32, .kind = LW_KIND_FUTEX, .addr = addr};
+	struct lw_holder_key hk = {};
+	struct lw_holder_val *v, init = {};
+	struct lw_wake_val *w = bpf_map_lookup_elem(&wakes, &wk);
+
+	if (!w || w->ts < start)
+		return; /* no wake during this wait: a timeout, a signal, or the value changed */
+	hk.tgid = pid_tgid >> 32;
+	hk.user_stack_id = w->user_stack_id;
+	hk.addr = addr;
+	count(LW_C_RELEASED_WAITS, 1);
+	v = bpf_map_lookup_elem(&holders, &hk);
+	if (v) {
+		__sync_fetch_and_add(&v->waits, 1);
+		__sync_fetch_and_add(&v->total_ns, delta);
+		return;
+	}
+	init.waits = 1;
+	init.total_ns = delta;
+	__builtin_memcpy(init.comm, w->comm, sizeof(init.comm));
+	if (bpf_map_update_elem(&holders, &hk, &init, BPF_NOEXIST)) {
+		v = bpf_map_lookup_elem(&holders, &hk);
+		if (!v) {
+			count(LW_C_HOLDERS_FULL, 1);
+			return;
+		}
+		__sync_fetch_and_add(&v->waits, 1);
+		__sync_fetch_and_add(&v->total_ns, delta);
+	}
 }
 
 static __always_inline __s32 user_stack(void *ctx, __u32 tid, __u64 addr, __u64 *caller_ip)
@@ -328,6 +415,8 @@ static __always_inline void wait_end(__u32 kind, __u64 key_addr)
 		return;
 	record_lock(kind == LW_KIND_KERNEL ? 0 : pid_tgid >> 32, kind, w.addr, delta,
 		    kind == LW_KIND_KERNEL ? w.flags : 0);
+	if (targ_holders && kind == LW_KIND_FUTEX)
+		credit_holder(pid_tgid, w.addr, w.start_ns, delta);
 	if (targ_dwarf && kind == LW_KIND_FUTEX)
 		send_dwarf_wait(pid_tgid, w.addr, delta);
 	else
@@ -341,6 +430,8 @@ int lw_futex_enter(struct trace_event_raw_sys_enter *ctx)
 
 	if (!is_wait_op(op)) {
 		count(LW_C_NON_WAIT_OPS, 1);
+		if (targ_holders && is_wake_op(op))
+			note_wake(ctx, ctx->args[0]);
 		return 0;
 	}
 	wait_begin(ctx, LW_KIND_FUTEX, 0, ctx->args[0], op);

@@ -33,6 +33,9 @@ constexpr loupe_config_key kOwnKeys[] = {
     {"pthread_stacks", LOUPE_CFG_BOOL, 0, "false",
      "uprobes on libc pthread_mutex_lock/pthread_rwlock_*lock: the futex wait takes the "
      "stack seen there, which keeps the lock's direct caller (costs a uprobe per call)"},
+    {"holders", LOUPE_CFG_BOOL, 0, "true",
+     "who releases the lock: the stack of the thread whose futex wake ended each wait "
+     "(lock_holder stacks, a user stack per wake call)"},
     {"libc", LOUPE_CFG_STRING, 0, "\"\"",
      "libc for pthread_stacks (default: the one the target process maps, else loupe's own)"},
     {"top", LOUPE_CFG_INT, 0, "10", "locks reported, by total wait", 1, 10000},
@@ -63,6 +66,7 @@ class LockwaitProfiler : public sdk::Profiler {
     opts_.futex = cfg.value_bool("futex");
     opts_.kernel = cfg.value_bool("kernel");
     opts_.pthread_stacks = cfg.value_bool("pthread_stacks");
+    opts_.holders = cfg.value_bool("holders") && opts_.futex;
     opts_.top = static_cast<std::uint32_t>(cfg.value_int("top"));
     opts_.stacks_per_lock = static_cast<std::uint32_t>(cfg.value_int("stacks_per_lock"));
     opts_.threads_per_lock = static_cast<std::uint32_t>(cfg.value_int("threads_per_lock"));
@@ -95,6 +99,7 @@ class LockwaitProfiler : public sdk::Profiler {
         dwarf_ ? static_cast<std::uint32_t>(cfg.value_int("stack_bytes")) : 0;
     if (!dwarf_) bpf_map__set_max_entries(skel_->maps.dwarf_waits, 4096);
     ro->targ_pthread_stacks = opts_.pthread_stacks;
+    ro->targ_holders = opts_.holders;
     sdk::write_target_filter(filter, skel_.get());
     target_pid_ = static_cast<int>(filter.pid);
     uprobe_pid_ = filter.uprobe_pid();  // -1 when following the tree: children too
@@ -151,6 +156,7 @@ class LockwaitProfiler : public sdk::Profiler {
     maps.locks_fd = bpf_map__fd(skel_->maps.locks);
     maps.waiters_fd = bpf_map__fd(skel_->maps.waiters);
     maps.counters_fd = bpf_map__fd(skel_->maps.counters);
+    maps.holders_fd = bpf_map__fd(skel_->maps.holders);
     reporter_ = std::make_unique<LockReporter>(*host_, maps, opts_, *symbols_);
     if (dwarf_) {
       dwarf_waits_ = std::make_unique<DwarfWaits>(*host_, *symbols_, max_waiters_);

@@ -56,6 +56,9 @@ enum lw_counter {
   LW_C_PTHREAD_STACKS,  /* futex waits attributed to the stack of a pthread call */
   LW_C_LOST_NS,         /* wait time not attributed to a lock because a map was full */
   LW_C_FIRST_SEEN_LOST, /* first-seen notifications that did not fit in the ring */
+  LW_C_WAKES,           /* holders: futex wake calls of the target seen */
+  LW_C_RELEASED_WAITS,  /* holders: futex waits ended by a wake seen during them */
+  LW_C_HOLDERS_FULL,    /* holders: the (lock, releaser stack) map is full */
   LW_C_NR,
 };
 
@@ -114,6 +117,27 @@ struct lw_waiter_val {
   __u64 total_ns;
   __u64 max_ns;
   char comm[16];
+};
+
+/* holders: the last futex wake on a futex word, by the thread that released it. */
+struct lw_wake_val {
+  __u64 ts;
+  __u32 tid;
+  __s32 user_stack_id; /* the releaser's stack at the wake; < 0: none */
+  char comm[16];
+};
+
+/* holders: the wait time that ended with a wake, per (lock, releaser's stack). */
+struct lw_holder_key {
+  __u32 tgid;
+  __s32 user_stack_id;
+  __u64 addr;
+};
+
+struct lw_holder_val {
+  __u64 waits;
+  __u64 total_ns;
+  char comm[16]; /* the releasing thread's, at the first wake */
 };
 
 /* A pthread lock call seen by the optional uprobe: its stack stands in for the futex

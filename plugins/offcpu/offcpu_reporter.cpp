@@ -101,6 +101,9 @@ void OffcpuReporter::emit_offcpu(bool is_final) {
     rb.final(is_final).window(ws_, we_);
     rb.value("offcpu_ns", "ns", static_cast<std::int64_t>(ns))
         .value("blocks", "count", static_cast<std::int64_t>(n));
+    // cpusample's records carry their on-CPU estimate under the same name: a folded sink
+    // with value = "time_ns" draws a thread's whole life (profiles/wall.toml).
+    if (!with_waker) rb.value("time_ns", "ns", static_cast<std::int64_t>(ns));
     rb.frames(frames.data(), static_cast<std::uint32_t>(frames.size())).emit(host_);
     if (!with_waker) {
       total_ns += ns;

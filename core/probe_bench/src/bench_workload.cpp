@@ -6,6 +6,7 @@
 #include <linux/futex.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -14,9 +15,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -223,6 +226,74 @@ std::uint64_t BlockReadWorkload::run(std::uint64_t n) const {
     if (pread(fd_, buf_, kBlock, off) != static_cast<ssize_t>(kBlock)) break;
   }
   return now_ns() - start;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+// The partner: echoes every byte back until it reads 'q'.
+void* echo_partner(void* arg) {
+  const int* fds = static_cast<const int*>(arg);  // {read end, write end}
+  char c = 0;
+  while (read(fds[0], &c, 1) == 1 && c != 'q')
+    if (write(fds[1], &c, 1) != 1) break;
+  return nullptr;
+}
+
+bool pin_to(pthread_t t, int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return pthread_setaffinity_np(t, sizeof(set), &set) == 0;
+}
+
+}  // namespace
+
+std::unique_ptr<ContextSwitchWorkload> ContextSwitchWorkload::create(std::string* why) {
+  std::unique_ptr<ContextSwitchWorkload> w(new ContextSwitchWorkload());
+  if (pipe2(w->to_partner_, O_CLOEXEC) != 0 || pipe2(w->from_partner_, O_CLOEXEC) != 0) {
+    *why = std::string("pipe2: ") + std::strerror(errno);
+    return nullptr;
+  }
+  const int cpu = sched_getcpu();
+  w->cpu_ = cpu < 0 ? 0 : cpu;
+  // The partner reads to_partner_ and writes from_partner_ (the array lives in the
+  // workload, which joins the thread before it goes).
+  w->partner_fds_[0] = w->to_partner_[0];
+  w->partner_fds_[1] = w->from_partner_[1];
+  pthread_t t;
+  if (pthread_create(&t, nullptr, echo_partner, w->partner_fds_) != 0) {
+    *why = "cannot start the partner thread";
+    return nullptr;
+  }
+  pin_to(t, w->cpu_);
+  w->partner_ = static_cast<unsigned long>(t);
+  return w;
+}
+
+ContextSwitchWorkload::~ContextSwitchWorkload() {
+  if (partner_) {
+    const char q = 'q';
+    if (write(to_partner_[1], &q, 1) == 1) pthread_join(static_cast<pthread_t>(partner_), nullptr);
+  }
+  for (int fd : {to_partner_[0], to_partner_[1], from_partner_[0], from_partner_[1]})
+    if (fd >= 0) close(fd);
+}
+
+std::uint64_t ContextSwitchWorkload::run(std::uint64_t n) const {
+  // On the partner's CPU, so every iteration switches twice there (on two CPUs a
+  // thread may spin in idle and the count per iteration would vary); restored after.
+  cpu_set_t before;
+  const bool had = pthread_getaffinity_np(pthread_self(), sizeof(before), &before) == 0;
+  pin_to(pthread_self(), cpu_);
+  char c = 'x';
+  const std::uint64_t start = now_ns();
+  for (std::uint64_t i = 0; i < n; ++i)
+    if (write(to_partner_[1], &c, 1) != 1 || read(from_partner_[0], &c, 1) != 1) break;
+  const std::uint64_t elapsed = now_ns() - start;
+  if (had) pthread_setaffinity_np(pthread_self(), sizeof(before), &before);
+  return elapsed;
 }
 
 std::uint64_t BenchLoop::calibrate(std::uint64_t target_ns) const {

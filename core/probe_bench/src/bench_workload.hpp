@@ -5,6 +5,7 @@
 //     enters and leaves the kernel once, firing that syscall's sys_enter/sys_exit
 //     tracepoints (and raw_syscalls') once;
 //   - block I/O: O_DIRECT reads of a scratch file on a block device;
+//   - context switches: two threads ping-ponging a byte through pipes on one CPU;
 //   - user-call loops over the libc functions profilers put uprobes on (allocation and
 //     pthread lock entry points): each iteration calls each function of the loop once, so
 //     a uprobe or uretprobe on any of them fires once per iteration. A uprobe target is
@@ -26,7 +27,7 @@ class BenchLoop {
   virtual ~BenchLoop() = default;
   // "getppid", "malloc+free", ...
   virtual const std::string& name() const = 0;
-  // "syscall", "user call" or "block I/O"
+  // "syscall", "user call", "block I/O" or "scheduler"
   virtual const char* kind() const = 0;
   // What one iteration does once each: syscalls, functions, or block tracepoint events.
   virtual const std::vector<std::string>& members() const = 0;
@@ -81,6 +82,34 @@ class BlockReadWorkload : public BenchLoop {
   std::string path_;
   int fd_;
   void* buf_;
+};
+
+// Two threads on one CPU passing a byte back and forth through two pipes: each iteration
+// is two context switches (each thread blocks in read() and is woken by the other's
+// write()), firing sched_switch twice and sched_waking twice. The partner thread lives as
+// long as the workload.
+class ContextSwitchWorkload : public BenchLoop {
+ public:
+  // nullptr with *why when the pipes or the thread cannot be made.
+  static std::unique_ptr<ContextSwitchWorkload> create(std::string* why);
+  ~ContextSwitchWorkload() override;
+  ContextSwitchWorkload(const ContextSwitchWorkload&) = delete;
+  ContextSwitchWorkload& operator=(const ContextSwitchWorkload&) = delete;
+
+  const std::string& name() const override { return name_; }
+  const char* kind() const override { return "scheduler"; }
+  const std::vector<std::string>& members() const override { return events_; }
+  std::uint64_t run(std::uint64_t iterations) const override;
+
+ private:
+  ContextSwitchWorkload() = default;
+  std::string name_ = "pipe ping-pong (2 threads, 1 CPU)";
+  std::vector<std::string> events_ = {"sched_switch", "sched_waking"};
+  int to_partner_[2] = {-1, -1};
+  int from_partner_[2] = {-1, -1};
+  int partner_fds_[2] = {-1, -1};  // what the partner reads from and writes to
+  int cpu_ = 0;
+  unsigned long partner_ = 0;  // pthread_t
 };
 
 class UserCallWorkload : public BenchLoop {

@@ -146,7 +146,8 @@ std::optional<Driver> driver_for(const std::string& target, std::string* why) {
   const bool raw = target.rfind("raw_tp:", 0) == 0;
   if (!raw && target.rfind("tracepoint:", 0) != 0) {
     *why =
-        "no built-in loop fires this kind of probe (syscall and block tracepoints, libc uprobes)";
+        "no built-in loop fires this kind of probe (syscall, block and scheduler tracepoints, "
+        "libc uprobes)";
     return std::nullopt;
   }
   std::string name = target.substr(target.find(':') + 1);
@@ -165,9 +166,11 @@ std::optional<Driver> driver_for(const std::string& target, std::string* why) {
     }
   if (name == "block_rq_insert" || name == "block_rq_issue" || name == "block_rq_complete")
     return Driver{"block I/O", name, hook("block")};
+  if (name == "sched_switch" || name == "sched_waking")
+    return Driver{"scheduler", name, hook("sched")};
   *why =
-      "no built-in loop fires this tracepoint deterministically (syscall and block tracepoints, "
-      "libc uprobes)";
+      "no built-in loop fires this tracepoint deterministically (syscall, block and scheduler "
+      "tracepoints, libc uprobes)";
   return std::nullopt;
 }
 
@@ -191,7 +194,13 @@ void plan_workloads(BenchProfiler& prof, std::vector<Plan>& plans) {
       loop = UserCallWorkload::calling(d->member);
     else if (d->kind == "syscall" && !d->member.empty())
       loop = SyscallWorkload::find(d->member);
-    else if (d->kind == "block I/O" && !have_loop("O_DIRECT 4 KiB read")) {
+    else if (d->kind == "scheduler" && !have_loop("pipe ping-pong (2 threads, 1 CPU)")) {
+      loop = ContextSwitchWorkload::create(&why);
+      if (!loop) {
+        prof.skipped.push_back({p.probe, p.target, why});
+        continue;
+      }
+    } else if (d->kind == "block I/O" && !have_loop("O_DIRECT 4 KiB read")) {
       loop = BlockReadWorkload::create(&why);
       if (!loop) {
         prof.skipped.push_back({p.probe, p.target, why});

@@ -98,6 +98,32 @@ double stack_wait_ns(const json& s) {
 
 }  // namespace
 
+TEST_F(LockwaitE2E, HoldersNameTheFunctionThatReleasedTheLock) {
+  // Who blocks me: every wait on g_lock ended when another worker released it in
+  // contend_on_g_lock (through release_g_lock, the frame fp unwinding skips).
+  auto m = run_mutex(*this, "kernel = false\n");
+  ASSERT_EQ(m.r.exit_code, 0) << m.r.output;
+  ASSERT_NE(m.hist, nullptr) << m.r.output;
+  const double wait_ns = (*m.hist)["histogram"]["sum"].get<double>();
+  double released_ns = 0, by_releaser = 0;
+  std::string first;
+  for (const json* s : finals(m.r, "stack", "lock_holder")) {
+    if ((*s)["labels"].value("addr", "") != m.addr) continue;
+    released_ns += stack_wait_ns(*s);
+    if (frames_contain(*s, "contend_on_g_lock")) by_releaser += stack_wait_ns(*s);
+    if (first.empty()) first = describe(*s);
+  }
+  std::printf(
+      "  g_lock: %.1f ms waited, %.1f ms ended by a wake, %.1f ms by contend_on_g_lock "
+      "(%s)\n",
+      wait_ns / 1e6, released_ns / 1e6, by_releaser / 1e6, first.c_str());
+  // A wait may end without a wake (the lock came free before the thread slept), so not
+  // all of it; but the releases of a contended mutex end most of it.
+  EXPECT_GE(released_ns, 0.8 * wait_ns);
+  EXPECT_GE(by_releaser, 0.9 * released_ns);
+  EXPECT_EQ(health(m.r, "holders_full"), 0);
+}
+
 TEST_F(LockwaitE2E, MutexWaitMatchesTheWorkloadsOwnFigureAndIsNamed) {
   auto m = run_mutex(*this, "kernel = false\n");
   ASSERT_EQ(m.r.exit_code, 0) << m.r.output;

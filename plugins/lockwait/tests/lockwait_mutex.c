@@ -36,14 +36,21 @@ static void __attribute__((noinline)) hold_lock(long us) {
   nanosleep(&ts, NULL);
 }
 
-/* The function a profile must name as the waiter. */
+/* The unlock in a function of its own: frame-pointer unwinding from libc's futex wake
+ * skips the direct caller of pthread_mutex_unlock (libc keeps no frame pointer), so this
+ * is the frame skipped and contend_on_g_lock, the releaser, stays on the stack. */
+static void __attribute__((noinline)) release_g_lock(void) {
+  pthread_mutex_unlock(&g_lock);
+}
+
+/* The function a profile must name as the waiter, and as the releaser. */
 uint64_t __attribute__((noinline)) contend_on_g_lock(void) {
   uint64_t t0 = now_ns(), waited;
 
   pthread_mutex_lock(&g_lock);
   waited = now_ns() - t0;
   hold_lock(g_hold_us);
-  pthread_mutex_unlock(&g_lock);
+  release_g_lock();
   return waited;
 }
 

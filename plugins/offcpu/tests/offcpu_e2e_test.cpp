@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -113,8 +114,8 @@ TEST_P(OffcpuMechanisms, TimePerBlockingFunctionMatchesTheWorkloadsOwnWithItsRea
 }
 
 TEST_P(OffcpuMechanisms, RunQueueLatencyOfOversubscribedThreadsAndTheirBlockers) {
-  // 3 threads spinning on CPU 0 wait for each other; 1 thread alone on the last CPU does
-  // not wait (much): only other work of this machine preempts it.
+  // 3 threads spinning on CPU 0 wait for each other, whole time slices at a time; 1
+  // thread alone on the last CPU, mostly asleep, waits only from wake-up to running.
   RunResult r = run_offcpu("", {"sh", "-c",
                                 std::string("'") + OFFCPU_WORKLOAD + " crowd 1.5 & " +
                                     OFFCPU_WORKLOAD + " lone 1.5 & wait'"});
@@ -123,7 +124,7 @@ TEST_P(OffcpuMechanisms, RunQueueLatencyOfOversubscribedThreadsAndTheirBlockers)
   const std::string crowd =
       std::to_string(static_cast<long>(workload_figure(r.output, "crowd_pid")));
   const std::string lone = std::to_string(static_cast<long>(workload_figure(r.output, "lone_pid")));
-  double crowd_sum = 0, crowd_count = 0, lone_sum = 0, cpu0_count = 0;
+  double crowd_sum = 0, crowd_count = 0, lone_sum = 0, lone_count = 0, cpu0_count = 0;
   for (const json* rec : r.all("histogram", "runq_latency")) {
     const auto& labels = (*rec)["labels"];
     const auto& h = (*rec)["histogram"];
@@ -131,7 +132,10 @@ TEST_P(OffcpuMechanisms, RunQueueLatencyOfOversubscribedThreadsAndTheirBlockers)
       crowd_sum += h["sum"].get<double>();
       crowd_count += h["count"].get<double>();
     }
-    if (labels.contains("pid") && labels["pid"] == lone) lone_sum += h["sum"].get<double>();
+    if (labels.contains("pid") && labels["pid"] == lone) {
+      lone_sum += h["sum"].get<double>();
+      lone_count += h["count"].get<double>();
+    }
     if (labels.contains("cpu") && labels["cpu"] == "0") cpu0_count += h["count"].get<double>();
   }
   double crowd_preempted = 0;
@@ -143,18 +147,24 @@ TEST_P(OffcpuMechanisms, RunQueueLatencyOfOversubscribedThreadsAndTheirBlockers)
   for (const json* rec : r.all("stack", "runq_blockers"))
     if (has_frame(*rec, "spin_in_crowd"))
       blocked_by_crowd += static_cast<double>(value(*rec, "waits"));
+  const double crowd_mean = crowd_count ? crowd_sum / crowd_count : 0;
+  const double lone_mean = lone_count ? lone_sum / lone_count : 0;
   std::printf(
-      "  [%s] crowd: %.0f run-queue waits, %.0f ms (preempted off-CPU %.0f ms); lone: %.1f "
-      "ms; CPU 0: %.0f waits; waits behind spin_in_crowd: %.0f\n",
-      GetParam(), crowd_count, crowd_sum / 1e6, crowd_preempted / 1e6, lone_sum / 1e6, cpu0_count,
-      blocked_by_crowd);
+      "  [%s] crowd: %.0f run-queue waits, %.0f ms, %.2f ms each (preempted off-CPU %.0f "
+      "ms); lone: %.0f waits, %.3f ms each; CPU 0: %.0f waits; behind spin_in_crowd: "
+      "%.0f\n",
+      GetParam(), crowd_count, crowd_sum / 1e6, crowd_mean / 1e6, crowd_preempted / 1e6, lone_count,
+      lone_mean / 1e6, cpu0_count, blocked_by_crowd);
   // 3 threads on one CPU for 1.5 s: each waits about 2/3 of the time (3 s in all).
   EXPECT_GE(crowd_sum, 1.0e9);
   EXPECT_GE(crowd_count, 30);
-  EXPECT_LT(lone_sum, crowd_sum / 4);
+  EXPECT_GE(lone_count, 30) << "the lone thread wakes ~150 times";
+  EXPECT_LT(lone_mean, crowd_mean / 4);
   EXPECT_GE(cpu0_count, crowd_count * 0.9);
   EXPECT_GE(crowd_preempted, 0.8 * crowd_sum);
-  EXPECT_GE(blocked_by_crowd, 0.5 * crowd_count);
+  // The task on CPU 0 when a crowd thread got it back is mostly another crowd thread;
+  // an emulated kernel's own threads (timers, RCU) take a share there.
+  EXPECT_GE(blocked_by_crowd, 0.1 * crowd_count);
 }
 
 TEST_P(OffcpuMechanisms, TimeStillOffTheCpuAtTheEndIsReportedInFlight) {
@@ -175,6 +185,37 @@ TEST_P(OffcpuMechanisms, TimeStillOffTheCpuAtTheEndIsReportedInFlight) {
 
 INSTANTIATE_TEST_SUITE_P(AllHooks, OffcpuMechanisms,
                          ::testing::Values("tp_btf", "raw_tp", "tracepoint"));
+
+class OffcpuWall : public loupe::test::CliRun {};
+
+TEST_F(OffcpuWall, OnAndOffCpuTimeShareOneFlameGraphInNanoseconds) {
+  // profiles/wall.toml's shape: cpusample and offcpu, one folded file weighed by time_ns.
+  RunResult r =
+      run("[[plugins]]\nname = \"cpusample\"\nfrequency = 99\n"
+          "[[plugins]]\nname = \"offcpu\"\n"
+          "[[sinks]]\nname = \"folded\"\npath = \"wall.folded\"\nvalue = \"time_ns\"\n",
+          {OFFCPU_WORKLOAD, "halves"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const double spin = workload_figure(r.output, "spin_cpu_ns");
+  const double slept = workload_figure(r.output, "sleep_ns");
+  std::ifstream in(dir_ + "/out/wall.folded");
+  ASSERT_TRUE(in) << "no wall.folded";
+  double on = 0, off = 0;
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto sp = line.rfind(' ');
+    const double v = std::stod(line.substr(sp + 1));
+    if (line.rfind("cpu;", 0) == 0 && line.find("spin_half") != std::string::npos) on += v;
+    if (line.rfind("offcpu;", 0) == 0 && line.find("sleep_half") != std::string::npos) off += v;
+  }
+  std::printf(
+      "  spin_half: %.0f ms on CPU (workload %.0f ms); sleep_half: %.0f ms off (workload "
+      "%.0f ms)\n",
+      on / 1e6, spin / 1e6, off / 1e6, slept / 1e6);
+  // 99 Hz over 1 s of CPU: ~99 samples, so a sampling error of ~10 %.
+  EXPECT_NEAR(on, spin, 0.25 * spin);
+  EXPECT_NEAR(off, slept, 0.05 * slept);
+}
 
 class OffcpuBadInput : public loupe::test::CliRun {};
 

@@ -9,10 +9,12 @@
  *       wait_in_vfork       10 x vfork(), the child sleeping 30 ms      (D: uninterruptible)
  *     and prints the time each spent in its blocking calls:
  *       sleep_ns=N read_ns=N vfork_ns=N
+ *   offcpu_workload halves     spin_half: 1 s of its own CPU time; then sleep_half: 1 s asleep;
+ *                              prints spin_cpu_ns=N sleep_ns=N
  *   offcpu_workload crowd S    3 threads spinning on CPU 0 for S seconds (run-queue waits),
  *                              in spin_in_crowd; prints crowd_pid=N
- *   offcpu_workload lone S     1 thread spinning on the last CPU for S seconds, in
- *                              spin_alone; prints lone_pid=N
+ *   offcpu_workload lone S     1 thread on the last CPU for S seconds, working 1 ms
+ *                              every 10 ms in spin_alone; prints lone_pid=N
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -153,8 +155,24 @@ __attribute__((noinline)) static void* spin_in_crowd(void* arg) {
   return spin_on_cpu(arg);
 }
 
+/* Alone on its CPU and mostly asleep: 1 ms of work every 10 ms. It waits for a CPU only
+ * when woken, and a woken sleeper is run at once unless the CPU is busy with others. */
 __attribute__((noinline)) static void* spin_alone(void* arg) {
-  return spin_on_cpu(arg);
+  cpu_set_t set;
+  volatile uint64_t x = 0;
+  uint64_t end = now_ns() + (uint64_t)(spin_seconds * 1e9);
+
+  CPU_ZERO(&set);
+  CPU_SET((int)(intptr_t)arg, &set);
+  sched_setaffinity(0, sizeof(set), &set);
+  while (now_ns() < end) {
+    uint64_t burst = now_ns() + 1000000;
+
+    while (now_ns() < burst)
+      for (int i = 0; i < 1000; i++) x += (uint64_t)i;
+    sleep_ms(9);
+  }
+  return NULL;
 }
 
 static void spin_threads(int n, int cpu, void* (*fn)(void*)) {
@@ -164,7 +182,36 @@ static void spin_threads(int n, int cpu, void* (*fn)(void*)) {
   for (int i = 0; i < n; i++) pthread_join(t[i], NULL);
 }
 
+/* Half on the CPU, half off: spins 1 s of its own CPU time, then sleeps 1 s. */
+__attribute__((noinline)) static uint64_t spin_half(void) {
+  struct timespec a, b;
+  volatile uint64_t x = 0;
+  long long used = 0;
+
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+  do {
+    for (int i = 0; i < 100000; i++) x += (uint64_t)i;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    used = (b.tv_sec - a.tv_sec) * 1000000000ll + (b.tv_nsec - a.tv_nsec);
+  } while (used < 1000000000ll);
+  return (uint64_t)used;
+}
+
+__attribute__((noinline)) static uint64_t sleep_half(void) {
+  uint64_t t0 = now_ns();
+
+  for (int i = 0; i < 10; i++) sleep_ms(100);
+  return now_ns() - t0;
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 2 && strcmp(argv[1], "halves") == 0) {
+    uint64_t cpu = spin_half();
+    uint64_t off = sleep_half();
+
+    printf("spin_cpu_ns=%llu sleep_ns=%llu\n", (unsigned long long)cpu, (unsigned long long)off);
+    return 0;
+  }
   if (argc >= 2 && strcmp(argv[1], "blockers") == 0) {
     pthread_t t[4];
 
@@ -190,6 +237,6 @@ int main(int argc, char** argv) {
       spin_threads(1, ncpu > 1 ? (int)ncpu - 1 : 0, spin_alone);
     return 0;
   }
-  fprintf(stderr, "usage: %s blockers | crowd SECONDS | lone SECONDS\n", argv[0]);
+  fprintf(stderr, "usage: %s blockers | halves | crowd SECONDS | lone SECONDS\n", argv[0]);
   return 2;
 }

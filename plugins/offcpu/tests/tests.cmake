@@ -1,5 +1,6 @@
 # offcpu on the real kernel through the CLI (root + the loupe binary): a workload that
-# measures its own blocking, every hook flavour.
+# measures its own blocking, every hook flavour. Serial: the run-queue test needs a CPU
+# that no other test keeps busy.
 add_executable(offcpu_workload ${CMAKE_CURRENT_LIST_DIR}/offcpu_workload.c)
 # Frame pointers, and no sibling calls: spin_in_crowd must stay on the stack.
 target_compile_options(offcpu_workload PRIVATE -O1 -g -fno-omit-frame-pointer
@@ -9,4 +10,4 @@ set_target_properties(offcpu_workload PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAK
 
 loupe_cli_e2e_test(offcpu_e2e_test SOURCE ${CMAKE_CURRENT_LIST_DIR}/offcpu_e2e_test.cpp
   DEFINITIONS OFFCPU_WORKLOAD="$<TARGET_FILE:offcpu_workload>"
-  DEPENDS offcpu_workload loupe-offcpu PROPERTIES TIMEOUT 180)
+  DEPENDS offcpu_workload loupe-offcpu PROPERTIES TIMEOUT 180 RUN_SERIAL TRUE)

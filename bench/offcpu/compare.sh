@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# offcpu beside libbpf-tools' offcputime and runqlat on the same run, and its cost per
+# context switch beside offcputime's.
+#
+#   bench/offcpu/compare.sh BUILD_DIR
+#
+# 1. Same run: offcputime and runqlat -P are started system-wide, then loupe runs the
+#    offcpu profile on `offcpu_workload blockers` and on a crowd (3 threads spinning on
+#    CPU 0) beside a lone spinner; each tool's time per blocking function (offcputime's
+#    stacks by function name) and run-queue waits of the crowd are printed side by side
+#    with the workload's own figures.
+# 2. Cost: a pipe ping-pong between two threads on one CPU (2 switches per round trip),
+#    timed with nothing attached, under loupe's offcpu (wakers on, then off) and under
+#    offcputime; ns added per round trip, median of 5 rounds, all in this one run.
+# Root only; a peer absent from PATH is reported as absent.
+set -uo pipefail
+build=$(cd "${1:?usage: compare.sh BUILD_DIR}" && pwd)
+loupe=$build/bin/loupe
+work=$build/tests/workloads/offcpu_workload
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"; kill $(jobs -p) 2>/dev/null' EXIT
+[ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
+
+profile() {  # profile FILE [extra plugin keys]
+  cat >"$1" <<TOML
+[session]
+output_dir = "$tmp/out"
+[[plugins]]
+name = "offcpu"
+${2:-}
+[[sinks]]
+name = "jsonl"
+TOML
+}
+
+# ---- 1. the same run ---------------------------------------------------------------
+have() { command -v "$1" >/dev/null; }
+profile "$tmp/p.toml"
+# Each peer watches only its own part (offcputime is system-wide: one comm, one run).
+peer=""
+if have offcputime; then offcputime 30 >"$tmp/offcputime.txt" 2>&1 & peer=$!; sleep 2; fi
+"$loupe" run "$tmp/p.toml" -- "$work" blockers >"$tmp/blockers.out" 2>&1
+cp "$tmp/out/records.jsonl" "$tmp/blockers.jsonl"
+[ -n "$peer" ] && { kill -INT "$peer"; wait "$peer"; }
+peer=""
+if have runqlat; then runqlat -P 30 1 >"$tmp/runqlat.txt" 2>&1 & peer=$!; sleep 2; fi
+"$loupe" run "$tmp/p.toml" -- sh -c "'$work' crowd 1.5 & '$work' lone 1.5 & wait" >"$tmp/crowd.out" 2>&1
+cp "$tmp/out/records.jsonl" "$tmp/crowd.jsonl"
+[ -n "$peer" ] && { kill -INT "$peer"; wait "$peer"; }
+
+python3 - "$tmp" <<'PY'
+import json, re, sys, collections
+tmp = sys.argv[1]
+out = open(f"{tmp}/blockers.out").read()
+own = {k: int(v) / 1e6 for k, v in re.findall(r"(sleep_ns|read_ns|vfork_ns)=(\d+)", out)}
+fns = {"sleep_in_sleeper": "sleep_ns", "read_in_reader": "read_ns", "wait_in_vfork": "vfork_ns"}
+loupe = collections.Counter()
+for line in open(f"{tmp}/blockers.jsonl"):
+    r = json.loads(line)
+    if r["kind"] != "stack" or r["name"] != "offcpu" or not r["is_final"]: continue
+    if r["labels"].get("comm") != "offcpu_workload": continue
+    if r["labels"]["reason"] not in ("sleep", "uninterruptible"): continue
+    syms = {f.get("symbol") for f in r["stack"]["frames"]}
+    ns = next(v["value"] for v in r["stack"]["values"] if v["name"] == "offcpu_ns")
+    for fn in fns:
+        if fn in syms and (fn != "wait_in_vfork" or r["labels"]["reason"] == "uninterruptible"):
+            loupe[fn] += ns / 1e6
+# offcputime symbolizes user stacks at its end, when the workload has exited: they come
+# out empty (the problem loupe's mmap records solve), so the peers are compared by kernel
+# path, every thread of the workload's comm on both sides.
+paths = {"nanosleep": "do_nanosleep", "pipe read": "pipe_read", "vfork wait": "kernel_clone"}
+def kernel_path(frames):
+    for name, fn in paths.items():
+        if any(f and (f == fn or f == "anon_" + fn) for f in frames): return name
+    return None
+lk, pk = collections.Counter(), collections.Counter()
+for line in open(f"{tmp}/blockers.jsonl"):
+    r = json.loads(line)
+    if r["kind"] != "stack" or r["name"] != "offcpu" or not r["is_final"]: continue
+    if r["labels"].get("comm") != "offcpu_workload": continue
+    path = kernel_path([f.get("symbol") for f in r["stack"]["frames"]])
+    if path: lk[path] += next(v["value"] for v in r["stack"]["values"] if v["name"] == "offcpu_ns") / 1e6
+peer_state = ""
+try:
+    for block in open(f"{tmp}/offcputime.txt").read().split("\n\n"):
+        lines = [l.strip() for l in block.strip().splitlines()]
+        if len(lines) < 2 or "offcpu_workload" not in lines[-2] or not lines[-1].isdigit(): continue
+        path = kernel_path(lines[:-2])
+        if path: pk[path] += int(lines[-1]) / 1e3
+except FileNotFoundError:
+    peer_state = " (offcputime absent)"
+print(f"{'blocking function':22} {'workload':>10} {'loupe':>10}  (ms)")
+for fn, key in fns.items():
+    print(f"{fn:22} {own.get(key, 0):10.1f} {loupe[fn]:10.1f}")
+print(f"{'kernel path (all threads)':26} {'loupe':>10} {'offcputime':>11}  (ms){peer_state}")
+for name in paths:
+    print(f"{name:26} {lk[name]:10.1f} {pk[name]:11.1f}")
+
+crowd = re.search(r"crowd_pid=(\d+)", open(f"{tmp}/crowd.out").read())
+crowd = crowd.group(1) if crowd else "?"
+lc = ls = 0
+for line in open(f"{tmp}/crowd.jsonl"):
+    r = json.loads(line)
+    if r["kind"] == "histogram" and r["name"] == "runq_latency" and r["is_final"] and r["labels"].get("pid") == crowd:
+        lc += r["histogram"]["count"]; ls += r["histogram"]["sum"]
+rc = 0
+try:
+    txt = open(f"{tmp}/runqlat.txt").read()
+    m = re.search(rf"pid = {crowd}\b(.*?)(?:\n\s*\n|\Z)", txt, re.S)
+    if m:
+        for lo, hi, n in re.findall(r"(\d+) -> (\d+)\s*:\s*(\d+)", m.group(1)):
+            rc += int(n)
+except FileNotFoundError:
+    pass
+print(f"crowd (3 threads on CPU 0, 1.5 s): loupe {lc} run-queue waits ({ls/1e6:.0f} ms); "
+      f"runqlat -P {rc} waits")
+PY
+
+# ---- 2. cost per context switch ------------------------------------------------------
+pingpong() {  # prints ns per round trip of N round trips
+  python3 - <<'PY'
+import os, threading, time
+n = 200000
+a, b = os.pipe(), os.pipe()
+os.sched_setaffinity(0, {0})
+def partner():
+    os.sched_setaffinity(0, {0})
+    for _ in range(n):
+        os.read(a[0], 1); os.write(b[1], b"x")
+t = threading.Thread(target=partner); t.start()
+t0 = time.perf_counter_ns()
+for _ in range(n):
+    os.write(a[1], b"x"); os.read(b[0], 1)
+t1 = time.perf_counter_ns()
+t.join()
+print((t1 - t0) / n)
+PY
+}
+median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+measure() {  # measure LABEL [command that attaches, run in the background]
+  local label=$1; shift
+  local pid=""
+  if [ $# -gt 0 ]; then "$@" >/dev/null 2>&1 & pid=$!; sleep 3; fi
+  local m; m=$(for _ in 1 2 3 4 5; do pingpong; done | median)
+  [ -n "$pid" ] && { kill -INT "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }
+  echo "$label $m"
+}
+profile "$tmp/all.toml" "wakers = true"
+profile "$tmp/nowake.toml" "wakers = false"
+{
+  measure none
+  measure loupe_wakers "$loupe" run "$tmp/all.toml" --duration 60
+  measure loupe_no_wakers "$loupe" run "$tmp/nowake.toml" --duration 60
+  if have offcputime; then measure offcputime offcputime 60; fi
+} >"$tmp/cost.txt"
+awk 'NR == 1 {base = $2} {printf "%-16s %8.0f ns per round trip (2 switches)  +%6.0f ns  x%.2f\n", $1, $2, $2 - base, $2 / base}' "$tmp/cost.txt"
