@@ -268,6 +268,9 @@ if [ -n "$KEEP_CWD" ]; then
   mkdir -p "$R$KEEP_CWD" && mount -o bind $R/run/vmtest/cwd "$R$KEEP_CWD"
 fi
 hostname vmtest
+# Loopback up (127.0.0.1 and ::1), as on any booted system: tests talk to themselves.
+ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up 2>/dev/null ||
+  echo "vmtest: cannot bring the loopback interface up"
 chroot $R /bin/bash /run/vmtest/stage2
 rc=$?
 echo "vmtest: exit status $rc"

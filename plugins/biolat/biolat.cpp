@@ -16,6 +16,7 @@
 #include "biolat.skel.h"
 #include "biolat_reporter.hpp"
 #include "device_names.hpp"
+#include "loupe/sdk/flavour.hpp"
 #include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/records.hpp"
 #include "loupe/sdk/ring.hpp"
@@ -40,10 +41,8 @@ constexpr loupe_config_key kOwnKeys[] = {
     {"process_limit", LOUPE_CFG_INT, 0, "256",
      "most (device, op, pid, comm) entries kept; the rest is counted", 1, 65536},
     {"max_in_flight", LOUPE_CFG_INT, 0, "10240", "size of the in-flight request map", 64, 4194304},
-    {"mechanism", LOUPE_CFG_STRING, 0, "\"auto\"",
-     "hook flavour: \"auto\" (tp_btf, else raw_tp, else tracepoint), or force one of them"},
 };
-constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kPidKey);
+constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kMechanismKey, sdk::kPidKey);
 
 struct SkelDeleter {
   void operator()(biolat_bpf* s) const { biolat_bpf__destroy(s); }
@@ -72,7 +71,9 @@ class BiolatProfiler : public sdk::Profiler {
         throw sdk::Error(LOUPE_ERR_INVALID_ARG, e.what());
       }
     }
-    mechanism_ = choose_mechanism(cfg.value_string("mechanism"));
+    // BIO_MECH_* follow sdk::kTpBtf, kRawTp, kTracepoint.
+    mechanism_ = sdk::choose_flavour(*host_, cfg.value_string("mechanism"), "block",
+                                     {kHooks[0], kHooks[1], kHooks[2]});
 
     bool single_arg = true;
     if (mechanism_ != BIO_MECH_TRACEPOINT) {
@@ -147,37 +148,6 @@ class BiolatProfiler : public sdk::Profiler {
   }
 
  private:
-  // tp_btf, else raw_tp, else classic tracepoints; a forced choice must be available.
-  std::uint32_t choose_mechanism(const std::string& wanted) {
-    struct Option {
-      const char* feature;
-      std::uint32_t mech;
-    };
-    constexpr Option kOrder[] = {{"tp_btf", BIO_MECH_TP_BTF},
-                                 {"raw_tp", BIO_MECH_RAW_TP},
-                                 {"tracepoint", BIO_MECH_TRACEPOINT}};
-    std::string reasons;
-    for (const auto& o : kOrder) {
-      if (wanted != "auto" && wanted != o.feature) continue;
-      std::string why;
-      if (host_->feature(o.feature, &why)) {
-        if (o.mech == BIO_MECH_TRACEPOINT)
-          for (const char* h : kHooks)
-            if (!host_->tracepoint_exists(std::string("block:") + h))
-              throw sdk::Error(LOUPE_ERR_NOT_FOUND, std::string("tracepoint block:") + h +
-                                                        " not found (is tracefs mounted?)");
-        return o.mech;
-      }
-      reasons += std::string(reasons.empty() ? "" : "; ") + o.feature + ": " + why;
-    }
-    if (reasons.empty())
-      throw sdk::Error(
-          LOUPE_ERR_INVALID_ARG,
-          "mechanism = \"" + wanted + "\": expected auto, tp_btf, raw_tp or tracepoint");
-    throw sdk::Error(LOUPE_ERR_UNSUPPORTED,
-                     "no usable hook for the block tracepoints (" + reasons + ")");
-  }
-
   std::unique_ptr<sdk::Host> host_;
   std::unique_ptr<biolat_bpf, SkelDeleter> skel_;
   std::uint32_t mechanism_ = BIO_MECH_TP_BTF;

@@ -167,12 +167,7 @@ void StackReporter::emit_health(const cs_counters& c, std::uint64_t truncated, b
   metric("samples_idle", static_cast<double>(c.idle));
   metric("samples_filtered_out", static_cast<double>(c.filtered));
 
-  struct Row {
-    const char* component;
-    std::uint64_t value;
-    const char* message;
-  };
-  const Row rows[] = {
+  const sdk::HealthRow rows[] = {
       {"cpusample/user_stack_efault", c.user_efault,
        "user stacks that could not be read (page not resident, no frame pointers)"},
       {"cpusample/user_stack_eexist", c.user_eexist,
@@ -188,12 +183,7 @@ void StackReporter::emit_health(const cs_counters& c, std::uint64_t truncated, b
       {"cpusample/truncated_stacks", truncated,
        "samples whose stack reached the depth limit (127 frames) and lost its root"},
   };
-  for (const auto& r : rows) {
-    sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, "stacks");
-    rb.final(is_final).window(ws, we);
-    rb.health(r.value ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK, r.component, r.value, r.message);
-    rb.emit(host_);
-  }
+  sdk::emit_health_rows(host_, "stacks", rows, is_final, ws, we);
   if (is_final && c.samples == 0) {
     sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, "silent_probe");
     rb.final(true).window(ws, we);

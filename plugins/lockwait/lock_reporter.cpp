@@ -82,6 +82,25 @@ std::uint64_t LockReporter::sweep_inflight() {
   return in_flight;
 }
 
+namespace {
+
+// Frames that point into `cached` (which must outlive them), for a record.
+std::vector<loupe_frame> as_frames(const std::vector<CachedFrame>& cached) {
+  std::vector<loupe_frame> frames(cached.size());
+  for (std::size_t i = 0; i < cached.size(); ++i) {
+    const auto& c = cached[i];
+    frames[i] = {c.address,
+                 c.symbol.empty() ? nullptr : c.symbol.c_str(),
+                 c.module.empty() ? nullptr : c.module.c_str(),
+                 c.offset,
+                 c.kind,
+                 c.resolution};
+  }
+  return frames;
+}
+
+}  // namespace
+
 void LockReporter::emit_stacks(const LockSummary& s, const std::string& lock_label) {
   std::uint32_t n = 0;
   for (const auto& st : s.stacks) {
@@ -92,16 +111,7 @@ void LockReporter::emit_stacks(const LockSummary& s, const std::string& lock_lab
       auto u = symbols_.user_stack(s.key.tgid, st.user_stack_id, st.caller_ip);
       cached.insert(cached.end(), u.begin(), u.end());  // leaf first: kernel, then user
     }
-    std::vector<loupe_frame> frames(cached.size());
-    for (std::size_t i = 0; i < cached.size(); ++i) {
-      const auto& c = cached[i];
-      frames[i] = {c.address,
-                   c.symbol.empty() ? nullptr : c.symbol.c_str(),
-                   c.module.empty() ? nullptr : c.module.c_str(),
-                   c.offset,
-                   c.kind,
-                   c.resolution};
-    }
+    const std::vector<loupe_frame> frames = as_frames(cached);
     sdk::RecordBuilder rb(LOUPE_RECORD_STACK_SAMPLE, "lock_wait");
     rb.label("lock", lock_label)
         .label("addr", hex(s.key.addr))
@@ -130,16 +140,7 @@ void LockReporter::emit_holders(const LockSummary& s, const std::string& lock_la
     const auto cached = h->first.user_stack_id >= 0
                             ? symbols_.user_stack(s.key.tgid, h->first.user_stack_id)
                             : std::vector<CachedFrame>{};
-    std::vector<loupe_frame> frames(cached.size());
-    for (std::size_t i = 0; i < cached.size(); ++i) {
-      const auto& c = cached[i];
-      frames[i] = {c.address,
-                   c.symbol.empty() ? nullptr : c.symbol.c_str(),
-                   c.module.empty() ? nullptr : c.module.c_str(),
-                   c.offset,
-                   c.kind,
-                   c.resolution};
-    }
+    const std::vector<loupe_frame> frames = as_frames(cached);
     const std::string comm(h->second.comm, strnlen(h->second.comm, sizeof(h->second.comm)));
     sdk::RecordBuilder rb(LOUPE_RECORD_STACK_SAMPLE, "lock_holder");
     rb.label("lock", lock_label).label("addr", hex(s.key.addr)).label("kind", "futex");

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "loupe/sdk/flavour.hpp"
 #include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/target_filter.hpp"
 #include "offcpu.h"
@@ -39,17 +40,14 @@ constexpr loupe_config_key kOwnKeys[] = {
     {"max_stacks", LOUPE_CFG_INT, 0, "16384", "stack map size", 64, 4194304},
     {"process_limit", LOUPE_CFG_INT, 0, "1024", "processes with a run-queue histogram of their own",
      1, 65536},
-    {"mechanism", LOUPE_CFG_STRING, 0, "\"auto\"",
-     "hook flavour: \"auto\" (tp_btf, else raw_tp, else tracepoint), or force one of them"},
 };
-constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kTargetFilterKeys);
+constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kMechanismKey, sdk::kTargetFilterKeys);
 
 struct SkelDeleter {
   void operator()(offcpu_bpf* s) const { offcpu_bpf__destroy(s); }
 };
 
 constexpr const char* kHooks[] = {"sched_switch", "sched_waking"};
-constexpr const char* kMechNames[] = {"tp_btf", "raw_tp", "tracepoint"};
 
 }  // namespace
 
@@ -58,7 +56,8 @@ class OffcpuProfiler : public sdk::Profiler {
   void setup(const sdk::SetupArgs& args) override {
     host_ = std::make_unique<sdk::Host>(args.host);
     const auto& cfg = args.config;
-    mechanism_ = choose_mechanism(cfg.value_string("mechanism"));
+    mechanism_ =
+        sdk::choose_flavour(*host_, cfg.value_string("mechanism"), "sched", {kHooks[0], kHooks[1]});
 
     skel_.reset(offcpu_bpf__open());
     if (!skel_)
@@ -76,7 +75,7 @@ class OffcpuProfiler : public sdk::Profiler {
     opts_.per_thread = ro->targ_per_thread;
     opts_.wakers = ro->targ_wakers;
     opts_.runq_threshold_ns = ro->targ_runq_threshold_ns;
-    opts_.mechanism = kMechNames[mechanism_];
+    opts_.mechanism = sdk::kFlavourNames[mechanism_];
 
     bpf_program* progs[3][2] = {{skel_->progs.oc_btf_switch, skel_->progs.oc_btf_waking},
                                 {skel_->progs.oc_raw_switch, skel_->progs.oc_raw_waking},
@@ -92,7 +91,7 @@ class OffcpuProfiler : public sdk::Profiler {
     size(skel_->maps.offcpu, "max_keys");
     size(skel_->maps.stacks, "max_stacks");
     size(skel_->maps.runq_procs, "process_limit");
-    host_->debug(std::string("offcpu: mechanism=") + kMechNames[mechanism_]);
+    host_->debug(std::string("offcpu: mechanism=") + sdk::kFlavourNames[mechanism_]);
   }
 
   void start(const sdk::StartArgs&) override {
@@ -118,34 +117,9 @@ class OffcpuProfiler : public sdk::Profiler {
   }
 
  private:
-  // tp_btf, else raw_tp, else classic tracepoints; a forced choice must be available.
-  std::uint32_t choose_mechanism(const std::string& wanted) {
-    std::string reasons;
-    for (std::uint32_t m = 0; m < 3; ++m) {
-      const char* feature = kMechNames[m];
-      if (wanted != "auto" && wanted != feature) continue;
-      std::string why;
-      if (host_->feature(feature, &why)) {
-        if (m == OC_MECH_TRACEPOINT)
-          for (const char* h : kHooks)
-            if (!host_->tracepoint_exists(std::string("sched:") + h))
-              throw sdk::Error(LOUPE_ERR_NOT_FOUND, std::string("tracepoint sched:") + h +
-                                                        " not found (is tracefs mounted?)");
-        return m;
-      }
-      reasons += std::string(reasons.empty() ? "" : "; ") + feature + ": " + why;
-    }
-    if (reasons.empty())
-      throw sdk::Error(
-          LOUPE_ERR_INVALID_ARG,
-          "mechanism = \"" + wanted + "\": expected auto, tp_btf, raw_tp or tracepoint");
-    throw sdk::Error(LOUPE_ERR_UNSUPPORTED,
-                     "no usable hook for the scheduler tracepoints (" + reasons + ")");
-  }
-
   std::unique_ptr<sdk::Host> host_;
   std::unique_ptr<offcpu_bpf, SkelDeleter> skel_;
-  std::uint32_t mechanism_ = OC_MECH_TP_BTF;
+  std::uint32_t mechanism_ = sdk::kTpBtf;
   bpf_program* chosen_[2] = {};
   ReporterOptions opts_;
   std::unique_ptr<OffcpuReporter> reporter_;

@@ -13,12 +13,6 @@
 #define OC_COMM_LEN 16
 #define OC_HIST_SLOTS 40 /* log2 ns: 2^39 ns ~ 9 min is the last slot, it takes the rest */
 
-enum oc_mech {
-  OC_MECH_TP_BTF = 0,
-  OC_MECH_RAW_TP = 1,
-  OC_MECH_TRACEPOINT = 2,
-};
-
 /* Why a thread left the CPU, from its state at the switch. */
 enum oc_reason {
   OC_REASON_SLEEP = 1,     /* S: interruptible sleep (poll, read on a pipe, nanosleep...) */

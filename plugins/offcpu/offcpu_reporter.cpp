@@ -215,12 +215,7 @@ void OffcpuReporter::emit_health(bool is_final) {
   metric("blocks_below_min", static_cast<double>(c.below_min));
   metric("wakeups", static_cast<double>(c.wakeups));
   metric("runq_waits", static_cast<double>(c.runq_waits));
-  struct Row {
-    const char* component;
-    std::uint64_t value;
-    const char* message;
-  };
-  const Row rows[] = {
+  const sdk::HealthRow rows[] = {
       {"offcpu/blocked_full", c.blocked_full,
        "blocks lost: too many threads off the CPU at once (raise max_threads)"},
       {"offcpu/keys_full", c.keys_full,
@@ -236,12 +231,7 @@ void OffcpuReporter::emit_health(bool is_final) {
        "process_limit)"},
       {"offcpu/blockers_full", c.blockers_full, "run-queue blockers not kept: the map is full"},
   };
-  for (const auto& r : rows) {
-    sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, "offcpu");
-    rb.final(is_final).window(ws_, we_);
-    rb.health(r.value ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK, r.component, r.value, r.message);
-    rb.emit(host_);
-  }
+  sdk::emit_health_rows(host_, "offcpu", rows, is_final, ws_, we_);
   if (is_final && c.switches_out == 0) {
     sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, "silent_probe");
     rb.final(true).window(ws_, we_);

@@ -189,6 +189,26 @@ class RecordBuilder {
   std::uint32_t n_frames_ = 0;
 };
 
+// A loss counter and what it means, for emit_health_rows().
+struct HealthRow {
+  const char* component;  // "plugin/what", e.g. "offcpu/keys_full"
+  std::uint64_t value;
+  const char* message;  // why it matters and what to raise; shown when value != 0
+};
+
+// One HEALTH record `name` per row: WARN with its message when the counter is not zero,
+// OK otherwise (so a report shows every place that could lose data, and that it did not).
+template <typename Rows>
+void emit_health_rows(const Host& host, const char* name, const Rows& rows, bool is_final,
+                      std::uint64_t window_start_ns, std::uint64_t window_end_ns) {
+  for (const HealthRow& r : rows) {
+    RecordBuilder rb(LOUPE_RECORD_HEALTH, name);
+    rb.final(is_final).window(window_start_ns, window_end_ns);
+    rb.health(r.value ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK, r.component, r.value, r.message);
+    rb.emit(host);
+  }
+}
+
 }  // namespace loupe::sdk
 
 #endif  // LOUPE_SDK_RECORDS_HPP

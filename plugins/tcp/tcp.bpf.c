@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * TCP connections from their state changes (sock:inet_sock_set_state): each connection is
+ * tracked from its first state change to TCP_CLOSE, where the bytes the socket counted
+ * are read (tcp_sock through CO-RE, as tcplife does), and leaves as one ring record when
+ * its socket is destroyed (tcp:tcp_destroy_sock), with its addresses, owner, lifetime,
+ * handshake time, retransmits and resets (an abortive close's RST comes after TCP_CLOSE).
+ * Retransmits and resets (tcp:* tracepoints) are counted on the connection; where the
+ * kernel has sock:sock_send_length / sock_recv_length, the application's send and
+ * receive sizes too.
+ *
+ * The owner: state changes often run in softirq context, on behalf of nobody in
+ * particular. A connection is bound to the process in whose context it was seen doing
+ * something only a process does: connect() (SYN_SENT), close() or shutdown() (FIN_WAIT1,
+ * LAST_ACK), a send or a receive. The session's filter applies to that process.
+ *
+ * The classic tracepoints' fields used here have kept their offsets since 4.16; the
+ * tcp:* and sock_*_length contexts are read at those offsets, not through a vmlinux type
+ * whose name changed between kernels.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+
+#include "loupe/emit.bpf.h"
+#include "loupe/filter.bpf.h"
+#include "tcp.h"
+
+#define IPPROTO_TCP_ 6
+#define AF_INET_ 2
+#define TCP_ESTABLISHED_ 1
+#define TCP_SYN_SENT_ 2
+#define TCP_SYN_RECV_ 3
+#define TCP_FIN_WAIT1_ 4
+#define TCP_CLOSE_ 7
+#define TCP_LAST_ACK_ 9
+#define TCP_LISTEN_ 10
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384); /* max_connections */
+	__type(key, __u64);	    /* struct sock * */
+	__type(value, struct tcp_conn);
+} conns SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tcp_counters);
+} counters SEC(".maps");
+
+LOUPE_RING(closes, 1024 * 1024);
+
+/* tcp:tcp_retransmit_skb, tcp:tcp_send_reset: skbaddr, then skaddr. */
+struct tp_sk_skb {
+	__u64 common;
+	const void *skbaddr;
+	const void *skaddr;
+};
+
+/* tcp:tcp_receive_reset: skaddr first. */
+struct tp_sk {
+	__u64 common;
+	const void *skaddr;
+};
+
+/* sock:sock_send_length / sock_recv_length (6.3+). */
+struct tp_msg_length {
+	__u64 common;
+	void *sk;
+	__u16 family;
+	__u16 protocol;
+	int ret;
+};
+
+static __always_inline struct tcp_counters *get_counters(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&counters, &zero);
+}
+
+/* The current task owns `c` if nobody does yet: it is in process context for this. */
+static __always_inline void bind_owner(struct tcp_conn *c)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	if (c->pid || (id >> 32) == 0)
+		return;
+	c->pid = id >> 32;
+	c->owner_ok = loupe_filter_pass(id);
+	bpf_get_current_comm(c->comm, sizeof(c->comm));
+}
+
+/* TCP_CLOSE: the byte counts, while the socket still has them. Payload only: bytes_sent
+ * counts payload (with retransmits, taken off), bytes_received the receive sequence
+ * space, where a FIN takes one (SOCK_DONE: tcp_fin() saw it). */
+static __always_inline void closed(__u64 sk, struct tcp_conn *c, __u64 now)
+{
+	struct tcp_sock *tp = (struct tcp_sock *)sk;
+	__u64 flags = BPF_CORE_READ((struct sock *)sk, __sk_common.skc_flags);
+	__u64 rx = BPF_CORE_READ(tp, bytes_received);
+
+	c->close_ns = now;
+	c->tx_bytes = BPF_CORE_READ(tp, bytes_sent) - BPF_CORE_READ(tp, bytes_retrans);
+	c->rx_bytes = rx && (flags & (1ULL << 1 /* SOCK_DONE */)) ? rx - 1 : rx;
+}
+
+/* The connection's record leaves (the target's only) and its slot goes. */
+static __always_inline void finish(__u64 sk, struct tcp_conn *c)
+{
+	struct tcp_counters *cnt = get_counters();
+	struct tcp_close_event *e;
+
+	if (cnt && !c->owner_ok)
+		cnt->other++;
+	if (cnt && c->owner_ok) {
+		cnt->closed++;
+		e = LOUPE_RESERVE(closes, struct tcp_close_event, TCP_RECORD_CLOSE,
+				  TCP_RECORD_CLOSE_VERSION);
+		if (e) { /* else counted in closes_lost */
+			__builtin_memcpy(&e->conn, c, sizeof(e->conn));
+			LOUPE_SUBMIT(closes, e);
+		}
+	}
+	bpf_map_delete_elem(&conns, &sk);
+}
+
+SEC("tracepoint/sock/inet_sock_set_state")
+int tcp_state(struct trace_event_raw_inet_sock_set_state *ctx)
+{
+	struct tcp_counters *cnt;
+	struct tcp_conn *c, n = {};
+	__u64 sk = (__u64)ctx->skaddr, now;
+	int oldstate = ctx->oldstate, newstate = ctx->newstate;
+
+	if (ctx->protocol != IPPROTO_TCP_)
+		return 0;
+	cnt = get_counters();
+	if (!cnt)
+		return 0;
+	cnt->state_changes++;
+	if (oldstate == TCP_LISTEN_ || newstate == TCP_LISTEN_) {
+		bpf_map_delete_elem(&conns, &sk); /* a listener is no connection */
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	c = bpf_map_lookup_elem(&conns, &sk);
+	if (!c) {
+		if (newstate == TCP_CLOSE_)
+			return 0; /* never seen alive */
+		n.birth_ns = now;
+		n.family = ctx->family;
+		n.sport = ctx->sport;
+		n.dport = ctx->dport;
+		/* Through a helper: the verifier refuses byte copies at a relocated ctx offset. */
+		if (ctx->family == AF_INET_) {
+			bpf_probe_read_kernel(n.saddr, 4, ctx->saddr);
+			bpf_probe_read_kernel(n.daddr, 4, ctx->daddr);
+		} else {
+			bpf_probe_read_kernel(n.saddr, 16, ctx->saddr_v6);
+			bpf_probe_read_kernel(n.daddr, 16, ctx->daddr_v6);
+		}
+		if (newstate == TCP_SYN_SENT_) {
+			n.role = TCP_ROLE_ACTIVE;
+			n.syn_ns = now;
+			bind_owner(&n); /* connect() runs in its caller's context */
+		} else if (oldstate == TCP_SYN_RECV_) {
+			n.role = TCP_ROLE_PASSIVE;
+		}
+		if (bpf_map_update_elem(&conns, &sk, &n, BPF_NOEXIST)) {
+			cnt->conns_full++;
+			return 0;
+		}
+		c = bpf_map_lookup_elem(&conns, &sk);
+		if (!c)
+			return 0;
+	}
+	if (!c->sport)
+		c->sport = ctx->sport; /* connect() picks the port after SYN_SENT */
+	if (newstate == TCP_ESTABLISHED_ && !c->established_ns)
+		c->established_ns = now;
+	if (newstate == TCP_FIN_WAIT1_ || newstate == TCP_LAST_ACK_)
+		bind_owner(c); /* close() or shutdown() by the owner */
+	if (newstate == TCP_CLOSE_ && !c->close_ns)
+		closed(sk, c, now);
+	return 0;
+}
+
+SEC("tracepoint/tcp/tcp_destroy_sock")
+int tcp_destroy(struct tp_sk *ctx)
+{
+	__u64 sk = (__u64)ctx->skaddr;
+	struct tcp_conn *c = bpf_map_lookup_elem(&conns, &sk);
+
+	if (!c)
+		return 0;
+	if (!c->close_ns)
+		closed(sk, c, bpf_ktime_get_ns());
+	finish(sk, c);
+	return 0;
+}
+
+SEC("tracepoint/tcp/tcp_retransmit_skb")
+int tcp_retransmit(struct tp_sk_skb *ctx)
+{
+	__u64 sk = (__u64)ctx->skaddr;
+	struct tcp_conn *c = bpf_map_lookup_elem(&conns, &sk);
+
+	if (c)
+		__sync_fetch_and_add(&c->retransmits, 1);
+	return 0;
+}
+
+SEC("tracepoint/tcp/tcp_send_reset")
+int tcp_send_reset(struct tp_sk_skb *ctx)
+{
+	__u64 sk = (__u64)ctx->skaddr;
+	struct tcp_conn *c = sk ? bpf_map_lookup_elem(&conns, &sk) : NULL;
+
+	if (c)
+		__sync_fetch_and_add(&c->resets_sent, 1);
+	return 0;
+}
+
+SEC("tracepoint/tcp/tcp_receive_reset")
+int tcp_receive_reset(struct tp_sk *ctx)
+{
+	__u64 sk = (__u64)ctx->skaddr;
+	struct tcp_conn *c = bpf_map_lookup_elem(&conns, &sk);
+
+	if (c)
+		__sync_fetch_and_add(&c->resets_received, 1);
+	return 0;
+}
+
+static __always_inline void app_bytes(struct tp_msg_length *ctx, bool tx)
+{
+	__u64 sk = (__u64)ctx->sk;
+	struct tcp_conn *c;
+
+	if (ctx->protocol != IPPROTO_TCP_ || ctx->ret <= 0)
+		return;
+	c = bpf_map_lookup_elem(&conns, &sk);
+	if (!c)
+		return;
+	bind_owner(c); /* a send or a receive runs in its caller's context */
+	if (tx) {
+		__sync_fetch_and_add(&c->app_tx_bytes, (__u64)ctx->ret);
+		__sync_fetch_and_add(&c->sends, 1);
+	} else {
+		__sync_fetch_and_add(&c->app_rx_bytes, (__u64)ctx->ret);
+		__sync_fetch_and_add(&c->recvs, 1);
+	}
+}
+
+SEC("tracepoint/sock/sock_send_length")
+int tcp_send_length(struct tp_msg_length *ctx)
+{
+	app_bytes(ctx, true);
+	return 0;
+}
+
+SEC("tracepoint/sock/sock_recv_length")
+int tcp_recv_length(struct tp_msg_length *ctx)
+{
+	app_bytes(ctx, false);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

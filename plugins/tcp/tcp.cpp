@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// tcp: the target's TCP connections, each reported when it closes (addresses, owner,
+// lifetime, handshake time, bytes, retransmits, resets), and totals per peer and per
+// process. From sock:inet_sock_set_state and the tcp:* tracepoints, so it works where
+// kprobes do not (bcc's tcplife and tcpconnlat need them).
+#include <bpf/libbpf.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "loupe/sdk/plugin.hpp"
+#include "loupe/sdk/ring.hpp"
+#include "loupe/sdk/target_filter.hpp"
+#include "tcp.h"
+#include "tcp.skel.h"
+#include "tcp_reporter.hpp"
+
+namespace loupe::tcp {
+namespace {
+
+constexpr loupe_config_key kOwnKeys[] = {
+    {"max_connections", LOUPE_CFG_INT, 0, "16384",
+     "connections tracked at once (every process's: the owner is known late); more are "
+     "counted",
+     64, 4194304},
+    {"max_peers", LOUPE_CFG_INT, 0, "1024",
+     "distinct peers with totals of their own; the rest are summed under one row", 1, 1000000},
+    {"app_bytes", LOUPE_CFG_BOOL, 0, "true",
+     "the application's send/receive sizes from sock:sock_send_length / sock_recv_length "
+     "(kernels that have them; a program run per socket call of every process)"},
+};
+constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kTargetFilterKeys);
+
+struct SkelDeleter {
+  void operator()(tcp_bpf* s) const { tcp_bpf__destroy(s); }
+};
+
+}  // namespace
+
+class TcpProfiler : public sdk::Profiler {
+ public:
+  void setup(const sdk::SetupArgs& args) override {
+    host_ = std::make_unique<sdk::Host>(args.host);
+    const auto& cfg = args.config;
+    if (!host_->tracepoint_exists("sock:inet_sock_set_state"))
+      throw sdk::Error(LOUPE_ERR_NOT_FOUND,
+                       "tracepoint sock:inet_sock_set_state not found (is tracefs mounted?)");
+    skel_.reset(tcp_bpf__open());
+    if (!skel_)
+      throw sdk::Error(LOUPE_ERR_KERNEL,
+                       std::string("opening the BPF object: ") + std::strerror(errno));
+    sdk::apply_target_filter(cfg, args.session, skel_.get());
+    bpf_map__set_max_entries(skel_->maps.conns,
+                             static_cast<std::uint32_t>(cfg.value_int("max_connections")));
+    max_peers_ = static_cast<std::size_t>(cfg.value_int("max_peers"));
+
+    // Optional hooks: attached where the kernel has them, said when it does not.
+    struct Optional {
+      bpf_program* prog;
+      const char* tracepoint;
+      bool wanted;
+    };
+    const bool app = cfg.value_bool("app_bytes");
+    const Optional optional[] = {
+        {skel_->progs.tcp_retransmit, "tcp:tcp_retransmit_skb", true},
+        {skel_->progs.tcp_send_reset, "tcp:tcp_send_reset", true},
+        {skel_->progs.tcp_receive_reset, "tcp:tcp_receive_reset", true},
+        {skel_->progs.tcp_send_length, "sock:sock_send_length", app},
+        {skel_->progs.tcp_recv_length, "sock:sock_recv_length", app},
+    };
+    for (const auto& o : optional) {
+      const bool on = o.wanted && host_->tracepoint_exists(o.tracepoint);
+      bpf_program__set_autoload(o.prog, on);
+      if (on)
+        hooks_.push_back({o.prog, o.tracepoint});
+      else if (o.wanted)
+        host_->warn(std::string("tcp: ") + o.tracepoint +
+                    " is not in this kernel: its figures are left out");
+    }
+    if (!host_->tracepoint_exists("tcp:tcp_destroy_sock"))
+      throw sdk::Error(LOUPE_ERR_NOT_FOUND,
+                       "tracepoint tcp:tcp_destroy_sock not found (Linux 5.3+; is tracefs "
+                       "mounted?)");
+    hooks_.push_back({skel_->progs.tcp_state, "sock:inet_sock_set_state"});
+    hooks_.push_back({skel_->progs.tcp_destroy, "tcp:tcp_destroy_sock"});
+  }
+
+  void start(const sdk::StartArgs&) override {
+    if (host_->bpf_load(skel_->obj) != LOUPE_OK)
+      throw sdk::Error(LOUPE_ERR_KERNEL, "loading the tcp BPF object: " + host_->last_error());
+    for (const auto& [prog, tracepoint] : hooks_) {
+      if (host_->bpf_attach(prog, tracepoint) != LOUPE_OK)
+        throw sdk::Error(LOUPE_ERR_KERNEL, "attaching " + tracepoint + ": " + host_->last_error());
+    }
+    reporter_ =
+        std::make_unique<TcpReporter>(*host_, bpf_map__fd(skel_->maps.counters), max_peers_);
+    sdk::register_fixed_ring<tcp_close_event>(
+        *host_,
+        {"closes", bpf_map__fd(skel_->maps.closes), TCP_RECORD_CLOSE, TCP_RECORD_CLOSE_VERSION,
+         LOUPE_RING_MUST_KEEP, bpf_map__fd(skel_->maps.closes_lost), -1},
+        reporter_.get());
+  }
+
+  void collect(const sdk::CollectArgs& args) override {
+    if (reporter_) reporter_->collect(args.is_final, args.window_start_ns, args.window_end_ns);
+  }
+
+ private:
+  std::unique_ptr<sdk::Host> host_;
+  std::unique_ptr<tcp_bpf, SkelDeleter> skel_;
+  std::vector<std::pair<bpf_program*, std::string>> hooks_;
+  std::size_t max_peers_ = 1024;
+  std::unique_ptr<TcpReporter> reporter_;
+};
+
+}  // namespace loupe::tcp
+
+LOUPE_PROFILER(loupe::tcp::TcpProfiler, "tcp", "0.1.0",
+               "TCP connections: lifetime, handshake, bytes, retransmits and resets",
+               loupe::tcp::kKeys)

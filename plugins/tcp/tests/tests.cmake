@@ -1,0 +1,9 @@
+# tcp on the real kernel through the CLI (root + the loupe binary): loopback connections
+# with known bytes, a refused one and a reset one.
+add_executable(tcp_workload ${CMAKE_CURRENT_LIST_DIR}/tcp_workload.c)
+target_link_libraries(tcp_workload PRIVATE Threads::Threads)
+set_target_properties(tcp_workload PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/workloads)
+
+loupe_cli_e2e_test(tcp_e2e_test SOURCE ${CMAKE_CURRENT_LIST_DIR}/tcp_e2e_test.cpp
+  DEFINITIONS TCP_WORKLOAD="$<TARGET_FILE:tcp_workload>"
+  DEPENDS tcp_workload loupe-tcp PROPERTIES TIMEOUT 120)
