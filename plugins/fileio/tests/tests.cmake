@@ -1,0 +1,8 @@
+# fileio on the real kernel through the CLI (root + the loupe binary): a workload with known
+# file activity, counted exactly per path and operation.
+add_executable(fileio_workload ${CMAKE_CURRENT_LIST_DIR}/fileio_workload.c)
+set_target_properties(fileio_workload PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/workloads)
+
+loupe_cli_e2e_test(fileio_e2e_test SOURCE ${CMAKE_CURRENT_LIST_DIR}/fileio_e2e_test.cpp
+  DEFINITIONS FILEIO_WORKLOAD="$<TARGET_FILE:fileio_workload>"
+  DEPENDS fileio_workload loupe-fileio PROPERTIES TIMEOUT 120)
