@@ -50,6 +50,15 @@ struct BenchCliOptions {
 };
 int cmd_bench(const CommonOptions& common, const BenchCliOptions& bench);  // bench_command.cpp
 
+struct DiffOptions {
+  std::string base, next;   // records.jsonl files, or the output directories holding them
+  double threshold = 5.0;   // stacks: percentage points of share; counters: percent shown
+  std::string value;        // the stack value that weighs a stack ("" = its first)
+  std::string folded_diff;  // write "stack base new" lines (flamegraph's difffolded) here
+  bool all = false;         // every histogram and counter, not only the changed ones
+};
+int cmd_diff(const DiffOptions& diff);  // diff_command.cpp
+
 }  // namespace loupe::cli
 
 #endif

@@ -119,6 +119,25 @@ int main(int argc, char** argv) {
   std::string replay_output;
   replayc->add_option("-o,--output", replay_output, "Output directory");
 
+  DiffOptions diff;
+  auto* diffc = app.add_subcommand(
+      "diff",
+      "Compare two runs' records: percentile shifts beyond the buckets' error, stack share "
+      "changes, counter changes; exit 1 when something shifted: loupe diff BASE NEW");
+  diffc->add_option("base", diff.base, "records.jsonl (or its output directory) of the base run")
+      ->required();
+  diffc->add_option("new", diff.next, "records.jsonl (or its output directory) of the new run")
+      ->required();
+  diffc
+      ->add_option("--threshold", diff.threshold,
+                   "stack share change in percentage points that counts as a change; counters "
+                   "shown from this percent")
+      ->check(CLI::Range(0.0, 100.0));
+  diffc->add_option("--value", diff.value, "stack value that weighs a stack (default: its first)");
+  diffc->add_option("--folded-diff", diff.folded_diff,
+                    "write flamegraph's difffolded input (stack base new) to this file");
+  diffc->add_flag("--all", diff.all, "show every histogram and counter, changed or not");
+
   try {
     app.parse(cli_argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -145,6 +164,7 @@ int main(int argc, char** argv) {
   if (validate->parsed()) return cmd_validate(common, profile);
   if (probes->parsed()) return cmd_probes(binary, json);
   if (benchc->parsed()) return cmd_bench(common, bench);
+  if (diffc->parsed()) return cmd_diff(diff);
   if (replayc->parsed()) {
     if (!replay_output.empty()) replay.output = replay_output;
     return cmd_replay(common, replay);

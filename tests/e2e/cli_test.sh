@@ -168,6 +168,39 @@ print("replay ok", len(live))
 PY
 }
 
+case_diff() {
+  need_root
+  # Three runs of a command that sleeps 15 times: two alike (10 ms), one slower (40 ms).
+  # loupe diff must flag the slower one's percentiles and nothing between the alike two.
+  sleeper() { echo "for i in \$(seq 15); do sleep $1; done"; }
+  for run in base same slower; do
+    local t=0.01
+    [[ $run == slower ]] && t=0.04
+    cat >"$TMP/$run.toml" <<TOML
+[session]
+output_dir = "$TMP/$run"
+[[plugins]]
+name = "latency"
+  [[plugins.targets]]
+  syscall = "clock_nanosleep"
+[[sinks]]
+name = "jsonl"
+TOML
+    "$LOUPE" run "$TMP/$run.toml" -- sh -c "$(sleeper $t)" >"$TMP/$run.log" 2>&1 ||
+      fail "run $run: $(tail -3 "$TMP/$run.log")"
+  done
+  "$LOUPE" diff "$TMP/base" "$TMP/same" >"$TMP/same.diff" 2>&1
+  expect_rc 0 $? "diff of two alike runs ($(cat "$TMP/same.diff"))"
+  grep -q "no shift" "$TMP/same.diff" || fail "alike runs: $(cat "$TMP/same.diff")"
+  "$LOUPE" diff "$TMP/base" "$TMP/slower" --folded-diff "$TMP/diff.folded" >"$TMP/slower.diff" 2>&1
+  expect_rc 1 $? "diff of a slower run ($(cat "$TMP/slower.diff"))"
+  grep -E "latency/latency.*clock_nanosleep.*p50 .* UP" "$TMP/slower.diff" >/dev/null ||
+    fail "no p50 shift flagged: $(cat "$TMP/slower.diff")"
+  cat "$TMP/slower.diff"
+  "$LOUPE" diff "$TMP/base" "$TMP/nowhere" >/dev/null 2>&1
+  expect_rc 2 $? "diff of a missing run"
+}
+
 case_demo() {
   need_root
   cd "$TMP" || exit 1

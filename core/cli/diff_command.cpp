@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// loupe diff BASE NEW: two runs' final records (records.jsonl, or the output directory that
+// holds it) side by side.
+//   - histograms: count, and p50/p90/p99 with the bounds the buckets allow; a percentile
+//     has shifted only when the two runs' bounds no longer overlap (a move inside one
+//     bucket's error is not a shift);
+//   - stacks: each stack's share of its record's total weight, flagged when it moved by at
+//     least --threshold percentage points; --folded-diff writes flamegraph's difffolded
+//     input ("stack base new") for a differential flame graph;
+//   - counters: the relative change of each metric, shown from --threshold percent (not
+//     flagged: counts follow the run's length).
+// Exit status: 0 nothing flagged, 1 something flagged (a CI job's regression gate), 2 bad
+// input.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+
+namespace loupe::cli {
+namespace {
+
+using nlohmann::json;
+
+struct Run {
+  std::map<std::string, json> histograms;                       // key -> histogram
+  std::map<std::string, std::map<std::string, double>> stacks;  // plugin/name -> stack -> w
+  std::map<std::string, double> metrics;                        // key -> value
+};
+
+std::string key_of(const json& r) {
+  std::string k = r.value("plugin", "") + "/" + r.value("name", "");
+  if (r.contains("labels") && !r["labels"].empty()) {
+    k += "{";
+    bool first = true;
+    for (const auto& [lk, lv] : r["labels"].items()) {  // nlohmann sorts object keys
+      k += (first ? "" : ",") + lk + "=" + (lv.is_string() ? lv.get<std::string>() : lv.dump());
+      first = false;
+    }
+    k += "}";
+  }
+  return k;
+}
+
+std::string folded(const json& frames) {
+  std::string s;
+  for (std::size_t i = frames.size(); i-- > 0;) {  // records are leaf first
+    const json& f = frames[i];
+    std::string name = f.contains("symbol") && f["symbol"].is_string()
+                           ? f["symbol"].get<std::string>()
+                           : "[" + f.value("module", std::string("unknown")) + "]";
+    for (char& c : name)
+      if (c == ';') c = ':';
+    s += (s.empty() ? "" : ";") + name;
+  }
+  return s.empty() ? "[no stack]" : s;
+}
+
+bool load(const std::string& where, const std::string& value, Run* run, std::string* err) {
+  std::filesystem::path p(where);
+  if (std::filesystem::is_directory(p)) p /= "records.jsonl";
+  std::ifstream in(p);
+  if (!in) {
+    *err = p.string() + ": cannot read (a records.jsonl, or the output directory holding it)";
+    return false;
+  }
+  std::string line;
+  std::size_t n = 0, final_records = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.empty()) continue;
+    json r;
+    try {
+      r = json::parse(line);
+    } catch (const json::exception& e) {
+      *err = p.string() + ":" + std::to_string(n) + ": not a record: " + e.what();
+      return false;
+    }
+    if (!r.value("is_final", false)) continue;
+    ++final_records;
+    const std::string kind = r.value("kind", "");
+    if (kind == "histogram") {
+      run->histograms[key_of(r)] = r["histogram"];
+    } else if (kind == "metric") {
+      run->metrics[key_of(r)] = r["metric"].value("value", 0.0);
+    } else if (kind == "stack") {
+      const json& values = r["stack"]["values"];
+      double w = 0;
+      bool found = value.empty() && !values.empty();
+      if (found) w = values[0].value("value", 0.0);
+      for (const auto& v : values)
+        if (!value.empty() && v.value("name", "") == value) {
+          w = v.value("value", 0.0);
+          found = true;
+        }
+      if (!found) continue;
+      run->stacks[r.value("plugin", "") + "/" + r.value("name", "")]
+                 [folded(r["stack"]["frames"])] += w;
+    }
+  }
+  if (final_records == 0) {
+    *err = p.string() + ": no final records (did the run end, and did it have a jsonl sink?)";
+    return false;
+  }
+  return true;
+}
+
+struct Bounds {
+  double value = 0, lower = 0, upper = 0;
+  bool ok = false;
+};
+
+Bounds percentile(const json& h, double q) {
+  Bounds b;
+  if (!h.contains("percentiles")) return b;
+  for (const auto& p : h["percentiles"])
+    if (std::fabs(p.value("q", 0.0) - q) < 1e-9) {
+      b.value = p.value("value", 0.0);
+      b.lower = p.value("lower", b.value);
+      b.upper = p.value("upper", b.value);
+      b.ok = true;
+    }
+  return b;
+}
+
+std::string human(double v, const std::string& unit) {
+  char buf[64];
+  if (unit == "ns") {
+    if (v >= 1e9)
+      std::snprintf(buf, sizeof(buf), "%.2f s", v / 1e9);
+    else if (v >= 1e6)
+      std::snprintf(buf, sizeof(buf), "%.2f ms", v / 1e6);
+    else if (v >= 1e3)
+      std::snprintf(buf, sizeof(buf), "%.2f us", v / 1e3);
+    else
+      std::snprintf(buf, sizeof(buf), "%.0f ns", v);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.6g %s", v, unit.c_str());
+  }
+  return buf;
+}
+
+}  // namespace
+
+int cmd_diff(const DiffOptions& o) {
+  Run base, next;
+  std::string err;
+  if (!load(o.base, o.value, &base, &err) || !load(o.next, o.value, &next, &err)) {
+    std::fprintf(stderr, "loupe diff: %s\n", err.c_str());
+    return 2;
+  }
+  int flagged = 0;
+  std::printf("loupe diff %s %s\n", o.base.c_str(), o.next.c_str());
+
+  std::printf(
+      "\nhistograms (a percentile shifted when the two runs' bucket bounds no longer "
+      "overlap)\n");
+  int shown = 0;
+  for (const auto& [key, hb] : base.histograms) {
+    auto it = next.histograms.find(key);
+    if (it == next.histograms.end()) continue;
+    const json& hn = it->second;
+    const std::string unit = hb.value("unit", "");
+    std::string line;
+    bool shift = false;
+    for (double q : {0.5, 0.9, 0.99}) {
+      Bounds b = percentile(hb, q), n = percentile(hn, q);
+      if (!b.ok || !n.ok) continue;
+      const bool up = n.lower >= b.upper && n.value > b.value;
+      const bool down = n.upper <= b.lower && n.value < b.value;
+      char buf[160];
+      std::snprintf(buf, sizeof(buf), "  p%g %s -> %s%s", q * 100, human(b.value, unit).c_str(),
+                    human(n.value, unit).c_str(),
+                    up     ? " UP"
+                    : down ? " DOWN"
+                           : "");
+      line += buf;
+      shift |= up || down;
+    }
+    if (!shift && !o.all) continue;
+    flagged += shift;
+    ++shown;
+    std::printf("  %s  count %.0f -> %.0f%s\n", key.c_str(), hb.value("count", 0.0),
+                hn.value("count", 0.0), line.c_str());
+  }
+  for (const auto& [key, h] : next.histograms)
+    if (!base.histograms.count(key) && o.all) std::printf("  %s  only in NEW\n", key.c_str());
+  if (!shown) std::printf("  no shift\n");
+
+  std::printf("\nstacks (share of the record's total, moved by >= %.1f percentage points)\n",
+              o.threshold);
+  std::ofstream fold;
+  if (!o.folded_diff.empty()) fold.open(o.folded_diff);
+  shown = 0;
+  std::map<std::string, bool> names;
+  for (const auto& [n, _] : base.stacks) names[n] = true;
+  for (const auto& [n, _] : next.stacks) names[n] = true;
+  for (const auto& [name, _] : names) {
+    const auto& sb = base.stacks[name];
+    const auto& sn = next.stacks[name];
+    double tb = 0, tn = 0;
+    for (const auto& [s, w] : sb) tb += w;
+    for (const auto& [s, w] : sn) tn += w;
+    std::map<std::string, std::pair<double, double>> both;
+    for (const auto& [s, w] : sb) both[s].first = w;
+    for (const auto& [s, w] : sn) both[s].second = w;
+    std::vector<std::pair<double, std::string>> moves;
+    for (const auto& [s, w] : both) {
+      if (fold)
+        fold << (names.size() > 1 ? name + ";" : "") << s << " " << std::llround(w.first) << " "
+             << std::llround(w.second) << "\n";
+      const double pb = tb > 0 ? 100 * w.first / tb : 0, pn = tn > 0 ? 100 * w.second / tn : 0;
+      if (std::fabs(pn - pb) >= o.threshold) moves.emplace_back(pn - pb, s);
+    }
+    std::sort(moves.begin(), moves.end(),
+              [](const auto& a, const auto& b) { return std::fabs(a.first) > std::fabs(b.first); });
+    for (std::size_t i = 0; i < moves.size() && i < 10; ++i) {
+      const auto& [delta, s] = moves[i];
+      const auto& w = both[s];
+      std::printf("  %s  %+.1f pp (%.1f%% -> %.1f%%)  %s\n", name.c_str(), delta,
+                  tb > 0 ? 100 * w.first / tb : 0, tn > 0 ? 100 * w.second / tn : 0, s.c_str());
+      ++shown;
+    }
+    flagged += static_cast<int>(moves.size());
+  }
+  if (!shown) std::printf("  no stack moved\n");
+
+  std::printf("\ncounters (changed by >= %.1f %%; not flagged: counts follow the run's length)\n",
+              o.threshold);
+  shown = 0;
+  for (const auto& [key, vb] : base.metrics) {
+    auto it = next.metrics.find(key);
+    if (it == next.metrics.end()) continue;
+    const double vn = it->second;
+    const double pct = vb != 0 ? 100 * (vn - vb) / std::fabs(vb) : (vn != 0 ? 100 : 0);
+    if (std::fabs(pct) < o.threshold && !o.all) continue;
+    if (shown++ >= 30 && !o.all) continue;
+    std::printf("  %s  %.6g -> %.6g (%+.1f %%)\n", key.c_str(), vb, vn, pct);
+  }
+  if (!shown) std::printf("  no counter changed\n");
+  std::printf("\n%d change%s flagged\n", flagged, flagged == 1 ? "" : "s");
+  return flagged ? 1 : 0;
+}
+
+}  // namespace loupe::cli
