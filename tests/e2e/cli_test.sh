@@ -72,6 +72,14 @@ case_plugin_errors() {
   "$LOUPE" describe jsonl | grep -q "config keys" || fail "describe"
   "$LOUPE" describe nosuch 2>/dev/null; expect_rc 4 $? "describe missing"
   "$LOUPE" run 2>/dev/null; expect_rc 2 $? "usage error"
+  if [[ $(id -u) -eq 0 ]]; then
+    # A setup error stands alone: no empty report (records 0, no health) before it.
+    printf '[[plugins]]\nname = "offcpu"\nmechanism = "kprobe"\n[[sinks]]\nname = "console"\n' \
+      >"$TMP/setup.toml"
+    "$LOUPE" run "$TMP/setup.toml" -- true >"$TMP/out" 2>&1 && fail "a setup error ran"
+    grep -q 'mechanism = "kprobe": expected auto' "$TMP/out" || fail "error not said: $(cat "$TMP/out")"
+    ! grep -qE "records 0|VERDICT|loupe report" "$TMP/out" || fail "an empty report came with the error: $(cat "$TMP/out")"
+  fi
 }
 
 case_run_syscount() {

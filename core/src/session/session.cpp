@@ -793,12 +793,15 @@ SessionResult Session::Impl::run() {
   }
   if (result_.code != ExitCode::kOk && result_.code != ExitCode::kInterrupted) {
     // Failed part-way: detach and free whatever was set up, flushing what sinks have.
+    // Sinks make their final report only when something reached them: a setup error
+    // must stand alone, not under an empty report (records 0, no health).
     links_.detach_all();
     rings_.stop(Clock::now() + std::chrono::milliseconds(200));
     for (auto& p : profilers_) p.instance->destroy();
+    const bool anything = bus_.published() > 0;
     for (auto& sk : sinks_) {
       if (sk.runner) {
-        sk.runner->flush(true, std::chrono::seconds(2));
+        if (anything) sk.runner->flush(true, std::chrono::seconds(2));
         sk.runner->stop();
       }
       sk.instance->destroy();
