@@ -4,7 +4,8 @@
 // holds it) side by side.
 //   - histograms: count, and p50/p90/p99 with the bounds the buckets allow; a percentile
 //     has shifted only when the two runs' bounds no longer overlap (a move inside one
-//     bucket's error is not a shift);
+//     bucket's error is not a shift), and is judged only when at least 5 values lie above
+//     it in each run;
 //   - stacks: each stack's share of its record's total weight, flagged when it moved by at
 //     least --threshold percentage points; --folded-diff writes flamegraph's difffolded
 //     input ("stack base new") for a differential flame graph;
@@ -170,17 +171,23 @@ int cmd_diff(const DiffOptions& o) {
     const std::string unit = hb.value("unit", "");
     std::string line;
     bool shift = false;
+    const double cb = hb.value("count", 0.0), cn = hn.value("count", 0.0);
     for (double q : {0.5, 0.9, 0.99}) {
       Bounds b = percentile(hb, q), n = percentile(hn, q);
       if (!b.ok || !n.ok) continue;
-      const bool up = n.lower >= b.upper && n.value > b.value;
-      const bool down = n.upper <= b.lower && n.value < b.value;
-      char buf[160];
+      // A percentile is judged only with at least kAbove values above it in both runs:
+      // with fewer (p99 of 15 values is the maximum) one outlier moves it.
+      constexpr double kAbove = 5;
+      const bool judged = cb * (1 - q) >= kAbove && cn * (1 - q) >= kAbove;
+      const bool up = judged && n.lower >= b.upper && n.value > b.value;
+      const bool down = judged && n.upper <= b.lower && n.value < b.value;
+      char buf[192];
       std::snprintf(buf, sizeof(buf), "  p%g %s -> %s%s", q * 100, human(b.value, unit).c_str(),
                     human(n.value, unit).c_str(),
-                    up     ? " UP"
-                    : down ? " DOWN"
-                           : "");
+                    up       ? " UP"
+                    : down   ? " DOWN"
+                    : judged ? ""
+                             : " (too few values to judge)");
       line += buf;
       shift |= up || down;
     }

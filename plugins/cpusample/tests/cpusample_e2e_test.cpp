@@ -26,11 +26,14 @@ bool has_frame(const json& rec, const std::string& symbol) {
   return false;
 }
 
+// The innermost user-space function: a sample taken in the kernel on the way (a timer
+// interrupt, a page fault; many more under emulation) still belongs to the user code
+// it interrupted.
 std::string leaf(const json& rec) {
-  const auto& frames = rec["stack"]["frames"];
-  if (frames.empty() || !frames[0].contains("symbol") || !frames[0]["symbol"].is_string())
-    return "";
-  return frames[0]["symbol"];
+  for (const auto& f : rec["stack"]["frames"])
+    if (f.value("kind", "") == "user")
+      return f.contains("symbol") && f["symbol"].is_string() ? f["symbol"].get<std::string>() : "";
+  return "";
 }
 
 double metric(const RunResult& r, const std::string& name) {
