@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "loupe/sdk/units.hpp"
 
 namespace loupe::cli {
 namespace {
@@ -131,23 +132,6 @@ Bounds percentile(const json& h, double q) {
   return b;
 }
 
-std::string human(double v, const std::string& unit) {
-  char buf[64];
-  if (unit == "ns") {
-    if (v >= 1e9)
-      std::snprintf(buf, sizeof(buf), "%.2f s", v / 1e9);
-    else if (v >= 1e6)
-      std::snprintf(buf, sizeof(buf), "%.2f ms", v / 1e6);
-    else if (v >= 1e3)
-      std::snprintf(buf, sizeof(buf), "%.2f us", v / 1e3);
-    else
-      std::snprintf(buf, sizeof(buf), "%.0f ns", v);
-  } else {
-    std::snprintf(buf, sizeof(buf), "%.6g %s", v, unit.c_str());
-  }
-  return buf;
-}
-
 }  // namespace
 
 int cmd_diff(const DiffOptions& o) {
@@ -182,8 +166,9 @@ int cmd_diff(const DiffOptions& o) {
       const bool up = judged && n.lower >= b.upper && n.value > b.value;
       const bool down = judged && n.upper <= b.lower && n.value < b.value;
       char buf[192];
-      std::snprintf(buf, sizeof(buf), "  p%g %s -> %s%s", q * 100, human(b.value, unit).c_str(),
-                    human(n.value, unit).c_str(),
+      std::snprintf(buf, sizeof(buf), "  p%g %s -> %s%s", q * 100,
+                    sdk::human_amount(b.value, unit).c_str(),
+                    sdk::human_amount(n.value, unit).c_str(),
                     up       ? " UP"
                     : down   ? " DOWN"
                     : judged ? ""

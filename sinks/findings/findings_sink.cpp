@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "loupe/sdk/plugin.hpp"
+#include "loupe/sdk/units.hpp"
 
 namespace loupe::sinks {
 namespace {
@@ -53,32 +54,6 @@ std::string labels_of(const loupe_record& r) {
   for (std::uint32_t i = 0; i < r.n_labels; ++i)
     s += std::string(s.empty() ? "{" : ",") + r.labels[i].key + "=" + r.labels[i].value;
   return s.empty() ? s : s + "}";
-}
-
-std::string amount(double v, const std::string& unit) {
-  char buf[64];
-  if (unit == "ns") {
-    if (v >= 1e9)
-      std::snprintf(buf, sizeof(buf), "%.2f s", v / 1e9);
-    else if (v >= 1e6)
-      std::snprintf(buf, sizeof(buf), "%.2f ms", v / 1e6);
-    else if (v >= 1e3)
-      std::snprintf(buf, sizeof(buf), "%.1f us", v / 1e3);
-    else
-      std::snprintf(buf, sizeof(buf), "%.0f ns", v);
-  } else if (unit == "bytes") {
-    if (v >= 1 << 20)
-      std::snprintf(buf, sizeof(buf), "%.1f MiB", v / (1 << 20));
-    else if (v >= 1 << 10)
-      std::snprintf(buf, sizeof(buf), "%.1f KiB", v / (1 << 10));
-    else
-      std::snprintf(buf, sizeof(buf), "%.0f B", v);
-  } else if (unit.empty() || unit == "count") {
-    std::snprintf(buf, sizeof(buf), "%.0f", v);
-  } else {
-    std::snprintf(buf, sizeof(buf), "%.0f %s", v, unit.c_str());
-  }
-  return buf;
 }
 
 class FindingsSink : public sdk::Sink {
@@ -132,8 +107,9 @@ class FindingsSink : public sdk::Sink {
         std::snprintf(buf, sizeof(buf),
                       "long tail: %s%s: p99 is %.0fx its p50 (p50 %s, p99 %s, max %s, %llu "
                       "values)",
-                      who.c_str(), labels_of(r).c_str(), p99 / p50, amount(p50, unit).c_str(),
-                      amount(p99, unit).c_str(), amount(static_cast<double>(h.max), unit).c_str(),
+                      who.c_str(), labels_of(r).c_str(), p99 / p50,
+                      sdk::human_amount(p50, unit).c_str(), sdk::human_amount(p99, unit).c_str(),
+                      sdk::human_amount(static_cast<double>(h.max), unit).c_str(),
                       static_cast<unsigned long long>(h.count));
         tails_.emplace_back(p99 / p50, buf);
       }
@@ -196,8 +172,9 @@ class FindingsSink : public sdk::Sink {
       std::snprintf(buf, sizeof(buf),
                     "dominant function: %.0f %% of %s %s (%s of %s) is under %s%s\n",
                     100 * best_share, who.c_str(), s.value_name.c_str(),
-                    amount(best_share * s.total, s.unit).c_str(), amount(s.total, s.unit).c_str(),
-                    where.c_str(), caller.empty() ? "" : (", called from " + caller).c_str());
+                    sdk::human_amount(best_share * s.total, s.unit).c_str(),
+                    sdk::human_amount(s.total, s.unit).c_str(), where.c_str(),
+                    caller.empty() ? "" : (", called from " + caller).c_str());
       text += buf;
       ++n;
     }
