@@ -10,17 +10,39 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 
+#include "loupe/emit.bpf.h"
 #include "loupe/filter.bpf.h"
 #include "loupe/hist.bpf.h"
+#include "loupe/task_file.bpf.h"
+#include "loupe/ustack.bpf.h"
 #include "fileio.h"
 
 const volatile bool targ_regular_only = true;
+const volatile __u64 targ_slow_ns = 0; /* 0 = no slow-operation events */
+const volatile bool targ_slow_dwarf = false;
+
+#define AT_EMPTY_PATH 0x1000
+#define NO_OFFSET ((__u64)-1)
+
+/* How a call names its file. */
+enum how {
+	BY_FD = 1,	/* args[0] is the fd */
+	BY_RET = 2,	/* open: the returned fd */
+	BY_STATBUF = 3, /* stat by path: the identity the kernel wrote into the user's buffer */
+};
 
 struct inflight {
 	__u64 ts;
 	__u64 ino;
+	__u64 offset;
+	__u64 requested;
+	__u64 statbuf; /* BY_STATBUF: the user's struct stat / statx */
+	__u64 name;    /* BY_STATBUF: the user's path string */
 	__u32 dev;
-	__u32 op;
+	__u16 op;
+	__u16 how;
+	__u32 statx; /* BY_STATBUF: the buffer is a struct statx */
+	__u32 pad;
 };
 
 struct {
@@ -51,6 +73,16 @@ struct {
 	__type(value, struct fio_path);
 } path_scratch SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct fio_err_key);
+	__type(value, __u64);
+} errnos SEC(".maps");
+
+LOUPE_RING(slow, 1024 * 1024);
+LOUPE_USTACK_SCRATCH(slow_scratch, struct fio_slow_dwarf);
+
 /* Never written: the zero value new stats start from. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -73,10 +105,10 @@ static __always_inline struct fio_counters *get_counters(void)
 	return bpf_map_lookup_elem(&counters, &zero);
 }
 
-/* x86_64 syscall numbers. */
-static __always_inline __u32 op_of(long nr, bool *fd_arg)
+/* x86_64 syscall numbers: the operation, and how the call names its file. */
+static __always_inline __u32 op_of(long nr, __u16 *how)
 {
-	*fd_arg = true;
+	*how = BY_FD;
 	switch (nr) {
 	case 0:	  /* read */
 	case 17:  /* pread64 */
@@ -95,31 +127,56 @@ static __always_inline __u32 op_of(long nr, bool *fd_arg)
 		return FIO_OP_FSYNC;
 	case 5: /* fstat */
 		return FIO_OP_STAT;
+	case 4:	  /* stat */
+	case 6:	  /* lstat */
+	case 262: /* newfstatat: glibc 2.33+ fstat() too (AT_EMPTY_PATH) */
+	case 332: /* statx */
+		*how = BY_STATBUF;
+		return FIO_OP_STAT;
 	case 3: /* close */
 		return FIO_OP_CLOSE;
-	case 2:			 /* open */
-	case 85:		 /* creat */
-	case 257:		 /* openat */
-	case 437:		 /* openat2 */
-		*fd_arg = false; /* the file is the returned fd */
+	case 2:	  /* open */
+	case 85:  /* creat */
+	case 257: /* openat */
+	case 437: /* openat2 */
+		*how = BY_RET;
 		return FIO_OP_OPEN;
 	}
 	return 0;
 }
 
-/* The current task's open file `fd`, or NULL. */
-static __always_inline struct file *file_of(long fd)
+/* Where the call starts in the file, and the size it asks for. */
+static __always_inline void position_of(long nr, const struct trace_event_raw_sys_enter *ctx,
+					struct file *f, struct inflight *in)
 {
-	struct task_struct *task = (void *)bpf_get_current_task();
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	struct file **fds;
-	struct file *f = NULL;
-
-	if (fd < 0 || !fdt || (__u64)fd >= BPF_CORE_READ(fdt, max_fds))
-		return NULL;
-	fds = BPF_CORE_READ(fdt, fd);
-	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
-	return f;
+	in->offset = NO_OFFSET;
+	in->requested = 0;
+	switch (nr) {
+	case 17: /* pread64, pwrite64: (fd, buf, count, pos) */
+	case 18:
+		in->requested = ctx->args[2];
+		in->offset = ctx->args[3];
+		return;
+	case 295: /* preadv, pwritev, ...2: (fd, iov, cnt, pos_l, ...); -1 = the file's own */
+	case 296:
+	case 327:
+	case 328:
+		if ((long)ctx->args[3] != -1) {
+			in->offset = ctx->args[3];
+			return;
+		}
+		break;
+	case 0: /* read, write */
+	case 1:
+		in->requested = ctx->args[2];
+		break;
+	case 19: /* readv, writev */
+	case 20:
+		break;
+	default:
+		return;
+	}
+	in->offset = BPF_CORE_READ(f, f_pos);
 }
 
 /* `f`'s device and inode; false when it is not a file to count. */
@@ -160,6 +217,7 @@ static __always_inline void record_path(struct file *f, const struct fio_file *i
 		return;
 	p->depth = 0;
 	p->truncated = 0;
+	p->given = 0;
 	d = BPF_CORE_READ(f, f_path.dentry);
 	vfs = BPF_CORE_READ(f, f_path.mnt);
 	mnt = (struct mount *)((char *)vfs - bpf_core_field_offset(struct mount, mnt));
@@ -197,6 +255,137 @@ static __always_inline void record_path(struct file *f, const struct fio_file *i
 		c->paths_full++;
 }
 
+/* A file first seen through stat-by-path has no dentry here: it is named by the string it
+ * was given (relative paths stay relative), until an open spells its real path. */
+static __always_inline void record_given_path(const struct fio_file *id, __u64 name,
+					      struct fio_counters *c)
+{
+	__u32 zero = 0;
+	struct fio_path *p;
+
+	if (bpf_map_lookup_elem(&paths, id))
+		return;
+	p = bpf_map_lookup_elem(&path_scratch, &zero);
+	if (!p)
+		return;
+	long n = bpf_probe_read_user_str(p->comps[0], FIO_NAME_LEN, (const void *)name);
+
+	p->depth = n > 0;
+	p->given = 1;
+	/* A name that filled the component was cut: say so (its tail is lost). */
+	p->truncated = n >= FIO_NAME_LEN;
+	if (bpf_map_update_elem(&paths, id, p, BPF_NOEXIST) && !bpf_map_lookup_elem(&paths, id))
+		c->paths_full++;
+}
+
+/* The file a successful stat described, from the buffer the kernel filled: false when it
+ * cannot be read or is not a file to count. */
+static __always_inline bool identify_statbuf(const struct inflight *in, struct fio_file *id,
+					     struct fio_counters *c)
+{
+	__u32 mode = 0, major, minor;
+
+	if (in->statx) {
+		/* struct statx: stx_mode @28 (u16), stx_ino @32, stx_dev_major/minor @136/140 */
+		__u16 m;
+
+		if (bpf_probe_read_user(&m, sizeof(m), (void *)(in->statbuf + 28)) ||
+		    bpf_probe_read_user(&id->ino, 8, (void *)(in->statbuf + 32)) ||
+		    bpf_probe_read_user(&major, 4, (void *)(in->statbuf + 136)) ||
+		    bpf_probe_read_user(&minor, 4, (void *)(in->statbuf + 140)))
+			return false;
+		mode = m;
+	} else {
+		/* x86_64 struct stat: st_dev @0 (new_encode_dev), st_ino @8, st_mode @24 */
+		__u64 dev;
+
+		if (bpf_probe_read_user(&dev, 8, (void *)in->statbuf) ||
+		    bpf_probe_read_user(&id->ino, 8, (void *)(in->statbuf + 8)) ||
+		    bpf_probe_read_user(&mode, 4, (void *)(in->statbuf + 24)))
+			return false;
+		major = (dev >> 8) & 0xfff;
+		minor = (dev & 0xff) | ((dev >> 12) & 0xfff00);
+	}
+	if (targ_regular_only && (mode & 0170000) != 0100000) {
+		c->not_regular++;
+		return false;
+	}
+	id->dev = major << 20 | minor;
+	return true;
+}
+
+static __always_inline void count_errno(__u64 ino, __u32 dev, __u32 op, long ret,
+					struct fio_counters *c)
+{
+	struct fio_err_key k = {.ino = ino, .dev = dev, .op = op, .err = (__u16)-ret};
+	__u64 one = 1, *n;
+
+	n = bpf_map_lookup_elem(&errnos, &k);
+	if (n)
+		__sync_fetch_and_add(n, 1);
+	else if (bpf_map_update_elem(&errnos, &k, &one, BPF_NOEXIST) &&
+		 (n = bpf_map_lookup_elem(&errnos, &k)))
+		__sync_fetch_and_add(n, 1); /* another CPU made it first */
+	else if (!bpf_map_lookup_elem(&errnos, &k))
+		c->errors_full++;
+}
+
+static __always_inline void fill_slow(struct fio_slow *e, const struct inflight *in, long ret,
+				      __u64 delta)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	e->boot_ns = bpf_ktime_get_boot_ns();
+	e->latency_ns = delta;
+	e->ino = in->ino;
+	e->dev = in->dev;
+	e->op = in->op;
+	e->offset = in->offset;
+	e->requested = in->requested;
+	e->ret = ret;
+	e->pid = id >> 32;
+	e->tid = (__u32)id;
+	e->n_user = 0;
+	e->pad = 0;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+}
+
+/* fileslower's view: the operation with its file, position, size and the user stack. */
+static __always_inline void emit_slow(void *ctx, const struct inflight *in, long ret, __u64 delta,
+				      struct fio_counters *c)
+{
+	if (targ_slow_dwarf) {
+		struct fio_slow_dwarf *r = loupe_ustack_scratch(&slow_scratch);
+		__u64 size;
+
+		if (!r)
+			return;
+		fill_slow(&r->e, in, ret, delta);
+		r->e.type = FIO_RECORD_SLOW_DWARF;
+		r->e.version = FIO_RECORD_SLOW_DWARF_VERSION;
+		r->us.stack_len = 0;
+		r->us.flags = 0;
+		if (loupe_ustack_regs_task(&r->us))
+			loupe_ustack_copy(&r->us, (__u8 *)(r + 1));
+		size = loupe_ustack_record_len(sizeof(*r), &r->us);
+		r->e.len = size;
+		if (loupe_output(&slow, &slow_lost, r, size) == 0)
+			c->slow++;
+		return;
+	}
+	struct fio_slow *e =
+	    LOUPE_RESERVE(slow, struct fio_slow, FIO_RECORD_SLOW, FIO_RECORD_SLOW_VERSION);
+	long n;
+
+	if (!e)
+		return; /* counted in slow_lost */
+	fill_slow(e, in, ret, delta);
+	n = bpf_get_stack(ctx, e->user_stack, sizeof(e->user_stack), BPF_F_USER_STACK);
+	e->n_user = n < 0 ? n : (__s32)((__u64)n >> 3);
+	LOUPE_SUBMIT(slow, e);
+	c->slow++;
+}
+
 static __always_inline void account(const struct inflight *in, long ret, __u64 delta,
 				    struct fio_counters *c)
 {
@@ -218,9 +407,10 @@ static __always_inline void account(const struct inflight *in, long ret, __u64 d
 	}
 	__sync_fetch_and_add(&s->count, 1);
 	__sync_fetch_and_add(&s->total_ns, delta);
-	if (ret < 0)
+	if (ret < 0) {
 		__sync_fetch_and_add(&s->errors, 1);
-	else if (in->op == FIO_OP_READ || in->op == FIO_OP_WRITE)
+		count_errno(in->ino, in->dev, in->op, ret, c);
+	} else if (in->op == FIO_OP_READ || in->op == FIO_OP_WRITE)
 		__sync_fetch_and_add(&s->bytes, (__u64)ret);
 	__sync_fetch_and_add(&s->slots[loupe_slot_bounded(loupe_log2_slot(delta), FIO_HIST_SLOTS)],
 			     1);
@@ -237,20 +427,45 @@ int fio_enter(struct trace_event_raw_sys_enter *ctx)
 	struct inflight in = {};
 	struct fio_file fid = {};
 	struct file *f;
-	bool fd_arg;
-	long fd;
+	long nr = ctx->id;
 
-	in.op = op_of(ctx->id, &fd_arg);
+	in.op = op_of(nr, &in.how);
 	if (!in.op || !loupe_filter_pass(id))
 		return 0;
 	c = get_counters();
 	if (!c)
 		return 0;
 	c->calls++;
-	if (fd_arg) {
+	in.offset = NO_OFFSET;
+	if (in.how == BY_STATBUF) {
+		__u64 flags = 0;
+
+		/* The context is read at constant offsets only. */
+		if (nr == 262) { /* newfstatat(dfd, name, buf, flags) */
+			in.name = ctx->args[1];
+			in.statbuf = ctx->args[2];
+			flags = ctx->args[3];
+		} else if (nr == 332) { /* statx(dfd, name, flags, mask, buf) */
+			in.statx = 1;
+			in.name = ctx->args[1];
+			flags = ctx->args[2];
+			in.statbuf = ctx->args[4];
+		} else { /* stat, lstat (name, buf) */
+			in.name = ctx->args[0];
+			in.statbuf = ctx->args[1];
+		}
+		if (flags & AT_EMPTY_PATH) {
+			char first = 1;
+
+			/* fstat() as glibc 2.33+ makes it: the fd's own file. */
+			bpf_probe_read_user(&first, 1, (void *)in.name);
+			if (!first)
+				in.how = BY_FD;
+		}
+	}
+	if (in.how == BY_FD) {
 		/* The file now: after close the fd names nothing. */
-		fd = (long)ctx->args[0];
-		f = file_of(fd);
+		f = loupe_task_file((long)ctx->args[0]);
 		if (!f) {
 			c->no_file++;
 			return 0;
@@ -260,6 +475,8 @@ int fio_enter(struct trace_event_raw_sys_enter *ctx)
 		record_path(f, &fid, false, c);
 		in.ino = fid.ino;
 		in.dev = fid.dev;
+		if (targ_slow_ns)
+			position_of(nr, ctx, f, &in);
 	}
 	in.ts = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&inflight, &tid, &in, BPF_ANY))
@@ -287,19 +504,29 @@ int fio_exit(struct trace_event_raw_sys_exit *ctx)
 	c = get_counters();
 	if (!c || now < in.ts)
 		return 0;
-	if (in.op == FIO_OP_OPEN) {
+	if (in.how == BY_RET || in.how == BY_STATBUF) {
 		if (ret < 0) {
-			c->open_errors++;
+			if (in.how == BY_RET)
+				c->open_errors++;
+			count_errno(0, 0, in.op, ret, c);
 			return 0;
 		}
-		f = file_of(ret);
-		if (!f || !identify(f, &fid, c))
-			return 0;
-		record_path(f, &fid, true, c); /* the name it is opened by now (renames) */
+		if (in.how == BY_RET) {
+			f = loupe_task_file(ret);
+			if (!f || !identify(f, &fid, c))
+				return 0;
+			record_path(f, &fid, true, c); /* the name it is opened by now (renames) */
+		} else {
+			if (!identify_statbuf(&in, &fid, c))
+				return 0;
+			record_given_path(&fid, in.name, c);
+		}
 		in.ino = fid.ino;
 		in.dev = fid.dev;
 	}
 	account(&in, ret, now - in.ts, c);
+	if (targ_slow_ns && now - in.ts >= targ_slow_ns)
+		emit_slow(ctx, &in, ret, now - in.ts, c);
 	return 0;
 }
 

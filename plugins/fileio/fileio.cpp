@@ -14,7 +14,10 @@
 #include "fileio.skel.h"
 #include "fileio_reporter.hpp"
 #include "loupe/sdk/plugin.hpp"
+#include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/target_filter.hpp"
+#include "loupe/sdk/ustack.hpp"
+#include "slow_decoder.hpp"
 
 namespace loupe::fileio {
 namespace {
@@ -25,8 +28,12 @@ constexpr loupe_config_key kOwnKeys[] = {
     {"max_files", LOUPE_CFG_INT, 0, "8192", "files with a row of their own; more are counted", 64,
      1048576},
     {"top", LOUPE_CFG_INT, 0, "20", "files ranked by bytes and by time in each report", 1, 100000},
+    {"slow_us", LOUPE_CFG_INT, 0, "10000",
+     "operations at or above this many microseconds are events with their file, position, "
+     "size and user stack (fileslower); 0 = none",
+     0, 3600000000LL},
 };
-constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kTargetFilterKeys);
+constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kUstackKeys, sdk::kTargetFilterKeys);
 
 struct SkelDeleter {
   void operator()(fileio_bpf* s) const { fileio_bpf__destroy(s); }
@@ -52,6 +59,17 @@ class FileioProfiler : public sdk::Profiler {
     bpf_map__set_max_entries(skel_->maps.paths, files);
     bpf_map__set_max_entries(skel_->maps.stats, files * 3);  // a few operations per file
     top_ = static_cast<std::size_t>(cfg.value_int("top"));
+    const auto slow_us = static_cast<std::uint64_t>(cfg.value_int("slow_us"));
+    skel_->rodata->targ_slow_ns = slow_us * 1000;
+    slow_on_ = slow_us != 0;
+    dwarf_ = slow_on_ && cfg.value_string("unwind") == "dwarf";
+    if (dwarf_ && !host_->can_unwind_user())
+      throw sdk::Error(LOUPE_ERR_UNSUPPORTED,
+                       "unwind = \"dwarf\" needs a host with the unwind_user service (ABI 1.2)");
+    skel_->rodata->targ_slow_dwarf = dwarf_;
+    skel_->rodata->loupe_ustack_stack_bytes =
+        dwarf_ ? static_cast<std::uint32_t>(cfg.value_int("stack_bytes")) : 0;
+    if (!slow_on_) bpf_map__set_max_entries(skel_->maps.slow, 4096);
   }
 
   void start(const sdk::StartArgs&) override {
@@ -63,26 +81,49 @@ class FileioProfiler : public sdk::Profiler {
       if (host_->bpf_attach(prog, hook) != LOUPE_OK)
         throw sdk::Error(LOUPE_ERR_KERNEL,
                          std::string("attaching ") + hook + ": " + host_->last_error());
+    if (slow_on_) {
+      slow_ = std::make_unique<SlowDecoder>(*host_, bpf_map__fd(skel_->maps.paths));
+      sdk::FixedRing ring{
+          "slow",
+          bpf_map__fd(skel_->maps.slow),
+          dwarf_ ? std::uint16_t{FIO_RECORD_SLOW_DWARF} : std::uint16_t{FIO_RECORD_SLOW},
+          dwarf_ ? std::uint16_t{FIO_RECORD_SLOW_DWARF_VERSION}
+                 : std::uint16_t{FIO_RECORD_SLOW_VERSION},
+          LOUPE_RING_MUST_KEEP,
+          bpf_map__fd(skel_->maps.slow_lost),
+          -1};
+      if (dwarf_)
+        sdk::register_ustack_ring<fio_slow_dwarf>(*host_, ring, slow_.get());
+      else
+        sdk::register_fixed_ring<fio_slow>(*host_, ring, slow_.get());
+    }
     reporter_ = std::make_unique<FileioReporter>(
         *host_,
         ReporterMaps{bpf_map__fd(skel_->maps.stats), bpf_map__fd(skel_->maps.paths),
-                     bpf_map__fd(skel_->maps.counters)},
+                     bpf_map__fd(skel_->maps.counters), bpf_map__fd(skel_->maps.errnos)},
         top_);
   }
 
   void collect(const sdk::CollectArgs& args) override {
-    if (reporter_) reporter_->collect(args.is_final, args.window_start_ns, args.window_end_ns);
+    if (!reporter_) return;
+    reporter_->collect(args.is_final, args.window_start_ns, args.window_end_ns);
+    if (dwarf_ && slow_)
+      slow_->unwinder().emit_health("fileio", bpf_map__fd(skel_->maps.loupe_ustack_stats),
+                                    args.is_final, args.window_start_ns, args.window_end_ns);
   }
 
  private:
   std::unique_ptr<sdk::Host> host_;
   std::unique_ptr<fileio_bpf, SkelDeleter> skel_;
   std::size_t top_ = 20;
+  bool slow_on_ = false;
+  bool dwarf_ = false;
+  std::unique_ptr<SlowDecoder> slow_;
   std::unique_ptr<FileioReporter> reporter_;
 };
 
 }  // namespace loupe::fileio
 
-LOUPE_PROFILER(loupe::fileio::FileioProfiler, "fileio", "0.1.0",
+LOUPE_PROFILER(loupe::fileio::FileioProfiler, "fileio", "0.2.0",
                "file I/O per file and operation: count, bytes, errors, latency, by path",
                loupe::fileio::kKeys)

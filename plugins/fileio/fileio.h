@@ -9,16 +9,26 @@
 #include <linux/types.h>
 #endif
 
+#include "loupe/ustack.h"
+
 #define FIO_HIST_SLOTS 40 /* log2 ns */
 #define FIO_PATH_DEPTH 16 /* components kept, from the file up (a power of two) */
 #define FIO_NAME_LEN 64   /* bytes kept of each component */
+#define FIO_COMM_LEN 16
+#define FIO_STACK_DEPTH 64 /* user frames of a slow operation (fp) */
+
+/* Ring record types (the slow ring carries both: fp stacks in the record, or a copy). */
+#define FIO_RECORD_SLOW 1
+#define FIO_RECORD_SLOW_VERSION 1
+#define FIO_RECORD_SLOW_DWARF 2
+#define FIO_RECORD_SLOW_DWARF_VERSION 1
 
 enum fio_op {
   FIO_OP_OPEN = 1,
   FIO_OP_READ = 2,  /* read, pread64, readv, preadv, preadv2 */
   FIO_OP_WRITE = 3, /* write, pwrite64, writev, pwritev, pwritev2 */
   FIO_OP_FSYNC = 4, /* fsync, fdatasync */
-  FIO_OP_STAT = 5,  /* fstat (by fd) */
+  FIO_OP_STAT = 5,  /* fstat, newfstatat, statx, stat, lstat (by fd or by path) */
   FIO_OP_CLOSE = 6,
   FIO_OP_NR = 7,
 };
@@ -39,6 +49,15 @@ struct fio_stats {
   __u64 slots[FIO_HIST_SLOTS];
 };
 
+/* Failed calls by errno, per file (ino 0, dev 0: a failed open or stat-by-path, which
+ * names no file). */
+struct fio_err_key {
+  __u64 ino;
+  __u32 dev;
+  __u16 op;
+  __u16 err;
+};
+
 struct fio_file {
   __u64 ino;
   __u32 dev;
@@ -49,8 +68,37 @@ struct fio_file {
  * components from the file up to the root, across mounts. */
 struct fio_path {
   __u32 depth;
-  __u32 truncated; /* the walk stopped at FIO_PATH_DEPTH: the path lacks its top */
+  __u16 truncated; /* the walk stopped at FIO_PATH_DEPTH: the path lacks its top */
+  __u16 given;     /* comps[0] is the name a stat-by-path was given (never opened here) */
   char comps[FIO_PATH_DEPTH][FIO_NAME_LEN];
+};
+
+/* One operation at or above slow_us (fileslower's view), at its end. */
+struct fio_slow {
+  __u16 type;
+  __u16 version;
+  __u32 len;
+  __u64 boot_ns; /* bpf_ktime_get_boot_ns() at the end */
+  __u64 latency_ns;
+  __u64 ino;
+  __u64 offset;    /* the file position the call started at (-1: none, e.g. fsync) */
+  __u64 requested; /* the size asked for (read/write count; 0 for vector calls) */
+  __s64 ret;       /* bytes moved, or -errno */
+  __u32 dev;
+  __u32 op;
+  __u32 pid;
+  __u32 tid;
+  __s32 n_user; /* frames in user_stack; < 0: bpf_get_stack error */
+  __u32 pad;
+  char comm[FIO_COMM_LEN];
+  __u64 user_stack[FIO_STACK_DEPTH];
+};
+
+/* unwind = "dwarf": the record without its fp stack and the copied user stack;
+ * us.stack_len bytes follow. */
+struct fio_slow_dwarf {
+  struct fio_slow e;
+  struct loupe_ustack us;
 };
 
 struct fio_counters {
@@ -61,6 +109,8 @@ struct fio_counters {
   __u64 inflight_full;
   __u64 stats_full;
   __u64 paths_full;
+  __u64 errors_full; /* failed calls not broken down by errno: the errno table is full */
+  __u64 slow;        /* slow operations sent as events */
 };
 
 #endif /* LOUPE_FILEIO_H */

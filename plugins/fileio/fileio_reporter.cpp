@@ -24,7 +24,21 @@ const char* op_name(std::uint32_t op) {
   return "other";
 }
 
+std::string file_label(std::uint32_t dev, std::uint64_t ino) {
+  return std::to_string(dev >> 20) + ":" + std::to_string(dev & 0xfffff) + ":" +
+         std::to_string(ino);
+}
+
+std::string errno_name(int err) {
+  const char* n = strerrorname_np(err);
+  return n ? n : std::to_string(err);
+}
+
 std::string path_text(const fio_path& p) {
+  if (p.given) {
+    const std::string name(p.comps[0], strnlen(p.comps[0], FIO_NAME_LEN));
+    return p.truncated ? name + "…" : name;
+  }
   std::string out;
   const std::uint32_t depth = std::min<std::uint32_t>(p.depth, FIO_PATH_DEPTH);
   for (std::uint32_t i = depth; i-- > 0;) {
@@ -52,16 +66,13 @@ void FileioReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) 
     auto it = names.find(f);
     return it != names.end() ? it->second : std::string("(unnamed)");
   };
-  auto file_label = [](const File& f) {
-    return std::to_string(f.first >> 20) + ":" + std::to_string(f.first & 0xfffff) + ":" +
-           std::to_string(f.second);
-  };
+  auto file_of = [](const File& f) { return file_label(f.first, f.second); };
   sdk::for_each_entry<fio_key, fio_stats>(
       maps_.stats_fd, [&](const fio_key& k, const fio_stats& s) {
         const File f{k.dev, k.ino};
         const std::string path = name_of(f);
         auto labels = [&](sdk::RecordBuilder& rb) -> sdk::RecordBuilder& {
-          rb.label("path", path).label("file", file_label(f)).label("op", op_name(k.op));
+          rb.label("path", path).label("file", file_of(f)).label("op", op_name(k.op));
           return rb.final(is_final).window(ws, we);
         };
         std::vector<std::uint64_t> slots(s.slots, s.slots + FIO_HIST_SLOTS);
@@ -87,12 +98,25 @@ void FileioReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) 
               [m = member](const auto& a, const auto& b) { return a.second.*m > b.second.*m; });
     for (std::size_t i = 0; i < rows.size() && i < top_; ++i) {
       sdk::RecordBuilder rb(LOUPE_RECORD_METRIC, name);
-      rb.label("path", name_of(rows[i].first)).label("file", file_label(rows[i].first));
+      rb.label("path", name_of(rows[i].first)).label("file", file_of(rows[i].first));
       rb.label("rank", std::to_string(i + 1)).final(is_final).window(ws, we);
       rb.metric(LOUPE_METRIC_COUNTER, unit, static_cast<double>(rows[i].second.*member));
       rb.emit(host_);
     }
   }
+  // Failed calls by errno: on their file, or (no file) on the operation alone.
+  sdk::for_each_entry<fio_err_key, std::uint64_t>(maps_.errnos_fd, [&](const fio_err_key& k,
+                                                                       const std::uint64_t& n) {
+    const bool no_file = k.ino == 0 && k.dev == 0;
+    sdk::RecordBuilder rb(LOUPE_RECORD_METRIC, no_file ? "file_failed" : "file_errno");
+    if (!no_file) {
+      const File f{k.dev, k.ino};
+      rb.label("path", name_of(f)).label("file", file_of(f));
+    }
+    rb.label("op", op_name(k.op)).label("errno", errno_name(k.err));
+    rb.final(is_final).window(ws, we).metric(LOUPE_METRIC_COUNTER, "count", static_cast<double>(n));
+    rb.emit(host_);
+  });
   std::uint32_t zero = 0;
   const auto c = sdk::read_per_cpu_sum<fio_counters>(maps_.counters_fd, &zero);
   sdk::RecordBuilder calls(LOUPE_RECORD_METRIC, "file_calls");
@@ -116,6 +140,8 @@ void FileioReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) 
       {"fileio/stats_full", c.stats_full,
        "calls not counted: too many (file, operation) rows (raise max_files)"},
       {"fileio/paths_full", c.paths_full, "files without a name: the path table is full"},
+      {"fileio/errors_full", c.errors_full,
+       "failed calls not broken down by errno: the errno table is full"},
   };
   sdk::emit_health_rows(host_, "fileio", rows_h, is_final, ws, we);
 }

@@ -14,6 +14,10 @@
  * something only a process does: connect() (SYN_SENT), close() or shutdown() (FIN_WAIT1,
  * LAST_ACK), a send or a receive. The session's filter applies to that process.
  *
+ * Accepted connections: the moment accept() hands one to the application (fexit or
+ * kretprobe on inet_csk_accept where the kernel allows them, else the accept syscalls'
+ * exit tracepoints and the returned fd), which also names their owner.
+ *
  * The classic tracepoints' fields used here have kept their offsets since 4.16; the
  * tcp:* and sock_*_length contexts are read at those offsets, not through a vmlinux type
  * whose name changed between kernels.
@@ -21,9 +25,11 @@
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
 
 #include "loupe/emit.bpf.h"
 #include "loupe/filter.bpf.h"
+#include "loupe/task_file.bpf.h"
 #include "tcp.h"
 
 #define IPPROTO_TCP_ 6
@@ -266,6 +272,71 @@ SEC("tracepoint/sock/sock_recv_length")
 int tcp_recv_length(struct tp_msg_length *ctx)
 {
 	app_bytes(ctx, false);
+	return 0;
+}
+
+/* accept() returned `sk` to the application, in its own context. */
+static __always_inline void accepted(__u64 sk)
+{
+	struct tcp_conn *c = sk ? bpf_map_lookup_elem(&conns, &sk) : NULL;
+
+	if (!c || c->accepted_ns)
+		return;
+	c->accepted_ns = bpf_ktime_get_ns();
+	bind_owner(c);
+}
+
+SEC("fexit/inet_csk_accept")
+int BPF_PROG(tcp_accept_fexit)
+{
+	__u64 ret = 0;
+
+	/* The return value, whatever the signature (it changed in 6.10). */
+	bpf_get_func_ret(ctx, &ret);
+	accepted(ret);
+	return 0;
+}
+
+SEC("kretprobe/inet_csk_accept")
+int BPF_KRETPROBE(tcp_accept_kretprobe, void *ret)
+{
+	accepted((__u64)ret);
+	return 0;
+}
+
+/* syscalls:sys_exit_accept / sys_exit_accept4. */
+struct tp_sys_exit {
+	__u64 common;
+	int nr;
+	long ret;
+};
+
+static __always_inline void accepted_fd(long fd)
+{
+	struct file *f;
+	struct socket *sock;
+
+	if (fd < 0)
+		return;
+	f = loupe_task_file(fd);
+	if (!f)
+		return;
+	sock = BPF_CORE_READ(f, private_data);
+	if (sock)
+		accepted((__u64)BPF_CORE_READ(sock, sk));
+}
+
+SEC("tracepoint/syscalls/sys_exit_accept4")
+int tcp_accept4_exit(struct tp_sys_exit *ctx)
+{
+	accepted_fd(ctx->ret);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_accept")
+int tcp_accept_exit(struct tp_sys_exit *ctx)
+{
+	accepted_fd(ctx->ret);
 	return 0;
 }
 

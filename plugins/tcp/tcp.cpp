@@ -23,6 +23,8 @@
 namespace loupe::tcp {
 namespace {
 
+constexpr const char* kAcceptHooks[] = {"auto", "fexit", "kprobe", "tracepoint", "off", nullptr};
+
 constexpr loupe_config_key kOwnKeys[] = {
     {"max_connections", LOUPE_CFG_INT, 0, "16384",
      "connections tracked at once (every process's: the owner is known late); more are "
@@ -33,6 +35,11 @@ constexpr loupe_config_key kOwnKeys[] = {
     {"app_bytes", LOUPE_CFG_BOOL, 0, "true",
      "the application's send/receive sizes from sock:sock_send_length / sock_recv_length "
      "(kernels that have them; a program run per socket call of every process)"},
+    {"accept_hook", LOUPE_CFG_STRING, 0, "\"auto\"",
+     "how accept() is seen (accept wait, owner of accepted connections): \"auto\" (fexit, "
+     "else kretprobe on inet_csk_accept, else the accept syscalls' tracepoints), one of them, "
+     "or \"off\"",
+     0, 0, nullptr, 0, 0, kAcceptHooks},
 };
 constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kTargetFilterKeys);
 
@@ -82,6 +89,7 @@ class TcpProfiler : public sdk::Profiler {
         host_->warn(std::string("tcp: ") + o.tracepoint +
                     " is not in this kernel: its figures are left out");
     }
+    choose_accept_hook(cfg.value_string("accept_hook"));
     if (!host_->tracepoint_exists("tcp:tcp_destroy_sock"))
       throw sdk::Error(LOUPE_ERR_NOT_FOUND,
                        "tracepoint tcp:tcp_destroy_sock not found (Linux 5.3+; is tracefs "
@@ -111,7 +119,54 @@ class TcpProfiler : public sdk::Profiler {
   }
 
  private:
+  // The cheapest way this kernel shows accept() returning a socket: fexit, kretprobe (a
+  // program per accept only), else the syscalls' exit tracepoints (which put every
+  // syscall of every process on the kernel's syscall-tracing path while attached).
+  void choose_accept_hook(const std::string& wanted) {
+    auto& p = skel_->progs;
+    for (bpf_program* prog :
+         {p.tcp_accept_fexit, p.tcp_accept_kretprobe, p.tcp_accept4_exit, p.tcp_accept_exit})
+      bpf_program__set_autoload(prog, false);
+    if (wanted == "off") return;
+    std::string reasons, why;
+    const bool fn = host_->ksym_exists("inet_csk_accept");
+    auto consider = [&](const char* name, bool ok, const std::string& no) {
+      if (wanted != "auto" && wanted != name) return false;
+      if (!ok) reasons += std::string(reasons.empty() ? "" : "; ") + name + ": " + no;
+      return ok;
+    };
+    if (consider("fexit", fn && host_->feature("fentry", &why), fn ? why : "no inet_csk_accept")) {
+      bpf_program__set_autoload(p.tcp_accept_fexit, true);
+      hooks_.push_back({p.tcp_accept_fexit, "fexit:inet_csk_accept"});
+      accept_hook_ = "fexit";
+      return;
+    }
+    why.clear();
+    if (consider("kprobe", fn && host_->feature("kprobe", &why), fn ? why : "no inet_csk_accept")) {
+      bpf_program__set_autoload(p.tcp_accept_kretprobe, true);
+      hooks_.push_back({p.tcp_accept_kretprobe, "kretprobe:inet_csk_accept"});
+      accept_hook_ = "kprobe";
+      return;
+    }
+    const bool tps = host_->tracepoint_exists("syscalls:sys_exit_accept4") &&
+                     host_->tracepoint_exists("syscalls:sys_exit_accept");
+    if (consider("tracepoint", tps, "no syscalls:sys_exit_accept4 / sys_exit_accept")) {
+      bpf_program__set_autoload(p.tcp_accept4_exit, true);
+      bpf_program__set_autoload(p.tcp_accept_exit, true);
+      hooks_.push_back({p.tcp_accept4_exit, "syscalls:sys_exit_accept4"});
+      hooks_.push_back({p.tcp_accept_exit, "syscalls:sys_exit_accept"});
+      accept_hook_ = "tracepoint";
+      return;
+    }
+    if (wanted != "auto")
+      throw sdk::Error(LOUPE_ERR_UNSUPPORTED, "accept_hook = \"" + wanted + "\": " + reasons);
+    host_->warn("tcp: accept() cannot be seen on this kernel (" + reasons +
+                "): no accept wait, and accepted connections are owned by their first send, "
+                "receive or close");
+  }
+
   std::unique_ptr<sdk::Host> host_;
+  std::string accept_hook_ = "off";
   std::unique_ptr<tcp_bpf, SkelDeleter> skel_;
   std::vector<std::pair<bpf_program*, std::string>> hooks_;
   std::size_t max_peers_ = 1024;
@@ -120,6 +175,6 @@ class TcpProfiler : public sdk::Profiler {
 
 }  // namespace loupe::tcp
 
-LOUPE_PROFILER(loupe::tcp::TcpProfiler, "tcp", "0.1.0",
+LOUPE_PROFILER(loupe::tcp::TcpProfiler, "tcp", "0.2.0",
                "TCP connections: lifetime, handshake, bytes, retransmits and resets",
                loupe::tcp::kKeys)

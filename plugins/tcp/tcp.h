@@ -31,10 +31,11 @@ struct tcp_conn {
   __u32 retransmits;
   __u32 resets_sent;
   __u32 resets_received;
-  __u32 owner_ok; /* the owner passed the session's filter */
-  __u64 close_ns; /* TCP_CLOSE seen; the record leaves when the socket is destroyed */
-  __u64 tx_bytes; /* at TCP_CLOSE: payload sent once (bytes_sent - bytes_retrans) */
-  __u64 rx_bytes; /* at TCP_CLOSE: payload received (bytes_received, less a FIN) */
+  __u32 owner_ok;    /* the owner passed the session's filter */
+  __u64 close_ns;    /* TCP_CLOSE seen; the record leaves when the socket is destroyed */
+  __u64 tx_bytes;    /* at TCP_CLOSE: payload sent once (bytes_sent - bytes_retrans) */
+  __u64 rx_bytes;    /* at TCP_CLOSE: payload received (bytes_received, less a FIN) */
+  __u64 accepted_ns; /* accept() returned it to the application (0: not seen) */
   __u16 family;
   __u16 sport; /* host order */
   __u16 dport;
@@ -55,7 +56,7 @@ struct tcp_counters {
 /* Ring record: one connection, when its socket is destroyed (after TCP_CLOSE: an abortive
  * close sends its RST after the state change, and it belongs to the connection). */
 #define TCP_RECORD_CLOSE 1
-#define TCP_RECORD_CLOSE_VERSION 1
+#define TCP_RECORD_CLOSE_VERSION 2
 
 struct tcp_close_event {
   __u16 type;

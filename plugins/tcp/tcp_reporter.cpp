@@ -49,6 +49,10 @@ int TcpReporter::decode(const void* data, std::uint32_t len) {
   const std::uint64_t resets = c.resets_sent + c.resets_received;
   const std::uint64_t lifetime = c.close_ns > c.birth_ns ? c.close_ns - c.birth_ns : 0;
   const std::uint64_t connect = c.established_ns && c.syn_ns ? c.established_ns - c.syn_ns : 0;
+  // Accepted: how long the established connection waited in the listener's queue.
+  const bool accepted = c.accepted_ns != 0 && c.established_ns != 0;
+  const std::uint64_t accept_wait =
+      accepted && c.accepted_ns > c.established_ns ? c.accepted_ns - c.established_ns : 0;
 
   sdk::RecordBuilder rb(LOUPE_RECORD_EVENT, "tcp_connection");
   rb.label("direction", role_name(c.role));
@@ -72,6 +76,7 @@ int TcpReporter::decode(const void* data, std::uint32_t len) {
       .field_u("retransmits", c.retransmits)
       .field_u("resets_sent", c.resets_sent)
       .field_u("resets_received", c.resets_received);
+  if (accepted) rb.field_u("accept_wait_ns", accept_wait);
   if (c.sends || c.recvs)
     rb.field_u("app_tx_bytes", c.app_tx_bytes)
         .field_u("app_rx_bytes", c.app_rx_bytes)
@@ -99,6 +104,7 @@ int TcpReporter::decode(const void* data, std::uint32_t len) {
     add(t->retransmits, c.retransmits);
     add(t->resets, resets);
     if (connect) sdk::hist_add(t->connect, connect);
+    if (accepted) sdk::hist_add(t->accept_wait, accept_wait);
     sdk::hist_add(t->lifetime, lifetime);
   }
   return rc;
@@ -125,6 +131,7 @@ void TcpReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) {
     metric("tcp_resets", "count", static_cast<double>(t.resets), labels);
     for (const auto& [name, h] :
          {std::pair<const char*, const loupe_hist*>{"tcp_connect_latency", &t.connect},
+          {"tcp_accept_wait", &t.accept_wait},
           {"tcp_lifetime", &t.lifetime}}) {
       if (h->count == 0) continue;
       sdk::RecordBuilder rb(LOUPE_RECORD_HISTOGRAM, name);

@@ -6,7 +6,7 @@
 //   per peer: outgoing connections by remote address:port, incoming by local port and
 //     remote address — METRICs tcp_connections, tcp_failed_connects, tcp_tx_bytes,
 //     tcp_rx_bytes, tcp_retransmits, tcp_resets; HISTOGRAMs tcp_connect_latency (ns,
-//     outgoing) and tcp_lifetime (ns);
+//     outgoing), tcp_accept_wait (ns, incoming: established to accept()) and tcp_lifetime;
 //   per process (pid, comm): tcp_connections, tcp_tx_bytes, tcp_rx_bytes.
 // Reports are cumulative since the start.
 #ifndef LOUPE_TCP_REPORTER_HPP
@@ -37,7 +37,7 @@ class TcpReporter {
  private:
   struct Totals {
     std::uint64_t connections = 0, failed = 0, tx = 0, rx = 0, retransmits = 0, resets = 0;
-    loupe_hist connect{}, lifetime{};
+    loupe_hist connect{}, accept_wait{}, lifetime{};
   };
   // (direction, remote, local port): outgoing keep the remote port, incoming the local one.
   using PeerKey = std::tuple<std::string, std::string, std::string>;

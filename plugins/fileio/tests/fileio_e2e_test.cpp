@@ -32,7 +32,9 @@ TEST_F(FileioE2E, ExactCountsAndBytesPerPathAndOperation) {
     std::string chunk(8192, 'b');
     for (int i = 0; i < 50; ++i) b << chunk;
   }
-  RunResult r = run("[[plugins]]\nname = \"fileio\"\n", {FILEIO_WORKLOAD, data});
+  std::ofstream(data + "/e.dat") << "e";
+  // slow_us = 1: nearly every operation is also a slow event (checked against the counts).
+  RunResult r = run("[[plugins]]\nname = \"fileio\"\nslow_us = 1\n", {FILEIO_WORKLOAD, data});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // (path, op) -> (ops, bytes); and the device:inode of each path.
   std::map<std::pair<std::string, std::string>, std::pair<double, double>> seen;
@@ -58,6 +60,24 @@ TEST_F(FileioE2E, ExactCountsAndBytesPerPathAndOperation) {
   EXPECT_EQ(at(a, "fsync").first, 10);
   EXPECT_EQ(at(a, "close").first, 1);
   EXPECT_EQ(at(b, "read"), pair(50, 409600));
+  // stat-like calls: by path (stat, statx), by fd (glibc's fstat is newfstatat with
+  // AT_EMPTY_PATH), and by a relative name of a file never opened.
+  EXPECT_EQ(at(a, "stat").first, 7);
+  EXPECT_EQ(at(b, "stat").first, 3);
+  EXPECT_EQ(at("e.dat", "stat").first, 2) << "a file only stat'd is named as it was given";
+  // Failures by errno: on the file, or on the operation when they name no file.
+  std::map<std::tuple<std::string, std::string, std::string>, double> errnos;
+  for (const json* m : r.all("metric", "file_errno")) {
+    const auto& l = (*m)["labels"];
+    errnos[{l["path"], l["op"], l["errno"]}] = (*m)["metric"]["value"];
+  }
+  EXPECT_EQ(at(b, "write"), pair(4, 0));
+  EXPECT_EQ((errnos[{b, "write", "EBADF"}]), 4);
+  std::map<std::pair<std::string, std::string>, double> failed;
+  for (const json* m : r.all("metric", "file_failed"))
+    failed[{(*m)["labels"]["op"], (*m)["labels"]["errno"]}] = (*m)["metric"]["value"];
+  EXPECT_EQ((failed[{"open", "EISDIR"}]), 3);
+  EXPECT_EQ((failed[{"stat", "ENOTDIR"}]), 2);
   // c.tmp renamed to d.tmp: one inode, named by its last open.
   EXPECT_EQ(at(d, "open").first, 2);
   EXPECT_EQ(at(d, "write"), pair(1, 1000));
@@ -74,6 +94,65 @@ TEST_F(FileioE2E, ExactCountsAndBytesPerPathAndOperation) {
   for (const json* m : r.all("metric", "file_total_bytes"))
     top |= (*m)["labels"]["path"] == a || (*m)["labels"]["path"] == b;
   EXPECT_TRUE(top);
+
+  // fileslower's view (slow_us = 1): every write of a.dat at or above 1 µs is an event
+  // with its position and sizes. The log2 buckets from 1024 ns up are all above the
+  // threshold, the one below it partly: so the events lie between those two counts.
+  std::uint64_t surely_slow = 0;
+  for (const json* h : r.all("histogram", "file_latency"))
+    if ((*h)["labels"]["path"] == a && (*h)["labels"]["op"] == "write")
+      for (const auto& bk : (*h)["histogram"]["buckets"])
+        if (bk["lower"].get<double>() >= 1024) surely_slow += bk["count"].get<std::uint64_t>();
+  std::set<std::uint64_t> offsets;
+  int writes = 0, with_stack = 0;
+  for (const auto& rec : r.records) {
+    if (rec.value("kind", "") != "event" || rec.value("name", "") != "file_slow") continue;
+    const auto& f = rec["event"]["fields"];
+    EXPECT_GE(f["latency_ns"].get<double>(), 1000);
+    if (f["path"] != a || f["op"] != "write") continue;
+    ++writes;
+    EXPECT_EQ(f["requested"], 4096);
+    EXPECT_EQ(f["bytes"], 4096);
+    offsets.insert(f["offset"].get<std::uint64_t>());
+    with_stack += !rec["event"].value("frames", json::array()).empty();
+  }
+  std::printf("  slow writes of a.dat: %d events, %llu surely slow, %zu offsets\n", writes,
+              static_cast<unsigned long long>(surely_slow), offsets.size());
+  EXPECT_GE(writes, static_cast<int>(surely_slow));
+  EXPECT_LE(writes, 100);
+  EXPECT_GT(writes, 0);
+  EXPECT_EQ(offsets.size(), static_cast<std::size_t>(writes)) << "each write at its own offset";
+  for (auto o : offsets) EXPECT_TRUE(o % 4096 == 0 && o < 409600) << o;
+  EXPECT_EQ(with_stack, writes);
+}
+
+// The slow events' stacks of a program built without frame pointers into a libc built
+// without them: with unwind = "dwarf" they reach main, as fileslower's never do.
+TEST_F(FileioE2E, SlowEventStacksReachMainWithDwarf) {
+  const std::string data = dir_ + "/data";
+  std::filesystem::create_directories(data);
+  {
+    std::ofstream b(data + "/b.dat", std::ios::binary);
+    std::string chunk(8192, 'b');
+    for (int i = 0; i < 50; ++i) b << chunk;
+  }
+  std::ofstream(data + "/e.dat") << "e";
+  RunResult r = run("[[plugins]]\nname = \"fileio\"\nslow_us = 1\nunwind = \"dwarf\"\n",
+                    {FILEIO_WORKLOAD, data});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  int n = 0, rooted = 0;
+  for (const auto& rec : r.records) {
+    if (rec.value("kind", "") != "event" || rec.value("name", "") != "file_slow") continue;
+    ++n;
+    for (const auto& f : rec["event"].value("frames", json::array()))
+      if (f.contains("symbol") && f["symbol"].is_string() && f["symbol"] == "main") {
+        ++rooted;
+        break;
+      }
+  }
+  std::printf("  %d of %d slow events reach main\n", rooted, n);
+  ASSERT_GT(n, 50);
+  EXPECT_GE(rooted, n * 9 / 10);
 }
 
 }  // namespace

@@ -53,7 +53,7 @@ TEST_F(TcpE2E, EachConnectionWithExactBytesRefusedAndResetOnesAndPeerTotals) {
     want_out.insert({(i + 1) * 1000u, (i + 1) * 500u});
     want_in.insert({(i + 1) * 500u, (i + 1) * 1000u});
   }
-  int failed = 0, reset_out = 0, reset_in = 0, v6_out = 0, with_connect_time = 0;
+  int failed = 0, reset_out = 0, reset_in = 0, v6_out = 0, with_connect_time = 0, accepted = 0;
   std::uint64_t v6_tx = 0;
   for (const auto& rec : r.records) {
     if (rec.value("kind", "") != "event" || rec.value("name", "") != "tcp_connection") continue;
@@ -85,6 +85,7 @@ TEST_F(TcpE2E, EachConnectionWithExactBytesRefusedAndResetOnesAndPeerTotals) {
       with_connect_time += u(f, "connect_ns") > 0;
     }
     if (dir == "in" && lport == port) {
+      accepted += f.contains("accept_wait_ns");
       if (u(f, "resets_received")) {
         ++reset_in;
         continue;
@@ -100,13 +101,10 @@ TEST_F(TcpE2E, EachConnectionWithExactBytesRefusedAndResetOnesAndPeerTotals) {
   EXPECT_EQ(with_connect_time, kConns) << "every outgoing handshake timed";
   EXPECT_EQ(failed, 1);
   EXPECT_EQ(reset_out, 1);
-  // The server's end of the reset connection did nothing only its owner does before the
-  // RST (no close() in ESTABLISHED, no send) but receive: without sock_recv_length (6.3+)
-  // it has no known owner and is counted among other processes' connections (README).
-  if (std::filesystem::exists("/sys/kernel/tracing/events/sock/sock_recv_length"))
-    EXPECT_EQ(reset_in, 1);
-  else
-    EXPECT_EQ(reset_in, 0);
+  // The server's end of the reset connection: accept() in the server's context names its
+  // owner before the RST arrives.
+  EXPECT_EQ(reset_in, 1);
+  EXPECT_EQ(accepted, kConns + 1) << "every accepted connection's wait in the listen queue";
   if (v6 > 0) {
     EXPECT_EQ(v6_out, 2);
     EXPECT_EQ(v6_tx, 4500u);
@@ -126,6 +124,54 @@ TEST_F(TcpE2E, EachConnectionWithExactBytesRefusedAndResetOnesAndPeerTotals) {
     latency |=
         (*h)["labels"].value("remote", "") == peer && (*h)["histogram"]["count"] == kConns + 1;
   EXPECT_TRUE(latency) << "a connect latency histogram for " << peer;
+}
+
+// accept() seen by every hook this kernel offers (the running kernel's answer, `loupe
+// check --json`): each accepted connection has its wait and its owner, whichever hook saw
+// it; a hook the kernel lacks is refused with the reason, never silently replaced.
+TEST_F(TcpE2E, AcceptWaitThroughEveryHookTheKernelHas) {
+  std::string out;
+  {
+    FILE* p = ::popen((loupe_ + " check --json 2>/dev/null").c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    char buf[4096];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+    ::pclose(p);
+  }
+  const json check = json::parse(out);
+  auto available = [&](const std::string& name) {
+    for (const auto& f : check["features"])
+      if (f["name"] == name) return f["available"].get<bool>();
+    return false;
+  };
+  for (const auto& [hook, feature] : {std::pair<const char*, const char*>{"fexit", "fexit"},
+                                      {"kprobe", "kretprobe"},
+                                      {"tracepoint", "tracepoint"}}) {
+    SCOPED_TRACE(hook);
+    RunResult r = run(std::string("[[plugins]]\nname = \"tcp\"\naccept_hook = \"") + hook + "\"\n",
+                      {TCP_WORKLOAD, "5"});
+    if (!available(feature)) {
+      EXPECT_NE(r.exit_code, 0) << r.output;
+      EXPECT_NE(r.output.find(std::string("accept_hook = \"") + hook + "\""), std::string::npos)
+          << r.output;
+      std::printf("  %s: refused here, as the preflight says\n", hook);
+      continue;
+    }
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const long port = figure(r.output, "port");
+    int in = 0, waited = 0;
+    for (const auto& rec : r.records) {
+      if (rec.value("kind", "") != "event" || rec.value("name", "") != "tcp_connection") continue;
+      const auto& f = rec["event"]["fields"];
+      if (f["direction"] != "in" || static_cast<long>(u(f, "local_port")) != port) continue;
+      ++in;
+      waited += f.contains("accept_wait_ns");
+    }
+    std::printf("  %s: %d accepted connections, %d with their accept wait\n", hook, in, waited);
+    EXPECT_EQ(in, 6);  // 5 and the reset one
+    EXPECT_EQ(waited, in);
+  }
 }
 
 TEST_F(TcpE2E, OtherProcessesConnectionsAreLeftOut) {
