@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bench_workload.hpp"
 
+#include <arpa/inet.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <malloc.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -295,6 +298,93 @@ std::uint64_t ContextSwitchWorkload::run(std::uint64_t n) const {
   if (had) pthread_setaffinity_np(pthread_self(), sizeof(before), &before);
   return elapsed;
 }
+
+std::unique_ptr<CachedReadWorkload> CachedReadWorkload::create(std::string* why) {
+  std::vector<std::string> dirs;
+  if (const char* d = std::getenv("LOUPE_BENCH_DIR"); d && *d) dirs.emplace_back(d);
+  dirs.insert(dirs.end(), {"/var/tmp", "/tmp"});
+  for (const auto& dir : dirs) {
+    std::string path = dir + "/loupe-bench-cached-" + std::to_string(getpid()) + ".dat";
+    int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) continue;
+    std::vector<char> chunk(16 * kBlock, 'c');
+    char probe[kBlock];
+    // Written, then read once: every later read finds its pages cached.
+    if (write(fd, chunk.data(), chunk.size()) == static_cast<ssize_t>(chunk.size()) &&
+        pread(fd, chunk.data(), chunk.size(), 0) == static_cast<ssize_t>(chunk.size()) &&
+        pread(fd, probe, sizeof(probe), 0) == static_cast<ssize_t>(sizeof(probe)))
+      return std::unique_ptr<CachedReadWorkload>(new CachedReadWorkload(path, fd));
+    close(fd);
+    unlink(path.c_str());
+  }
+  *why = "no writable directory for a 64 KiB scratch file ($LOUPE_BENCH_DIR, /var/tmp, /tmp)";
+  return nullptr;
+}
+
+CachedReadWorkload::~CachedReadWorkload() {
+  close(fd_);
+  unlink(path_.c_str());
+}
+
+std::uint64_t CachedReadWorkload::run(std::uint64_t n) const {
+  char buf[kBlock];
+  const std::uint64_t start = now_ns();
+  for (std::uint64_t i = 0; i < n; ++i)
+    if (pread(fd_, buf, kBlock, static_cast<off_t>((i % 16) * kBlock)) !=
+        static_cast<ssize_t>(kBlock))
+      break;
+  return now_ns() - start;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+std::unique_ptr<LoopbackConnectWorkload> LoopbackConnectWorkload::create(std::string* why) {
+  int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  if (l < 0 || bind(l, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || listen(l, 64) != 0 ||
+      getsockname(l, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    *why = std::string("a TCP listener on 127.0.0.1: ") + std::strerror(errno);
+    if (l >= 0) close(l);
+    return nullptr;
+  }
+  return std::unique_ptr<LoopbackConnectWorkload>(
+      new LoopbackConnectWorkload(l, ntohs(a.sin_port)));
+}
+
+LoopbackConnectWorkload::~LoopbackConnectWorkload() {
+  close(listener_);
+}
+
+std::uint64_t LoopbackConnectWorkload::run(std::uint64_t n) const {
+  sockaddr_in server{};
+  server.sin_family = AF_INET;
+  server.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  server.sin_port = htons(static_cast<std::uint16_t>(port_));
+  char c = 'x';
+  const std::uint64_t start = now_ns();
+  for (std::uint64_t i = 0; i < n; ++i) {
+    // 127.1.0.1 .. 127.254.255.254: a fresh source address per connection.
+    const std::uint32_t k = next_++ % (254u * 65536u - 2u) + 1u;
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    from.sin_addr.s_addr = htonl((127u << 24) | ((k >> 16) + 1u) << 16 | (k & 0xffffu));
+    int cl = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool ok = cl >= 0 && bind(cl, reinterpret_cast<sockaddr*>(&from), sizeof(from)) == 0 &&
+              connect(cl, reinterpret_cast<sockaddr*>(&server), sizeof(server)) == 0;
+    int sv = ok ? accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC) : -1;
+    ok = ok && sv >= 0 && send(cl, &c, 1, 0) == 1 && recv(sv, &c, 1, 0) == 1 &&
+         send(sv, &c, 1, 0) == 1 && recv(cl, &c, 1, 0) == 1;
+    if (cl >= 0) close(cl);
+    if (sv >= 0) close(sv);
+    if (!ok) break;
+  }
+  return now_ns() - start;
+}
+
+// ---------------------------------------------------------------------------------------------
 
 std::uint64_t BenchLoop::calibrate(std::uint64_t target_ns) const {
   std::uint64_t n = 16;

@@ -112,6 +112,56 @@ class ContextSwitchWorkload : public BenchLoop {
   unsigned long partner_ = 0;  // pthread_t
 };
 
+// 4 KiB preads of a 64 KiB scratch file in the page cache: each iteration is one file
+// syscall that finds its data in memory (a profiler's cost per cached file read).
+class CachedReadWorkload : public BenchLoop {
+ public:
+  // nullptr with *why when no scratch file can be made in $LOUPE_BENCH_DIR, /var/tmp, /tmp.
+  static std::unique_ptr<CachedReadWorkload> create(std::string* why);
+  ~CachedReadWorkload() override;
+  CachedReadWorkload(const CachedReadWorkload&) = delete;
+  CachedReadWorkload& operator=(const CachedReadWorkload&) = delete;
+
+  const std::string& name() const override { return name_; }
+  const char* kind() const override { return "syscall"; }
+  const std::vector<std::string>& members() const override { return syscalls_; }
+  std::uint64_t run(std::uint64_t iterations) const override;
+
+ private:
+  CachedReadWorkload(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  std::string name_ = "4 KiB pread of a cached file";
+  std::vector<std::string> syscalls_ = {"pread64"};
+  std::string path_;
+  int fd_;
+};
+
+// One loopback TCP connection per iteration, both ends in this process: connect to a
+// listener on 127.0.0.1, accept, one byte each way, the client closes, then the server
+// (an orderly close: SYN_SENT ... TIME_WAIT, about 10 state changes). Each connection
+// comes from its own 127.x.y.z so TIME_WAIT never runs out of ports.
+class LoopbackConnectWorkload : public BenchLoop {
+ public:
+  // nullptr with *why when the listener cannot be made.
+  static std::unique_ptr<LoopbackConnectWorkload> create(std::string* why);
+  ~LoopbackConnectWorkload() override;
+  LoopbackConnectWorkload(const LoopbackConnectWorkload&) = delete;
+  LoopbackConnectWorkload& operator=(const LoopbackConnectWorkload&) = delete;
+
+  const std::string& name() const override { return name_; }
+  const char* kind() const override { return "tcp"; }
+  const std::vector<std::string>& members() const override { return events_; }
+  std::uint64_t run(std::uint64_t iterations) const override;
+
+ private:
+  LoopbackConnectWorkload(int listener, int port) : listener_(listener), port_(port) {}
+  std::string name_ = "loopback TCP connect+accept+close";
+  std::vector<std::string> events_ = {"inet_sock_set_state", "tcp_destroy_sock", "sock_send_length",
+                                      "sock_recv_length",    "accept4",          "accept"};
+  int listener_;
+  int port_;
+  mutable std::uint32_t next_ = 0;  // the next client address
+};
+
 class UserCallWorkload : public BenchLoop {
  public:
   // The name of the loop-callable function whose entry is at `addr` in this process, or

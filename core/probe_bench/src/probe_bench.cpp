@@ -158,6 +158,7 @@ std::optional<Driver> driver_for(const std::string& target, std::string* why) {
   for (std::string_view prefix : {"sys_enter_", "sys_exit_"})
     if (!raw && name.rfind(prefix, 0) == 0) {
       std::string sc = name.substr(prefix.size());
+      if (sc == "accept4" || sc == "accept") return Driver{"tcp", sc, hook("syscalls")};
       if (!SyscallWorkload::find(sc)) {
         *why = fmt::format("no built-in loop makes syscall '{}'", sc);
         return std::nullopt;
@@ -168,9 +169,12 @@ std::optional<Driver> driver_for(const std::string& target, std::string* why) {
     return Driver{"block I/O", name, hook("block")};
   if (name == "sched_switch" || name == "sched_waking")
     return Driver{"scheduler", name, hook("sched")};
+  if (name == "inet_sock_set_state" || name == "sock_send_length" || name == "sock_recv_length")
+    return Driver{"tcp", name, hook("sock")};
+  if (name == "tcp_destroy_sock") return Driver{"tcp", name, hook("tcp")};
   *why =
-      "no built-in loop fires this tracepoint deterministically (syscall, block and scheduler "
-      "tracepoints, libc uprobes)";
+      "no built-in loop fires this tracepoint deterministically (syscall, block, scheduler "
+      "and TCP connection tracepoints, libc uprobes)";
   return std::nullopt;
 }
 
@@ -200,6 +204,12 @@ void plan_workloads(BenchProfiler& prof, std::vector<Plan>& plans) {
         prof.skipped.push_back({p.probe, p.target, why});
         continue;
       }
+    } else if (d->kind == "tcp" && !have_loop("loopback TCP connect+accept+close")) {
+      loop = LoopbackConnectWorkload::create(&why);
+      if (!loop) {
+        prof.skipped.push_back({p.probe, p.target, why});
+        continue;
+      }
     } else if (d->kind == "block I/O" && !have_loop("O_DIRECT 4 KiB read")) {
       loop = BlockReadWorkload::create(&why);
       if (!loop) {
@@ -211,11 +221,14 @@ void plan_workloads(BenchProfiler& prof, std::vector<Plan>& plans) {
     drivers.emplace(p.target, *d);
     if (loop && !have_loop(loop->name())) loops.push_back(std::move(loop));
   }
-  // Probes on every syscall need some syscall loop: the cheapest one when none is planned.
-  if (raw_syscalls && std::none_of(loops.begin(), loops.end(), [](const auto& l) {
-        return std::string(l->kind()) == "syscall";
-      }))
-    loops.push_back(SyscallWorkload::find("getppid"));
+  // Probes on every syscall: the cheapest syscall (what every other syscall of the system
+  // pays) and a cached file read (what a file profiler's own events cost).
+  if (raw_syscalls) {
+    if (!have_loop("getppid")) loops.push_back(SyscallWorkload::find("getppid"));
+    std::string why;
+    if (auto read = CachedReadWorkload::create(&why); read && !have_loop(read->name()))
+      loops.push_back(std::move(read));
+  }
   // A loop fires every probe on one of its members (a calloc+free loop fires the probes on
   // free too; mmap+munmap both syscalls' tracepoints), and a syscall loop the raw ones.
   for (auto& loop : loops) {
