@@ -9,6 +9,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
 
 #include "loupe/emit.bpf.h"
 #include "loupe/filter.bpf.h"
@@ -528,6 +529,128 @@ int fio_exit(struct trace_event_raw_sys_exit *ctx)
 	if (targ_slow_ns && now - in.ts >= targ_slow_ns)
 		emit_slow(ctx, &in, ret, now - in.ts, c);
 	return 0;
+}
+
+/*
+ * hooks = "vfs": the VFS functions themselves (fentry/fexit, else kprobe/kretprobe), for
+ * reads, writes and fsyncs only. No program runs for other syscalls, and kernel callers
+ * of these functions are seen too; vector I/O, opens, stats and closes are not.
+ */
+static __always_inline int vfs_enter(struct file *f, __u32 op, const loff_t *pos, __u64 count)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct fio_counters *c;
+	struct inflight in = {};
+	struct fio_file fid = {};
+
+	if (!loupe_filter_pass(id))
+		return 0;
+	c = get_counters();
+	if (!c)
+		return 0;
+	c->calls++;
+	if (!f || !identify(f, &fid, c))
+		return 0;
+	record_path(f, &fid, false, c);
+	in.op = op;
+	in.how = BY_FD;
+	in.ino = fid.ino;
+	in.dev = fid.dev;
+	in.offset = NO_OFFSET;
+	in.requested = count;
+	if (pos)
+		bpf_probe_read_kernel(&in.offset, sizeof(in.offset), pos);
+	in.ts = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&inflight, &tid, &in, BPF_ANY))
+		c->inflight_full++;
+	return 0;
+}
+
+static __always_inline int vfs_exit(void *ctx, long ret)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct inflight *p = bpf_map_lookup_elem(&inflight, &tid);
+	struct fio_counters *c;
+	struct inflight in;
+	__u64 now;
+
+	if (!p)
+		return 0;
+	now = bpf_ktime_get_ns();
+	in = *p;
+	bpf_map_delete_elem(&inflight, &tid);
+	c = get_counters();
+	if (!c || now < in.ts)
+		return 0;
+	if (in.op == FIO_OP_FSYNC)
+		ret = (int)ret; /* an int return: a kretprobe's rax has garbage above eax */
+	account(&in, ret, now - in.ts, c);
+	if (targ_slow_ns && now - in.ts >= targ_slow_ns)
+		emit_slow(ctx, &in, ret, now - in.ts, c);
+	return 0;
+}
+
+SEC("fentry/vfs_read")
+int BPF_PROG(fio_fentry_read, struct file *f, char *buf, size_t count, loff_t *pos)
+{
+	return vfs_enter(f, FIO_OP_READ, pos, count);
+}
+
+SEC("fexit/vfs_read")
+int BPF_PROG(fio_fexit_read, struct file *f, char *buf, size_t count, loff_t *pos, ssize_t ret)
+{
+	return vfs_exit(ctx, ret);
+}
+
+SEC("fentry/vfs_write")
+int BPF_PROG(fio_fentry_write, struct file *f, const char *buf, size_t count, loff_t *pos)
+{
+	return vfs_enter(f, FIO_OP_WRITE, pos, count);
+}
+
+SEC("fexit/vfs_write")
+int BPF_PROG(fio_fexit_write, struct file *f, const char *buf, size_t count, loff_t *pos,
+	     ssize_t ret)
+{
+	return vfs_exit(ctx, ret);
+}
+
+SEC("fentry/vfs_fsync_range")
+int BPF_PROG(fio_fentry_fsync, struct file *f, loff_t start, loff_t end, int datasync)
+{
+	return vfs_enter(f, FIO_OP_FSYNC, NULL, 0);
+}
+
+SEC("fexit/vfs_fsync_range")
+int BPF_PROG(fio_fexit_fsync, struct file *f, loff_t start, loff_t end, int datasync, int ret)
+{
+	return vfs_exit(ctx, ret);
+}
+
+SEC("kprobe/vfs_read")
+int BPF_KPROBE(fio_kprobe_read, struct file *f, char *buf, size_t count, loff_t *pos)
+{
+	return vfs_enter(f, FIO_OP_READ, pos, count);
+}
+
+SEC("kprobe/vfs_write")
+int BPF_KPROBE(fio_kprobe_write, struct file *f, const char *buf, size_t count, loff_t *pos)
+{
+	return vfs_enter(f, FIO_OP_WRITE, pos, count);
+}
+
+SEC("kprobe/vfs_fsync_range")
+int BPF_KPROBE(fio_kprobe_fsync, struct file *f)
+{
+	return vfs_enter(f, FIO_OP_FSYNC, NULL, 0);
+}
+
+/* One return program for the three: the entry left the operation in `inflight`. */
+SEC("kretprobe/vfs_read")
+int BPF_KRETPROBE(fio_kretprobe, long ret)
+{
+	return vfs_exit(ctx, ret);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "fileio.h"
 #include "fileio.skel.h"
@@ -22,12 +24,19 @@
 namespace loupe::fileio {
 namespace {
 
+constexpr const char* kHookChoices[] = {"syscalls", "vfs", nullptr};
+
 constexpr loupe_config_key kOwnKeys[] = {
     {"regular_only", LOUPE_CFG_BOOL, 0, "true",
      "regular files only (false: sockets, pipes and ttys too, by inode)"},
     {"max_files", LOUPE_CFG_INT, 0, "8192", "files with a row of their own; more are counted", 64,
      1048576},
     {"top", LOUPE_CFG_INT, 0, "20", "files ranked by bytes and by time in each report", 1, 100000},
+    {"hooks", LOUPE_CFG_STRING, 0, "\"syscalls\"",
+     "where calls are seen: \"syscalls\" (raw_syscalls: every file syscall of the target, any "
+     "kernel) or \"vfs\" (vfs_read, vfs_write, vfs_fsync_range by fentry, else kprobe: reads, "
+     "writes and fsyncs only, kernel callers too, nothing run for other syscalls)",
+     0, 0, nullptr, 0, 0, kHookChoices},
     {"slow_us", LOUPE_CFG_INT, 0, "10000",
      "operations at or above this many microseconds are events with their file, position, "
      "size and user stack (fileslower); 0 = none",
@@ -70,17 +79,24 @@ class FileioProfiler : public sdk::Profiler {
     skel_->rodata->loupe_ustack_stack_bytes =
         dwarf_ ? static_cast<std::uint32_t>(cfg.value_int("stack_bytes")) : 0;
     if (!slow_on_) bpf_map__set_max_entries(skel_->maps.slow, 4096);
+    choose_hooks(cfg.value_string("hooks"));
   }
 
   void start(const sdk::StartArgs&) override {
     if (host_->bpf_load(skel_->obj) != LOUPE_OK)
       throw sdk::Error(LOUPE_ERR_KERNEL, "loading the fileio BPF object: " + host_->last_error());
-    for (const auto& [prog, hook] :
-         {std::pair<bpf_program*, const char*>{skel_->progs.fio_enter, "raw_syscalls:sys_enter"},
-          {skel_->progs.fio_exit, "raw_syscalls:sys_exit"}})
+    for (const auto& [prog, hook] : hooks_)
       if (host_->bpf_attach(prog, hook) != LOUPE_OK)
-        throw sdk::Error(LOUPE_ERR_KERNEL,
-                         std::string("attaching ") + hook + ": " + host_->last_error());
+        throw sdk::Error(LOUPE_ERR_KERNEL, "attaching " + hook + ": " + host_->last_error());
+    // One kretprobe program returns from all three functions.
+    for (const char* fn : kretprobe_more_) {
+      bpf_link* link = bpf_program__attach_kprobe(skel_->progs.fio_kretprobe, true, fn);
+      const int err = link ? 0 : errno;
+      const std::string probe = std::string("kretprobe:") + fn;
+      host_->adopt_link(link, skel_->progs.fio_kretprobe, probe, err);
+      if (!link)
+        throw sdk::Error(LOUPE_ERR_KERNEL, "attaching " + probe + ": " + std::strerror(err));
+    }
     if (slow_on_) {
       slow_ = std::make_unique<SlowDecoder>(*host_, bpf_map__fd(skel_->maps.paths));
       sdk::FixedRing ring{
@@ -113,6 +129,54 @@ class FileioProfiler : public sdk::Profiler {
   }
 
  private:
+  // Autoloads the programs of one way of seeing the calls; vfs: fentry/fexit where the
+  // kernel allows them, else kprobe/kretprobe, else refused with both reasons.
+  void choose_hooks(const std::string& wanted) {
+    auto& p = skel_->progs;
+    bpf_program* fentry[] = {p.fio_fentry_read, p.fio_fexit_read,   p.fio_fentry_write,
+                             p.fio_fexit_write, p.fio_fentry_fsync, p.fio_fexit_fsync};
+    bpf_program* kprobe[] = {p.fio_kprobe_read, p.fio_kprobe_write, p.fio_kprobe_fsync,
+                             p.fio_kretprobe};
+    for (bpf_program* prog : fentry) bpf_program__set_autoload(prog, false);
+    for (bpf_program* prog : kprobe) bpf_program__set_autoload(prog, false);
+    if (wanted == "syscalls") {
+      hooks_ = {{p.fio_enter, "raw_syscalls:sys_enter"}, {p.fio_exit, "raw_syscalls:sys_exit"}};
+      return;
+    }
+    bpf_program__set_autoload(p.fio_enter, false);
+    bpf_program__set_autoload(p.fio_exit, false);
+    std::string missing;
+    for (const char* fn : {"vfs_read", "vfs_write", "vfs_fsync_range"})
+      if (!host_->ksym_exists(fn)) missing += std::string(missing.empty() ? "" : ", ") + fn;
+    if (!missing.empty())
+      throw sdk::Error(LOUPE_ERR_NOT_FOUND, "hooks = \"vfs\": no " + missing + " in this kernel");
+    std::string fentry_why, kprobe_why;
+    if (host_->feature("fentry", &fentry_why) && host_->feature("fexit", &fentry_why)) {
+      for (bpf_program* prog : fentry) bpf_program__set_autoload(prog, true);
+      hooks_ = {{p.fio_fentry_read, "fentry:vfs_read"},
+                {p.fio_fexit_read, "fexit:vfs_read"},
+                {p.fio_fentry_write, "fentry:vfs_write"},
+                {p.fio_fexit_write, "fexit:vfs_write"},
+                {p.fio_fentry_fsync, "fentry:vfs_fsync_range"},
+                {p.fio_fexit_fsync, "fexit:vfs_fsync_range"}};
+      return;
+    }
+    if (host_->feature("kprobe", &kprobe_why) && host_->feature("kretprobe", &kprobe_why)) {
+      for (bpf_program* prog : kprobe) bpf_program__set_autoload(prog, true);
+      hooks_ = {{p.fio_kprobe_read, "kprobe:vfs_read"},
+                {p.fio_kprobe_write, "kprobe:vfs_write"},
+                {p.fio_kprobe_fsync, "kprobe:vfs_fsync_range"},
+                {p.fio_kretprobe, "kretprobe:vfs_read"}};
+      kretprobe_more_ = {"vfs_write", "vfs_fsync_range"};
+      return;
+    }
+    throw sdk::Error(LOUPE_ERR_UNSUPPORTED, "hooks = \"vfs\" needs fentry/fexit (" + fentry_why +
+                                                ") or kprobes (" + kprobe_why +
+                                                "); hooks = \"syscalls\" works on every kernel");
+  }
+
+  std::vector<std::pair<bpf_program*, std::string>> hooks_;
+  std::vector<const char*> kretprobe_more_;
   std::unique_ptr<sdk::Host> host_;
   std::unique_ptr<fileio_bpf, SkelDeleter> skel_;
   std::size_t top_ = 20;

@@ -22,17 +22,44 @@ namespace {
 
 using loupe::test::RunResult;
 
-class FileioE2E : public loupe::test::CliRun {};
-
-TEST_F(FileioE2E, ExactCountsAndBytesPerPathAndOperation) {
-  const std::string data = dir_ + "/data";
-  std::filesystem::create_directories(data);
-  {
+class FileioE2E : public loupe::test::CliRun {
+ protected:
+  std::string make_data() {
+    const std::string data = dir_ + "/data";
+    std::filesystem::create_directories(data);
     std::ofstream b(data + "/b.dat", std::ios::binary);
     std::string chunk(8192, 'b');
     for (int i = 0; i < 50; ++i) b << chunk;
+    std::ofstream(data + "/e.dat") << "e";
+    return data;
   }
-  std::ofstream(data + "/e.dat") << "e";
+  // (path, op) -> (ops, bytes) of the final report.
+  static std::map<std::pair<std::string, std::string>, std::pair<double, double>> per_file(
+      const RunResult& r) {
+    std::map<std::pair<std::string, std::string>, std::pair<double, double>> seen;
+    for (const json* m : r.all("metric", "file_ops"))
+      seen[{(*m)["labels"]["path"], (*m)["labels"]["op"]}].first = (*m)["metric"]["value"];
+    for (const json* m : r.all("metric", "file_bytes"))
+      seen[{(*m)["labels"]["path"], (*m)["labels"]["op"]}].second = (*m)["metric"]["value"];
+    return seen;
+  }
+  // The running kernel's answer to "can this be attached", from the preflight.
+  bool available(const std::string& feature) {
+    std::string out;
+    FILE* p = ::popen((loupe_ + " check --json 2>/dev/null").c_str(), "r");
+    char buf[4096];
+    std::size_t n;
+    while (p && (n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+    if (p) ::pclose(p);
+    const json check = json::parse(out);  // kept: the loop reads into it
+    for (const auto& f : check["features"])
+      if (f["name"] == feature) return f["available"].get<bool>();
+    return false;
+  }
+};
+
+TEST_F(FileioE2E, ExactCountsAndBytesPerPathAndOperation) {
+  const std::string data = make_data();
   // slow_us = 1: nearly every operation is also a slow event (checked against the counts).
   RunResult r = run("[[plugins]]\nname = \"fileio\"\nslow_us = 1\n", {FILEIO_WORKLOAD, data});
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -126,17 +153,53 @@ TEST_F(FileioE2E, ExactCountsAndBytesPerPathAndOperation) {
   EXPECT_EQ(with_stack, writes);
 }
 
+// hooks = "vfs": reads, writes and fsyncs from vfs_read / vfs_write / vfs_fsync_range,
+// exact through fentry/fexit and through kprobe/kretprobe (fentry forced off) wherever the
+// preflight says the kernel has them; refused with both reasons where it has neither.
+TEST_F(FileioE2E, VfsHooksCountReadsWritesAndFsyncsExactly) {
+  const std::string data = make_data();
+  const std::string a = data + "/a.dat", b = data + "/b.dat";
+  struct Way {
+    const char* name;
+    const char* entry;
+    const char* exit;
+    const char* disable;
+  };
+  int ran = 0;
+  for (const Way& w : {Way{"fentry", "fentry", "fexit", ""},
+                       Way{"kprobe", "kprobe", "kretprobe", "fentry,fexit"}}) {
+    SCOPED_TRACE(w.name);
+    if (!available(w.entry) || !available(w.exit)) continue;
+    ::setenv("LOUPE_DISABLE_FEATURES", w.disable, 1);
+    RunResult r = run("[[plugins]]\nname = \"fileio\"\nhooks = \"vfs\"\n", {FILEIO_WORKLOAD, data});
+    ::unsetenv("LOUPE_DISABLE_FEATURES");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    auto seen = per_file(r);
+    auto at = [&](const std::string& path, const char* op) {
+      return seen[std::make_pair(path, std::string(op))];
+    };
+    EXPECT_EQ(at(a, "write"), std::make_pair(100.0, 409600.0));
+    EXPECT_EQ(at(a, "fsync").first, 10);
+    EXPECT_EQ(at(b, "read"), std::make_pair(50.0, 409600.0));
+    EXPECT_EQ(at(b, "write"), std::make_pair(4.0, 0.0)) << "vfs_write refuses a read-only file";
+    EXPECT_EQ(at(a, "open").first, 0) << "vfs hooks see no opens";
+    std::printf("  %s: a.dat write %.0f / %.0f bytes, fsync %.0f; b.dat read %.0f / %.0f\n", w.name,
+                at(a, "write").first, at(a, "write").second, at(a, "fsync").first,
+                at(b, "read").first, at(b, "read").second);
+    ++ran;
+  }
+  if (ran == 0) {
+    RunResult r = run("[[plugins]]\nname = \"fileio\"\nhooks = \"vfs\"\n", {"true"});
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.output.find("hooks = \"vfs\" needs fentry/fexit"), std::string::npos) << r.output;
+    std::printf("  neither fentry nor kprobes here: refused with the reasons\n");
+  }
+}
+
 // The slow events' stacks of a program built without frame pointers into a libc built
 // without them: with unwind = "dwarf" they reach main, as fileslower's never do.
 TEST_F(FileioE2E, SlowEventStacksReachMainWithDwarf) {
-  const std::string data = dir_ + "/data";
-  std::filesystem::create_directories(data);
-  {
-    std::ofstream b(data + "/b.dat", std::ios::binary);
-    std::string chunk(8192, 'b');
-    for (int i = 0; i < 50; ++i) b << chunk;
-  }
-  std::ofstream(data + "/e.dat") << "e";
+  const std::string data = make_data();
   RunResult r = run("[[plugins]]\nname = \"fileio\"\nslow_us = 1\nunwind = \"dwarf\"\n",
                     {FILEIO_WORKLOAD, data});
   ASSERT_EQ(r.exit_code, 0) << r.output;
