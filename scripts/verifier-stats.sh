@@ -127,6 +127,14 @@ kernel_pages = true"
   "cpusample|perf_event, unwind = dwarf|-|unwind = \"dwarf\""
   "jitregions|tracepoints + perf_event|-|file_backed = true"
   "syscount|tracepoint|-|"
+  "fileio|syscalls, slow events (fp)|-|slow_us = 1"
+  "fileio|syscalls, slow events (dwarf)|-|slow_us = 1
+unwind = \"dwarf\""
+  "fileio|vfs (fentry)|-|hooks = \"vfs\""
+  "fileio|vfs (kprobe, fentry disabled)|--disable-feature fentry|hooks = \"vfs\""
+  "tcp|accept by fexit|-|accept_hook = \"fexit\""
+  "tcp|accept by kretprobe|-|accept_hook = \"kprobe\""
+  "tcp|accept by syscall tracepoints|-|accept_hook = \"tracepoint\""
 )
 
 kernel=$(uname -r)
