@@ -14,6 +14,7 @@ struct ReportOptions {
   std::size_t top = 10;
   std::size_t bar_width = 40;
   bool color = false;
+  bool verbose = false;  // every zero, every health check, percentile bounds
 };
 
 // ANSI emphasis, or nothing when the output is not a terminal (or color = "never").
