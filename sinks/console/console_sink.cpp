@@ -85,11 +85,11 @@ class ConsoleSink : public sdk::Sink {
   void flush(const sdk::FlushArgs& args) override {
     std::string text;
     if (args.is_final) {
-      // The last live frame gives way to the report, which stays on the screen.
-      text = (drawn_live_ ? kClearScreen : "") + render("loupe report");
+      // Appended below the last live frame, not drawn over it: whatever the target printed
+      // meanwhile stays on the screen.
+      text = render("loupe report");
     } else if (live_) {
       text = live_frame();
-      drawn_live_ = true;
     } else {
       // An interval with nothing to say stays silent; the final report always prints,
       // since its health verdict is the answer to "can I trust this?".
@@ -108,7 +108,7 @@ class ConsoleSink : public sdk::Sink {
     std::string title = "loupe interval #" + std::to_string(interval_);
     if (start_wall_ns_)
       title += " · elapsed " + format_span(start_wall_ns_, wall_now_ns());
-    title += " · live, every " + format_quantity(interval_s_ * 1e9, "ns");
+    title += " · every " + format_quantity(interval_s_ * 1e9, "ns");
     std::string page = render(title);
     if (batch_->empty()) page += "  nothing arrived in this interval\n";
     std::vector<std::string> lines;
@@ -180,7 +180,6 @@ class ConsoleSink : public sdk::Sink {
   std::uint64_t start_wall_ns_ = 0;
   double interval_s_ = 0;
   bool live_ = false;
-  bool drawn_live_ = false;
   unsigned interval_ = 0;
 };
 
