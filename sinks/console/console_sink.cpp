@@ -106,8 +106,7 @@ class ConsoleSink : public sdk::Sink {
   std::string live_frame() {
     ++interval_;
     std::string title = "loupe interval #" + std::to_string(interval_);
-    if (start_wall_ns_)
-      title += " · elapsed " + format_span(start_wall_ns_, wall_now_ns());
+    if (start_wall_ns_) title += " · elapsed " + format_span(start_wall_ns_, wall_now_ns());
     title += " · every " + format_quantity(interval_s_ * 1e9, "ns");
     std::string page = render(title);
     if (batch_->empty()) page += "  nothing arrived in this interval\n";
@@ -186,6 +185,7 @@ class ConsoleSink : public sdk::Sink {
 }  // namespace
 }  // namespace loupe::sinks
 
-LOUPE_SINK(loupe::sinks::ConsoleSink, "console", "1.1.0",
-           "human report per profiler: pivoted metrics, histograms, top stacks, slow events, health",
-           loupe::sinks::kKeys)
+LOUPE_SINK(
+    loupe::sinks::ConsoleSink, "console", "1.1.0",
+    "human report per profiler: pivoted metrics, histograms, top stacks, slow events, health",
+    loupe::sinks::kKeys)

@@ -89,8 +89,7 @@ void render_histograms(const ProducerRecords& p, const ReportOptions& opt, const
     const std::string& unit = h.unit;
     std::string out = "  " + style.bold(series_name(series->name, series->labels));
     if (opt.verbose)
-      out += "  (" + (unit.empty() ? std::string("no unit") : unit) + ", " +
-             scheme_name(h.scheme) +
+      out += "  (" + (unit.empty() ? std::string("no unit") : unit) + ", " + scheme_name(h.scheme) +
              (h.scheme == LOUPE_BUCKETS_LOG2_LINEAR
                   ? ", " + std::to_string(h.sub_buckets) + " sub-buckets"
                   : std::string()) +
@@ -128,8 +127,8 @@ void render_histograms(const ProducerRecords& p, const ReportOptions& opt, const
     }
     if (opt.verbose)
       out += style.dim("    " + pad_right("range", lw + uw + 5) + pad_left("count", cw) + " " +
-                       pad_right("|distribution", opt.bar_width + 2) + "  " +
-                       pad_left("pct", 6) + "  " + pad_left("cum", 6)) +
+                       pad_right("|distribution", opt.bar_width + 2) + "  " + pad_left("pct", 6) +
+                       "  " + pad_left("cum", 6)) +
              "\n";
     std::uint64_t cum = 0;
     for (const auto& b : rows) {
@@ -139,8 +138,7 @@ void render_histograms(const ProducerRecords& p, const ReportOptions& opt, const
       out += "    [" + pad_left(format_bound(b.lower, unit), lw) + ", " +
              pad_left(format_bound(b.upper, unit), uw) + ") " +
              pad_left(format_count(b.count), cw) + " " + bar(b.count, peak, opt.bar_width) + "  " +
-             pad_left(format_percent(share), 6) + "  " + pad_left(format_percent(cshare), 6) +
-             "\n";
+             pad_left(format_percent(share), 6) + "  " + pad_left(format_percent(cshare), 6) + "\n";
     }
     // The estimates' error bounds and the sum: for whoever wants every figure.
     if (opt.verbose && h.count) {

@@ -36,9 +36,7 @@ void render_metrics(const ProducerRecords& p, const ReportOptions& opt, const Te
   for (const PivotTable& t : pivot_tables(p, !opt.verbose)) {
     std::string out;
     // A histogram alone, without labels to compare it by: its own summary line says it.
-    if (t.metric_columns == 0 && t.zero_columns.empty() && t.zero_rows.empty() &&
-        t.rows.size() <= 1 && !opt.verbose)
-      continue;
+    if (t.metric_columns == 0 && t.rows.size() + t.zero_rows.size() <= 1 && !opt.verbose) continue;
     if (t.label_keys.empty()) {
       // Values of no label set are the producer's headline: name and value pairs.
       for (const auto& r : t.rows)

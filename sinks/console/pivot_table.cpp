@@ -105,15 +105,20 @@ std::vector<PivotTable> pivot_tables(const ProducerRecords& p, bool hide_zeros) 
     t.label_keys = g->label_keys;
     t.columns = g->metric_names;
     t.metric_columns = t.columns.size();
-    const bool one_histogram = g->histogram_names.size() == 1;
+    // Without labels there is no row to compare: such a histogram says its figures on its
+    // own summary line.
+    const std::vector<std::string> histogram_names =
+        t.label_keys.empty() ? std::vector<std::string>{} : g->histogram_names;
+    const bool one_histogram = histogram_names.size() == 1;
     // A histogram alone in its table is ranked by its count; beside metrics, the metrics
     // say how many (calls, bytes) and the histogram how long.
     const bool with_count = g->metric_names.empty();
-    for (const auto& h : g->histogram_names)
+    for (const auto& h : histogram_names)
       for (const char* stat : {"count", "p50", "p99", "max"}) {
         if (std::string(stat) == "count" && !with_count) continue;
         t.columns.push_back(one_histogram ? stat : h + " " + stat);
       }
+    if (t.columns.empty()) continue;
 
     for (const auto& [canonical, labels] : g->rows) {
       PivotTable::Row row;
@@ -128,14 +133,14 @@ std::vector<PivotTable> pivot_tables(const ProducerRecords& p, bool hide_zeros) 
           c = {true, m->value, metric_cell_text(m->value, m->unit)};
         row.cells.push_back(std::move(c));
       }
-      for (const auto& name : g->histogram_names) {
+      for (const auto& name : histogram_names) {
         const HistogramCopy* h = find(histograms, name, canonical);
         auto cell = [h](double v, const std::string& text) {
           return h && h->count ? PivotCell{true, v, text} : PivotCell{};
         };
         if (with_count)
-          row.cells.push_back(cell(h ? static_cast<double>(h->count) : 0,
-                                   h ? format_count(h->count) : ""));
+          row.cells.push_back(
+              cell(h ? static_cast<double>(h->count) : 0, h ? format_count(h->count) : ""));
         for (double q : {0.5, 0.99}) {
           double v = h ? static_cast<double>(percentile(*h, q)) : 0;
           row.cells.push_back(cell(v, h ? format_quantity(v, h->unit) : ""));
@@ -178,14 +183,12 @@ std::vector<PivotTable> pivot_tables(const ProducerRecords& p, bool hide_zeros) 
       t.metric_columns = metric_columns;
     }
 
-    std::stable_sort(t.rows.begin(), t.rows.end(),
-                     [](const PivotTable::Row& a, const PivotTable::Row& b) {
-                       double va = a.cells.empty() || !a.cells[0].present ? -INFINITY
-                                                                          : a.cells[0].value;
-                       double vb = b.cells.empty() || !b.cells[0].present ? -INFINITY
-                                                                          : b.cells[0].value;
-                       return va > vb;
-                     });
+    std::stable_sort(
+        t.rows.begin(), t.rows.end(), [](const PivotTable::Row& a, const PivotTable::Row& b) {
+          double va = a.cells.empty() || !a.cells[0].present ? -INFINITY : a.cells[0].value;
+          double vb = b.cells.empty() || !b.cells[0].present ? -INFINITY : b.cells[0].value;
+          return va > vb;
+        });
     out.push_back(std::move(t));
   }
   return out;

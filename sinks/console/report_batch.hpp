@@ -95,8 +95,7 @@ class ReportBatch {
  private:
   void add_stack(ProducerRecords& p, const std::string& name, Labels labels,
                  const loupe_stack_sample& s);
-  void add_event(ProducerRecords& p, const std::string& name, Labels labels,
-                 const loupe_event& e);
+  void add_event(ProducerRecords& p, const std::string& name, Labels labels, const loupe_event& e);
 
   std::size_t keep_events_;
   std::uint64_t n_records_ = 0;

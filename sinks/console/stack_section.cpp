@@ -34,8 +34,8 @@ void render_stacks(const ProducerRecords& p, const ReportOptions& opt, const Tex
     });
     std::size_t shown = std::min(entries.size(), opt.top);
     std::string out = "  " + style.bold(name) + "  top " + std::to_string(shown) + " of " +
-           format_count(entries.size()) + " stacks by " + vname + ", total " +
-           format_quantity(static_cast<double>(total), vunit) + "\n";
+                      format_count(entries.size()) + " stacks by " + vname + ", total " +
+                      format_quantity(static_cast<double>(total), vunit) + "\n";
 
     TextTable table({true, true, true, false});
     table.row({"#", vname, "share", "frames (leaf → root)"});

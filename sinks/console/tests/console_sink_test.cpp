@@ -18,6 +18,19 @@ class ConsoleSinkTest : public ::testing::Test {
   }
 
   std::string report() { return read_file(dir_.file("report.txt")); }
+  // Every record to a new sink, then its final report.
+  std::string final_report(const std::deque<SampleRecord*>& recs) {
+    PluginInstance sink(lib_);
+    EXPECT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
+    for (SampleRecord* r : recs) EXPECT_EQ(sink.consume(r->record()), LOUPE_OK);
+    EXPECT_EQ(sink.flush(true), LOUPE_OK);
+    return report();
+  }
+  std::string final_report(std::deque<SampleRecord>& recs) {
+    std::deque<SampleRecord*> all;
+    for (auto& r : recs) all.push_back(&r);
+    return final_report(all);
+  }
   static bool has(const std::string& text, const std::string& needle) {
     return text.find(needle) != std::string::npos;
   }
@@ -33,15 +46,12 @@ class ConsoleSinkTest : public ::testing::Test {
 };
 
 TEST_F(ConsoleSinkTest, HistogramIsOneSummaryLineAndItsBars) {
-  PluginInstance sink(lib_);
-  ASSERT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
   SampleRecord h = latency_histogram();
-  ASSERT_EQ(sink.consume(h.record()), LOUPE_OK);
-  ASSERT_EQ(sink.flush(true), LOUPE_OK) << sink.last_error();
-  std::string text = report();
+  std::string text = final_report({&h});
 
-  EXPECT_TRUE(has(text, "latency{comm=dd}  count 151  min 1.10 µs  p50 1.54 µs  p99 3.07 µs  "
-                        "max 70.0 µs"))
+  EXPECT_TRUE(has(text,
+                  "latency{comm=dd}  count 151  min 1.10 µs  p50 1.54 µs  p99 3.07 µs  "
+                  "max 70.0 µs"))
       << text;
   // The fullest bucket fills the default 40 columns; half its count fills half.
   std::string top = line_with(text, "[1.02 µs, 2.05 µs)");
@@ -59,12 +69,8 @@ TEST_F(ConsoleSinkTest, HistogramIsOneSummaryLineAndItsBars) {
 
 TEST_F(ConsoleSinkTest, VerboseHistogramAddsSumMeanAndPercentileBounds) {
   host_.set("verbose", true);
-  PluginInstance sink(lib_);
-  ASSERT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
   SampleRecord h = latency_histogram();
-  ASSERT_EQ(sink.consume(h.record()), LOUPE_OK);
-  ASSERT_EQ(sink.flush(true), LOUPE_OK) << sink.last_error();
-  std::string text = report();
+  std::string text = final_report({&h});
   EXPECT_TRUE(has(text, "latency{comm=dd}  (ns, log2)  count 151")) << text;
   EXPECT_TRUE(has(text, "|distribution")) << text;
   EXPECT_TRUE(has(text, "sum 300 µs   mean 1.99 µs")) << text;
@@ -95,35 +101,23 @@ TEST_F(ConsoleSinkTest, PercentilesAreDerivedWhenAbsent) {
   EXPECT_TRUE(has(text, "p50 6.00 KiB  p99 1.43 MiB  max 1.43 MiB")) << text;
 }
 
-TEST_F(ConsoleSinkTest, HealthVerdictSaysNoDataLost) {
-  PluginInstance sink(lib_);
-  ASSERT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
-  SampleRecord ok1 = health(LOUPE_HEALTH_OK, "lost_kernel", "ring:events", 0);
-  SampleRecord ok2 = health(LOUPE_HEALTH_OK, "received", "ring:events", 1234);
-  ASSERT_EQ(sink.consume(ok1.record()), LOUPE_OK);
-  ASSERT_EQ(sink.consume(ok2.record()), LOUPE_OK);
-  ASSERT_EQ(sink.flush(true), LOUPE_OK);
-  std::string text = report();
-  // Nothing lost: the verdict is the whole health section.
-  EXPECT_TRUE(has(text, "VERDICT: no data lost (2 health checks OK)")) << text;
-  EXPECT_FALSE(has(text, "HEALTH SUMMARY")) << text;
-  EXPECT_FALSE(has(text, "received")) << text;
-}
-
-TEST_F(ConsoleSinkTest, VerboseListsEveryHealthCheck) {
-  host_.set("verbose", true);
-  PluginInstance sink(lib_);
-  ASSERT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
-  SampleRecord ok1 = health(LOUPE_HEALTH_OK, "lost_kernel", "ring:events", 0);
-  SampleRecord ok2 = health(LOUPE_HEALTH_OK, "received", "ring:events", 1234);
-  ASSERT_EQ(sink.consume(ok1.record()), LOUPE_OK);
-  ASSERT_EQ(sink.consume(ok2.record()), LOUPE_OK);
-  ASSERT_EQ(sink.flush(true), LOUPE_OK);
-  std::string text = report();
-  EXPECT_TRUE(has(text, "HEALTH SUMMARY")) << text;
-  EXPECT_TRUE(has(line_with(text, "received"), "1,234")) << text;
-  EXPECT_TRUE(has(line_with(text, "lost_kernel"), "OK")) << text;
-  EXPECT_TRUE(has(text, "VERDICT: no data lost (2 health checks OK)")) << text;
+// Nothing lost: the verdict is the whole health section; verbose lists every check.
+TEST_F(ConsoleSinkTest, HealthVerdictSaysNoDataLostAndVerboseListsEveryCheck) {
+  for (bool verbose : {false, true}) {
+    host_.set("verbose", verbose);
+    PluginInstance sink(lib_);
+    ASSERT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
+    SampleRecord ok1 = health(LOUPE_HEALTH_OK, "lost_kernel", "ring:events", 0);
+    SampleRecord ok2 = health(LOUPE_HEALTH_OK, "received", "ring:events", 1234);
+    ASSERT_EQ(sink.consume(ok1.record()), LOUPE_OK);
+    ASSERT_EQ(sink.consume(ok2.record()), LOUPE_OK);
+    ASSERT_EQ(sink.flush(true), LOUPE_OK);
+    std::string text = report();
+    EXPECT_TRUE(has(text, "VERDICT: no data lost (2 health checks OK)")) << text;
+    EXPECT_EQ(has(text, "HEALTH SUMMARY"), verbose) << text;
+    EXPECT_EQ(has(line_with(text, "received"), "1,234"), verbose) << text;
+    EXPECT_EQ(has(line_with(text, "lost_kernel"), "OK"), verbose) << text;
+  }
 }
 
 TEST_F(ConsoleSinkTest, HealthVerdictCountsLossesAndFailuresAndMarksThem) {
@@ -175,8 +169,6 @@ TEST_F(ConsoleSinkTest, FinalReportWithoutHealthSaysLossIsUnknown) {
 }
 
 TEST_F(ConsoleSinkTest, MetricTableIsSortedByValueAndUnlabelledValuesHeadTheSection) {
-  PluginInstance sink(lib_);
-  ASSERT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
   SampleRecord open(LOUPE_RECORD_METRIC, "syscalls");
   open.builder().label("syscall", "openat").metric(LOUPE_METRIC_COUNTER, "count", 17);
   SampleRecord read(LOUPE_RECORD_METRIC, "syscalls");
@@ -185,9 +177,7 @@ TEST_F(ConsoleSinkTest, MetricTableIsSortedByValueAndUnlabelledValuesHeadTheSect
   brk.builder().label("syscall", "brk").metric(LOUPE_METRIC_COUNTER, "count", 300);
   SampleRecord rss(LOUPE_RECORD_METRIC, "rss");
   rss.builder().metric(LOUPE_METRIC_GAUGE, "bytes", 3.0 * 1024 * 1024);
-  for (auto* r : {&open, &read, &brk, &rss}) ASSERT_EQ(sink.consume(r->record()), LOUPE_OK);
-  ASSERT_EQ(sink.flush(true), LOUPE_OK);
-  std::string text = report();
+  std::string text = final_report({&open, &read, &brk, &rss});
   EXPECT_TRUE(has(line_with(text, "══ testplug"), "testplug · rss 3.00 MiB")) << text;
   std::vector<std::string> lines = split_lines(text);
   auto at = [&](const std::string& needle) {
@@ -204,18 +194,33 @@ TEST_F(ConsoleSinkTest, MetricTableIsSortedByValueAndUnlabelledValuesHeadTheSect
   EXPECT_EQ(lines[header].size(), lines[header + 1].size()) << text;
 }
 
+// Without labels a histogram has no row to join: its summary line says its figures, the
+// headline keeps to the metrics, and no one-row table repeats them.
+TEST_F(ConsoleSinkTest, AnUnlabelledHistogramStaysOutOfTheHeadline) {
+  SampleRecord rss(LOUPE_RECORD_METRIC, "rss");
+  rss.builder().metric(LOUPE_METRIC_GAUGE, "bytes", 2048);
+  SampleRecord size(LOUPE_RECORD_HISTOGRAM, "alloc_size");
+  size.builder().histogram(LOUPE_BUCKETS_LOG2, 0, "bytes", {{64, 128, 4}}, 4, 400, 90, 110);
+  std::string text = final_report({&rss, &size});
+  std::string heading = line_with(text, "══ testplug");
+  EXPECT_TRUE(has(heading, "testplug · rss 2.00 KiB ═")) << text;
+  EXPECT_FALSE(has(heading, "p50")) << text;
+  EXPECT_TRUE(has(text, "  alloc_size  count 4  min 90 B")) << text;
+  EXPECT_FALSE(has(text, "count      p50")) << text;
+}
+
 // Metrics of one producer that share label keys are one table: a column per metric, the
 // histogram of the same keys adds p50, p99 and max, zero-only columns and rows leave the
 // table but are named below it.
 TEST_F(ConsoleSinkTest, MetricsOfTheSameLabelKeysPivotIntoOneTable) {
-  PluginInstance sink(lib_);
-  ASSERT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
   std::deque<SampleRecord> recs;  // builders keep pointers into themselves: never moved
-  auto metric = [&](const char* name, const char* target, double v,
-                    const char* unit = "count") {
+  auto metric = [&](const char* name, const char* target, double v, const char* unit = "count") {
     recs.emplace_back(LOUPE_RECORD_METRIC, name);
-    recs.back().builder().label("target", target).label("mode", "tp").metric(
-        LOUPE_METRIC_COUNTER, unit, v);
+    recs.back()
+        .builder()
+        .label("target", target)
+        .label("mode", "tp")
+        .metric(LOUPE_METRIC_COUNTER, unit, v);
   };
   metric("calls", "fast", 40);
   metric("matched", "fast", 40);
@@ -228,14 +233,15 @@ TEST_F(ConsoleSinkTest, MetricsOfTheSameLabelKeysPivotIntoOneTable) {
   metric("outliers", "idle", 0);
   recs.emplace_back(LOUPE_RECORD_HISTOGRAM, "latency");
   // The same label keys in another order: the same row.
-  recs.back().builder().label("mode", "tp").label("target", "slow").histogram(
-      LOUPE_BUCKETS_LOG2, 0, "ns", {{1024, 2048, 899}}, 899, 899 * 1500, 1100, 2000);
+  recs.back()
+      .builder()
+      .label("mode", "tp")
+      .label("target", "slow")
+      .histogram(LOUPE_BUCKETS_LOG2, 0, "ns", {{1024, 2048, 899}}, 899, 899 * 1500, 1100, 2000);
   recs.back().percentiles({{0.5, 1536, 1024, 2048}, {0.99, 1900, 1024, 2048}});
   recs.emplace_back(LOUPE_RECORD_METRIC, "syscalls");
   recs.back().builder().label("syscall", "read").metric(LOUPE_METRIC_COUNTER, "count", 5);
-  for (auto& r : recs) ASSERT_EQ(sink.consume(r.record()), LOUPE_OK);
-  ASSERT_EQ(sink.flush(true), LOUPE_OK);
-  std::string text = report();
+  std::string text = final_report(recs);
 
   std::vector<std::string> lines = split_lines(text);
   std::size_t header = 0;
@@ -257,18 +263,17 @@ TEST_F(ConsoleSinkTest, MetricsOfTheSameLabelKeysPivotIntoOneTable) {
 
 TEST_F(ConsoleSinkTest, VerboseKeepsZeroColumnsAndRows) {
   host_.set("verbose", true);
-  PluginInstance sink(lib_);
-  ASSERT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
   std::deque<SampleRecord> recs;  // builders keep pointers into themselves: never moved
   for (const char* target : {"busy", "idle"})
     for (const char* name : {"calls", "outliers"}) {
       recs.emplace_back(LOUPE_RECORD_METRIC, name);
-      recs.back().builder().label("target", target).metric(
-          LOUPE_METRIC_COUNTER, "count", std::string(target) == "busy" && name[0] == 'c' ? 7 : 0);
+      recs.back()
+          .builder()
+          .label("target", target)
+          .metric(LOUPE_METRIC_COUNTER, "count",
+                  std::string(target) == "busy" && name[0] == 'c' ? 7 : 0);
     }
-  for (auto& r : recs) ASSERT_EQ(sink.consume(r.record()), LOUPE_OK);
-  ASSERT_EQ(sink.flush(true), LOUPE_OK);
-  std::string text = report();
+  std::string text = final_report(recs);
   EXPECT_TRUE(has(text, "target  calls  outliers")) << text;
   EXPECT_TRUE(has(text, "busy        7         0")) << text;
   EXPECT_TRUE(has(text, "idle        0         0")) << text;
@@ -278,18 +283,16 @@ TEST_F(ConsoleSinkTest, VerboseKeepsZeroColumnsAndRows) {
 // A table of histograms alone is ranked by count: the busiest series first, in the table
 // and in the bars below it.
 TEST_F(ConsoleSinkTest, HistogramsWithoutMetricsRankByCount) {
-  PluginInstance sink(lib_);
-  ASSERT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
   std::deque<SampleRecord> recs;  // builders keep pointers into themselves: never moved
   for (auto [disk, n] : {std::pair{"sda", 3}, std::pair{"nvme0n1", 70}}) {
     recs.emplace_back(LOUPE_RECORD_HISTOGRAM, "bio");
-    recs.back().builder().label("disk", disk).histogram(
-        LOUPE_BUCKETS_LOG2, 0, "ns", {{4096, 8192, static_cast<std::uint64_t>(n)}},
-        static_cast<std::uint64_t>(n), 5000ull * n, 5000, 5000);
+    recs.back()
+        .builder()
+        .label("disk", disk)
+        .histogram(LOUPE_BUCKETS_LOG2, 0, "ns", {{4096, 8192, static_cast<std::uint64_t>(n)}},
+                   static_cast<std::uint64_t>(n), 5000ull * n, 5000, 5000);
   }
-  for (auto& r : recs) ASSERT_EQ(sink.consume(r.record()), LOUPE_OK);
-  ASSERT_EQ(sink.flush(true), LOUPE_OK);
-  std::string text = report();
+  std::string text = final_report(recs);
   EXPECT_TRUE(has(text, "disk     count      p50      p99      max")) << text;
   EXPECT_LT(text.find("nvme0n1     70"), text.find("sda          3")) << text;
   EXPECT_LT(text.find("bio{disk=nvme0n1}  count 70"), text.find("bio{disk=sda}  count 3")) << text;
