@@ -50,10 +50,11 @@ std::uint64_t wall_now_ns() {
          static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
-// Rows of the terminal, 0 when unknown.
-std::size_t terminal_rows(int fd) {
+// The terminal's size, 0 x 0 when unknown.
+winsize terminal_size(int fd) {
   winsize ws{};
-  return ::ioctl(fd, TIOCGWINSZ, &ws) == 0 ? ws.ws_row : 0;
+  if (::ioctl(fd, TIOCGWINSZ, &ws) != 0) ws = {};
+  return ws;
 }
 
 class ConsoleSink : public sdk::Sink {
@@ -101,12 +102,12 @@ class ConsoleSink : public sdk::Sink {
   }
 
  private:
-  // One screen: what arrived in this interval, cut to the terminal's height so the header
-  // never scrolls away; the final report has everything.
+  // One screen: what arrived in this interval, cut to the terminal's size so that nothing
+  // wraps and the header never scrolls away; the final report has everything.
   std::string live_frame() {
     ++interval_;
     std::string title = "loupe interval #" + std::to_string(interval_);
-    if (start_wall_ns_) title += " · elapsed " + format_span(start_wall_ns_, wall_now_ns());
+    if (start_wall_ns_) title += " · " + format_span(start_wall_ns_, wall_now_ns()) + " elapsed";
     title += " · every " + format_quantity(interval_s_ * 1e9, "ns");
     std::string page = render(title);
     if (batch_->empty()) page += "  nothing arrived in this interval\n";
@@ -117,18 +118,16 @@ class ConsoleSink : public sdk::Sink {
       lines.push_back(page.substr(at, nl - at));
       at = nl + 1;
     }
-    const std::size_t rows = terminal_rows(out_->fd());
-    std::string frame = kClearScreen;
+    const winsize ws = terminal_size(out_->fd());
     // The first line of a report is blank (it separates appended reports): not on a screen.
-    std::size_t first = !lines.empty() && lines.front().empty() ? 1 : 0;
-    std::size_t room = rows > 1 ? rows - 1 : SIZE_MAX;
-    std::size_t n = lines.size() - first;
-    for (std::size_t i = 0; i < n && i < room; ++i) {
-      if (i + 1 == room && n > room) {
-        frame += "  … " + std::to_string(n - i) + " more lines: the final report has them\n";
-        break;
-      }
-      frame += lines[first + i] + "\n";
+    if (!lines.empty() && lines.front().empty()) lines.erase(lines.begin());
+    const std::size_t room = ws.ws_row > 1 ? ws.ws_row - 1u : lines.size();
+    std::string frame = kClearScreen;
+    for (std::size_t i = 0; i < lines.size() && i < room; ++i) {
+      std::string line = lines[i];
+      if (i + 1 == room && lines.size() > room)
+        line = "  … " + std::to_string(lines.size() - i) + " more lines: the final report has them";
+      frame += (ws.ws_col ? fit_width(line, ws.ws_col) : line) + "\n";
     }
     return frame;
   }

@@ -348,7 +348,7 @@ for s in screens[:2]:
     # One report on the screen, drawn from its first line: redrawn, not scrolled.
     assert len(heads) == 1, f"{len(heads)} interval headers on one screen:\n" + "\n".join(s)
     assert "loupe interval #" in s[0], f"the frame does not start at the top: {s[0]!r}"
-    assert "elapsed" in s[0] and "every 1.00 s" in s[0], s[0]
+    assert "elapsed · every 1.00 s" in s[0], s[0]
     assert any(l.startswith("══ syscount") for l in s), "no syscount section in the frame"
     numbers.append(int(re.search(r"interval #(\d+)", heads[0]).group(1)))
 assert numbers[1] > numbers[0], f"the screen was not redrawn: interval #{numbers[0]} then #{numbers[1]}"
