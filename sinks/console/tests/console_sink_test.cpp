@@ -5,6 +5,7 @@
 
 #include "dl_plugin.hpp"
 #include "fake_host.hpp"
+#include "report_text.hpp"
 #include "sample_records.hpp"
 
 namespace loupe::test {
@@ -344,6 +345,17 @@ TEST_F(ConsoleSinkTest, IntervalReportsToAFileAreAppendedWithoutScreenControl) {
   EXPECT_TRUE(has(text, "loupe interval #2")) << text;
   EXPECT_TRUE(has(text, "loupe report")) << text;
   EXPECT_FALSE(has(text, "\033[")) << text;
+}
+
+// A live frame's lines end at the terminal's width: code points are columns, and escape
+// sequences are kept whole (and closed) without counting.
+TEST(ConsoleFitWidth, CutsAtColumnsKeepingEscapesWhole) {
+  using loupe::sinks::fit_width;
+  EXPECT_EQ(fit_width("abcdef", 4), "abcd");
+  EXPECT_EQ(fit_width("abc", 10), "abc");
+  EXPECT_EQ(fit_width("2.60 µs ═══", 7), "2.60 µs");
+  EXPECT_EQ(fit_width("\033[1m══ latency ══\033[0m", 5), "\033[1m══ la\033[0m");
+  EXPECT_EQ(fit_width("\033[2mab\033[0m", 2), "\033[2mab\033[0m");
 }
 
 TEST_F(ConsoleSinkTest, StacksAreMergedRankedAndCutToTopN) {
