@@ -20,7 +20,7 @@ PEER_PKGS=(bpftrace libbpf-tools linux-perf python3)
 # debug file (libc6-dbg: static functions such as _int_malloc), a debuginfod server to serve
 # the symbolizer test its debug files. Tests skip with a
 # reason when one is missing; LOUPE_WITH_TEST_TOOLS=0 leaves them out.
-TEST_PKGS=(golang-go prometheus chromium libc6-dbg debuginfod)
+TEST_PKGS=(golang-go prometheus chromium libc6-dbg debuginfod tmux)
 
 want=("${BUILD_PKGS[@]}")
 if [[ "${LOUPE_WITH_VMTEST:-1}" == 1 ]]; then want+=("${VMTEST_PKGS[@]}"); fi

@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// console sink: a human report. Records are buffered and rendered at flush(): an interval
-// section for every periodic flush, the full report with its health verdict at the end.
+// console sink: a human report. Records are buffered and rendered at flush(), one section
+// per producer in profile order: an interval section for every periodic flush (redrawn in
+// place on a terminal, like `perf top`), the full report with its health verdict at the end.
+#include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "human_units.hpp"
 #include "loupe/sdk/output_file.hpp"
@@ -17,6 +22,8 @@ namespace loupe::sinks {
 namespace {
 
 constexpr const char* kColorChoices[] = {"auto", "always", "never", nullptr};
+// Clear the screen and home the cursor: a live frame replaces the one before it.
+constexpr const char* kClearScreen = "\033[H\033[2J";
 
 constexpr loupe_config_key kKeys[] = {
     {"path", LOUPE_CFG_STRING, 0, "\"-\"",
@@ -28,7 +35,27 @@ constexpr loupe_config_key kKeys[] = {
     {"color", LOUPE_CFG_STRING, 0, "\"auto\"",
      "ANSI colors: \"auto\" (when writing to a terminal), \"always\" or \"never\"", 0, 0, nullptr,
      0, 0, kColorChoices},
+    {"verbose", LOUPE_CFG_BOOL, 0, "false",
+     "show zero columns and rows, every health check, histogram sums and percentile bounds", 0, 0,
+     nullptr, 0, 0},
+    {"live", LOUPE_CFG_BOOL, 0, "true",
+     "with a session interval and a terminal, redraw the interval report in place", 0, 0, nullptr,
+     0, 0},
 };
+
+std::uint64_t wall_now_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+// The terminal's size, 0 x 0 when unknown.
+winsize terminal_size(int fd) {
+  winsize ws{};
+  if (::ioctl(fd, TIOCGWINSZ, &ws) != 0) ws = {};
+  return ws;
+}
 
 class ConsoleSink : public sdk::Sink {
  public:
@@ -36,62 +63,128 @@ class ConsoleSink : public sdk::Sink {
     // Ranges, choices and defaults are the schema's: the host validated them already.
     opt_.top = static_cast<std::size_t>(args.config.value_int("top"));
     opt_.bar_width = static_cast<std::size_t>(args.config.value_int("bar_width"));
+    opt_.verbose = args.config.value_bool("verbose");
     std::string color = args.config.value_string("color");
-    const char* dir = args.session ? args.session->output_dir : nullptr;
+    const loupe_session_info* session = args.session;
+    const char* dir = session ? session->output_dir : nullptr;
     out_ = std::make_unique<sdk::OutputFile>(args.config.value_string("path"), dir, "console");
-    opt_.color = color == "always" || (color == "auto" && ::isatty(out_->fd()) == 1);
+    const bool tty = ::isatty(out_->fd()) == 1;
+    opt_.color = color == "always" || (color == "auto" && tty);
+    live_ = tty && args.config.value_bool("live") && session && session->interval_s > 0;
+    if (session) {
+      start_wall_ns_ = session->start_wall_ns;
+      interval_s_ = session->interval_s;
+      if (LOUPE_ABI_HAS_FIELD(session, loupe_session_info, n_profilers))
+        for (std::uint32_t i = 0; i < session->n_profilers && session->profilers; ++i)
+          if (session->profilers[i]) profile_order_.emplace_back(session->profilers[i]);
+    }
     batch_ = std::make_unique<ReportBatch>(opt_.top);
   }
 
   void consume(const loupe_record& rec) override { batch_->add(rec); }
 
   void flush(const sdk::FlushArgs& args) override {
-    // An interval with nothing to say stays silent; the final report always prints, since
-    // its health verdict is the answer to "can I trust this?".
-    if (!args.is_final && batch_->empty()) return;
-    std::string text = render(args.is_final);
+    std::string text;
+    if (args.is_final) {
+      // Appended below the last live frame, not drawn over it: whatever the target printed
+      // meanwhile stays on the screen.
+      text = render("loupe report");
+    } else if (live_) {
+      text = live_frame();
+    } else {
+      // An interval with nothing to say stays silent; the final report always prints,
+      // since its health verdict is the answer to "can I trust this?".
+      if (batch_->empty()) return;
+      text = render("loupe interval #" + std::to_string(++interval_));
+    }
     batch_ = std::make_unique<ReportBatch>(opt_.top);
     out_->write(text);
   }
 
  private:
-  std::string render(bool is_final) {
+  // One screen: what arrived in this interval, cut to the terminal's size so that nothing
+  // wraps and the header never scrolls away; the final report has everything.
+  std::string live_frame() {
+    ++interval_;
+    std::string title = "loupe interval #" + std::to_string(interval_);
+    if (start_wall_ns_) title += " · " + format_span(start_wall_ns_, wall_now_ns()) + " elapsed";
+    title += " · every " + format_quantity(interval_s_ * 1e9, "ns");
+    std::string page = render(title);
+    if (batch_->empty()) page += "  nothing arrived in this interval\n";
+    std::vector<std::string> lines;
+    for (std::size_t at = 0; at < page.size();) {
+      std::size_t nl = page.find('\n', at);
+      if (nl == std::string::npos) nl = page.size();
+      lines.push_back(page.substr(at, nl - at));
+      at = nl + 1;
+    }
+    const winsize ws = terminal_size(out_->fd());
+    // The first line of a report is blank (it separates appended reports): not on a screen.
+    if (!lines.empty() && lines.front().empty()) lines.erase(lines.begin());
+    const std::size_t room = ws.ws_row > 1 ? ws.ws_row - 1u : lines.size();
+    std::string frame = kClearScreen;
+    for (std::size_t i = 0; i < lines.size() && i < room; ++i) {
+      std::string line = lines[i];
+      if (i + 1 == room && lines.size() > room)
+        line = "  … " + std::to_string(lines.size() - i) + " more lines: the final report has them";
+      frame += (ws.ws_col ? fit_width(line, ws.ws_col) : line) + "\n";
+    }
+    return frame;
+  }
+
+  std::string render(const std::string& title) {
     TextStyle style(opt_.color);
     const ReportBatch& b = *batch_;
-    std::string title =
-        is_final ? "loupe report" : "loupe interval #" + std::to_string(++interval_);
-    std::string out = "\n" + style.bold(rule(title, report_width(opt_), "█")) + "\n";
-    std::string info = "  records " + format_count(b.n_records());
+    std::string head = title;
     if (b.window_end_ns)
-      info += "   window " + format_clock(b.window_start_ns) + " → " +
-              format_clock(b.window_end_ns) + " (" +
-              format_span(b.window_start_ns, b.window_end_ns) + ")";
-    if (!b.sources.empty()) {
-      info += "   from ";
-      bool first = true;
-      for (const auto& s : b.sources) {
-        info += (first ? "" : ", ") + s;
-        first = false;
-      }
+      head += " · " + format_clock(b.window_start_ns) + " → " + format_clock(b.window_end_ns) +
+              " (" + format_span(b.window_start_ns, b.window_end_ns) + ")";
+    head += " · " + format_count(b.n_records()) + " records";
+    std::string out = "\n" + style.bold(rule(head, report_width(opt_), "█")) + "\n";
+
+    // Profile order first; producers the profile does not list (the host's own records,
+    // an older host without the list) in the order they arrived.
+    std::vector<std::string> order = profile_order_;
+    for (const auto& p : b.arrival)
+      if (std::find(order.begin(), order.end(), p) == order.end()) order.push_back(p);
+    for (const auto& name : order) {
+      auto it = b.producers.find(name);
+      if (it == b.producers.end() || !it->second.has_data()) continue;
+      Blocks blocks;
+      std::string headline;
+      render_metrics(it->second, opt_, style, blocks, headline);
+      render_histograms(it->second, opt_, style, blocks);
+      render_stacks(it->second, opt_, style, blocks);
+      render_events(it->second, opt_, style, blocks);
+      std::string heading = name.empty() ? "(unnamed)" : name;
+      // The headline joins the heading when it fits the rule, else it leads the section.
+      if (!headline.empty() && display_width(heading + headline) + 12 <= report_width(opt_))
+        heading += " · " + headline;
+      else if (!headline.empty())
+        blocks.insert(blocks.begin(), "  " + headline + "\n");
+      out += "\n" + style.bold(rule(heading, report_width(opt_), "═")) + "\n";
+      for (std::size_t i = 0; i < blocks.size(); ++i) out += (i ? "\n" : "") + blocks[i];
     }
-    out += info + "\n\n";
-    render_histograms(b, opt_, style, out);
-    render_metrics(b, opt_, style, out);
-    render_stacks(b, opt_, style, out);
-    render_events(b, opt_, style, out);
-    render_health(b, opt_, style, out);
+    Blocks health;
+    render_health(b, opt_, style, health);
+    for (const auto& block : health) out += "\n" + block;
     return out;
   }
 
   ReportOptions opt_;
   std::unique_ptr<sdk::OutputFile> out_;
   std::unique_ptr<ReportBatch> batch_;
+  std::vector<std::string> profile_order_;
+  std::uint64_t start_wall_ns_ = 0;
+  double interval_s_ = 0;
+  bool live_ = false;
   unsigned interval_ = 0;
 };
 
 }  // namespace
 }  // namespace loupe::sinks
 
-LOUPE_SINK(loupe::sinks::ConsoleSink, "console", "1.0.0",
-           "human report: histograms with percentiles, metrics, top stacks, slow events, health",
-           loupe::sinks::kKeys)
+LOUPE_SINK(
+    loupe::sinks::ConsoleSink, "console", "1.1.0",
+    "human report per profiler: pivoted metrics, histograms, top stacks, slow events, health",
+    loupe::sinks::kKeys)

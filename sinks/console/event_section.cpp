@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <algorithm>
 #include <cstdio>
+#include <utility>
 
 #include "human_units.hpp"
 #include "report_sections.hpp"
@@ -27,14 +29,15 @@ std::string magnitude_text(const EventMagnitude& m) {
 
 }  // namespace
 
-void render_events(const ReportBatch& batch, const ReportOptions& opt, const TextStyle& style,
-                   std::string& out) {
-  if (batch.events.empty()) return;
-  out += style.bold(rule("EVENTS", report_width(opt), "═")) + "\n\n";
-
+void render_events(const ProducerRecords& p, const ReportOptions& opt, const TextStyle& style,
+                   Blocks& blocks) {
+  if (p.events.empty()) return;
+  // Each list's title says its count and what ranks it; the table of every name beside
+  // another is for verbose mode.
+  std::string out;
   TextTable summary({false, true, true, false});
   summary.row({"event", "count", "slowest", "ranked by"});
-  for (const auto& [name, log] : batch.events) {
+  for (const auto& [name, log] : p.events) {
     bool ranked = !log.slowest.empty();
     summary.row({name, format_count(log.count),
                  ranked ? magnitude_text(*log.slowest.front().magnitude) : "-",
@@ -43,8 +46,9 @@ void render_events(const ReportBatch& batch, const ReportOptions& opt, const Tex
   auto lines = summary.lines("  ");
   for (std::size_t i = 0; i < lines.size(); ++i)
     out += (i == 0 ? style.dim(lines[i]) : lines[i]) + "\n";
+  if (opt.verbose) blocks.push_back(std::move(out));
 
-  for (const auto& [name, log] : batch.events) {
+  for (const auto& [name, log] : p.events) {
     bool ranked = !log.slowest.empty();
     std::vector<RankedEvent> shown = ranked ? log.slowest : log.latest_ordered();
     if (shown.size() > opt.top) shown.resize(opt.top);
@@ -52,22 +56,27 @@ void render_events(const ReportBatch& batch, const ReportOptions& opt, const Tex
         ranked ? "slow calls: " + name + ", " + std::to_string(shown.size()) + " slowest of " +
                      format_count(log.count) + " by " + log.slowest.front().magnitude->key
                : name + ": last " + std::to_string(shown.size()) + " of " + format_count(log.count);
-    out += "\n  " + style.bold(title) + "\n";
+    std::string list = "  " + style.bold(title) + "\n";
     for (const auto& ev : shown) {
       std::string line = "    " + format_clock(ev.event.timestamp_ns);
       if (ev.magnitude) line += "  " + pad_left(magnitude_text(*ev.magnitude), 9);
       for (const auto& [k, v] : ev.labels) line += "  " + k + "=" + v;
       for (const auto& [k, v] : ev.event.fields) {
         if (ev.magnitude && k == ev.magnitude->key) continue;
-        line += "  " + k + "=" + field_text(v);
+        std::string text = field_text(v);
+        // A field that repeats a label of the record says nothing new.
+        if (std::find(ev.labels.begin(), ev.labels.end(), std::make_pair(k, text)) !=
+            ev.labels.end())
+          continue;
+        line += "  " + k + "=" + text;
       }
-      out += line + "\n";
+      list += line + "\n";
       if (!ev.event.frames.empty())
-        out += "        " + style.dim("stack: " + folded_frames(ev.event.frames, kMaxEventFrames)) +
-               "\n";
+        list += "        " +
+                style.dim("stack: " + folded_frames(ev.event.frames, kMaxEventFrames)) + "\n";
     }
+    blocks.push_back(std::move(list));
   }
-  out += "\n";
 }
 
 }  // namespace loupe::sinks

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <algorithm>
+
 #include "human_units.hpp"
 #include "report_sections.hpp"
 
@@ -25,49 +27,58 @@ std::string where(const HealthEntry& e) {
 }  // namespace
 
 void render_health(const ReportBatch& batch, const ReportOptions& opt, const TextStyle& style,
-                   std::string& out) {
-  out += style.bold(rule("HEALTH SUMMARY", report_width(opt), "═")) + "\n";
+                   Blocks& blocks) {
+  std::string out;
+  if (batch.health.empty()) {
+    blocks.push_back(style.warn("VERDICT: no health records received: losses are unknown") + "\n");
+    return;
+  }
+  // Errors first, then warnings: what failed outranks what was lost. Rows that are OK are
+  // counted in the verdict and listed only in verbose mode.
+  std::vector<const HealthEntry*> rows;
+  for (const auto& [key, e] : batch.health)
+    if (opt.verbose || e.health.severity != LOUPE_HEALTH_OK) rows.push_back(&e);
+  std::stable_sort(rows.begin(), rows.end(), [](const HealthEntry* a, const HealthEntry* b) {
+    return a->health.severity > b->health.severity;
+  });
 
   TextTable table({false, false, false, true, false});
-  std::vector<std::uint32_t> severities;
   // WARN values are counts of different things (records, requests, ns of wait time, silent
   // probes), so the verdict names each place with its value instead of summing them.
   std::vector<std::string> degraded_where, warned_where, failed_where;
-  for (const auto& [key, e] : batch.health) {
-    const HealthCopy& h = e.health;
+  for (const HealthEntry* e : rows) {
+    const HealthCopy& h = e->health;
     table.row({severity_name(h.severity), h.component.empty() ? "-" : h.component,
-               e.labels.empty() ? e.name : e.name + "{" + labels_text(e.labels) + "}",
+               e->labels.empty() ? e->name : e->name + "{" + labels_text(e->labels) + "}",
                format_count(h.value), h.message});
-    severities.push_back(h.severity);
     if (h.severity == LOUPE_HEALTH_WARN && h.value > 0)
-      degraded_where.push_back(where(e) + " (" + format_count(h.value) + ")");
+      degraded_where.push_back(where(*e) + " (" + format_count(h.value) + ")");
     else if (h.severity == LOUPE_HEALTH_WARN)
-      warned_where.push_back(where(e) + (h.message.empty() ? "" : ": " + h.message));
+      warned_where.push_back(where(*e) + (h.message.empty() ? "" : ": " + h.message));
     else if (h.severity == LOUPE_HEALTH_ERROR)
-      failed_where.push_back(where(e) + (h.message.empty() ? "" : ": " + h.message));
+      failed_where.push_back(where(*e) + (h.message.empty() ? "" : ": " + h.message));
   }
-  auto lines = table.lines("  ");
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    if (severities[i] == LOUPE_HEALTH_ERROR)
-      out += style.error(lines[i] + "  <<<") + "\n";
-    else if (severities[i] == LOUPE_HEALTH_WARN)
-      out += style.warn(lines[i] + "  <<<") + "\n";
-    else
-      out += lines[i] + "\n";
+  if (!rows.empty()) {
+    out += style.bold(rule("HEALTH SUMMARY", report_width(opt), "═")) + "\n";
+    auto lines = table.lines("  ");
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      if (rows[i]->health.severity == LOUPE_HEALTH_ERROR)
+        out += style.error(lines[i] + "  <<<") + "\n";
+      else if (rows[i]->health.severity == LOUPE_HEALTH_WARN)
+        out += style.warn(lines[i] + "  <<<") + "\n";
+      else
+        out += lines[i] + "\n";
+    }
   }
 
-  std::string verdict;
-  if (batch.health.empty()) {
-    verdict = "VERDICT: no health records received: losses are unknown";
-    out += style.warn(verdict) + "\n";
-    return;
-  }
   if (degraded_where.empty() && warned_where.empty() && failed_where.empty()) {
     out += style.good("VERDICT: no data lost (" + std::to_string(batch.health.size()) +
                       " health checks OK)") +
            "\n";
+    blocks.push_back(std::move(out));
     return;
   }
+  std::string verdict;
   auto part = [&](const std::string& head, const std::vector<std::string>& where) {
     if (where.empty()) return;
     verdict += verdict.empty() ? "VERDICT: " : "; ";
@@ -78,11 +89,9 @@ void render_health(const ReportBatch& batch, const ReportOptions& opt, const Tex
        degraded_where);
   part(std::to_string(failed_where.size()) + " component(s) failed: ", failed_where);
   part(std::to_string(warned_where.size()) + " warning(s): ", warned_where);
-  if (degraded_where.empty() && failed_where.empty()) {
-    out += style.warn(verdict) + "\n";
-    return;
-  }
-  out += style.error(verdict) + "\n";
+  const bool bad = !degraded_where.empty() || !failed_where.empty();
+  out += (bad ? style.error(verdict) : style.warn(verdict)) + "\n";
+  blocks.push_back(std::move(out));
 }
 
 }  // namespace loupe::sinks

@@ -70,31 +70,46 @@ std::vector<loupe_percentile> percentiles_from_buckets(const HistogramCopy& h) {
   return out;
 }
 
-void render_histograms(const ReportBatch& batch, const ReportOptions& opt, const TextStyle& style,
-                       std::string& out) {
-  if (batch.histograms.empty()) return;
-  const std::size_t width = report_width(opt);
-  out += style.bold(rule("HISTOGRAMS", width, "═")) + "\n";
-  for (const auto& [key, series] : batch.histograms) {
-    const HistogramCopy& h = series.hist;
+void render_histograms(const ProducerRecords& p, const ReportOptions& opt, const TextStyle& style,
+                       Blocks& blocks) {
+  // Names as the producer sent them, and within a name the busiest series first, as in
+  // the pivot table above.
+  std::vector<const HistogramSeries*> order;
+  for (const auto& [key, series] : p.histograms) order.push_back(&series);
+  auto pos = [&p](const std::string& name) {
+    return std::find(p.order.begin(), p.order.end(), name) - p.order.begin();
+  };
+  std::stable_sort(order.begin(), order.end(), [&](const auto* a, const auto* b) {
+    if (pos(a->name) != pos(b->name)) return pos(a->name) < pos(b->name);
+    return a->hist.count > b->hist.count;
+  });
+
+  for (const HistogramSeries* series : order) {
+    const HistogramCopy& h = series->hist;
     const std::string& unit = h.unit;
-    std::string title = key + "  (" + (unit.empty() ? "no unit" : unit) + ", " +
-                        scheme_name(h.scheme) +
-                        (h.scheme == LOUPE_BUCKETS_LOG2_LINEAR
-                             ? ", " + std::to_string(h.sub_buckets) + " sub-buckets"
-                             : std::string()) +
-                        ")";
-    out += "\n" + style.bold(rule(title, width)) + "\n";
-    std::string stats = "  count " + format_count(h.count);
-    if (h.count) {
-      stats += "   sum " + format_quantity(static_cast<double>(h.sum), unit) + "   min " +
-               format_quantity(static_cast<double>(h.min), unit) + "   max " +
-               format_quantity(static_cast<double>(h.max), unit) + "   mean " +
-               format_quantity(static_cast<double>(h.sum) / static_cast<double>(h.count), unit);
-    }
-    out += stats + "\n";
+    std::string out = "  " + style.bold(series_name(series->name, series->labels));
+    if (opt.verbose)
+      out += "  (" + (unit.empty() ? std::string("no unit") : unit) + ", " + scheme_name(h.scheme) +
+             (h.scheme == LOUPE_BUCKETS_LOG2_LINEAR
+                  ? ", " + std::to_string(h.sub_buckets) + " sub-buckets"
+                  : std::string()) +
+             ")";
+    out += "  count " + format_count(h.count);
+    std::vector<loupe_percentile> pcts =
+        h.percentiles.empty() ? percentiles_from_buckets(h) : h.percentiles;
+    auto pct = [&pcts, &unit](double q) {
+      for (const auto& e : pcts)
+        if (std::fabs(e.quantile - q) < 1e-9)
+          return "  " + quantile_label(q) + " " +
+                 format_quantity(static_cast<double>(e.value), unit);
+      return std::string();
+    };
+    if (h.count)
+      out += "  min " + format_quantity(static_cast<double>(h.min), unit) + pct(0.5) + pct(0.99) +
+             "  max " + format_quantity(static_cast<double>(h.max), unit);
+    out += "\n";
     if (h.buckets.empty()) {
-      out += "  (no samples)\n";
+      blocks.push_back(std::move(out));
       continue;
     }
 
@@ -110,30 +125,33 @@ void render_histograms(const ReportBatch& batch, const ReportOptions& opt, const
       uw = std::max(uw, display_width(format_bound(b.upper, unit)));
       cw = std::max(cw, display_width(format_count(b.count)));
     }
-    out += "\n  " + pad_right("range", lw + uw + 5) + pad_left("count", cw) + " " +
-           pad_right("|distribution", opt.bar_width + 2) + "  " + pad_left("pct", 6) + "  " +
-           pad_left("cum", 6) + "\n";
+    if (opt.verbose)
+      out += style.dim("    " + pad_right("range", lw + uw + 5) + pad_left("count", cw) + " " +
+                       pad_right("|distribution", opt.bar_width + 2) + "  " + pad_left("pct", 6) +
+                       "  " + pad_left("cum", 6)) +
+             "\n";
     std::uint64_t cum = 0;
     for (const auto& b : rows) {
       cum += b.count;
-      double pct = total ? static_cast<double>(b.count) / static_cast<double>(total) : 0;
-      double cpct = total ? static_cast<double>(cum) / static_cast<double>(total) : 0;
-      out += "  [" + pad_left(format_bound(b.lower, unit), lw) + ", " +
+      double share = total ? static_cast<double>(b.count) / static_cast<double>(total) : 0;
+      double cshare = total ? static_cast<double>(cum) / static_cast<double>(total) : 0;
+      out += "    [" + pad_left(format_bound(b.lower, unit), lw) + ", " +
              pad_left(format_bound(b.upper, unit), uw) + ") " +
              pad_left(format_count(b.count), cw) + " " + bar(b.count, peak, opt.bar_width) + "  " +
-             pad_left(format_percent(pct), 6) + "  " + pad_left(format_percent(cpct), 6) + "\n";
+             pad_left(format_percent(share), 6) + "  " + pad_left(format_percent(cshare), 6) + "\n";
     }
-
-    std::vector<loupe_percentile> pcts =
-        h.percentiles.empty() ? percentiles_from_buckets(h) : h.percentiles;
-    if (!pcts.empty()) out += "\n";
-    for (const auto& p : pcts) {
-      out += "  " + pad_right(quantile_label(p.quantile), 6) + "≈ " +
-             pad_right(format_quantity(static_cast<double>(p.value), unit), 10) + " (in [" +
-             format_bound(p.lower, unit) + ", " + format_bound(p.upper, unit) + "))\n";
+    // The estimates' error bounds and the sum: for whoever wants every figure.
+    if (opt.verbose && h.count) {
+      out += "    sum " + format_quantity(static_cast<double>(h.sum), unit) + "   mean " +
+             format_quantity(static_cast<double>(h.sum) / static_cast<double>(h.count), unit) +
+             "\n";
+      for (const auto& e : pcts)
+        out += "    " + pad_right(quantile_label(e.quantile), 6) + "≈ " +
+               pad_right(format_quantity(static_cast<double>(e.value), unit), 10) + " (in [" +
+               format_bound(e.lower, unit) + ", " + format_bound(e.upper, unit) + "))\n";
     }
+    blocks.push_back(std::move(out));
   }
-  out += "\n";
 }
 
 }  // namespace loupe::sinks

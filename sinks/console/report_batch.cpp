@@ -59,49 +59,60 @@ void ReportBatch::add(const loupe_record& rec) {
   ++n_records_;
   std::string name = copy_str(rec.name);
   Labels labels = copy_labels(rec);
-  if (rec.plugin) sources.insert(rec.plugin);
   if (rec.window_start_ns && (!window_start_ns || rec.window_start_ns < window_start_ns))
     window_start_ns = rec.window_start_ns;
   window_end_ns = std::max(window_end_ns, rec.window_end_ns);
 
+  if (rec.kind == LOUPE_RECORD_HEALTH) {
+    if (!rec.health) return;
+    HealthCopy h{rec.health->severity, copy_str(rec.health->component), rec.health->value,
+                 copy_str(rec.health->message)};
+    std::string key = h.component + '\x1f' + name + '\x1f' + labels_text(labels);
+    health[key] = HealthEntry{name, std::move(labels), std::move(h)};
+    return;
+  }
+  std::string producer = rec.plugin ? rec.plugin : "";
+  auto [it, added] = producers.try_emplace(producer);
+  if (added) arrival.push_back(producer);
+  ProducerRecords& p = it->second;
+  auto note_name = [&p](const std::string& n) {
+    if (std::find(p.order.begin(), p.order.end(), n) == p.order.end()) p.order.push_back(n);
+  };
+
   switch (rec.kind) {
     case LOUPE_RECORD_HISTOGRAM:
       if (rec.histogram) {
+        note_name(name);
         std::string key = series_name(name, labels);
-        histograms[key] = HistogramSeries{name, std::move(labels), copy_histogram(*rec.histogram)};
+        p.histograms[key] =
+            HistogramSeries{name, std::move(labels), copy_histogram(*rec.histogram)};
       }
       break;
     case LOUPE_RECORD_METRIC:
       if (rec.metric) {
+        note_name(name);
         std::string key = labels_text(labels);
-        metrics[name][key] = MetricSeries{
+        p.metrics[name][key] = MetricSeries{
             std::move(labels),
             MetricCopy{rec.metric->type, copy_str(rec.metric->unit), rec.metric->value}};
       }
       break;
     case LOUPE_RECORD_STACK_SAMPLE:
-      if (rec.stack) add_stack(name, std::move(labels), *rec.stack);
+      if (rec.stack) add_stack(p, name, std::move(labels), *rec.stack);
       break;
     case LOUPE_RECORD_EVENT:
-      if (rec.event) add_event(name, std::move(labels), *rec.event);
-      break;
-    case LOUPE_RECORD_HEALTH:
-      if (rec.health) {
-        HealthCopy h{rec.health->severity, copy_str(rec.health->component), rec.health->value,
-                     copy_str(rec.health->message)};
-        std::string key = h.component + '\x1f' + name + '\x1f' + labels_text(labels);
-        health[key] = HealthEntry{name, std::move(labels), std::move(h)};
-      }
+      if (rec.event) add_event(p, name, std::move(labels), *rec.event);
       break;
     default: break;
   }
 }
 
-void ReportBatch::add_stack(const std::string& name, Labels labels, const loupe_stack_sample& s) {
+void ReportBatch::add_stack(ProducerRecords& p, const std::string& name, Labels labels,
+                            const loupe_stack_sample& s) {
   std::vector<FrameCopy> frames = copy_frames(s.frames, s.n_frames);
   std::string key = labels_text(labels);
   for (const auto& f : frames) key += '\x1f' + std::to_string(f.address) + ':' + frame_text(f);
-  StackEntry& entry = stacks[name][key];
+  StackEntry& entry = p.stacks[name][key];
   if (entry.frames.empty() && entry.values.empty()) {
     entry.labels = std::move(labels);
     entry.frames = std::move(frames);
@@ -117,8 +128,9 @@ void ReportBatch::add_stack(const std::string& name, Labels labels, const loupe_
   }
 }
 
-void ReportBatch::add_event(const std::string& name, Labels labels, const loupe_event& e) {
-  EventLog& log = events[name];
+void ReportBatch::add_event(ProducerRecords& p, const std::string& name, Labels labels,
+                            const loupe_event& e) {
+  EventLog& log = p.events[name];
   ++log.count;
   if (keep_events_ == 0) return;
   RankedEvent ranked{std::move(labels), copy_event(e), std::nullopt};

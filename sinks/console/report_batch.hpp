@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -62,9 +61,23 @@ struct HealthEntry {
   HealthCopy health;
 };
 
-// What arrived since the last flush, reduced to what the report shows: histograms,
-// metrics and health keep their latest value per series (producers send snapshots),
-// stack samples with the same frames and labels are summed.
+// One producer's records since the last flush. Histograms and metrics keep their latest
+// value per series (producers send snapshots); stack samples with the same frames and
+// labels are summed. `order` lists metric and histogram names as they first arrived: the
+// producer's own order is the best column order a sink that knows no plugin can find.
+struct ProducerRecords {
+  std::map<std::string, HistogramSeries> histograms;                   // by series
+  std::map<std::string, std::map<std::string, MetricSeries>> metrics;  // by name, series
+  std::map<std::string, std::map<std::string, StackEntry>> stacks;     // by name, stack
+  std::map<std::string, EventLog> events;                              // by name
+  std::vector<std::string> order;
+  bool has_data() const {
+    return !histograms.empty() || !metrics.empty() || !stacks.empty() || !events.empty();
+  }
+};
+
+// What arrived since the last flush, by producer (loupe_record.plugin), plus the health
+// stream, which the report judges as a whole.
 class ReportBatch {
  public:
   explicit ReportBatch(std::size_t keep_events) : keep_events_(keep_events) {}
@@ -73,18 +86,16 @@ class ReportBatch {
   bool empty() const { return n_records_ == 0; }
   std::uint64_t n_records() const { return n_records_; }
 
-  std::map<std::string, HistogramSeries> histograms;                   // by series
-  std::map<std::string, std::map<std::string, MetricSeries>> metrics;  // by name, series
-  std::map<std::string, std::map<std::string, StackEntry>> stacks;     // by name, stack
-  std::map<std::string, EventLog> events;                              // by name
-  std::map<std::string, HealthEntry> health;                           // by component, name
-  std::set<std::string> sources;  // producing plugins, for the header only
+  std::map<std::string, ProducerRecords> producers;  // by instance name
+  std::vector<std::string> arrival;                  // producers in first-arrival order
+  std::map<std::string, HealthEntry> health;         // by component, name, labels
   std::uint64_t window_start_ns = 0;
   std::uint64_t window_end_ns = 0;
 
  private:
-  void add_stack(const std::string& name, Labels labels, const loupe_stack_sample& s);
-  void add_event(const std::string& name, Labels labels, const loupe_event& e);
+  void add_stack(ProducerRecords& p, const std::string& name, Labels labels,
+                 const loupe_stack_sample& s);
+  void add_event(ProducerRecords& p, const std::string& name, Labels labels, const loupe_event& e);
 
   std::size_t keep_events_;
   std::uint64_t n_records_ = 0;

@@ -14,6 +14,7 @@ struct ReportOptions {
   std::size_t top = 10;
   std::size_t bar_width = 40;
   bool color = false;
+  bool verbose = false;  // every zero, every health check, percentile bounds
 };
 
 // ANSI emphasis, or nothing when the output is not a terminal (or color = "never").
@@ -50,6 +51,35 @@ inline std::string pad_left(std::string s, std::size_t width) {
   std::size_t w = display_width(s);
   if (w < width) s.insert(0, width - w, ' ');
   return s;
+}
+// The first `columns` columns of a line, ANSI escape sequences kept whole and not counted,
+// so that a line wider than a terminal is cut instead of wrapping onto the next row.
+inline std::string fit_width(std::string_view line, std::size_t columns) {
+  std::string out;
+  std::size_t shown = 0;
+  bool escapes = false;
+  for (std::size_t i = 0; i < line.size();) {
+    if (line[i] == '\033') {
+      std::size_t end = i + 1;
+      while (end < line.size() && !(line[end] >= '@' && line[end] <= '~' && line[end] != '['))
+        ++end;
+      out.append(line.substr(i, end + 1 - i));
+      escapes = true;
+      i = end + 1;
+      continue;
+    }
+    std::size_t len = 1;
+    while (i + len < line.size() && (static_cast<unsigned char>(line[i + len]) & 0xC0) == 0x80)
+      ++len;
+    if (shown == columns) {
+      if (escapes) out += "\033[0m";
+      break;
+    }
+    out.append(line.substr(i, len));
+    ++shown;
+    i += len;
+  }
+  return out;
 }
 // "── title ─────" to `width` columns.
 inline std::string rule(std::string_view title, std::size_t width, const char* ch = "─") {

@@ -15,11 +15,9 @@ std::int64_t first_value(const StackEntry& e) {
 
 }  // namespace
 
-void render_stacks(const ReportBatch& batch, const ReportOptions& opt, const TextStyle& style,
-                   std::string& out) {
-  if (batch.stacks.empty()) return;
-  out += style.bold(rule("TOP STACKS", report_width(opt), "═")) + "\n";
-  for (const auto& [name, table_by_key] : batch.stacks) {
+void render_stacks(const ProducerRecords& p, const ReportOptions& opt, const TextStyle& style,
+                   Blocks& blocks) {
+  for (const auto& [name, table_by_key] : p.stacks) {
     std::vector<const StackEntry*> entries;
     std::int64_t total = 0;
     std::string vname = "value", vunit;
@@ -35,9 +33,9 @@ void render_stacks(const ReportBatch& batch, const ReportOptions& opt, const Tex
       return first_value(*a) > first_value(*b);
     });
     std::size_t shown = std::min(entries.size(), opt.top);
-    out += "\n  " + style.bold(name) + "  top " + std::to_string(shown) + " of " +
-           format_count(entries.size()) + " stacks by " + vname + ", total " +
-           format_quantity(static_cast<double>(total), vunit) + "\n";
+    std::string out = "  " + style.bold(name) + "  top " + std::to_string(shown) + " of " +
+                      format_count(entries.size()) + " stacks by " + vname + ", total " +
+                      format_quantity(static_cast<double>(total), vunit) + "\n";
 
     TextTable table({true, true, true, false});
     table.row({"#", vname, "share", "frames (leaf → root)"});
@@ -57,8 +55,8 @@ void render_stacks(const ReportBatch& batch, const ReportOptions& opt, const Tex
     auto lines = table.lines("    ");
     for (std::size_t i = 0; i < lines.size(); ++i)
       out += (i == 0 ? style.dim(lines[i]) : lines[i]) + "\n";
+    blocks.push_back(std::move(out));
   }
-  out += "\n";
 }
 
 }  // namespace loupe::sinks

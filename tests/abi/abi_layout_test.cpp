@@ -10,9 +10,9 @@
 
 #include "loupe/abi/loupe.h"
 
-TEST(AbiLayout, VersionIsOneTwo) {
+TEST(AbiLayout, VersionIsOneThree) {
   EXPECT_EQ(LOUPE_ABI_MAJOR, 1);
-  EXPECT_EQ(LOUPE_ABI_MINOR, 2);
+  EXPECT_EQ(LOUPE_ABI_MINOR, 3);
   EXPECT_STREQ(LOUPE_PLUGIN_ENTRY_SYMBOL, "loupe_plugin_entry");
 }
 
@@ -196,7 +196,10 @@ TEST(AbiLayout, EveryFieldOffsetIsPinned) {
   EXPECT_EQ(offsetof(loupe_session_info, reserved), 60u);
   EXPECT_EQ(offsetof(loupe_session_info, tree_map_fd), 64u);
   EXPECT_EQ(offsetof(loupe_session_info, reserved2), 68u);
-  EXPECT_EQ(sizeof(loupe_session_info), 72u);
+  EXPECT_EQ(offsetof(loupe_session_info, profilers), 72u);
+  EXPECT_EQ(offsetof(loupe_session_info, n_profilers), 80u);
+  EXPECT_EQ(offsetof(loupe_session_info, reserved3), 84u);
+  EXPECT_EQ(sizeof(loupe_session_info), 88u);
   // loupe_setup_args
   EXPECT_EQ(offsetof(loupe_setup_args, size), 0u);
   EXPECT_EQ(offsetof(loupe_setup_args, reserved), 4u);

@@ -61,14 +61,14 @@ case_plugin_errors() {
     "$BAD_PLUGIN_DIR" >"$TMP/abi.toml"
   "$LOUPE" validate "$TMP/abi.toml" 2>"$TMP/err"; rc=$?
   expect_rc 4 $rc "wrong ABI"
-  grep -q "plugin ABI 2.2 is incompatible with host ABI 1.2" "$TMP/err" || fail "versions not named: $(cat "$TMP/err")"
+  grep -q "plugin ABI 2.3 is incompatible with host ABI 1.3" "$TMP/err" || fail "versions not named: $(cat "$TMP/err")"
   grep -q "loupe-bad-wrong_major.so" "$TMP/err" || fail "file not named"
   printf '[[plugins]]\nname = "nosuch"\n[[sinks]]\nname = "jsonl"\n' >"$TMP/missing.toml"
   "$LOUPE" validate "$TMP/missing.toml" 2>"$TMP/err"; rc=$?
   expect_rc 4 $rc "missing plugin"
   grep -q "missing.toml:1:1: plugin 'nosuch' not found" "$TMP/err" || fail "missing: $(cat "$TMP/err")"
   LOUPE_PLUGIN_PATH="$BAD_PLUGIN_DIR" "$LOUPE" list >"$TMP/list" || fail "list"
-  grep -q "rejected: .*loupe-bad-newer_minor.so: plugin ABI 1.3 is newer" "$TMP/list" || fail "list rejections: $(cat "$TMP/list")"
+  grep -q "rejected: .*loupe-bad-newer_minor.so: plugin ABI 1.4 is newer" "$TMP/list" || fail "list rejections: $(cat "$TMP/list")"
   "$LOUPE" describe jsonl | grep -q "config keys" || fail "describe"
   "$LOUPE" describe nosuch 2>/dev/null; expect_rc 4 $? "describe missing"
   "$LOUPE" run 2>/dev/null; expect_rc 2 $? "usage error"
@@ -78,7 +78,7 @@ case_plugin_errors() {
       >"$TMP/setup.toml"
     "$LOUPE" run "$TMP/setup.toml" -- true >"$TMP/out" 2>&1 && fail "a setup error ran"
     grep -q 'mechanism = "kprobe": expected auto' "$TMP/out" || fail "error not said: $(cat "$TMP/out")"
-    ! grep -qE "records 0|VERDICT|loupe report" "$TMP/out" || fail "an empty report came with the error: $(cat "$TMP/out")"
+    ! grep -qE "records 0|0 records|VERDICT|loupe report" "$TMP/out" || fail "an empty report came with the error: $(cat "$TMP/out")"
   fi
 }
 
@@ -98,7 +98,7 @@ name = "console"
 TOML
   "$LOUPE" run "$TMP/p.toml" -- sh -c 'for i in 1 2 3 4 5 6 7; do /bin/true; done' >"$TMP/stdout" 2>"$TMP/stderr"
   expect_rc 0 $? "run: $(cat "$TMP/stderr")"
-  grep -q "HEALTH SUMMARY" "$TMP/stdout" || fail "console report missing"
+  grep -q "^══ syscount" "$TMP/stdout" && grep -q "^VERDICT" "$TMP/stdout" || fail "console report missing"
   python3 - "$TMP/out/records.jsonl" <<'PY' || exit 1
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
@@ -210,14 +210,158 @@ TOML
   expect_rc 2 $? "diff of a missing run"
 }
 
+# README command 1 as scripts/demo.sh runs it: the report fits a screen (<= 60 lines of
+# stdout) and hides no figure: every non-zero metric of the same run's jsonl stands in its
+# producer's section, under its column, in the row of its labels.
 case_demo() {
   need_root
   cd "$TMP" || exit 1
-  "$LOUPE" run "$SRC/profiles/default.toml" -- "${LOUPE_BUILD_DIR}/bin/loupe-demo" 1 >"$TMP/stdout" 2>"$TMP/stderr"
+  "$LOUPE" run "$SRC/profiles/default.toml" -- "${LOUPE_BUILD_DIR}/bin/loupe-demo" 3 >"$TMP/stdout" 2>"$TMP/stderr"
   expect_rc 0 $? "demo: $(cat "$TMP/stderr")"
   grep -q "loupe report" "$TMP/stdout" || fail "no report"
   grep -q "VERDICT" "$TMP/stdout" || fail "no health verdict"
   [[ -s "$TMP/loupe-out/records.jsonl" ]] || fail "no jsonl"
+  cat "$TMP/stdout"
+  lines=$(wc -l <"$TMP/stdout")
+  ((lines <= 60)) || fail "the demo report is $lines lines, more than 60"
+  python3 - "$TMP/loupe-out/records.jsonl" "$TMP/stdout" <<'PY' || exit 1
+import json, math, re, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+text = open(sys.argv[2], encoding="utf-8").read().splitlines()
+
+def section(plugin):
+    out, inside = [], False
+    for l in text:
+        m = re.match(r"^══ (\S+)", l)
+        if m:
+            inside = m.group(1) == plugin
+        if inside:
+            out.append(l)
+    return out
+
+def number(v):  # human_units.cpp format_number
+    if v == math.floor(v) and abs(v) < 1e15:
+        return ("-" if v < 0 else "") + f"{int(abs(v)):,}"
+    return f"{v:.6g}"
+
+def three(x, suffix):
+    a = abs(x)
+    return (f"{x:.2f}" if a < 10 else f"{x:.1f}" if a < 100 else f"{x:.0f}") + " " + suffix
+
+def quantity(v, unit):  # human_units.cpp format_quantity
+    scale = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
+    if unit in scale:
+        ns = v * scale[unit]
+        names = [(1e9, "s"), (1e6, "ms"), (1e3, "µs")]
+        for step, name in names:
+            if abs(ns) >= step:
+                return three(ns / step, name)
+        return f"{ns:.0f} ns" if ns == math.floor(ns) else three(ns, "ns")
+    if unit in ("bytes", "B", "byte"):
+        for step, name in [(1024.0**4, "TiB"), (1024.0**3, "GiB"), (1024.0**2, "MiB"), (1024.0, "KiB")]:
+            if abs(v) >= step:
+                return three(v / step, name)
+        return f"{v:.0f} B"
+    if unit == "ratio":
+        return number(v * 100) + "%"
+    return number(v) + ("" if unit in (None, "", "count") else " " + unit)
+
+def tokens(line):
+    return line.split()
+
+checked = 0
+for r in recs:
+    if r["kind"] != "metric" or not r["is_final"]:
+        continue
+    v = r["metric"]["value"]
+    if v is None or v == 0:
+        continue
+    want = quantity(v, r["metric"]["unit"])
+    sec = section(r["plugin"])
+    assert sec, f"no section for {r['plugin']} (metric {r['name']} = {want})"
+    labels = list(r["labels"].values())
+    if not labels:
+        assert any(f"{r['name']} {want}" in l for l in sec), \
+            f"{r['plugin']}/{r['name']} = {want} is not in its section:\n" + "\n".join(sec)
+        checked += 1
+        continue
+    # The table whose header names the metric; the row that holds every label value.
+    header = next((i for i, l in enumerate(sec)
+                   if r["name"] in tokens(l) and all(k in tokens(l) for k in r["labels"])), None)
+    assert header is not None, f"no column {r['name']} in {r['plugin']}:\n" + "\n".join(sec)
+    end = re.search(r"(?<!\S)" + re.escape(r["name"]) + r"(?!\S)", sec[header]).end()
+    rows = [l for l in sec[header + 1:] if all(x in tokens(l) for x in labels)]
+    assert rows, f"no row {r['labels']} under {sec[header]!r}"
+    # Values are right-aligned: the figure ends where its column's name ends.
+    assert any(l[:end].endswith(want) for l in rows), \
+        f"{r['plugin']}/{r['name']}{r['labels']} = {want} not under its column:\n" + \
+        sec[header] + "\n" + "\n".join(rows)
+    checked += 1
+
+for r in recs:
+    if r["kind"] == "histogram" and r["is_final"] and r["histogram"]["count"]:
+        name = r["name"] + "{" + ",".join(f"{k}={v}" for k, v in r["labels"].items()) + "}"
+        want = f"{name}  count {number(r['histogram']['count'])}"
+        assert any(want in l for l in section(r["plugin"])), f"no summary line {want!r}"
+        checked += 1
+assert checked >= 10, f"only {checked} figures checked: the run measured too little"
+print(f"demo report: {len(text)} lines, {checked} non-zero figures found in place")
+PY
+}
+
+# With an interval and a terminal, the console redraws one screen in place (like perf top)
+# and leaves the final report at the end; the terminal is a tmux pane, read twice.
+case_live_view() {
+  need_root
+  command -v tmux >/dev/null ||
+    { echo "SKIP: tmux is not installed (scripts/install-deps.sh installs it)"; exit 77; }
+  cat >"$TMP/live.toml" <<TOML
+[session]
+interval = 1.0
+output_dir = "$TMP/out"
+[[plugins]]
+name = "syscount"
+[[sinks]]
+name = "console"
+TOML
+  sock="$TMP/tmux.sock"
+  trap 'tmux -S "$sock" kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
+  tmux -S "$sock" new-session -d -x 120 -y 50 \
+    "env LOUPE_PLUGIN_DIR='$LOUPE_PLUGIN_DIR' '$LOUPE' run '$TMP/live.toml' -- '${LOUPE_BUILD_DIR}/bin/loupe-demo' 6; echo LIVE-DONE; sleep 60" ||
+    fail "tmux did not start"
+  sleep 3.5
+  tmux -S "$sock" capture-pane -p >"$TMP/screen1"
+  sleep 2
+  tmux -S "$sock" capture-pane -p >"$TMP/screen2"
+  for _ in $(seq 40); do
+    tmux -S "$sock" capture-pane -p >"$TMP/screen3"
+    grep -q LIVE-DONE "$TMP/screen3" && break
+    sleep 0.5
+  done
+  for n in 1 2 3; do echo "--- screen $n"; cat "$TMP/screen$n"; done
+  python3 - "$TMP/screen1" "$TMP/screen2" "$TMP/screen3" <<'PY' || exit 1
+import re, sys
+screens = [open(p, encoding="utf-8").read().splitlines() for p in sys.argv[1:]]
+numbers = []
+for s in screens[:2]:
+    heads = [l for l in s if "loupe interval #" in l]
+    # One report on the screen, drawn from its first line: redrawn, not scrolled.
+    assert len(heads) == 1, f"{len(heads)} interval headers on one screen:\n" + "\n".join(s)
+    assert "loupe interval #" in s[0], f"the frame does not start at the top: {s[0]!r}"
+    assert "elapsed · every 1.00 s" in s[0], s[0]
+    assert any(l.startswith("══ syscount") for l in s), "no syscount section in the frame"
+    numbers.append(int(re.search(r"interval #(\d+)", heads[0]).group(1)))
+assert numbers[1] > numbers[0], f"the screen was not redrawn: interval #{numbers[0]} then #{numbers[1]}"
+final = screens[2]
+assert any("LIVE-DONE" in l for l in final), "loupe did not finish"
+assert any("loupe report" in l for l in final), "no final report:\n" + "\n".join(final)
+assert any(l.startswith("VERDICT") for l in final), "no verdict in the final report"
+# The report follows the last frame (what the target printed meanwhile stays on screen).
+last_frame = max(i for i, l in enumerate(final + ["loupe interval #"]) if "loupe interval #" in l)
+report = next(i for i, l in enumerate(final) if "loupe report" in l)
+assert report > last_frame or last_frame == len(final), "the report is not after the last frame"
+print(f"live view ok: interval #{numbers[0]} then #{numbers[1]}, final report at the end")
+PY
 }
 
 "case_$1"

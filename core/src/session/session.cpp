@@ -142,6 +142,7 @@ class Session::Impl {
   std::string output_dir_;
   std::string command_text_;
   std::vector<std::string> instance_names_;
+  std::vector<const char*> profiler_names_;  // loupe_session_info.profilers
   SessionResult result_;
   std::optional<UserIdentity> run_as_;  // --user
   std::uint64_t session_start_wall_ = 0;
@@ -724,6 +725,11 @@ SessionResult Session::Impl::run() {
       info_.flags |= LOUPE_SESSION_TREE;
       info_.tree_map_fd = tree_->map_fd();
     }
+    for (std::size_t i = 0; i < profile_.plugins.size(); ++i)
+      if (libs_[i] && profile_.plugins[i].kind == PluginSpec::Kind::kProfiler)
+        profiler_names_.push_back(instance_names_[i].c_str());
+    info_.profilers = profiler_names_.empty() ? nullptr : profiler_names_.data();
+    info_.n_profilers = static_cast<std::uint32_t>(profiler_names_.size());
     ctx_.replay = replay;
 
     // Sinks first, so every record a profiler emits during start() has somewhere to go.

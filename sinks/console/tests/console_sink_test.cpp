@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gtest/gtest.h>
 
+#include <deque>
+
 #include "dl_plugin.hpp"
 #include "fake_host.hpp"
+#include "report_text.hpp"
 #include "sample_records.hpp"
 
 namespace loupe::test {
@@ -16,6 +19,19 @@ class ConsoleSinkTest : public ::testing::Test {
   }
 
   std::string report() { return read_file(dir_.file("report.txt")); }
+  // Every record to a new sink, then its final report.
+  std::string final_report(const std::deque<SampleRecord*>& recs) {
+    PluginInstance sink(lib_);
+    EXPECT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
+    for (SampleRecord* r : recs) EXPECT_EQ(sink.consume(r->record()), LOUPE_OK);
+    EXPECT_EQ(sink.flush(true), LOUPE_OK);
+    return report();
+  }
+  std::string final_report(std::deque<SampleRecord>& recs) {
+    std::deque<SampleRecord*> all;
+    for (auto& r : recs) all.push_back(&r);
+    return final_report(all);
+  }
   static bool has(const std::string& text, const std::string& needle) {
     return text.find(needle) != std::string::npos;
   }
@@ -30,29 +46,38 @@ class ConsoleSinkTest : public ::testing::Test {
   DlPlugin lib_;
 };
 
-TEST_F(ConsoleSinkTest, HistogramShowsBarsStatsAndPercentilesWithBounds) {
-  PluginInstance sink(lib_);
-  ASSERT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
+TEST_F(ConsoleSinkTest, HistogramIsOneSummaryLineAndItsBars) {
   SampleRecord h = latency_histogram();
-  ASSERT_EQ(sink.consume(h.record()), LOUPE_OK);
-  ASSERT_EQ(sink.flush(true), LOUPE_OK) << sink.last_error();
-  std::string text = report();
+  std::string text = final_report({&h});
 
-  EXPECT_TRUE(has(text, "latency{comm=dd}  (ns, log2)")) << text;
-  EXPECT_TRUE(has(text, "count 151   sum 300 µs   min 1.10 µs   max 70.0 µs   mean 1.99 µs"))
+  EXPECT_TRUE(has(text,
+                  "latency{comm=dd}  count 151  min 1.10 µs  p50 1.54 µs  p99 3.07 µs  "
+                  "max 70.0 µs"))
       << text;
   // The fullest bucket fills the default 40 columns; half its count fills half.
   std::string top = line_with(text, "[1.02 µs, 2.05 µs)");
-  EXPECT_TRUE(has(top, "100 |" + std::string(40, '*') + "|   66.2%")) << top;
+  EXPECT_TRUE(has(top, "100 |" + std::string(40, '*') + "|   66.2%   66.2%")) << top;
   std::string half = line_with(text, "[2.05 µs, 4.10 µs)");
   EXPECT_TRUE(has(half, "50 |" + std::string(20, '*') + std::string(20, ' ') + "|   33.1%"))
       << half;
   // The empty range between populated buckets is shown, not hidden.
   EXPECT_TRUE(has(line_with(text, "[4.10 µs, 65.5 µs)"), " 0 |")) << text;
+  // Bounds, sums and the column header are verbose mode's.
+  EXPECT_FALSE(has(text, "(in [")) << text;
+  EXPECT_FALSE(has(text, "|distribution")) << text;
+  EXPECT_FALSE(has(text, "\033[")) << "color must be off when writing to a file";
+}
+
+TEST_F(ConsoleSinkTest, VerboseHistogramAddsSumMeanAndPercentileBounds) {
+  host_.set("verbose", true);
+  SampleRecord h = latency_histogram();
+  std::string text = final_report({&h});
+  EXPECT_TRUE(has(text, "latency{comm=dd}  (ns, log2)  count 151")) << text;
+  EXPECT_TRUE(has(text, "|distribution")) << text;
+  EXPECT_TRUE(has(text, "sum 300 µs   mean 1.99 µs")) << text;
   EXPECT_TRUE(has(text, "p50   ≈ 1.54 µs    (in [1.02 µs, 2.05 µs))")) << text;
   EXPECT_TRUE(has(text, "p99   ≈ 3.07 µs    (in [2.05 µs, 4.10 µs))")) << text;
   EXPECT_TRUE(has(text, "p99.9 ≈ 70.0 µs    (in [65.5 µs, 131 µs))")) << text;
-  EXPECT_FALSE(has(text, "\033[")) << "color must be off when writing to a file";
 }
 
 TEST_F(ConsoleSinkTest, BarWidthIsConfigurable) {
@@ -74,22 +99,26 @@ TEST_F(ConsoleSinkTest, PercentilesAreDerivedWhenAbsent) {
   ASSERT_EQ(sink.consume(h.record()), LOUPE_OK);
   ASSERT_EQ(sink.flush(true), LOUPE_OK);
   std::string text = report();
-  EXPECT_TRUE(has(text, "p50   ≈ 6.00 KiB   (in [4.00 KiB, 8.00 KiB))")) << text;
-  EXPECT_TRUE(has(text, "p99   ≈ 1.43 MiB   (in [1.00 MiB, 2.00 MiB))")) << text;
+  EXPECT_TRUE(has(text, "p50 6.00 KiB  p99 1.43 MiB  max 1.43 MiB")) << text;
 }
 
-TEST_F(ConsoleSinkTest, HealthVerdictSaysNoDataLost) {
-  PluginInstance sink(lib_);
-  ASSERT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
-  SampleRecord ok1 = health(LOUPE_HEALTH_OK, "lost_kernel", "ring:events", 0);
-  SampleRecord ok2 = health(LOUPE_HEALTH_OK, "received", "ring:events", 1234);
-  ASSERT_EQ(sink.consume(ok1.record()), LOUPE_OK);
-  ASSERT_EQ(sink.consume(ok2.record()), LOUPE_OK);
-  ASSERT_EQ(sink.flush(true), LOUPE_OK);
-  std::string text = report();
-  EXPECT_TRUE(has(text, "HEALTH SUMMARY")) << text;
-  EXPECT_TRUE(has(line_with(text, "received"), "1,234")) << text;
-  EXPECT_TRUE(has(text, "VERDICT: no data lost (2 health checks OK)")) << text;
+// Nothing lost: the verdict is the whole health section; verbose lists every check.
+TEST_F(ConsoleSinkTest, HealthVerdictSaysNoDataLostAndVerboseListsEveryCheck) {
+  for (bool verbose : {false, true}) {
+    host_.set("verbose", verbose);
+    PluginInstance sink(lib_);
+    ASSERT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
+    SampleRecord ok1 = health(LOUPE_HEALTH_OK, "lost_kernel", "ring:events", 0);
+    SampleRecord ok2 = health(LOUPE_HEALTH_OK, "received", "ring:events", 1234);
+    ASSERT_EQ(sink.consume(ok1.record()), LOUPE_OK);
+    ASSERT_EQ(sink.consume(ok2.record()), LOUPE_OK);
+    ASSERT_EQ(sink.flush(true), LOUPE_OK);
+    std::string text = report();
+    EXPECT_TRUE(has(text, "VERDICT: no data lost (2 health checks OK)")) << text;
+    EXPECT_EQ(has(text, "HEALTH SUMMARY"), verbose) << text;
+    EXPECT_EQ(has(line_with(text, "received"), "1,234"), verbose) << text;
+    EXPECT_EQ(has(line_with(text, "lost_kernel"), "OK"), verbose) << text;
+  }
 }
 
 TEST_F(ConsoleSinkTest, HealthVerdictCountsLossesAndFailuresAndMarksThem) {
@@ -104,9 +133,13 @@ TEST_F(ConsoleSinkTest, HealthVerdictCountsLossesAndFailuresAndMarksThem) {
   for (auto* r : {&ok, &lost1, &lost2, &failed}) ASSERT_EQ(sink.consume(r->record()), LOUPE_OK);
   ASSERT_EQ(sink.flush(true), LOUPE_OK);
   std::string text = report();
+  EXPECT_TRUE(has(text, "HEALTH SUMMARY")) << text;
   EXPECT_TRUE(has(line_with(text, "lost_kernel "), "<<<")) << text;
   EXPECT_TRUE(has(line_with(text, "attach "), "ERROR")) << text;
-  EXPECT_FALSE(has(line_with(text, "received "), "<<<")) << text;
+  // Only the degraded places are listed, the failure first.
+  EXPECT_FALSE(has(text, "received ")) << text;
+  EXPECT_LT(text.find("attach "), text.find("dropped_queue ")) << text;
+  EXPECT_LT(text.find("attach "), text.find("lost_kernel ")) << text;
   EXPECT_TRUE(has(text,
                   "VERDICT: data lost or degraded at 2 place(s): dropped_queue@queue:outliers (3), "
                   "lost_kernel@ring:outliers (17); 1 component(s) failed: "
@@ -136,25 +169,193 @@ TEST_F(ConsoleSinkTest, FinalReportWithoutHealthSaysLossIsUnknown) {
   EXPECT_TRUE(has(report(), "VERDICT: no health records received: losses are unknown")) << report();
 }
 
-TEST_F(ConsoleSinkTest, MetricsAreAlignedTablesGroupedByName) {
-  PluginInstance sink(lib_);
-  ASSERT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
-  SampleRecord read(LOUPE_RECORD_METRIC, "syscalls");
-  read.builder().label("syscall", "read").metric(LOUPE_METRIC_COUNTER, "count", 12345);
+TEST_F(ConsoleSinkTest, MetricTableIsSortedByValueAndUnlabelledValuesHeadTheSection) {
   SampleRecord open(LOUPE_RECORD_METRIC, "syscalls");
   open.builder().label("syscall", "openat").metric(LOUPE_METRIC_COUNTER, "count", 17);
+  SampleRecord read(LOUPE_RECORD_METRIC, "syscalls");
+  read.builder().label("syscall", "read").metric(LOUPE_METRIC_COUNTER, "count", 12345);
+  SampleRecord brk(LOUPE_RECORD_METRIC, "syscalls");
+  brk.builder().label("syscall", "brk").metric(LOUPE_METRIC_COUNTER, "count", 300);
   SampleRecord rss(LOUPE_RECORD_METRIC, "rss");
   rss.builder().metric(LOUPE_METRIC_GAUGE, "bytes", 3.0 * 1024 * 1024);
-  for (auto* r : {&read, &open, &rss}) ASSERT_EQ(sink.consume(r->record()), LOUPE_OK);
+  std::string text = final_report({&open, &read, &brk, &rss});
+  EXPECT_TRUE(has(line_with(text, "══ testplug"), "testplug · rss 3.00 MiB")) << text;
+  std::vector<std::string> lines = split_lines(text);
+  auto at = [&](const std::string& needle) {
+    for (std::size_t i = 0; i < lines.size(); ++i)
+      if (has(lines[i], needle)) return i;
+    return lines.size();
+  };
+  // One header, then the rows from the largest value down, the values right-aligned.
+  std::size_t header = at("syscall  syscalls");
+  ASSERT_LT(header, lines.size()) << text;
+  EXPECT_TRUE(has(lines[header + 1], "read       12,345")) << text;
+  EXPECT_TRUE(has(lines[header + 2], "brk           300")) << text;
+  EXPECT_TRUE(has(lines[header + 3], "openat         17")) << text;
+  EXPECT_EQ(lines[header].size(), lines[header + 1].size()) << text;
+}
+
+// Without labels a histogram has no row to join: its summary line says its figures, the
+// headline keeps to the metrics, and no one-row table repeats them.
+TEST_F(ConsoleSinkTest, AnUnlabelledHistogramStaysOutOfTheHeadline) {
+  SampleRecord rss(LOUPE_RECORD_METRIC, "rss");
+  rss.builder().metric(LOUPE_METRIC_GAUGE, "bytes", 2048);
+  SampleRecord size(LOUPE_RECORD_HISTOGRAM, "alloc_size");
+  size.builder().histogram(LOUPE_BUCKETS_LOG2, 0, "bytes", {{64, 128, 4}}, 4, 400, 90, 110);
+  std::string text = final_report({&rss, &size});
+  std::string heading = line_with(text, "══ testplug");
+  EXPECT_TRUE(has(heading, "testplug · rss 2.00 KiB ═")) << text;
+  EXPECT_FALSE(has(heading, "p50")) << text;
+  EXPECT_TRUE(has(text, "  alloc_size  count 4  min 90 B")) << text;
+  EXPECT_FALSE(has(text, "count      p50")) << text;
+}
+
+// Metrics of one producer that share label keys are one table: a column per metric, the
+// histogram of the same keys adds p50, p99 and max, zero-only columns and rows leave the
+// table but are named below it.
+TEST_F(ConsoleSinkTest, MetricsOfTheSameLabelKeysPivotIntoOneTable) {
+  std::deque<SampleRecord> recs;  // builders keep pointers into themselves: never moved
+  auto metric = [&](const char* name, const char* target, double v, const char* unit = "count") {
+    recs.emplace_back(LOUPE_RECORD_METRIC, name);
+    recs.back()
+        .builder()
+        .label("target", target)
+        .label("mode", "tp")
+        .metric(LOUPE_METRIC_COUNTER, unit, v);
+  };
+  metric("calls", "fast", 40);
+  metric("matched", "fast", 40);
+  metric("outliers", "fast", 0);
+  metric("calls", "slow", 900);
+  metric("matched", "slow", 899);
+  metric("outliers", "slow", 0);
+  metric("calls", "idle", 0);
+  metric("matched", "idle", 0);
+  metric("outliers", "idle", 0);
+  recs.emplace_back(LOUPE_RECORD_HISTOGRAM, "latency");
+  // The same label keys in another order: the same row.
+  recs.back()
+      .builder()
+      .label("mode", "tp")
+      .label("target", "slow")
+      .histogram(LOUPE_BUCKETS_LOG2, 0, "ns", {{1024, 2048, 899}}, 899, 899 * 1500, 1100, 2000);
+  recs.back().percentiles({{0.5, 1536, 1024, 2048}, {0.99, 1900, 1024, 2048}});
+  recs.emplace_back(LOUPE_RECORD_METRIC, "syscalls");
+  recs.back().builder().label("syscall", "read").metric(LOUPE_METRIC_COUNTER, "count", 5);
+  std::string text = final_report(recs);
+
+  std::vector<std::string> lines = split_lines(text);
+  std::size_t header = 0;
+  while (header < lines.size() && !has(lines[header], "target")) ++header;
+  ASSERT_LT(header + 3, lines.size()) << text;
+  EXPECT_TRUE(has(lines[header], "target  mode  calls  matched      p50      p99      max"))
+      << text;
+  EXPECT_TRUE(has(lines[header + 1], "slow    tp      900      899  1.54 µs  1.90 µs  2.00 µs"))
+      << text;
+  EXPECT_TRUE(has(lines[header + 2], "fast    tp       40       40        -        -        -"))
+      << text;
+  EXPECT_TRUE(has(lines[header + 3], "all zero: outliers")) << text;
+  EXPECT_TRUE(has(lines[header + 4], "1 all-zero row(s): target=idle,mode=tp")) << text;
+  EXPECT_FALSE(has(text, "idle    tp")) << text;
+  // Other label keys, another table.
+  EXPECT_TRUE(has(text, "syscall  syscalls")) << text;
+  EXPECT_TRUE(has(line_with(text, "  read "), "5")) << text;
+}
+
+TEST_F(ConsoleSinkTest, VerboseKeepsZeroColumnsAndRows) {
+  host_.set("verbose", true);
+  std::deque<SampleRecord> recs;  // builders keep pointers into themselves: never moved
+  for (const char* target : {"busy", "idle"})
+    for (const char* name : {"calls", "outliers"}) {
+      recs.emplace_back(LOUPE_RECORD_METRIC, name);
+      recs.back()
+          .builder()
+          .label("target", target)
+          .metric(LOUPE_METRIC_COUNTER, "count",
+                  std::string(target) == "busy" && name[0] == 'c' ? 7 : 0);
+    }
+  std::string text = final_report(recs);
+  EXPECT_TRUE(has(text, "target  calls  outliers")) << text;
+  EXPECT_TRUE(has(text, "busy        7         0")) << text;
+  EXPECT_TRUE(has(text, "idle        0         0")) << text;
+  EXPECT_FALSE(has(text, "all zero")) << text;
+}
+
+// A table of histograms alone is ranked by count: the busiest series first, in the table
+// and in the bars below it.
+TEST_F(ConsoleSinkTest, HistogramsWithoutMetricsRankByCount) {
+  std::deque<SampleRecord> recs;  // builders keep pointers into themselves: never moved
+  for (auto [disk, n] : {std::pair{"sda", 3}, std::pair{"nvme0n1", 70}}) {
+    recs.emplace_back(LOUPE_RECORD_HISTOGRAM, "bio");
+    recs.back()
+        .builder()
+        .label("disk", disk)
+        .histogram(LOUPE_BUCKETS_LOG2, 0, "ns", {{4096, 8192, static_cast<std::uint64_t>(n)}},
+                   static_cast<std::uint64_t>(n), 5000ull * n, 5000, 5000);
+  }
+  std::string text = final_report(recs);
+  EXPECT_TRUE(has(text, "disk     count      p50      p99      max")) << text;
+  EXPECT_LT(text.find("nvme0n1     70"), text.find("sda          3")) << text;
+  EXPECT_LT(text.find("bio{disk=nvme0n1}  count 70"), text.find("bio{disk=sda}  count 3")) << text;
+}
+
+// Sections follow the profile's order (loupe_session_info.profilers), whatever order the
+// records arrive in; producers the profile does not list (the host's own) follow in the
+// order they arrived.
+TEST_F(ConsoleSinkTest, ProducersAreSectionsInProfileOrder) {
+  const char* profilers[] = {"syscount", "latency"};
+  host_.session()->profilers = profilers;
+  host_.session()->n_profilers = 2;
+  PluginInstance sink(lib_);
+  ASSERT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
+  SampleRecord lat = latency_histogram();
+  SampleRecord own(LOUPE_RECORD_METRIC, "probe_runs");
+  own.builder().label("probe", "sys_enter").metric(LOUPE_METRIC_COUNTER, "count", 4);
+  SampleRecord sys(LOUPE_RECORD_METRIC, "syscalls");
+  sys.builder().label("syscall", "read").metric(LOUPE_METRIC_COUNTER, "count", 9);
+  ASSERT_EQ(sink.consume(lat.record(true, "latency")), LOUPE_OK);
+  ASSERT_EQ(sink.consume(own.record(true, "loupe")), LOUPE_OK);
+  ASSERT_EQ(sink.consume(sys.record(true, "syscount")), LOUPE_OK);
   ASSERT_EQ(sink.flush(true), LOUPE_OK);
   std::string text = report();
-  std::string l_read = line_with(text, "syscall=read");
-  std::string l_open = line_with(text, "syscall=openat");
-  EXPECT_TRUE(has(l_read, "counter  12,345  count")) << text;
-  EXPECT_TRUE(has(l_open, "counter      17  count")) << text;
-  EXPECT_EQ(l_read.find("counter"), l_open.find("counter"));
-  EXPECT_TRUE(has(line_with(text, "gauge"), "3.00 MiB")) << text;
-  EXPECT_LT(text.find("  rss"), text.find("  syscalls")) << text;
+  std::size_t s = text.find("══ syscount"), l = text.find("══ latency"), o = text.find("══ loupe");
+  ASSERT_NE(s, std::string::npos) << text;
+  ASSERT_NE(l, std::string::npos) << text;
+  ASSERT_NE(o, std::string::npos) << text;
+  EXPECT_LT(s, l) << text;
+  EXPECT_LT(l, o) << text;
+  EXPECT_LT(text.find("syscalls"), l) << "syscount's table belongs to its section";
+  EXPECT_GT(text.find("latency{comm=dd}"), l) << text;
+  EXPECT_GT(text.find("probe_runs"), o) << text;
+}
+
+// An interval report to a file (not a terminal) is appended, never drawn over.
+TEST_F(ConsoleSinkTest, IntervalReportsToAFileAreAppendedWithoutScreenControl) {
+  host_.session()->interval_s = 1;
+  PluginInstance sink(lib_);
+  ASSERT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
+  SampleRecord h = latency_histogram();
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(sink.consume(h.record(false)), LOUPE_OK);
+    ASSERT_EQ(sink.flush(false), LOUPE_OK);
+  }
+  ASSERT_EQ(sink.flush(true), LOUPE_OK);
+  std::string text = report();
+  EXPECT_TRUE(has(text, "loupe interval #1")) << text;
+  EXPECT_TRUE(has(text, "loupe interval #2")) << text;
+  EXPECT_TRUE(has(text, "loupe report")) << text;
+  EXPECT_FALSE(has(text, "\033[")) << text;
+}
+
+// A live frame's lines end at the terminal's width: code points are columns, and escape
+// sequences are kept whole (and closed) without counting.
+TEST(ConsoleFitWidth, CutsAtColumnsKeepingEscapesWhole) {
+  using loupe::sinks::fit_width;
+  EXPECT_EQ(fit_width("abcdef", 4), "abcd");
+  EXPECT_EQ(fit_width("abc", 10), "abc");
+  EXPECT_EQ(fit_width("2.60 µs ═══", 7), "2.60 µs");
+  EXPECT_EQ(fit_width("\033[1m══ latency ══\033[0m", 5), "\033[1m══ la\033[0m");
+  EXPECT_EQ(fit_width("\033[2mab\033[0m", 2), "\033[2mab\033[0m");
 }
 
 TEST_F(ConsoleSinkTest, StacksAreMergedRankedAndCutToTopN) {
@@ -203,7 +404,6 @@ TEST_F(ConsoleSinkTest, EventsAreCountedAndTheSlowestListed) {
   }
   ASSERT_EQ(sink.flush(true), LOUPE_OK);
   std::string text = report();
-  EXPECT_TRUE(has(line_with(text, "slow_read  "), "6  9.00 ms  duration_ns")) << text;
   EXPECT_TRUE(has(text, "slow calls: slow_read, 3 slowest of 6 by duration_ns")) << text;
   std::size_t p9 = text.find("9.00 ms  fd=7"), p8 = text.find("8.00 ms  fd=7"),
               p7 = text.find("7.00 ms  fd=7");
@@ -213,6 +413,28 @@ TEST_F(ConsoleSinkTest, EventsAreCountedAndTheSlowestListed) {
   EXPECT_LT(p9, p8);
   EXPECT_LT(p8, p7);
   EXPECT_FALSE(has(text, "4.00 ms  fd=7")) << text;
+}
+
+// Verbose mode adds the table of every event name; a field that repeats a label of its
+// record is printed once.
+TEST_F(ConsoleSinkTest, VerboseEventsHaveASummaryTableAndNoRepeatedLabels) {
+  host_.set("verbose", true);
+  PluginInstance sink(lib_);
+  ASSERT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
+  SampleRecord e(LOUPE_RECORD_EVENT, "outlier");
+  e.builder()
+      .label("target", "nanosleep")
+      .event_time(kWindowStart)
+      .field_u("duration_ns", 51800000)
+      .field("target", std::string("nanosleep"))
+      .field("pid", std::int64_t{42});
+  ASSERT_EQ(sink.consume(e.record()), LOUPE_OK);
+  ASSERT_EQ(sink.flush(true), LOUPE_OK);
+  std::string text = report();
+  EXPECT_TRUE(has(line_with(text, "outlier  "), "1  51.8 ms  duration_ns")) << text;
+  std::string row = line_with(text, "51.8 ms  target=nanosleep");
+  EXPECT_TRUE(has(row, "pid=42")) << text;
+  EXPECT_EQ(row.find("target="), row.rfind("target=")) << row;
 }
 
 TEST_F(ConsoleSinkTest, IntervalFlushPrintsAnIntervalSectionAndSilenceWhenEmpty) {

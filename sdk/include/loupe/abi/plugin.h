@@ -71,6 +71,17 @@ typedef struct loupe_session_info {
    */
   int32_t tree_map_fd;
   uint32_t reserved2;
+  /*
+   * Appended in ABI 1.3 (test with LOUPE_ABI_HAS_FIELD): the profiler instances of the
+   * profile, in the order the profile lists them, named as records name them in
+   * loupe_record.plugin ("latency", "latency#2"). A sink that groups records by producer
+   * can present them in the order the user wrote; it must still expect records of other
+   * producers (the host's own, "loupe"). Host-owned until destroy(); NULL when
+   * n_profilers is 0.
+   */
+  const char* const* profilers;
+  uint32_t n_profilers;
+  uint32_t reserved3;
 } loupe_session_info;
 
 /*
