@@ -11,7 +11,7 @@
 #endif
 
 #define BIO_COMM_LEN 16
-#define BIO_HIST_SLOTS 64 /* log2: slot i holds [2^i, 2^(i+1)), slot 0 also 0 */
+#define BIO_HIST_SLOTS 64 /* log2 (loupe_log2_slot): the last takes (2^61, max] */
 
 #define BIO_RECORD_OUTLIER 1
 #define BIO_RECORD_OUTLIER_VERSION 1

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "lock_table.hpp"
 
+#include "loupe/sdk/hist_slots.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -105,9 +107,9 @@ std::uint64_t hist_p50(const lw_lock_val& v) {
   for (std::uint32_t i = 0; i < LW_HIST_SLOTS; ++i) {
     seen += v.slots[i];
     if (seen < rank) continue;
-    std::uint64_t lo = i == 0 ? 0 : (1ull << i);
-    std::uint64_t hi = i + 1 >= LW_HIST_SLOTS ? v.max_ns : (1ull << (i + 1));
-    std::uint64_t mid = lo + (hi - lo) / 2;
+    sdk::SlotBounds b = sdk::log2_slot_bounds(i, LW_HIST_SLOTS);
+    std::uint64_t hi = b.upper == UINT64_MAX ? v.max_ns : b.upper;
+    std::uint64_t mid = b.lower + (hi - b.lower) / 2;
     if (v.max_ns && mid > v.max_ns) mid = v.max_ns;
     if (mid < v.min_ns) mid = v.min_ns;
     return mid;

@@ -119,14 +119,13 @@ void render_histograms(const ProducerRecords& p, const ReportOptions& opt, const
       peak = std::max(peak, b.count);
     }
     std::vector<loupe_bucket> rows = rows_with_gaps(h.buckets);
-    std::size_t lw = 0, uw = 0, cw = 5;
+    std::size_t rw = 0, cw = 5;
     for (const auto& b : rows) {
-      lw = std::max(lw, display_width(format_bound(b.lower, unit)));
-      uw = std::max(uw, display_width(format_bound(b.upper, unit)));
+      rw = std::max(rw, display_width(format_range(b.lower, b.upper, unit)));
       cw = std::max(cw, display_width(format_count(b.count)));
     }
     if (opt.verbose)
-      out += style.dim("    " + pad_right("range", lw + uw + 5) + pad_left("count", cw) + " " +
+      out += style.dim("    " + pad_right("range", rw + 1) + pad_left("count", cw) + " " +
                        pad_right("|distribution", opt.bar_width + 2) + "  " + pad_left("pct", 6) +
                        "  " + pad_left("cum", 6)) +
              "\n";
@@ -135,8 +134,7 @@ void render_histograms(const ProducerRecords& p, const ReportOptions& opt, const
       cum += b.count;
       double share = total ? static_cast<double>(b.count) / static_cast<double>(total) : 0;
       double cshare = total ? static_cast<double>(cum) / static_cast<double>(total) : 0;
-      out += "    [" + pad_left(format_bound(b.lower, unit), lw) + ", " +
-             pad_left(format_bound(b.upper, unit), uw) + ") " +
+      out += "    " + pad_left(format_range(b.lower, b.upper, unit), rw) + " " +
              pad_left(format_count(b.count), cw) + " " + bar(b.count, peak, opt.bar_width) + "  " +
              pad_left(format_percent(share), 6) + "  " + pad_left(format_percent(cshare), 6) + "\n";
     }
@@ -147,8 +145,8 @@ void render_histograms(const ProducerRecords& p, const ReportOptions& opt, const
              "\n";
       for (const auto& e : pcts)
         out += "    " + pad_right(quantile_label(e.quantile), 6) + "≈ " +
-               pad_right(format_quantity(static_cast<double>(e.value), unit), 10) + " (in [" +
-               format_bound(e.lower, unit) + ", " + format_bound(e.upper, unit) + "))\n";
+               pad_right(format_quantity(static_cast<double>(e.value), unit), 10) + " (in " +
+               format_range(e.lower, e.upper, unit) + ")\n";
     }
     blocks.push_back(std::move(out));
   }

@@ -73,6 +73,13 @@ std::string format_bound(std::uint64_t value, std::string_view unit) {
   return format_quantity(static_cast<double>(value), unit);
 }
 
+std::string format_range(std::uint64_t lower, std::uint64_t upper, std::string_view unit) {
+  std::string lo = lower == 0 ? "[" + format_bound(0, unit) : "(" + format_bound(lower - 1, unit);
+  std::string hi =
+      upper == UINT64_MAX ? format_bound(upper, unit) + ")" : format_bound(upper - 1, unit) + "]";
+  return lo + ", " + hi;
+}
+
 std::string format_count(std::uint64_t n) {
   std::string digits = std::to_string(n);
   std::string out;

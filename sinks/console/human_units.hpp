@@ -14,6 +14,10 @@ namespace loupe::sinks {
 std::string format_quantity(double value, std::string_view unit);
 // Bucket bounds: like format_quantity, but UINT64_MAX is the open end "∞".
 std::string format_bound(std::uint64_t value, std::string_view unit);
+// A bucket of integers [lower, upper) written as the same set with the upper side closed,
+// "(lower - 1, upper - 1]", the side log2 buckets count (a power of two tops its bucket, as
+// in Prometheus); "[0, ..." when it holds 0, "..., ∞)" when open.
+std::string format_range(std::uint64_t lower, std::uint64_t upper, std::string_view unit);
 // 1234567 → "1,234,567".
 std::string format_count(std::uint64_t n);
 // A metric value: integral values with separators, others with 6 significant digits.

@@ -54,6 +54,13 @@ function fmt(v, unit) {
     return (v / d).toFixed(d === 1 ? 0 : 2).replace(/\.00$/, '') + ' ' + s;
   return String(v) + (u && u !== 'count' ? ' ' + u : '');
 }
+// A bucket of integers [lo, hi) as the same set with the upper side closed, the side log2
+// buckets count (a power of two tops its bucket, as in Prometheus).
+function range(lo, hi, unit) {
+  const open = hi >= 18446744073709551615;
+  return (lo === 0 ? '[' + fmt(0, unit) : '(' + fmt(lo - 1, unit)) + ', ' +
+         (open ? '\u221e)' : fmt(hi - 1, unit) + ']');
+}
 function hue(name) {
   let h = 0;
   for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
@@ -169,10 +176,10 @@ function renderHistograms() {
     const bars = el('div', {class: 'hist'}), xs = el('div', {class: 'hist-x'});
     const top = Math.max(1, ...h.buckets.map(b => b[2]));
     for (const [lo, hi, n] of h.buckets) {
-      const bar = el('div', {title: '[' + fmt(lo, h.unit) + ', ' + fmt(hi, h.unit) + '): ' + n});
+      const bar = el('div', {title: range(lo, hi, h.unit) + ': ' + n});
       bar.style.height = Math.max(1, 100 * n / top) + '%';
       bars.appendChild(bar);
-      xs.appendChild(el('span', {}, fmt(lo, h.unit)));
+      xs.appendChild(el('span', {}, fmt(lo ? lo - 1 : 0, h.unit)));
     }
     sec.append(bars, xs);
     const t = el('table', {class: 'pct'});
@@ -185,7 +192,7 @@ function renderHistograms() {
     row.appendChild(el('td', {}, fmt(h.count ? Math.round(h.sum / h.count) : 0, h.unit)));
     row.appendChild(el('td', {}, fmt(h.max, h.unit)));
     for (const p of h.percentiles)
-      row.appendChild(el('td', {title: 'true value in [' + fmt(p.lower, h.unit) + ', ' + fmt(p.upper, h.unit) + ')'},
+      row.appendChild(el('td', {title: 'true value in ' + range(p.lower, p.upper, h.unit)},
                          fmt(p.value, h.unit)));
     t.append(head, row);
     sec.appendChild(t);

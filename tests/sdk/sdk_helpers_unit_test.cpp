@@ -194,30 +194,58 @@ TEST(SdkTargetFilter, TreeFollowedOnlyWithTheFlagForTheSessionTarget) {
   EXPECT_EQ(sdk::read_target_filter(cfg, &session).uprobe_pid(), -1);  // everything
 }
 
+// ceil(log2(v)) by repeated doubling: Prometheus' schema-0 bucket index of v >= 1, found
+// without the bit tricks the slot functions use.
+static int native_index(std::uint64_t v) {
+  int k = 0;
+  for (unsigned __int128 p = 1; p < v; p *= 2) ++k;
+  return k;
+}
+
 TEST(SdkHistogram, SlotBoundsInvertTheBpfSlotFunctions) {
-  EXPECT_EQ(sdk::log2_slot_bounds(0).lower, 0u);
-  EXPECT_EQ(sdk::log2_slot_bounds(0).upper, 2u);
-  EXPECT_EQ(sdk::log2_slot_bounds(21).lower, 2097152u);
-  EXPECT_EQ(sdk::log2_slot_bounds(63).upper, UINT64_MAX);
+  EXPECT_EQ(sdk::log2_slot_bounds(0).lower, 0u);  // {0} alone
+  EXPECT_EQ(sdk::log2_slot_bounds(0).upper, 1u);
+  EXPECT_EQ(sdk::log2_slot_bounds(1).lower, 1u);  // {1} = (0.5, 1]
+  EXPECT_EQ(sdk::log2_slot_bounds(1).upper, 2u);
+  EXPECT_EQ(sdk::log2_slot_bounds(12).lower, 1025u);  // (1024, 2048]
+  EXPECT_EQ(sdk::log2_slot_bounds(12).upper, 2049u);
+  EXPECT_EQ(sdk::log2_slot_bounds(65).lower, (1ull << 63) + 1);
+  EXPECT_EQ(sdk::log2_slot_bounds(65).upper, UINT64_MAX);
   EXPECT_EQ(sdk::log2_slot_bounds(5, 6).upper, UINT64_MAX);  // a smaller histogram's last slot
-  // The same arithmetic as loupe_linear_slot() in hist.bpf.h, checked at many values.
-  auto slot_of = [](std::uint64_t v) -> std::uint32_t {
-    if (v < LOUPE_HIST_SUB) return static_cast<std::uint32_t>(v);
-    std::uint32_t e = 63 - __builtin_clzll(v);
-    return (e - LOUPE_HIST_SUB_BITS + 1) * LOUPE_HIST_SUB +
-           static_cast<std::uint32_t>((v >> (e - LOUPE_HIST_SUB_BITS)) & (LOUPE_HIST_SUB - 1));
-  };
-  for (std::uint64_t v :
-       std::initializer_list<std::uint64_t>{0, 1, 7, 8, 9, 15, 16, 17, 1000, 2047, 2048, 3000000,
-                                            5000000, (1ull << 40) + 12345, UINT64_MAX}) {
-    auto b = sdk::linear_slot_bounds(slot_of(v));
-    EXPECT_LE(b.lower, v) << v;
-    if (b.upper != UINT64_MAX) {
-      EXPECT_LT(v, b.upper) << v;
+  // A power of two is the inclusive top of its slot, one more opens the next: the side
+  // Prometheus and OpenTelemetry count. Slot i is their bucket index i - 1.
+  std::vector<std::uint64_t> values{0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 1000, 1023, 1024, 1025,
+                                    2047, 2048, 2049, 3000000, 5000000, (1ull << 40) + 12345,
+                                    (1ull << 63), (1ull << 63) + 1, UINT64_MAX - 1, UINT64_MAX};
+  for (int e = 0; e < 64; ++e)
+    for (std::int64_t d : {-1, 0, 1}) values.push_back((1ull << e) + static_cast<std::uint64_t>(d));
+  for (std::uint64_t v : values) {
+    std::uint32_t s = sdk::log2_slot(v);
+    if (v > 0) {
+      EXPECT_EQ(static_cast<int>(s) - 1, native_index(v)) << v;
+    } else {
+      EXPECT_EQ(s, 0u);
     }
+    auto b = sdk::log2_slot_bounds(s);
+    EXPECT_LE(b.lower, v) << v;
+    if (b.upper != UINT64_MAX) EXPECT_LT(v, b.upper) << v;
+    auto l = sdk::linear_slot_bounds(sdk::linear_slot(v));
+    EXPECT_LE(l.lower, v) << v;
+    if (l.upper != UINT64_MAX) EXPECT_LT(v, l.upper) << v;
   }
+  EXPECT_EQ(sdk::log2_slot(UINT64_MAX), LOUPE_HIST_LOG2_SLOTS - 1u);  // every u64 has a slot
+  EXPECT_EQ(sdk::linear_slot(UINT64_MAX), LOUPE_HIST_LINEAR_SLOTS - 1u);
+  EXPECT_EQ(sdk::linear_slot(8), 8u);  // one slot per value up to LOUPE_HIST_SUB
+  // (8, 16] in eight parts of 1, (16, 32] in eight of 2: [17, 19) is (16, 18].
+  EXPECT_EQ(sdk::linear_slot_bounds(sdk::linear_slot(17)).lower, 17u);
+  EXPECT_EQ(sdk::linear_slot_bounds(sdk::linear_slot(17)).upper, 19u);
+  EXPECT_EQ(sdk::linear_slot(18), sdk::linear_slot(17));
+  EXPECT_EQ(sdk::linear_slot(32), sdk::linear_slot(31));  // 32 tops (16, 32]
+  EXPECT_EQ(sdk::linear_slot(33), sdk::linear_slot(32) + 1);
   for (std::uint32_t s = 0; s + 1 < LOUPE_HIST_LINEAR_SLOTS; ++s)
     ASSERT_EQ(sdk::linear_slot_bounds(s).upper, sdk::linear_slot_bounds(s + 1).lower) << s;
+  for (std::uint32_t s = 0; s + 1 < LOUPE_HIST_LOG2_SLOTS; ++s)
+    ASSERT_EQ(sdk::log2_slot_bounds(s).upper, sdk::log2_slot_bounds(s + 1).lower) << s;
 }
 
 TEST(SdkHistogram, MergesCpusAndComputesIntervalDeltas) {
@@ -227,13 +255,13 @@ TEST(SdkHistogram, MergesCpusAndComputesIntervalDeltas) {
   cpus[0].sum = 3000;
   cpus[0].min = 1000;
   cpus[0].max = 2000;
-  cpus[0].slots[9] = 1;
-  cpus[0].slots[10] = 1;
+  cpus[0].slots[sdk::log2_slot(1000)] = 1;
+  cpus[0].slots[sdk::log2_slot(2000)] = 1;
   cpus[2].count = 1;
   cpus[2].sum = 600;
   cpus[2].min = 600;
   cpus[2].max = 600;
-  cpus[2].slots[9] = 1;  // cpu 1 saw nothing: its min of 0 must not win
+  cpus[2].slots[sdk::log2_slot(600)] = 1;  // cpu 1 saw nothing: its min of 0 must not win
   auto m = sdk::hist_merge_per_cpu<loupe_hist>(cpus);
   EXPECT_EQ(m.count, 3u);
   EXPECT_EQ(m.sum, 3600u);
@@ -241,19 +269,19 @@ TEST(SdkHistogram, MergesCpusAndComputesIntervalDeltas) {
   EXPECT_EQ(m.max, 2000u);
   auto b = sdk::hist_buckets(m);
   ASSERT_EQ(b.size(), 2u);
-  EXPECT_EQ(b[0].lower, 512u);
+  EXPECT_EQ(b[0].lower, 513u);  // (512, 1024]
   EXPECT_EQ(b[0].count, 2u);
-  EXPECT_EQ(b[1].lower, 1024u);
+  EXPECT_EQ(b[1].lower, 1025u);
 
   auto later = m;
   later.count += 2;
   later.sum += 9000;
   later.max = 5000;
-  later.slots[12] += 2;  // [4096, 8192)
+  later.slots[sdk::log2_slot(5000)] += 2;  // (4096, 8192]
   auto d = sdk::hist_interval_delta(later, m);
   EXPECT_EQ(d.count, 2u);
   EXPECT_EQ(d.sum, 9000u);
-  EXPECT_EQ(d.min, 4096u);  // the interval's lowest bucket bound
+  EXPECT_EQ(d.min, 4097u);  // the interval's lowest bucket bound
   EXPECT_EQ(d.max, 5000u);  // clamped by the session max
   ASSERT_EQ(sdk::hist_buckets(d).size(), 1u);
 }
@@ -268,11 +296,11 @@ TEST(SdkHistogram, ASmallerHistogramAndUserSideRecording) {
   EXPECT_EQ(h.min, 0u);
   EXPECT_EQ(h.max, 1ull << 40);
   EXPECT_EQ(h.slots[0], 1u);
-  EXPECT_EQ(h.slots[1], 1u);
+  EXPECT_EQ(h.slots[3], 1u);  // 3 in (2, 4]
   EXPECT_EQ(h.slots[7], 2u);  // 300 and 2^40 clamp into the last slot
   auto b = sdk::hist_buckets(h);
   ASSERT_EQ(b.size(), 3u);
-  EXPECT_EQ(b[2].lower, 128u);
+  EXPECT_EQ(b[2].lower, 33u);
   EXPECT_EQ(b[2].upper, UINT64_MAX);
 }
 

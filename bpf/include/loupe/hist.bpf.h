@@ -32,25 +32,30 @@ static __always_inline __u32 loupe_log2_u64(__u64 v)
 	return r;
 }
 
-/* LOUPE_BUCKETS_LOG2: slot i holds [2^i, 2^(i+1)); slot 0 also holds 0. */
+/* LOUPE_BUCKETS_LOG2: slot 0 holds 0, slot i >= 1 holds (2^(i-2), 2^(i-1)], i.e.
+ * ceil(log2(v)) + 1: Prometheus' schema-0 bucket index i - 1, so slots need no re-binning
+ * on the way out (loupe/sdk/hist_slots.hpp has the inverse). */
 static __always_inline __u32 loupe_log2_slot(__u64 v)
 {
-	__u32 s = v ? loupe_log2_u64(v) : 0;
+	__u32 s = v > 1 ? loupe_log2_u64(v - 1) + 2 : (__u32)v;
 
 	return s < LOUPE_HIST_LOG2_SLOTS ? s : LOUPE_HIST_LOG2_SLOTS - 1;
 }
 
-/* LOUPE_BUCKETS_LOG2_LINEAR with LOUPE_HIST_SUB sub-buckets per power of two: values below
- * LOUPE_HIST_SUB get one slot each; above, slot = (exp - SUB_BITS + 1) * SUB + mantissa. */
+/* LOUPE_BUCKETS_LOG2_LINEAR with LOUPE_HIST_SUB sub-buckets per power of two, upper bounds
+ * inclusive like the log2 slots: 0 and each value up to LOUPE_HIST_SUB get a slot of their
+ * own; above, v - 1 lands at (exp - SUB_BITS + 1) * SUB + mantissa, one slot further on. */
 static __always_inline __u32 loupe_linear_slot(__u64 v)
 {
+	__u64 u;
 	__u32 e, s;
 
-	if (v < LOUPE_HIST_SUB)
+	if (v <= LOUPE_HIST_SUB)
 		return (__u32)v;
-	e = loupe_log2_u64(v);
+	u = v - 1;
+	e = loupe_log2_u64(u);
 	s = (e - LOUPE_HIST_SUB_BITS + 1) * LOUPE_HIST_SUB +
-	    (__u32)((v >> (e - LOUPE_HIST_SUB_BITS)) & (LOUPE_HIST_SUB - 1));
+	    (__u32)((u >> (e - LOUPE_HIST_SUB_BITS)) & (LOUPE_HIST_SUB - 1)) + 1;
 	return s < LOUPE_HIST_LINEAR_SLOTS ? s : LOUPE_HIST_LINEAR_SLOTS - 1;
 }
 

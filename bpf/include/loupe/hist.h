@@ -10,10 +10,15 @@
 #include <linux/types.h>
 #endif
 
-#define LOUPE_HIST_LOG2_SLOTS 64
+/*
+ * Slots count the upper side of each bound, (lower, upper], as Prometheus native histograms
+ * and OpenTelemetry exponential histograms (scale 0) do; slot 0 holds 0 alone. 66 log2
+ * slots give every __u64 one: {0}, {1}, (1, 2], ..., (2^63, 2^64).
+ */
+#define LOUPE_HIST_LOG2_SLOTS 66
 #define LOUPE_HIST_SUB_BITS 3 /* 8 sub-buckets per power of two: <= 12.5% relative error */
 #define LOUPE_HIST_SUB (1u << LOUPE_HIST_SUB_BITS)
-#define LOUPE_HIST_LINEAR_SLOTS ((64 - LOUPE_HIST_SUB_BITS + 1) * LOUPE_HIST_SUB)
+#define LOUPE_HIST_LINEAR_SLOTS ((64 - LOUPE_HIST_SUB_BITS + 1) * LOUPE_HIST_SUB + 1)
 
 struct loupe_hist {
 	__u64 count;

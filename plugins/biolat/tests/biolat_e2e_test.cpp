@@ -163,7 +163,8 @@ void expect_workload(const RunResult& r, const std::string& device, const std::s
     std::uint64_t sized = 0;
     for (const json* h : sizes)
       for (const auto& b : (*h)["histogram"]["buckets"]) {
-        EXPECT_EQ(b["lower"].get<std::uint64_t>(), kSize) << h->dump();
+        // kSize, a power of two, is the inclusive top of its bucket (kSize/2, kSize].
+        EXPECT_EQ(b["upper"].get<std::uint64_t>(), kSize + 1) << h->dump();
         sized += b["count"].get<std::uint64_t>();
       }
     EXPECT_EQ(sized, static_cast<std::uint64_t>(kN));

@@ -90,13 +90,13 @@ TEST(BioHist, MergeAndIntervalDelta) {
   cpus[0].total.sum = 3000;
   cpus[0].total.min = 1000;
   cpus[0].total.max = 2000;
-  cpus[0].total.slots[9] = 1;   // 1000 in [512, 1024)
-  cpus[0].total.slots[10] = 1;  // 2000 in [1024, 2048)
+  cpus[0].total.slots[11] = 1;  // 1000 in (512, 1024]
+  cpus[0].total.slots[12] = 1;  // 2000 in (1024, 2048]
   cpus[1].total.count = 1;
   cpus[1].total.sum = 100000;
   cpus[1].total.min = 100000;
   cpus[1].total.max = 100000;
-  cpus[1].total.slots[16] = 1;
+  cpus[1].total.slots[18] = 1;  // 100000 in (65536, 131072]
   cpus[0].bytes = 4096;
   cpus[1].bytes = 8192;
   cpus[1].sequential = 1;
@@ -109,18 +109,18 @@ TEST(BioHist, MergeAndIntervalDelta) {
   EXPECT_EQ(m.queue.count, 0u);
   auto buckets = loupe::sdk::hist_buckets(m.total);
   ASSERT_EQ(buckets.size(), 3u);
-  EXPECT_EQ(buckets[0].lower, 512u);
-  EXPECT_EQ(buckets[0].upper, 1024u);
-  EXPECT_EQ(buckets[2].lower, 65536u);
+  EXPECT_EQ(buckets[0].lower, 513u);  // (512, 1024] as integers: [513, 1025)
+  EXPECT_EQ(buckets[0].upper, 1025u);
+  EXPECT_EQ(buckets[2].lower, 65537u);
 
   bio_stats before = m;
   m.total.count += 1;
   m.total.sum += 1500;
-  m.total.slots[10] += 1;
+  m.total.slots[12] += 1;
   bio_stats d = interval_delta(m, before);
   EXPECT_EQ(d.total.count, 1u);
   EXPECT_EQ(d.total.sum, 1500u);
-  EXPECT_EQ(d.total.min, 1024u);  // the interval's only bucket bounds min and max
-  EXPECT_EQ(d.total.max, 2047u);
+  EXPECT_EQ(d.total.min, 1025u);  // the interval's only bucket bounds min and max
+  EXPECT_EQ(d.total.max, 2048u);
   EXPECT_EQ(d.bytes, 0u);
 }

@@ -123,13 +123,14 @@ TEST_F(FileioE2E, ExactCountsAndBytesPerPathAndOperation) {
   EXPECT_TRUE(top);
 
   // fileslower's view (slow_us = 1): every write of a.dat at or above 1 µs is an event
-  // with its position and sizes. The log2 buckets from 1024 ns up are all above the
-  // threshold, the one below it partly: so the events lie between those two counts.
+  // with its position and sizes. A bucket whose lowest integer is at least 1000 ns lies
+  // wholly above the threshold ((1024, 2048] = [1025, 2049) and up); (512, 1024] straddles
+  // it: so the events are at least the sum of the former.
   std::uint64_t surely_slow = 0;
   for (const json* h : r.all("histogram", "file_latency"))
     if ((*h)["labels"]["path"] == a && (*h)["labels"]["op"] == "write")
       for (const auto& bk : (*h)["histogram"]["buckets"])
-        if (bk["lower"].get<double>() >= 1024) surely_slow += bk["count"].get<std::uint64_t>();
+        if (bk["lower"].get<double>() >= 1000) surely_slow += bk["count"].get<std::uint64_t>();
   std::set<std::uint64_t> offsets;
   int writes = 0, with_stack = 0;
   for (const auto& rec : r.records) {

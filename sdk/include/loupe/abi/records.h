@@ -37,17 +37,21 @@ typedef struct loupe_label {
 /* ---- histogram ------------------------------------------------------------------ */
 
 typedef enum loupe_bucket_scheme {
-  /* bucket i holds values in [2^i, 2^(i+1)); bucket 0 holds 0 and 1 (libbpf-tools' log2). */
+  /* bucket 0 holds 0, bucket i >= 1 values in (2^(i-2), 2^(i-1)]: the upper bound is
+   * inclusive, as in Prometheus native histograms (schema 0, index i - 1) and OpenTelemetry
+   * exponential histograms (scale 0). As integers, (512, 1024] is loupe_bucket [513, 1025). */
   LOUPE_BUCKETS_LOG2 = 1,
-  /* every power of two split in `sub_buckets` equal parts (HdrHistogram-like). */
+  /* every (2^e, 2^(e+1)] split in `sub_buckets` equal parts (HdrHistogram-like), upper
+   * bounds inclusive; below sub_buckets one bucket per integer. Linear parts, not the
+   * geometric ones of a native schema: only the powers of two are common bounds. */
   LOUPE_BUCKETS_LOG2_LINEAR = 2,
   /* explicit bounds given per bucket. */
   LOUPE_BUCKETS_EXPLICIT = 3,
 } loupe_bucket_scheme;
 
 typedef struct loupe_bucket {
-  uint64_t lower; /* inclusive */
-  uint64_t upper; /* exclusive */
+  uint64_t lower; /* inclusive: the integers in [lower, upper) */
+  uint64_t upper; /* exclusive; UINT64_MAX = open */
   uint64_t count;
 } loupe_bucket;
 

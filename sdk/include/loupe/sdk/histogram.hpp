@@ -6,8 +6,8 @@
 // Every function takes any struct of the LOUPE_HIST_RECORD shape (count, sum, min, max and
 // an array slots[N]): struct loupe_hist (loupe/hist.h), or a plugin's smaller one. "linear"
 // selects the log2-linear slots of loupe_linear_slot(), otherwise the log2 slots of
-// loupe_log2_slot() (slot i = [2^i, 2^(i+1)), slot 0 also holds 0, the last slot holds the
-// rest).
+// loupe_log2_slot() (slot 0 = {0}, slot i = (2^(i-2), 2^(i-1)], the last slot holds the
+// rest; loupe/sdk/hist_slots.hpp has the layouts).
 //
 //   auto per_cpu = sdk::read_per_cpu<loupe_hist>(bpf_map__fd(skel->maps.hist), &key);
 //   loupe_hist total = sdk::hist_merge_per_cpu<loupe_hist>(per_cpu);
@@ -26,42 +26,11 @@
 
 #include "loupe/abi/records.h"
 #include "loupe/hist.h"
+#include "loupe/sdk/hist_slots.hpp"
 #include "loupe/sdk/percpu.hpp"
 #include "loupe/sdk/records.hpp"
 
 namespace loupe::sdk {
-
-struct SlotBounds {
-  std::uint64_t lower;  // inclusive
-  std::uint64_t upper;  // exclusive; UINT64_MAX for the open last slot
-};
-
-// Log2 slot `slot` of a histogram with `n_slots` log2 slots (the last one takes the rest).
-constexpr SlotBounds log2_slot_bounds(std::uint32_t slot,
-                                      std::uint32_t n_slots = LOUPE_HIST_LOG2_SLOTS) {
-  std::uint64_t lo = slot == 0 ? 0 : (1ull << slot);
-  std::uint64_t hi = slot + 1 >= n_slots || slot >= 63 ? UINT64_MAX : (1ull << (slot + 1));
-  return {lo, hi};
-}
-
-// Inverse of loupe_linear_slot(): slot = (e - SUB_BITS + 1) * SUB + mantissa.
-constexpr SlotBounds linear_slot_bounds(std::uint32_t slot) {
-  if (slot < LOUPE_HIST_SUB) return {slot, slot + 1ull};
-  std::uint32_t e = slot / LOUPE_HIST_SUB + LOUPE_HIST_SUB_BITS - 1;
-  std::uint64_t m = slot % LOUPE_HIST_SUB;
-  std::uint32_t shift = e - LOUPE_HIST_SUB_BITS;
-  std::uint64_t lo = (LOUPE_HIST_SUB + m) << shift;
-  std::uint64_t hi =
-      slot + 1 >= LOUPE_HIST_LINEAR_SLOTS ? UINT64_MAX : (LOUPE_HIST_SUB + m + 1) << shift;
-  if (e == 63 && m == LOUPE_HIST_SUB - 1) hi = UINT64_MAX;  // 2^64 does not fit
-  return {lo, hi};
-}
-
-// The log2 slot of `v`, as loupe_log2_slot() computes it (clamped to n_slots - 1).
-constexpr std::uint32_t log2_slot(std::uint64_t v, std::uint32_t n_slots = LOUPE_HIST_LOG2_SLOTS) {
-  std::uint32_t s = v <= 1 ? 0 : static_cast<std::uint32_t>(63 - __builtin_clzll(v));
-  return s < n_slots ? s : n_slots - 1;
-}
 
 namespace detail {
 template <typename H>
@@ -134,7 +103,7 @@ H hist_interval_delta(const H& now, const H& before, bool linear = false) {
   return d;
 }
 
-// Non-empty buckets, ascending, with their [lower, upper) bounds.
+// Non-empty buckets, ascending, with their [lower, upper) integer bounds (hist_slots.hpp).
 template <typename H>
 std::vector<loupe_bucket> hist_buckets(const H& h, bool linear = false) {
   std::vector<loupe_bucket> out;

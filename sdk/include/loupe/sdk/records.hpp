@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "loupe/abi/records.h"
+#include "loupe/sdk/hist_slots.hpp"
 #include "loupe/sdk/host.hpp"
 
 namespace loupe::sdk {
@@ -37,17 +38,17 @@ class RecordBuilder {
     return *this;
   }
 
-  // Log2 slots as libbpf-tools keep them: slot i counts values in [2^i, 2^(i+1)),
-  // slot 0 also counts 0.
+  // Log2 slots as loupe_log2_slot() keeps them (slot 0 = {0}, slot i = (2^(i-2), 2^(i-1)]);
+  // the last of `slots` holds the rest.
   RecordBuilder& log2_histogram(const char* unit, const std::vector<std::uint64_t>& slots,
                                 std::uint64_t count, std::uint64_t sum, std::uint64_t min,
                                 std::uint64_t max) {
     buckets_.clear();
     for (std::size_t i = 0; i < slots.size(); ++i) {
       if (slots[i] == 0) continue;
-      std::uint64_t lo = i == 0 ? 0 : (1ull << i);
-      std::uint64_t hi = i >= 63 ? UINT64_MAX : (1ull << (i + 1));
-      buckets_.push_back({lo, hi, slots[i]});
+      SlotBounds b = log2_slot_bounds(static_cast<std::uint32_t>(i),
+                                      static_cast<std::uint32_t>(slots.size()));
+      buckets_.push_back({b.lower, b.upper, slots[i]});
     }
     fill_hist(LOUPE_BUCKETS_LOG2, 0, unit, count, sum, min, max);
     return *this;
