@@ -3,7 +3,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string_view>
+
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/util/delimited_message_util.h>
+
+#include "proto/metrics.pb.h"
 
 namespace loupe::sinks {
 namespace {
@@ -14,6 +20,7 @@ struct Unit {
   // Divided, not multiplied by 1e-9: division by an exact power of ten is correctly
   // rounded, so 300000 ns prints as 0.0003, not 0.00030000000000000003.
   double divisor = 1.0;
+  std::string recorded;  // the recorded unit's own suffix, for a native twin when scaled
 };
 
 // Drops a trailing "_<unit>" the record name already carries ("wait_ns" in ns): the base
@@ -29,9 +36,9 @@ std::string without_unit(std::string name, const char* unit) {
 Unit base_unit(const char* unit) {
   std::string_view u = unit ? unit : "";
   if (u.empty() || u == "count" || u == "1") return {"", 1.0};
-  if (u == "ns") return {"seconds", 1e9};
-  if (u == "us") return {"seconds", 1e6};
-  if (u == "ms") return {"seconds", 1e3};
+  if (u == "ns") return {"seconds", 1e9, "nanoseconds"};
+  if (u == "us") return {"seconds", 1e6, "microseconds"};
+  if (u == "ms") return {"seconds", 1e3, "milliseconds"};
   if (u == "s" || u == "seconds") return {"seconds", 1.0};
   if (u == "bytes" || u == "byte" || u == "b") return {"bytes", 1.0};
   return {label_name(u), 1.0};
@@ -70,16 +77,37 @@ Labels MetricStore::labels_of(const loupe_record& rec) const {
 }
 
 MetricStore::Family* MetricStore::family(const std::string& name, const char* type,
-                                         const std::string& help, std::string* why) {
+                                         const std::string& help, std::string* why,
+                                         bool protobuf_only) {
   auto [it, inserted] = families_.try_emplace(name);
   if (inserted) {
     it->second.type = type;
     it->second.help = help;
-  } else if (it->second.type != type) {
-    if (why) *why = "metric '" + name + "' is a " + it->second.type + ", not a " + type;
+    it->second.protobuf_only = protobuf_only;
+  } else if (it->second.type != type || it->second.protobuf_only != protobuf_only) {
+    if (why)
+      *why = "metric '" + name + "' is a " + it->second.type +
+             (it->second.protobuf_only ? " (native twin)" : "") + ", not a " + type;
     return nullptr;
   }
   return &it->second;
+}
+
+MetricStore::Series MetricStore::histogram_series(const loupe_histogram& h, Labels labels,
+                                                  double divisor) {
+  Series s;
+  s.labels = std::move(labels);
+  std::uint64_t cumulative = 0;
+  for (std::uint32_t i = 0; i < h.n_buckets && h.buckets; ++i) {
+    cumulative += h.buckets[i].count;
+    if (h.buckets[i].upper == UINT64_MAX) continue;  // only +Inf bounds it
+    // Buckets hold integers in [lower, upper): the largest value inside is upper - 1,
+    // so `le` is exact rather than off by one bucket edge.
+    s.classic.emplace_back(static_cast<double>(h.buckets[i].upper - 1) / divisor, cumulative);
+  }
+  s.count = std::max<std::uint64_t>(h.count, cumulative);
+  s.sum = static_cast<double>(h.sum) / divisor;
+  return s;
 }
 
 bool MetricStore::update(const loupe_record& rec, std::string* why) {
@@ -96,29 +124,24 @@ bool MetricStore::update(const loupe_record& rec, std::string* why) {
       const loupe_histogram& h = *rec.histogram;
       Unit u = base_unit(h.unit);
       std::string name = with_suffix(without_unit(base, h.unit), u.suffix);
-      Family* f = family(name, "histogram",
-                         std::string("histogram ") + rec.name + " from loupe plugin " + plugin +
-                             (h.unit ? std::string(" (recorded in ") + h.unit + ")" : ""),
-                         why);
+      const std::string help = std::string("histogram ") + rec.name + " from loupe plugin " +
+                               plugin +
+                               (h.unit ? std::string(" (recorded in ") + h.unit + ")" : "");
+      Family* f = family(name, "histogram", help, why);
       if (!f) return false;
-      std::string lines;
-      std::uint64_t cumulative = 0;
-      for (std::uint32_t i = 0; i < h.n_buckets && h.buckets; ++i) {
-        cumulative += h.buckets[i].count;
-        if (h.buckets[i].upper == UINT64_MAX) continue;  // only +Inf bounds it
-        // Buckets hold integers in [lower, upper): the largest value inside is upper - 1,
-        // so `le` is exact rather than off by one bucket edge.
-        std::pair<std::string, std::string> le{
-            "le", number(static_cast<double>(h.buckets[i].upper - 1) / u.divisor)};
-        lines +=
-            name + "_bucket" + label_set(labels, &le) + ' ' + std::to_string(cumulative) + '\n';
+      Series classic = histogram_series(h, labels, u.divisor);
+      auto native = native_schema0(h.buckets, h.n_buckets);
+      if (native && u.divisor == 1.0) classic.native = native;
+      f->series[ls] = std::move(classic);
+      if (native && u.divisor != 1.0) {
+        std::string twin = with_suffix(without_unit(base, h.unit), u.recorded);
+        Family* t = family(twin, "histogram", help + ", native buckets in " + h.unit, why,
+                           /*protobuf_only=*/true);
+        if (!t) return false;
+        Series s = histogram_series(h, labels, 1.0);
+        s.native = std::move(native);
+        t->series[ls] = std::move(s);
       }
-      std::uint64_t count = std::max<std::uint64_t>(h.count, cumulative);
-      std::pair<std::string, std::string> inf{"le", "+Inf"};
-      lines += name + "_bucket" + label_set(labels, &inf) + ' ' + std::to_string(count) + '\n';
-      lines += name + "_sum" + ls + ' ' + number(static_cast<double>(h.sum) / u.divisor) + '\n';
-      lines += name + "_count" + ls + ' ' + std::to_string(count) + '\n';
-      f->series[ls] = std::move(lines);
       return true;
     }
     case LOUPE_RECORD_METRIC: {
@@ -132,7 +155,7 @@ bool MetricStore::update(const loupe_record& rec, std::string* why) {
           std::string(counter ? "counter " : "gauge ") + rec.name + " from loupe plugin " + plugin,
           why);
       if (!f) return false;
-      f->series[ls] = name + ls + ' ' + number(rec.metric->value / u.divisor) + '\n';
+      f->series[ls] = Series{labels, rec.metric->value / u.divisor, {}, 0, 0, {}};
       return true;
     }
     case LOUPE_RECORD_EVENT: {
@@ -142,7 +165,7 @@ bool MetricStore::update(const loupe_record& rec, std::string* why) {
                  std::string("events ") + rec.name + " received from loupe plugin " + plugin, why);
       if (!f) return false;
       double n = ++event_counts_[name + ls];
-      f->series[ls] = name + ls + ' ' + number(n) + '\n';
+      f->series[ls] = Series{labels, n, {}, 0, 0, {}};
       return true;
     }
     case LOUPE_RECORD_HEALTH: {
@@ -157,7 +180,7 @@ bool MetricStore::update(const loupe_record& rec, std::string* why) {
                              " (the latest value reported; see docs/records.md)",
                          why);
       if (!f) return false;
-      f->series[hls] = name + hls + ' ' + number(static_cast<double>(h.value)) + '\n';
+      f->series[hls] = Series{hl, static_cast<double>(h.value), {}, 0, 0, {}};
       std::string sev_name = metric_name(prefix_ + "health_severity");
       Family* sev = family(sev_name, "gauge",
                            "severity of each loupe health check: 0 ok, 1 warn (data lost or "
@@ -173,8 +196,7 @@ bool MetricStore::update(const loupe_record& rec, std::string* why) {
       Labels key = labels;
       key.emplace_back("check", rec.name);
       key.emplace_back("component", h.component ? h.component : "");
-      sev->series[label_set(key)] =
-          sev_name + label_set(sl) + ' ' + std::to_string(h.severity) + '\n';
+      sev->series[label_set(key)] = Series{sl, static_cast<double>(h.severity), {}, 0, 0, {}};
       return true;
     }
     default: return false;  // stacks belong in pprof, folded or html
@@ -185,10 +207,83 @@ std::string MetricStore::render() const {
   std::lock_guard lock(mu_);
   std::string out;
   for (const auto& [name, f] : families_) {
+    if (f.protobuf_only) continue;
     out += "# HELP " + name + ' ' + help_text(f.help) + '\n';
     out += "# TYPE " + name + ' ' + f.type + '\n';
-    for (const auto& [labels, lines] : f.series) out += lines;
+    for (const auto& [key, s] : f.series) {
+      const std::string ls = label_set(s.labels);
+      if (f.type != "histogram") {
+        out += name + ls + ' ' + number(s.value) + '\n';
+        continue;
+      }
+      for (const auto& [le, cumulative] : s.classic) {
+        std::pair<std::string, std::string> bound{"le", number(le)};
+        out += name + "_bucket" + label_set(s.labels, &bound) + ' ' + std::to_string(cumulative) +
+               '\n';
+      }
+      std::pair<std::string, std::string> inf{"le", "+Inf"};
+      out += name + "_bucket" + label_set(s.labels, &inf) + ' ' + std::to_string(s.count) + '\n';
+      out += name + "_sum" + ls + ' ' + number(s.sum) + '\n';
+      out += name + "_count" + ls + ' ' + std::to_string(s.count) + '\n';
+    }
   }
+  return out;
+}
+
+std::string MetricStore::render_protobuf() const {
+  namespace pb = io::prometheus::client;
+  std::lock_guard lock(mu_);
+  std::string out;
+  // The stream trims `out` to what was written only when it goes away.
+  auto raw = std::make_unique<google::protobuf::io::StringOutputStream>(&out);
+  for (const auto& [name, f] : families_) {
+    pb::MetricFamily mf;
+    mf.set_name(name);
+    mf.set_help(f.help);
+    mf.set_type(f.type == "counter" ? pb::COUNTER : f.type == "gauge" ? pb::GAUGE : pb::HISTOGRAM);
+    for (const auto& [key, s] : f.series) {
+      pb::Metric* m = mf.add_metric();
+      for (const auto& [k, v] : s.labels) {
+        pb::LabelPair* lp = m->add_label();
+        lp->set_name(k);
+        lp->set_value(v);
+      }
+      if (f.type == "counter") {
+        m->mutable_counter()->set_value(s.value);
+        continue;
+      }
+      if (f.type == "gauge") {
+        m->mutable_gauge()->set_value(s.value);
+        continue;
+      }
+      pb::Histogram* h = m->mutable_histogram();
+      h->set_sample_count(s.count);
+      h->set_sample_sum(s.sum);
+      for (const auto& [le, cumulative] : s.classic) {
+        pb::Bucket* b = h->add_bucket();
+        b->set_upper_bound(le);
+        b->set_cumulative_count(cumulative);
+      }
+      if (!s.native) continue;
+      h->set_schema(0);
+      h->set_zero_threshold(0);
+      h->set_zero_count(s.native->zero_count);
+      for (const auto& span : s.native->spans) {
+        pb::BucketSpan* sp = h->add_positive_span();
+        sp->set_offset(span.offset);
+        sp->set_length(span.length);
+      }
+      // No observation yet: a no-op span keeps it native, not an empty classic histogram.
+      if (s.native->spans.empty()) {
+        pb::BucketSpan* sp = h->add_positive_span();
+        sp->set_offset(0);
+        sp->set_length(0);
+      }
+      for (std::int64_t d : s.native->deltas) h->add_positive_delta(d);
+    }
+    google::protobuf::util::SerializeDelimitedToZeroCopyStream(mf, raw.get());
+  }
+  raw.reset();
   return out;
 }
 

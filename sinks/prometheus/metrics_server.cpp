@@ -5,10 +5,13 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "loupe/sdk/plugin.hpp"
 
@@ -34,6 +37,57 @@ ListenAddress parse_listen(const std::string& text) {
   return a;
 }
 
+namespace {
+
+std::string trim(std::string_view s) {
+  auto b = s.find_first_not_of(" \t");
+  if (b == std::string_view::npos) return {};
+  auto e = s.find_last_not_of(" \t");
+  std::string out(s.substr(b, e - b + 1));
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
+}  // namespace
+
+Exposition negotiate(const std::string& accept) {
+  double protobuf_q = -1, text_q = -1;
+  std::string_view rest = accept;
+  while (!rest.empty()) {
+    auto comma = rest.find(',');
+    std::string_view range = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    auto semi = range.find(';');
+    std::string type = trim(range.substr(0, semi));
+    double q = 1;
+    std::string proto, encoding;
+    while (semi != std::string_view::npos) {
+      range = range.substr(semi + 1);
+      semi = range.find(';');
+      std::string param = trim(range.substr(0, semi));
+      auto eq = param.find('=');
+      if (eq == std::string::npos) continue;
+      std::string key = trim(param.substr(0, eq)), value = trim(param.substr(eq + 1));
+      if (key == "q") {
+        char* end = nullptr;
+        q = std::strtod(value.c_str(), &end);
+        if (end == value.c_str() || q < 0 || q > 1) q = 0;  // a bad weight accepts nothing
+      } else if (key == "proto") {
+        proto = value;
+      } else if (key == "encoding") {
+        encoding = value;
+      }
+    }
+    if (type == "application/vnd.google.protobuf" && proto == "io.prometheus.client.metricfamily" &&
+        encoding == "delimited")
+      protobuf_q = std::max(protobuf_q, q);
+    else if (type == "text/plain" || type == "text/*" || type == "*/*")
+      text_q = std::max(text_q, q);
+  }
+  return protobuf_q > 0 && protobuf_q > text_q ? Exposition::kProtobuf : Exposition::kText;
+}
+
 MetricsServer::MetricsServer(const ListenAddress& addr, std::string token, Render render)
     : server_(std::make_unique<httplib::Server>()),
       token_(std::move(token)),
@@ -48,7 +102,10 @@ MetricsServer::MetricsServer(const ListenAddress& addr, std::string token, Rende
       return;
     }
     ++scrapes_;
-    res.set_content(render_(), "text/plain; version=0.0.4; charset=utf-8");
+    if (negotiate(req.get_header_value("Accept")) == Exposition::kProtobuf)
+      res.set_content(render_(Exposition::kProtobuf), kProtobufType);
+    else
+      res.set_content(render_(Exposition::kText), kTextType);
   });
   server_->Get("/", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("<html><body><a href=\"/metrics\">/metrics</a> (loupe)</body></html>\n",

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The HTTP side: GET /metrics on one address, served from its own thread by cpp-httplib,
-// optionally behind a bearer token.
+// optionally behind a bearer token, in the format the scraper's Accept header asks for.
 #ifndef LOUPE_SINKS_PROMETHEUS_METRICS_SERVER_HPP
 #define LOUPE_SINKS_PROMETHEUS_METRICS_SERVER_HPP
 
@@ -26,9 +26,21 @@ struct ListenAddress {
 // "host:port", "[v6]:port" or ":port" (= 127.0.0.1). Throws sdk::Error on bad input.
 ListenAddress parse_listen(const std::string& text);
 
+enum class Exposition { kText, kProtobuf };
+
+inline constexpr const char* kTextType = "text/plain; version=0.0.4; charset=utf-8";
+inline constexpr const char* kProtobufType =
+    "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; "
+    "encoding=delimited";
+
+// The format an Accept header prefers: protobuf when it names delimited MetricFamily
+// messages with a weight above every text type it accepts; text otherwise (no header, */*,
+// a malformed one), the format every scraper reads.
+Exposition negotiate(const std::string& accept);
+
 class MetricsServer {
  public:
-  using Render = std::function<std::string()>;
+  using Render = std::function<std::string(Exposition)>;
 
   // Binds now (so a taken port fails the session's setup, not a thread later) and serves
   // from a thread until destruction. Throws sdk::Error when the address cannot be bound.

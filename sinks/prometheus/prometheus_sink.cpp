@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // prometheus sink: histograms, counters, gauges, events and loupe's health checks on an
-// HTTP /metrics endpoint in Prometheus' text exposition format. The endpoint serves the
+// HTTP /metrics endpoint in Prometheus' text exposition format, or in its protobuf one with
+// native histograms for scrapers that ask for it. The endpoint serves the
 // latest value of each series; with a session `interval` the values move while the
 // session runs.
 #include <chrono>
@@ -44,7 +45,9 @@ class PrometheusSink : public sdk::Sink {
     linger_s_ = args.config.value_int("linger");
     ListenAddress addr = parse_listen(args.config.value_string("listen"));
     std::string token = args.config.value_string("token");
-    server_ = std::make_unique<MetricsServer>(addr, token, [this] { return store_->render(); });
+    server_ = std::make_unique<MetricsServer>(addr, token, [this](Exposition format) {
+      return format == Exposition::kProtobuf ? store_->render_protobuf() : store_->render();
+    });
     // Port 0 picks a free port: this line is how a user (or a test) learns which.
     std::string shown =
         addr.host.find(':') != std::string::npos ? "[" + addr.host + "]" : addr.host;

@@ -214,9 +214,32 @@ TEST(SdkHistogram, SlotBoundsInvertTheBpfSlotFunctions) {
   EXPECT_EQ(sdk::log2_slot_bounds(5, 6).upper, UINT64_MAX);  // a smaller histogram's last slot
   // A power of two is the inclusive top of its slot, one more opens the next: the side
   // Prometheus and OpenTelemetry count. Slot i is their bucket index i - 1.
-  std::vector<std::uint64_t> values{0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 1000, 1023, 1024, 1025,
-                                    2047, 2048, 2049, 3000000, 5000000, (1ull << 40) + 12345,
-                                    (1ull << 63), (1ull << 63) + 1, UINT64_MAX - 1, UINT64_MAX};
+  std::vector<std::uint64_t> values{0,
+                                    1,
+                                    2,
+                                    3,
+                                    4,
+                                    5,
+                                    7,
+                                    8,
+                                    9,
+                                    15,
+                                    16,
+                                    17,
+                                    1000,
+                                    1023,
+                                    1024,
+                                    1025,
+                                    2047,
+                                    2048,
+                                    2049,
+                                    3000000,
+                                    5000000,
+                                    (1ull << 40) + 12345,
+                                    (1ull << 63),
+                                    (1ull << 63) + 1,
+                                    UINT64_MAX - 1,
+                                    UINT64_MAX};
   for (int e = 0; e < 64; ++e)
     for (std::int64_t d : {-1, 0, 1}) values.push_back((1ull << e) + static_cast<std::uint64_t>(d));
   for (std::uint64_t v : values) {

@@ -16,10 +16,19 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
 #include <thread>
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/descriptor.pb.h>
+#include <google/protobuf/dynamic_message.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/util/delimited_message_util.h>
+#include <google/protobuf/util/json_util.h>
 
 #include "dl_plugin.hpp"
 #include "fake_host.hpp"
@@ -350,6 +359,182 @@ TEST_F(PrometheusSinkTest, RealPrometheusServerScrapesTheSink) {
       std::chrono::seconds(15));
   ASSERT_TRUE(non_empty(moved));
   EXPECT_EQ(value_of(moved), 9);
+}
+
+}  // namespace
+}  // namespace loupe::test
+
+namespace loupe::test {
+namespace {
+
+// Length-delimited MetricFamily messages, as a protobuf scraper reads them, parsed against
+// the sink's metrics.proto in a private pool (the sink's own generated classes already
+// hold the process-wide one) and given back as JSON by family name: field names as in the
+// .proto, 64-bit integers as strings, fields that were not set absent.
+std::map<std::string, json> decode_families(const std::string& body) {
+  std::map<std::string, json> out;
+  google::protobuf::FileDescriptorSet set;
+  EXPECT_TRUE(set.ParseFromString(read_file(LOUPE_METRICS_DESC))) << LOUPE_METRICS_DESC;
+  google::protobuf::DescriptorPool pool;
+  for (const auto& f : set.file()) EXPECT_NE(pool.BuildFile(f), nullptr) << f.name();
+  const auto* desc = pool.FindMessageTypeByName("io.prometheus.client.MetricFamily");
+  EXPECT_NE(desc, nullptr);
+  if (!desc) return out;
+  google::protobuf::DynamicMessageFactory factory(&pool);
+  google::protobuf::io::ArrayInputStream raw(body.data(), static_cast<int>(body.size()));
+  while (true) {
+    std::unique_ptr<google::protobuf::Message> mf(factory.GetPrototype(desc)->New());
+    bool clean_eof = false;
+    if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(mf.get(), &raw, &clean_eof)) {
+      EXPECT_TRUE(clean_eof) << "a truncated or malformed message";
+      break;
+    }
+    google::protobuf::util::JsonPrintOptions opts;
+    opts.preserve_proto_field_names = true;
+    std::string text;
+    EXPECT_TRUE(google::protobuf::util::MessageToJsonString(*mf, &text, opts).ok());
+    json j = json::parse(text);
+    out[j.value("name", "")] = j;
+  }
+  return out;
+}
+
+std::int64_t i64(const json& v) {  // a 64-bit field: a JSON string
+  return std::stoll(v.get<std::string>());
+}
+
+constexpr const char* kPrometheusAccept =  // what Prometheus 2.42 sends with native histograms
+    "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;"
+    "q=0.7,text/plain;version=0.0.4;q=0.3,*/*;q=0.2";
+
+class PrometheusProtobufTest : public PrometheusSinkTest {
+ protected:
+  httplib::Result get_as(const std::string& accept) {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(5);
+    return c.Get("/metrics", httplib::Headers{{"Accept", accept}});
+  }
+  // Log2 buckets as the BPF side fills them: {0} x3, {1}, (1024, 2048] x5, (2048, 4096] x2,
+  // (65536, 131072].
+  SampleRecord log2_histogram(const char* name, const char* unit) {
+    SampleRecord r(LOUPE_RECORD_HISTOGRAM, name);
+    r.builder().histogram(
+        LOUPE_BUCKETS_LOG2, 0, unit,
+        {{0, 1, 3}, {1, 2, 1}, {1025, 2049, 5}, {2049, 4097, 2}, {65537, 131073, 1}}, 12, 80000, 0,
+        70000);
+    return r;
+  }
+};
+
+TEST_F(PrometheusProtobufTest, AcceptHeaderChoosesTheFormat) {
+  start();
+  feed(metric("syscalls", LOUPE_METRIC_COUNTER, "count", 7));
+  auto proto = get_as(kPrometheusAccept);
+  ASSERT_TRUE(proto);
+  EXPECT_EQ(proto->get_header_value("Content-Type"),
+            "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; "
+            "encoding=delimited");
+  auto families = decode_families(proto->body);
+  ASSERT_TRUE(families.count("loupe_syscalls_total"));
+  const json& c = families["loupe_syscalls_total"];
+  EXPECT_EQ(c["type"], "COUNTER");
+  EXPECT_EQ(c["metric"][0]["counter"]["value"], 7);
+  EXPECT_EQ(c["metric"][0]["label"][0]["name"], "plugin");
+  // Old scrapers, browsers, text preferred by weight, or a protobuf of another message.
+  for (const char* accept :
+       {"", "*/*", "text/plain;version=0.0.4",
+        "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+        "encoding=delimited;q=0.2,text/plain;q=0.5",
+        "application/vnd.google.protobuf;proto=other.Message;encoding=delimited",
+        "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=text",
+        "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+        "encoding=delimited;q=zero"}) {
+    auto r = get_as(accept);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->get_header_value("Content-Type"), "text/plain; version=0.0.4; charset=utf-8")
+        << accept;
+    EXPECT_TRUE(has_line(r->body, R"(loupe_syscalls_total{plugin="testplug"} 7)")) << accept;
+  }
+}
+
+TEST_F(PrometheusProtobufTest, Log2BucketsAreExactlySchemaZeroWithTheirClassicBuckets) {
+  start();
+  feed(log2_histogram("request_size", "bytes"));
+  auto families = decode_families(get_as(kPrometheusAccept)->body);
+  ASSERT_TRUE(families.count("loupe_request_size_bytes"));
+  const json& f = families["loupe_request_size_bytes"];
+  EXPECT_EQ(f["type"], "HISTOGRAM");
+  const json& h = f["metric"][0]["histogram"];
+  SCOPED_TRACE(h.dump());
+  EXPECT_EQ(i64(h["sample_count"]), 12);
+  EXPECT_EQ(h["sample_sum"], 80000);
+  EXPECT_EQ(h["schema"], 0);
+  EXPECT_EQ(h["zero_threshold"], 0);
+  EXPECT_EQ(i64(h["zero_count"]), 3);
+  // Index 0 = (0.5, 1], 11 = (1024, 2048], 12 = (2048, 4096], 17 = (65536, 131072]: an
+  // off-by-one in the convention would start at 1 or put 2048 in index 12.
+  EXPECT_EQ(h["positive_span"], json::parse(R"([{"offset":0,"length":1},{"offset":10,"length":2},
+                                                 {"offset":4,"length":1}])"));
+  EXPECT_EQ(h["positive_delta"], json::parse(R"(["1","4","-3","-1"])"));
+  EXPECT_FALSE(h.contains("negative_span"));
+  // The classic buckets ride along: le = the largest integer inside, cumulative.
+  EXPECT_EQ(h["bucket"], json::parse(R"([{"cumulative_count":"3","upper_bound":0},
+                                          {"cumulative_count":"4","upper_bound":1},
+                                          {"cumulative_count":"9","upper_bound":2048},
+                                          {"cumulative_count":"11","upper_bound":4096},
+                                          {"cumulative_count":"12","upper_bound":131072}])"));
+}
+
+TEST_F(PrometheusProtobufTest, TimeHistogramsGetANativeTwinInTheirRecordedUnit) {
+  start();
+  feed(log2_histogram("latency", "ns"));
+  auto families = decode_families(get_as(kPrometheusAccept)->body);
+  // Seconds: classic only, 2^k ns is no power of two in seconds.
+  ASSERT_TRUE(families.count("loupe_latency_seconds"));
+  const json& s = families["loupe_latency_seconds"]["metric"][0]["histogram"];
+  EXPECT_FALSE(s.contains("positive_span")) << s.dump();
+  EXPECT_FALSE(s.contains("schema")) << s.dump();
+  EXPECT_EQ(s["bucket"][2]["upper_bound"], 2.048e-06);
+  ASSERT_TRUE(families.count("loupe_latency_nanoseconds"));
+  const json& n = families["loupe_latency_nanoseconds"]["metric"][0]["histogram"];
+  EXPECT_EQ(n["schema"], 0);
+  EXPECT_EQ(i64(n["zero_count"]), 3);
+  EXPECT_EQ(n["positive_span"].size(), 3u);
+  EXPECT_EQ(n["bucket"][2]["upper_bound"], 2048);
+  EXPECT_EQ(n["sample_sum"], 80000);
+  // The text format keeps the names it always had.
+  std::string text = scrape();
+  EXPECT_EQ(text.find("nanoseconds"), std::string::npos) << text;
+  EXPECT_TRUE(has_line(text, R"(loupe_latency_seconds_count{plugin="testplug"} 12)")) << text;
+}
+
+TEST_F(PrometheusProtobufTest, BucketsThatStraddleAPowerOfTwoStayClassic) {
+  start();
+  SampleRecord lin(LOUPE_RECORD_HISTOGRAM, "depth");  // log2-linear parts sum per octave
+  lin.builder().histogram(LOUPE_BUCKETS_LOG2_LINEAR, 8, "count",
+                          {{3, 4, 1}, {17, 19, 2}, {19, 21, 1}, {31, 33, 4}}, 8, 170, 3, 32);
+  feed(std::move(lin));
+  SampleRecord odd(LOUPE_RECORD_HISTOGRAM, "queue");  // [1024, 2048) = (1023, 2047]
+  odd.builder().histogram(LOUPE_BUCKETS_EXPLICIT, 0, "count", {{1024, 2048, 2}}, 2, 3000, 1024,
+                          2000);
+  feed(std::move(odd));
+  SampleRecord mixed(LOUPE_RECORD_HISTOGRAM, "mixed");  // 0 with 1
+  mixed.builder().histogram(LOUPE_BUCKETS_EXPLICIT, 0, "count", {{0, 2, 2}}, 2, 1, 0, 1);
+  feed(std::move(mixed));
+  auto families = decode_families(get_as(kPrometheusAccept)->body);
+  const json& d = families["loupe_depth"]["metric"][0]["histogram"];
+  EXPECT_EQ(d["schema"], 0) << d.dump();
+  // 3 in index 2; (16, 18], (18, 20] and (30, 32] all in index 5 = (16, 32].
+  EXPECT_EQ(d["positive_span"],
+            json::parse(R"([{"offset":2,"length":1},{"offset":2,"length":1}])"));
+  EXPECT_EQ(d["positive_delta"], json::parse(R"(["1","6"])"));
+  for (const char* name : {"loupe_queue", "loupe_mixed"}) {
+    const json& h = families[name]["metric"][0]["histogram"];
+    EXPECT_FALSE(h.contains("positive_span")) << name << h.dump();
+    EXPECT_FALSE(h.contains("schema")) << name;
+    EXPECT_EQ(i64(h["sample_count"]), 2) << name;
+    EXPECT_EQ(h["bucket"].size(), 1u) << name;
+  }
 }
 
 }  // namespace

@@ -2,13 +2,33 @@
 # HTTP, lint the text with promtool, and let a real Prometheus server scrape it.
 if(TARGET loupe-prometheus)
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# metrics.proto as a FileDescriptorSet: the test decodes scrapes in a private descriptor
+# pool (the dlopened sink's generated classes hold the process-wide one).
+set(_metrics_desc ${CMAKE_CURRENT_BINARY_DIR}/metrics.desc)
+add_custom_command(OUTPUT ${_metrics_desc}
+  COMMAND protobuf::protoc --descriptor_set_out=${_metrics_desc}
+          -I ${CMAKE_SOURCE_DIR}/sinks/prometheus/proto metrics.proto
+  DEPENDS ${CMAKE_SOURCE_DIR}/sinks/prometheus/proto/metrics.proto
+  COMMENT "metrics.proto -> metrics.desc")
+add_custom_target(sinks_prometheus_desc DEPENDS ${_metrics_desc})
 add_executable(sinks_prometheus_test ${CMAKE_CURRENT_LIST_DIR}/prometheus_sink_test.cpp)
+add_dependencies(sinks_prometheus_test sinks_prometheus_desc)
 target_include_directories(sinks_prometheus_test PRIVATE ${CMAKE_SOURCE_DIR}/tests/support)
 target_link_libraries(sinks_prometheus_test PRIVATE loupe::sdk GTest::gtest_main PkgConfig::HTTPLIB
-  nlohmann_json::nlohmann_json Threads::Threads ${CMAKE_DL_LIBS})
+  nlohmann_json::nlohmann_json Threads::Threads protobuf::libprotobuf ${CMAKE_DL_LIBS})
 target_compile_options(sinks_prometheus_test PRIVATE ${LOUPE_WARNINGS})
 target_compile_definitions(sinks_prometheus_test PRIVATE
-  LOUPE_PROMETHEUS_SO="$<TARGET_FILE:loupe-prometheus>")
+  LOUPE_PROMETHEUS_SO="$<TARGET_FILE:loupe-prometheus>"
+  LOUPE_METRICS_DESC="${_metrics_desc}")
 add_dependencies(sinks_prometheus_test loupe-prometheus)
 gtest_discover_tests(sinks_prometheus_test PROPERTIES LABELS unit ENVIRONMENT "${LOUPE_TEST_ENV}" TIMEOUT 60)
+endif()
+
+# Native histograms through the CLI on the real kernel: latency plugin, prometheus sink,
+# a real `prometheus --enable-feature=native-histograms`, the jsonl sink's percentiles.
+if(TARGET loupe-latency AND TARGET loupe-prometheus)
+loupe_cli_e2e_test(prometheus_native_e2e_test
+  SOURCE ${CMAKE_CURRENT_LIST_DIR}/prometheus_native_e2e_test.cpp
+  DEPENDS loupe-prometheus loupe-latency PROPERTIES RUN_SERIAL TRUE TIMEOUT 90)
+target_link_libraries(prometheus_native_e2e_test PRIVATE PkgConfig::HTTPLIB Threads::Threads)
 endif()

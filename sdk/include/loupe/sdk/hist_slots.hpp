@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Slot <-> bounds of the BPF histogram layouts (bpf/include/loupe/hist.bpf.h), shared by
-// the record builder and the histogram helpers.
+// Slot <-> bounds of the BPF log2 histogram layout (bpf/include/loupe/hist.bpf.h), shared
+// by the record builder and the histogram helpers (loupe/sdk/histogram.hpp, which adds the
+// log2-linear layout and the defaults of struct loupe_hist). Needs no BPF include path.
 //
 // Slots count the upper side of each bound, as Prometheus native histograms and
 // OpenTelemetry exponential histograms do, so a log2 slot is exactly one of their schema-0
@@ -21,8 +22,6 @@
 
 #include <cstdint>
 
-#include "loupe/hist.h"
-
 namespace loupe::sdk {
 
 struct SlotBounds {
@@ -31,44 +30,18 @@ struct SlotBounds {
 };
 
 // Log2 slot `slot` of a histogram with `n_slots` log2 slots (the last one takes the rest).
-constexpr SlotBounds log2_slot_bounds(std::uint32_t slot,
-                                      std::uint32_t n_slots = LOUPE_HIST_LOG2_SLOTS) {
+constexpr SlotBounds log2_slot_bounds(std::uint32_t slot, std::uint32_t n_slots) {
   if (slot <= 1) return {slot, slot + 1ull};
   std::uint64_t lo = (1ull << (slot - 2)) + 1;
-  std::uint64_t hi = slot + 1 >= n_slots || slot >= 64 ? UINT64_MAX : (1ull << (slot - 1)) + 1;
-  return {lo, hi};
-}
-
-// Inverse of loupe_linear_slot(): slot - 1 is the slot of v - 1 in a layout of [lo, hi)
-// parts, (e - SUB_BITS + 1) * SUB + mantissa.
-constexpr SlotBounds linear_slot_bounds(std::uint32_t slot) {
-  if (slot <= LOUPE_HIST_SUB) return {slot, slot + 1ull};
-  std::uint32_t t = slot - 1;
-  std::uint32_t e = t / LOUPE_HIST_SUB + LOUPE_HIST_SUB_BITS - 1;
-  std::uint64_t m = t % LOUPE_HIST_SUB;
-  std::uint32_t shift = e - LOUPE_HIST_SUB_BITS;
-  std::uint64_t lo = ((LOUPE_HIST_SUB + m) << shift) + 1;
-  bool last = slot + 1 >= LOUPE_HIST_LINEAR_SLOTS || (e == 63 && m == LOUPE_HIST_SUB - 1);
-  std::uint64_t hi = last ? UINT64_MAX : ((LOUPE_HIST_SUB + m + 1) << shift) + 1;
+  std::uint64_t hi = slot + 1 >= n_slots || slot >= 65 ? UINT64_MAX : (1ull << (slot - 1)) + 1;
   return {lo, hi};
 }
 
 // The log2 slot of `v`, as loupe_log2_slot() computes it (clamped to n_slots - 1).
-constexpr std::uint32_t log2_slot(std::uint64_t v, std::uint32_t n_slots = LOUPE_HIST_LOG2_SLOTS) {
-  std::uint32_t s =
-      v <= 1 ? static_cast<std::uint32_t>(v) : 65 - static_cast<std::uint32_t>(__builtin_clzll(v - 1));
+constexpr std::uint32_t log2_slot(std::uint64_t v, std::uint32_t n_slots) {
+  std::uint32_t s = v <= 1 ? static_cast<std::uint32_t>(v)
+                           : 65 - static_cast<std::uint32_t>(__builtin_clzll(v - 1));
   return s < n_slots ? s : n_slots - 1;
-}
-
-// The log2-linear slot of `v`, as loupe_linear_slot() computes it.
-constexpr std::uint32_t linear_slot(std::uint64_t v) {
-  if (v <= LOUPE_HIST_SUB) return static_cast<std::uint32_t>(v);
-  std::uint64_t u = v - 1;
-  std::uint32_t e = 63 - static_cast<std::uint32_t>(__builtin_clzll(u));
-  std::uint32_t s = (e - LOUPE_HIST_SUB_BITS + 1) * LOUPE_HIST_SUB +
-                    static_cast<std::uint32_t>((u >> (e - LOUPE_HIST_SUB_BITS)) & (LOUPE_HIST_SUB - 1)) +
-                    1;
-  return s < LOUPE_HIST_LINEAR_SLOTS ? s : LOUPE_HIST_LINEAR_SLOTS - 1;
 }
 
 }  // namespace loupe::sdk

@@ -32,6 +32,39 @@
 
 namespace loupe::sdk {
 
+// The log2 slots of struct loupe_hist (LOUPE_HIST_LOG2_SLOTS: every u64 has one).
+constexpr SlotBounds log2_slot_bounds(std::uint32_t slot) {
+  return log2_slot_bounds(slot, LOUPE_HIST_LOG2_SLOTS);
+}
+constexpr std::uint32_t log2_slot(std::uint64_t v) {
+  return log2_slot(v, LOUPE_HIST_LOG2_SLOTS);
+}
+
+// Inverse of loupe_linear_slot(): slot - 1 is the slot of v - 1 in a layout of [lo, hi)
+// parts, (e - SUB_BITS + 1) * SUB + mantissa.
+constexpr SlotBounds linear_slot_bounds(std::uint32_t slot) {
+  if (slot <= LOUPE_HIST_SUB) return {slot, slot + 1ull};
+  std::uint32_t t = slot - 1;
+  std::uint32_t e = t / LOUPE_HIST_SUB + LOUPE_HIST_SUB_BITS - 1;
+  std::uint64_t m = t % LOUPE_HIST_SUB;
+  std::uint32_t shift = e - LOUPE_HIST_SUB_BITS;
+  std::uint64_t lo = ((LOUPE_HIST_SUB + m) << shift) + 1;
+  bool last = slot + 1 >= LOUPE_HIST_LINEAR_SLOTS || (e == 63 && m == LOUPE_HIST_SUB - 1);
+  std::uint64_t hi = last ? UINT64_MAX : ((LOUPE_HIST_SUB + m + 1) << shift) + 1;
+  return {lo, hi};
+}
+
+// The log2-linear slot of `v`, as loupe_linear_slot() computes it.
+constexpr std::uint32_t linear_slot(std::uint64_t v) {
+  if (v <= LOUPE_HIST_SUB) return static_cast<std::uint32_t>(v);
+  std::uint64_t u = v - 1;
+  std::uint32_t e = 63 - static_cast<std::uint32_t>(__builtin_clzll(u));
+  std::uint32_t s =
+      (e - LOUPE_HIST_SUB_BITS + 1) * LOUPE_HIST_SUB +
+      static_cast<std::uint32_t>((u >> (e - LOUPE_HIST_SUB_BITS)) & (LOUPE_HIST_SUB - 1)) + 1;
+  return s < LOUPE_HIST_LINEAR_SLOTS ? s : LOUPE_HIST_LINEAR_SLOTS - 1;
+}
+
 namespace detail {
 template <typename H>
 constexpr std::uint32_t slot_count() {

@@ -46,8 +46,8 @@ class RecordBuilder {
     buckets_.clear();
     for (std::size_t i = 0; i < slots.size(); ++i) {
       if (slots[i] == 0) continue;
-      SlotBounds b = log2_slot_bounds(static_cast<std::uint32_t>(i),
-                                      static_cast<std::uint32_t>(slots.size()));
+      SlotBounds b =
+          log2_slot_bounds(static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(slots.size()));
       buckets_.push_back({b.lower, b.upper, slots[i]});
     }
     fill_hist(LOUPE_BUCKETS_LOG2, 0, unit, count, sum, min, max);
