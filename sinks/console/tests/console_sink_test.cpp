@@ -54,16 +54,17 @@ TEST_F(ConsoleSinkTest, HistogramIsOneSummaryLineAndItsBars) {
                   "latency{comm=dd}  count 151  min 1.10 µs  p50 1.54 µs  p99 3.07 µs  "
                   "max 70.0 µs"))
       << text;
-  // The fullest bucket fills the default 40 columns; half its count fills half.
-  std::string top = line_with(text, "[1.02 µs, 2.05 µs)");
+  // Buckets of integers [lower, upper) show as (lower - 1, upper - 1]: [1024, 2048) is
+  // (1023, 2047]. The fullest bucket fills the default 40 columns; half its count fills half.
+  std::string top = line_with(text, "(1.02 µs, 2.05 µs]");
   EXPECT_TRUE(has(top, "100 |" + std::string(40, '*') + "|   66.2%   66.2%")) << top;
-  std::string half = line_with(text, "[2.05 µs, 4.10 µs)");
+  std::string half = line_with(text, "(2.05 µs, 4.09 µs]");
   EXPECT_TRUE(has(half, "50 |" + std::string(20, '*') + std::string(20, ' ') + "|   33.1%"))
       << half;
   // The empty range between populated buckets is shown, not hidden.
-  EXPECT_TRUE(has(line_with(text, "[4.10 µs, 65.5 µs)"), " 0 |")) << text;
+  EXPECT_TRUE(has(line_with(text, "(4.09 µs, 65.5 µs]"), " 0 |")) << text;
   // Bounds, sums and the column header are verbose mode's.
-  EXPECT_FALSE(has(text, "(in [")) << text;
+  EXPECT_FALSE(has(text, "(in (")) << text;
   EXPECT_FALSE(has(text, "|distribution")) << text;
   EXPECT_FALSE(has(text, "\033[")) << "color must be off when writing to a file";
 }
@@ -75,9 +76,9 @@ TEST_F(ConsoleSinkTest, VerboseHistogramAddsSumMeanAndPercentileBounds) {
   EXPECT_TRUE(has(text, "latency{comm=dd}  (ns, log2)  count 151")) << text;
   EXPECT_TRUE(has(text, "|distribution")) << text;
   EXPECT_TRUE(has(text, "sum 300 µs   mean 1.99 µs")) << text;
-  EXPECT_TRUE(has(text, "p50   ≈ 1.54 µs    (in [1.02 µs, 2.05 µs))")) << text;
-  EXPECT_TRUE(has(text, "p99   ≈ 3.07 µs    (in [2.05 µs, 4.10 µs))")) << text;
-  EXPECT_TRUE(has(text, "p99.9 ≈ 70.0 µs    (in [65.5 µs, 131 µs))")) << text;
+  EXPECT_TRUE(has(text, "p50   ≈ 1.54 µs    (in (1.02 µs, 2.05 µs])")) << text;
+  EXPECT_TRUE(has(text, "p99   ≈ 3.07 µs    (in (2.05 µs, 4.09 µs])")) << text;
+  EXPECT_TRUE(has(text, "p99.9 ≈ 70.0 µs    (in (65.5 µs, 131 µs])")) << text;
 }
 
 TEST_F(ConsoleSinkTest, BarWidthIsConfigurable) {
@@ -87,7 +88,7 @@ TEST_F(ConsoleSinkTest, BarWidthIsConfigurable) {
   SampleRecord h = latency_histogram();
   ASSERT_EQ(sink.consume(h.record()), LOUPE_OK);
   ASSERT_EQ(sink.flush(true), LOUPE_OK);
-  EXPECT_TRUE(has(line_with(report(), "[1.02 µs, 2.05 µs)"), "|**********|")) << report();
+  EXPECT_TRUE(has(line_with(report(), "(1.02 µs, 2.05 µs]"), "|**********|")) << report();
 }
 
 TEST_F(ConsoleSinkTest, PercentilesAreDerivedWhenAbsent) {

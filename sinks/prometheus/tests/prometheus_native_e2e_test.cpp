@@ -6,98 +6,24 @@
 // protobuf. Its histogram_quantile() over the native series must land in the very bucket
 // loupe's own percentile names (jsonl sink of the same run), and over the classic _bucket
 // series no further than the classic bounds around it. Root and the prometheus package.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <httplib.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
 #include "cli_run.hpp"
+#include "prometheus_server.hpp"
 
 namespace {
 
+using loupe::test::free_port;
+using loupe::test::PrometheusServer;
+using loupe::test::value_of;
 using nlohmann::json;
-
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-class Prometheus {
- public:
-  Prometheus(const std::string& dir, int target_port) : port_(free_port()), dir_(dir) {
-    std::ofstream(dir + "/prometheus.yml")
-        << "global:\n  scrape_interval: 1s\n"
-        << "scrape_configs:\n  - job_name: loupe\n    scrape_interval: 1s\n"
-        << "    static_configs:\n      - targets: ['127.0.0.1:" << target_port << "']\n";
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      std::string log = dir + "/prometheus.log";
-      std::freopen(log.c_str(), "w", stdout);
-      std::freopen(log.c_str(), "a", stderr);
-      std::string cfg = "--config.file=" + dir + "/prometheus.yml";
-      std::string data = "--storage.tsdb.path=" + dir + "/data";
-      std::string web = "--web.listen-address=127.0.0.1:" + std::to_string(port_);
-      ::execlp("prometheus", "prometheus", cfg.c_str(), data.c_str(), web.c_str(),
-               "--enable-feature=native-histograms", static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-  }
-  ~Prometheus() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
-    for (int i = 0; i < 100 && ::waitpid(pid_, nullptr, WNOHANG) == 0; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (::waitpid(pid_, nullptr, WNOHANG) == 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  // The instant-query result vector at `at` (unix seconds; 0 = now), null when none.
-  json query(const std::string& promql, double at = 0) {
-    httplib::Client c("127.0.0.1", port_);
-    c.set_connection_timeout(2);
-    c.set_read_timeout(5);
-    httplib::Params p{{"query", promql}};
-    if (at > 0) p.emplace("time", std::to_string(at));
-    auto r = c.Get("/api/v1/query", p, httplib::Headers{});
-    if (!r || r->status != 200) return nullptr;
-    json j = json::parse(r->body, nullptr, false);
-    if (j.is_discarded() || j.value("status", "") != "success") return nullptr;
-    return j["data"]["result"];
-  }
-  std::string log() const {
-    std::ifstream in(dir_ + "/prometheus.log");
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
-
- private:
-  int port_;
-  std::string dir_;
-  pid_t pid_ = -1;
-};
-
-double value_of(const json& result) {
-  return std::stod(result[0]["value"][1].get<std::string>());
-}
 
 class PrometheusNativeE2E : public loupe::test::CliRun {};
 
@@ -106,7 +32,7 @@ TEST_F(PrometheusNativeE2E, QuantilesOfTheNativeSeriesLieInLoupesPercentileBucke
     GTEST_SKIP() << "prometheus (package prometheus) not installed";
   if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
   const int port = free_port();
-  Prometheus prom(dir_, port);
+  PrometheusServer prom(dir_, port, "", {"--enable-feature=native-histograms"});
   // 300 sleeps of 100 us and 60 of 1.5 ms: p50 among the short ones, p99 among the long.
   const std::string body =
       "[[plugins]]\nname = \"latency\"\n[[plugins.targets]]\nname = \"sleep\"\n"

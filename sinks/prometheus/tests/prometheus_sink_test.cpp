@@ -32,6 +32,7 @@
 
 #include "dl_plugin.hpp"
 #include "fake_host.hpp"
+#include "prometheus_server.hpp"
 #include "sample_records.hpp"
 
 namespace loupe::test {
@@ -41,18 +42,6 @@ using nlohmann::json;
 
 bool have(const char* tool) {
   return std::system((std::string("command -v ") + tool + " >/dev/null 2>&1").c_str()) == 0;
-}
-
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
 }
 
 SampleRecord metric(const char* name, loupe_metric_type type, const char* unit, double v,
@@ -257,72 +246,6 @@ TEST_F(PrometheusSinkTest, BadOrTakenListenAddressFailsSetupClearly) {
 
 // A real Prometheus server scrapes the sink every second over loopback; its query API
 // must return the series, a quantile computed from the buckets, and a value that moved.
-class PrometheusServer {
- public:
-  PrometheusServer(const std::string& dir, int target_port, const std::string& token)
-      : port_(free_port()) {
-    std::ofstream(dir + "/prometheus.yml")
-        << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-        << "scrape_configs:\n  - job_name: loupe\n    scrape_interval: 1s\n"
-        << "    authorization:\n      credentials: " << token << "\n"
-        << "    static_configs:\n      - targets: ['127.0.0.1:" << target_port << "']\n";
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      std::string log = dir + "/prometheus.log";
-      std::freopen(log.c_str(), "w", stdout);
-      std::freopen(log.c_str(), "a", stderr);
-      std::string cfg = "--config.file=" + dir + "/prometheus.yml";
-      std::string data = "--storage.tsdb.path=" + dir + "/data";
-      std::string web = "--web.listen-address=127.0.0.1:" + std::to_string(port_);
-      ::execlp("prometheus", "prometheus", cfg.c_str(), data.c_str(), web.c_str(),
-               "--storage.tsdb.retention.time=1h", static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-  }
-  ~PrometheusServer() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      for (int i = 0; i < 100 && ::waitpid(pid_, nullptr, WNOHANG) == 0; ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      if (::waitpid(pid_, nullptr, WNOHANG) == 0) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, nullptr, 0);
-      }
-    }
-  }
-  // The instant-query result vector, or null when the server is not answering yet.
-  json query(const std::string& promql) {
-    httplib::Client c("127.0.0.1", port_);
-    c.set_connection_timeout(2);
-    c.set_read_timeout(5);
-    auto r = c.Get("/api/v1/query", httplib::Params{{"query", promql}}, httplib::Headers{});
-    if (!r || r->status != 200) return nullptr;
-    json j = json::parse(r->body, nullptr, false);
-    if (j.is_discarded() || j.value("status", "") != "success") return nullptr;
-    return j["data"]["result"];
-  }
-  // Polls until `pred` holds for the query's result or `timeout` passes.
-  template <typename Pred>
-  json wait_for(const std::string& promql, Pred pred, std::chrono::seconds timeout) {
-    auto until = std::chrono::steady_clock::now() + timeout;
-    json last;
-    while (std::chrono::steady_clock::now() < until) {
-      last = query(promql);
-      if (!last.is_null() && pred(last)) return last;
-      std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    }
-    return last;
-  }
-
- private:
-  int port_;
-  pid_t pid_ = -1;
-};
-
-double value_of(const json& result) {
-  return std::stod(result[0]["value"][1].get<std::string>());
-}
-
 TEST_F(PrometheusSinkTest, RealPrometheusServerScrapesTheSink) {
   if (!have("prometheus")) GTEST_SKIP() << "prometheus (package prometheus) not installed";
   host_.set("token", std::string("t0ken"));
@@ -334,8 +257,7 @@ TEST_F(PrometheusSinkTest, RealPrometheusServerScrapesTheSink) {
 
   json r = server.wait_for(R"(loupe_latency_seconds_count{comm="dd",job="loupe"})", non_empty,
                            std::chrono::seconds(25));
-  ASSERT_TRUE(non_empty(r)) << "no series after 25 s; server log:\n"
-                            << read_file(dir_.file("prometheus.log"));
+  ASSERT_TRUE(non_empty(r)) << "no series after 25 s; server log:\n" << server.log();
   EXPECT_EQ(value_of(r), 151);
   EXPECT_EQ(r[0]["metric"]["plugin"], "testplug");
 
