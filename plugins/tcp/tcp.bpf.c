@@ -241,22 +241,21 @@ int tcp_receive_reset(struct tp_sk *ctx)
 	return 0;
 }
 
-static __always_inline void app_bytes(struct tp_msg_length *ctx, bool tx)
+static __always_inline void app_bytes(__u64 sk, int ret, bool tx)
 {
-	__u64 sk = (__u64)ctx->sk;
 	struct tcp_conn *c;
 
-	if (ctx->protocol != IPPROTO_TCP_ || ctx->ret <= 0)
+	if (ret <= 0)
 		return;
 	c = bpf_map_lookup_elem(&conns, &sk);
 	if (!c)
 		return;
 	bind_owner(c); /* a send or a receive runs in its caller's context */
 	if (tx) {
-		__sync_fetch_and_add(&c->app_tx_bytes, (__u64)ctx->ret);
+		__sync_fetch_and_add(&c->app_tx_bytes, (__u64)ret);
 		__sync_fetch_and_add(&c->sends, 1);
 	} else {
-		__sync_fetch_and_add(&c->app_rx_bytes, (__u64)ctx->ret);
+		__sync_fetch_and_add(&c->app_rx_bytes, (__u64)ret);
 		__sync_fetch_and_add(&c->recvs, 1);
 	}
 }
@@ -264,14 +263,37 @@ static __always_inline void app_bytes(struct tp_msg_length *ctx, bool tx)
 SEC("tracepoint/sock/sock_send_length")
 int tcp_send_length(struct tp_msg_length *ctx)
 {
-	app_bytes(ctx, true);
+	if (ctx->protocol == IPPROTO_TCP_)
+		app_bytes((__u64)ctx->sk, ctx->ret, true);
 	return 0;
 }
 
 SEC("tracepoint/sock/sock_recv_length")
 int tcp_recv_length(struct tp_msg_length *ctx)
 {
-	app_bytes(ctx, false);
+	if (ctx->protocol == IPPROTO_TCP_)
+		app_bytes((__u64)ctx->sk, ctx->ret, false);
+	return 0;
+}
+
+/* Before sock_*_length (6.3): the TCP functions' returns, where fexit works. */
+SEC("fexit/tcp_sendmsg")
+int BPF_PROG(tcp_sendmsg_fexit, struct sock *sk)
+{
+	__u64 ret = 0;
+
+	bpf_get_func_ret(ctx, &ret);
+	app_bytes((__u64)sk, (int)ret, true);
+	return 0;
+}
+
+SEC("fexit/tcp_recvmsg")
+int BPF_PROG(tcp_recvmsg_fexit, struct sock *sk)
+{
+	__u64 ret = 0;
+
+	bpf_get_func_ret(ctx, &ret);
+	app_bytes((__u64)sk, (int)ret, false);
 	return 0;
 }
 

@@ -80,15 +80,19 @@ class TcpProfiler : public sdk::Profiler {
         {skel_->progs.tcp_send_length, "sock:sock_send_length", app},
         {skel_->progs.tcp_recv_length, "sock:sock_recv_length", app},
     };
+    bool app_tracepoints = app;
     for (const auto& o : optional) {
       const bool on = o.wanted && host_->tracepoint_exists(o.tracepoint);
       bpf_program__set_autoload(o.prog, on);
       if (on)
         hooks_.push_back({o.prog, o.tracepoint});
+      else if (o.prog == skel_->progs.tcp_send_length || o.prog == skel_->progs.tcp_recv_length)
+        app_tracepoints = false;
       else if (o.wanted)
         host_->warn(std::string("tcp: ") + o.tracepoint +
                     " is not in this kernel: its figures are left out");
     }
+    choose_app_bytes(app, app_tracepoints);
     choose_accept_hook(cfg.value_string("accept_hook"));
     if (!host_->tracepoint_exists("tcp:tcp_destroy_sock"))
       throw sdk::Error(LOUPE_ERR_NOT_FOUND,
@@ -119,6 +123,27 @@ class TcpProfiler : public sdk::Profiler {
   }
 
  private:
+  // Application send/receive sizes: the sock_*_length tracepoints (6.3+), else fexit on
+  // tcp_sendmsg / tcp_recvmsg, else said to be left out.
+  void choose_app_bytes(bool wanted, bool tracepoints) {
+    auto& p = skel_->progs;
+    std::string why;
+    const bool fexit = wanted && !tracepoints && host_->feature("fexit", &why) &&
+                       host_->ksym_exists("tcp_sendmsg") && host_->ksym_exists("tcp_recvmsg");
+    bpf_program__set_autoload(p.tcp_sendmsg_fexit, fexit);
+    bpf_program__set_autoload(p.tcp_recvmsg_fexit, fexit);
+    if (fexit) {
+      hooks_.push_back({p.tcp_sendmsg_fexit, "fexit:tcp_sendmsg"});
+      hooks_.push_back({p.tcp_recvmsg_fexit, "fexit:tcp_recvmsg"});
+    } else if (wanted && !tracepoints) {
+      host_->warn(
+          "tcp: no sock:sock_send_length / sock_recv_length in this kernel and no fexit "
+          "on tcp_sendmsg / tcp_recvmsg (" +
+          (why.empty() ? std::string("functions not found") : why) +
+          "): application send/receive sizes are left out");
+    }
+  }
+
   // The cheapest way this kernel shows accept() returning a socket: fexit, kretprobe (a
   // program per accept only), else the syscalls' exit tracepoints (which put every
   // syscall of every process on the kernel's syscall-tracing path while attached).

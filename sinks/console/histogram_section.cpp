@@ -10,6 +10,7 @@ namespace loupe::sinks {
 namespace {
 
 constexpr double kQuantiles[] = {0.5, 0.9, 0.95, 0.99, 0.999};
+constexpr std::size_t kCompactRows = 6;  // bars per histogram unless verbose
 
 const char* scheme_name(std::uint32_t scheme) {
   switch (scheme) {
@@ -45,6 +46,44 @@ std::vector<loupe_bucket> rows_with_gaps(const std::vector<loupe_bucket>& given)
     rows.push_back(b);
   }
   return rows;
+}
+
+// At most `max_rows` rows: the run of neighbouring rows that holds the most values is
+// kept as it is, and the rows below and above it are folded into one row each (their
+// bounds joined, counts summed), so a wide spread (a slow or emulated machine spans 13
+// powers of two) still fits one screen, the bulk keeps its resolution and every row stays
+// an exact range. `folded[i]`: how many rows row i holds (1 = as measured).
+std::vector<std::size_t> fit_rows(std::vector<loupe_bucket>& rows, std::size_t max_rows) {
+  std::vector<std::size_t> folded(rows.size(), 1);
+  if (rows.size() <= max_rows || max_rows < 3) return folded;
+  const std::size_t keep = max_rows - 2;
+  std::size_t best = 0;
+  std::uint64_t best_sum = 0;
+  for (std::size_t i = 0; i + keep <= rows.size(); ++i) {
+    std::uint64_t sum = 0;
+    for (std::size_t k = i; k < i + keep; ++k) sum += rows[k].count;
+    if (sum > best_sum) best_sum = sum, best = i;
+  }
+  // A window at either end leaves a row to spare: give it to the window.
+  std::size_t lo = best, hi = best + keep;  // [lo, hi) kept
+  if (lo == 0)
+    hi += 1;
+  else if (hi == rows.size())
+    lo -= 1;
+  std::vector<loupe_bucket> out;
+  std::vector<std::size_t> n;
+  auto fold = [&](std::size_t a, std::size_t b) {  // rows [a, b) as one
+    if (a >= b) return;
+    loupe_bucket f{rows[a].lower, rows[b - 1].upper, 0};
+    for (std::size_t k = a; k < b; ++k) f.count += rows[k].count;
+    out.push_back(f);
+    n.push_back(b - a);
+  };
+  fold(0, lo);
+  for (std::size_t k = lo; k < hi; ++k) fold(k, k + 1);
+  fold(hi, rows.size());
+  rows.swap(out);
+  return n;
 }
 
 }  // namespace
@@ -119,6 +158,10 @@ void render_histograms(const ProducerRecords& p, const ReportOptions& opt, const
       peak = std::max(peak, b.count);
     }
     std::vector<loupe_bucket> rows = rows_with_gaps(h.buckets);
+    const std::vector<std::size_t> folded =
+        fit_rows(rows, opt.verbose ? rows.size() : kCompactRows);
+    peak = 0;
+    for (const auto& b : rows) peak = std::max(peak, b.count);
     std::size_t rw = 0, cw = 5;
     for (const auto& b : rows) {
       rw = std::max(rw, display_width(format_range(b.lower, b.upper, unit)));
@@ -130,13 +173,16 @@ void render_histograms(const ProducerRecords& p, const ReportOptions& opt, const
                        "  " + pad_left("cum", 6)) +
              "\n";
     std::uint64_t cum = 0;
-    for (const auto& b : rows) {
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      const loupe_bucket& b = rows[r];
       cum += b.count;
       double share = total ? static_cast<double>(b.count) / static_cast<double>(total) : 0;
       double cshare = total ? static_cast<double>(cum) / static_cast<double>(total) : 0;
       out += "    " + pad_left(format_range(b.lower, b.upper, unit), rw) + " " +
              pad_left(format_count(b.count), cw) + " " + bar(b.count, peak, opt.bar_width) + "  " +
-             pad_left(format_percent(share), 6) + "  " + pad_left(format_percent(cshare), 6) + "\n";
+             pad_left(format_percent(share), 6) + "  " + pad_left(format_percent(cshare), 6) +
+             (folded[r] > 1 ? style.dim("  (" + std::to_string(folded[r]) + " buckets)") : "") +
+             "\n";
     }
     // The estimates' error bounds and the sum: for whoever wants every figure.
     if (opt.verbose && h.count) {

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// html sink: one self-contained report file — interactive flame graphs of every stack
-// profile, histograms with percentiles, and the health summary — that works offline and
-// can be attached to a ticket.
+// html sink: one self-contained report file — the findings first, then a section per
+// profiler with interactive flame graphs and histograms, and the health summary — that
+// works offline and can be attached to a ticket. Pointed at an earlier run (`base`), its
+// flame graphs are differential: this run's widths, coloured by the change.
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "base_run.hpp"
 #include "loupe/sdk/atomic_file.hpp"
 #include "loupe/sdk/plugin.hpp"
 #include "report_data.hpp"
@@ -26,6 +29,10 @@ constexpr loupe_config_key kKeys[] = {
     {"final_only", LOUPE_CFG_BOOL, 0, "true",
      "show only end-of-session records (interval reports are often cumulative snapshots)", 0, 0,
      nullptr, 0, 0},
+    {"base", LOUPE_CFG_STRING, 0, "\"\"",
+     "an earlier run to compare with (its records.jsonl or output directory): flame graphs "
+     "become differential (red = grew, blue = shrank); empty = none",
+     0, 0, nullptr, 0, 0},
 };
 
 class HtmlSink : public sdk::Sink {
@@ -41,6 +48,14 @@ class HtmlSink : public sdk::Sink {
     }
     final_only_ = args.config.value_bool("final_only");
     data_.emplace(args.config.value_string("value"));
+    if (args.session && LOUPE_ABI_HAS_FIELD(args.session, loupe_session_info, n_profilers))
+      for (std::uint32_t i = 0; i < args.session->n_profilers && args.session->profilers; ++i)
+        if (args.session->profilers[i]) profilers_.emplace_back(args.session->profilers[i]);
+    // Read at setup, not at the end: a wrong path fails the run before anything is measured.
+    if (std::string base = args.config.value_string("base"); !base.empty()) {
+      base_.emplace(args.config.value_string("value"));
+      base_label_ = load_base_run(base, *base_);
+    }
   }
 
   void consume(const loupe_record& rec) override {
@@ -50,7 +65,8 @@ class HtmlSink : public sdk::Sink {
   }
 
   void flush(const sdk::FlushArgs&) override {
-    sdk::replace_file(path_, render_report_page(data_->to_json(title_)));
+    sdk::replace_file(path_, render_report_page(data_->to_json(
+                                 title_, profilers_, base_ ? &*base_ : nullptr, base_label_)));
   }
 
  private:
@@ -58,10 +74,15 @@ class HtmlSink : public sdk::Sink {
   std::string title_;
   bool final_only_ = true;
   std::optional<ReportData> data_;
+  std::optional<ReportData> base_;
+  std::string base_label_;
+  std::vector<std::string> profilers_;
 };
 
 }  // namespace
 }  // namespace loupe::sinks
 
 LOUPE_SINK(loupe::sinks::HtmlSink, "html", "1.0.0",
-           "one self-contained HTML report: flame graphs, histograms, health", loupe::sinks::kKeys)
+           "one self-contained HTML report: findings, flame graphs (or differential ones against a "
+           "base run), histograms, health",
+           loupe::sinks::kKeys)

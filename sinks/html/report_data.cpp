@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "report_data.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <string_view>
 
@@ -44,6 +45,7 @@ void ReportData::add(const loupe_record& rec) {
     window_start_ = rec.window_start_ns;
   if (rec.window_end_ns > window_end_) window_end_ = rec.window_end_ns;
   const std::string plugin = rec.plugin ? rec.plugin : "";
+  findings_.add(rec);
   if (rec.kind == LOUPE_RECORD_STACK_SAMPLE && rec.stack) {
     const loupe_stack_sample& s = *rec.stack;
     const loupe_value* v = nullptr;
@@ -53,7 +55,7 @@ void ReportData::add(const loupe_record& rec) {
         break;
       }
     if (!v) return;
-    Profile& p = profiles_[rec.name];
+    Profile& p = profiles_[{plugin, rec.name}];
     if (p.value_name.empty()) {
       p.value_name = v->name ? v->name : "value";
       p.unit = v->unit ? v->unit : "";
@@ -97,28 +99,55 @@ void ReportData::add(const loupe_record& rec) {
   }
 }
 
-nlohmann::json ReportData::to_json(const std::string& title) const {
-  nlohmann::json j{{"schema", "loupe.report/1"},
+nlohmann::json ReportData::to_json(const std::string& title,
+                                   const std::vector<std::string>& profilers,
+                                   const ReportData* base, const std::string& base_label) const {
+  nlohmann::json j{{"schema", "loupe.report/2"},
                    {"title", title},
-                   {"window", {{"start_ns", window_start_}, {"end_ns", window_end_}}}};
+                   {"window", {{"start_ns", window_start_}, {"end_ns", window_end_}}},
+                   {"profilers", profilers},
+                   {"findings", findings_.statements()},
+                   {"base", base ? base_label : ""}};
+  auto frames_of = [](const std::string& key) {
+    nlohmann::json frames = nlohmann::json::array();
+    for (std::size_t start = 0;;) {
+      auto end = key.find(kSep, start);
+      frames.push_back(
+          key.substr(start, end == std::string::npos ? std::string::npos : end - start));
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+    return frames;
+  };
   j["profiles"] = nlohmann::json::array();
-  for (const auto& [name, p] : profiles_) {
+  for (const auto& [id, p] : profiles_) {
+    const Profile* bp = nullptr;
+    if (base)
+      if (auto it = base->profiles_.find(id); it != base->profiles_.end()) bp = &it->second;
     nlohmann::json stacks = nlohmann::json::array();
+    std::int64_t base_total = 0;
+    if (bp)
+      for (const auto& [key, v] : bp->stacks) base_total += std::max<std::int64_t>(v, 0);
     for (const auto& [key, v] : p.stacks) {
       if (v <= 0) continue;
-      nlohmann::json frames = nlohmann::json::array();
-      std::size_t start = 0;
-      while (true) {
-        auto end = key.find(kSep, start);
-        frames.push_back(
-            key.substr(start, end == std::string::npos ? std::string::npos : end - start));
-        if (end == std::string::npos) break;
-        start = end + 1;
+      nlohmann::json s{frames_of(key), v};
+      if (base) {
+        std::int64_t b = 0;
+        if (bp)
+          if (auto it = bp->stacks.find(key); it != bp->stacks.end()) b = it->second;
+        s.push_back(b);
       }
-      stacks.push_back({std::move(frames), v});
+      stacks.push_back(std::move(s));
     }
-    j["profiles"].push_back(
-        {{"name", name}, {"value", p.value_name}, {"unit", p.unit}, {"stacks", std::move(stacks)}});
+    nlohmann::json prof{{"plugin", id.first},
+                        {"name", id.second},
+                        {"value", p.value_name},
+                        {"unit", p.unit},
+                        {"stacks", std::move(stacks)}};
+    // Stacks only in the base have no width in the new run's graph, but their weight is
+    // part of the base's total the shares are taken of.
+    if (base) prof["base_total"] = base_total;
+    j["profiles"].push_back(std::move(prof));
   }
   j["histograms"] = nlohmann::json::array();
   for (const auto& [k, h] : histograms_) j["histograms"].push_back(h);

@@ -12,13 +12,20 @@ constexpr const char* kHead = R"HTML(<!DOCTYPE html>
 body{font:14px/1.4 system-ui,sans-serif;margin:0 24px 48px;color:#222;background:#fff}
 h1{font-size:22px;margin:16px 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd}
 h3{font-size:15px;margin:18px 0 6px}.muted{color:#777}
+#findings{background:#f6f8ff;border:1px solid #cfd8f0;border-radius:4px;padding:4px 14px;margin:12px 0}
+#findings h2{border:0;margin:8px 0 4px}#findings li{margin:3px 0;font:13px/1.4 monospace}
+.diff-note{background:#fff6f0;border:1px solid #f0d0c0;padding:4px 10px;border-radius:4px;margin:8px 0}
 .fg{position:relative;overflow:hidden;border:1px solid #ddd;background:#fafafa;margin:4px 0}
 .fg-box{position:absolute;height:17px;box-sizing:border-box;border:1px solid #fff;overflow:hidden;
-white-space:nowrap;font:11px/15px monospace;padding:0 3px;cursor:pointer;color:#222}
+white-space:nowrap;font:11px/15px ui-monospace,"DejaVu Sans Mono",monospace;padding:0 3px;cursor:pointer;color:#222}
 .fg-box:hover{border-color:#000}.fg-anc{opacity:.55}
-.fg-bar{font:12px monospace;margin:4px 0;min-height:18px}
+.fg-box.fg-thin{padding:0;border:0;box-shadow:inset -1px 0 #fff}.fg-box.fg-thin:hover{box-shadow:inset 0 0 0 1px #000}
+.fg-box.fg-match{background:#e040e0 !important;color:#fff}
+.fg-ctl{display:flex;gap:8px;align-items:center;margin:4px 0;font:12px monospace}
+.fg-ctl input{font:12px monospace;width:220px;padding:2px 4px}.fg-found{color:#a0a}
+.fg-bar{font:12px monospace;margin:4px 0;min-height:18px;overflow-wrap:anywhere}
 .tip{position:fixed;pointer-events:none;background:#333;color:#fff;padding:4px 8px;border-radius:4px;
-font:12px monospace;display:none;z-index:10;max-width:600px}
+font:12px monospace;display:none;z-index:10;max-width:600px;overflow-wrap:anywhere}
 .hist{display:flex;align-items:flex-end;gap:2px;height:120px;border-bottom:1px solid #999;margin:6px 0}
 .hist div{background:#4a7bd0;min-width:14px;flex:1}
 .hist-x{display:flex;gap:2px;font:10px monospace;color:#555}.hist-x span{flex:1;min-width:14px;overflow:hidden}
@@ -28,7 +35,8 @@ th{background:#f3f3f3}td.l,th.l{text-align:left}
 tr.warn td{background:#fff4d6}tr.error td{background:#fde0e0}
 </style></head><body>
 <h1 id="title">loupe report</h1><div class="muted" id="window"></div>
-<div id="profiles"></div><div id="histograms"></div><div id="health"></div>
+<section id="findings" hidden></section>
+<div id="profilers"></div><div id="health"></div>
 <div class="tip" id="tip"></div>
 <pre id="selftest-result" hidden></pre>
 <script id="loupe-data" type="application/json">)HTML";
@@ -39,6 +47,7 @@ constexpr const char* kTail = R"HTML(</script>
 const pageErrors = [];
 window.addEventListener('error', e => pageErrors.push(String(e.message)));
 const data = JSON.parse(document.getElementById('loupe-data').textContent);
+const diffMode = !!data.base;
 
 function el(tag, attrs, text) {
   const e = document.createElement(tag);
@@ -54,6 +63,7 @@ function fmt(v, unit) {
     return (v / d).toFixed(d === 1 ? 0 : 2).replace(/\.00$/, '') + ' ' + s;
   return String(v) + (u && u !== 'count' ? ' ' + u : '');
 }
+const pct = (part, whole) => whole ? (100 * part / whole).toFixed(2) : '0.00';
 // A bucket of integers [lo, hi) as the same set with the upper side closed, the side log2
 // buckets count (a power of two tops its bucket, as in Prometheus).
 function range(lo, hi, unit) {
@@ -68,34 +78,87 @@ function hue(name) {
                                : 'hsl(' + (10 + h % 40) + ',80%,' + (60 + h % 15) + '%)';
 }
 
-// Stacks (root first) into a tree; children sorted by name so the layout is stable.
+// Stacks (root first) into a tree; a third column is the base run's weight.
 function buildTree(stacks) {
-  const root = {name: 'all', value: 0, children: new Map(), parent: null};
-  for (const [frames, v] of stacks) {
+  const root = {name: 'all', value: 0, base: 0, children: new Map(), parent: null};
+  for (const [frames, v, b] of stacks) {
     root.value += v;
+    root.base += b || 0;
     let node = root;
     for (const f of frames) {
       let c = node.children.get(f);
-      if (!c) { c = {name: f, value: 0, children: new Map(), parent: node}; node.children.set(f, c); }
+      if (!c) {
+        c = {name: f, value: 0, base: 0, children: new Map(), parent: node};
+        node.children.set(f, c);
+      }
       c.value += v;
+      c.base += b || 0;
       node = c;
     }
   }
+  // Children sorted by name once, so the layout is stable and zoom/resize do not re-sort.
+  const sort = n => {
+    n.kids = [...n.children.values()].sort((a, b) => a.name < b.name ? -1 : 1);
+    n.kids.forEach(sort);
+  };
+  sort(root);
   return root;
 }
 
 const tip = document.getElementById('tip');
 const kRow = 18;
+// Box chrome: 1 px border and 3 px padding a side, and 1 px of slack for the sub-pixel
+// difference between canvas measurement and DOM text layout.
+const kChrome = 9;
+const kFont = '11px ui-monospace,"DejaVu Sans Mono",monospace';
+const measureCtx = document.createElement('canvas').getContext('2d');
+measureCtx.font = kFont;
+const textWidth = s => measureCtx.measureText(s).width;
+const kMinLabel = 2 * textWidth('M');  // narrower: no label at all, not a lone ellipsis
 
-// An icicle flame graph (root on top): a click zooms into a box, a click on an ancestor
-// (or on "all") zooms back out; hovering shows name, value and share of the whole.
+// The longest label that fits `px`: the name, a prefix of it with an ellipsis, or nothing.
+function fitLabel(name, px) {
+  const avail = px - kChrome;
+  if (avail < kMinLabel) return '';
+  if (textWidth(name) <= avail) return name;
+  let lo = 0, hi = name.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (textWidth(name.slice(0, mid) + '\u2026') <= avail) lo = mid; else hi = mid - 1;
+  }
+  return lo ? name.slice(0, lo) + '\u2026' : '';
+}
+
+// Differential colour: the change of the frame's share of its run, red grew, blue shrank,
+// deeper the larger the change (relative to the largest change in this graph). Shares,
+// not raw values, so runs of different lengths compare.
+function diffShare(g, n) {
+  const now = g.root.value ? n.value / g.root.value : 0;
+  const before = g.baseTotal ? n.base / g.baseTotal : 0;
+  return now - before;
+}
+
+// An icicle flame graph (root on top) laid out in pixels of its container's width: labels
+// fit their box or are cut with an ellipsis or left out. A click zooms into a box, a click
+// on an ancestor zooms back out; the search highlights matching frames and gives their
+// share; reset clears both; the layout is redone when the width changes.
 class FlameGraph {
   constructor(container, profile) {
     this.profile = profile;
     this.root = buildTree(profile.stacks);
+    this.baseTotal = profile.base_total || this.root.base;
+    this.term = '';
+    const ctl = el('div', {class: 'fg-ctl'});
+    this.input = el('input', {type: 'search', class: 'fg-search', placeholder: 'search frames',
+                              'aria-label': 'search frames'});
+    this.resetButton = el('button', {type: 'button', class: 'fg-reset'}, 'reset');
+    this.found = el('span', {class: 'fg-found'});
+    ctl.append(this.input, this.resetButton, this.found);
     this.bar = el('div', {class: 'fg-bar'});
     this.box = el('div', {class: 'fg'});
-    container.append(this.bar, this.box);
+    container.append(ctl, this.bar, this.box);
+    this.input.addEventListener('input', () => this.search(this.input.value));
+    this.resetButton.addEventListener('click', () => this.reset());
     this.box.addEventListener('click', e => {
       const b = e.target.closest('.fg-box');
       if (b) this.zoom(b.node);
@@ -105,100 +168,190 @@ class FlameGraph {
       if (!b) { tip.style.display = 'none'; return; }
       tip.textContent = this.describe(b.node);
       tip.style.display = 'block';
-      tip.style.left = Math.min(e.clientX + 12, window.innerWidth - 320) + 'px';
+      tip.style.left = Math.max(0, Math.min(e.clientX + 12, window.innerWidth - 320)) + 'px';
       tip.style.top = (e.clientY + 14) + 'px';
     });
     this.box.addEventListener('mouseleave', () => { tip.style.display = 'none'; });
+    if (diffMode) {
+      this.maxChange = 0;
+      const visit = n => { n.kids.forEach(c => { this.maxChange = Math.max(this.maxChange, Math.abs(diffShare(this, c))); visit(c); }); };
+      visit(this.root);
+    }
     this.zoom(this.root);
   }
   describe(n) {
-    const share = this.root.value ? (100 * n.value / this.root.value).toFixed(2) : '0';
-    return n.name + ' \u2014 ' + fmt(n.value, this.profile.unit) + ' (' + share + '% of all)';
+    let s = n.name + ' \u2014 ' + fmt(n.value, this.profile.unit) + ' (' + pct(n.value, this.root.value) + '% of all';
+    if (this.focus !== this.root && this.focus !== n && this.isUnder(n, this.focus))
+      s += ', ' + pct(n.value, this.focus.value) + '% of the zoomed frame';
+    s += ')';
+    if (diffMode) {
+      const d = 100 * diffShare(this, n);
+      s += '; base ' + fmt(n.base, this.profile.unit) + ' (' + pct(n.base, this.baseTotal) +
+           '%) \u2192 ' + pct(n.value, this.root.value) + '%, ' + (d >= 0 ? '+' : '') + d.toFixed(2) + ' pp';
+    }
+    return s;
   }
-  depth(n) { let d = 0; for (let p = n.parent; p; p = p.parent) d++; return d; }
+  isUnder(n, a) { for (let p = n; p; p = p.parent) if (p === a) return true; return false; }
+  matches(n) { return this.term !== '' && n.parent !== null && n.name.toLowerCase().includes(this.term); }
+  // The weight under matching frames, each stack counted once (a match below a match adds
+  // nothing), as flamegraph.pl's search does.
+  matched(n) {
+    if (this.matches(n)) return n.value;
+    let s = 0;
+    for (const c of n.kids) s += this.matched(c);
+    return s;
+  }
+  colour(n) {
+    if (!n.parent) return '#ccc';
+    if (!diffMode) return hue(n.name);
+    const d = diffShare(this, n);
+    const i = this.maxChange ? Math.min(1, Math.abs(d) / this.maxChange) : 0;
+    const c = Math.round(235 - 215 * i);
+    if (Math.abs(d) < 1e-12) return 'rgb(235,235,235)';
+    return d > 0 ? 'rgb(255,' + c + ',' + c + ')' : 'rgb(' + c + ',' + c + ',255)';
+  }
   zoom(focus) {
     this.focus = focus;
+    this.layout();
+  }
+  search(term) {
+    this.term = term.trim().toLowerCase();
+    this.layout();
+  }
+  reset() {
+    this.input.value = '';
+    this.term = '';
+    this.zoom(this.root);
+  }
+  layout() {
+    const focus = this.focus;
+    const W = this.box.clientWidth;
+    this.width = W;
     this.box.textContent = '';
     const path = [];
     for (let p = focus.parent; p; p = p.parent) path.unshift(p);
     let maxDepth = 0;
-    const add = (n, x, w, depth, ancestor) => {
-      const b = el('div', {class: 'fg-box' + (ancestor ? ' fg-anc' : '')});
+    // Pixel edges are rounded once each, so neighbours share an edge and never overlap.
+    const add = (n, left, right, depth, ancestor) => {
+      const label = fitLabel(n.name, right - left);
+      // Border and padding would widen a box narrower than them past its neighbour's edge.
+      const cls = 'fg-box' + (ancestor ? ' fg-anc' : '') + (this.matches(n) ? ' fg-match' : '') +
+        (label === '' && right - left < kChrome + kMinLabel ? ' fg-thin' : '') +
+        (diffMode && n.parent ? (diffShare(this, n) > 0 ? ' fg-grew' : diffShare(this, n) < 0 ? ' fg-shrank' : '') : '');
+      const b = el('div', {class: cls});
       b.node = n;
-      b.style.left = (x * 100) + '%';
-      b.style.width = (w * 100) + '%';
+      b.style.left = left + 'px';
+      b.style.width = (right - left) + 'px';
       b.style.top = (depth * kRow) + 'px';
-      b.style.background = n.parent ? hue(n.name) : '#ccc';
-      b.textContent = n.name;
-      b.title = '';
+      b.style.background = this.colour(n);
+      // Dark text on the deepest reds and blues would not read.
+      if (diffMode && n.parent && this.maxChange && Math.abs(diffShare(this, n)) > 0.6 * this.maxChange)
+        b.style.color = '#fff';
+      b.textContent = label;
       this.box.appendChild(b);
       maxDepth = Math.max(maxDepth, depth);
     };
-    path.forEach((n, i) => add(n, 0, 1, i, true));
-    const walk = (n, x, w, depth) => {
-      add(n, x, w, depth, false);
-      let cx = x;
-      for (const c of [...n.children.values()].sort((a, b) => a.name < b.name ? -1 : 1)) {
-        const cw = focus.value ? w * c.value / n.value : 0;
-        if (cw * this.box.clientWidth >= 0.5 || cw >= 0.001) walk(c, cx, cw, depth + 1);
+    path.forEach((n, i) => add(n, 0, W, i, true));
+    const walk = (n, x0, x1, depth) => {
+      const left = Math.round(x0), right = Math.round(x1);
+      if (right - left < 1) return;  // under a pixel: neither it nor its children show
+      add(n, left, right, depth, false);
+      let cx = x0;
+      for (const c of n.kids) {
+        const cw = n.value ? (x1 - x0) * c.value / n.value : 0;
+        walk(c, cx, cx + cw, depth + 1);
         cx += cw;
       }
     };
-    walk(focus, 0, 1, path.length);
+    walk(focus, 0, W, path.length);
     this.box.style.height = ((maxDepth + 1) * kRow + 2) + 'px';
     this.bar.textContent = (focus === this.root ? 'all' : 'zoomed: ' + this.describe(focus)) +
       ' \u2014 click a box to zoom, an ancestor to zoom out';
-  }
-}
-
-function renderProfiles() {
-  const host = document.getElementById('profiles');
-  if (!data.profiles.length) return;
-  host.appendChild(el('h2', {}, 'Flame graphs'));
-  window.flameGraphs = [];
-  for (const p of data.profiles) {
-    const sec = el('section', {class: 'profile'});
-    sec.appendChild(el('h3', {}, p.name + ' (' + p.value + ', ' + fmt(
-      p.stacks.reduce((a, s) => a + s[1], 0), p.unit) + ' in ' + p.stacks.length + ' stacks)'));
-    host.appendChild(sec);
-    window.flameGraphs.push(new FlameGraph(sec, p));
-  }
-}
-
-function renderHistograms() {
-  const host = document.getElementById('histograms');
-  if (!data.histograms.length) return;
-  host.appendChild(el('h2', {}, 'Histograms'));
-  for (const h of data.histograms) {
-    const sec = el('section', {class: 'histogram'});
-    const labels = Object.entries(h.labels).map(([k, v]) => k + '=' + v).join(' ');
-    sec.appendChild(el('h3', {}, h.name + (labels ? ' {' + labels + '}' : '') + ' \u2014 ' + h.plugin));
-    const bars = el('div', {class: 'hist'}), xs = el('div', {class: 'hist-x'});
-    const top = Math.max(1, ...h.buckets.map(b => b[2]));
-    for (const [lo, hi, n] of h.buckets) {
-      const bar = el('div', {title: range(lo, hi, h.unit) + ': ' + n});
-      bar.style.height = Math.max(1, 100 * n / top) + '%';
-      bars.appendChild(bar);
-      xs.appendChild(el('span', {}, fmt(lo ? lo - 1 : 0, h.unit)));
+    if (this.term) {
+      const all = this.matched(this.root);
+      let s = 'matched: ' + pct(all, this.root.value) + '% of all';
+      if (focus !== this.root) s += ', ' + pct(this.matched(focus), focus.value) + '% of the zoomed frame';
+      this.found.textContent = s;
+    } else {
+      this.found.textContent = '';
     }
-    sec.append(bars, xs);
-    const t = el('table', {class: 'pct'});
-    const head = el('tr');
-    for (const c of ['count', 'min', 'mean', 'max', ...h.percentiles.map(p => 'p' + (100 * p.q))])
-      head.appendChild(el('th', {}, c));
-    const row = el('tr');
-    row.appendChild(el('td', {}, String(h.count)));
-    row.appendChild(el('td', {}, fmt(h.min, h.unit)));
-    row.appendChild(el('td', {}, fmt(h.count ? Math.round(h.sum / h.count) : 0, h.unit)));
-    row.appendChild(el('td', {}, fmt(h.max, h.unit)));
-    for (const p of h.percentiles)
-      row.appendChild(el('td', {title: 'true value in ' + range(p.lower, p.upper, h.unit)},
-                         fmt(p.value, h.unit)));
-    t.append(head, row);
-    sec.appendChild(t);
+  }
+  relayoutIfResized() { if (this.box.clientWidth !== this.width) this.layout(); }
+}
+
+function renderFindings() {
+  const host = document.getElementById('findings');
+  host.hidden = false;
+  host.appendChild(el('h2', {}, 'Findings'));
+  if (!data.findings.length) {
+    host.appendChild(el('p', {class: 'muted'}, 'nothing stands out by the rules'));
+    return;
+  }
+  const ul = el('ul');
+  for (const f of data.findings) ul.appendChild(el('li', {}, f));
+  host.appendChild(ul);
+}
+
+function histogramSection(h) {
+  const sec = el('section', {class: 'histogram'});
+  const labels = Object.entries(h.labels).map(([k, v]) => k + '=' + v).join(' ');
+  sec.appendChild(el('h3', {}, h.name + (labels ? ' {' + labels + '}' : '')));
+  const bars = el('div', {class: 'hist'}), xs = el('div', {class: 'hist-x'});
+  const top = Math.max(1, ...h.buckets.map(b => b[2]));
+  for (const [lo, hi, n] of h.buckets) {
+    const bar = el('div', {title: range(lo, hi, h.unit) + ': ' + n});
+    bar.style.height = Math.max(1, 100 * n / top) + '%';
+    bars.appendChild(bar);
+    xs.appendChild(el('span', {}, fmt(lo ? lo - 1 : 0, h.unit)));
+  }
+  sec.append(bars, xs);
+  const t = el('table', {class: 'pct'});
+  const head = el('tr');
+  for (const c of ['count', 'min', 'mean', 'max', ...h.percentiles.map(p => 'p' + (100 * p.q))])
+    head.appendChild(el('th', {}, c));
+  const row = el('tr');
+  row.appendChild(el('td', {}, String(h.count)));
+  row.appendChild(el('td', {}, fmt(h.min, h.unit)));
+  row.appendChild(el('td', {}, fmt(h.count ? Math.round(h.sum / h.count) : 0, h.unit)));
+  row.appendChild(el('td', {}, fmt(h.max, h.unit)));
+  for (const p of h.percentiles)
+    row.appendChild(el('td', {title: 'true value in ' + range(p.lower, p.upper, h.unit)},
+                       fmt(p.value, h.unit)));
+  t.append(head, row);
+  sec.appendChild(t);
+  return sec;
+}
+
+// One section per profiler instance, in the order the profile lists them; producers the
+// profile does not list (the host's own records) follow by name.
+function renderProfilers() {
+  const host = document.getElementById('profilers');
+  const order = [...data.profilers];
+  const seen = [...data.profiles, ...data.histograms].map(x => x.plugin);
+  for (const p of [...new Set(seen)].sort()) if (!order.includes(p)) order.push(p);
+  window.flameGraphs = [];
+  if (diffMode)
+    host.appendChild(el('div', {class: 'diff-note'}, 'Differential flame graphs against ' + data.base +
+      ': widths are this run; red frames grew, blue ones shrank (change of their share of the run, deeper = larger).'));
+  for (const plugin of order) {
+    const profiles = data.profiles.filter(p => p.plugin === plugin);
+    const hists = data.histograms.filter(h => h.plugin === plugin);
+    if (!profiles.length && !hists.length) continue;
+    const sec = el('section', {class: 'profiler', 'data-plugin': plugin});
+    sec.appendChild(el('h2', {}, plugin || '(unnamed producer)'));
     host.appendChild(sec);
+    for (const p of profiles) {
+      const sub = el('section', {class: 'profile'});
+      sub.appendChild(el('h3', {}, p.name + ' (' + p.value + ', ' + fmt(
+        p.stacks.reduce((a, s) => a + s[1], 0), p.unit) + ' in ' + p.stacks.length + ' stacks' +
+        (diffMode ? '; base ' + fmt(p.base_total || 0, p.unit) : '') + ')'));
+      sec.appendChild(sub);
+      window.flameGraphs.push(new FlameGraph(sub, p));
+    }
+    for (const h of hists) sec.appendChild(histogramSection(h));
   }
 }
+window.addEventListener('resize', () => (window.flameGraphs || []).forEach(g => g.relayoutIfResized()));
 
 function renderHealth() {
   const host = document.getElementById('health');
@@ -221,41 +374,166 @@ function renderHealth() {
   host.appendChild(t);
 }
 
-function selfTest() {
+// #selftest[&search=NAME]: the page checks its own behaviour at the window's width and
+// writes the verdict into #selftest-result (and the title), for headless browser tests.
+function selfTest(params) {
   const checks = [];
   const check = (name, ok, detail) => checks.push({name, ok: !!ok, detail: String(detail)});
   const graphs = window.flameGraphs || [];
+  const boxes = g => [...g.box.querySelectorAll('.fg-box')];
+  const live = g => boxes(g).filter(b => !b.classList.contains('fg-anc'));
+  // Every label is its full name, a prefix with an ellipsis, or empty; its text fits the
+  // box; boxes of one row never overlap and stay inside the graph.
+  const labelsFit = (g, when) => {
+    const bad = [];
+    let full = 0, cut = 0, hidden = 0;
+    const rows = new Map();
+    for (const b of boxes(g)) {
+      const label = b.textContent, name = b.node.name;
+      if (label === '') hidden++;
+      else if (label === name) full++;
+      else if (label.endsWith('\u2026') && name.startsWith(label.slice(0, -1))) cut++;
+      else bad.push('label "' + label + '" of "' + name + '"');
+      if (b.scrollWidth > b.clientWidth) bad.push('"' + label + '" overflows: ' + b.scrollWidth + ' > ' + b.clientWidth);
+      if (label !== '' && b.offsetWidth - kChrome < kMinLabel) bad.push('"' + label + '" in a box of ' + b.offsetWidth + ' px');
+      const x = b.offsetLeft, w = b.offsetWidth;
+      if (x < 0 || x + w > g.box.clientWidth) bad.push('"' + name + '" outside the graph');
+      if (!rows.has(b.offsetTop)) rows.set(b.offsetTop, []);
+      rows.get(b.offsetTop).push([x, w, name]);
+    }
+    for (const row of rows.values()) {
+      row.sort((a, b) => a[0] - b[0]);
+      for (let i = 1; i < row.length; i++)
+        if (row[i][0] < row[i - 1][0] + row[i - 1][1]) bad.push('"' + row[i][2] + '" overlaps "' + row[i - 1][2] + '"');
+    }
+    check('labels fit their boxes (' + when + ', graph ' + graphs.indexOf(g) + ')', bad.length === 0 && full > 0,
+      'full ' + full + ', cut ' + cut + ', hidden ' + hidden + (bad.length ? '; ' + bad.slice(0, 5).join('; ') : ''));
+    return {full, cut, hidden};
+  };
   check('profiles rendered', graphs.length === data.profiles.length, graphs.length);
-  graphs.forEach((g, i) => check('flame graph ' + i + ' has boxes',
-    g.box.querySelectorAll('.fg-box').length > 1, g.box.querySelectorAll('.fg-box').length));
-  // Zoom in the first graph with a box narrower than the whole: follow the heaviest
-  // child down until the value drops below the root's.
-  const heaviest = n => [...n.children.values()].sort((a, b) => b.value - a.value)[0];
+  const fit = {full: 0, cut: 0, hidden: 0};
+  graphs.forEach((g, i) => {
+    check('flame graph ' + i + ' has boxes', boxes(g).length > 1, boxes(g).length);
+    const f = labelsFit(g, 'at ' + g.box.clientWidth + ' px');
+    for (const k in fit) fit[k] += f[k];
+  });
+
+  // One section per producer, in the profile's order; the findings first of all.
+  const secs = [...document.querySelectorAll('section.profiler')].map(s => s.dataset.plugin);
+  const producers = new Set([...data.profiles, ...data.histograms].map(x => x.plugin));
+  check('one section per profiler', secs.length === producers.size && secs.every(p => producers.has(p)), secs.join(','));
+  const listed = secs.filter(p => data.profilers.includes(p));
+  check('sections in profile order', listed.join() === data.profilers.filter(p => producers.has(p)).join() &&
+    secs.slice(0, listed.length).join() === listed.join(), secs.join(','));
+  const findings = document.getElementById('findings');
+  const firstSection = document.querySelector('section');
+  check('findings at the top', !data.findings.length || (firstSection === findings &&
+    findings.querySelectorAll('li').length === data.findings.length &&
+    [...document.querySelectorAll('section.profiler, #health')].every(s =>
+      findings.compareDocumentPosition(s) & Node.DOCUMENT_POSITION_FOLLOWING)),
+    data.findings.length + ' findings; first section: ' + (firstSection ? firstSection.id || firstSection.className : 'none'));
+
+  // Zoom in a graph into its widest box that is narrower than the whole.
+  const heaviest = n => [...n.kids].sort((a, b) => b.value - a.value)[0];
   const narrow = g => {
-    let t = g.root;
-    while (t.children.size && t.value === g.root.value) t = heaviest(t);
-    return t.value < g.root.value ? t : null;
+    const b = live(g).filter(x => x.node.parent && x.offsetWidth < g.box.clientWidth)
+      .sort((x, y) => y.offsetWidth - x.offsetWidth)[0];
+    return b ? b.node : null;
   };
   const g = graphs.find(narrow);
   check('a graph with branches to zoom into', !!g, graphs.length);
   if (g) {
     const target = narrow(g);
-    const box = [...g.box.querySelectorAll('.fg-box')].find(b => b.node === target);
+    const box = live(g).find(b => b.node === target);
     check('zoom target found', !!box, target ? target.name : 'none');
     if (box) {
-      const before = parseFloat(box.style.width);
+      const before = box.offsetWidth;
       box.dispatchEvent(new MouseEvent('mousemove', {bubbles: true, clientX: 10, clientY: 10}));
-      check('hover shows name, value and share', tip.style.display === 'block' &&
+      check('hover shows full name, value and share', tip.style.display === 'block' &&
         tip.textContent.startsWith(target.name + ' \u2014') && tip.textContent.includes('% of all'), tip.textContent);
       box.dispatchEvent(new MouseEvent('click', {bubbles: true}));
-      const after = [...g.box.querySelectorAll('.fg-box')].find(b => b.node === target && !b.classList.contains('fg-anc'));
-      check('click zooms', g.focus === target && after && parseFloat(after.style.width) === 100 && before < 100,
-        'width ' + before + '% -> ' + (after ? after.style.width : 'gone'));
+      const after = live(g).find(b => b.node === target);
+      check('click zooms', g.focus === target && after && after.offsetWidth === g.box.clientWidth && before < g.box.clientWidth,
+        'width ' + before + ' -> ' + (after ? after.offsetWidth : 'gone') + ' of ' + g.box.clientWidth + ' px');
       check('zoomed bar names the focus', g.bar.textContent.startsWith('zoomed: ' + target.name), g.bar.textContent);
       const anc = g.box.querySelector('.fg-anc');
       check('ancestors stay visible', !!anc && anc.node === g.root, anc ? anc.textContent : 'none');
+      labelsFit(g, 'zoomed');
+      g.resetButton.click();
     }
   }
+
+  // Search: the frames whose name holds the term, and only they, are highlighted, and the
+  // matched share is the weight under them; after a zoom the same search still works.
+  const deepest = n => n.kids.length ? deepest(heaviest(n)) : n;
+  const term = params.get('search') || (g ? deepest(g.root).name : '');
+  const has = (n, t) => n.name.toLowerCase().includes(t) || n.kids.some(c => has(c, t));
+  const sg = graphs.find(x => x.root.kids.some(c => has(c, term.toLowerCase())));
+  check('search term is in the stacks', !!sg && term !== '', term);
+  const result = {search: term};
+  if (sg) {
+    const type = t => { sg.input.value = t; sg.input.dispatchEvent(new Event('input')); };
+    const highlighted = () => live(sg).filter(b => b.classList.contains('fg-match'));
+    const expected = () => live(sg).filter(b => b.node.parent && b.node.name.toLowerCase().includes(term.toLowerCase()));
+    const shareOf = () => { const m = /matched: ([0-9.]+)% of all/.exec(sg.found.textContent); return m ? parseFloat(m[1]) : -1; };
+    type(term);
+    const hl = highlighted();
+    result.share = shareOf();
+    check('search highlights the matching frames', hl.length > 0 && hl.length === expected().length &&
+      hl.every(b => expected().includes(b)) && getComputedStyle(hl[0]).backgroundColor === 'rgb(224, 64, 224)',
+      hl.length + ' highlighted, ' + expected().length + ' match');
+    check('search reports the matched share', result.share > 0 &&
+      result.share.toFixed(2) === pct(sg.matched(sg.root), sg.root.value), sg.found.textContent);
+    type('');
+    // Zoom into the parent of the heaviest matching frame, then search again.
+    const hits = [];
+    const collect = n => { if (n.parent && n.name.toLowerCase().includes(term.toLowerCase())) hits.push(n); n.kids.forEach(collect); };
+    collect(sg.root);
+    const first = hits.sort((a, b) => b.value - a.value)[0];
+    const target = first.parent.parent ? first.parent : first;
+    const tbox = live(sg).find(b => b.node === target);
+    if (tbox) tbox.dispatchEvent(new MouseEvent('click', {bubbles: true}));
+    type(term);
+    const zhl = highlighted();
+    check('zoom then search still works', sg.focus === target && zhl.length > 0 &&
+      zhl.length === expected().length && zhl.some(b => b.node === first) && shareOf() === result.share &&
+      sg.found.textContent.includes('% of the zoomed frame'),
+      'focus ' + sg.focus.name + ', ' + zhl.length + ' highlighted; ' + sg.found.textContent);
+    sg.resetButton.click();
+    check('reset clears zoom and search', sg.focus === sg.root && sg.input.value === '' &&
+      highlighted().length === 0 && sg.found.textContent === '', sg.focus.name + ' ' + sg.found.textContent);
+  }
+
+  // A narrower window re-lays the graphs out to the new width, labels fitted again.
+  if (graphs.length) {
+    const rg = graphs[0], section = rg.box.parentElement, was = rg.box.clientWidth;
+    section.style.width = '360px';
+    window.dispatchEvent(new Event('resize'));
+    const top = live(rg).find(b => b.node === rg.root);
+    check('resize re-lays out', rg.box.clientWidth < was && top && top.offsetWidth === rg.box.clientWidth,
+      was + ' -> ' + rg.box.clientWidth + ' px, root box ' + (top ? top.offsetWidth : 'none'));
+    labelsFit(rg, 'resized to ' + rg.box.clientWidth + ' px');
+    section.style.width = '';
+    window.dispatchEvent(new Event('resize'));
+  }
+
+  // Differential graphs: every box that grew is red, every one that shrank blue.
+  if (diffMode) {
+    const grew = new Set(), shrank = new Set(), wrong = [];
+    for (const dg of graphs) for (const b of live(dg)) {
+      const m = /rgb\((\d+), (\d+), (\d+)\)/.exec(getComputedStyle(b).backgroundColor);
+      const [r, , bl] = m ? [+m[1], +m[2], +m[3]] : [0, 0, 0];
+      const d = diffShare(dg, b.node);
+      if (!b.node.parent) continue;
+      if (d > 0) { grew.add(b.node.name); if (!(r === 255 && bl < 255)) wrong.push(b.node.name + ' grew but ' + m); }
+      if (d < 0) { shrank.add(b.node.name); if (!(bl === 255 && r < 255)) wrong.push(b.node.name + ' shrank but ' + m); }
+    }
+    result.grew = [...grew];
+    result.shrank = [...shrank];
+    check('differential colours: red grew, blue shrank', wrong.length === 0 && grew.size + shrank.size > 0,
+      grew.size + ' grew, ' + shrank.size + ' shrank; ' + wrong.slice(0, 3).join('; '));
+  }
+
   check('histograms rendered', document.querySelectorAll('section.histogram').length === data.histograms.length,
     document.querySelectorAll('section.histogram').length);
   check('health rows rendered', document.querySelectorAll('table.health tr').length === data.health.length + 1 || !data.health.length,
@@ -263,7 +541,7 @@ function selfTest() {
   check('no page errors', pageErrors.length === 0, pageErrors.join('; '));
   const ok = checks.every(c => c.ok);
   const out = document.getElementById('selftest-result');
-  out.textContent = JSON.stringify({ok, checks, errors: pageErrors});
+  out.textContent = JSON.stringify({ok, width: window.innerWidth, labels: fit, checks, errors: pageErrors, ...result});
   out.hidden = false;
   document.title = 'selftest:' + (ok ? 'ok' : 'fail');
 }
@@ -274,10 +552,13 @@ if (data.window.end_ns) {
   const s = new Date(data.window.start_ns / 1e6), d = (data.window.end_ns - data.window.start_ns) / 1e9;
   document.getElementById('window').textContent = 'session ' + s.toISOString() + ', ' + d.toFixed(1) + ' s';
 }
-renderProfiles();
-renderHistograms();
+renderFindings();
+renderProfilers();
 renderHealth();
-if (location.hash === '#selftest') selfTest();
+const hashParams = new URLSearchParams(location.hash.slice(1));
+if (hashParams.has('selftest')) {
+  try { selfTest(hashParams); } catch (e) { pageErrors.push('selftest: ' + e); const o = document.getElementById('selftest-result'); o.textContent = JSON.stringify({ok: false, checks: [], errors: pageErrors}); o.hidden = false; }
+}
 </script></body></html>
 )HTML";
 

@@ -327,13 +327,23 @@ TOML
   sock="$TMP/tmux.sock"
   trap 'tmux -S "$sock" kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
   tmux -S "$sock" new-session -d -x 120 -y 50 \
-    "env LOUPE_PLUGIN_DIR='$LOUPE_PLUGIN_DIR' '$LOUPE' run '$TMP/live.toml' -- '${LOUPE_BUILD_DIR}/bin/loupe-demo' 6; echo LIVE-DONE; sleep 60" ||
+    "env LOUPE_PLUGIN_DIR='$LOUPE_PLUGIN_DIR' '$LOUPE' run '$TMP/live.toml' -- '${LOUPE_BUILD_DIR}/bin/loupe-demo' 10; echo LIVE-DONE; sleep 60" ||
     fail "tmux did not start"
-  sleep 3.5
-  tmux -S "$sock" capture-pane -p >"$TMP/screen1"
-  sleep 2
-  tmux -S "$sock" capture-pane -p >"$TMP/screen2"
-  for _ in $(seq 40); do
+  # Screens are read when they hold a frame, not at fixed times: start-up under emulation
+  # (the kernel matrix's guests) takes seconds of its own.
+  frame_no() { sed -n 's/.*loupe interval #\([0-9]*\).*/\1/p' "$1" | head -n 1; }
+  for _ in $(seq 100); do
+    tmux -S "$sock" capture-pane -p >"$TMP/screen1"
+    [ -n "$(frame_no "$TMP/screen1")" ] && break
+    sleep 0.2
+  done
+  for _ in $(seq 100); do
+    sleep 0.2
+    tmux -S "$sock" capture-pane -p >"$TMP/screen2"
+    n2=$(frame_no "$TMP/screen2")
+    [ -n "$n2" ] && [ "$n2" -gt "$(frame_no "$TMP/screen1")" ] && break
+  done
+  for _ in $(seq 120); do
     tmux -S "$sock" capture-pane -p >"$TMP/screen3"
     grep -q LIVE-DONE "$TMP/screen3" && break
     sleep 0.5

@@ -82,6 +82,22 @@ class CliRun : public ::testing::Test {
     return r;
   }
 
+  // The running kernel's answer to whether `feature` can be attached (the preflight,
+  // `loupe check --json`), so a test asserts what is true on the kernel it runs on.
+  bool kernel_has(const std::string& feature) const {
+    std::string out;
+    FILE* p = ::popen((loupe_ + " check --json 2>/dev/null").c_str(), "r");
+    char buf[4096];
+    std::size_t n;
+    while (p && (n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+    if (p) ::pclose(p);
+    const nlohmann::json check = nlohmann::json::parse(out, nullptr, false);
+    if (check.is_discarded() || !check.contains("features")) return false;
+    for (const auto& f : check["features"])
+      if (f.value("name", "") == feature) return f.value("available", false);
+    return false;
+  }
+
   std::string loupe_;
   std::string dir_;
 };

@@ -43,19 +43,6 @@ class FileioE2E : public loupe::test::CliRun {
       seen[{(*m)["labels"]["path"], (*m)["labels"]["op"]}].second = (*m)["metric"]["value"];
     return seen;
   }
-  // The running kernel's answer to "can this be attached", from the preflight.
-  bool available(const std::string& feature) {
-    std::string out;
-    FILE* p = ::popen((loupe_ + " check --json 2>/dev/null").c_str(), "r");
-    char buf[4096];
-    std::size_t n;
-    while (p && (n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-    if (p) ::pclose(p);
-    const json check = json::parse(out);  // kept: the loop reads into it
-    for (const auto& f : check["features"])
-      if (f["name"] == feature) return f["available"].get<bool>();
-    return false;
-  }
 };
 
 TEST_F(FileioE2E, ExactCountsAndBytesPerPathAndOperation) {
@@ -170,7 +157,7 @@ TEST_F(FileioE2E, VfsHooksCountReadsWritesAndFsyncsExactly) {
   for (const Way& w : {Way{"fentry", "fentry", "fexit", ""},
                        Way{"kprobe", "kprobe", "kretprobe", "fentry,fexit"}}) {
     SCOPED_TRACE(w.name);
-    if (!available(w.entry) || !available(w.exit)) continue;
+    if (!kernel_has(w.entry) || !kernel_has(w.exit)) continue;
     ::setenv("LOUPE_DISABLE_FEATURES", w.disable, 1);
     RunResult r = run("[[plugins]]\nname = \"fileio\"\nhooks = \"vfs\"\n", {FILEIO_WORKLOAD, data});
     ::unsetenv("LOUPE_DISABLE_FEATURES");

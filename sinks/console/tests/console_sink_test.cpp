@@ -69,6 +69,34 @@ TEST_F(ConsoleSinkTest, HistogramIsOneSummaryLineAndItsBars) {
   EXPECT_FALSE(has(text, "\033[")) << "color must be off when writing to a file";
 }
 
+// A spread over 10 powers of two keeps the 4 rows holding the most values as measured and
+// folds the rest into one row below and one above, each an exact range that says how many
+// buckets it holds; verbose shows every bucket.
+TEST_F(ConsoleSinkTest, AWideHistogramFoldsItsTailsIntoOneRowEach) {
+  SampleRecord r(LOUPE_RECORD_HISTOGRAM, "wide");
+  std::vector<loupe_bucket> b;
+  std::uint64_t total = 0;
+  std::uint64_t i = 10;
+  for (std::uint64_t n : {1, 2, 3, 40, 90, 70, 30, 4, 2, 1}) {
+    b.push_back(loupe_bucket{std::uint64_t{1} << i, std::uint64_t{1} << (i + 1), n});
+    total += n;
+    ++i;
+  }
+  r.builder().histogram(LOUPE_BUCKETS_LOG2, 0, "ns", b, total, 0, 1024, 2097151);
+  std::string text = final_report({&r});
+  EXPECT_TRUE(has(line_with(text, "[1.02 µs, 8.19 µs)"), "6 |")) << text;
+  EXPECT_TRUE(has(line_with(text, "[1.02 µs, 8.19 µs)"), "(3 buckets)")) << text;
+  for (const char* kept :
+       {"[8.19 µs, 16.4 µs)", "[16.4 µs, 32.8 µs)", "[32.8 µs, 65.5 µs)", "[65.5 µs,  131 µs)"})
+    EXPECT_FALSE(line_with(text, kept).empty()) << kept << "\n" << text;
+  EXPECT_TRUE(has(line_with(text, "[ 131 µs, 1.05 ms)"), "7 |")) << text;
+  EXPECT_TRUE(has(line_with(text, "[ 131 µs, 1.05 ms)"), "(3 buckets)")) << text;
+  host_.set("verbose", true);
+  text = final_report({&r});
+  EXPECT_FALSE(line_with(text, "[1.02 µs, 2.05 µs)").empty()) << text;
+  EXPECT_FALSE(has(text, "buckets)")) << text;
+}
+
 TEST_F(ConsoleSinkTest, VerboseHistogramAddsSumMeanAndPercentileBounds) {
   host_.set("verbose", true);
   SampleRecord h = latency_histogram();

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The html sink as the core drives it, and its report as a browser runs it: headless
-// Chromium loads the file with #selftest (the page checks its own flame graphs render, a
-// click zooms and hover explains, and writes the verdict into the DOM), the dumped DOM and
+// Chromium loads the file with #selftest at three window widths (the page checks its own
+// flame graphs render with labels that fit, a click zooms, hover explains, search
+// highlights, findings come first, and writes the verdict into the DOM), the verdict and
 // Chromium's console log are asserted on, and a screenshot is kept as a test artifact.
 #include <gtest/gtest.h>
 
@@ -17,6 +18,7 @@
 
 #include "dl_plugin.hpp"
 #include "fake_host.hpp"
+#include "page_selftest.hpp"
 #include "sample_records.hpp"
 
 namespace loupe::test {
@@ -31,19 +33,6 @@ loupe_frame sym(const char* name, loupe_frame_kind kind = LOUPE_FRAME_USER) {
                      4,
                      static_cast<std::uint32_t>(kind),
                      kind == LOUPE_FRAME_KERNEL ? LOUPE_RESOLVED_KALLSYMS : LOUPE_RESOLVED_SYMTAB};
-}
-
-std::string chromium() {
-  for (const char* c : {"chromium", "chromium-browser", "google-chrome"})
-    if (std::system((std::string("command -v ") + c + " >/dev/null 2>&1").c_str()) == 0) return c;
-  return {};
-}
-
-std::string html_unescape(std::string s) {
-  for (auto [from, to] : {std::pair{"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&amp;", "&"}})
-    for (std::size_t p; (p = s.find(from)) != std::string::npos;)
-      s.replace(p, std::strlen(from), to);
-  return s;
 }
 
 class HtmlSinkTest : public ::testing::Test {
@@ -107,6 +96,7 @@ TEST_F(HtmlSinkTest, ReportIsSelfContainedAndEmbedsEverything) {
   json d = embedded();
   ASSERT_EQ(d["profiles"].size(), 2u);
   EXPECT_EQ(d["profiles"][1]["name"], "cpu");
+  EXPECT_EQ(d["profiles"][1]["plugin"], "testplug");
   EXPECT_EQ(d["profiles"][1]["stacks"].size(), 3u);
   EXPECT_EQ(d["profiles"][1]["stacks"][2], json::parse(R"([["main","work","spin"],70])"));
   EXPECT_EQ(d["profiles"][1]["stacks"][0][0][1], "copy_user_generic [k]");
@@ -117,47 +107,53 @@ TEST_F(HtmlSinkTest, ReportIsSelfContainedAndEmbedsEverything) {
   EXPECT_EQ(d["histograms"][0]["percentiles"].size(), 5u);
   ASSERT_EQ(d["health"].size(), 2u);
   EXPECT_EQ(d["health"][0]["severity"], "warn");
+  // The findings rules' statements, as the findings sink says them.
+  const std::string findings = d["findings"].dump();
+  EXPECT_NE(findings.find("dominant function: 70 % of testplug/cpu samples (70 of 100) is under "
+                          "spin (app)"),
+            std::string::npos)
+      << findings;
+  EXPECT_NE(findings.find("data lost: latency/outliers = 17 (reserve failed)"), std::string::npos)
+      << findings;
+  EXPECT_EQ(d["base"], "");
+  EXPECT_FALSE(d["profiles"][1].contains("base_total"));
 }
 
-TEST_F(HtmlSinkTest, HeadlessChromiumRendersZoomsAndLogsNoErrors) {
+TEST_F(HtmlSinkTest, ABaseThatCannotBeReadFailsSetup) {
+  host_.set("base", std::string("/nonexistent/loupe-run"));
+  EXPECT_EQ(inst_.setup(host_), LOUPE_ERR_INVALID_ARG);
+  EXPECT_NE(inst_.last_error().find("base '/nonexistent/loupe-run' cannot be read"),
+            std::string::npos)
+      << inst_.last_error();
+}
+
+TEST_F(HtmlSinkTest, HeadlessChromiumRendersZoomsSearchesAndLogsNoErrors) {
   std::string browser = chromium();
   if (browser.empty())
     GTEST_SKIP() << "chromium not installed (scripts/install-deps.sh installs it)";
   start();
   feed_report();
+  const std::string page = dir_.file("report.html");
+  for (int width : {600, 1200, 1920}) {
+    SCOPED_TRACE("window width " + std::to_string(width));
+    PageSelftest t = run_page_selftest(browser, page, "search=spin", width, 1400, dir_.path());
+    ASSERT_EQ(t.exit_code, 0) << t.log;
+    ASSERT_TRUE(t.ran()) << "the page's self-test did not run:\n" << t.dom.substr(0, 2000) << t.log;
+    for (const auto& c : t.result["checks"]) EXPECT_TRUE(c["ok"].get<bool>()) << c.dump();
+    EXPECT_TRUE(t.result["ok"].get<bool>()) << t.result.dump(2);
+    EXPECT_NE(t.dom.find("<title>selftest:ok</title>"), std::string::npos);
+    // spin is 70 of the cpu graph's 100 samples.
+    EXPECT_DOUBLE_EQ(t.result["share"].get<double>(), 70.0) << t.result.dump();
+    EXPECT_TRUE(t.console_lines().empty()) << t.console_lines().front();
+  }
+
   std::filesystem::create_directories(LOUPE_ARTIFACT_DIR);
   const std::string shot = std::string(LOUPE_ARTIFACT_DIR) + "/sinks_html_report.png";
   std::filesystem::remove(shot);
-  const std::string flags =
-      " --headless --no-sandbox --disable-gpu --disable-background-networking"
-      " --disable-component-update --disable-sync --no-first-run --disable-dev-shm-usage"
-      " --enable-logging=stderr --v=0 --window-size=1280,1400 --user-data-dir=" +
-      dir_.file("profile");
-  const std::string url = "file://" + dir_.file("report.html") + "#selftest";
-  const std::string log = dir_.file("chromium.log");
-  int rc = std::system(
-      (browser + flags + " --dump-dom '" + url + "' > " + dir_.file("dom.html") + " 2> " + log)
-          .c_str());
-  std::string chrome_log = read_file(log);
-  ASSERT_EQ(rc, 0) << chrome_log;
-  std::string dom = read_file(dir_.file("dom.html"));
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(dom, m, std::regex(R"(<pre id="selftest-result">([^<]*)</pre>)")))
-      << "the page's self-test did not run:\n"
-      << dom.substr(0, 2000) << "\n"
-      << chrome_log;
-  json result = json::parse(html_unescape(m[1]));
-  for (const auto& c : result["checks"]) EXPECT_TRUE(c["ok"].get<bool>()) << c.dump();
-  EXPECT_TRUE(result["ok"].get<bool>()) << result.dump(2);
-  EXPECT_NE(dom.find("<title>selftest:ok</title>"), std::string::npos);
-  // Chromium prints the page's console messages and uncaught exceptions as CONSOLE lines.
-  for (const auto& line : split_lines(chrome_log))
-    EXPECT_EQ(line.find(":CONSOLE"), std::string::npos) << line;
-
-  rc = std::system(
-      (browser + flags + " --screenshot=" + shot + " '" + url + "' > /dev/null 2>> " + log)
-          .c_str());
-  ASSERT_EQ(rc, 0) << read_file(log);
+  int rc = std::system((browser + chromium_flags(dir_.path(), 1280, 1400) +
+                        " --screenshot=" + shot + " 'file://" + page + "' > /dev/null 2>&1")
+                           .c_str());
+  ASSERT_EQ(rc, 0);
   ASSERT_TRUE(std::filesystem::exists(shot));
   EXPECT_GT(std::filesystem::file_size(shot), 10000u) << "a blank page would be smaller";
 }

@@ -11,3 +11,20 @@ target_compile_definitions(sinks_html_test PRIVATE
   LOUPE_ARTIFACT_DIR="${CMAKE_BINARY_DIR}/test-artifacts")
 add_dependencies(sinks_html_test loupe-html)
 gtest_discover_tests(sinks_html_test PROPERTIES LABELS unit ENVIRONMENT "${LOUPE_TEST_ENV}" TIMEOUT 90)
+
+# The report of real runs through the CLI (root + the loupe binary): cpusample and offcpu
+# on a workload that spins then sleeps (findings, sections, search, label fit at three
+# widths), and a differential report of a workload whose CPU time moves from one function
+# to another between two runs.
+add_executable(shift_workload ${CMAKE_CURRENT_LIST_DIR}/shift_workload.c)
+# Frame pointers for the stacks; no sibling calls, or spin_a's frame would vanish into a
+# jump to burn().
+target_compile_options(shift_workload PRIVATE -O1 -g -fno-omit-frame-pointer
+  -fno-optimize-sibling-calls)
+set_target_properties(shift_workload PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/workloads)
+loupe_cli_e2e_test(html_e2e_test SOURCE ${CMAKE_CURRENT_LIST_DIR}/html_e2e_test.cpp
+  DEFINITIONS OFFCPU_WORKLOAD="$<TARGET_FILE:offcpu_workload>"
+    SHIFT_WORKLOAD="$<TARGET_FILE:shift_workload>"
+    LOUPE_ARTIFACT_DIR="${CMAKE_BINARY_DIR}/test-artifacts"
+  DEPENDS offcpu_workload shift_workload loupe-html loupe-findings loupe-cpusample loupe-offcpu
+  PROPERTIES TIMEOUT 240)

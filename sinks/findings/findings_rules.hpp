@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The findings rules (README.md): statements of what stands out in final records, each
+// with the numbers it rests on. A library rather than code inside the findings sink so
+// that every sink that shows findings (findings.txt, the html report) says the same thing
+// from the same records.
+#ifndef LOUPE_SINKS_FINDINGS_RULES_HPP
+#define LOUPE_SINKS_FINDINGS_RULES_HPP
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "loupe/abi/records.h"
+
+namespace loupe::sinks {
+
+struct FindingsOptions {
+  double min_share = 0.5;
+  double tail_ratio = 10;
+  std::uint64_t min_count = 20;
+};
+
+class FindingsRules {
+ public:
+  explicit FindingsRules(FindingsOptions opt = {}) : opt_(opt) {}
+
+  // Interval records are ignored: the rules judge a whole session.
+  void add(const loupe_record& r);
+  // Dominant functions (by record), then long tails (largest ratio first), then losses.
+  std::vector<std::string> statements() const;
+
+ private:
+  struct Stacks {
+    std::string value_name, unit;
+    double total = 0;
+    std::map<std::string, double> under;        // function -> weight of the stacks that hold it
+    std::map<std::string, double> depth;        // function -> weighted distance from the root
+    std::set<std::string> user;                 // functions seen as user-space frames
+    std::map<std::string, std::string> module;  // function -> its module's file name
+  };
+  std::string dominant(const std::string& who, const Stacks& s) const;
+
+  FindingsOptions opt_;
+  std::map<std::string, Stacks> stacks_;
+  std::vector<std::pair<double, std::string>> tails_;
+  std::vector<std::string> losses_;
+};
+
+}  // namespace loupe::sinks
+
+#endif  // LOUPE_SINKS_FINDINGS_RULES_HPP

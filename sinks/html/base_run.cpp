@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "base_run.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "loupe/sdk/plugin.hpp"
+
+namespace loupe::sinks {
+namespace {
+
+using nlohmann::json;
+
+const char* str_or_null(const json& o, const char* key) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get_ref<const std::string&>().c_str() : nullptr;
+}
+
+}  // namespace
+
+std::string load_base_run(const std::string& where, ReportData& into) {
+  std::filesystem::path p(where);
+  if (std::filesystem::is_directory(p)) p /= "records.jsonl";
+  std::ifstream in(p);
+  if (!in)
+    throw sdk::Error(LOUPE_ERR_INVALID_ARG,
+                     "html: base '" + p.string() +
+                         "' cannot be read (a records.jsonl, or the output directory of a run "
+                         "with the jsonl sink)");
+  std::string line;
+  std::size_t n = 0, stacks = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.empty()) continue;
+    json r;
+    try {
+      r = json::parse(line);
+    } catch (const json::exception& e) {
+      throw sdk::Error(LOUPE_ERR_INVALID_ARG,
+                       "html: base " + p.string() + ":" + std::to_string(n) + ": not a record");
+    }
+    if (!r.is_object() || r.value("kind", "") != "stack" || !r.value("is_final", false) ||
+        !r.contains("stack") || !r["stack"].is_object())
+      continue;
+    const json& s = r["stack"];
+    // The records point into `r` (not into copies: json::value() returns one), which
+    // outlives add(); add() copies what it keeps.
+    static const json kNone = json::array();
+    const json& fs = s.contains("frames") && s["frames"].is_array() ? s["frames"] : kNone;
+    const json& vs = s.contains("values") && s["values"].is_array() ? s["values"] : kNone;
+    std::vector<loupe_frame> frames;
+    for (const auto& f : fs) {
+      loupe_frame lf{};
+      lf.address = f.value("address", std::uint64_t{0});
+      lf.symbol = str_or_null(f, "symbol");
+      lf.module = str_or_null(f, "module");
+      lf.offset = f.value("offset", std::uint64_t{0});
+      const std::string kind = f.value("kind", "user");
+      lf.kind = kind == "kernel" ? LOUPE_FRAME_KERNEL
+                : kind == "jit"  ? LOUPE_FRAME_JIT
+                                 : LOUPE_FRAME_USER;
+      frames.push_back(lf);
+    }
+    std::vector<loupe_value> values;
+    for (const auto& v : vs)
+      values.push_back(
+          {str_or_null(v, "name"), str_or_null(v, "unit"), v.value("value", std::int64_t{0})});
+    loupe_stack_sample st{};
+    st.size = sizeof(st);
+    st.frames = frames.data();
+    st.n_frames = static_cast<std::uint32_t>(frames.size());
+    st.values = values.data();
+    st.n_values = static_cast<std::uint32_t>(values.size());
+    loupe_record rec{};
+    rec.size = sizeof(rec);
+    rec.kind = LOUPE_RECORD_STACK_SAMPLE;
+    rec.name = str_or_null(r, "name");
+    rec.plugin = str_or_null(r, "plugin");
+    rec.is_final = 1;
+    rec.stack = &st;
+    into.add(rec);
+    ++stacks;
+  }
+  if (stacks == 0)
+    throw sdk::Error(LOUPE_ERR_INVALID_ARG,
+                     "html: base " + p.string() +
+                         " holds no final stack record (did that run have a stack profiler "
+                         "and the jsonl sink, and did it end?)");
+  return p.string();
+}
+
+}  // namespace loupe::sinks
