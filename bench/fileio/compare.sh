@@ -15,6 +15,7 @@
 #    to /dev/null), alone, under fileio and under filetop; median of 5, ns per read+write.
 # A peer absent from PATH, or refused by the kernel, is reported as such.
 set -uo pipefail
+. "$(dirname "$0")/../common/timing.sh"
 build=$(cd "${1:?usage: compare.sh BUILD_DIR}" && pwd)
 loupe=$build/bin/loupe
 work=$build/tests/workloads/fileio_workload
@@ -111,20 +112,12 @@ dd_ns() {  # ns per 4 KiB read+write pair of one dd run
   t1=$(date +%s%N)
   echo $(((t1 - t0) / 16384))
 }
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 alone() { for _ in 1 2 3 4 5; do dd_ns; done | median; }
 under_loupe() {
   for _ in 1 2 3 4 5; do
     "$loupe" run "$tmp/p.toml" -- sh -c "t0=\$(date +%s%N); dd if=$tmp/cached.dat of=/dev/null bs=4k status=none; t1=\$(date +%s%N); echo ns=\$(((t1 - t0) / 16384))" 2>&1 |
       sed -n 's/^ns=//p'
   done | median
-}
-under_peer() {
-  "$@" >/dev/null 2>&1 &
-  local p=$!
-  sleep 2
-  for _ in 1 2 3 4 5; do dd_ns; done | median
-  kill -INT $p 2>/dev/null; wait $p 2>/dev/null
 }
 base=$(alone)
 lo=$(under_loupe)
@@ -133,6 +126,6 @@ vfs=$(under_loupe)
 echo "cost per 4 KiB read + write to /dev/null (dd, cached, median of 5), ns:"
 echo "  alone $base; loupe fileio $lo (+$((lo - base))); with hooks = \"vfs\" ${vfs:-refused} (+$((${vfs:-0} - base)))"
 if have filetop; then
-  ft=$(under_peer filetop -C 1000)
+  ft=$(measure_beside dd_ns filetop -C 1000)
   echo "  filetop $ft (+$((ft - base)))"
 fi

@@ -15,6 +15,7 @@
 #    tcpconnlat; median of 5, µs per connection (both ends in the one process).
 # A peer absent from PATH, or refused by the kernel, is reported as such.
 set -uo pipefail
+. "$(dirname "$0")/../common/timing.sh"
 build=$(cd "${1:?usage: compare.sh BUILD_DIR}" && pwd)
 loupe=$build/bin/loupe
 work=$build/tests/workloads/tcp_workload
@@ -96,7 +97,6 @@ conn_us() {  # µs per connection of one run of the workload
   t1=$(date +%s%N)
   echo $(((t1 - t0) / N / 1000))
 }
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 five() { for _ in 1 2 3 4 5; do conn_us; done | median; }
 under_loupe() {
   for _ in 1 2 3 4 5; do
@@ -104,20 +104,13 @@ under_loupe() {
       sed -n 's/^us=//p'
   done | median
 }
-under_peer() {
-  "$@" >/dev/null 2>&1 &
-  local p=$!
-  sleep 2
-  five
-  kill -INT $p 2>/dev/null; wait $p 2>/dev/null
-}
 base=$(five)
 lo=$(under_loupe)
 echo "cost per connection (tcp_workload $N, median of 5), µs:"
 echo "  alone $base; loupe tcp $lo (+$((lo - base)))"
 for peer in tcplife tcpconnlat; do
   if have $peer; then
-    t=$(under_peer $peer)
+    t=$(measure_beside conn_us $peer)
     echo "  $peer $t (+$((t - base)))"
   fi
 done

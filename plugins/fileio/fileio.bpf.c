@@ -419,6 +419,23 @@ static __always_inline void account(const struct inflight *in, long ret, __u64 d
 		s->max_ns = delta;
 }
 
+/* The current thread's call in flight, taken out of the table, and the time it ends;
+ * NULL when there is none (or the clock went back). */
+static __always_inline struct fio_counters *take_inflight(struct inflight *in, __u64 *now)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct inflight *p = bpf_map_lookup_elem(&inflight, &tid);
+	struct fio_counters *c;
+
+	if (!p)
+		return NULL;
+	*now = bpf_ktime_get_ns();
+	*in = *p;
+	bpf_map_delete_elem(&inflight, &tid);
+	c = get_counters();
+	return c && *now >= in->ts ? c : NULL;
+}
+
 SEC("tracepoint/raw_syscalls/sys_enter")
 int fio_enter(struct trace_event_raw_sys_enter *ctx)
 {
@@ -488,8 +505,6 @@ int fio_enter(struct trace_event_raw_sys_enter *ctx)
 SEC("tracepoint/raw_syscalls/sys_exit")
 int fio_exit(struct trace_event_raw_sys_exit *ctx)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct inflight *p = bpf_map_lookup_elem(&inflight, &tid);
 	struct fio_counters *c;
 	struct inflight in;
 	struct fio_file fid = {};
@@ -497,13 +512,8 @@ int fio_exit(struct trace_event_raw_sys_exit *ctx)
 	long ret = ctx->ret;
 	__u64 now;
 
-	if (!p)
-		return 0;
-	now = bpf_ktime_get_ns();
-	in = *p;
-	bpf_map_delete_elem(&inflight, &tid);
-	c = get_counters();
-	if (!c || now < in.ts)
+	c = take_inflight(&in, &now);
+	if (!c)
 		return 0;
 	if (in.how == BY_RET || in.how == BY_STATBUF) {
 		if (ret < 0) {
@@ -569,19 +579,12 @@ static __always_inline int vfs_enter(struct file *f, __u32 op, const loff_t *pos
 
 static __always_inline int vfs_exit(void *ctx, long ret)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct inflight *p = bpf_map_lookup_elem(&inflight, &tid);
 	struct fio_counters *c;
 	struct inflight in;
 	__u64 now;
 
-	if (!p)
-		return 0;
-	now = bpf_ktime_get_ns();
-	in = *p;
-	bpf_map_delete_elem(&inflight, &tid);
-	c = get_counters();
-	if (!c || now < in.ts)
+	c = take_inflight(&in, &now);
+	if (!c)
 		return 0;
 	if (in.op == FIO_OP_FSYNC)
 		ret = (int)ret; /* an int return: a kretprobe's rax has garbage above eax */

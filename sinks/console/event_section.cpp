@@ -10,6 +10,7 @@ namespace loupe::sinks {
 namespace {
 
 constexpr std::size_t kMaxEventFrames = 12;
+constexpr std::size_t kCompactEvents = 3;  // slow calls listed unless verbose
 
 std::string field_text(const FieldValue& v) {
   if (auto p = std::get_if<std::int64_t>(&v)) return std::to_string(*p);
@@ -51,7 +52,9 @@ void render_events(const ProducerRecords& p, const ReportOptions& opt, const Tex
   for (const auto& [name, log] : p.events) {
     bool ranked = !log.slowest.empty();
     std::vector<RankedEvent> shown = ranked ? log.slowest : log.latest_ordered();
-    if (shown.size() > opt.top) shown.resize(opt.top);
+    // The one-screen report lists the few slowest; verbose lists `top`.
+    const std::size_t rows = opt.verbose ? opt.top : std::min(opt.top, kCompactEvents);
+    if (shown.size() > rows) shown.resize(rows);
     std::string title =
         ranked ? "slow calls: " + name + ", " + std::to_string(shown.size()) + " slowest of " +
                      format_count(log.count) + " by " + log.slowest.front().magnitude->key

@@ -27,4 +27,6 @@ loupe_cli_e2e_test(html_e2e_test SOURCE ${CMAKE_CURRENT_LIST_DIR}/html_e2e_test.
     SHIFT_WORKLOAD="$<TARGET_FILE:shift_workload>"
     LOUPE_ARTIFACT_DIR="${CMAKE_BINARY_DIR}/test-artifacts"
   DEPENDS offcpu_workload shift_workload loupe-html loupe-findings loupe-cpusample loupe-offcpu
-  PROPERTIES TIMEOUT 240)
+  # Not `kernel`: what it checks is the page in a browser, the same on every kernel, and
+  # Chromium under the guests' emulation takes minutes per page. The host runs it.
+  LABEL browser PROPERTIES TIMEOUT 240)
