@@ -84,16 +84,16 @@ TEST_F(ConsoleSinkTest, AWideHistogramFoldsItsTailsIntoOneRowEach) {
   }
   r.builder().histogram(LOUPE_BUCKETS_LOG2, 0, "ns", b, total, 0, 1024, 2097151);
   std::string text = final_report({&r});
-  EXPECT_TRUE(has(line_with(text, "[1.02 µs, 8.19 µs)"), "6 |")) << text;
-  EXPECT_TRUE(has(line_with(text, "[1.02 µs, 8.19 µs)"), "(3 buckets)")) << text;
+  EXPECT_TRUE(has(line_with(text, "(1.02 µs, 8.19 µs]"), "6 |")) << text;
+  EXPECT_TRUE(has(line_with(text, "(1.02 µs, 8.19 µs]"), "(3 buckets)")) << text;
   for (const char* kept :
-       {"[8.19 µs, 16.4 µs)", "[16.4 µs, 32.8 µs)", "[32.8 µs, 65.5 µs)", "[65.5 µs,  131 µs)"})
+       {"(8.19 µs, 16.4 µs]", "(16.4 µs, 32.8 µs]", "(32.8 µs, 65.5 µs]", "(65.5 µs, 131 µs]"})
     EXPECT_FALSE(line_with(text, kept).empty()) << kept << "\n" << text;
-  EXPECT_TRUE(has(line_with(text, "[ 131 µs, 1.05 ms)"), "7 |")) << text;
-  EXPECT_TRUE(has(line_with(text, "[ 131 µs, 1.05 ms)"), "(3 buckets)")) << text;
+  EXPECT_TRUE(has(line_with(text, "(131 µs, 1.05 ms]"), "7 |")) << text;
+  EXPECT_TRUE(has(line_with(text, "(131 µs, 1.05 ms]"), "(3 buckets)")) << text;
   host_.set("verbose", true);
   text = final_report({&r});
-  EXPECT_FALSE(line_with(text, "[1.02 µs, 2.05 µs)").empty()) << text;
+  EXPECT_FALSE(line_with(text, "(1.02 µs, 2.05 µs]").empty()) << text;
   EXPECT_FALSE(has(text, "buckets)")) << text;
 }
 
