@@ -112,17 +112,11 @@ dd_ns() {  # ns per 4 KiB read+write pair of one dd run
   t1=$(date +%s%N)
   echo $(((t1 - t0) / 16384))
 }
-alone() { for _ in 1 2 3 4 5; do dd_ns; done | median; }
-under_loupe() {
-  for _ in 1 2 3 4 5; do
-    "$loupe" run "$tmp/p.toml" -- sh -c "t0=\$(date +%s%N); dd if=$tmp/cached.dat of=/dev/null bs=4k status=none; t1=\$(date +%s%N); echo ns=\$(((t1 - t0) / 16384))" 2>&1 |
-      sed -n 's/^ns=//p'
-  done | median
-}
-base=$(alone)
-lo=$(under_loupe)
+base=$(median_of_5 dd_ns)
+reads="dd if=$tmp/cached.dat of=/dev/null bs=4k status=none"
+lo=$(measure_under_loupe "$loupe" "$tmp/p.toml" 16384 "$reads")
 sed -i 's/^slow_us = 0$/slow_us = 0\nhooks = "vfs"/' "$tmp/p.toml"
-vfs=$(under_loupe)
+vfs=$(measure_under_loupe "$loupe" "$tmp/p.toml" 16384 "$reads")
 echo "cost per 4 KiB read + write to /dev/null (dd, cached, median of 5), ns:"
 echo "  alone $base; loupe fileio $lo (+$((lo - base))); with hooks = \"vfs\" ${vfs:-refused} (+$((${vfs:-0} - base)))"
 if have filetop; then

@@ -97,15 +97,8 @@ conn_us() {  # µs per connection of one run of the workload
   t1=$(date +%s%N)
   echo $(((t1 - t0) / N / 1000))
 }
-five() { for _ in 1 2 3 4 5; do conn_us; done | median; }
-under_loupe() {
-  for _ in 1 2 3 4 5; do
-    "$loupe" run "$tmp/p.toml" -- sh -c "t0=\$(date +%s%N); $work $N >/dev/null; t1=\$(date +%s%N); echo us=\$(((t1 - t0) / $N / 1000))" 2>&1 |
-      sed -n 's/^us=//p'
-  done | median
-}
-base=$(five)
-lo=$(under_loupe)
+base=$(median_of_5 conn_us)
+lo=$(measure_under_loupe "$loupe" "$tmp/p.toml" $((N * 1000)) "$work $N")
 echo "cost per connection (tcp_workload $N, median of 5), µs:"
 echo "  alone $base; loupe tcp $lo (+$((lo - base)))"
 for peer in tcplife tcpconnlat; do
