@@ -76,11 +76,23 @@ TEST_P(OffcpuMechanisms, TimePerBlockingFunctionMatchesTheWorkloadsOwnWithItsRea
   const double vfork_ns = workload_figure(r.output, "vfork_ns");
   ASSERT_GT(sleep_ns, 0) << r.output;
 
-  // Per blocking function: all of its time, and the time per reason.
+  // Per blocking function: all of its time, and the time per reason. A user stack the
+  // kernel's stack map refused (a hash collision: -EEXIST) leaves its time on a row
+  // without user frames, and is counted in the health record offcpu/user_stack_fail:
+  // then, and only then, that row's time may make up a function's shortfall.
   std::map<std::string, std::map<std::string, double>> by_fn;
+  std::map<std::string, double> no_user_stack;  // by reason
+  double stack_fail = 0;
+  for (const auto& rec : r.records)
+    if (rec.value("kind", "") == "health" && rec.value("is_final", false) &&
+        rec["health"].value("component", "") == "offcpu/user_stack_fail")
+      stack_fail = rec["health"]["value"].get<double>();
   for (const json* rec : r.all("stack", "offcpu")) {
     if ((*rec)["labels"]["comm"] != "offcpu_workload") continue;
     const std::string reason = (*rec)["labels"]["reason"];
+    bool user = false;
+    for (const auto& f : (*rec)["stack"]["frames"]) user |= f.value("kind", "") == "user";
+    if (!user) no_user_stack[reason] += static_cast<double>(value(*rec, "offcpu_ns"));
     for (const char* fn : {"sleep_in_sleeper", "read_in_reader", "wait_in_vfork"})
       if (has_frame(*rec, fn)) {
         by_fn[fn][reason] += static_cast<double>(value(*rec, "offcpu_ns"));
@@ -93,11 +105,16 @@ TEST_P(OffcpuMechanisms, TimePerBlockingFunctionMatchesTheWorkloadsOwnWithItsRea
               by_fn["sleep_in_sleeper"]["all"] / 1e6, by_fn["sleep_in_sleeper"]["sleep"] / 1e6,
               by_fn["read_in_reader"]["all"] / 1e6, by_fn["read_in_reader"]["sleep"] / 1e6,
               by_fn["wait_in_vfork"]["uninterruptible"] / 1e6);
-  EXPECT_NEAR(by_fn["sleep_in_sleeper"]["all"], sleep_ns, 0.05 * sleep_ns);
-  EXPECT_NEAR(by_fn["read_in_reader"]["all"], read_ns, 0.05 * read_ns);
+  auto near = [&](double named, double want, const char* reason) {
+    if (std::abs(named - want) <= 0.05 * want) return true;
+    return stack_fail > 0 && std::abs(named + no_user_stack[reason] - want) <= 0.05 * want;
+  };
+  if (stack_fail > 0) std::printf("  user stacks refused by the stack map: %.0f\n", stack_fail);
+  EXPECT_TRUE(near(by_fn["sleep_in_sleeper"]["all"], sleep_ns, "sleep"));
+  EXPECT_TRUE(near(by_fn["read_in_reader"]["all"], read_ns, "sleep"));
   // The parent of vfork() waits uninterruptibly; its child (same stack, other pid)
   // sleeps, interruptibly.
-  EXPECT_NEAR(by_fn["wait_in_vfork"]["uninterruptible"], vfork_ns, 0.05 * vfork_ns);
+  EXPECT_TRUE(near(by_fn["wait_in_vfork"]["uninterruptible"], vfork_ns, "uninterruptible"));
   EXPECT_GE(by_fn["sleep_in_sleeper"]["sleep"], 0.9 * by_fn["sleep_in_sleeper"]["all"]);
   EXPECT_GE(by_fn["read_in_reader"]["sleep"], 0.9 * by_fn["read_in_reader"]["all"]);
 
