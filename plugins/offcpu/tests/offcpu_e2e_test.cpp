@@ -71,15 +71,28 @@ TEST_P(OffcpuMechanisms, TimePerBlockingFunctionMatchesTheWorkloadsOwnWithItsRea
   RunResult r = run_offcpu("", {OFFCPU_WORKLOAD, "blockers"});
   if (unavailable_) GTEST_SKIP() << GetParam() << " is not available here: " << r.output;
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const double sleep_ns = workload_figure(r.output, "sleep_ns");
-  const double read_ns = workload_figure(r.output, "read_ns");
-  const double vfork_ns = workload_figure(r.output, "vfork_ns");
-  ASSERT_GT(sleep_ns, 0) << r.output;
+  // A thread's wall time in a function is its CPU time there plus its time off the CPU
+  // there, whatever the reason: the workload's own wall minus CPU time is what loupe must
+  // find under each function. (Wall time alone is not: on a loaded machine the CPU time
+  // and the waits for a CPU between the blocks grow.)
+  const std::string pid = std::to_string(static_cast<long>(workload_figure(r.output, "pid")));
+  const char* fns[] = {"sleep_in_sleeper", "read_in_reader", "wait_in_vfork"};
+  const char* figures[] = {"sleep", "read", "vfork"};
+  std::map<std::string, double> want;
+  for (int i = 0; i < 3; ++i) {
+    const double wall = workload_figure(r.output, std::string(figures[i]) + "_ns");
+    const double cpu = workload_figure(r.output, std::string(figures[i]) + "_cpu_ns");
+    ASSERT_GT(wall, 0) << r.output;
+    ASSERT_GE(cpu, 0) << r.output;
+    want[fns[i]] = wall - cpu;
+  }
 
-  // Per blocking function: all of its time, and the time per reason. A user stack the
-  // kernel's stack map refused (a hash collision: -EEXIST) leaves its time on a row
-  // without user frames, and is counted in the health record offcpu/user_stack_fail:
-  // then, and only then, that row's time may make up a function's shortfall.
+  // Per blocking function: all of its time, and the time per reason. Only the workload's
+  // own process: a vfork child runs on its parent's stack, so its sleep carries the same
+  // frames under another pid. A user stack the kernel's stack map refused (a hash
+  // collision: -EEXIST) leaves its time on a row without user frames, and is counted in
+  // the health record offcpu/user_stack_fail: then, and only then, that row's time may
+  // make up a function's shortfall.
   std::map<std::string, std::map<std::string, double>> by_fn;
   std::map<std::string, double> no_user_stack;  // by reason
   double stack_fail = 0;
@@ -88,46 +101,71 @@ TEST_P(OffcpuMechanisms, TimePerBlockingFunctionMatchesTheWorkloadsOwnWithItsRea
         rec["health"].value("component", "") == "offcpu/user_stack_fail")
       stack_fail = rec["health"]["value"].get<double>();
   for (const json* rec : r.all("stack", "offcpu")) {
-    if ((*rec)["labels"]["comm"] != "offcpu_workload") continue;
+    if ((*rec)["labels"]["pid"] != pid) continue;
     const std::string reason = (*rec)["labels"]["reason"];
     bool user = false;
     for (const auto& f : (*rec)["stack"]["frames"]) user |= f.value("kind", "") == "user";
     if (!user) no_user_stack[reason] += static_cast<double>(value(*rec, "offcpu_ns"));
-    for (const char* fn : {"sleep_in_sleeper", "read_in_reader", "wait_in_vfork"})
+    for (const char* fn : fns)
       if (has_frame(*rec, fn)) {
         by_fn[fn][reason] += static_cast<double>(value(*rec, "offcpu_ns"));
         by_fn[fn]["all"] += static_cast<double>(value(*rec, "offcpu_ns"));
       }
   }
-  std::printf("  [%s] workload: sleep %.1f ms, read %.1f ms, vfork %.1f ms\n", GetParam(),
-              sleep_ns / 1e6, read_ns / 1e6, vfork_ns / 1e6);
-  std::printf("  loupe: sleep %.1f ms (S %.1f), read %.1f ms (S %.1f), vfork D %.1f ms\n",
+  std::printf("  [%s] workload, off the CPU: sleep %.1f ms, read %.1f ms, vfork %.1f ms\n",
+              GetParam(), want["sleep_in_sleeper"] / 1e6, want["read_in_reader"] / 1e6,
+              want["wait_in_vfork"] / 1e6);
+  std::printf("  loupe: sleep %.1f ms (S %.1f), read %.1f ms (S %.1f), vfork %.1f ms (D %.1f)\n",
               by_fn["sleep_in_sleeper"]["all"] / 1e6, by_fn["sleep_in_sleeper"]["sleep"] / 1e6,
               by_fn["read_in_reader"]["all"] / 1e6, by_fn["read_in_reader"]["sleep"] / 1e6,
-              by_fn["wait_in_vfork"]["uninterruptible"] / 1e6);
-  auto near = [&](double named, double want, const char* reason) {
-    if (std::abs(named - want) <= 0.05 * want) return true;
-    return stack_fail > 0 && std::abs(named + no_user_stack[reason] - want) <= 0.05 * want;
-  };
+              by_fn["wait_in_vfork"]["all"] / 1e6, by_fn["wait_in_vfork"]["uninterruptible"] / 1e6);
+  double stackless = 0;
+  for (const auto& [reason, ns] : no_user_stack) stackless += ns;
   if (stack_fail > 0) std::printf("  user stacks refused by the stack map: %.0f\n", stack_fail);
-  EXPECT_TRUE(near(by_fn["sleep_in_sleeper"]["all"], sleep_ns, "sleep"));
-  EXPECT_TRUE(near(by_fn["read_in_reader"]["all"], read_ns, "sleep"));
-  // The parent of vfork() waits uninterruptibly; its child (same stack, other pid)
-  // sleeps, interruptibly.
-  EXPECT_TRUE(near(by_fn["wait_in_vfork"]["uninterruptible"], vfork_ns, "uninterruptible"));
-  EXPECT_GE(by_fn["sleep_in_sleeper"]["sleep"], 0.9 * by_fn["sleep_in_sleeper"]["all"]);
-  EXPECT_GE(by_fn["read_in_reader"]["sleep"], 0.9 * by_fn["read_in_reader"]["all"]);
+  for (const char* fn : fns) {
+    const double named = by_fn[fn]["all"];
+    const bool near = std::abs(named - want[fn]) <= 0.05 * want[fn] ||
+                      (stack_fail > 0 && named < want[fn] &&
+                       std::abs(named + stackless - want[fn]) <= 0.05 * want[fn]);
+    EXPECT_TRUE(near) << fn << ": loupe " << named << " ns, the workload " << want[fn]
+                      << " ns; stackless " << stackless << " ns";
+  }
+  // The reasons: each function blocks on one thing (a sleep, a pipe read; vfork's parent
+  // waits uninterruptibly while its child, under its own pid, sleeps), and besides that
+  // may only have been preempted, which a loaded machine does between the blocks.
+  const std::pair<const char*, const char*> blocks_on[] = {
+      {"sleep_in_sleeper", "sleep"}, {"read_in_reader", "sleep"}, {"wait_in_vfork", "uninterruptible"}};
+  for (const auto& [fn, reason] : blocks_on) {
+    auto& r_ = by_fn[fn];
+    EXPECT_GE(r_[reason] + r_["preempted"], 0.98 * r_["all"]) << fn;
+    EXPECT_GE(r_[reason], 0.75 * r_["all"]) << fn << " blocks on " << reason;
+  }
 
-  // The pipe reader was woken by the writer: waker stacks (after "--") name it.
-  double woken_by_writer = 0;
+  // The pipe reader was woken by the writer: waker stacks (after "--") name it. A waker
+  // stack the stack map refused (counted in offcpu/waker_stack_fail) leaves a row whose
+  // waker side has no user frames: only then may such rows make up the shortfall.
+  double waker_fail = 0;
+  for (const auto& rec : r.records)
+    if (rec.value("kind", "") == "health" && rec.value("is_final", false) &&
+        rec["health"].value("component", "") == "offcpu/waker_stack_fail")
+      waker_fail = rec["health"]["value"].get<double>();
+  double woken_by_writer = 0, waker_unknown = 0;
   for (const json* rec : r.all("stack", "offcpu_wakers")) {
     const std::size_t sep = separator(*rec);
     ASSERT_NE(sep, SIZE_MAX) << rec->dump();
-    if (has_frame(*rec, "read_in_reader", sep) && has_frame(*rec, "write_from_writer", 0, sep))
+    if (!has_frame(*rec, "read_in_reader", sep)) continue;
+    bool waker_user = false;
+    const auto& frames = (*rec)["stack"]["frames"];
+    for (std::size_t i = 0; i < sep; ++i) waker_user |= frames[i].value("kind", "") == "user";
+    if (has_frame(*rec, "write_from_writer", 0, sep))
       woken_by_writer += static_cast<double>(value(*rec, "offcpu_ns"));
+    else if (!waker_user)
+      waker_unknown += static_cast<double>(value(*rec, "offcpu_ns"));
   }
-  std::printf("  read time woken by write_from_writer: %.1f ms\n", woken_by_writer / 1e6);
-  EXPECT_GE(woken_by_writer, 0.9 * by_fn["read_in_reader"]["all"]);
+  std::printf("  read time woken by write_from_writer: %.1f ms (waker stacks refused: %.0f)\n",
+              woken_by_writer / 1e6, waker_fail);
+  EXPECT_GE(woken_by_writer + (waker_fail > 0 ? waker_unknown : 0),
+            0.9 * by_fn["read_in_reader"]["all"]);
 }
 
 TEST_P(OffcpuMechanisms, RunQueueLatencyOfOversubscribedThreadsAndTheirBlockers) {

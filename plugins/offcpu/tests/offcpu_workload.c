@@ -7,8 +7,9 @@
  *       read_in_reader      50 reads of a pipe, each written 20 ms later
  *                           by write_from_writer on another thread      (S, woken by it)
  *       wait_in_vfork       10 x vfork(), the child sleeping 30 ms      (D: uninterruptible)
- *     and prints the time each spent in its blocking calls:
- *       sleep_ns=N read_ns=N vfork_ns=N
+ *     and prints, per function, its wall time and its thread's CPU time in it (so the time
+ *     it spent off the CPU, for whatever reason, is exactly the difference), and the pid:
+ *       pid=N sleep_ns=N sleep_cpu_ns=N read_ns=N read_cpu_ns=N vfork_ns=N vfork_cpu_ns=N
  *   offcpu_workload halves     spin_half: 1 s of its own CPU time; then sleep_half: 1 s asleep;
  *                              prints spin_cpu_ns=N sleep_ns=N
  *   offcpu_workload crowd S    3 threads spinning on CPU 0 for S seconds (run-queue waits),
@@ -44,19 +45,36 @@ __attribute__((noinline)) static void sleep_ms(long ms) {
   }
 }
 
+static uint64_t thread_cpu_ns(void) {
+  struct timespec ts;
+
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A function's wall time and its thread's CPU time, from its first line to its last. */
+struct span {
+  uint64_t wall, cpu;
+};
+
+static struct span span_start(void) {
+  struct span s = {now_ns(), thread_cpu_ns()};
+
+  return s;
+}
+
+static void span_end(struct span* s) {
+  s->cpu = thread_cpu_ns() - s->cpu;
+  s->wall = now_ns() - s->wall;
+}
+
 static int pipe_fds[2];
-static uint64_t sleep_total, read_total, vfork_total;
+static struct span sleep_span, read_span, vfork_span;
 
-__attribute__((noinline)) static uint64_t sleep_in_sleeper(void) {
-  uint64_t total = 0;
-
-  for (int i = 0; i < 100; i++) {
-    uint64_t t0 = now_ns();
-
-    sleep_ms(10);
-    total += now_ns() - t0;
-  }
-  return total;
+__attribute__((noinline)) static void sleep_in_sleeper(struct span* s) {
+  *s = span_start();
+  for (int i = 0; i < 100; i++) sleep_ms(10);
+  span_end(s);
 }
 
 __attribute__((noinline)) static ssize_t read_byte(char* c) {
@@ -80,17 +98,13 @@ __attribute__((noinline)) static pid_t vfork_sleeping_child(long ms) {
   return p;
 }
 
-__attribute__((noinline)) static uint64_t read_in_reader(void) {
-  uint64_t total = 0;
+__attribute__((noinline)) static void read_in_reader(struct span* s) {
   char c;
 
-  for (int i = 0; i < 50; i++) {
-    uint64_t t0 = now_ns();
-
+  *s = span_start();
+  for (int i = 0; i < 50; i++)
     if (read_byte(&c) != 1) exit(3);
-    total += now_ns() - t0;
-  }
-  return total;
+  span_end(s);
 }
 
 __attribute__((noinline)) static void write_from_writer(void) {
@@ -100,27 +114,22 @@ __attribute__((noinline)) static void write_from_writer(void) {
   }
 }
 
-__attribute__((noinline)) static uint64_t wait_in_vfork(void) {
-  uint64_t total = 0;
-
-  for (int i = 0; i < 10; i++) {
-    uint64_t t0 = now_ns();
-
+__attribute__((noinline)) static void wait_in_vfork(struct span* s) {
+  *s = span_start();
+  for (int i = 0; i < 10; i++)
     if (vfork_sleeping_child(30) < 0) exit(3);
-    total += now_ns() - t0;
-  }
-  return total;
+  span_end(s);
 }
 
 static void* sleeper(void* arg) {
   (void)arg;
-  sleep_total = sleep_in_sleeper();
+  sleep_in_sleeper(&sleep_span);
   return NULL;
 }
 
 static void* reader(void* arg) {
   (void)arg;
-  read_total = read_in_reader();
+  read_in_reader(&read_span);
   return NULL;
 }
 
@@ -132,7 +141,7 @@ static void* writer(void* arg) {
 
 static void* vforker(void* arg) {
   (void)arg;
-  vfork_total = wait_in_vfork();
+  wait_in_vfork(&vfork_span);
   return NULL;
 }
 
@@ -221,8 +230,11 @@ int main(int argc, char** argv) {
     pthread_create(&t[2], NULL, writer, NULL);
     pthread_create(&t[3], NULL, vforker, NULL);
     for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
-    printf("sleep_ns=%llu read_ns=%llu vfork_ns=%llu\n", (unsigned long long)sleep_total,
-           (unsigned long long)read_total, (unsigned long long)vfork_total);
+    printf("pid=%d sleep_ns=%llu sleep_cpu_ns=%llu read_ns=%llu read_cpu_ns=%llu vfork_ns=%llu "
+           "vfork_cpu_ns=%llu\n",
+           (int)getpid(), (unsigned long long)sleep_span.wall, (unsigned long long)sleep_span.cpu,
+           (unsigned long long)read_span.wall, (unsigned long long)read_span.cpu,
+           (unsigned long long)vfork_span.wall, (unsigned long long)vfork_span.cpu);
     return 0;
   }
   if (argc >= 3 && (strcmp(argv[1], "crowd") == 0 || strcmp(argv[1], "lone") == 0)) {
