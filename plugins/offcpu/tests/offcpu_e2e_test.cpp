@@ -133,8 +133,9 @@ TEST_P(OffcpuMechanisms, TimePerBlockingFunctionMatchesTheWorkloadsOwnWithItsRea
   // The reasons: each function blocks on one thing (a sleep, a pipe read; vfork's parent
   // waits uninterruptibly while its child, under its own pid, sleeps), and besides that
   // may only have been preempted, which a loaded machine does between the blocks.
-  const std::pair<const char*, const char*> blocks_on[] = {
-      {"sleep_in_sleeper", "sleep"}, {"read_in_reader", "sleep"}, {"wait_in_vfork", "uninterruptible"}};
+  const std::pair<const char*, const char*> blocks_on[] = {{"sleep_in_sleeper", "sleep"},
+                                                           {"read_in_reader", "sleep"},
+                                                           {"wait_in_vfork", "uninterruptible"}};
   for (const auto& [fn, reason] : blocks_on) {
     auto& r_ = by_fn[fn];
     EXPECT_GE(r_[reason] + r_["preempted"], 0.98 * r_["all"]) << fn;

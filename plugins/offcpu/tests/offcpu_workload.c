@@ -230,11 +230,12 @@ int main(int argc, char** argv) {
     pthread_create(&t[2], NULL, writer, NULL);
     pthread_create(&t[3], NULL, vforker, NULL);
     for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
-    printf("pid=%d sleep_ns=%llu sleep_cpu_ns=%llu read_ns=%llu read_cpu_ns=%llu vfork_ns=%llu "
-           "vfork_cpu_ns=%llu\n",
-           (int)getpid(), (unsigned long long)sleep_span.wall, (unsigned long long)sleep_span.cpu,
-           (unsigned long long)read_span.wall, (unsigned long long)read_span.cpu,
-           (unsigned long long)vfork_span.wall, (unsigned long long)vfork_span.cpu);
+    printf(
+        "pid=%d sleep_ns=%llu sleep_cpu_ns=%llu read_ns=%llu read_cpu_ns=%llu vfork_ns=%llu "
+        "vfork_cpu_ns=%llu\n",
+        (int)getpid(), (unsigned long long)sleep_span.wall, (unsigned long long)sleep_span.cpu,
+        (unsigned long long)read_span.wall, (unsigned long long)read_span.cpu,
+        (unsigned long long)vfork_span.wall, (unsigned long long)vfork_span.cpu);
     return 0;
   }
   if (argc >= 3 && (strcmp(argv[1], "crowd") == 0 || strcmp(argv[1], "lone") == 0)) {
