@@ -4,12 +4,14 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <cstdio>
 #include <cstring>
 
 #include "bio_hist.hpp"
 #include "bio_labels.hpp"
 #include "loupe/sdk/histogram.hpp"
 #include "loupe/sdk/records.hpp"
+#include "loupe/sdk/units.hpp"
 
 namespace loupe::biolat {
 namespace {
@@ -158,20 +160,57 @@ void BiolatReporter::emit_health(const bio_counters& c, std::uint64_t in_flight)
            "filtered out)");
 }
 
+// Rule queue_share (README): a device whose requests (at least 20) spent at least 20 % of
+// their time, first sight to completion, waiting between insert and issue: the queue,
+// not the device, is where their time went (a saturated device or a scheduler holding
+// requests back).
+void BiolatReporter::emit_queue_finding(std::uint32_t dev, const DeviceTime& d) {
+  constexpr std::uint64_t kMinRequests = 20;
+  constexpr double kMinShare = 0.2;
+  if (d.requests < kMinRequests || d.total_ns == 0) return;
+  const double share = static_cast<double>(d.queue_ns) / static_cast<double>(d.total_ns);
+  if (share < kMinShare) return;
+  const std::string name = devices_.name(dev);
+  char buf[512];
+  std::snprintf(buf, sizeof(buf),
+                "%s: queue time is %.0f %% of total request time (%s of %s waiting to be issued, "
+                "%llu of %llu requests queued)",
+                name.c_str(), 100 * share,
+                sdk::human_amount(static_cast<double>(d.queue_ns), "ns").c_str(),
+                sdk::human_amount(static_cast<double>(d.total_ns), "ns").c_str(),
+                static_cast<unsigned long long>(d.queued),
+                static_cast<unsigned long long>(d.requests));
+  sdk::RecordBuilder f(LOUPE_RECORD_FINDING, "queue_share");
+  f.label("device", name).label("dev", dev_string(dev)).label("mechanism", mechanism_);
+  f.final(true).window(window_start_, window_end_).finding("queue_share", buf, share);
+  f.field("device", name).field_u("queue_ns", d.queue_ns).field_u("total_ns", d.total_ns);
+  f.field_u("requests", d.requests).field_u("queued", d.queued).field("share", share);
+  f.emit(host_);
+}
+
 void BiolatReporter::collect(bool is_final, std::uint64_t window_start_ns,
                              std::uint64_t window_end_ns) {
   is_final_ = is_final;
   window_start_ = window_start_ns;
   window_end_ = window_end_ns;
   std::vector<bio_stats> per_cpu(static_cast<std::size_t>(ncpus_));
+  std::map<std::uint32_t, DeviceTime> device_time;  // all ops of a device, for the findings
   bio_stats_key key{}, next{};
   bool first = true;
   while (bpf_map_get_next_key(maps_.stats_fd, first ? nullptr : &key, &next) == 0) {
     first = false;
     key = next;
     if (bpf_map_lookup_elem(maps_.stats_fd, &key, per_cpu.data()) != 0) continue;
-    emit_device(key, merge_per_cpu(std::span<const bio_stats>(per_cpu)));
+    const bio_stats total = merge_per_cpu(std::span<const bio_stats>(per_cpu));
+    emit_device(key, total);
+    DeviceTime& d = device_time[key.dev];
+    d.queue_ns += total.queue.sum;
+    d.total_ns += total.total.sum;
+    d.requests += total.total.count;
+    d.queued += total.queue.count;
   }
+  if (is_final_)
+    for (const auto& [dev, d] : device_time) emit_queue_finding(dev, d);
   if (maps_.procs_fd >= 0) emit_procs();
   emit_health(read_counters(), count_in_flight());
 }

@@ -36,6 +36,10 @@ class BiolatReporter {
   using Labels = std::vector<std::pair<std::string, std::string>>;
 
   void emit_device(const bio_stats_key& key, const bio_stats& total);
+  struct DeviceTime {
+    std::uint64_t queue_ns = 0, total_ns = 0, requests = 0, queued = 0;
+  };
+  void emit_queue_finding(std::uint32_t dev, const DeviceTime& d);
   void emit_procs();
   void emit_health(const bio_counters& c, std::uint64_t in_flight);
   void hist(const char* name, const char* unit, const bio_hist& h, const Labels& labels);

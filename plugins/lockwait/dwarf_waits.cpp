@@ -32,8 +32,10 @@ int DwarfWaits::decode(const void* data, std::uint32_t len) {
     }
     lw_waiter_val v{};
     std::memcpy(v.comm, r->comm, sizeof(v.comm));
+    v.first_ns = r->end_ns - r->delta_ns;
     it = rows_.emplace(key, v).first;
   }
+  it->second.last_ns = r->end_ns;
   it->second.waits++;
   it->second.total_ns += r->delta_ns;
   it->second.max_ns = std::max<std::uint64_t>(it->second.max_ns, r->delta_ns);

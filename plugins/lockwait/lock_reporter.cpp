@@ -11,6 +11,7 @@
 
 #include "loupe/sdk/percpu.hpp"
 #include "loupe/sdk/records.hpp"
+#include "loupe/sdk/units.hpp"
 #include "wait_pattern.hpp"
 
 namespace loupe::lockwait {
@@ -213,6 +214,51 @@ void LockReporter::emit_lock(std::uint32_t rank, const LockSummary& s, double wi
   }
   emit_stacks(s, label);
   emit_holders(s, label);
+  if (is_final_) emit_finding(rank, s, label, type, window_s);
+}
+
+// Rule lock_contention (README): among the 3 locks waited on longest, one whose waiting
+// threads spent at least 5 % of their time waiting on it. "Their time" is, per thread,
+// from the start of its first wait on the lock to the end of its last: lifetimes are not
+// traced, and this span is the part of a thread's life the lock had a say in. The
+// statement says so.
+void LockReporter::emit_finding(std::uint32_t rank, const LockSummary& s, const std::string& label,
+                                const std::string& type, double window_s) {
+  (void)window_s;
+  constexpr std::uint32_t kTopLocks = 3;
+  constexpr double kMinShare = 0.05;
+  constexpr std::uint64_t kMinWaits = 10;
+  const std::size_t threads = s.threads.size();
+  if (rank > kTopLocks || threads == 0 || s.val.waits < kMinWaits) return;
+  // glibc waits for events (condition variables, pthread_join, semaphores) with
+  // FUTEX_WAIT_BITSET and for mutexes with FUTEX_WAIT or the PI ops: a futex only ever
+  // waited on the first way is a thread waiting for work, not for a lock.
+  if (s.key.kind == LW_KIND_FUTEX && s.val.flags == LW_FUTEX_OP_BIT(LW_FUTEX_WAIT_BITSET)) return;
+  std::uint64_t span_ns = 0, wait_ns = 0;
+  for (const auto& t : s.threads) {
+    wait_ns += t.total_ns;
+    if (t.last_ns > t.first_ns) span_ns += t.last_ns - t.first_ns;
+  }
+  if (span_ns == 0) return;
+  const double share = static_cast<double>(wait_ns) / static_cast<double>(span_ns);
+  if (share < kMinShare) return;
+  char buf[512];
+  std::snprintf(buf, sizeof(buf),
+                "lock %s (%s%s%s): %zu thread%s waited %s in %llu waits, %.0f %% of their %s "
+                "from each one's first wait to its last",
+                label.c_str(), type.c_str(), s.key.tgid ? ", pid " : "",
+                s.key.tgid ? std::to_string(s.key.tgid).c_str() : "", threads,
+                threads == 1 ? "" : "s", sdk::human_amount(static_cast<double>(wait_ns), "ns").c_str(),
+                static_cast<unsigned long long>(s.val.waits), 100 * share,
+                sdk::human_amount(static_cast<double>(span_ns), "ns").c_str());
+  sdk::RecordBuilder f(LOUPE_RECORD_FINDING, "lock_contention");
+  f.label("lock", label).label("addr", hex(s.key.addr));
+  if (s.key.tgid) f.label("pid", std::to_string(s.key.tgid));
+  f.final(true).window(window_start_, window_end_).finding("lock_contention", buf, std::min(share, 1.0));
+  f.field("lock", label).field("addr", hex(s.key.addr)).field_u("pid", s.key.tgid);
+  f.field_u("threads", threads).field_u("waits", s.val.waits).field_u("wait_ns", wait_ns);
+  f.field_u("threads_span_ns", span_ns).field("share", share);
+  f.emit(host_);
 }
 
 void LockReporter::emit_counters(const std::vector<std::uint64_t>& c) {

@@ -51,6 +51,8 @@ class LockReporter {
  private:
   std::vector<std::uint64_t> read_counters() const;
   std::uint64_t sweep_inflight();
+  void emit_finding(std::uint32_t rank, const LockSummary& s, const std::string& label,
+                    const std::string& type, double window_s);
   void emit_lock(std::uint32_t rank, const LockSummary& s, double window_s);
   void emit_stacks(const LockSummary& s, const std::string& lock_label);
   // holders: per lock, the releasers' stacks with the wait time their wakes ended.

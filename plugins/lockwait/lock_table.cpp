@@ -58,6 +58,8 @@ std::vector<LockSummary> build_lock_table(const std::vector<LockRow>& locks,
     t.waits += v.waits;
     t.total_ns += v.total_ns;
     t.max_ns = std::max(t.max_ns, static_cast<std::uint64_t>(v.max_ns));
+    if (v.first_ns && (!t.first_ns || v.first_ns < t.first_ns)) t.first_ns = v.first_ns;
+    t.last_ns = std::max(t.last_ns, static_cast<std::uint64_t>(v.last_ns));
     auto sk = std::make_tuple(k.user_stack_id, k.kernel_stack_id,
                               static_cast<std::uint64_t>(k.caller_ip));
     auto& st = a.stacks[sk];

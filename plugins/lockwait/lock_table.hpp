@@ -18,6 +18,7 @@ struct ThreadWait {
   std::uint32_t tid = 0;
   std::string comm;
   std::uint64_t waits = 0, total_ns = 0, max_ns = 0;
+  std::uint64_t first_ns = 0, last_ns = 0;  // its first wait's start, its last wait's end
 };
 
 struct StackWait {

@@ -320,11 +320,14 @@ static __always_inline void record_waiter(__u64 pid_tgid, __u32 kind,
 		__sync_fetch_and_add(&v->total_ns, delta);
 		if (delta > v->max_ns)
 			v->max_ns = delta;
+		v->last_ns = w->start_ns + delta;
 		return;
 	}
 	init.waits = 1;
 	init.total_ns = delta;
 	init.max_ns = delta;
+	init.first_ns = w->start_ns;
+	init.last_ns = w->start_ns + delta;
 	bpf_get_current_comm(init.comm, sizeof(init.comm));
 	if (bpf_map_update_elem(&waiters, &key, &init, BPF_NOEXIST)) {
 		/* -EEXIST: another CPU inserted it first; retry once as an update. */
@@ -335,6 +338,7 @@ static __always_inline void record_waiter(__u64 pid_tgid, __u32 kind,
 		}
 		__sync_fetch_and_add(&v->waits, 1);
 		__sync_fetch_and_add(&v->total_ns, delta);
+		v->last_ns = w->start_ns + delta;
 		return;
 	}
 	e = LOUPE_RESERVE(first_seen, struct lw_first_seen_event, LW_RECORD_FIRST_SEEN,
@@ -367,6 +371,7 @@ static __always_inline void send_dwarf_wait(__u64 pid_tgid, __u64 addr, __u64 de
 	r->tid = (__u32)pid_tgid;
 	r->addr = addr;
 	r->delta_ns = delta;
+	r->end_ns = bpf_ktime_get_ns();
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	r->us.stack_len = 0;
 	r->us.flags = 0;
@@ -413,8 +418,10 @@ static __always_inline void wait_end(__u32 kind, __u64 key_addr)
 	count(kind == LW_KIND_FUTEX ? LW_C_FUTEX_MATCHED : LW_C_KERNEL_MATCHED, 1);
 	if (delta < targ_min_wait_ns)
 		return;
+	/* Kernel locks: their LCB_F_* flags; futexes: a bit per wait op seen (the findings
+	 * tell a mutex's FUTEX_WAIT from glibc's condvar/join/semaphore FUTEX_WAIT_BITSET). */
 	record_lock(kind == LW_KIND_KERNEL ? 0 : pid_tgid >> 32, kind, w.addr, delta,
-		    kind == LW_KIND_KERNEL ? w.flags : 0);
+		    kind == LW_KIND_KERNEL ? w.flags : LW_FUTEX_OP_BIT(w.flags));
 	if (targ_holders && kind == LW_KIND_FUTEX)
 		credit_holder(pid_tgid, w.addr, w.start_ns, delta);
 	if (targ_dwarf && kind == LW_KIND_FUTEX)

@@ -21,6 +21,8 @@
 #define LW_FUTEX_WAIT_BITSET 9
 #define LW_FUTEX_WAIT_REQUEUE_PI 11
 #define LW_FUTEX_LOCK_PI2 13
+/* lw_lock_val.flags of a futex: bit (1 << op) for each wait op seen on it. */
+#define LW_FUTEX_OP_BIT(op) (1u << ((op) & 15))
 #define LW_FUTEX_CMD_MASK (~(128 | 256)) /* PRIVATE_FLAG | CLOCK_REALTIME */
 
 /* Where a wait happened. */
@@ -91,7 +93,7 @@ struct lw_lock_val {
   __u64 total_ns;
   __u64 max_ns;
   __u64 min_ns;
-  __u32 flags;        /* OR of the LCB_F_* (kernel) seen for this lock */
+  __u32 flags;        /* OR of the LCB_F_* (kernel) or LW_FUTEX_OP_BIT (futex) seen */
   __u32 threads_hint; /* unused by BPF: layout padding */
   __u64 slots[LW_HIST_SLOTS];
 };
@@ -117,6 +119,10 @@ struct lw_waiter_val {
   __u64 total_ns;
   __u64 max_ns;
   char comm[16];
+  /* The start of the thread's first wait on the lock and the end of its last (written by
+   * that thread only: the key holds its tid): the span the finding's share is over. */
+  __u64 first_ns;
+  __u64 last_ns;
 };
 
 /* holders: the last futex wake on a futex word, by the thread that released it. */
@@ -171,7 +177,7 @@ struct lw_first_seen_event {
  * registers at the syscall; us.stack_len bytes follow). User space unwinds it and keeps
  * the (lock, thread, stack) rows the kernel keeps by stack id in the fp mode. */
 #define LW_RECORD_DWARF_WAIT 2
-#define LW_RECORD_DWARF_WAIT_VERSION 1
+#define LW_RECORD_DWARF_WAIT_VERSION 2
 
 struct lw_dwarf_wait {
   __u16 type;
@@ -181,6 +187,7 @@ struct lw_dwarf_wait {
   __u32 tid;
   __u64 addr;
   __u64 delta_ns;
+  __u64 end_ns; /* bpf_ktime_get_ns() at the wait's end */
   char comm[16];
   struct loupe_ustack us;
 };

@@ -60,6 +60,9 @@ constexpr loupe_config_key kOwnKeys[] = {
      1000000},
     {"min_age_ms", LOUPE_CFG_INT, 0, "0",
      "live allocations younger than this are not reported as outstanding", 0, 86400000},
+    {"leak_age_ms", LOUPE_CFG_INT, 0, "5000",
+     "finding old_allocations: live allocations at least this old at the end are leak suspects",
+     1, 86400000},
     {"max_sites", LOUPE_CFG_INT, 0, "16384", "allocation sites kept (overflow counted)", 16,
      4194304},
     {"max_outstanding", LOUPE_CFG_INT, 0, "131072",
@@ -166,6 +169,7 @@ class MemallocProfiler : public sdk::Profiler {
 
     opts_.top = static_cast<std::size_t>(cfg.value_int("top"));
     opts_.min_age_ns = static_cast<std::uint64_t>(cfg.value_int("min_age_ms")) * 1000000ull;
+    opts_.leak_age_ns = static_cast<std::uint64_t>(cfg.value_int("leak_age_ms")) * 1000000ull;
     opts_.max_sites = u32_key(cfg, "max_sites", 16384);
     opts_.max_outstanding = u32_key(cfg, "max_outstanding", 131072);
     bpf_map__set_max_entries(skel_->maps.sites, opts_.max_sites);

@@ -5,12 +5,14 @@
 #include <bpf/libbpf.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "allocator_attacher.hpp"
 #include "loupe/hist.h"
 #include "loupe/sdk/histogram.hpp"
 #include "loupe/sdk/percpu.hpp"
 #include "loupe/sdk/records.hpp"
+#include "loupe/sdk/units.hpp"
 
 namespace loupe::memalloc {
 namespace {
@@ -36,24 +38,23 @@ MemallocReporter::MemallocReporter(const sdk::Host& host, ReporterMaps maps, Rep
       frames_(frames),
       skipped_(std::move(skipped)) {}
 
-SiteTable MemallocReporter::read_sites() const {
+SiteTable MemallocReporter::read_sites(std::uint64_t now) const {
   SiteTable t;
   sdk::for_each_entry<ma_stack_key, ma_stack_stats>(
       maps_.sites_fd, [&](const ma_stack_key& k, const ma_stack_stats& v) { t.add_site(k, v); });
   if (dwarf_)
     for (const auto& [k, v] : dwarf_->sites()) t.add_site(k, v);
-  std::uint64_t now = host_.now_ns(LOUPE_CLOCK_MONOTONIC);
   sdk::for_each_entry<ma_alloc_key, ma_alloc_info>(
       maps_.outstanding_fd, [&](const ma_alloc_key&, const ma_alloc_info& v) {
         if (v.stack.kernel_stack_id != MA_DWARF_SEQ) {
-          t.add_outstanding(v, now, opts_.min_age_ns);
+          t.add_outstanding(v, now, opts_.min_age_ns, opts_.leak_age_ns);
           return;
         }
         // A dwarf-mode allocation names itself: its site is in user space.
         ma_alloc_info with_site = v;
         if (dwarf_ &&
             dwarf_->site_of(static_cast<std::uint32_t>(v.stack.user_stack_id), &with_site.stack))
-          t.add_outstanding(with_site, now, opts_.min_age_ns);
+          t.add_outstanding(with_site, now, opts_.min_age_ns, opts_.leak_age_ns);
       });
   return t;
 }
@@ -113,6 +114,64 @@ void MemallocReporter::emit_sites(const std::vector<SiteRow>& rows, bool is_fina
   }
 }
 
+namespace {
+
+// The function a reader knows the site by: the first frame, leaf first, outside the
+// allocator's library (libc's malloc is every site's leaf).
+std::string site_name(const std::vector<loupe_frame>& frames) {
+  if (frames.empty()) return "a site without frames";
+  const char* lib = frames[0].module;
+  const bool in_library = lib && std::string(lib).find(".so") != std::string::npos;
+  for (const auto& f : frames)
+    if (f.symbol && (!in_library || !f.module || std::string(f.module) != lib)) return f.symbol;
+  return frames[0].symbol ? frames[0].symbol : "an unnamed site";
+}
+
+}  // namespace
+
+// Rule old_allocations (README): among the 3 sites holding the most bytes in live
+// allocations at least leak_age_ms old at the end, one that holds at least 5 % of all
+// live bytes is a leak suspect: said with its bytes, allocations, age and share.
+void MemallocReporter::emit_findings(const std::vector<SiteRow>& all, std::uint64_t now_ns) {
+  constexpr std::size_t kTopSites = 3;
+  constexpr double kMinShare = 0.05;
+  double live_bytes = 0;
+  std::vector<const SiteRow*> old;
+  for (const auto& r : all) {
+    live_bytes += static_cast<double>(scaling_.scale(r.outstanding, r.outstanding_bytes).bytes);
+    if (r.old) old.push_back(&r);
+  }
+  std::stable_sort(old.begin(), old.end(),
+                   [](const SiteRow* a, const SiteRow* b) { return a->old_bytes > b->old_bytes; });
+  if (old.size() > kTopSites) old.resize(kTopSites);
+  const std::string sampling = scaling_.describe();
+  for (const SiteRow* r : old) {
+    const Estimate held = scaling_.scale(r->old, r->old_bytes);
+    const double share = live_bytes > 0 ? static_cast<double>(held.bytes) / live_bytes : 0;
+    if (share < kMinShare) continue;
+    const std::uint64_t oldest = now_ns > r->oldest_ns ? now_ns - r->oldest_ns : 0;
+    const std::string site = site_name(frames_.frames(r->key));
+    char buf[512];
+    std::snprintf(buf, sizeof(buf),
+                  "%s (pid %u) holds %s in %llu allocations older than %s, %.0f %% of the live "
+                  "bytes at the end (the oldest %s)%s",
+                  site.c_str(), r->key.tgid,
+                  sdk::human_amount(static_cast<double>(held.bytes), "bytes").c_str(),
+                  static_cast<unsigned long long>(held.count),
+                  sdk::human_amount(static_cast<double>(opts_.leak_age_ns), "ns").c_str(),
+                  100 * share, sdk::human_amount(static_cast<double>(oldest), "ns").c_str(),
+                  scaling_.exact() ? "" : ("; estimated, sampling " + sampling).c_str());
+    sdk::RecordBuilder f(LOUPE_RECORD_FINDING, "old_allocations");
+    f.label("site", site).label("pid", std::to_string(r->key.tgid));
+    f.final(true).window(win_start_, win_end_).finding("old_allocations", buf, share);
+    f.field("site", site).field_u("pid", r->key.tgid).field_u("bytes", held.bytes);
+    f.field_u("allocs", held.count).field_u("min_age_ns", opts_.leak_age_ns);
+    f.field_u("oldest_age_ns", oldest).field("share", share);
+    f.field_u("live_bytes", static_cast<std::uint64_t>(live_bytes));
+    f.emit(host_);
+  }
+}
+
 void MemallocReporter::emit_histogram(bool is_final) {
   std::uint32_t zero = 0;
   auto per_cpu = sdk::read_per_cpu<loupe_hist>(maps_.sizes_fd, &zero);
@@ -127,12 +186,18 @@ void MemallocReporter::collect(bool is_final, std::uint64_t window_start_ns,
                                std::uint64_t window_end_ns) {
   win_start_ = window_start_ns;
   win_end_ = window_end_ns;
+  // Ages are as of the window's end (for the final report: when the session ended, e.g.
+  // when its command exited), not as of this call, which may come seconds later.
   std::uint64_t now = host_.now_ns(LOUPE_CLOCK_MONOTONIC);
-  SiteTable table = read_sites();
+  const std::uint64_t wall = host_.now_ns(LOUPE_CLOCK_REALTIME);
+  if (window_end_ns && wall > window_end_ns && wall - window_end_ns < now)
+    now -= wall - window_end_ns;
+  SiteTable table = read_sites(now);
   auto all = table.rows();
   auto shown = SiteTable::top(all, opts_.top);
   emit_sites(shown, is_final, now);
   emit_histogram(is_final);
+  if (is_final) emit_findings(all, now);
 
   Estimate allocs, frees, live;
   for (const auto& r : all) {

@@ -28,6 +28,7 @@ struct ReporterMaps {
 struct ReporterOptions {
   std::size_t top = 0;           // 0 = every site
   std::uint64_t min_age_ns = 0;  // younger live allocations are not reported as leaks
+  std::uint64_t leak_age_ns = 5000000000ull;  // rule old_allocations: leak suspects' age
   std::uint32_t max_sites = 0;   // map sizes, for the health messages
   std::uint32_t max_outstanding = 0;
 };
@@ -43,10 +44,11 @@ class MemallocReporter {
   void set_dwarf(const DwarfAllocs* dwarf) { dwarf_ = dwarf; }
 
  private:
-  SiteTable read_sites() const;
+  SiteTable read_sites(std::uint64_t now_ns) const;  // ages as of now_ns (monotonic)
   ma_counters read_counters() const;
   void emit_sites(const std::vector<SiteRow>& rows, bool is_final, std::uint64_t now_ns);
   void emit_histogram(bool is_final);
+  void emit_findings(const std::vector<SiteRow>& all, std::uint64_t now_ns);
   void emit_metric(const std::string& name, const char* unit, double v, bool is_final,
                    const std::string& func = {});
   void emit_health(const std::string& name, std::uint64_t v, const std::string& message,

@@ -21,11 +21,16 @@ void SiteTable::add_site(const ma_stack_key& key, const ma_stack_stats& stats) {
 }
 
 void SiteTable::add_outstanding(const ma_alloc_info& info, std::uint64_t now_ns,
-                                std::uint64_t min_age_ns) {
-  if (min_age_ns && (now_ns < info.ts_ns || now_ns - info.ts_ns < min_age_ns)) return;
+                                std::uint64_t min_age_ns, std::uint64_t leak_age_ns) {
+  const std::uint64_t age = now_ns > info.ts_ns ? now_ns - info.ts_ns : 0;
+  if (min_age_ns && age < min_age_ns) return;
   SiteRow& r = row(info.stack);
   r.outstanding += 1;
   r.outstanding_bytes += info.size;
+  if (leak_age_ns && age >= leak_age_ns) {
+    r.old += 1;
+    r.old_bytes += info.size;
+  }
   if (r.oldest_ns == 0 || info.ts_ns < r.oldest_ns) r.oldest_ns = info.ts_ns;
 }
 

@@ -19,13 +19,16 @@ struct SiteRow {
   std::uint64_t allocs = 0, bytes = 0, frees = 0, freed_bytes = 0;  // sampled, unscaled
   std::uint64_t outstanding = 0, outstanding_bytes = 0;
   std::uint64_t oldest_ns = 0;  // bpf_ktime_get_ns() of the oldest live allocation; 0 = none
+  std::uint64_t old = 0, old_bytes = 0;  // live ones at least leak_age old (sampled)
 };
 
 class SiteTable {
  public:
   void add_site(const ma_stack_key& key, const ma_stack_stats& stats);
   // Allocations younger than `min_age_ns` at `now_ns` are not counted as outstanding.
-  void add_outstanding(const ma_alloc_info& info, std::uint64_t now_ns, std::uint64_t min_age_ns);
+  // Those at least `leak_age_ns` old are also counted in old/old_bytes (0: none are).
+  void add_outstanding(const ma_alloc_info& info, std::uint64_t now_ns, std::uint64_t min_age_ns,
+                       std::uint64_t leak_age_ns = 0);
 
   std::vector<SiteRow> rows() const;
   std::size_t size() const { return rows_.size(); }

@@ -162,6 +162,15 @@ class ConsoleSink : public sdk::Sink {
         heading += " · " + headline;
       else if (!headline.empty())
         blocks.insert(blocks.begin(), "  " + headline + "\n");
+      // The profiler's own findings lead its section: what stands out, with its figures.
+      if (!it->second.findings.empty()) {
+        auto said = it->second.findings;
+        std::stable_sort(said.begin(), said.end(),
+                         [](const auto& a, const auto& b) { return a.first > b.first; });
+        std::string block;
+        for (const auto& [weight, line] : said) block += "  " + style.bold("» " + line) + "\n";
+        blocks.insert(blocks.begin(), block);
+      }
       out += "\n" + style.bold(rule(heading, report_width(opt_), "═")) + "\n";
       for (std::size_t i = 0; i < blocks.size(); ++i) out += (i ? "\n" : "") + blocks[i];
     }

@@ -103,6 +103,14 @@ void ReportBatch::add(const loupe_record& rec) {
     case LOUPE_RECORD_EVENT:
       if (rec.event) add_event(p, name, std::move(labels), *rec.event);
       break;
+    case LOUPE_RECORD_FINDING:
+      if (LOUPE_ABI_HAS_FIELD(&rec, loupe_record, finding) && rec.finding &&
+          rec.finding->statement) {
+        std::string rule = copy_str(rec.finding->rule);
+        std::replace(rule.begin(), rule.end(), '_', ' ');
+        p.findings.emplace_back(rec.finding->weight, rule + ": " + rec.finding->statement);
+      }
+      break;
     default: break;
   }
 }

@@ -67,6 +67,13 @@ void FindingsRules::add(const loupe_record& r) {
                     static_cast<unsigned long long>(h.count));
       tails_.emplace_back(p99 / p50, buf);
     }
+  } else if (r.kind == LOUPE_RECORD_FINDING &&
+             LOUPE_ABI_HAS_FIELD(&r, loupe_record, finding) && r.finding &&
+             r.finding->statement) {
+    // The profiler's own rule: it knows what its figures mean; the statement carries them.
+    std::string rule = r.finding->rule ? r.finding->rule : "finding";
+    std::replace(rule.begin(), rule.end(), '_', ' ');
+    said_.emplace_back(r.finding->weight, rule + ": " + r.finding->statement);
   } else if (r.kind == LOUPE_RECORD_HEALTH && r.health && r.health->value > 0 &&
              r.health->severity != LOUPE_HEALTH_OK) {
     losses_.push_back("data lost: " + std::string(r.health->component ? r.health->component : who) +
@@ -128,6 +135,10 @@ std::string FindingsRules::dominant(const std::string& who, const Stacks& s) con
 
 std::vector<std::string> FindingsRules::statements() const {
   std::vector<std::string> out;
+  auto said = said_;
+  std::stable_sort(said.begin(), said.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (const auto& [weight, line] : said) out.push_back(line);
   for (const auto& [who, s] : stacks_)
     if (std::string d = dominant(who, s); !d.empty()) out.push_back(std::move(d));
   auto tails = tails_;

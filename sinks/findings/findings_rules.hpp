@@ -30,7 +30,8 @@ class FindingsRules {
 
   // Interval records are ignored: the rules judge a whole session.
   void add(const loupe_record& r);
-  // Dominant functions (by record), then long tails (largest ratio first), then losses.
+  // The profilers' own findings (largest weight first), then dominant functions (by
+  // record), then long tails (largest ratio first), then losses.
   std::vector<std::string> statements() const;
 
  private:
@@ -46,6 +47,7 @@ class FindingsRules {
 
   FindingsOptions opt_;
   std::map<std::string, Stacks> stacks_;
+  std::vector<std::pair<double, std::string>> said_;  // weight, "rule: statement"
   std::vector<std::pair<double, std::string>> tails_;
   std::vector<std::string> losses_;
 };

@@ -15,7 +15,7 @@ Json enum_name(std::uint32_t v, const char* const (&names)[N], std::uint32_t fir
   return "unknown(" + std::to_string(v) + ")";
 }
 
-const char* kKinds[] = {"histogram", "stack", "event", "metric", "health"};
+const char* kKinds[] = {"histogram", "stack", "event", "metric", "health", "finding"};
 const char* kSchemes[] = {"log2", "log2_linear", "explicit"};
 const char* kFrameKinds[] = {"user", "kernel", "jit"};
 const char* kResolved[] = {"symtab", "dynsym", "kallsyms", "perf_map", "jitdump", "eh_frame"};
@@ -87,12 +87,16 @@ Json field_value(const loupe_field& f) {
   }
 }
 
+Json fields_json(const loupe_field* fields, std::uint32_t n) {
+  Json out = Json::object();
+  for (std::uint32_t i = 0; fields && i < n; ++i)
+    if (fields[i].key) out[fields[i].key] = field_value(fields[i]);
+  return out;
+}
+
 Json event_json(const loupe_event& e) {
-  Json fields = Json::object();
-  for (std::uint32_t i = 0; e.fields && i < e.n_fields; ++i)
-    if (e.fields[i].key) fields[e.fields[i].key] = field_value(e.fields[i]);
   return {{"timestamp_ns", e.timestamp_ns},
-          {"fields", std::move(fields)},
+          {"fields", fields_json(e.fields, e.n_fields)},
           {"frames", frames_json(e.frames, e.n_frames)}};
 }
 
@@ -138,6 +142,13 @@ Json record_to_json(const loupe_record& rec) {
       break;
     case LOUPE_RECORD_HEALTH:
       if (rec.health) j["health"] = health_json(*rec.health);
+      break;
+    case LOUPE_RECORD_FINDING:
+      if (LOUPE_ABI_HAS_FIELD(&rec, loupe_record, finding) && rec.finding)
+        j["finding"] = {{"rule", str_or_null(rec.finding->rule)},
+                        {"statement", str_or_null(rec.finding->statement)},
+                        {"weight", rec.finding->weight},
+                        {"evidence", fields_json(rec.finding->evidence, rec.finding->n_evidence)}};
       break;
     default: break;
   }

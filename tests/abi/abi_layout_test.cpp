@@ -12,7 +12,7 @@
 
 TEST(AbiLayout, VersionIsOneThree) {
   EXPECT_EQ(LOUPE_ABI_MAJOR, 1);
-  EXPECT_EQ(LOUPE_ABI_MINOR, 3);
+  EXPECT_EQ(LOUPE_ABI_MINOR, 4);
   EXPECT_STREQ(LOUPE_PLUGIN_ENTRY_SYMBOL, "loupe_plugin_entry");
 }
 
@@ -108,7 +108,16 @@ TEST(AbiLayout, EveryFieldOffsetIsPinned) {
   EXPECT_EQ(offsetof(loupe_record, event), 72u);
   EXPECT_EQ(offsetof(loupe_record, metric), 80u);
   EXPECT_EQ(offsetof(loupe_record, health), 88u);
-  EXPECT_EQ(sizeof(loupe_record), 96u);
+  EXPECT_EQ(offsetof(loupe_record, finding), 96u);  // ABI 1.4
+  EXPECT_EQ(sizeof(loupe_record), 104u);
+  // loupe_finding (ABI 1.4)
+  EXPECT_EQ(offsetof(loupe_finding, size), 0u);
+  EXPECT_EQ(offsetof(loupe_finding, n_evidence), 4u);
+  EXPECT_EQ(offsetof(loupe_finding, rule), 8u);
+  EXPECT_EQ(offsetof(loupe_finding, statement), 16u);
+  EXPECT_EQ(offsetof(loupe_finding, evidence), 24u);
+  EXPECT_EQ(offsetof(loupe_finding, weight), 32u);
+  EXPECT_EQ(sizeof(loupe_finding), 40u);
   // loupe_config_key
   EXPECT_EQ(offsetof(loupe_config_key, name), 0u);
   EXPECT_EQ(offsetof(loupe_config_key, type), 8u);
@@ -254,6 +263,7 @@ TEST(AbiLayout, EnumValuesArePinned) {
   EXPECT_EQ(LOUPE_ERR_AGAIN, 8);
   EXPECT_EQ(LOUPE_RECORD_HISTOGRAM, 1);
   EXPECT_EQ(LOUPE_RECORD_HEALTH, 5);
+  EXPECT_EQ(LOUPE_RECORD_FINDING, 6);
   EXPECT_EQ(LOUPE_CFG_TABLE_LIST, 7);
   EXPECT_EQ(LOUPE_KIND_PROFILER, 1);
   EXPECT_EQ(LOUPE_KIND_SINK, 2);

@@ -60,6 +60,21 @@ void fill_frames(Builder& b, loupe_frame* f, std::uint32_t n) {
             b.in().ConsumeIntegralInRange<std::uint32_t>(0, 20)};
 }
 
+// Typed fields (an event's, a finding's evidence), maybe NULL, with keys maybe NULL.
+const loupe_field* fuzz_fields(Builder& b, std::uint32_t n) {
+  auto* fl = maybe_null<loupe_field>(b, n);
+  for (std::uint32_t i = 0; fl && i < n; ++i) {
+    fl[i] = {};
+    fl[i].key = b.str();
+    fl[i].type = b.in().ConsumeIntegralInRange<std::uint32_t>(0, 5);
+    if (fl[i].type == LOUPE_FIELD_STR)
+      fl[i].v.str = b.str();
+    else
+      fl[i].v.u64 = b.in().ConsumeIntegral<std::uint64_t>();
+  }
+  return fl;
+}
+
 // Touches every byte the copy points to, so a dangling or short copy is an ASan report.
 std::size_t read_all(const loupe_record& r) {
   std::size_t sum = 0;
@@ -96,6 +111,13 @@ std::size_t read_all(const loupe_record& r) {
       break;
     case LOUPE_RECORD_METRIC: s(r.metric->unit); break;
     case LOUPE_RECORD_HEALTH: s(r.health->component), s(r.health->message); break;
+    case LOUPE_RECORD_FINDING:
+      s(r.finding->rule), s(r.finding->statement);
+      for (std::uint32_t i = 0; i < r.finding->n_evidence; ++i) {
+        s(r.finding->evidence[i].key);
+        if (r.finding->evidence[i].type == LOUPE_FIELD_STR) s(r.finding->evidence[i].v.str);
+      }
+      break;
   }
   return sum;
 }
@@ -122,6 +144,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   loupe_event ev{sizeof(ev)};
   loupe_metric m{sizeof(m)};
   loupe_health he{sizeof(he)};
+  loupe_finding fi{sizeof(fi)};
   switch (rec.kind) {
     case LOUPE_RECORD_HISTOGRAM: {
       h.scheme = in.ConsumeIntegralInRange<std::uint32_t>(0, 4);
@@ -163,17 +186,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case LOUPE_RECORD_EVENT: {
       ev.timestamp_ns = in.ConsumeIntegral<std::uint64_t>();
       ev.n_fields = b.count(6);
-      auto* fl = maybe_null<loupe_field>(b, ev.n_fields);
-      for (std::uint32_t i = 0; fl && i < ev.n_fields; ++i) {
-        fl[i] = {};
-        fl[i].key = b.str();
-        fl[i].type = in.ConsumeIntegralInRange<std::uint32_t>(0, 5);
-        if (fl[i].type == LOUPE_FIELD_STR)
-          fl[i].v.str = b.str();
-        else
-          fl[i].v.u64 = in.ConsumeIntegral<std::uint64_t>();
-      }
-      ev.fields = fl;
+      ev.fields = fuzz_fields(b, ev.n_fields);
       ev.n_frames = b.count(6);
       auto* f = maybe_null<loupe_frame>(b, ev.n_frames);
       fill_frames(b, f, ev.n_frames);
@@ -186,6 +199,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       m.unit = b.str();
       m.value = in.ConsumeFloatingPoint<double>();
       if (in.ConsumeBool()) rec.metric = &m;
+      break;
+    case LOUPE_RECORD_FINDING:
+      fi.rule = b.str();
+      fi.statement = b.str();
+      fi.weight = in.ConsumeFloatingPoint<double>();
+      fi.n_evidence = b.count(6);
+      fi.evidence = fuzz_fields(b, fi.n_evidence);
+      if (in.ConsumeBool()) rec.finding = &fi;
       break;
     case LOUPE_RECORD_HEALTH:
       he.severity = in.ConsumeIntegralInRange<std::uint32_t>(0, 3);

@@ -74,6 +74,17 @@ std::string check_record(const loupe_record& rec) {
       return rec.metric ? std::string() : "metric record without metric payload";
     case LOUPE_RECORD_HEALTH:
       return rec.health ? std::string() : "health record without health payload";
+    case LOUPE_RECORD_FINDING: {
+      if (!LOUPE_ABI_HAS_FIELD(&rec, loupe_record, finding) || !rec.finding)
+        return "finding record without finding payload";
+      const loupe_finding& f = *rec.finding;
+      if (!f.rule || !*f.rule || !f.statement || !*f.statement)
+        return "finding without a rule or a statement";
+      if (f.n_evidence && !f.evidence) return "finding declares evidence but the array is NULL";
+      for (std::uint32_t i = 0; i < f.n_evidence; ++i)
+        if (!f.evidence[i].key) return "finding evidence without a key";
+      return {};
+    }
     default: return "unknown record kind " + std::to_string(rec.kind);
   }
 }
@@ -90,6 +101,16 @@ void OwnedRecord::copy_frames(const loupe_frame* frames, std::uint32_t n) {
     f.symbol = keep(f.symbol);
     f.module = keep(f.module);
     frames_.push_back(f);
+  }
+}
+
+void OwnedRecord::copy_fields(const loupe_field* fields, std::uint32_t n) {
+  fields_.reserve(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    loupe_field f = fields[i];
+    f.key = keep(f.key);
+    if (f.type == LOUPE_FIELD_STR) f.v.str = keep(f.v.str ? f.v.str : "");
+    fields_.push_back(f);
   }
 }
 
@@ -135,12 +156,7 @@ OwnedRecord::OwnedRecord(const loupe_record& src, const std::string& plugin,
     }
     case LOUPE_RECORD_EVENT: {
       const loupe_event& e = *src.event;
-      for (std::uint32_t i = 0; i < e.n_fields; ++i) {
-        loupe_field f = e.fields[i];
-        f.key = keep(f.key);
-        if (f.type == LOUPE_FIELD_STR) f.v.str = keep(f.v.str ? f.v.str : "");
-        fields_.push_back(f);
-      }
+      copy_fields(e.fields, e.n_fields);
       copy_frames(e.frames, e.n_frames);
       event_ = {sizeof(event_), e.n_fields,     e.timestamp_ns,
                 fields_.data(), frames_.data(), e.n_frames};
@@ -160,6 +176,14 @@ OwnedRecord::OwnedRecord(const loupe_record& src, const std::string& plugin,
       health_.message = keep(health_.message);
       rec_.health = &health_;
       break;
+    case LOUPE_RECORD_FINDING: {
+      const loupe_finding& f = *src.finding;
+      copy_fields(f.evidence, f.n_evidence);
+      finding_ = {sizeof(finding_), f.n_evidence,    keep(f.rule),
+                  keep(f.statement), fields_.data(), f.weight};
+      rec_.finding = &finding_;
+      break;
+    }
   }
 }
 

@@ -28,6 +28,7 @@ class OwnedRecord {
  private:
   const char* keep(const char* s);
   void copy_frames(const loupe_frame* frames, std::uint32_t n);
+  void copy_fields(const loupe_field* fields, std::uint32_t n);
 
   loupe_record rec_{};
   std::deque<std::string> strings_;
@@ -42,6 +43,7 @@ class OwnedRecord {
   loupe_event event_{};
   loupe_metric metric_{};
   loupe_health health_{};
+  loupe_finding finding_{};
 };
 
 using RecordPtr = std::shared_ptr<const OwnedRecord>;

@@ -503,6 +503,11 @@ void Session::Impl::enable_probe_stats() {
 }
 
 void Session::Impl::shutdown() {
+  // The session's window ends when it was told to stop (its command exited, its duration
+  // or a signal came), not after the detach and drain below, which take up to seconds
+  // (each uprobe's unregister waits for an RCU grace period): ages, rates and shares in
+  // the final report are as of the stop.
+  const std::uint64_t stopped_wall = clock_ns(LOUPE_CLOCK_REALTIME);
   const auto deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(
                          std::chrono::duration<double>(profile_.session.drain_timeout_s));
@@ -532,7 +537,7 @@ void Session::Impl::shutdown() {
     if (!err.empty()) spdlog::error("{}", err);
     spdlog::info("recorded {} ring records to {}", result_.records_recorded, opts_.record_path);
   }
-  std::uint64_t now = clock_ns(LOUPE_CLOCK_REALTIME);
+  const std::uint64_t now = stopped_wall;
   ctx_.window_start_ns = session_start_wall_;
   ctx_.window_end_ns = now;
   for (auto& p : profilers_) {

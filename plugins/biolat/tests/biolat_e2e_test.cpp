@@ -252,6 +252,83 @@ TEST_F(BiolatE2E, LoopDeviceIoAttributedToPid) {
   expect_workload(r, name, "tp_btf");
 }
 
+// Rule queue_share (README): a device that takes one request at a time (scsi_debug with
+// max_queue=1, 1 ms per command, behind mq-deadline so waiting requests are inserted)
+// under 8 workloads at once: their requests wait in the queue most of their time, and
+// the finding says so with the records' own sums. One workload alone never waits: no
+// finding. Where the kernel has no scsi_debug module (this VM's host kernel has no
+// modules), the test says so and skips.
+TEST_F(BiolatE2E, QueueBoundDeviceIsAFinding) {
+  int rc = 0;
+  if (!fs::exists("/sys/module/scsi_debug")) {
+    std::string out = sh("modprobe scsi_debug max_queue=1 ndelay=1000000 dev_size_mb=8", &rc);
+    if (rc != 0) GTEST_SKIP() << "no scsi_debug module on this kernel: " << out;
+  } else {
+    GTEST_SKIP() << "scsi_debug is already loaded here, with parameters this test did not set";
+  }
+  struct Unload {
+    ~Unload() { sh("modprobe -r scsi_debug"); }
+  } unload;
+  std::string name = sh("ls /sys/bus/pseudo/drivers/scsi_debug/adapter0/host*/target*/*/block/ "
+                        "2>/dev/null | head -n1");
+  while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
+  for (int i = 0; i < 50 && (name.empty() || !fs::exists("/dev/" + name)); ++i) {
+    usleep(100000);
+    name = sh("ls /sys/bus/pseudo/drivers/scsi_debug/adapter0/host*/target*/*/block/ | head -n1");
+    while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
+  }
+  ASSERT_TRUE(!name.empty() && fs::exists("/dev/" + name)) << "no scsi_debug disk appeared";
+  const std::string queue = "/sys/block/" + name + "/queue/";
+  ASSERT_EQ((sh("echo mq-deadline > " + queue + "scheduler", &rc), rc), 0) << "no mq-deadline";
+  sh("echo 64 > " + queue + "nr_requests");
+  const std::string dev = "/dev/" + name;
+  const std::string one = std::string(kWorkload) + " " + dev + " 24 " + std::to_string(kSize);
+
+  auto queued_share = [&](const RunResult& r, std::vector<const json*>* found) {
+    double queue_ns = 0, total_ns = 0;
+    for (const json* h : select(r, "histogram", "queue_latency", {{"device", name}}))
+      queue_ns += (*h)["histogram"]["sum"].get<double>();
+    for (const json* h : select(r, "histogram", "total_latency", {{"device", name}}))
+      total_ns += (*h)["histogram"]["sum"].get<double>();
+    for (const json* f : select(r, "finding", "queue_share", {{"device", name}}))
+      found->push_back(f);
+    return std::make_pair(queue_ns, total_ns);
+  };
+
+  std::string eight;
+  for (int i = 0; i < 8; ++i) eight += one + " & ";
+  RunResult r = CliRun::run("[[plugins]]\nname = \"biolat\"\ndevice = \"" + name +
+                                "\"\n[[sinks]]\nname = \"findings\"\n",
+                            {"sh", "-c", "'" + eight + "wait'"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<const json*> found;
+  const auto [queue_ns, total_ns] = queued_share(r, &found);
+  ASSERT_GT(total_ns, 0) << r.output;
+  std::printf("  8 workloads on %s: queue %.1f ms of %.1f ms (%.0f %%)\n", name.c_str(),
+              queue_ns / 1e6, total_ns / 1e6, 100 * queue_ns / total_ns);
+  ASSERT_EQ(found.size(), 1u) << r.output;
+  const json& f = (*found[0])["finding"];
+  std::printf("  %s\n", f["statement"].get<std::string>().c_str());
+  EXPECT_EQ(f["evidence"]["queue_ns"].get<double>(), queue_ns);
+  EXPECT_EQ(f["evidence"]["total_ns"].get<double>(), total_ns);
+  EXPECT_NEAR(f["evidence"]["share"].get<double>(), queue_ns / total_ns, 1e-9);
+  // 8 requests offered, 1 taken: most of each request's time is the wait for the device.
+  EXPECT_GE(f["evidence"]["share"].get<double>(), 0.5);
+  EXPECT_NE(f["statement"].get<std::string>().find(name + ": queue time is "), std::string::npos);
+  std::ifstream in(dir_ + "/out/findings.txt");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("queue share: " + name + ": queue time is "), std::string::npos) << text;
+
+  RunResult alone = CliRun::run(
+      "[[plugins]]\nname = \"biolat\"\ndevice = \"" + name + "\"\n", {one});
+  ASSERT_EQ(alone.exit_code, 0) << alone.output;
+  std::vector<const json*> none;
+  const auto [q1, t1] = queued_share(alone, &none);
+  std::printf("  1 workload: queue %.1f ms of %.1f ms\n", q1 / 1e6, t1 / 1e6);
+  EXPECT_GT(t1, 0) << alone.output;
+  EXPECT_TRUE(none.empty()) << none[0]->dump();
+}
+
 TEST_F(BiolatE2E, MinLatencyFilterCountsInsteadOfRecording) {
   auto r = run("min_latency_ns = 60000000000\n", data_);  // 60 s: nothing is that slow
   ASSERT_EQ(r.exit_code, 0) << r.output;

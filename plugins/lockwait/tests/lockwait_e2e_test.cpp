@@ -179,6 +179,54 @@ TEST_F(LockwaitE2E, MutexWaitMatchesTheWorkloadsOwnFigureAndIsNamed) {
   EXPECT_TRUE(fs::exists(dir_ + "/out/lock_wait.folded"));
 }
 
+// Rule lock_contention (README): the lock the workload's 4 threads fight over is said to
+// hold them, with the figures of the same run; a lone thread's lock says nothing.
+TEST_F(LockwaitE2E, FindingNamesTheContendedLockWithItsWaitersAndTheirShare) {
+  auto m = run_mutex(*this, "kernel = false\n[[sinks]]\nname = \"findings\"\n");
+  ASSERT_EQ(m.r.exit_code, 0) << m.r.output;
+  ASSERT_NE(m.hist, nullptr) << m.r.output;
+  std::smatch sm;
+  ASSERT_TRUE(std::regex_search(m.r.output, sm, std::regex("threads_ns=([0-9]+)"))) << m.r.output;
+  const double threads_ns = std::stod(sm[1]);
+  const double workload_share = m.workload_ns / threads_ns;
+
+  std::vector<const json*> found;
+  for (const json* f : finals(m.r, "finding", "lock_contention"))
+    if ((*f)["labels"].value("addr", "") == m.addr) found.push_back(f);
+  ASSERT_EQ(found.size(), 1u) << m.r.output;
+  const json& f = (*found[0])["finding"];
+  const json& ev = f["evidence"];
+  std::printf("  %s\n  the workload: %.0f ms waited in %.0f ms of its threads' time (%.0f %%)\n",
+              f["statement"].get<std::string>().c_str(), m.workload_ns / 1e6, threads_ns / 1e6,
+              100 * workload_share);
+  EXPECT_EQ(f["rule"], "lock_contention");
+  EXPECT_EQ(ev["lock"], "g_lock");
+  // The thread that took the lock first may never have slept on it.
+  const int threads = ev["threads"].get<int>();
+  EXPECT_TRUE(threads == 3 || threads == 4) << threads;
+  const double hist_ns = m.hist->at("histogram")["sum"].get<double>();
+  EXPECT_NEAR(ev["wait_ns"].get<double>(), hist_ns, 0.01 * hist_ns);
+  const double share = ev["share"].get<double>();
+  EXPECT_NEAR(share, ev["wait_ns"].get<double>() / ev["threads_span_ns"].get<double>(), 1e-9);
+  EXPECT_DOUBLE_EQ(f["weight"].get<double>(), share);
+  // Over the waiters' spans (first wait to last), not the 4 threads' whole lives: at least
+  // the workload's own share, and never more than all of the time.
+  EXPECT_GE(share, 0.9 * workload_share);
+  EXPECT_LE(share, 1.0);
+  const std::string statement = f["statement"];
+  EXPECT_NE(statement.find("lock g_lock"), std::string::npos) << statement;
+  EXPECT_NE(statement.find(std::to_string(threads) + " threads waited"), std::string::npos)
+      << statement;
+  std::ifstream in(dir_ + "/out/findings.txt");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("lock contention: " + statement), std::string::npos) << text;
+
+  // One thread alone never waits on its lock: nothing to say about it.
+  RunResult lone = run("kernel = false\n", std::string(LOCKWAIT_MUTEX) + " 1 15 2000");
+  ASSERT_EQ(lone.exit_code, 0) << lone.output;
+  EXPECT_TRUE(finals(lone, "finding", "lock_contention").empty()) << lone.output;
+}
+
 TEST_F(LockwaitE2E, PthreadStacksNameTheDirectCaller) {
   auto m = run_mutex(*this, "kernel = false\npthread_stacks = true\n");
   ASSERT_EQ(m.r.exit_code, 0) << m.r.output;

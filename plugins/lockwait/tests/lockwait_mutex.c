@@ -2,8 +2,9 @@
 //
 // N threads contend on one global pthread mutex g_lock, each holding it ~HOLD_US for K
 // iterations, and measure their own wait (the time pthread_mutex_lock takes). Prints the
-// lock's address and the total wait so a test can compare loupe's figure with it:
-//   lock_addr=0x... total_wait_ns=... waits=...
+// lock's address, the total wait and the threads' lifetimes added up (from the start
+// barrier to their last unlock) so a test can compare loupe's figures with them:
+//   lock_addr=0x... total_wait_ns=... contended=... threads=N iterations=K threads_ns=...
 // Usage: lockwait_mutex [threads=4] [iterations=20] [hold_us=2000]
 // Built with frame pointers and symbols: the waiting stack must name the callers.
 #include <pthread.h>
@@ -18,6 +19,7 @@ static int g_iterations = 20;
 static long g_hold_us = 2000;
 static uint64_t g_total_wait_ns;
 static uint64_t g_contended;
+static uint64_t g_threads_ns;
 static pthread_mutex_t g_stats = PTHREAD_MUTEX_INITIALIZER;
 static pthread_barrier_t g_start;
 
@@ -55,17 +57,20 @@ uint64_t __attribute__((noinline)) contend_on_g_lock(void) {
 }
 
 static void* worker(void* arg) {
-  uint64_t mine = 0, contended = 0;
+  uint64_t mine = 0, contended = 0, start;
 
   (void)arg;
   pthread_barrier_wait(&g_start);
+  start = now_ns();
   for (int i = 0; i < g_iterations; i++) {
     uint64_t w = contend_on_g_lock();
 
     mine += w;
     contended += w > 50000; /* > 50 us: it slept on the futex */
   }
+  start = now_ns() - start;
   pthread_mutex_lock(&g_stats);
+  g_threads_ns += start;
   g_total_wait_ns += mine;
   g_contended += contended;
   pthread_mutex_unlock(&g_stats);
@@ -82,8 +87,8 @@ int main(int argc, char** argv) {
   pthread_barrier_init(&g_start, NULL, (unsigned)n);
   for (int i = 0; i < n; i++) pthread_create(&tids[i], NULL, worker, NULL);
   for (int i = 0; i < n; i++) pthread_join(tids[i], NULL);
-  printf("lock_addr=%p total_wait_ns=%llu contended=%llu threads=%d iterations=%d\n",
+  printf("lock_addr=%p total_wait_ns=%llu contended=%llu threads=%d iterations=%d threads_ns=%llu\n",
          (void*)&g_lock, (unsigned long long)g_total_wait_ns, (unsigned long long)g_contended, n,
-         g_iterations);
+         g_iterations, (unsigned long long)g_threads_ns);
   return 0;
 }

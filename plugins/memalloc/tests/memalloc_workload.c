@@ -13,6 +13,10 @@
 //     ma_memalign_leak:    10 x posix_memalign(64, 256), never freed -> leaks 2,560 B
 //     ma_aligned_site:     10 x aligned_alloc(64, 128) + free   -> no leak
 //
+//   memalloc_workload aged MS
+//     ma_leak_4k(1000), then MS ms later ma_young_leak: 1000 x malloc(4096) never freed,
+//     just before exit: two sites holding the same bytes, of different ages
+//
 //   memalloc_workload threads T
 //     T threads at once, each: 2000 x malloc(48) + free in ma_thread_churn, then
 //     50 x malloc(512) never freed in ma_thread_leak
@@ -20,6 +24,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static void* volatile keep[2048];
 static int nkeep;
@@ -95,6 +100,15 @@ __attribute__((noinline)) void ma_thread_leak(void** out, int n) {
   for (int i = 0; i < n; i++) out[i] = malloc(512);
 }
 
+__attribute__((noinline)) void ma_young_leak(int n) {
+  for (int i = 0; i < n; i++) {
+    char* p = malloc(4096);
+
+    memset(p, 2, 64);
+    keep[nkeep++ % 2048] = p;
+  }
+}
+
 static void* thread_main(void* arg) {
   ma_thread_churn(2000);
   ma_thread_leak(arg, 50);
@@ -114,6 +128,15 @@ static int run_threads(int t) {
 
 int main(int argc, char** argv) {
   if (argc == 3 && strcmp(argv[1], "threads") == 0) return run_threads(atoi(argv[2]));
+  if (argc == 3 && strcmp(argv[1], "aged") == 0) {
+    long ms = atol(argv[2]);
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+    ma_leak_4k(1000);
+    nanosleep(&ts, NULL);
+    ma_young_leak(1000);
+    return 0;
+  }
   ma_leak_4k(1000);
   ma_churn_64(10000);
   ma_calloc_site(100);

@@ -27,6 +27,7 @@ typedef enum loupe_record_kind {
   LOUPE_RECORD_EVENT = 3,
   LOUPE_RECORD_METRIC = 4, /* counter or gauge */
   LOUPE_RECORD_HEALTH = 5,
+  LOUPE_RECORD_FINDING = 6, /* ABI 1.4: what stands out, with its evidence */
 } loupe_record_kind;
 
 typedef struct loupe_label {
@@ -188,6 +189,24 @@ typedef struct loupe_health {
   const char* message; /* optional human explanation */
 } loupe_health;
 
+/* ---- finding (ABI 1.4) ---------------------------------------------------------- */
+
+/* What stands out in a profiler's own data, said by the profiler, which knows what its
+ * numbers mean (a lock's waiters and their lifetimes, a leak's age, a device's queue): one
+ * sentence with the figures it rests on, and those figures again as typed fields so a
+ * program can check them. Emitted with the final report only; a rule that finds nothing
+ * emits nothing. Each rule is documented in its plugin's README under its `rule` id.
+ * Sinks show findings beside their own generic ones (dominant functions, long tails,
+ * losses) without knowing the plugin. */
+typedef struct loupe_finding {
+  uint32_t size;
+  uint32_t n_evidence;
+  const char* rule;            /* stable id, e.g. "lock_contention"; required */
+  const char* statement;       /* one sentence with its numbers; required */
+  const loupe_field* evidence; /* the figures the statement rests on, e.g. wait_ns, share */
+  double weight; /* 0..1, the share of its whole the finding concerns: orders findings */
+} loupe_finding;
+
 /* ---- the record ----------------------------------------------------------------- */
 
 typedef struct loupe_record {
@@ -206,6 +225,8 @@ typedef struct loupe_record {
   const loupe_event* event;
   const loupe_metric* metric;
   const loupe_health* health;
+  /* ABI 1.4; read only when size covers it (LOUPE_ABI_HAS_FIELD). */
+  const loupe_finding* finding;
 } loupe_record;
 
 #ifdef __cplusplus

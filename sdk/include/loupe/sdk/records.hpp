@@ -72,7 +72,19 @@ class RecordBuilder {
     return *this;
   }
 
-  // Event fields; timestamp in CLOCK_REALTIME ns.
+  // A finding (ABI 1.4): the rule's id, its sentence with the figures in it, and the share
+  // of its whole it concerns (0..1; orders findings). The figures again go in field()s:
+  // the evidence a program can check. Build it as RecordBuilder(LOUPE_RECORD_FINDING,
+  // rule) with final(true): findings judge a whole session.
+  RecordBuilder& finding(std::string rule, std::string statement, double weight) {
+    finding_ = {};
+    finding_.rule = intern(rule);
+    finding_.statement = intern(statement);
+    finding_.weight = weight;
+    return *this;
+  }
+
+  // Event fields (and a finding's evidence); timestamp in CLOCK_REALTIME ns.
   RecordBuilder& event_time(std::uint64_t wall_ns) {
     event_.timestamp_ns = wall_ns;
     return *this;
@@ -131,6 +143,7 @@ class RecordBuilder {
     rec_.event = nullptr;
     rec_.metric = nullptr;
     rec_.health = nullptr;
+    rec_.finding = nullptr;
     switch (rec_.kind) {
       case LOUPE_RECORD_HISTOGRAM:
         hist_.buckets = buckets_.data();
@@ -152,6 +165,12 @@ class RecordBuilder {
         break;
       case LOUPE_RECORD_METRIC: rec_.metric = &metric_; break;
       case LOUPE_RECORD_HEALTH: rec_.health = &health_; break;
+      case LOUPE_RECORD_FINDING:
+        finding_.size = sizeof(finding_);
+        finding_.evidence = fields_.data();
+        finding_.n_evidence = static_cast<std::uint32_t>(fields_.size());
+        rec_.finding = &finding_;
+        break;
     }
     return rec_;
   }
@@ -182,6 +201,7 @@ class RecordBuilder {
   loupe_histogram hist_{};
   loupe_metric metric_{};
   loupe_health health_{};
+  loupe_finding finding_{};
   loupe_event event_{};
   loupe_stack_sample stack_{};
   std::vector<loupe_field> fields_;
