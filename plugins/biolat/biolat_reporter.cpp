@@ -172,14 +172,13 @@ void BiolatReporter::emit_queue_finding(std::uint32_t dev, const DeviceTime& d) 
   if (share < kMinShare) return;
   const std::string name = devices_.name(dev);
   char buf[512];
-  std::snprintf(buf, sizeof(buf),
-                "%s: queue time is %.0f %% of total request time (%s of %s waiting to be issued, "
-                "%llu of %llu requests queued)",
-                name.c_str(), 100 * share,
-                sdk::human_amount(static_cast<double>(d.queue_ns), "ns").c_str(),
-                sdk::human_amount(static_cast<double>(d.total_ns), "ns").c_str(),
-                static_cast<unsigned long long>(d.queued),
-                static_cast<unsigned long long>(d.requests));
+  std::snprintf(
+      buf, sizeof(buf),
+      "%s: queue time is %.0f %% of total request time (%s of %s waiting to be issued, "
+      "%llu of %llu requests queued)",
+      name.c_str(), 100 * share, sdk::human_amount(static_cast<double>(d.queue_ns), "ns").c_str(),
+      sdk::human_amount(static_cast<double>(d.total_ns), "ns").c_str(),
+      static_cast<unsigned long long>(d.queued), static_cast<unsigned long long>(d.requests));
   sdk::RecordBuilder f(LOUPE_RECORD_FINDING, "queue_share");
   f.label("device", name).label("dev", dev_string(dev)).label("mechanism", mechanism_);
   f.final(true).window(window_start_, window_end_).finding("queue_share", buf, share);

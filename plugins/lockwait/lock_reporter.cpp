@@ -248,13 +248,16 @@ void LockReporter::emit_finding(std::uint32_t rank, const LockSummary& s, const 
                 "from each one's first wait to its last",
                 label.c_str(), type.c_str(), s.key.tgid ? ", pid " : "",
                 s.key.tgid ? std::to_string(s.key.tgid).c_str() : "", threads,
-                threads == 1 ? "" : "s", sdk::human_amount(static_cast<double>(wait_ns), "ns").c_str(),
+                threads == 1 ? "" : "s",
+                sdk::human_amount(static_cast<double>(wait_ns), "ns").c_str(),
                 static_cast<unsigned long long>(s.val.waits), 100 * share,
                 sdk::human_amount(static_cast<double>(span_ns), "ns").c_str());
   sdk::RecordBuilder f(LOUPE_RECORD_FINDING, "lock_contention");
   f.label("lock", label).label("addr", hex(s.key.addr));
   if (s.key.tgid) f.label("pid", std::to_string(s.key.tgid));
-  f.final(true).window(window_start_, window_end_).finding("lock_contention", buf, std::min(share, 1.0));
+  f.final(true)
+      .window(window_start_, window_end_)
+      .finding("lock_contention", buf, std::min(share, 1.0));
   f.field("lock", label).field("addr", hex(s.key.addr)).field_u("pid", s.key.tgid);
   f.field_u("threads", threads).field_u("waits", s.val.waits).field_u("wait_ns", wait_ns);
   f.field_u("threads_span_ns", span_ns).field("share", share);

@@ -22,7 +22,7 @@
 #define LW_FUTEX_WAIT_REQUEUE_PI 11
 #define LW_FUTEX_LOCK_PI2 13
 /* lw_lock_val.flags of a futex: bit (1 << op) for each wait op seen on it. */
-#define LW_FUTEX_OP_BIT(op) (1u << ((op) & 15))
+#define LW_FUTEX_OP_BIT(op) (1u << ((op)&15))
 #define LW_FUTEX_CMD_MASK (~(128 | 256)) /* PRIVATE_FLAG | CLOCK_REALTIME */
 
 /* Where a wait happened. */

@@ -26,10 +26,10 @@ struct ReporterMaps {
 };
 
 struct ReporterOptions {
-  std::size_t top = 0;           // 0 = every site
-  std::uint64_t min_age_ns = 0;  // younger live allocations are not reported as leaks
+  std::size_t top = 0;                        // 0 = every site
+  std::uint64_t min_age_ns = 0;               // younger live allocations are not reported as leaks
   std::uint64_t leak_age_ns = 5000000000ull;  // rule old_allocations: leak suspects' age
-  std::uint32_t max_sites = 0;   // map sizes, for the health messages
+  std::uint32_t max_sites = 0;                // map sizes, for the health messages
   std::uint32_t max_outstanding = 0;
 };
 

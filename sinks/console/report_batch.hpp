@@ -70,7 +70,7 @@ struct ProducerRecords {
   std::map<std::string, std::map<std::string, MetricSeries>> metrics;  // by name, series
   std::map<std::string, std::map<std::string, StackEntry>> stacks;     // by name, stack
   std::map<std::string, EventLog> events;                              // by name
-  std::vector<std::pair<double, std::string>> findings;  // weight, "rule: statement"
+  std::vector<std::pair<double, std::string>> findings;                // weight, "rule: statement"
   std::vector<std::string> order;
   bool has_data() const {
     return !histograms.empty() || !metrics.empty() || !stacks.empty() || !events.empty() ||

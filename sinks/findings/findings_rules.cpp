@@ -67,9 +67,8 @@ void FindingsRules::add(const loupe_record& r) {
                     static_cast<unsigned long long>(h.count));
       tails_.emplace_back(p99 / p50, buf);
     }
-  } else if (r.kind == LOUPE_RECORD_FINDING &&
-             LOUPE_ABI_HAS_FIELD(&r, loupe_record, finding) && r.finding &&
-             r.finding->statement) {
+  } else if (r.kind == LOUPE_RECORD_FINDING && LOUPE_ABI_HAS_FIELD(&r, loupe_record, finding) &&
+             r.finding && r.finding->statement) {
     // The profiler's own rule: it knows what its figures mean; the statement carries them.
     std::string rule = r.finding->rule ? r.finding->rule : "finding";
     std::replace(rule.begin(), rule.end(), '_', ' ');

@@ -179,7 +179,7 @@ OwnedRecord::OwnedRecord(const loupe_record& src, const std::string& plugin,
     case LOUPE_RECORD_FINDING: {
       const loupe_finding& f = *src.finding;
       copy_fields(f.evidence, f.n_evidence);
-      finding_ = {sizeof(finding_), f.n_evidence,    keep(f.rule),
+      finding_ = {sizeof(finding_),  f.n_evidence,   keep(f.rule),
                   keep(f.statement), fields_.data(), f.weight};
       rec_.finding = &finding_;
       break;

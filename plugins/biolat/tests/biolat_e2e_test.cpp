@@ -269,8 +269,9 @@ TEST_F(BiolatE2E, QueueBoundDeviceIsAFinding) {
   struct Unload {
     ~Unload() { sh("modprobe -r scsi_debug"); }
   } unload;
-  std::string name = sh("ls /sys/bus/pseudo/drivers/scsi_debug/adapter0/host*/target*/*/block/ "
-                        "2>/dev/null | head -n1");
+  std::string name =
+      sh("ls /sys/bus/pseudo/drivers/scsi_debug/adapter0/host*/target*/*/block/ "
+         "2>/dev/null | head -n1");
   while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
   for (int i = 0; i < 50 && (name.empty() || !fs::exists("/dev/" + name)); ++i) {
     usleep(100000);
@@ -297,9 +298,9 @@ TEST_F(BiolatE2E, QueueBoundDeviceIsAFinding) {
 
   std::string eight;
   for (int i = 0; i < 8; ++i) eight += one + " & ";
-  RunResult r = CliRun::run("[[plugins]]\nname = \"biolat\"\ndevice = \"" + name +
-                                "\"\n[[sinks]]\nname = \"findings\"\n",
-                            {"sh", "-c", "'" + eight + "wait'"});
+  RunResult r = CliRun::run(
+      "[[plugins]]\nname = \"biolat\"\ndevice = \"" + name + "\"\n[[sinks]]\nname = \"findings\"\n",
+      {"sh", "-c", "'" + eight + "wait'"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::vector<const json*> found;
   const auto [queue_ns, total_ns] = queued_share(r, &found);
@@ -319,8 +320,8 @@ TEST_F(BiolatE2E, QueueBoundDeviceIsAFinding) {
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("queue share: " + name + ": queue time is "), std::string::npos) << text;
 
-  RunResult alone = CliRun::run(
-      "[[plugins]]\nname = \"biolat\"\ndevice = \"" + name + "\"\n", {one});
+  RunResult alone =
+      CliRun::run("[[plugins]]\nname = \"biolat\"\ndevice = \"" + name + "\"\n", {one});
   ASSERT_EQ(alone.exit_code, 0) << alone.output;
   std::vector<const json*> none;
   const auto [q1, t1] = queued_share(alone, &none);

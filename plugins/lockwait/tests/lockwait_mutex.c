@@ -87,8 +87,9 @@ int main(int argc, char** argv) {
   pthread_barrier_init(&g_start, NULL, (unsigned)n);
   for (int i = 0; i < n; i++) pthread_create(&tids[i], NULL, worker, NULL);
   for (int i = 0; i < n; i++) pthread_join(tids[i], NULL);
-  printf("lock_addr=%p total_wait_ns=%llu contended=%llu threads=%d iterations=%d threads_ns=%llu\n",
-         (void*)&g_lock, (unsigned long long)g_total_wait_ns, (unsigned long long)g_contended, n,
-         g_iterations, (unsigned long long)g_threads_ns);
+  printf(
+      "lock_addr=%p total_wait_ns=%llu contended=%llu threads=%d iterations=%d threads_ns=%llu\n",
+      (void*)&g_lock, (unsigned long long)g_total_wait_ns, (unsigned long long)g_contended, n,
+      g_iterations, (unsigned long long)g_threads_ns);
   return 0;
 }
