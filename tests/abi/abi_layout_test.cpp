@@ -10,7 +10,7 @@
 
 #include "loupe/abi/loupe.h"
 
-TEST(AbiLayout, VersionIsOneThree) {
+TEST(AbiLayout, VersionIsOneFour) {
   EXPECT_EQ(LOUPE_ABI_MAJOR, 1);
   EXPECT_EQ(LOUPE_ABI_MINOR, 4);
   EXPECT_STREQ(LOUPE_PLUGIN_ENTRY_SYMBOL, "loupe_plugin_entry");
