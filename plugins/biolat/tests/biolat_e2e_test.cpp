@@ -269,14 +269,17 @@ TEST_F(BiolatE2E, QueueBoundDeviceIsAFinding) {
   struct Unload {
     ~Unload() { sh("modprobe -r scsi_debug"); }
   } unload;
-  std::string name =
-      sh("ls /sys/bus/pseudo/drivers/scsi_debug/adapter0/host*/target*/*/block/ "
-         "2>/dev/null | head -n1");
-  while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
+  // The disk needs sd_mod, which nothing loads on a uevent where no udev runs.
+  sh("modprobe sd_mod");
+  auto disk = [] {
+    std::string n = sh("grep -l scsi_debug /sys/block/*/device/model 2>/dev/null | head -n1");
+    while (!n.empty() && (n.back() == '\n' || n.back() == ' ')) n.pop_back();
+    return n.empty() ? n : fs::path(n).parent_path().parent_path().filename().string();
+  };
+  std::string name = disk();
   for (int i = 0; i < 50 && (name.empty() || !fs::exists("/dev/" + name)); ++i) {
     usleep(100000);
-    name = sh("ls /sys/bus/pseudo/drivers/scsi_debug/adapter0/host*/target*/*/block/ | head -n1");
-    while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
+    name = disk();
   }
   ASSERT_TRUE(!name.empty() && fs::exists("/dev/" + name)) << "no scsi_debug disk appeared";
   const std::string queue = "/sys/block/" + name + "/queue/";
