@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -25,6 +24,7 @@
 
 #include "commands.hpp"
 #include "loupe/sdk/units.hpp"
+#include "records_file.hpp"
 
 namespace loupe::cli {
 namespace {
@@ -66,26 +66,9 @@ std::string folded(const json& frames) {
 }
 
 bool load(const std::string& where, const std::string& value, Run* run, std::string* err) {
-  std::filesystem::path p(where);
-  if (std::filesystem::is_directory(p)) p /= "records.jsonl";
-  std::ifstream in(p);
-  if (!in) {
-    *err = p.string() + ": cannot read (a records.jsonl, or the output directory holding it)";
-    return false;
-  }
-  std::string line;
-  std::size_t n = 0, final_records = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    if (line.empty()) continue;
-    json r;
-    try {
-      r = json::parse(line);
-    } catch (const json::exception& e) {
-      *err = p.string() + ":" + std::to_string(n) + ": not a record: " + e.what();
-      return false;
-    }
-    if (!r.value("is_final", false)) continue;
+  std::size_t final_records = 0;
+  const sinks::RecordsFileError read = sinks::for_each_record(where, [&](const json& r) {
+    if (!r.value("is_final", false)) return;
     ++final_records;
     const std::string kind = r.value("kind", "");
     if (kind == "histogram") {
@@ -102,13 +85,21 @@ bool load(const std::string& where, const std::string& value, Run* run, std::str
           w = v.value("value", 0.0);
           found = true;
         }
-      if (!found) continue;
+      if (!found) return;
       run->stacks[r.value("plugin", "") + "/" + r.value("name", "")]
                  [folded(r["stack"]["frames"])] += w;
     }
+  });
+  if (read.kind == sinks::RecordsFileError::kUnreadable) {
+    *err = read.path + ": cannot read (a records.jsonl, or the output directory holding it)";
+    return false;
+  }
+  if (read) {
+    *err = read.path + ":" + std::to_string(read.line) + ": not a record: " + read.what;
+    return false;
   }
   if (final_records == 0) {
-    *err = p.string() + ": no final records (did the run end, and did it have a jsonl sink?)";
+    *err = read.path + ": no final records (did the run end, and did it have a jsonl sink?)";
     return false;
   }
   return true;

@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "base_run.hpp"
 
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <vector>
 
 #include "loupe/sdk/plugin.hpp"
+#include "records_file.hpp"
 
 namespace loupe::sinks {
 namespace {
@@ -21,29 +20,11 @@ const char* str_or_null(const json& o, const char* key) {
 }  // namespace
 
 std::string load_base_run(const std::string& where, ReportData& into) {
-  std::filesystem::path p(where);
-  if (std::filesystem::is_directory(p)) p /= "records.jsonl";
-  std::ifstream in(p);
-  if (!in)
-    throw sdk::Error(LOUPE_ERR_INVALID_ARG,
-                     "html: base '" + p.string() +
-                         "' cannot be read (a records.jsonl, or the output directory of a run "
-                         "with the jsonl sink)");
-  std::string line;
-  std::size_t n = 0, stacks = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    if (line.empty()) continue;
-    json r;
-    try {
-      r = json::parse(line);
-    } catch (const json::exception& e) {
-      throw sdk::Error(LOUPE_ERR_INVALID_ARG,
-                       "html: base " + p.string() + ":" + std::to_string(n) + ": not a record");
-    }
+  std::size_t stacks = 0;
+  const RecordsFileError err = for_each_record(where, [&](const json& r) {
     if (!r.is_object() || r.value("kind", "") != "stack" || !r.value("is_final", false) ||
         !r.contains("stack") || !r["stack"].is_object())
-      continue;
+      return;
     const json& s = r["stack"];
     // The records point into `r` (not into copies: json::value() returns one), which
     // outlives add(); add() copies what it keeps.
@@ -82,13 +63,21 @@ std::string load_base_run(const std::string& where, ReportData& into) {
     rec.stack = &st;
     into.add(rec);
     ++stacks;
-  }
+  });
+  if (err.kind == RecordsFileError::kUnreadable)
+    throw sdk::Error(LOUPE_ERR_INVALID_ARG,
+                     "html: base '" + err.path +
+                         "' cannot be read (a records.jsonl, or the output directory of a run "
+                         "with the jsonl sink)");
+  if (err)
+    throw sdk::Error(LOUPE_ERR_INVALID_ARG,
+                     "html: base " + err.path + ":" + std::to_string(err.line) + ": not a record");
   if (stacks == 0)
     throw sdk::Error(LOUPE_ERR_INVALID_ARG,
-                     "html: base " + p.string() +
+                     "html: base " + err.path +
                          " holds no final stack record (did that run have a stack profiler "
                          "and the jsonl sink, and did it end?)");
-  return p.string();
+  return err.path;
 }
 
 }  // namespace loupe::sinks
