@@ -1,5 +1,21 @@
 # SPDX-License-Identifier: Apache-2.0
-# Sourced by the bench/*/compare.sh scripts: the timing pieces they share.
+# Sourced by the bench/*/compare.sh scripts: the setup and timing pieces they share.
+
+# compare_setup BUILD_DIR WORKLOAD: sets build, loupe, work (BUILD_DIR's tests/workloads/
+# WORKLOAD) and tmp (removed on exit, with any peer still running), and mounts tracefs
+# when it is absent (the peers need it).
+compare_setup() {
+  build=$(cd "${1:?usage: compare.sh BUILD_DIR}" && pwd)
+  loupe=$build/bin/loupe
+  work=$build/tests/workloads/$2
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"; kill $(jobs -p) 2>/dev/null' EXIT
+  [ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
+  return 0
+}
+
+# have CMD: CMD is on PATH.
+have() { command -v "$1" >/dev/null; }
 
 # The median of the numbers on stdin, one per line.
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }

@@ -16,13 +16,7 @@
 # A peer absent from PATH, or refused by the kernel, is reported as such.
 set -uo pipefail
 . "$(dirname "$0")/../common/timing.sh"
-build=$(cd "${1:?usage: compare.sh BUILD_DIR}" && pwd)
-loupe=$build/bin/loupe
-work=$build/tests/workloads/fileio_workload
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"; kill $(jobs -p) 2>/dev/null' EXIT
-[ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
-have() { command -v "$1" >/dev/null; }
+compare_setup "${1:-}" fileio_workload
 
 cat >"$tmp/p.toml" <<TOML
 [session]

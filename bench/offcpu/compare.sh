@@ -16,12 +16,8 @@
 #    offcputime; ns added per round trip, median of 5 rounds, all in this one run.
 # Root only; a peer absent from PATH is reported as absent.
 set -uo pipefail
-build=$(cd "${1:?usage: compare.sh BUILD_DIR}" && pwd)
-loupe=$build/bin/loupe
-work=$build/tests/workloads/offcpu_workload
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"; kill $(jobs -p) 2>/dev/null' EXIT
-[ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
+. "$(dirname "$0")/../common/timing.sh"
+compare_setup "${1:-}" offcpu_workload
 
 profile() {  # profile FILE [extra plugin keys]
   cat >"$1" <<TOML
@@ -36,7 +32,6 @@ TOML
 }
 
 # ---- 1. the same run ---------------------------------------------------------------
-have() { command -v "$1" >/dev/null; }
 profile "$tmp/p.toml"
 # Each peer watches only its own part (offcputime is system-wide: one comm, one run).
 peer=""
