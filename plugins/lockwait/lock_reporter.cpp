@@ -229,11 +229,11 @@ void LockReporter::emit_finding(std::uint32_t rank, const LockSummary& s, const 
   constexpr double kMinShare = 0.05;
   constexpr std::uint64_t kMinWaits = 10;
   const std::size_t threads = s.threads.size();
-  if (rank > kTopLocks || threads == 0 || s.val.waits < kMinWaits) return;
-  // glibc waits for events (condition variables, pthread_join, semaphores) with
-  // FUTEX_WAIT_BITSET and for mutexes with FUTEX_WAIT or the PI ops: a futex only ever
-  // waited on the first way is a thread waiting for work, not for a lock.
-  if (s.key.kind == LW_KIND_FUTEX && s.val.flags == LW_FUTEX_OP_BIT(LW_FUTEX_WAIT_BITSET)) return;
+  // Two threads at least: one thread alone on a futex is waiting for an event (a
+  // pthread_join waits on the joined thread's own word), not contending with anyone.
+  // Futexes do not say what they implement: a condition variable that several idle
+  // workers wait on counts too (README).
+  if (rank > kTopLocks || threads < 2 || s.val.waits < kMinWaits) return;
   std::uint64_t span_ns = 0, wait_ns = 0;
   for (const auto& t : s.threads) {
     wait_ns += t.total_ns;

@@ -418,10 +418,8 @@ static __always_inline void wait_end(__u32 kind, __u64 key_addr)
 	count(kind == LW_KIND_FUTEX ? LW_C_FUTEX_MATCHED : LW_C_KERNEL_MATCHED, 1);
 	if (delta < targ_min_wait_ns)
 		return;
-	/* Kernel locks: their LCB_F_* flags; futexes: a bit per wait op seen (the findings
-	 * tell a mutex's FUTEX_WAIT from glibc's condvar/join/semaphore FUTEX_WAIT_BITSET). */
 	record_lock(kind == LW_KIND_KERNEL ? 0 : pid_tgid >> 32, kind, w.addr, delta,
-		    kind == LW_KIND_KERNEL ? w.flags : LW_FUTEX_OP_BIT(w.flags));
+		    kind == LW_KIND_KERNEL ? w.flags : 0);
 	if (targ_holders && kind == LW_KIND_FUTEX)
 		credit_holder(pid_tgid, w.addr, w.start_ns, delta);
 	if (targ_dwarf && kind == LW_KIND_FUTEX)

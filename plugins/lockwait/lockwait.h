@@ -21,8 +21,6 @@
 #define LW_FUTEX_WAIT_BITSET 9
 #define LW_FUTEX_WAIT_REQUEUE_PI 11
 #define LW_FUTEX_LOCK_PI2 13
-/* lw_lock_val.flags of a futex: bit (1 << op) for each wait op seen on it. */
-#define LW_FUTEX_OP_BIT(op) (1u << ((op)&15))
 #define LW_FUTEX_CMD_MASK (~(128 | 256)) /* PRIVATE_FLAG | CLOCK_REALTIME */
 
 /* Where a wait happened. */
@@ -93,7 +91,7 @@ struct lw_lock_val {
   __u64 total_ns;
   __u64 max_ns;
   __u64 min_ns;
-  __u32 flags;        /* OR of the LCB_F_* (kernel) or LW_FUTEX_OP_BIT (futex) seen */
+  __u32 flags;        /* OR of the LCB_F_* (kernel) seen for this lock */
   __u32 threads_hint; /* unused by BPF: layout padding */
   __u64 slots[LW_HIST_SLOTS];
 };
