@@ -2,7 +2,6 @@
 #include "offcpu_reporter.hpp"
 
 #include <bpf/bpf.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cstring>
@@ -23,13 +22,6 @@ std::string bytes_of(const char* tag, const T& v) {
 
 std::string comm_of(const char* c) {
   return std::string(c, strnlen(c, OC_COMM_LEN));
-}
-
-std::uint64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
-         static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
 }  // namespace
@@ -139,8 +131,11 @@ void OffcpuReporter::emit_offcpu(bool is_final) {
 }
 
 void OffcpuReporter::emit_in_flight() {
-  // The kernel's clock (bpf_ktime_get_ns) is CLOCK_MONOTONIC.
-  const std::uint64_t now = monotonic_ns();
+  // In flight as of the session's stop (the window's end), not of this collect: it runs
+  // after the detach and drain, when threads woken meanwhile (some since exited and reaped)
+  // still hold the entry their switch-in would have deleted. A block that began after the
+  // stop was not in flight at it.
+  const std::uint64_t now = host_.monotonic_at_wall(we_);
   sdk::for_each_entry<std::uint32_t, oc_blocked>(
       maps_.blocked_fd, [&](std::uint32_t tid, const oc_blocked& b) {
         if (now <= b.ts_out) return;

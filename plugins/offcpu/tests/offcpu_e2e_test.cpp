@@ -223,20 +223,39 @@ TEST_P(OffcpuMechanisms, RunQueueLatencyOfOversubscribedThreadsAndTheirBlockers)
   EXPECT_GE(blocked_by_crowd, 0.1 * crowd_count);
 }
 
-TEST_P(OffcpuMechanisms, TimeStillOffTheCpuAtTheEndIsReportedInFlight) {
-  // The session ends (and stops its command) while the command's child still sleeps:
-  // the child is not stopped, and its block has no end yet.
-  RunResult r = run_offcpu("", {"sh", "-c", "'sleep 4 >/dev/null 2>&1 & wait'"}, "--duration 1");
+TEST_P(OffcpuMechanisms, TimeStillOffTheCpuAtTheEndIsReportedInFlightUpToTheStop) {
+  // The session ends (and stops its command, the shell) while the shell's second child
+  // still sleeps: the child is not stopped, and its block has no end yet. It is in flight for
+  // the time from its start to the session's stop, not to the final collect, which runs
+  // after the detach and drain (under load, long enough for the sleeper to wake and be
+  // reaped). The first child slept and was reaped before the end: never in flight.
+  RunResult r = run_offcpu("",
+                           {"sh", "-c",
+                            "'sleep 0.2 & echo first_pid=$!; wait; echo start_ns=$(date +%s%N); "
+                            "sleep 1.3 >/dev/null 2>&1 & wait'"},
+                           "--duration 1");
   if (unavailable_) GTEST_SKIP() << GetParam() << " is not available here: " << r.output;
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  double in_flight = 0;
-  for (const json* rec : r.all("stack", "offcpu_in_flight"))
-    if ((*rec)["labels"]["comm"] == "sleep" && (*rec)["labels"]["reason"] == "sleep")
+  const std::string first =
+      std::to_string(static_cast<long>(workload_figure(r.output, "first_pid")));
+  const double start = workload_figure(r.output, "start_ns");
+  ASSERT_GT(start, 0) << r.output;
+  double in_flight = 0, window_end = 0;
+  for (const json* rec : r.all("stack", "offcpu_in_flight")) {
+    EXPECT_NE((*rec)["labels"]["pid"], first) << "reaped before the end: " << rec->dump();
+    if ((*rec)["labels"]["comm"] == "sleep" && (*rec)["labels"]["reason"] == "sleep") {
       in_flight += static_cast<double>(value(*rec, "offcpu_ns"));
-  std::printf("  [%s] sleep 4 under a 1 s session: %.0f ms in flight at the end\n", GetParam(),
-              in_flight / 1e6);
-  EXPECT_GE(in_flight, 0.5e9);
-  EXPECT_LE(in_flight, 4e9);
+      window_end = (*rec)["window"]["end_ns"].get<double>();
+    }
+  }
+  std::printf(
+      "  [%s] sleep 1.3 under a 1 s session: %.1f ms in flight at the end, %.1f ms "
+      "from its start to the stop\n",
+      GetParam(), in_flight / 1e6, (window_end - start) / 1e6);
+  ASSERT_GT(window_end, start) << "no in-flight sleep: " << r.output;
+  EXPECT_GE(in_flight, 0.5 * (window_end - start));
+  // `start` was read before the shell started sleep: the block began after it.
+  EXPECT_LE(in_flight, window_end - start);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllHooks, OffcpuMechanisms,
