@@ -199,28 +199,50 @@ TEST_P(OffcpuMechanisms, RunQueueLatencyOfOversubscribedThreadsAndTheirBlockers)
     if ((*rec)["labels"]["pid"] == crowd && (*rec)["labels"]["reason"] == "preempted" &&
         has_frame(*rec, "spin_in_crowd"))
       crowd_preempted += static_cast<double>(value(*rec, "offcpu_ns"));
-  double blocked_by_crowd = 0;
-  for (const json* rec : r.all("stack", "runq_blockers"))
-    if (has_frame(*rec, "spin_in_crowd"))
-      blocked_by_crowd += static_cast<double>(value(*rec, "waits"));
+  double blocked_by_crowd = 0, blocked_all = 0, all_waits = 0;
+  for (const json* rec : r.all("stack", "runq_blockers")) {
+    blocked_all += static_cast<double>(value(*rec, "waits"));
+    if (!has_frame(*rec, "spin_in_crowd")) continue;
+    blocked_by_crowd += static_cast<double>(value(*rec, "waits"));
+    EXPECT_EQ((*rec)["labels"]["pid"], crowd)
+        << "the blocker is the task that ran: " << rec->dump();
+  }
+  for (const json* rec : r.all("histogram", "runq_latency"))
+    if ((*rec)["labels"].contains("pid")) all_waits += (*rec)["histogram"]["count"].get<double>();
   const double crowd_mean = crowd_count ? crowd_sum / crowd_count : 0;
   const double lone_mean = lone_count ? lone_sum / lone_count : 0;
+  // What the scheduler itself counted as each thread's run-queue wait (schedstat): on a
+  // busy machine the lone thread waits behind other load too, so its own figure, not an
+  // idle machine's, is the truth to meet.
+  const double crowd_own = workload_figure(r.output, "crowd_run_delay_ns");
+  const double lone_own = workload_figure(r.output, "lone_run_delay_ns");
   std::printf(
-      "  [%s] crowd: %.0f run-queue waits, %.0f ms, %.2f ms each (preempted off-CPU %.0f "
-      "ms); lone: %.0f waits, %.3f ms each; CPU 0: %.0f waits; behind spin_in_crowd: "
-      "%.0f\n",
-      GetParam(), crowd_count, crowd_sum / 1e6, crowd_mean / 1e6, crowd_preempted / 1e6, lone_count,
-      lone_mean / 1e6, cpu0_count, blocked_by_crowd);
+      "  [%s] crowd: %.0f run-queue waits, %.0f ms, %.2f ms each (its own: %.0f ms; preempted "
+      "off-CPU %.0f ms); lone: %.0f waits, %.3f ms each (%.1f ms, its own: %.1f ms); CPU 0: %.0f "
+      "waits; behind spin_in_crowd: %.0f of %.0f\n",
+      GetParam(), crowd_count, crowd_sum / 1e6, crowd_mean / 1e6, crowd_own / 1e6,
+      crowd_preempted / 1e6, lone_count, lone_mean / 1e6, lone_sum / 1e6, lone_own / 1e6,
+      cpu0_count, blocked_by_crowd, blocked_all);
   // 3 threads on one CPU for 1.5 s: each waits about 2/3 of the time (3 s in all).
   EXPECT_GE(crowd_sum, 1.0e9);
   EXPECT_GE(crowd_count, 30);
   EXPECT_GE(lone_count, 30) << "the lone thread wakes ~150 times";
-  EXPECT_LT(lone_mean, crowd_mean / 4);
+  // loupe times a wait from the wake-up (sched_waking) or the preemption to the switch
+  // in; the scheduler from the enqueue to the arrival, and also counts each thread's
+  // first wait after its creation, which no wake-up precedes: per wait, microseconds
+  // apart (tens under emulation).
+  ASSERT_GE(crowd_own, 0) << r.output;
+  ASSERT_GE(lone_own, 0) << r.output;
+  EXPECT_NEAR(crowd_sum, crowd_own, 0.05 * crowd_own + crowd_count * 50e3);
+  EXPECT_NEAR(lone_sum, lone_own, 0.05 * lone_own + lone_count * 50e3);
   EXPECT_GE(cpu0_count, crowd_count * 0.9);
   EXPECT_GE(crowd_preempted, 0.8 * crowd_sum);
-  // The task on CPU 0 when a crowd thread got it back is mostly another crowd thread;
-  // an emulated kernel's own threads (timers, RCU) take a share there.
-  EXPECT_GE(blocked_by_crowd, 0.1 * crowd_count);
+  // Every long wait behind a running task names that task (a wait on an idle CPU has no
+  // blocker); the crowd's threads block one another when the machine is otherwise idle,
+  // but under other load (or an emulated kernel's own threads) the task that held CPU 0
+  // is often another: who it was is not asserted, only that it is named rightly.
+  EXPECT_GT(blocked_all, 0);
+  EXPECT_LE(blocked_all, all_waits);
 }
 
 TEST_P(OffcpuMechanisms, TimeStillOffTheCpuAtTheEndIsReportedInFlightUpToTheStop) {

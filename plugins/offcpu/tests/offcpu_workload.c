@@ -13,9 +13,12 @@
  *   offcpu_workload halves     spin_half: 1 s of its own CPU time; then sleep_half: 1 s asleep;
  *                              prints spin_cpu_ns=N sleep_ns=N
  *   offcpu_workload crowd S    3 threads spinning on CPU 0 for S seconds (run-queue waits),
- *                              in spin_in_crowd; prints crowd_pid=N
+ *                              in spin_in_crowd; prints crowd_pid=N, then the threads' own
+ *                              time waiting on a run queue (the scheduler's schedstat
+ *                              run_delay, summed with the main thread's): crowd_run_delay_ns=N
  *   offcpu_workload lone S     1 thread on the last CPU for S seconds, working 1 ms
- *                              every 10 ms in spin_alone; prints lone_pid=N
+ *                              every 10 ms in spin_alone; prints lone_pid=N, then
+ *                              lone_run_delay_ns=N
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -146,8 +149,29 @@ static void* vforker(void* arg) {
 }
 
 static double spin_seconds;
+static uint64_t run_delay_ns; /* summed over the spinning threads as each ends */
+
+/* The calling thread's time spent runnable but waiting for a CPU, as the scheduler counts
+ * it (schedstat's second field): what a machine's other load adds is in it too, so a test
+ * compares loupe's run-queue latency with this rather than with an idle machine's. Read
+ * at a thread's start too: the wait between its creation and its first run has no
+ * wake-up and no switch-out before it, so no tracer of switches sees it. */
+static uint64_t own_run_delay(void) {
+  unsigned long long on_cpu = 0, delay = 0;
+  FILE* f = fopen("/proc/thread-self/schedstat", "r");
+
+  if (!f) return 0;
+  if (fscanf(f, "%llu %llu", &on_cpu, &delay) != 2) delay = 0;
+  fclose(f);
+  return delay;
+}
+
+static void add_own_run_delay(uint64_t since) {
+  __atomic_fetch_add(&run_delay_ns, own_run_delay() - since, __ATOMIC_RELAXED);
+}
 
 __attribute__((noinline)) static void* spin_on_cpu(void* arg) {
+  uint64_t delay0 = own_run_delay();
   cpu_set_t set;
   volatile uint64_t x = 0;
   uint64_t end = now_ns() + (uint64_t)(spin_seconds * 1e9);
@@ -157,6 +181,7 @@ __attribute__((noinline)) static void* spin_on_cpu(void* arg) {
   sched_setaffinity(0, sizeof(set), &set);
   while (now_ns() < end)
     for (int i = 0; i < 10000; i++) x += (uint64_t)i;
+  add_own_run_delay(delay0);
   return NULL;
 }
 
@@ -167,6 +192,7 @@ __attribute__((noinline)) static void* spin_in_crowd(void* arg) {
 /* Alone on its CPU and mostly asleep: 1 ms of work every 10 ms. It waits for a CPU only
  * when woken, and a woken sleeper is run at once unless the CPU is busy with others. */
 __attribute__((noinline)) static void* spin_alone(void* arg) {
+  uint64_t delay0 = own_run_delay();
   cpu_set_t set;
   volatile uint64_t x = 0;
   uint64_t end = now_ns() + (uint64_t)(spin_seconds * 1e9);
@@ -181,6 +207,7 @@ __attribute__((noinline)) static void* spin_alone(void* arg) {
       for (int i = 0; i < 1000; i++) x += (uint64_t)i;
     sleep_ms(9);
   }
+  add_own_run_delay(delay0);
   return NULL;
 }
 
@@ -239,6 +266,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc >= 3 && (strcmp(argv[1], "crowd") == 0 || strcmp(argv[1], "lone") == 0)) {
+    uint64_t main_delay0 = own_run_delay(); /* the main thread's waits count too */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
     spin_seconds = atof(argv[2]);
@@ -248,6 +276,8 @@ int main(int argc, char** argv) {
       spin_threads(3, 0, spin_in_crowd);
     else
       spin_threads(1, ncpu > 1 ? (int)ncpu - 1 : 0, spin_alone);
+    add_own_run_delay(main_delay0);
+    printf("%s_run_delay_ns=%llu\n", argv[1], (unsigned long long)run_delay_ns);
     return 0;
   }
   fprintf(stderr, "usage: %s blockers | halves | crowd SECONDS | lone SECONDS\n", argv[0]);
