@@ -7,13 +7,16 @@
 // and time still off the CPU when the session ends. Every hook flavour the kernel offers.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli_run.hpp"
@@ -43,6 +46,15 @@ std::size_t separator(const json& rec) {
 std::int64_t value(const json& rec, const std::string& name) {
   for (const auto& v : rec["stack"]["values"])
     if (v["name"] == name) return v["value"].get<std::int64_t>();
+  return 0;
+}
+
+// A final health counter of offcpu's (0 when absent).
+double health_value(const RunResult& r, const std::string& component) {
+  for (const auto& rec : r.records)
+    if (rec.value("kind", "") == "health" && rec.value("is_final", false) &&
+        rec["health"].value("component", "") == component)
+      return rec["health"]["value"].get<double>();
   return 0;
 }
 
@@ -122,11 +134,15 @@ TEST_P(OffcpuMechanisms, TimePerBlockingFunctionMatchesTheWorkloadsOwnWithItsRea
   double stackless = 0;
   for (const auto& [reason, ns] : no_user_stack) stackless += ns;
   if (stack_fail > 0) std::printf("  user stacks refused by the stack map: %.0f\n", stack_fail);
+  // A switch-out the tracepoint never delivered (another program attached or detached
+  // meanwhile: the tests beside this one) leaves its block's time without stacks, counted.
+  const double missed_out_ns = health_value(r, "offcpu/missed_out_ns");
+  if (missed_out_ns > 0) std::printf("  missed switch-outs: %.3f ms\n", missed_out_ns / 1e6);
   for (const char* fn : fns) {
     const double named = by_fn[fn]["all"];
+    const double allowed = (stack_fail > 0 ? stackless : 0) + missed_out_ns;
     const bool near = std::abs(named - want[fn]) <= 0.05 * want[fn] ||
-                      (stack_fail > 0 && named < want[fn] &&
-                       std::abs(named + stackless - want[fn]) <= 0.05 * want[fn]);
+                      (named < want[fn] && want[fn] - named <= 0.05 * want[fn] + allowed);
     EXPECT_TRUE(near) << fn << ": loupe " << named << " ns, the workload " << want[fn]
                       << " ns; stackless " << stackless << " ns";
   }
@@ -278,6 +294,57 @@ TEST_P(OffcpuMechanisms, TimeStillOffTheCpuAtTheEndIsReportedInFlightUpToTheStop
   EXPECT_GE(in_flight, 0.5 * (window_end - start));
   // `start` was read before the shell started sleep: the block began after it.
   EXPECT_LE(in_flight, window_end - start);
+}
+
+TEST_P(OffcpuMechanisms, NoBlockLostWhileOtherSessionsAttachAndDetach) {
+  // Other sessions start and stop beside this one, each attaching its own programs to
+  // sched_switch and detaching them: the kernel then skips this session's probe now and
+  // then (before the fix, 1-4 of the sleeper's 100 blocks went missing in most runs). A
+  // missed switch-in is recovered at the thread's next switch-out from its CPU time; a
+  // missed switch-out is counted. So the sleeper's 100 sleeps are 100 blocks under
+  // sleep_in_sleeper, bar the counted missed switch-outs, and their time is the workload's.
+  const std::string churn = dir_ + "/churn.toml";
+  std::ofstream(churn) << "[session]\noutput_dir = \"" << dir_
+                       << "/churn\"\n[[plugins]]\nname = \"offcpu\"\nmechanism = \"" << GetParam()
+                       << "\"\n";
+  std::atomic<bool> done{false};
+  std::atomic<int> churned{0};
+  std::thread beside([&] {
+    const std::string cmd = loupe_ + " run " + churn + " -- true >/dev/null 2>&1";
+    while (!done.load()) {
+      if (std::system(cmd.c_str()) == -1) break;
+      ++churned;
+    }
+  });
+  RunResult r = run_offcpu("", {OFFCPU_WORKLOAD, "blockers"});
+  done = true;
+  beside.join();
+  if (unavailable_) GTEST_SKIP() << GetParam() << " is not available here: " << r.output;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string pid = std::to_string(static_cast<long>(workload_figure(r.output, "pid")));
+  const double want =
+      workload_figure(r.output, "sleep_ns") - workload_figure(r.output, "sleep_cpu_ns");
+  double sleep_ns = 0, sleep_blocks = 0;
+  for (const json* rec : r.all("stack", "offcpu"))
+    if ((*rec)["labels"]["pid"] == pid && has_frame(*rec, "sleep_in_sleeper")) {
+      sleep_ns += static_cast<double>(value(*rec, "offcpu_ns"));
+      if ((*rec)["labels"]["reason"] == "sleep")
+        sleep_blocks += static_cast<double>(value(*rec, "blocks"));
+    }
+  const double missed_outs = health_value(r, "offcpu/missed_switch_outs");
+  const double missed_out_ns = health_value(r, "offcpu/missed_out_ns");
+  double recovered = 0;
+  for (const json* rec : r.all("metric", "missed_switch_ins_recovered"))
+    recovered += (*rec)["metric"]["value"].get<double>();
+  std::printf(
+      "  [%s] %d sessions beside it; sleeper: %.0f blocks, %.1f ms (the workload: %.1f ms); "
+      "switch-ins missed and recovered: %.0f; switch-outs missed: %.0f (%.3f ms)\n",
+      GetParam(), churned.load(), sleep_blocks, sleep_ns / 1e6, want / 1e6, recovered, missed_outs,
+      missed_out_ns / 1e6);
+  EXPECT_GT(churned.load(), 0);
+  EXPECT_LE(sleep_blocks, 100);
+  EXPECT_GE(sleep_blocks, 100 - missed_outs);
+  EXPECT_NEAR(sleep_ns, want, 0.01 * want + missed_out_ns);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllHooks, OffcpuMechanisms,
