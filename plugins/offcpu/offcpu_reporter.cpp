@@ -229,12 +229,11 @@ void OffcpuReporter::emit_health(bool is_final) {
        "run-queue waits only in the per-CPU histograms: too many processes (raise "
        "process_limit)"},
       {"offcpu/blockers_full", c.blockers_full, "run-queue blockers not kept: the map is full"},
-      // The kernel skips a tracepoint's probe now and then while another program is attached
-      // to it or detached from it (other tracers, other loupe sessions): noticed at the
-      // thread's next switch, and told apart from what could be recovered.
+      // Now and then a switch never reaches the program (README "Switches the program did
+      // not see"): noticed at the thread's next switch, told apart from what was recovered.
       {"offcpu/missed_switch_outs", c.missed_outs,
-       "switch-outs the sched_switch tracepoint did not deliver (another program attached or "
-       "detached meanwhile?): those blocks' time is in offcpu/missed_out_ns, without stacks"},
+       "switch-outs the program never saw: those blocks' time is in offcpu/missed_out_ns, "
+       "without stacks or reason"},
       {"offcpu/missed_out_ns", c.missed_out_ns,
        "off-CPU nanoseconds of blocks whose switch-out was not delivered"},
   };
