@@ -210,11 +210,13 @@ TEST_P(OffcpuMechanisms, RunQueueLatencyOfOversubscribedThreadsAndTheirBlockers)
     }
     if (labels.contains("cpu") && labels["cpu"] == "0") cpu0_count += h["count"].get<double>();
   }
-  double crowd_preempted = 0;
+  double crowd_preempted = 0, crowd_preempted_any = 0;
   for (const json* rec : r.all("stack", "offcpu"))
-    if ((*rec)["labels"]["pid"] == crowd && (*rec)["labels"]["reason"] == "preempted" &&
-        has_frame(*rec, "spin_in_crowd"))
-      crowd_preempted += static_cast<double>(value(*rec, "offcpu_ns"));
+    if ((*rec)["labels"]["pid"] == crowd && (*rec)["labels"]["reason"] == "preempted") {
+      crowd_preempted_any += static_cast<double>(value(*rec, "offcpu_ns"));
+      if (has_frame(*rec, "spin_in_crowd"))
+        crowd_preempted += static_cast<double>(value(*rec, "offcpu_ns"));
+    }
   double blocked_by_crowd = 0, blocked_all = 0, all_waits = 0;
   for (const json* rec : r.all("stack", "runq_blockers")) {
     blocked_all += static_cast<double>(value(*rec, "waits"));
@@ -244,15 +246,27 @@ TEST_P(OffcpuMechanisms, RunQueueLatencyOfOversubscribedThreadsAndTheirBlockers)
   EXPECT_GE(crowd_count, 30);
   EXPECT_GE(lone_count, 30) << "the lone thread wakes ~150 times";
   // loupe times a wait from the wake-up (sched_waking) or the preemption to the switch
-  // in; the scheduler from the enqueue to the arrival, and also counts each thread's
-  // first wait after its creation, which no wake-up precedes: per wait, microseconds
-  // apart (tens under emulation).
+  // in; the scheduler from the enqueue to the arrival. So loupe finds at least the
+  // scheduler's time (microseconds a wait apart on the host); for a woken thread also the
+  // wake-up's delivery to its CPU (an IPI, slow under emulation: 0.5 ms a wake-up in the
+  // 6.1 guest), which the lone thread's own lateness past each sleep bounds (its waits
+  // while preempted in its bursts are the scheduler's). An emulated
+  // kernel's switches are slow, and each wait also holds the switch's own stack walks:
+  // up to 10 % more there.
+  const double lone_late = workload_figure(r.output, "oversleep_ns");
   ASSERT_GE(crowd_own, 0) << r.output;
   ASSERT_GE(lone_own, 0) << r.output;
-  EXPECT_NEAR(crowd_sum, crowd_own, 0.05 * crowd_own + crowd_count * 50e3);
-  EXPECT_NEAR(lone_sum, lone_own, 0.05 * lone_own + lone_count * 50e3);
+  ASSERT_GE(lone_late, 0) << r.output;
+  EXPECT_GE(crowd_sum, 0.95 * crowd_own - crowd_count * 50e3);
+  EXPECT_LE(crowd_sum, 1.15 * crowd_own + crowd_count * 50e3);
+  EXPECT_GE(lone_sum, 0.95 * lone_own - lone_count * 50e3);
+  EXPECT_LE(lone_sum, lone_own + lone_late + lone_count * 50e3)
+      << "lateness of its sleeps " << lone_late;
   EXPECT_GE(cpu0_count, crowd_count * 0.9);
-  EXPECT_GE(crowd_preempted, 0.8 * crowd_sum);
+  // The crowd's waits are preemptions, most of them under spin_in_crowd's stack (a stack
+  // the map refused, or a preemption in its start-up, leaves the rest elsewhere).
+  EXPECT_GE(crowd_preempted_any, 0.8 * crowd_sum);
+  EXPECT_GE(crowd_preempted, 0.5 * crowd_sum);
   // Every long wait behind a running task names that task (a wait on an idle CPU has no
   // blocker); the crowd's threads block one another when the machine is otherwise idle,
   // but under other load (or an emulated kernel's own threads) the task that held CPU 0
@@ -270,14 +284,15 @@ TEST_P(OffcpuMechanisms, TimeStillOffTheCpuAtTheEndIsReportedInFlightUpToTheStop
   RunResult r = run_offcpu("",
                            {"sh", "-c",
                             "'sleep 0.2 & echo first_pid=$!; wait; echo start_ns=$(date +%s%N); "
-                            "sleep 1.3 >/dev/null 2>&1 & wait'"},
-                           "--duration 1");
+                            "sleep 4 >/dev/null 2>&1 & wait'"},
+                           "--duration 2");
   if (unavailable_) GTEST_SKIP() << GetParam() << " is not available here: " << r.output;
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string first =
       std::to_string(static_cast<long>(workload_figure(r.output, "first_pid")));
   const double start = workload_figure(r.output, "start_ns");
-  ASSERT_GT(start, 0) << r.output;
+  // (An emulated kernel takes a good part of a second to start the shell and its children.)
+  ASSERT_GT(start, 0) << "the session ended before the second child started: " << r.output;
   double in_flight = 0, window_end = 0;
   for (const json* rec : r.all("stack", "offcpu_in_flight")) {
     EXPECT_NE((*rec)["labels"]["pid"], first) << "reaped before the end: " << rec->dump();
@@ -287,7 +302,7 @@ TEST_P(OffcpuMechanisms, TimeStillOffTheCpuAtTheEndIsReportedInFlightUpToTheStop
     }
   }
   std::printf(
-      "  [%s] sleep 1.3 under a 1 s session: %.1f ms in flight at the end, %.1f ms "
+      "  [%s] sleep 4 under a 2 s session: %.1f ms in flight at the end, %.1f ms "
       "from its start to the stop\n",
       GetParam(), in_flight / 1e6, (window_end - start) / 1e6);
   ASSERT_GT(window_end, start) << "no in-flight sleep: " << r.output;

@@ -18,7 +18,7 @@
  *                              run_delay, summed with the main thread's): crowd_run_delay_ns=N
  *   offcpu_workload lone S     1 thread on the last CPU for S seconds, working 1 ms
  *                              every 10 ms in spin_alone; prints lone_pid=N, then
- *                              lone_run_delay_ns=N
+ *                              lone_run_delay_ns=N and oversleep_ns=N (its sleeps' lateness)
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -150,6 +150,9 @@ static void* vforker(void* arg) {
 
 static double spin_seconds;
 static uint64_t run_delay_ns; /* summed over the spinning threads as each ends */
+/* The lone thread's sleeps past their 9 ms: from the timer's expiry (its wake-up) to running
+ * again, and the timer's slack: the most a tracer's wake-up-to-run time can be. */
+static uint64_t oversleep_ns;
 
 /* The calling thread's time spent runnable but waiting for a CPU, as the scheduler counts
  * it (schedstat's second field): what a machine's other load adds is in it too, so a test
@@ -205,7 +208,10 @@ __attribute__((noinline)) static void* spin_alone(void* arg) {
 
     while (now_ns() < burst)
       for (int i = 0; i < 1000; i++) x += (uint64_t)i;
+    uint64_t t0 = now_ns();
+
     sleep_ms(9);
+    oversleep_ns += now_ns() - t0 - 9000000;
   }
   add_own_run_delay(delay0);
   return NULL;
@@ -277,7 +283,8 @@ int main(int argc, char** argv) {
     else
       spin_threads(1, ncpu > 1 ? (int)ncpu - 1 : 0, spin_alone);
     add_own_run_delay(main_delay0);
-    printf("%s_run_delay_ns=%llu\n", argv[1], (unsigned long long)run_delay_ns);
+    printf("%s_run_delay_ns=%llu oversleep_ns=%llu\n", argv[1], (unsigned long long)run_delay_ns,
+           (unsigned long long)oversleep_ns);
     return 0;
   }
   fprintf(stderr, "usage: %s blockers | halves | crowd SECONDS | lone SECONDS\n", argv[0]);
