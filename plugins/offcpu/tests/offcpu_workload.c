@@ -18,7 +18,8 @@
  *                              run_delay, summed with the main thread's): crowd_run_delay_ns=N
  *   offcpu_workload lone S     1 thread on the last CPU for S seconds, working 1 ms
  *                              every 10 ms in spin_alone; prints lone_pid=N, then
- *                              lone_run_delay_ns=N and oversleep_ns=N (its sleeps' lateness)
+ *                              lone_run_delay_ns=N and oversleep_ns=N (its sleeps' lateness);
+ *                              both also print <mode>_off_cpu_ns=N (wall minus CPU time)
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -169,12 +170,28 @@ static uint64_t own_run_delay(void) {
   return delay;
 }
 
-static void add_own_run_delay(uint64_t since) {
-  __atomic_fetch_add(&run_delay_ns, own_run_delay() - since, __ATOMIC_RELAXED);
+/* Each spinning thread's time off the CPU, for any reason (its wall minus its CPU time):
+ * no tracer can find more run-queue wait than that. */
+static uint64_t off_cpu_ns;
+
+struct thread_start {
+  uint64_t delay, wall, cpu;
+};
+
+static struct thread_start thread_start(void) {
+  struct thread_start t = {own_run_delay(), now_ns(), thread_cpu_ns()};
+
+  return t;
+}
+
+static void thread_end(const struct thread_start* t) {
+  __atomic_fetch_add(&run_delay_ns, own_run_delay() - t->delay, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&off_cpu_ns, (now_ns() - t->wall) - (thread_cpu_ns() - t->cpu),
+                     __ATOMIC_RELAXED);
 }
 
 __attribute__((noinline)) static void* spin_on_cpu(void* arg) {
-  uint64_t delay0 = own_run_delay();
+  struct thread_start t0 = thread_start();
   cpu_set_t set;
   volatile uint64_t x = 0;
   uint64_t end = now_ns() + (uint64_t)(spin_seconds * 1e9);
@@ -184,7 +201,7 @@ __attribute__((noinline)) static void* spin_on_cpu(void* arg) {
   sched_setaffinity(0, sizeof(set), &set);
   while (now_ns() < end)
     for (int i = 0; i < 10000; i++) x += (uint64_t)i;
-  add_own_run_delay(delay0);
+  thread_end(&t0);
   return NULL;
 }
 
@@ -195,7 +212,7 @@ __attribute__((noinline)) static void* spin_in_crowd(void* arg) {
 /* Alone on its CPU and mostly asleep: 1 ms of work every 10 ms. It waits for a CPU only
  * when woken, and a woken sleeper is run at once unless the CPU is busy with others. */
 __attribute__((noinline)) static void* spin_alone(void* arg) {
-  uint64_t delay0 = own_run_delay();
+  struct thread_start t0 = thread_start();
   cpu_set_t set;
   volatile uint64_t x = 0;
   uint64_t end = now_ns() + (uint64_t)(spin_seconds * 1e9);
@@ -213,7 +230,7 @@ __attribute__((noinline)) static void* spin_alone(void* arg) {
     sleep_ms(9);
     oversleep_ns += now_ns() - t0 - 9000000;
   }
-  add_own_run_delay(delay0);
+  thread_end(&t0);
   return NULL;
 }
 
@@ -272,7 +289,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc >= 3 && (strcmp(argv[1], "crowd") == 0 || strcmp(argv[1], "lone") == 0)) {
-    uint64_t main_delay0 = own_run_delay(); /* the main thread's waits count too */
+    struct thread_start main_t0 = thread_start(); /* the main thread's waits count too */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
     spin_seconds = atof(argv[2]);
@@ -282,8 +299,9 @@ int main(int argc, char** argv) {
       spin_threads(3, 0, spin_in_crowd);
     else
       spin_threads(1, ncpu > 1 ? (int)ncpu - 1 : 0, spin_alone);
-    add_own_run_delay(main_delay0);
-    printf("%s_run_delay_ns=%llu oversleep_ns=%llu\n", argv[1], (unsigned long long)run_delay_ns,
+    thread_end(&main_t0);
+    printf("%s_run_delay_ns=%llu %s_off_cpu_ns=%llu oversleep_ns=%llu\n", argv[1],
+           (unsigned long long)run_delay_ns, argv[1], (unsigned long long)off_cpu_ns,
            (unsigned long long)oversleep_ns);
     return 0;
   }
