@@ -207,9 +207,12 @@ static __always_inline void finish(__u64 sk, struct tcp_conn *c)
 static __always_inline void not_tracked(__u64 sk, struct tcp_counters *cnt)
 {
 	__u32 zero = 0;
+	long err = bpf_map_update_elem(&untracked, &sk, &zero, BPF_NOEXIST);
 
+	if (err == -17 /* EEXIST */)
+		return; /* another CPU's state change of it counted it */
 	cnt->conns_full++;
-	if (bpf_map_update_elem(&untracked, &sk, &zero, BPF_NOEXIST))
+	if (err)
 		cnt->untracked_full++;
 }
 
@@ -238,9 +241,15 @@ int tcp_state(struct trace_event_raw_inet_sock_set_state *ctx)
 		if (newstate == TCP_CLOSE_)
 			return 0; /* never seen alive */
 		if (bpf_map_lookup_elem(&untracked, &sk)) {
-			if (newstate == TCP_FIN_WAIT1_ || newstate == TCP_LAST_ACK_)
-				untracked_seen(sk);
-			return 0;
+			/* A connection opening cannot have been lost before: a socket at this
+			 * address went without tcp_destroy_sock, and the entry is stale. */
+			if (newstate == TCP_SYN_SENT_ || oldstate == TCP_SYN_RECV_) {
+				bpf_map_delete_elem(&untracked, &sk);
+			} else {
+				if (newstate == TCP_FIN_WAIT1_ || newstate == TCP_LAST_ACK_)
+					untracked_seen(sk);
+				return 0;
+			}
 		}
 		n.birth_ns = now;
 		n.family = ctx->family;
