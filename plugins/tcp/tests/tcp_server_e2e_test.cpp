@@ -172,6 +172,57 @@ TEST_F(TcpServerE2E, ConnectionServedByTwoProcessesSplitsTheirBytes) {
     EXPECT_EQ(process_metric(r, "tcp_process_rx_bytes", pid), static_cast<double>(rx));
 }
 
+// Six processes send on one connection; four have their own figures (TCP_MAX_SERVERS): the
+// rest's calls are counted on the connection and in the health row, so the connection's
+// sends = its servers' + the unattributed ones.
+TEST_F(TcpServerE2E, MoreServersThanSlotsAreCountedNotLost) {
+  if (!has_app_sizes()) GTEST_SKIP() << "no application send/receive sizes on this kernel";
+  RunResult r = run("[[plugins]]\nname = \"tcp\"\n", {TCP_SERVER_WORKLOAD, "share", "6"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const long port = figure(r.output, "port");
+  std::vector<std::pair<long, std::uint64_t>> senders;  // in the order they sent
+  const std::regex line("sender pid=([0-9]+) tx=([0-9]+)");
+  for (std::sregex_iterator it(r.output.begin(), r.output.end(), line), end; it != end; ++it)
+    senders.emplace_back(std::stol((*it)[1]), std::stoull((*it)[2]));
+  ASSERT_EQ(senders.size(), 6u) << r.output;
+  const json* conn = nullptr;
+  for (const auto& rec : r.records)
+    if (rec.value("kind", "") == "event" && rec.value("name", "") == "tcp_connection" &&
+        rec["event"]["fields"]["direction"] == "in" &&
+        static_cast<long>(u(rec["event"]["fields"], "local_port")) == port)
+      conn = &rec["event"]["fields"];
+  ASSERT_NE(conn, nullptr) << "the shared connection";
+  std::string first_four;
+  double attributed = 0;
+  for (int i = 0; i < 4; ++i) {
+    first_four += (i ? "," : "") + std::to_string(senders[i].first);
+    EXPECT_EQ(process_metric(r, "tcp_process_tx_bytes", senders[i].first),
+              static_cast<double>(senders[i].second));
+    attributed += process_metric(r, "tcp_process_sends", senders[i].first);
+  }
+  for (int i = 4; i < 6; ++i)
+    EXPECT_EQ(process_metric(r, "tcp_process_connections", senders[i].first), -1);
+  double health = -1;
+  std::string severity;
+  for (const auto& rec : r.records)
+    if (rec.value("kind", "") == "health" && rec.value("is_final", false) &&
+        rec["health"].value("component", "") == "tcp/calls_unattributed") {
+      health = rec["health"]["value"];
+      severity = rec["health"].value("severity", "");
+    }
+  const std::uint64_t unattributed = u(*conn, "calls_unattributed");
+  std::printf("  servers %s; sends %llu = %.0f attributed + %llu unattributed (health %.0f)\n",
+              conn->value("server_pids", "").c_str(),
+              static_cast<unsigned long long>(u(*conn, "sends")), attributed,
+              static_cast<unsigned long long>(unattributed), health);
+  EXPECT_EQ(conn->value("server_pids", ""), first_four);
+  EXPECT_GT(unattributed, 0u);
+  EXPECT_EQ(static_cast<double>(u(*conn, "sends")), attributed + unattributed);
+  EXPECT_GE(health, static_cast<double>(unattributed));
+  EXPECT_EQ(severity, "warn");
+  EXPECT_EQ(u(*conn, "tx_bytes"), 2100u);
+}
+
 // max_connections at its floor against more connections open at once: every connection end
 // the workload made is either reported or counted lost, and the loss names the key.
 TEST_F(TcpServerE2E, ConnectionTableFullCountsEachLostConnectionOnce) {

@@ -9,6 +9,8 @@
  *                 unix socket (SCM_RIGHTS) to one of W worker processes, which echoes the
  *                 rest
  *   hold N        N connections to the process itself, all open at once, 100 bytes each way
+ *   share P       one accepted connection written by P children of the listener in turn,
+ *                 child i sending (i + 1) * 100 bytes (P processes serving one connection)
  *
  * A client process makes the N connections one after another: connection i sends
  * 1000 + 37 * i bytes, shuts down its sending side and reads the echo to EOF.
@@ -17,6 +19,7 @@
  *   served port=CLIENT_PORT pid=PID rx=BYTES tx=BYTES       (per connection, by its server)
  *   header port=CLIENT_PORT pid=PID rx=H                    (pass with H > 0, the listener)
  *   held=N port=P                                           (hold)
+ *   sender pid=PID tx=BYTES                                 (share, per child in order)
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -235,6 +238,33 @@ static int hold(int n) {
   return 0;
 }
 
+static int share(int senders) {
+  int port, l = listener(&port);
+  size_t total = 0;
+  pid_t c;
+
+  for (int i = 0; i < senders; i++) total += (size_t)(i + 1) * 100;
+  c = fork();
+  if (c == 0) {
+    int s = connect_to(port);
+    _exit(recv_n(s, (size_t)-1) == total ? 0 : 5);
+  }
+  say("listener=%d port=%d client=%d\n", (int)getpid(), port, (int)c);
+  int s = accept(l, NULL, NULL);
+  if (s < 0) return 7;
+  for (int i = 0; i < senders; i++) {
+    pid_t p = fork();
+    if (p == 0) {
+      send_all(s, (size_t)(i + 1) * 100);
+      say("sender pid=%d tx=%d\n", (int)getpid(), (i + 1) * 100);
+      _exit(0);
+    }
+    waitpid(p, NULL, 0); /* one after another: the order of the servers is known */
+  }
+  close(s);
+  return wait_all();
+}
+
 int main(int argc, char** argv) {
   int n = argc > 2 ? atoi(argv[2]) : 10;
 
@@ -242,6 +272,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && !strcmp(argv[1], "pass"))
     return pass_to_workers(n, argc > 3 ? atoi(argv[3]) : 4, argc > 4 ? (size_t)atoi(argv[4]) : 0);
   if (argc > 1 && !strcmp(argv[1], "hold")) return hold(n);
-  fprintf(stderr, "usage: tcp_server_workload fork N | pass N WORKERS HEADER | hold N\n");
+  if (argc > 1 && !strcmp(argv[1], "share")) return share(n);
+  fprintf(stderr, "usage: tcp_server_workload fork N | pass N WORKERS HEADER | hold N | share P\n");
   return 1;
 }
