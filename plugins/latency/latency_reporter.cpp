@@ -243,8 +243,8 @@ void LatencyReporter::emit_silent(std::uint32_t i) {
       if (f.program) {
         name = "unmapped_binary";
         why = what +
-              ", which no target process ran: the probe never fired (point the "
-              "target at the binary the target runs)";
+              ", which no target process ran: the probes never fired (probe the file the "
+              "target runs instead; `loupe probes FILE` lists its probes)";
       } else {
         why = "the probe never fired: " + what +
               " (a library none of them loaded, or whose probed code was not reached)";

@@ -8,7 +8,7 @@
  * The listener accepts N "connections" (socketpairs it makes itself), forks one backend per
  * connection, at most C (default 8) alive at once, and sends each backend its connection
  * number. Backend i runs (i % 2) + 1 transactions, each loupe:txn__start ... loupe:txn__commit
- * around (i % 5) + 1 statements: loupe:statement(i % 5) fired from run_select (even
+ * around (i % 5) + 1 statements: loupe:statement(i % 16) fired from run_select (even
  * statements) or run_update (odd ones): one probe name, two sites. Every backend exits
  * before the listener prints what they fired, its own count:
  *   "children N txn T select S update U"
@@ -34,7 +34,7 @@ __attribute__((noinline)) static void run_update(int value) {
 
 __attribute__((noinline)) static void run_txn(int conn) {
   STAP_PROBE1(loupe, txn__start, conn);
-  for (int q = 0; q < conn % 5 + 1; ++q) (q % 2 ? run_update : run_select)(conn % 5);
+  for (int q = 0; q < conn % 5 + 1; ++q) (q % 2 ? run_update : run_select)(conn % 16);
   STAP_PROBE1(loupe, txn__commit, conn);
 }
 
