@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
@@ -234,7 +235,14 @@ void LatencyReporter::emit_silent(std::uint32_t i) {
       // differ (overlay, btrfs subvolumes); two files on two filesystems sharing an inode
       // number would only turn this warning into the plain one.
       if (key.ino == f.ino) ran_probed = true;
-      ran.push_back(std::string(v.path, strnlen(v.path, sizeof(v.path))));
+      std::string path(v.path, strnlen(v.path, sizeof(v.path)));
+      // The file behind a link (python3 -> python3.11) is the one to probe; a relative path
+      // was the exec's, whose working directory is not ours.
+      if (char* real = path.starts_with('/') ? ::realpath(path.c_str(), nullptr) : nullptr) {
+        if (path != real) path += " (" + std::string(real) + ")";
+        std::free(real);
+      }
+      ran.push_back(path);
     }
     std::sort(ran.begin(), ran.end());
     if (!ran.empty() && !ran_probed) {
