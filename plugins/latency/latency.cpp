@@ -213,6 +213,10 @@ class LatencyProfiler : public sdk::Profiler {
       if (t.mechanism == Mechanism::kUsdt) site_slots += t.sites.size() + 1;
     if (usdt_)
       bpf_map__set_max_entries(skel_->maps.site_counts, static_cast<std::uint32_t>(site_slots));
+    for (std::size_t i = 0; i < targets_.size(); ++i)
+      if (targets_[i].mechanism == Mechanism::kUsdt && targets_[i].usdt_sites == 1 &&
+          targets_[i].sites.size() == 1)
+        ro->targ_one_site[i] = targets_[i].sites.front().file_offset + 1;
     user_probes_ = std::any_of(targets_.begin(), targets_.end(), [](const ResolvedTarget& t) {
       return t.mechanism == Mechanism::kUsdt || t.mechanism == Mechanism::kUprobe;
     });
