@@ -176,12 +176,9 @@ static __always_inline void record_breakdown(__u32 target, __u64 pid_tgid, __u64
 	h = bpf_map_lookup_elem(&breakdown, &key);
 	if (!h) {
 		init = bpf_map_lookup_elem(&zero_hist, &zero);
-		if (!init)
-			return;
 		/* -EEXIST from a racing CPU is fine: the lookup below finds its entry. Any
 		 * other failure (a full map, -E2BIG) leaves the call in the target total only. */
-		h = NULL;
-		if (insert_or_exists(&breakdown, &key, init))
+		if (init && insert_or_exists(&breakdown, &key, init))
 			h = bpf_map_lookup_elem(&breakdown, &key);
 		if (!h) {
 			c->breakdown_overflow++;
@@ -571,8 +568,14 @@ int lat_usdt_entry(struct pt_regs *ctx)
 		}
 	}
 	d = bounded(d, LAT_MAX_DEPTH);
-	if (!read_label(ctx, target, &labels->level[d]))
+	if (!read_label(ctx, target, &labels->level[d])) {
+		struct lat_counters *c = bpf_map_lookup_elem(&counters, &target);
+
+		/* Timed under the empty label (the zero value), and said so. */
 		__builtin_memset(&labels->level[d], 0, sizeof(labels->level[d]));
+		if (c)
+			c->label_unreadable++;
+	}
 	return 0;
 }
 
@@ -621,8 +624,12 @@ int lat_usdt_count(struct pt_regs *ctx)
 		return 0;
 	k = label_key(target);
 	c = bpf_map_lookup_elem(&counters, &target);
-	if (k && c && read_label(ctx, target, &k->label))
+	if (!k || !c)
+		return 0;
+	if (read_label(ctx, target, &k->label))
 		record_label(k, 0, false, c);
+	else
+		c->label_unreadable++;
 	return 0;
 }
 

@@ -51,6 +51,7 @@ struct lat_counters {
   __u64 label_overflow;       /* per-label map full: recorded in the target total only */
   __u64 site_unresolved;      /* a call whose site could not be told (counted under "?") */
   __u64 sites_lost;           /* the per-site map refused a site: in the target total only */
+  __u64 label_unreadable;     /* a label argument that could not be read (a bad pointer) */
 };
 
 /* Correlation key: one thread inside one target. */

@@ -192,6 +192,10 @@ void LatencyReporter::emit_label_health(std::uint32_t i, const lat_counters& c) 
               "calls whose " + targets_[i].label +
                   " value came after breakdown_limit = " + std::to_string(opts_.breakdown_limit) +
                   " distinct values are in the target total only: raise breakdown_limit");
+  emit_health(i, "label_unreadable", c.label_unreadable,
+              "calls whose " + targets_[i].label +
+                  " argument could not be read (its string pointer was not readable): pairs "
+                  "timed under the empty value, single probes in the target total only");
 }
 
 // Per-site counts: every call is in one site's count, "?" when its site could not be told,
