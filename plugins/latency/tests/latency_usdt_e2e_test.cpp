@@ -16,8 +16,11 @@
 #include <vector>
 
 #include "cli_run.hpp"
+#include "usdt_records.hpp"
 
+using loupe::test::by_label;
 using loupe::test::RunResult;
+using loupe::test::total;
 using nlohmann::json;
 
 namespace {
@@ -31,28 +34,6 @@ class LatencyUsdt : public loupe::test::CliRun {
     return CliRun::run("[[plugins]]\nname = \"latency\"\nnesting = \"every\"\n" + targets, cmd);
   }
 };
-
-// Final records of `kind`/`name` for target `target`, by the value of label `label`.
-std::map<std::string, const json*> by_label(const RunResult& r, const std::string& kind,
-                                            const std::string& name, const std::string& target,
-                                            const std::string& label) {
-  std::map<std::string, const json*> out;
-  for (const auto& rec : r.records)
-    if (rec.value("kind", "") == kind && rec.value("name", "") == name &&
-        rec.value("is_final", false) && rec["labels"].value("target", "") == target &&
-        rec["labels"].contains(label))
-      out[rec["labels"][label].get<std::string>()] = &rec;
-  return out;
-}
-
-double total(const RunResult& r, const std::string& name, const std::string& target) {
-  for (const auto& rec : r.records)
-    if (rec.value("kind", "") == "metric" && rec.value("name", "") == name &&
-        rec.value("is_final", false) && rec["labels"].value("target", "") == target &&
-        rec["labels"].size() == 2)
-      return rec["metric"]["value"].get<double>();
-  return -1;
-}
 
 std::string usdt(const std::string& bin, const std::string& probe) {
   return bin + ":" + probe;

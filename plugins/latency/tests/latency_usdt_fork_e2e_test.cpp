@@ -15,8 +15,12 @@
 #include <vector>
 
 #include "cli_run.hpp"
+#include "usdt_records.hpp"
 
+using loupe::test::by_label;
+using loupe::test::final_health;
 using loupe::test::RunResult;
+using loupe::test::total;
 using nlohmann::json;
 
 namespace {
@@ -42,36 +46,14 @@ Fired fired(const RunResult& r) {
   return f;
 }
 
-// Final metric/health values of `name` for `target` by label `label` ("" = the record
-// without further labels).
-std::map<std::string, const json*> final_by(const RunResult& r, const std::string& kind,
-                                            const std::string& name, const std::string& target,
-                                            const std::string& label) {
-  std::map<std::string, const json*> out;
-  for (const auto& rec : r.records) {
-    if (rec.value("kind", "") != kind || rec.value("name", "") != name ||
-        !rec.value("is_final", false) || rec["labels"].value("target", "") != target)
-      continue;
-    if (label.empty())
-      out[""] = &rec;
-    else if (rec["labels"].contains(label))
-      out[rec["labels"][label].get<std::string>()] = &rec;
-  }
-  return out;
-}
-
-double metric_total(const RunResult& r, const std::string& name, const std::string& target) {
-  for (const auto& rec : r.records)
-    if (rec.value("kind", "") == "metric" && rec.value("name", "") == name &&
-        rec.value("is_final", false) && rec["labels"].value("target", "") == target &&
-        rec["labels"].size() == 2)
-      return rec["metric"]["value"].get<double>();
-  return -1;
-}
-
-const json* health(const RunResult& r, const std::string& name, const std::string& target) {
-  auto h = final_by(r, "health", name, target, "");
-  return h.empty() ? nullptr : h.begin()->second;
+// A loss's health record: present, WARN when it counted anything; its count.
+long loss(const RunResult& r, const std::string& name, const std::string& target) {
+  const json* h = final_health(r, name, target);
+  EXPECT_NE(h, nullptr) << name << "\n" << r.output;
+  if (!h) return -1;
+  const long v = (*h)["health"]["value"].get<long>();
+  EXPECT_EQ((*h)["health"]["severity"], v ? "warn" : "ok") << name;
+  return v;
 }
 
 std::string targets(const std::string& extra) {
@@ -86,7 +68,7 @@ std::string targets(const std::string& extra) {
 // Sites of `target` by name: each named by its function in the probed file.
 std::map<std::string, long> sites(const RunResult& r, const std::string& target) {
   std::map<std::string, long> out;
-  for (const auto& [site, rec] : final_by(r, "metric", "site_calls", target, "site")) {
+  for (const auto& [site, rec] : by_label(r, "metric", "site_calls", target, "site")) {
     EXPECT_EQ((*rec)["labels"].value("module", ""), kForking) << site;
     const std::string fn = site.substr(0, site.find('+'));
     out[fn] += (*rec)["metric"]["value"].get<long>();
@@ -99,20 +81,16 @@ TEST_F(LatencyUsdtFork, ExactPerSiteCountsOfAThousandBackendsNamedByFunction) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const Fired f = fired(r);
   ASSERT_EQ(f.children, kConnections) << r.output;
-  EXPECT_EQ(metric_total(r, "calls", "txn"), f.txn);
-  EXPECT_EQ(metric_total(r, "matched", "txn"), f.txn);
-  EXPECT_EQ(metric_total(r, "calls", "stmt"), f.select + f.update);
+  EXPECT_EQ(total(r, "calls", "txn"), f.txn);
+  EXPECT_EQ(total(r, "matched", "txn"), f.txn);
+  EXPECT_EQ(total(r, "calls", "stmt"), f.select + f.update);
   // Every backend's calls, at the site that fired them, named by the function holding it.
   auto txn = sites(r, "txn");
   EXPECT_EQ(txn, (std::map<std::string, long>{{"run_txn", f.txn}})) << r.output;
   auto stmt = sites(r, "stmt");
   EXPECT_EQ(stmt, (std::map<std::string, long>{{"run_select", f.select}, {"run_update", f.update}}))
       << r.output;
-  for (const char* name : {"sites_lost", "site_unresolved"}) {
-    const json* h = health(r, name, "stmt");
-    ASSERT_NE(h, nullptr) << name;
-    EXPECT_EQ((*h)["health"]["value"].get<long>(), 0) << name;
-  }
+  for (const char* name : {"sites_lost", "site_unresolved"}) EXPECT_EQ(loss(r, name, "stmt"), 0);
   std::printf("  %ld backends: txn %ld, select %ld, update %ld (workload) = loupe\n", f.children,
               f.txn, f.select, f.update);
 }
@@ -130,32 +108,25 @@ TEST_F(LatencyUsdtFork, ATinyBreakdownCountsExactlyWhatItCouldNotKeep) {
 
   // Per process: histograms of the txn pair.
   long kept = 0;
-  auto per_pid = final_by(r, "histogram", "latency", "txn", "pid");
+  auto per_pid = by_label(r, "histogram", "latency", "txn", "pid");
   EXPECT_LE(per_pid.size(), static_cast<std::size_t>(kLimit));
   for (const auto& [pid, rec] : per_pid) kept += (*rec)["histogram"]["count"].get<long>();
-  const json* over = health(r, "breakdown_overflow", "txn");
-  ASSERT_NE(over, nullptr) << r.output;
-  const long lost = (*over)["health"]["value"].get<long>();
-  EXPECT_EQ((*over)["health"]["severity"], "warn");
-  EXPECT_NE((*over)["health"]["message"].get<std::string>().find("breakdown_limit"),
-            std::string::npos);
+  const long lost = loss(r, "breakdown_overflow", "txn");
   EXPECT_GT(lost, 0);
+  EXPECT_NE(
+      (*final_health(r, "breakdown_overflow", "txn"))["health"]["message"].get<std::string>().find(
+          "breakdown_limit"),
+      std::string::npos);
   EXPECT_EQ(kept + lost, f.txn) << "kept " << kept << " lost " << lost;
 
   // Per label value: counts of the statement probe.
   long kept_labels = 0;
-  auto values = final_by(r, "metric", "calls", "stmt", "value");
+  auto values = by_label(r, "metric", "calls", "stmt", "value");
   EXPECT_LE(values.size(), static_cast<std::size_t>(kLimit));
   for (const auto& [v, rec] : values) kept_labels += (*rec)["metric"]["value"].get<long>();
-  const json* label_over = health(r, "label_overflow", "stmt");
-  ASSERT_NE(label_over, nullptr) << r.output;
-  const long labels_lost = (*label_over)["health"]["value"].get<long>();
-  EXPECT_EQ((*label_over)["health"]["severity"], "warn");
+  const long labels_lost = loss(r, "label_overflow", "stmt");
   EXPECT_GT(labels_lost, 0);
-  const json* unreadable = health(r, "label_unreadable", "stmt");
-  ASSERT_NE(unreadable, nullptr) << r.output;
-  EXPECT_EQ(kept_labels + labels_lost + (*unreadable)["health"]["value"].get<long>(),
-            f.select + f.update);
+  EXPECT_EQ(kept_labels + labels_lost + loss(r, "label_unreadable", "stmt"), f.select + f.update);
 
   EXPECT_EQ(sites(r, "txn"), (std::map<std::string, long>{{"run_txn", f.txn}}));
   EXPECT_EQ(sites(r, "stmt"),
@@ -177,8 +148,8 @@ TEST_F(LatencyUsdtFork, AProbeOnABinaryTheTargetNeverRanIsAWarningNamingWhatItRa
                    kWorkload + ":loupe:req__start\"\n",
                {copy, "4", "0"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(metric_total(r, "calls", "req"), 0);
-  const json* h = health(r, "unmapped_binary", "req");
+  EXPECT_EQ(total(r, "calls", "req"), 0);
+  const json* h = final_health(r, "unmapped_binary", "req");
   ASSERT_NE(h, nullptr) << r.output;
   EXPECT_EQ((*h)["health"]["severity"], "warn");
   const std::string why = (*h)["health"]["message"].get<std::string>();
@@ -190,8 +161,8 @@ TEST_F(LatencyUsdtFork, AProbeOnABinaryTheTargetNeverRanIsAWarningNamingWhatItRa
               kWorkload + ":loupe:req__start\"\n",
           {kWorkload, "4", "0"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(metric_total(r, "calls", "req"), 4);
-  EXPECT_EQ(health(r, "unmapped_binary", "req"), nullptr);
+  EXPECT_EQ(total(r, "calls", "req"), 4);
+  EXPECT_EQ(final_health(r, "unmapped_binary", "req"), nullptr);
 }
 
 }  // namespace
