@@ -217,9 +217,12 @@ class LatencyProfiler : public sdk::Profiler {
       if (targets_[i].mechanism == Mechanism::kUsdt && targets_[i].usdt_sites == 1 &&
           targets_[i].sites.size() == 1)
         ro->targ_one_site[i] = targets_[i].sites.front().file_offset + 1;
-    user_probes_ = std::any_of(targets_.begin(), targets_.end(), [](const ResolvedTarget& t) {
-      return t.mechanism == Mechanism::kUsdt || t.mechanism == Mechanism::kUprobe;
-    });
+    // Only a session with a target has "what the target ran" to tell: system-wide, every
+    // exec of the machine would fill the map for nothing.
+    user_probes_ =
+        pid != 0 && std::any_of(targets_.begin(), targets_.end(), [](const ResolvedTarget& t) {
+          return t.mechanism == Mechanism::kUsdt || t.mechanism == Mechanism::kUprobe;
+        });
     bpf_program__set_autoload(skel_->progs.lat_exec, user_probes_ && !replay_);
     if (user_probes_) bpf_map__set_max_entries(skel_->maps.execs, LAT_MAX_EXECS);
 
@@ -349,8 +352,9 @@ class LatencyProfiler : public sdk::Profiler {
   bool labelled_ = false;
   bool dwarf_ = false;
   bool usdt_ = false;
-  bool user_probes_ = false;  // a uprobe or USDT target: the target's execs are followed
-  bool replay_ = false;       // loupe replay: decode recorded outliers, touch no kernel
+  // A uprobe or USDT target in a session with a target: the target's execs are followed.
+  bool user_probes_ = false;
+  bool replay_ = false;  // loupe replay: decode recorded outliers, touch no kernel
   std::unique_ptr<TargetAttacher> attacher_;
   std::unique_ptr<OutlierDecoder> decoder_;
   std::unique_ptr<LatencyReporter> reporter_;
