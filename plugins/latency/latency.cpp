@@ -4,6 +4,7 @@
 // (kernel functions, user functions, tracepoint pairs, syscalls) with one BPF object.
 #include <bpf/libbpf.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -110,6 +111,15 @@ class LatencyProfiler : public sdk::Profiler {
     opts_.per_pid = cfg.value_bool("per_pid");
     opts_.per_comm = cfg.value_bool("per_comm");
     opts_.breakdown_limit = static_cast<std::uint64_t>(cfg.value_int("breakdown_limit"));
+    if (args.session && args.session->target_pid > 0 && !args.session->target_command) {
+      // --pid: the process exec'd before the session; what it runs is its exe now.
+      const std::string exe = "/proc/" + std::to_string(args.session->target_pid) + "/exe";
+      struct stat st {};
+      char path[4096];
+      const ssize_t n = ::readlink(exe.c_str(), path, sizeof(path) - 1);
+      if (n > 0 && ::stat(exe.c_str(), &st) == 0)
+        opts_.running.emplace_back(st.st_ino, std::string(path, static_cast<std::size_t>(n)));
+    }
 
     auto tables = cfg.get_tables("targets");
     if (tables.empty())

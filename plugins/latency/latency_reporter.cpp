@@ -228,6 +228,10 @@ void LatencyReporter::emit_silent(std::uint32_t i) {
   if (!f.binary.empty() && maps_.execs_fd >= 0) {
     std::vector<std::string> ran;
     bool ran_probed = false;
+    for (const auto& [ino, path] : opts_.running) {
+      ran_probed |= ino == f.ino;
+      ran.push_back(path);
+    }
     lat_exec_key key{}, next{};
     bool first = true;
     while (bpf_map_get_next_key(maps_.execs_fd, first ? nullptr : &key, &next) == 0) {

@@ -48,6 +48,9 @@ struct ReporterOptions {
   bool per_comm = false;
   std::uint64_t max_age_ns = 0;
   std::uint64_t breakdown_limit = 0;  // for the messages that say which key raises it
+  // A process given by --pid: what it was running when the session began (inode, path),
+  // since its exec came before the plugin could see it.
+  std::vector<std::pair<std::uint64_t, std::string>> running;
 };
 
 class LatencyReporter {

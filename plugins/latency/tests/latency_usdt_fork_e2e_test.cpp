@@ -6,7 +6,10 @@
 // too small to keep every process counts exactly what it could not keep. And a probe on a
 // binary the target never ran is said, with what the target ran.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -156,6 +159,22 @@ TEST_F(LatencyUsdtFork, AProbeOnABinaryTheTargetNeverRanIsAWarningNamingWhatItRa
   EXPECT_NE(why.find("ran " + copy), std::string::npos) << why;
   EXPECT_NE(why.find("sit on " + kWorkload + ", which no target process ran"), std::string::npos)
       << why;
+  // A running process given by --pid: what it runs is read when the session starts.
+  FILE* bg = popen((copy + " 100000 0 & echo $!").c_str(), "r");
+  ASSERT_NE(bg, nullptr);
+  int pid = 0;
+  ASSERT_EQ(std::fscanf(bg, "%d", &pid), 1);
+  pclose(bg);
+  r = run("[[plugins]]\nname = \"latency\"\n[[plugins.targets]]\nname = \"req\"\nusdt = \"" +
+              kWorkload + ":loupe:req__start\"\n",
+          {}, "--pid " + std::to_string(pid), "duration = 0.5\n");
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  h = final_health(r, "unmapped_binary", "req");
+  ASSERT_NE(h, nullptr) << r.output;
+  EXPECT_NE((*h)["health"]["message"].get<std::string>().find("ran " + copy), std::string::npos)
+      << (*h)["health"]["message"];
   // The same profile on the probed binary itself fires, and says nothing of the kind.
   r = run("[[plugins]]\nname = \"latency\"\n[[plugins.targets]]\nname = \"req\"\nusdt = \"" +
               kWorkload + ":loupe:req__start\"\n",
