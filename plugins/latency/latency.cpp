@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -237,12 +238,12 @@ class LatencyProfiler : public sdk::Profiler {
     if (user_probes_) bpf_map__set_max_entries(skel_->maps.execs, LAT_MAX_EXECS);
 
     attacher_ = std::make_unique<TargetAttacher>(*host_, skel_.get(), filter.uprobe_pid());
+    std::set<std::string> noted;  // once per file, however many targets probe it
     for (const auto& t : targets_)
-      if (t.mechanism == Mechanism::kUprobe || t.mechanism == Mechanism::kUsdt)
-        if (auto note =
-                sdk::tree_uprobe_note(filter, "latency '" + t.spec.name + "'", t.binary_path);
-            !note.empty())
-          host_->warn(note);
+      if ((t.mechanism == Mechanism::kUprobe || t.mechanism == Mechanism::kUsdt) &&
+          noted.insert(t.binary_path).second)
+        if (auto note = sdk::tree_uprobe_note(filter, "latency", t.binary_path); !note.empty())
+          host_->info(note);
     attacher_->prepare(targets_);
     for (const auto& t : targets_)
       labels_.push_back({t.spec.name, to_string(t.mechanism), t.spec.kind == TargetKind::kUsdtCount,

@@ -117,7 +117,7 @@ class LockwaitProfiler : public sdk::Profiler {
       if (libc_.empty()) libc_ = sdk::locate_library(target_pid_, "libc");
       if (auto note = sdk::tree_uprobe_note(filter, "lockwait pthread_stacks", libc_);
           !note.empty())
-        host_->warn(note);
+        host_->info(note);
     }
   }
 

@@ -138,7 +138,7 @@ class MemallocProfiler : public sdk::Profiler {
         host_->warn("memalloc: no pid: every process mapping " + binary_ +
                     " is traced (a uprobe costs microseconds per allocation)");
       if (auto note = sdk::tree_uprobe_note(filter, "memalloc", binary_); !note.empty())
-        host_->warn(note);
+        host_->info(note);
     }
     if (kernel_) {
       for (const char* tp :

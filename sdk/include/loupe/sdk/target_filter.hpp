@@ -194,7 +194,9 @@ struct TargetFilter {
 };
 
 // What following the tree costs others when a plugin's uprobes on `file` go system-wide:
-// one line for the plugin to log (empty when the filter does not follow the tree).
+// one line for the plugin to log at info level (empty when the filter does not follow the
+// tree). Not a warning: it is the documented price of every `-- CMD` run, nothing the
+// user got wrong, and a warning on every run taught users to skip warnings.
 inline std::string tree_uprobe_note(const TargetFilter& f, const std::string& plugin,
                                     const std::string& file) {
   if (!f.follows_tree()) return {};
