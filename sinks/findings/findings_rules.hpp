@@ -20,6 +20,7 @@ namespace loupe::sinks {
 
 struct FindingsOptions {
   double min_share = 0.5;
+  double min_self_share = 0.2;
   double tail_ratio = 10;
   std::uint64_t min_count = 20;
 };
@@ -30,8 +31,8 @@ class FindingsRules {
 
   // Interval records are ignored: the rules judge a whole session.
   void add(const loupe_record& r);
-  // The profilers' own findings (largest weight first), then dominant functions (by
-  // record), then long tails (largest ratio first), then losses.
+  // The profilers' own findings (largest weight first), then dominant functions and hot
+  // spots (by record), then long tails (largest ratio first), then losses.
   std::vector<std::string> statements() const;
 
  private:
@@ -42,8 +43,12 @@ class FindingsRules {
     std::map<std::string, double> depth;        // function -> weighted distance from the root
     std::set<std::string> user;                 // functions seen as user-space frames
     std::map<std::string, std::string> module;  // function -> its module's file name
+    std::map<std::string, double> self;         // leaf function -> weight of its own stacks
   };
+  // Too little behind a record to say anything: a count below min_count (a "100 % of 1").
+  bool too_few(const Stacks& s) const;
   std::string dominant(const std::string& who, const Stacks& s) const;
+  std::string hot_spot(const std::string& who, const Stacks& s, const std::string& dominant) const;
 
   FindingsOptions opt_;
   std::map<std::string, Stacks> stacks_;

@@ -26,8 +26,13 @@ constexpr loupe_config_key kKeys[] = {
      0},
     {"tail_ratio", LOUPE_CFG_FLOAT, 0, "10.0", "long tail: p99 at least this many times p50", 0, 0,
      nullptr, 0, 0},
-    {"min_count", LOUPE_CFG_INT, 0, "20", "long tail: histograms with fewer values say nothing", 1,
-     1000000000, nullptr, 0, 0},
+    {"min_self_share", LOUPE_CFG_FLOAT, 0, "0.2",
+     "hot spot: the share of a stack record's weight a leaf function must hold by itself", 0, 0,
+     nullptr, 0, 0},
+    {"min_count", LOUPE_CFG_INT, 0, "20",
+     "long tail: histograms with fewer values say nothing; stack records weighed by a count "
+     "with a smaller total neither",
+     1, 1000000000, nullptr, 0, 0},
 };
 
 class FindingsSink : public sdk::Sink {
@@ -36,6 +41,7 @@ class FindingsSink : public sdk::Sink {
     path_ = args.config.value_string("path");
     FindingsOptions opt;
     opt.min_share = args.config.value_float("min_share");
+    opt.min_self_share = args.config.value_float("min_self_share");
     opt.tail_ratio = args.config.value_float("tail_ratio");
     opt.min_count = static_cast<std::uint64_t>(args.config.value_int("min_count"));
     rules_.emplace(opt);
