@@ -312,7 +312,16 @@ void LockReporter::emit_counters(const std::vector<std::uint64_t>& c) {
          "kernel stacks not captured (stack map full or collision; raise max_stacks)");
   if (opts_.holders)
     health("holders_full", c[LW_C_HOLDERS_FULL],
-           "waits whose releaser was not kept: the (lock, releaser stack) map is full");
+           "waits whose releaser was not kept: the (lock, releaser stack) map is full; raise "
+           "max_locks");
+  if (opts_.holders)
+    health("wakes_full", c[LW_C_WAKES_FULL],
+           "futex wakes not kept (no memory for the wake map): their waits have no releaser; "
+           "raise max_locks");
+  if (opts_.pthread_stacks)
+    health("pending_full", c[LW_C_PENDING_FULL],
+           "pthread lock calls not kept (the entry map is full): their waits have the futex's "
+           "shorter stack; raise max_inflight");
   health("first_seen_lost", c[LW_C_FIRST_SEEN_LOST],
          "first-seen records dropped: those locks and stacks are named at the end, which "
          "fails for processes that exited");

@@ -109,6 +109,9 @@ class LockwaitProfiler : public sdk::Profiler {
     size(skel_->maps.inflight, "max_inflight", 10240);
     size(skel_->maps.pending, "max_inflight", 10240);
     size(skel_->maps.locks, "max_locks", 4096);
+    size(skel_->maps.holders, "max_locks", 4096);
+    bpf_map__set_max_entries(skel_->maps.wakes,
+                             4 * static_cast<std::uint32_t>(cfg.get_int("max_locks", 4096)));
     size(skel_->maps.waiters, "max_waiters", 16384);
     size(skel_->maps.stacks, "max_stacks", 8192);
     choose_programs();

@@ -221,15 +221,19 @@ void OffcpuReporter::emit_health(bool is_final) {
       {"offcpu/keys_full", c.keys_full,
        "blocks not aggregated: too many distinct (process, stacks, reason, waker) keys (raise "
        "max_keys); their time is in offcpu/lost_ns"},
-      {"offcpu/lost_ns", c.lost_ns, "off-CPU nanoseconds not attributed to a stack"},
+      {"offcpu/lost_ns", c.lost_ns,
+       "off-CPU nanoseconds not attributed to a stack (raise max_keys)"},
       {"offcpu/user_stack_fail", c.user_stack_fail,
        "user stacks that could not be taken (stack map full or collision: raise max_stacks)"},
-      {"offcpu/kernel_stack_fail", c.kernel_stack_fail, "kernel stacks that could not be taken"},
-      {"offcpu/waker_stack_fail", c.waker_stack_fail, "waker stacks that could not be taken"},
+      {"offcpu/kernel_stack_fail", c.kernel_stack_fail,
+       "kernel stacks that could not be taken (raise max_stacks)"},
+      {"offcpu/waker_stack_fail", c.waker_stack_fail,
+       "waker stacks that could not be taken (raise max_stacks)"},
       {"offcpu/runq_procs_full", c.runq_procs_full,
        "run-queue waits only in the per-CPU histograms: too many processes (raise "
        "process_limit)"},
-      {"offcpu/blockers_full", c.blockers_full, "run-queue blockers not kept: the map is full"},
+      {"offcpu/blockers_full", c.blockers_full,
+       "run-queue blockers not kept: the map is full (raise max_blockers)"},
   };
   sdk::emit_health_rows(host_, "offcpu", rows, is_final, ws_, we_);
   if (is_final && c.switches_out == 0) {
