@@ -391,6 +391,7 @@ static __always_inline void account(const struct inflight *in, long ret, __u64 d
 	struct fio_stats *s, *z;
 	__u32 zero = 0;
 
+	c->timed++;
 	z = bpf_map_lookup_elem(&zero_stats, &zero);
 	s = z ? loupe_lookup_or_init(&stats, &k, z) : NULL;
 	if (!s) {

@@ -5,6 +5,7 @@
 // file named by its path as the kernel spells it at the call.
 #include <bpf/libbpf.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -29,7 +30,7 @@ constexpr const char* kHookChoices[] = {"syscalls", "vfs", nullptr};
 constexpr loupe_config_key kOwnKeys[] = {
     {"regular_only", LOUPE_CFG_BOOL, 0, "true",
      "regular files only (false: sockets, pipes and ttys too, by inode)"},
-    {"max_files", LOUPE_CFG_INT, 0, "8192", "files with a row of their own; more are counted", 64,
+    {"max_files", LOUPE_CFG_INT, 0, "8192", "files with a row of their own; more are counted", 1,
      1048576},
     {"max_threads", LOUPE_CFG_INT, 0, "10240",
      "threads timed inside a file call at once; more are counted (fileio/inflight_full)", 64,
@@ -69,8 +70,8 @@ class FileioProfiler : public sdk::Profiler {
     sdk::apply_target_filter(cfg, args.session, skel_.get());
     const auto files = static_cast<std::uint32_t>(cfg.value_int("max_files"));
     bpf_map__set_max_entries(skel_->maps.paths, files);
-    bpf_map__set_max_entries(skel_->maps.stats, files * 3);   // a few operations per file
-    bpf_map__set_max_entries(skel_->maps.errnos, files / 2);  // failures are rarer
+    bpf_map__set_max_entries(skel_->maps.stats, files * 3);  // a few operations per file
+    bpf_map__set_max_entries(skel_->maps.errnos, std::max(1U, files / 2));  // failures are rarer
     bpf_map__set_max_entries(skel_->maps.inflight,
                              static_cast<std::uint32_t>(cfg.value_int("max_threads")));
     top_ = static_cast<std::size_t>(cfg.value_int("top"));

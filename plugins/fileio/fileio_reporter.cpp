@@ -124,6 +124,11 @@ void FileioReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) 
       .window(ws, we)
       .metric(LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.calls))
       .emit(host_);
+  sdk::RecordBuilder timed(LOUPE_RECORD_METRIC, "file_calls_timed");
+  timed.final(is_final)
+      .window(ws, we)
+      .metric(LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.timed))
+      .emit(host_);
   sdk::RecordBuilder nr(LOUPE_RECORD_METRIC, "file_calls_not_regular");
   nr.final(is_final)
       .window(ws, we)

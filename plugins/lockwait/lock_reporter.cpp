@@ -305,7 +305,8 @@ void LockReporter::emit_counters(const std::vector<std::uint64_t>& c) {
   health("waiters_full", c[LW_C_WAITERS_FULL],
          "the (lock, thread, stack) map was full: stacks and threads incomplete; raise "
          "max_waiters");
-  health("lost_wait_ns", c[LW_C_LOST_NS], "wait time not attributed to any lock (maps full)");
+  health("lost_wait_ns", c[LW_C_LOST_NS],
+         "wait time not attributed to any lock: the lock map was full (raise max_locks)");
   health("stack_failures_user", c[LW_C_USTACK_FAIL],
          "user stacks not captured (stack map full or collision; raise max_stacks)");
   health("stack_failures_kernel", c[LW_C_KSTACK_FAIL],

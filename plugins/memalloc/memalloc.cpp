@@ -63,7 +63,7 @@ constexpr loupe_config_key kOwnKeys[] = {
     {"leak_age_ms", LOUPE_CFG_INT, 0, "5000",
      "finding old_allocations: live allocations at least this old at the end are leak suspects", 1,
      86400000},
-    {"max_sites", LOUPE_CFG_INT, 0, "16384", "allocation sites kept (overflow counted)", 16,
+    {"max_sites", LOUPE_CFG_INT, 0, "16384", "allocation sites kept (overflow counted)", 1,
      4194304},
     {"max_outstanding", LOUPE_CFG_INT, 0, "131072",
      "live allocations tracked for the leak report (overflow counted)", 16, 16777216},

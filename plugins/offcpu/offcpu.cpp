@@ -36,7 +36,7 @@ constexpr loupe_config_key kOwnKeys[] = {
     {"max_threads", LOUPE_CFG_INT, 0, "16384",
      "threads off the CPU at once that can be tracked; more are counted as lost", 64, 4194304},
     {"max_keys", LOUPE_CFG_INT, 0, "16384",
-     "distinct (process, stacks, reason, waker) rows kept; the rest is counted", 64, 4194304},
+     "distinct (process, stacks, reason, waker) rows kept; the rest is counted", 1, 4194304},
     {"max_stacks", LOUPE_CFG_INT, 0, "16384", "stack map size", 64, 4194304},
     {"process_limit", LOUPE_CFG_INT, 0, "1024", "processes with a run-queue histogram of their own",
      1, 65536},

@@ -212,6 +212,8 @@ void OffcpuReporter::emit_health(bool is_final) {
     rb.final(is_final).window(ws_, we_).metric(LOUPE_METRIC_COUNTER, "count", v).emit(host_);
   };
   metric("switches_out", static_cast<double>(c.switches_out));
+  // Every block that ended: kept in a row (offcpu_blocks) or counted in offcpu/keys_full.
+  metric("blocks_ended", static_cast<double>(c.blocks));
   metric("blocks_below_min", static_cast<double>(c.below_min));
   metric("wakeups", static_cast<double>(c.wakeups));
   metric("runq_waits", static_cast<double>(c.runq_waits));
