@@ -331,16 +331,10 @@ static __always_inline void record_proc(struct bio_start *s, __u32 dev, __u64 to
 	struct bio_proc *p, init = {};
 
 	__builtin_memcpy(k.comm, s->comm, sizeof(k.comm));
-	p = bpf_map_lookup_elem(&procs, &k);
+	p = loupe_lookup_or_init(&procs, &k, &init);
 	if (!p) {
-		/* -EEXIST from a racing CPU is fine; -E2BIG means the map is full. */
-		if (bpf_map_update_elem(&procs, &k, &init, BPF_NOEXIST) == -7) {
-			c->proc_overflow++;
-			return;
-		}
-		p = bpf_map_lookup_elem(&procs, &k);
-		if (!p)
-			return;
+		c->proc_overflow++;
+		return;
 	}
 	p->count++;
 	p->bytes += s->bytes;

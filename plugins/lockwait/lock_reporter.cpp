@@ -301,12 +301,14 @@ void LockReporter::emit_counters(const std::vector<std::uint64_t>& c) {
   health("inflight_full", c[LW_C_INFLIGHT_FULL],
          "the in-flight map was full: those waits are lost; raise max_inflight");
   health("locks_full", c[LW_C_LOCKS_FULL],
-         "the lock map was full: later locks only in the waiter rows; raise max_locks");
+         "waits of locks the lock map had no room for: counted from the waiter rows, with no "
+         "latency histogram; raise max_locks");
   health("waiters_full", c[LW_C_WAITERS_FULL],
          "the (lock, thread, stack) map was full: stacks and threads incomplete; raise "
          "max_waiters");
   health("lost_wait_ns", c[LW_C_LOST_NS],
-         "wait time not attributed to any lock: the lock map was full (raise max_locks)");
+         "wait time of waits the lock map refused: in their lock's totals (from the waiter "
+         "rows), not in its latency histogram (raise max_locks)");
   health("stack_failures_user", c[LW_C_USTACK_FAIL],
          "user stacks not captured (stack map full or collision; raise max_stacks)");
   health("stack_failures_kernel", c[LW_C_KSTACK_FAIL],

@@ -201,9 +201,12 @@ TEST_F(MemallocE2E, TinySiteMapCountsEveryAllocationItCannotKeep) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   constexpr std::int64_t kProduced = 1000 + 10000 + 100 + 1 + 150 + 10 + 10;
   std::int64_t kept = 0;
+  // Live blocks of the refused sites still show (from the live-allocation table), with no
+  // allocation count of their own.
   for (const auto& [fn, site] : sites(r, "alloc_sites")) {
     kept += site.allocs;
-    EXPECT_TRUE(fn == "ma_leak_4k" || fn == "ma_churn_64") << fn << " took a place";
+    if (site.allocs)
+      EXPECT_TRUE(fn == "ma_leak_4k" || fn == "ma_churn_64") << fn << " took a place";
   }
   const auto lost = static_cast<std::int64_t>(r.expect_loss("sites_full", "max_sites"));
   EXPECT_EQ(kept + lost, kProduced) << "kept " << kept << ", lost " << lost;
