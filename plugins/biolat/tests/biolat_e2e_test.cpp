@@ -265,6 +265,8 @@ TEST_F(BiolatE2E, TinyAggregateMapsCountEveryRequestTheyCannotKeep) {
   for (const json* h : select(r, "histogram", "total_latency", json::object()))
     kept += (*h)["histogram"]["count"].get<std::uint64_t>();
   const std::uint64_t lost = r.expect_loss("stats_full", "max_device_ops");
+  std::printf("  requests: %d produced, %llu kept, %llu counted lost\n", 2 * kN,
+              static_cast<unsigned long long>(kept), static_cast<unsigned long long>(lost));
   EXPECT_EQ(kept + lost, 2u * kN) << "kept " << kept << ", lost " << lost;
   EXPECT_GE(lost, static_cast<std::uint64_t>(kN)) << "one of the two ops cannot fit";
   // The sequential test had one (device, op) entry: the other op's N requests went unjudged.

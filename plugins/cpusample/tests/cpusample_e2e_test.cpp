@@ -112,6 +112,8 @@ TEST_F(CpuSampleE2E, TinyCountMapCountsEverySampleItCannotKeep) {
   const auto lost = static_cast<std::int64_t>(r.expect_loss("cpusample/counts_full", "max_keys"));
   const double taken = metric(r, "samples");
   ASSERT_GE(taken, 10) << r.output;
+  std::printf("  samples: %.0f taken, %lld kept, %lld counted lost\n", taken,
+              static_cast<long long>(kept), static_cast<long long>(lost));
   EXPECT_EQ(static_cast<double>(kept + lost), taken) << "kept " << kept << ", lost " << lost;
   EXPECT_GT(lost, 0);
 }

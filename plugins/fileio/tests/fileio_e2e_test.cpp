@@ -61,6 +61,8 @@ TEST_F(FileioE2E, TinyFileMapsCountEveryCallTheyCannotKeep) {
   const auto lost = static_cast<double>(r.expect_loss("fileio/stats_full", "max_files"));
   const auto timed = r.all("metric", "file_calls_timed");
   ASSERT_FALSE(timed.empty()) << r.output;
+  std::printf("  calls: %.0f timed, %.0f kept, %.0f counted lost\n",
+              (*timed.back())["metric"]["value"].get<double>(), kept, lost);
   EXPECT_EQ(kept + lost, (*timed.back())["metric"]["value"].get<double>())
       << "kept " << kept << ", lost " << lost;
   EXPECT_GE(kept + lost, 100 + 10 + 50);

@@ -149,6 +149,8 @@ TEST_F(JitRegionsE2E, TinyProcessMapCountsTheJitProcessItCannotTrack) {
   }
   ASSERT_EQ(installed, 2u) << r.output;
   const std::uint64_t lost = r.expect_loss("jitregions/procs_full", "max_processes");
+  std::printf("  JIT processes: %zu, 1 tracked, %llu counted lost\n", installed,
+              static_cast<unsigned long long>(lost));
   EXPECT_EQ(1 + lost, installed) << "room for 1, lost " << lost;
 }
 

@@ -207,6 +207,11 @@ TEST_F(LockwaitE2E, TinyLockMapCountsEveryWaitItCannotKeep) {
   auto ended = finals(m.r, "metric", "futex_waits");
   ASSERT_FALSE(ended.empty()) << m.r.output;
   const auto produced = static_cast<std::uint64_t>((*ended[0])["metric"]["value"].get<double>());
+  std::printf(
+      "  futex waits: %llu ended, %llu in a histogram, %llu counted lost (%llu g_lock "
+      "waits slept on)\n",
+      static_cast<unsigned long long>(produced), static_cast<unsigned long long>(kept),
+      static_cast<unsigned long long>(lost), static_cast<unsigned long long>(contended));
   EXPECT_EQ(kept + lost, produced) << "kept " << kept << ", lost " << lost;
   EXPECT_EQ(waits, produced) << "the waiter rows keep every wait's count";
   EXPECT_GT(lost, 0u) << "the workload waits on more than one futex word";

@@ -209,6 +209,9 @@ TEST_F(MemallocE2E, TinySiteMapCountsEveryAllocationItCannotKeep) {
       EXPECT_TRUE(fn == "ma_leak_4k" || fn == "ma_churn_64") << fn << " took a place";
   }
   const auto lost = static_cast<std::int64_t>(r.expect_loss("sites_full", "max_sites"));
+  std::printf("  allocations: %lld produced, %lld kept, %lld counted lost\n",
+              static_cast<long long>(kProduced), static_cast<long long>(kept),
+              static_cast<long long>(lost));
   EXPECT_EQ(kept + lost, kProduced) << "kept " << kept << ", lost " << lost;
   EXPECT_EQ(lost, 100 + 1 + 150 + 10 + 10) << "the sites after the first two";
 }

@@ -291,6 +291,7 @@ TEST_F(OffcpuBounds, TinyKeyMapCountsEveryBlockItCannotKeep) {
     }
   ASSERT_GE(ended, 0) << r.output;
   const auto lost = static_cast<double>(r.expect_loss("offcpu/keys_full", "max_keys"));
+  std::printf("  blocks: %.0f ended, %.0f kept, %.0f counted lost\n", ended, kept, lost);
   EXPECT_EQ(kept + lost, ended) << "kept " << kept << ", lost " << lost;
   EXPECT_GT(lost, 0);
   std::size_t rows = 0;
