@@ -294,17 +294,23 @@ TEST_F(BiolatE2E, TinyAggregateMapsCountEveryRequestTheyCannotKeep) {
   for (const json* h : select(r, "histogram", "total_latency", json::object()))
     kept += (*h)["histogram"]["count"].get<std::uint64_t>();
   const std::uint64_t lost = r.expect_loss("stats_full", "max_device_ops");
-  std::printf("  requests: %d produced, %llu kept, %llu counted lost\n", 2 * kN,
-              static_cast<unsigned long long>(kept), static_cast<unsigned long long>(lost));
-  EXPECT_EQ(kept + lost, 2u * kN) << "kept " << kept << ", lost " << lost;
-  EXPECT_GE(lost, static_cast<std::uint64_t>(kN)) << "one of the two ops cannot fit";
+  // A request whose insert, issue or completion the kernel skipped (probe_recursion_misses,
+  // counted) may be in neither, as often as counted and no more.
+  const auto missed = static_cast<std::uint64_t>(recursion_misses(r));
+  std::printf("  requests: %d produced, %llu kept, %llu counted lost, %llu skipped\n", 2 * kN,
+              static_cast<unsigned long long>(kept), static_cast<unsigned long long>(lost),
+              static_cast<unsigned long long>(missed));
+  EXPECT_LE(kept + lost, 2u * kN) << "kept " << kept << ", lost " << lost;
+  EXPECT_GE(kept + lost + missed, 2u * kN) << "kept " << kept << ", lost " << lost;
+  EXPECT_GE(lost + missed, static_cast<std::uint64_t>(kN)) << "one of the two ops cannot fit";
   // The sequential test had one (device, op) entry: the other op's N requests went unjudged.
-  EXPECT_GE(r.expect_loss("pattern_full", "max_device_ops"), static_cast<std::uint64_t>(kN));
-  EXPECT_EQ(metric_sum(r, "process_requests", {{"comm", "biolat_workload"}}), 2 * kN);
-  int events = 0;
+  EXPECT_GE(r.expect_loss("pattern_full", "max_device_ops") + missed,
+            static_cast<std::uint64_t>(kN));
+  EXPECT_GE(metric_sum(r, "process_requests", {{"comm", "biolat_workload"}}) + missed, 2 * kN);
+  std::uint64_t events = 0;
   for (const json* e : select(r, "event", "slow_request", json::object()))
     events += (*e)["event"]["fields"]["comm"] == "biolat_workload";
-  EXPECT_EQ(events, 2 * kN);
+  EXPECT_GE(events + missed, 2u * kN);
 }
 
 // Rule queue_share (README): a device that takes one request at a time (scsi_debug with
