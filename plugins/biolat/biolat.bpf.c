@@ -12,6 +12,7 @@
 #include "loupe/emit.bpf.h"
 #include "loupe/filter.bpf.h"
 #include "loupe/hist.bpf.h"
+#include "loupe/map.bpf.h"
 #include "biolat.h"
 
 #define REQ_OP_MASK 0xff /* REQ_OP_BITS = 8 since v4.10 (ef295ecf090d) */
@@ -53,7 +54,8 @@ struct {
 	__type(value, struct bio_start);
 } starts SEC(".maps");
 
-/* Where the last issued request of each dev+op ended, for the sequential test. */
+/* Where the last issued request of each dev+op ended, for the sequential test. Both this
+ * map and stats hold max_device_ops entries (user space sets them). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
@@ -192,7 +194,7 @@ static __always_inline void rwbs_read(const char *rwbs, struct rq_info *ri)
 	}
 }
 
-static __always_inline __u8 pattern_of(struct rq_info *ri)
+static __always_inline __u8 pattern_of(struct rq_info *ri, struct bio_counters *c)
 {
 	struct bio_stats_key k = {.dev = ri->dev, .op = ri->op};
 	__u64 end = ri->sector + (ri->bytes >> 9);
@@ -200,7 +202,8 @@ static __always_inline __u8 pattern_of(struct rq_info *ri)
 	__u8 p;
 
 	if (!last) {
-		bpf_map_update_elem(&last_end, &k, &end, BPF_ANY);
+		if (bpf_map_update_elem(&last_end, &k, &end, BPF_ANY))
+			c->pattern_full++;
 		return BIO_PATTERN_UNKNOWN;
 	}
 	p = *last == ri->sector ? BIO_PATTERN_SEQUENTIAL : BIO_PATTERN_RANDOM;
@@ -233,7 +236,10 @@ static __always_inline int on_insert(struct rq_info *ri)
 		    loupe_filter_comm_on) {
 			s.untracked = 1;
 			s.bytes = ri->bytes;
-			bpf_map_update_elem(&starts, &ri->key, &s, BPF_NOEXIST);
+			/* -EEXIST: the traced request's own entry stays, as meant. */
+			if (bpf_map_update_elem(&starts, &ri->key, &s, BPF_NOEXIST) &&
+			    !bpf_map_lookup_elem(&starts, &ri->key))
+				c->map_full++;
 		}
 		return 0;
 	}
@@ -289,7 +295,7 @@ static __always_inline int on_issue(struct rq_info *ri, struct request *rq, bool
 		s->sector = ri->sector;
 		s->bytes = ri->bytes;
 		s->done = 0;
-		s->pattern = pattern_of(ri);
+		s->pattern = pattern_of(ri, c);
 		return 0;
 	}
 	/* Direct issue (no scheduler queueing): the submitter issues in its own context. */
@@ -309,7 +315,7 @@ static __always_inline int on_issue(struct rq_info *ri, struct request *rq, bool
 		init.dev = ri->dev;
 		init.op = ri->op;
 		init.sync = ri->sync;
-		init.pattern = pattern_of(ri);
+		init.pattern = pattern_of(ri, c);
 		fill_task(&init, pid_tgid);
 		c->issue_no_insert++;
 		if (bpf_map_update_elem(&starts, &ri->key, &init, BPF_ANY))
@@ -325,16 +331,10 @@ static __always_inline void record_proc(struct bio_start *s, __u32 dev, __u64 to
 	struct bio_proc *p, init = {};
 
 	__builtin_memcpy(k.comm, s->comm, sizeof(k.comm));
-	p = bpf_map_lookup_elem(&procs, &k);
+	p = loupe_lookup_or_init(&procs, &k, &init);
 	if (!p) {
-		/* -EEXIST from a racing CPU is fine; -E2BIG means the map is full. */
-		if (bpf_map_update_elem(&procs, &k, &init, BPF_NOEXIST) == -7) {
-			c->proc_overflow++;
-			return;
-		}
-		p = bpf_map_lookup_elem(&procs, &k);
-		if (!p)
-			return;
+		c->proc_overflow++;
+		return;
 	}
 	p->count++;
 	p->bytes += s->bytes;
@@ -427,28 +427,25 @@ static __always_inline int on_complete(struct bio_start_key *key, int error, __s
 	sk.dev = s.dev;
 	sk.op = s.op;
 	sk.sync = s.sync;
-	st = bpf_map_lookup_elem(&stats, &sk);
+	init = bpf_map_lookup_elem(&zero_stats, &zero);
+	st = init ? loupe_lookup_or_init(&stats, &sk, init) : NULL;
 	if (!st) {
-		init = bpf_map_lookup_elem(&zero_stats, &zero);
-		if (!init)
-			return 0;
-		bpf_map_update_elem(&stats, &sk, init, BPF_NOEXIST);
-		st = bpf_map_lookup_elem(&stats, &sk);
-		if (!st)
-			return 0;
+		/* Only the device totals lose it: the process row and the event still come. */
+		c->stats_full++;
+	} else {
+		if (s.insert_ns)
+			hist_add(&st->queue, queue);
+		hist_add(&st->service, service);
+		hist_add(&st->total, total);
+		hist_add(&st->size, s.bytes);
+		st->bytes += s.bytes;
+		if (s.pattern == BIO_PATTERN_SEQUENTIAL)
+			st->sequential++;
+		else if (s.pattern == BIO_PATTERN_RANDOM)
+			st->random++;
+		if (error)
+			st->errors++;
 	}
-	if (s.insert_ns)
-		hist_add(&st->queue, queue);
-	hist_add(&st->service, service);
-	hist_add(&st->total, total);
-	hist_add(&st->size, s.bytes);
-	st->bytes += s.bytes;
-	if (s.pattern == BIO_PATTERN_SEQUENTIAL)
-		st->sequential++;
-	else if (s.pattern == BIO_PATTERN_RANDOM)
-		st->random++;
-	if (error)
-		st->errors++;
 	if (targ_per_process)
 		record_proc(&s, s.dev, total, error, c);
 	if (targ_outlier_ns && total >= targ_outlier_ns)

@@ -41,6 +41,9 @@ constexpr loupe_config_key kOwnKeys[] = {
     {"process_limit", LOUPE_CFG_INT, 0, "256",
      "most (device, op, pid, comm) entries kept; the rest is counted", 1, 65536},
     {"max_in_flight", LOUPE_CFG_INT, 0, "10240", "size of the in-flight request map", 64, 4194304},
+    {"max_device_ops", LOUPE_CFG_INT, 0, "1024",
+     "most (device, op, sync) aggregates kept; requests of the rest are counted (stats_full)", 1,
+     65536},
 };
 constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kMechanismKey, sdk::kPidKey);
 
@@ -112,6 +115,9 @@ class BiolatProfiler : public sdk::Profiler {
                              static_cast<std::uint32_t>(cfg.value_int("max_in_flight")));
     bpf_map__set_max_entries(skel_->maps.procs,
                              static_cast<std::uint32_t>(cfg.value_int("process_limit")));
+    const auto device_ops = static_cast<std::uint32_t>(cfg.value_int("max_device_ops"));
+    bpf_map__set_max_entries(skel_->maps.stats, device_ops);
+    bpf_map__set_max_entries(skel_->maps.last_end, device_ops);
     host_->debug(std::string("biolat: mechanism=") + mechanism_name(mechanism_) +
                  " rq_single_arg=" + (single_arg ? "true" : "false") +
                  " pid=" + std::to_string(filter.pid) +

@@ -124,6 +124,8 @@ struct bio_counters {
   __u64 outliers;        /* latency >= outlier_ns, sent to the ring */
   __u64 outliers_sampled_out;
   __u64 proc_overflow; /* per-process map full: counted in the device total only */
+  __u64 stats_full;    /* the (dev, op, sync) map was full: not in the device totals */
+  __u64 pattern_full;  /* the (dev, op) last-end map was full: pattern not judged */
 };
 
 /* Ring record for one slow request; starts with the loupe ring header. */

@@ -146,9 +146,17 @@ void BiolatReporter::emit_health(const bio_counters& c, std::uint64_t in_flight)
          "requests issued again after a requeue: their service time restarts");
   health("partial_completions", c.partial, LOUPE_HEALTH_OK,
          "partial completions: the request stays in flight until the rest completes");
+  health("stats_full", c.stats_full, LOUPE_HEALTH_WARN,
+         "requests of (device, op, sync) combinations beyond the aggregate map: in the "
+         "per-process rows and events only, not in the device histograms (raise "
+         "max_device_ops)");
+  health("pattern_full", c.pattern_full, LOUPE_HEALTH_WARN,
+         "(device, op) pairs beyond the sequential-test map: their requests are neither "
+         "sequential nor random (raise max_device_ops)");
   if (maps_.procs_fd >= 0)
     health("process_overflow", c.proc_overflow, LOUPE_HEALTH_WARN,
-           "per-process limit reached: later processes counted in the device totals only");
+           "per-process limit reached: later processes counted in the device totals only "
+           "(raise process_limit)");
   if (c.outliers_sampled_out)
     health("outliers_sampled_out", c.outliers_sampled_out, LOUPE_HEALTH_WARN,
            "slow-request events skipped under ring backpressure (1-in-N sampling)");

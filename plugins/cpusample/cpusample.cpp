@@ -37,7 +37,7 @@ constexpr loupe_config_key kOwnKeys[] = {
     {"include_idle", LOUPE_CFG_BOOL, 0, "false", "also count samples of the idle task"},
     {"max_stacks", LOUPE_CFG_INT, 0, "16384", "distinct stacks kept (stack map size)", 64, 1048576},
     {"max_keys", LOUPE_CFG_INT, 0, "16384", "distinct (process, stacks) counts kept in the kernel",
-     64, 1048576},
+     1, 1048576},
     {"symbolize_interval_ms", LOUPE_CFG_INT, 0, "250",
      "symbolize new stacks this often while their process runs (0 = only at collect)", 0, 60000},
 };

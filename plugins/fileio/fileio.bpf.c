@@ -14,6 +14,7 @@
 #include "loupe/emit.bpf.h"
 #include "loupe/filter.bpf.h"
 #include "loupe/hist.bpf.h"
+#include "loupe/map.bpf.h"
 #include "loupe/task_file.bpf.h"
 #include "loupe/ustack.bpf.h"
 #include "fileio.h"
@@ -48,8 +49,8 @@ struct inflight {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 10240);
-	__type(key, __u32); /* tid */
+	__uint(max_entries, 10240); /* max_threads */
+	__type(key, __u32);	    /* tid */
 	__type(value, struct inflight);
 } inflight SEC(".maps");
 
@@ -76,7 +77,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, 4096); /* max_files */
 	__type(key, struct fio_err_key);
 	__type(value, __u64);
 } errnos SEC(".maps");
@@ -319,15 +320,11 @@ static __always_inline void count_errno(__u64 ino, __u32 dev, __u32 op, long ret
 					struct fio_counters *c)
 {
 	struct fio_err_key k = {.ino = ino, .dev = dev, .op = op, .err = (__u16)-ret};
-	__u64 one = 1, *n;
+	__u64 zero = 0, *n = loupe_lookup_or_init(&errnos, &k, &zero);
 
-	n = bpf_map_lookup_elem(&errnos, &k);
 	if (n)
 		__sync_fetch_and_add(n, 1);
-	else if (bpf_map_update_elem(&errnos, &k, &one, BPF_NOEXIST) &&
-		 (n = bpf_map_lookup_elem(&errnos, &k)))
-		__sync_fetch_and_add(n, 1); /* another CPU made it first */
-	else if (!bpf_map_lookup_elem(&errnos, &k))
+	else
 		c->errors_full++;
 }
 
@@ -391,20 +388,15 @@ static __always_inline void account(const struct inflight *in, long ret, __u64 d
 				    struct fio_counters *c)
 {
 	struct fio_key k = {.ino = in->ino, .dev = in->dev, .op = in->op};
-	struct fio_stats *s;
+	struct fio_stats *s, *z;
 	__u32 zero = 0;
 
-	s = bpf_map_lookup_elem(&stats, &k);
+	c->timed++;
+	z = bpf_map_lookup_elem(&zero_stats, &zero);
+	s = z ? loupe_lookup_or_init(&stats, &k, z) : NULL;
 	if (!s) {
-		struct fio_stats *z = bpf_map_lookup_elem(&zero_stats, &zero);
-
-		if (z)
-			bpf_map_update_elem(&stats, &k, z, BPF_NOEXIST);
-		s = bpf_map_lookup_elem(&stats, &k);
-		if (!s) {
-			c->stats_full++;
-			return;
-		}
+		c->stats_full++;
+		return;
 	}
 	__sync_fetch_and_add(&s->count, 1);
 	__sync_fetch_and_add(&s->total_ns, delta);

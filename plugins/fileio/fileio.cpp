@@ -5,6 +5,7 @@
 // file named by its path as the kernel spells it at the call.
 #include <bpf/libbpf.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -29,8 +30,11 @@ constexpr const char* kHookChoices[] = {"syscalls", "vfs", nullptr};
 constexpr loupe_config_key kOwnKeys[] = {
     {"regular_only", LOUPE_CFG_BOOL, 0, "true",
      "regular files only (false: sockets, pipes and ttys too, by inode)"},
-    {"max_files", LOUPE_CFG_INT, 0, "8192", "files with a row of their own; more are counted", 64,
+    {"max_files", LOUPE_CFG_INT, 0, "8192", "files with a row of their own; more are counted", 1,
      1048576},
+    {"max_threads", LOUPE_CFG_INT, 0, "10240",
+     "threads timed inside a file call at once; more are counted (fileio/inflight_full)", 64,
+     4194304},
     {"top", LOUPE_CFG_INT, 0, "20", "files ranked by bytes and by time in each report", 1, 100000},
     {"hooks", LOUPE_CFG_STRING, 0, "\"syscalls\"",
      "where calls are seen: \"syscalls\" (raw_syscalls: every file syscall of the target, any "
@@ -67,6 +71,9 @@ class FileioProfiler : public sdk::Profiler {
     const auto files = static_cast<std::uint32_t>(cfg.value_int("max_files"));
     bpf_map__set_max_entries(skel_->maps.paths, files);
     bpf_map__set_max_entries(skel_->maps.stats, files * 3);  // a few operations per file
+    bpf_map__set_max_entries(skel_->maps.errnos, std::max(1U, files / 2));  // failures are rarer
+    bpf_map__set_max_entries(skel_->maps.inflight,
+                             static_cast<std::uint32_t>(cfg.value_int("max_threads")));
     top_ = static_cast<std::size_t>(cfg.value_int("top"));
     const auto slow_us = static_cast<std::uint64_t>(cfg.value_int("slow_us"));
     skel_->rodata->targ_slow_ns = slow_us * 1000;

@@ -111,6 +111,7 @@ struct fio_counters {
   __u64 paths_full;
   __u64 errors_full; /* failed calls not broken down by errno: the errno table is full */
   __u64 slow;        /* slow operations sent as events */
+  __u64 timed;       /* calls on a file that ended: in a (file, op) row or in stats_full */
 };
 
 #endif /* LOUPE_FILEIO_H */

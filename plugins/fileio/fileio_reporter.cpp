@@ -124,6 +124,11 @@ void FileioReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) 
       .window(ws, we)
       .metric(LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.calls))
       .emit(host_);
+  sdk::RecordBuilder timed(LOUPE_RECORD_METRIC, "file_calls_timed");
+  timed.final(is_final)
+      .window(ws, we)
+      .metric(LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.timed))
+      .emit(host_);
   sdk::RecordBuilder nr(LOUPE_RECORD_METRIC, "file_calls_not_regular");
   nr.final(is_final)
       .window(ws, we)
@@ -136,12 +141,13 @@ void FileioReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) 
       .emit(host_);
   const sdk::HealthRow rows_h[] = {
       {"fileio/inflight_full", c.inflight_full,
-       "calls not timed: too many threads in a file syscall at once"},
+       "calls not timed: too many threads in a file syscall at once (raise max_threads)"},
       {"fileio/stats_full", c.stats_full,
        "calls not counted: too many (file, operation) rows (raise max_files)"},
-      {"fileio/paths_full", c.paths_full, "files without a name: the path table is full"},
+      {"fileio/paths_full", c.paths_full,
+       "files without a name: the path table is full (raise max_files)"},
       {"fileio/errors_full", c.errors_full,
-       "failed calls not broken down by errno: the errno table is full"},
+       "failed calls not broken down by errno: the errno table is full (raise max_files)"},
   };
   sdk::emit_health_rows(host_, "fileio", rows_h, is_final, ws, we);
 }

@@ -11,6 +11,7 @@
 #include "jit_tracker.hpp"
 #include "jitregions.h"
 #include "jitregions.skel.h"
+#include "loupe/sdk/percpu.hpp"
 #include "loupe/sdk/perf_event.hpp"
 #include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/records.hpp"
@@ -24,7 +25,11 @@ constexpr loupe_config_key kOwnKeys[] = {
     {"sample", LOUPE_CFG_BOOL, 0, "true", "sample CPUs and attribute samples to regions"},
     {"file_backed", LOUPE_CFG_BOOL, 0, "false",
      "also track file-backed executable mappings (every shared library load)"},
-    {"max_processes", LOUPE_CFG_INT, 0, "1024", "processes kept in the region table", 1, 1048576},
+    {"max_processes", LOUPE_CFG_INT, 0, "1024",
+     "processes tracked (in the kernel and in the region table)", 1, 1048576},
+    {"max_threads", LOUPE_CFG_INT, 0, "4096",
+     "threads inside an mmap/mprotect/munmap at once; more are counted (jitregions/pending_full)",
+     16, 4194304},
     {"max_regions", LOUPE_CFG_INT, 0, "4096", "live regions kept per process (oldest evicted)", 1,
      1048576},
     {"max_retired", LOUPE_CFG_INT, 0, "256", "removed regions kept per process until reported", 0,
@@ -73,6 +78,9 @@ class JitRegionsProfiler : public sdk::Profiler {
                        std::string("opening the BPF object: ") + std::strerror(errno));
     auto* ro = skel_->rodata;
     ro->targ_file_backed = cfg.value_bool("file_backed");
+    bpf_map__set_max_entries(skel_->maps.procs, static_cast<std::uint32_t>(limits_.max_processes));
+    bpf_map__set_max_entries(skel_->maps.pending,
+                             static_cast<std::uint32_t>(cfg.value_int("max_threads")));
     sdk::write_target_filter(filter, skel_.get());
     pkey_ = host_->tracepoint_exists("syscalls:sys_enter_pkey_mprotect");
     bpf_program__set_autoload(skel_->progs.jr_pkey_mprotect_enter, pkey_);
@@ -137,6 +145,19 @@ class JitRegionsProfiler : public sdk::Profiler {
 
   void collect(const sdk::CollectArgs& args) override {
     if (tracker_) tracker_->report(args.is_final, args.window_start_ns, args.window_end_ns);
+    if (!skel_) return;
+    const std::uint32_t zero = 0;
+    const auto c = sdk::read_per_cpu_sum<jr_counters>(bpf_map__fd(skel_->maps.counters), &zero);
+    const sdk::HealthRow rows[] = {
+        {"jitregions/pending_full", c.pending_full,
+         "mmap/mprotect/munmap calls not seen: too many threads inside one at once, so regions "
+         "may be missing or stale (raise max_threads)"},
+        {"jitregions/procs_full", c.procs_full,
+         "processes not tracked in the kernel: their regions and samples are missing (raise "
+         "max_processes)"},
+    };
+    sdk::emit_health_rows(*host_, "kernel_maps", rows, args.is_final, args.window_start_ns,
+                          args.window_end_ns);
   }
 
  private:

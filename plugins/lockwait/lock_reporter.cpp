@@ -301,18 +301,30 @@ void LockReporter::emit_counters(const std::vector<std::uint64_t>& c) {
   health("inflight_full", c[LW_C_INFLIGHT_FULL],
          "the in-flight map was full: those waits are lost; raise max_inflight");
   health("locks_full", c[LW_C_LOCKS_FULL],
-         "the lock map was full: later locks only in the waiter rows; raise max_locks");
+         "waits of locks the lock map had no room for: counted from the waiter rows, with no "
+         "latency histogram; raise max_locks");
   health("waiters_full", c[LW_C_WAITERS_FULL],
          "the (lock, thread, stack) map was full: stacks and threads incomplete; raise "
          "max_waiters");
-  health("lost_wait_ns", c[LW_C_LOST_NS], "wait time not attributed to any lock (maps full)");
+  health("lost_wait_ns", c[LW_C_LOST_NS],
+         "wait time of waits the lock map refused: in their lock's totals (from the waiter "
+         "rows), not in its latency histogram (raise max_locks)");
   health("stack_failures_user", c[LW_C_USTACK_FAIL],
          "user stacks not captured (stack map full or collision; raise max_stacks)");
   health("stack_failures_kernel", c[LW_C_KSTACK_FAIL],
          "kernel stacks not captured (stack map full or collision; raise max_stacks)");
   if (opts_.holders)
     health("holders_full", c[LW_C_HOLDERS_FULL],
-           "waits whose releaser was not kept: the (lock, releaser stack) map is full");
+           "waits whose releaser was not kept: the (lock, releaser stack) map is full; raise "
+           "max_locks");
+  if (opts_.holders)
+    health("wakes_full", c[LW_C_WAKES_FULL],
+           "futex wakes not kept (no memory for the wake map): their waits have no releaser; "
+           "raise max_locks");
+  if (opts_.pthread_stacks)
+    health("pending_full", c[LW_C_PENDING_FULL],
+           "pthread lock calls not kept (the entry map is full): their waits have the futex's "
+           "shorter stack; raise max_inflight");
   health("first_seen_lost", c[LW_C_FIRST_SEEN_LOST],
          "first-seen records dropped: those locks and stacks are named at the end, which "
          "fails for processes that exited");

@@ -13,6 +13,7 @@
 #include "loupe/emit.bpf.h"
 #include "loupe/filter.bpf.h"
 #include "loupe/hist.bpf.h"
+#include "loupe/map.bpf.h"
 #include "loupe/ustack.bpf.h"
 #include "lockwait.h"
 
@@ -84,14 +85,14 @@ struct {
  * waiters are gone is never asked again. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
+	__uint(max_entries, 16384); /* 4 x max_locks */
 	__type(key, struct lw_lock_key);
 	__type(value, struct lw_wake_val);
 } wakes SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, 4096); /* max_locks */
 	__type(key, struct lw_holder_key);
 	__type(value, struct lw_holder_val);
 } holders SEC(".maps");
@@ -153,7 +154,9 @@ static __always_inline void note_wake(void *ctx, __u64 addr)
 		count(LW_C_USTACK_FAIL, 1);
 	bpf_get_current_comm(w.comm, sizeof(w.comm));
 	count(LW_C_WAKES, 1);
-	bpf_map_update_elem(&wakes, &key, &w, BPF_ANY);
+	/* An LRU map evicts the oldest wake rather than fail; it fails only without memory. */
+	if (bpf_map_update_elem(&wakes, &key, &w, BPF_ANY))
+		count(LW_C_WAKES_FULL, 1);
 }
 
 /* A futex wait on `addr` that began at `start` ended: credit its time to the stack of
@@ -272,18 +275,12 @@ static __always_inline void record_lock(__u32 tgid, __u32 kind, __u64 addr, __u6
 	__u32 zero = 0;
 	void *init;
 
-	v = bpf_map_lookup_elem(&locks, &key);
+	init = bpf_map_lookup_elem(&zero_lock, &zero);
+	v = init ? loupe_lookup_or_init(&locks, &key, init) : NULL;
 	if (!v) {
-		init = bpf_map_lookup_elem(&zero_lock, &zero);
-		if (!init)
-			return;
-		bpf_map_update_elem(&locks, &key, init, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(&locks, &key);
-		if (!v) {
-			count(LW_C_LOCKS_FULL, 1);
-			count(LW_C_LOST_NS, delta);
-			return;
-		}
+		count(LW_C_LOCKS_FULL, 1);
+		count(LW_C_LOST_NS, delta);
+		return;
 	}
 	/* Contended locks are, by definition, hit from several CPUs at once: atomics keep
 	 * the sums exact; max/min may lose a race, which only costs precision. */
@@ -531,7 +528,9 @@ int BPF_KPROBE(lw_pthread_lock, void *lock)
 	bpf_probe_read_user(&p.caller_ip, sizeof(p.caller_ip), (void *)PT_REGS_SP(ctx));
 	if (p.user_stack_id < 0)
 		count(LW_C_USTACK_FAIL, 1);
-	bpf_map_update_elem(&pending, &tid, &p, BPF_ANY);
+	/* Lost, the futex wait that follows keeps the shorter stack it takes itself. */
+	if (bpf_map_update_elem(&pending, &tid, &p, BPF_ANY))
+		count(LW_C_PENDING_FULL, 1);
 	return 0;
 }
 

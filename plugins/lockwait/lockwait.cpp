@@ -46,7 +46,7 @@ constexpr loupe_config_key kOwnKeys[] = {
     {"max_age_ms", LOUPE_CFG_INT, 0, "10000",
      "waits older than this expire; longer ones are discarded", 1, 86400000},
     {"max_inflight", LOUPE_CFG_INT, 0, "10240", "waits in progress tracked at once", 16, 4194304},
-    {"max_locks", LOUPE_CFG_INT, 0, "4096", "distinct locks aggregated", 16, 1048576},
+    {"max_locks", LOUPE_CFG_INT, 0, "4096", "distinct locks aggregated", 1, 1048576},
     {"max_waiters", LOUPE_CFG_INT, 0, "16384", "distinct (lock, thread, stack) rows", 16, 4194304},
     {"max_stacks", LOUPE_CFG_INT, 0, "8192", "distinct stacks kept", 16, 1048576},
 };
@@ -109,6 +109,9 @@ class LockwaitProfiler : public sdk::Profiler {
     size(skel_->maps.inflight, "max_inflight", 10240);
     size(skel_->maps.pending, "max_inflight", 10240);
     size(skel_->maps.locks, "max_locks", 4096);
+    size(skel_->maps.holders, "max_locks", 4096);
+    bpf_map__set_max_entries(skel_->maps.wakes,
+                             4 * static_cast<std::uint32_t>(cfg.get_int("max_locks", 4096)));
     size(skel_->maps.waiters, "max_waiters", 16384);
     size(skel_->maps.stacks, "max_stacks", 8192);
     choose_programs();

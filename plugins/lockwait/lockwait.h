@@ -59,6 +59,8 @@ enum lw_counter {
   LW_C_WAKES,           /* holders: futex wake calls of the target seen */
   LW_C_RELEASED_WAITS,  /* holders: futex waits ended by a wake seen during them */
   LW_C_HOLDERS_FULL,    /* holders: the (lock, releaser stack) map is full */
+  LW_C_WAKES_FULL,      /* holders: a wake not kept (the LRU map found no memory) */
+  LW_C_PENDING_FULL,    /* pthread stacks: the entry map is full, the futex's own stack used */
   LW_C_NR,
 };
 

@@ -13,6 +13,7 @@
 #include "loupe/filter.bpf.h"
 #include "loupe/emit.bpf.h"
 #include "loupe/hist.bpf.h"
+#include "loupe/map.bpf.h"
 #include "loupe/ustack.bpf.h"
 #include "memalloc.h"
 
@@ -69,10 +70,21 @@ struct {
  * after the process exited). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, 4096); /* max_processes */
 	__type(key, __u32);
 	__type(value, __s32);
 } seen_pids SEC(".maps");
+
+/* The first stack of a process not seen before: tell user space to read its mappings. */
+static __always_inline void note_process(__u32 tgid, __s32 user_stack_id, struct ma_counters *c)
+{
+	if (user_stack_id < 0 || bpf_map_lookup_elem(&seen_pids, &tgid))
+		return;
+	/* -EEXIST: another thread of it made it first. */
+	if (bpf_map_update_elem(&seen_pids, &tgid, &user_stack_id, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(&seen_pids, &tgid))
+		c->processes_full++;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -165,13 +177,10 @@ static __always_inline void record_alloc(__u64 addr, __u32 tgid, __u64 size,
 	struct loupe_hist *h;
 	__u32 zero = 0;
 
-	st = bpf_map_lookup_elem(&sites, key);
-	if (!st) {
-		if (bpf_map_update_elem(&sites, key, &zero_stats, BPF_NOEXIST) == -E2BIG)
-			c->stats_full++;
-		st = bpf_map_lookup_elem(&sites, key);
-	}
-	if (st) {
+	st = loupe_lookup_or_init(&sites, key, &zero_stats);
+	if (!st)
+		c->stats_full++;
+	else {
 		__sync_fetch_and_add(&st->allocs, 1);
 		__sync_fetch_and_add(&st->bytes, size);
 	}
@@ -369,8 +378,7 @@ int BPF_KRETPROBE(ma_alloc_exit, long ret)
 	key.user_stack_id = get_stack(ctx, BPF_F_USER_STACK, c);
 	key.kernel_stack_id = -1;
 	record_alloc(addr, tgid, v.size, &key, c);
-	if (key.user_stack_id >= 0 && !bpf_map_lookup_elem(&seen_pids, &tgid))
-		bpf_map_update_elem(&seen_pids, &tgid, &key.user_stack_id, BPF_NOEXIST);
+	note_process(tgid, key.user_stack_id, c);
 	return 0;
 }
 
@@ -465,8 +473,7 @@ static __always_inline int kernel_alloc(void *ctx, __u64 addr, __u64 size, __u32
 	if (targ_kernel_user_stacks && BPF_CORE_READ(task, mm))
 		key.user_stack_id = get_stack(ctx, BPF_F_USER_STACK, c);
 	record_alloc(addr, 0, size, &key, c);
-	if (key.user_stack_id >= 0 && !bpf_map_lookup_elem(&seen_pids, &key.tgid))
-		bpf_map_update_elem(&seen_pids, &key.tgid, &key.user_stack_id, BPF_NOEXIST);
+	note_process(key.tgid, key.user_stack_id, c);
 	return 0;
 }
 

@@ -63,13 +63,15 @@ constexpr loupe_config_key kOwnKeys[] = {
     {"leak_age_ms", LOUPE_CFG_INT, 0, "5000",
      "finding old_allocations: live allocations at least this old at the end are leak suspects", 1,
      86400000},
-    {"max_sites", LOUPE_CFG_INT, 0, "16384", "allocation sites kept (overflow counted)", 16,
+    {"max_sites", LOUPE_CFG_INT, 0, "16384", "allocation sites kept (overflow counted)", 1,
      4194304},
     {"max_outstanding", LOUPE_CFG_INT, 0, "131072",
      "live allocations tracked for the leak report (overflow counted)", 16, 16777216},
     {"max_stacks", LOUPE_CFG_INT, 0, "16384", "distinct stacks kept (overflow counted)", 16,
      4194304},
     {"max_threads", LOUPE_CFG_INT, 0, "16384", "allocator calls in flight (threads)", 16, 4194304},
+    {"max_processes", LOUPE_CFG_INT, 0, "4096",
+     "processes whose mappings are read while they live (overflow counted)", 1, 4194304},
 };
 // Only a pid: a tid, comm or cgroup filter would hide frees from other threads and
 // report their blocks as leaks.
@@ -176,6 +178,7 @@ class MemallocProfiler : public sdk::Profiler {
     bpf_map__set_max_entries(skel_->maps.outstanding, opts_.max_outstanding);
     bpf_map__set_max_entries(skel_->maps.stacks, u32_key(cfg, "max_stacks", 16384));
     bpf_map__set_max_entries(skel_->maps.pending, u32_key(cfg, "max_threads", 16384));
+    bpf_map__set_max_entries(skel_->maps.seen_pids, u32_key(cfg, "max_processes", 4096));
 
     auto& p = skel_->progs;
     for (bpf_program* prog :

@@ -94,7 +94,8 @@ struct ma_counters {
   __u64 kernel_allocs;    /* kmem tracepoint allocations that passed the filters */
   __u64 kernel_frees;
   __u64 kernel_frees_untracked;
-  __u64 realloc_frees; /* old blocks released by a moving or shrinking-to-0 realloc */
+  __u64 realloc_frees;  /* old blocks released by a moving or shrinking-to-0 realloc */
+  __u64 processes_full; /* the seen-process map refused a process: its mappings not read early */
 };
 
 /* unwind = "dwarf": a sampled user allocation carries a copy of its caller's stack to

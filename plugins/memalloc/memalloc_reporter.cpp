@@ -240,15 +240,22 @@ void MemallocReporter::collect(bool is_final, std::uint64_t window_start_ns,
   emit_health("stack_collisions", c.stack_collisions,
               "the stack map had no room for a new stack (raise max_stacks)", is_final);
   emit_health("sites_full", c.stats_full,
-              "allocation sites beyond max_sites = " + std::to_string(opts_.max_sites) +
-                  " were not counted per site",
+              "allocations at sites beyond max_sites = " + std::to_string(opts_.max_sites) +
+                  " were not counted per site (raise max_sites)",
               is_final);
   emit_health("outstanding_full", c.outstanding_full,
               "live allocations beyond max_outstanding = " + std::to_string(opts_.max_outstanding) +
-                  " were not tracked: the leak report is short",
+                  " were not tracked: the leak report is short (raise max_outstanding)",
               is_final);
   emit_health("pending_full", c.pending_full,
-              "allocator calls in flight could not be tracked (too many threads)", is_final);
+              "allocator calls in flight could not be tracked: too many threads (raise "
+              "max_threads)",
+              is_final);
+  emit_health("processes_full", c.processes_full,
+              "allocations of processes beyond max_processes: their mappings were not read while "
+              "they ran, so their stacks may not resolve if they exit first (raise "
+              "max_processes)",
+              is_final);
   emit_health("unmatched", c.unmatched_returns,
               "allocator returns without their entry (probes attached mid-call)", is_final,
               LOUPE_HEALTH_OK);

@@ -20,6 +20,7 @@
 
 #include "loupe/filter.bpf.h"
 #include "loupe/hist.bpf.h"
+#include "loupe/map.bpf.h"
 #include "offcpu.h"
 
 const volatile bool targ_user_stacks = true;
@@ -72,7 +73,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, 4096); /* max_blockers */
 	__type(key, struct oc_blocker_key);
 	__type(value, struct oc_blocker_val);
 } blockers SEC(".maps");
@@ -188,17 +189,11 @@ static __always_inline void add_runq(struct oc_counters *c, const struct oc_bloc
 		LOUPE_HIST_RECORD(h, delay, slot, OC_HIST_SLOTS);
 	pk.tgid = b->tgid;
 	__builtin_memcpy(pk.comm, b->comm, sizeof(pk.comm));
-	h = bpf_map_lookup_elem(&runq_procs, &pk);
+	h = bpf_map_lookup_elem(&zero_hist, &zero);
+	h = h ? loupe_lookup_or_init(&runq_procs, &pk, h) : NULL;
 	if (!h) {
-		struct oc_hist *z = bpf_map_lookup_elem(&zero_hist, &zero);
-
-		if (z)
-			bpf_map_update_elem(&runq_procs, &pk, z, BPF_NOEXIST);
-		h = bpf_map_lookup_elem(&runq_procs, &pk);
-		if (!h) {
-			c->runq_procs_full++;
-			return;
-		}
+		c->runq_procs_full++;
+		return;
 	}
 	LOUPE_HIST_RECORD(h, delay, slot, OC_HIST_SLOTS);
 }

@@ -36,10 +36,14 @@ constexpr loupe_config_key kOwnKeys[] = {
     {"max_threads", LOUPE_CFG_INT, 0, "16384",
      "threads off the CPU at once that can be tracked; more are counted as lost", 64, 4194304},
     {"max_keys", LOUPE_CFG_INT, 0, "16384",
-     "distinct (process, stacks, reason, waker) rows kept; the rest is counted", 64, 4194304},
+     "distinct (process, stacks, reason, waker) rows kept; the rest is counted", 1, 4194304},
     {"max_stacks", LOUPE_CFG_INT, 0, "16384", "stack map size", 64, 4194304},
     {"process_limit", LOUPE_CFG_INT, 0, "1024", "processes with a run-queue histogram of their own",
      1, 65536},
+    {"max_blockers", LOUPE_CFG_INT, 0, "4096",
+     "distinct (process, stacks) rows of tasks that held a CPU a thread waited for; the rest is "
+     "counted",
+     16, 4194304},
 };
 constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kMechanismKey, sdk::kTargetFilterKeys);
 
@@ -91,6 +95,7 @@ class OffcpuProfiler : public sdk::Profiler {
     size(skel_->maps.offcpu, "max_keys");
     size(skel_->maps.stacks, "max_stacks");
     size(skel_->maps.runq_procs, "process_limit");
+    size(skel_->maps.blockers, "max_blockers");
     host_->debug(std::string("offcpu: mechanism=") + sdk::kFlavourNames[mechanism_]);
   }
 

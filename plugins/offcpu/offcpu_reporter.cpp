@@ -207,6 +207,8 @@ void OffcpuReporter::emit_health(bool is_final) {
     rb.final(is_final).window(ws_, we_).metric(LOUPE_METRIC_COUNTER, unit, v).emit(host_);
   };
   metric("switches_out", static_cast<double>(c.switches_out));
+  // Every block that ended: kept in a row (offcpu_blocks) or counted in offcpu/keys_full.
+  metric("blocks_ended", static_cast<double>(c.blocks));
   metric("blocks_below_min", static_cast<double>(c.below_min));
   metric("wakeups", static_cast<double>(c.wakeups));
   metric("runq_waits", static_cast<double>(c.runq_waits));
@@ -220,15 +222,19 @@ void OffcpuReporter::emit_health(bool is_final) {
       {"offcpu/keys_full", c.keys_full,
        "blocks not aggregated: too many distinct (process, stacks, reason, waker) keys (raise "
        "max_keys); their time is in offcpu/lost_ns"},
-      {"offcpu/lost_ns", c.lost_ns, "off-CPU nanoseconds not attributed to a stack"},
+      {"offcpu/lost_ns", c.lost_ns,
+       "off-CPU nanoseconds not attributed to a stack (raise max_keys)"},
       {"offcpu/user_stack_fail", c.user_stack_fail,
        "user stacks that could not be taken (stack map full or collision: raise max_stacks)"},
-      {"offcpu/kernel_stack_fail", c.kernel_stack_fail, "kernel stacks that could not be taken"},
-      {"offcpu/waker_stack_fail", c.waker_stack_fail, "waker stacks that could not be taken"},
+      {"offcpu/kernel_stack_fail", c.kernel_stack_fail,
+       "kernel stacks that could not be taken (raise max_stacks)"},
+      {"offcpu/waker_stack_fail", c.waker_stack_fail,
+       "waker stacks that could not be taken (raise max_stacks)"},
       {"offcpu/runq_procs_full", c.runq_procs_full,
        "run-queue waits only in the per-CPU histograms: too many processes (raise "
        "process_limit)"},
-      {"offcpu/blockers_full", c.blockers_full, "run-queue blockers not kept: the map is full"},
+      {"offcpu/blockers_full", c.blockers_full,
+       "run-queue blockers not kept: the map is full (raise max_blockers)"},
       // Now and then a switch never reaches the program (README "Switches the program did
       // not see"): noticed at the thread's next switch, told apart from what was recovered.
       {"offcpu/missed_switch_outs", c.missed_outs,

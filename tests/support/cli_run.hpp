@@ -33,6 +33,31 @@ struct RunResult {
         out.push_back(&r);
     return out;
   }
+
+  // The final health record of a bounded map's loss: plugins name it by the record's name
+  // ("stats_full") or by its component ("offcpu/keys_full"); nullptr when there is none.
+  const nlohmann::json* loss(const std::string& what) const {
+    for (const auto& r : records)
+      if (r.value("kind", "") == "health" && r.value("is_final", false) &&
+          (r.value("name", "") == what ||
+           (r.contains("health") && r["health"].value("component", "") == what)))
+        return &r;
+    return nullptr;
+  }
+
+  // Checks the overflow contract (issue 27): the loss `what` was reported, WARN, with the
+  // count `lost` and a message naming `key`, the config key that raises the bound.
+  // Returns the reported count (0 when absent) for the caller's own invariant.
+  std::uint64_t expect_loss(const std::string& what, const std::string& key) const {
+    const nlohmann::json* h = loss(what);
+    EXPECT_NE(h, nullptr) << "no final health record " << what;
+    if (!h) return 0;
+    const auto& hv = (*h)["health"];
+    EXPECT_EQ(hv.value("severity", ""), "warn") << h->dump();
+    EXPECT_NE(hv.value("message", "").find(key), std::string::npos)
+        << "the message must name " << key << ": " << h->dump();
+    return hv.value("value", std::uint64_t{0});
+  }
 };
 
 class CliRun : public ::testing::Test {

@@ -98,6 +98,26 @@ TEST_F(CpuSampleE2E, SyscallLoopHasKernelStacksUnderTheUserCaller) {
   EXPECT_GE(kernel_under_loop * 10, total);
 }
 
+// Overflow contract (issue 27): room for one (process, stacks) count while the workload's
+// getppid() loop is sampled in user space and in the kernel under many stacks. Every
+// sample taken is in the one kept row or counted in cpusample/counts_full (WARN, naming
+// max_keys).
+TEST_F(CpuSampleE2E, TinyCountMapCountsEverySampleItCannotKeep) {
+  auto r = run("[[plugins]]\nname = \"cpusample\"\nmax_keys = 1\n", {kSpin, "1.5", "syscall"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::int64_t kept = 0;
+  const auto rows = r.all("stack", "cpu");
+  for (const auto* rec : rows) kept += samples_of(*rec);
+  EXPECT_LE(rows.size(), 1u);
+  const auto lost = static_cast<std::int64_t>(r.expect_loss("cpusample/counts_full", "max_keys"));
+  const double taken = metric(r, "samples");
+  ASSERT_GE(taken, 10) << r.output;
+  std::printf("  samples: %.0f taken, %lld kept, %lld counted lost\n", taken,
+              static_cast<long long>(kept), static_cast<long long>(lost));
+  EXPECT_EQ(static_cast<double>(kept + lost), taken) << "kept " << kept << ", lost " << lost;
+  EXPECT_GT(lost, 0);
+}
+
 TEST_F(CpuSampleE2E, PeriodModeSamplesByCpuTime) {
   // One sample per 5 ms of CPU time: ~300 for 1.5 s on CPU, fewer under load.
   auto r = run("[[plugins]]\nname = \"cpusample\"\nperiod_ns = 5000000\nkernel_stacks = false\n",

@@ -45,6 +45,31 @@ class FileioE2E : public loupe::test::CliRun {
   }
 };
 
+// Overflow contract (issue 27): max_files = 1 leaves room for one path and three (file, op)
+// rows, and the workload works on four files with many operations each. Every timed call
+// is in a row or counted in fileio/stats_full (WARN, naming max_files); the workload's
+// own 100 writes, 10 fsyncs and 50 reads are among them, and files beyond the one path are
+// counted in fileio/paths_full.
+TEST_F(FileioE2E, TinyFileMapsCountEveryCallTheyCannotKeep) {
+  const std::string data = make_data();
+  RunResult r = run("[[plugins]]\nname = \"fileio\"\nmax_files = 1\n", {FILEIO_WORKLOAD, data});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  double kept = 0;
+  const auto rows = r.all("metric", "file_ops");
+  for (const json* m : rows) kept += (*m)["metric"]["value"].get<double>();
+  EXPECT_LE(rows.size(), 3u);
+  const auto lost = static_cast<double>(r.expect_loss("fileio/stats_full", "max_files"));
+  const auto timed = r.all("metric", "file_calls_timed");
+  ASSERT_FALSE(timed.empty()) << r.output;
+  std::printf("  calls: %.0f timed, %.0f kept, %.0f counted lost\n",
+              (*timed.back())["metric"]["value"].get<double>(), kept, lost);
+  EXPECT_EQ(kept + lost, (*timed.back())["metric"]["value"].get<double>())
+      << "kept " << kept << ", lost " << lost;
+  EXPECT_GE(kept + lost, 100 + 10 + 50);
+  EXPECT_GT(lost, 0);
+  EXPECT_GT(r.expect_loss("fileio/paths_full", "max_files"), 0u);
+}
+
 TEST_F(FileioE2E, ExactCountsAndBytesPerPathAndOperation) {
   const std::string data = make_data();
   // slow_us = 1: nearly every operation is also a slow event (checked against the counts).

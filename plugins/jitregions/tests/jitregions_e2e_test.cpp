@@ -129,6 +129,31 @@ TEST_F(JitRegionsE2E, JitOfAChildProcessIsTrackedAndNotWithNoFollow) {
   EXPECT_TRUE(alone.all("event", "jit_region").empty());
 }
 
+// Overflow contract (issue 27): room in the kernel's process map for one JIT process, and
+// the shell runs two at once, each installing one region (each prints a "region" line).
+// The one not tracked is counted in jitregions/procs_full (WARN, naming max_processes):
+// tracked + lost = the workload's two.
+TEST_F(JitRegionsE2E, TinyProcessMapCountsTheJitProcessItCannotTrack) {
+  const std::vector<std::string> cmd = {"sh", "-c", "'" + kJit + " 2 & " + kJit + " 2; wait'"};
+  auto r = run("[[plugins]]\nname = \"jitregions\"\nsample = false\nmax_processes = 1\n", cmd);
+  forget_perf_map(r);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::size_t installed = 0;
+  std::istringstream lines(r.output);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::string word, start, size, tid;
+    if (!(words >> word >> start >> size >> tid) || word != "region") continue;
+    ++installed;
+    perf_maps_.push_back("/tmp/perf-" + tid + ".map");  // its main thread: the pid
+  }
+  ASSERT_EQ(installed, 2u) << r.output;
+  const std::uint64_t lost = r.expect_loss("jitregions/procs_full", "max_processes");
+  std::printf("  JIT processes: %zu, 1 tracked, %llu counted lost\n", installed,
+              static_cast<unsigned long long>(lost));
+  EXPECT_EQ(1 + lost, installed) << "room for 1, lost " << lost;
+}
+
 std::string find_node() {
   const char* candidates[] = {"/usr/bin/node", "/usr/local/bin/node", "/usr/bin/nodejs"};
   std::string node;

@@ -179,6 +179,48 @@ TEST_F(LockwaitE2E, MutexWaitMatchesTheWorkloadsOwnFigureAndIsNamed) {
   EXPECT_TRUE(fs::exists(dir_ + "/out/lock_wait.folded"));
 }
 
+// Overflow contract (issue 27): room for one lock row, and the workload waits on several
+// futex words (its g_lock, the start barrier, the joins). The waits of the refused locks
+// still reach their lock's record from the (lock, thread, stack) rows, but without their
+// latency distribution: every futex wait that ended is in one lock's histogram buckets or
+// counted in locks_full (WARN, naming max_locks), and the workload's own count of its
+// slept-on g_lock waits is among them.
+TEST_F(LockwaitE2E, TinyLockMapCountsEveryWaitItCannotKeep) {
+  auto m = run_mutex(*this, "kernel = false\nmax_locks = 1\n");
+  ASSERT_EQ(m.r.exit_code, 0) << m.r.output;
+  std::smatch sm;
+  ASSERT_TRUE(std::regex_search(m.r.output, sm, std::regex("contended=([0-9]+)"))) << m.r.output;
+  const std::uint64_t contended = std::stoull(sm[1]);
+  ASSERT_GT(contended, 0u) << "no contention at all: " << m.r.output;
+  std::uint64_t kept = 0, kept_g_lock = 0, waits = 0;
+  int with_buckets = 0;
+  for (const json* h : finals(m.r, "histogram", "lock_wait")) {
+    std::uint64_t in_buckets = 0;
+    for (const auto& b : (*h)["histogram"]["buckets"])
+      in_buckets += b["count"].get<std::uint64_t>();
+    kept += in_buckets;
+    with_buckets += in_buckets > 0;
+    waits += (*h)["histogram"]["count"].get<std::uint64_t>();
+    if (h == m.hist) kept_g_lock = in_buckets;
+  }
+  const std::uint64_t lost = m.r.expect_loss("locks_full", "max_locks");
+  auto ended = finals(m.r, "metric", "futex_waits");
+  ASSERT_FALSE(ended.empty()) << m.r.output;
+  const auto produced = static_cast<std::uint64_t>((*ended[0])["metric"]["value"].get<double>());
+  std::printf(
+      "  futex waits: %llu ended, %llu in a histogram, %llu counted lost (%llu g_lock "
+      "waits slept on)\n",
+      static_cast<unsigned long long>(produced), static_cast<unsigned long long>(kept),
+      static_cast<unsigned long long>(lost), static_cast<unsigned long long>(contended));
+  EXPECT_EQ(kept + lost, produced) << "kept " << kept << ", lost " << lost;
+  EXPECT_EQ(waits, produced) << "the waiter rows keep every wait's count";
+  EXPECT_GT(lost, 0u) << "the workload waits on more than one futex word";
+  EXPECT_EQ(with_buckets, 1);
+  // g_lock's slept-on waits were either kept or counted lost, never dropped.
+  EXPECT_GE(kept_g_lock + lost, contended);
+  EXPECT_GT(health(m.r, "lost_wait_ns"), 0);
+}
+
 // Rule lock_contention (README): the lock the workload's 4 threads fight over is said to
 // hold them, with the figures of the same run; a lone thread's lock says nothing.
 TEST_F(LockwaitE2E, FindingNamesTheContendedLockWithItsWaitersAndTheirShare) {

@@ -406,6 +406,37 @@ TEST_F(OffcpuWall, OnAndOffCpuTimeShareOneFlameGraphInNanoseconds) {
   EXPECT_NEAR(off, slept, 0.05 * slept);
 }
 
+// Overflow contract (issue 27): room for one (process, stacks, reason, waker) row while the
+// workload blocks in three functions of three threads. Every block that ended is in a row
+// or counted in offcpu/keys_full (WARN, naming max_keys), with its time in offcpu/lost_ns,
+// and the workload's own 160 blocking calls are among them.
+class OffcpuBounds : public loupe::test::CliRun {};
+
+TEST_F(OffcpuBounds, TinyKeyMapCountsEveryBlockItCannotKeep) {
+  RunResult r =
+      run("[[plugins]]\nname = \"offcpu\"\nmax_keys = 1\n", {OFFCPU_WORKLOAD, "blockers"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  double kept = 0, ended = -1;
+  for (const auto& rec : r.records)
+    if (rec.value("kind", "") == "metric" && rec.value("is_final", false)) {
+      if (rec["name"] == "offcpu_blocks") kept += rec["metric"]["value"].get<double>();
+      if (rec["name"] == "blocks_ended") ended = rec["metric"]["value"].get<double>();
+    }
+  ASSERT_GE(ended, 0) << r.output;
+  const auto lost = static_cast<double>(r.expect_loss("offcpu/keys_full", "max_keys"));
+  std::printf("  blocks: %.0f ended, %.0f kept, %.0f counted lost\n", ended, kept, lost);
+  EXPECT_EQ(kept + lost, ended) << "kept " << kept << ", lost " << lost;
+  EXPECT_GT(lost, 0);
+  std::size_t rows = 0;
+  for (const auto& rec : r.records)
+    rows += rec.value("kind", "") == "stack" && rec.value("name", "") == "offcpu" &&
+            rec.value("is_final", false);
+  EXPECT_LE(rows, 1u);
+  // 100 sleeps, 50 pipe reads, 10 vforks: each blocked at least once.
+  EXPECT_GE(kept + lost, 160);
+  EXPECT_GT(r.expect_loss("offcpu/lost_ns", "max_keys"), 0u);
+}
+
 class OffcpuBadInput : public loupe::test::CliRun {};
 
 TEST_F(OffcpuBadInput, AnUnknownMechanismIsRefusedWithTheChoices) {
