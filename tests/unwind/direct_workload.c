@@ -13,6 +13,8 @@
  *   and prints the time each site spent off the CPU, measured by the workload itself as
  *   the site's wall time minus its thread's CPU time in it:
  *     pid=N sleep_off_ns=N read_off_ns=N
+ *   direct_workload settle MS: the same after MS milliseconds asleep in settle() (a profiler
+ *   that loads per-process state once the process runs has it before the sites start).
  *   direct_workload gated: the same, but it first waits for a byte on stdin (so a test can
  *   load what it needs for the pid), and for another before it exits (so its addresses can
  *   still be symbolized).
@@ -78,6 +80,13 @@ static void* writer(void* arg) {
   return NULL;
 }
 
+__attribute__((noinline)) void settle(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
 static void wait_for_stdin(int gated) {
   char c;
 
@@ -94,6 +103,7 @@ int main(int argc, char** argv) {
     fflush(stdout);
   }
   wait_for_stdin(gated);
+  if (argc >= 3 && argv[1][0] == 's') settle(atol(argv[2]));
   if (pipe(pipe_fds) != 0) return 2;
   pthread_create(&r, NULL, reader, NULL);
   pthread_create(&w, NULL, writer, NULL);

@@ -176,9 +176,11 @@ void run(const char* workload, bool frame_pointers) {
     const char* root = main_thread ? "main" : "start_thread";
     Frames t = frames_of(*sym, pid, read_stack(stacks_fd, k.table_id));
     Frames f = frames_of(*sym, pid, read_stack(fp_fd, k.fp_id));
-    // Which site the switch came from, by the table stack (the fp one may have lost it).
+    // Switch-outs in a libc call (the blocking ones; not a preemption in the site's own code
+    // or the vdso), by the site the table stack names (the fp one may have lost it).
+    const bool in_libc = !t.modules.empty() && t.modules[0].find("libc.so") != std::string::npos;
     for (const char* site : {"sleep_site", "read_site"}) {
-      if (!t.has(site) && !f.has(site)) continue;
+      if (!in_libc || !t.has(site)) continue;
       auto tally = [&](Tally& x, const Frames& fr) {
         x.switches += n;
         if (fr.caller() == site) x.right_caller += n;

@@ -47,7 +47,8 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
-	__type(key, __u32); /* tgid */
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* written by user space only */
+	__type(key, __u32);		      /* tgid */
 	__type(value, struct loupe_unwind_proc);
 } loupe_unwind_procs SEC(".maps");
 
