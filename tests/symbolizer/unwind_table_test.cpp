@@ -144,6 +144,9 @@ TEST(UnwindTable, LsRowsAgreeWithLibdw) {
 TEST(UnwindTable, LibcRowsAgreeWithLibdw) {
   check_file("/lib/x86_64-linux-gnu/libc.so.6");
 }
+TEST(UnwindTable, Python3RowsAgreeWithLibdw) {
+  check_file("/usr/bin/python3.11");
+}
 
 TEST(UnwindTable, PltStubsGetThePltRule) {
   UnwindTable t;

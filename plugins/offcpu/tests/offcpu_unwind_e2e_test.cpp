@@ -70,7 +70,7 @@ class OffcpuUnwind : public loupe::test::CliRun {
     Figures f;
     loupe::test::RunResult r = run(
         std::string("[[plugins]]\nname = \"offcpu\"\nwakers = false\nunwind = \"") + mode + "\"\n",
-        {workload, "settle", "500"});
+        {workload, "settle", "2000"});
     EXPECT_EQ(r.exit_code, 0) << r.output;
     const std::string pid = std::to_string(static_cast<long>(workload_figure(r.output, "pid")));
     f.want_sleep = workload_figure(r.output, "sleep_off_ns");
