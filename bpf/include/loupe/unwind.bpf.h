@@ -95,9 +95,10 @@ struct {
 
 /* Probes this many slots past the hash's own before giving up (the store is full). */
 #define LOUPE_UNWIND_PROBES 8
-/* Binary-search steps: 2^7 > LOUPE_UNWIND_MAX_MAPPINGS, 2^24 rows per file. */
+/* Binary-search steps: 2^7 > LOUPE_UNWIND_MAX_MAPPINGS, 2^22 rows per file (python3 has
+ * 65k, libc 28k). */
 #define LOUPE_UNWIND_MAP_STEPS 7
-#define LOUPE_UNWIND_ROW_STEPS 24
+#define LOUPE_UNWIND_ROW_STEPS 22
 
 static __always_inline struct loupe_unwind_counters *loupe_unwind_counters(void)
 {
@@ -286,8 +287,13 @@ static __always_inline __s32 loupe_unwind_store(struct loupe_unwind_state *st,
 }
 
 /* The current task's user stack, unwound from the user registers saved at its entry to the
- * kernel; its id, or -1 (a kernel thread, or the store full: counted). */
-static __always_inline __s32 loupe_unwind_user_stack(void)
+ * kernel; its id, or -1 (a kernel thread, or the store full: counted).
+ *
+ * A global function: the verifier checks it once, on its own, instead of once per call
+ * site inlined into the caller; with two call sites in offcpu's sched_switch program
+ * (switch-out and run-queue blocker) inlined, 6.1 (and 6.18 for raw_tp and tracepoint)
+ * hit the 1M-instruction bound. */
+__attribute__((noinline)) int loupe_unwind_user_stack(void)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct loupe_unwind_counters *c = loupe_unwind_counters();
