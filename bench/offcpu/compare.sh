@@ -14,6 +14,10 @@
 # 2. Cost: a pipe ping-pong between two threads on one CPU (2 switches per round trip),
 #    timed with nothing attached, under loupe's offcpu (wakers on, then off) and under
 #    offcputime; ns added per round trip, median of 5 rounds, all in this one run.
+# 3. User stacks by the in-kernel unwinder's tables vs frame pointers: the same ping-pong,
+#    now the session's target (tables are loaded for the processes loupe follows), under
+#    offcpu with unwind = "fp" and "tables" (wakers off); ns added per round trip beside
+#    the ping-pong alone, median of 5 runs each.
 # Root only; a peer absent from PATH is reported as absent.
 set -uo pipefail
 . "$(dirname "$0")/../common/timing.sh"
@@ -114,9 +118,12 @@ print(f"crowd (3 threads on CPU 0, 1.5 s): loupe {lc} run-queue waits ({ls/1e6:.
 PY
 
 # ---- 2. cost per context switch ------------------------------------------------------
-pingpong() {  # prints ns per round trip of N round trips
-  python3 - <<'PY'
-import os, threading, time
+# A pipe ping-pong between two threads on CPU 0; prints pingpong_ns=<ns per round trip>.
+# `pingpong.py settle` first sleeps 0.5 s (a session following it loads its tables then).
+cat >"$tmp/pingpong.py" <<'PY'
+import os, sys, threading, time
+if sys.argv[1:] == ["settle"]:
+    time.sleep(0.5)
 n = 200000
 a, b = os.pipe(), os.pipe()
 os.sched_setaffinity(0, {0})
@@ -130,9 +137,9 @@ for _ in range(n):
     os.write(a[1], b"x"); os.read(b[0], 1)
 t1 = time.perf_counter_ns()
 t.join()
-print((t1 - t0) / n)
+print(f"pingpong_ns={(t1 - t0) / n:.0f}")
 PY
-}
+pingpong() { python3 "$tmp/pingpong.py" | sed -n 's/^pingpong_ns=//p'; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 measure() {  # measure LABEL [command that attaches, run in the background]
   local label=$1; shift
@@ -151,3 +158,22 @@ profile "$tmp/nowake.toml" "wakers = false"
   if have offcputime; then measure offcputime offcputime 60; fi
 } >"$tmp/cost.txt"
 awk 'NR == 1 {base = $2} {printf "%-16s %8.0f ns per round trip (2 switches)  +%6.0f ns  x%.2f\n", $1, $2, $2 - base, $2 / base}' "$tmp/cost.txt"
+
+# ---- 3. unwind = "tables" vs "fp", the ping-pong as the target ------------------------
+profile "$tmp/fp.toml" $'wakers = false\nunwind = "fp"'
+profile "$tmp/tables.toml" $'wakers = false\nunwind = "tables"'
+as_target() {  # as_target LABEL [profile]: the ping-pong run 5 times, median ns per round trip
+  local label=$1 m
+  m=$(for _ in 1 2 3 4 5; do
+        if [ $# -gt 1 ]; then "$loupe" run "$2" -- python3 "$tmp/pingpong.py" settle 2>/dev/null
+        else python3 "$tmp/pingpong.py" settle; fi | sed -n 's/^pingpong_ns=//p'
+      done | median)
+  echo "$label $m"
+}
+{
+  as_target none
+  as_target offcpu_fp "$tmp/fp.toml"
+  as_target offcpu_tables "$tmp/tables.toml"
+} >"$tmp/tables.txt"
+echo "the ping-pong as the target (offcpu, wakers off):"
+awk 'NR == 1 {base = $2} {printf "%-16s %8.0f ns per round trip (2 switches)  +%6.0f ns  x%.2f\n", $1, $2, $2 - base, $2 / base}' "$tmp/tables.txt"

@@ -21,6 +21,7 @@
 #include "loupe/filter.bpf.h"
 #include "loupe/hist.bpf.h"
 #include "loupe/map.bpf.h"
+#include "loupe/unwind.bpf.h"
 #include "offcpu.h"
 
 const volatile bool targ_user_stacks = true;
@@ -29,6 +30,8 @@ const volatile bool targ_per_thread = false;
 const volatile bool targ_wakers = true;
 const volatile __u64 targ_min_block_ns = 1000;
 const volatile __u64 targ_runq_threshold_ns = 0;
+/* unwind = "tables": user stacks by the in-kernel unwinder (ids in loupe_unwind_stacks). */
+const volatile bool targ_unwind_tables = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
@@ -112,7 +115,10 @@ static __always_inline void take_stacks(void *ctx, bool user, bool kernel, __s32
 		struct task_struct *task = (void *)bpf_get_current_task();
 
 		if (BPF_CORE_READ(task, mm)) {
-			err = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+			if (targ_unwind_tables)
+				err = loupe_unwind_user_stack();
+			else
+				err = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
 			if (err >= 0)
 				*ustack = err;
 			else

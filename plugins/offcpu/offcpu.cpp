@@ -14,6 +14,7 @@
 #include "loupe/sdk/flavour.hpp"
 #include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/target_filter.hpp"
+#include "loupe/sdk/unwind.hpp"
 #include "offcpu.h"
 #include "offcpu.skel.h"
 #include "offcpu_reporter.hpp"
@@ -21,6 +22,7 @@
 namespace loupe::offcpu {
 namespace {
 
+constexpr const char* kUnwindChoices[] = {"fp", "tables", nullptr};
 constexpr loupe_config_key kOwnKeys[] = {
     {"min_block_ns", LOUPE_CFG_INT, 0, "1000",
      "blocks shorter than this are counted but not aggregated by stack", 0, INT64_MAX},
@@ -44,6 +46,15 @@ constexpr loupe_config_key kOwnKeys[] = {
      "distinct (process, stacks) rows of tasks that held a CPU a thread waited for; the rest is "
      "counted",
      16, 4194304},
+    {"unwind", LOUPE_CFG_STRING, 0, "\"fp\"",
+     "user stacks by the kernel's frame-pointer walk (fp), or by loupe's in-kernel unwinder "
+     "with tables from each file's .eh_frame (tables: keeps the caller of a libc call and "
+     "unwinds code built without frame pointers; the target's processes only)",
+     0, 0, nullptr, 0, 0, kUnwindChoices},
+    {"unwind_rows", LOUPE_CFG_INT, 0, "262144",
+     "unwind = \"tables\": table rows kept in the kernel (12 bytes each; libc has 28k); files "
+     "past it unwind by frame pointers",
+     1024, 16777216},
 };
 constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kMechanismKey, sdk::kTargetFilterKeys);
 
@@ -75,6 +86,11 @@ class OffcpuProfiler : public sdk::Profiler {
     ro->targ_user_stacks = cfg.value_bool("user_stacks");
     ro->targ_kernel_stacks = cfg.value_bool("kernel_stacks");
     sdk::apply_target_filter(cfg, args.session, skel_.get());
+    tables_ = cfg.value_string("unwind") == "tables";
+    ro->targ_unwind_tables = tables_;
+    sdk::size_unwind_maps(skel_.get(),
+                          tables_ ? static_cast<std::uint32_t>(cfg.value_int("unwind_rows")) : 0,
+                          static_cast<std::uint32_t>(cfg.value_int("max_stacks")));
 
     opts_.per_thread = ro->targ_per_thread;
     opts_.wakers = ro->targ_wakers;
@@ -106,8 +122,17 @@ class OffcpuProfiler : public sdk::Profiler {
       if (host_->bpf_attach(chosen_[h], kHooks[h]) != LOUPE_OK)
         throw sdk::Error(LOUPE_ERR_KERNEL,
                          std::string("attaching ") + kHooks[h] + ": " + host_->last_error());
+    if (tables_ && !host_->attach_unwind_tables(bpf_map__fd(skel_->maps.loupe_unwind_rows),
+                                                bpf_map__fd(skel_->maps.loupe_unwind_procs)))
+      throw sdk::Error(
+          LOUPE_ERR_UNSUPPORTED,
+          "unwind = \"tables\": the host keeps no unwind tables: " + host_->last_error());
     ReporterMaps maps;
     maps.stacks_fd = bpf_map__fd(skel_->maps.stacks);
+    if (tables_) {
+      maps.user_stacks_fd = bpf_map__fd(skel_->maps.loupe_unwind_stacks);
+      maps.unwind_stats_fd = bpf_map__fd(skel_->maps.loupe_unwind_stats);
+    }
     maps.blocked_fd = bpf_map__fd(skel_->maps.blocked);
     maps.offcpu_fd = bpf_map__fd(skel_->maps.offcpu);
     maps.runq_procs_fd = bpf_map__fd(skel_->maps.runq_procs);
@@ -125,6 +150,7 @@ class OffcpuProfiler : public sdk::Profiler {
   std::unique_ptr<sdk::Host> host_;
   std::unique_ptr<offcpu_bpf, SkelDeleter> skel_;
   std::uint32_t mechanism_ = sdk::kTpBtf;
+  bool tables_ = false;
   bpf_program* chosen_[2] = {};
   ReporterOptions opts_;
   std::unique_ptr<OffcpuReporter> reporter_;

@@ -9,6 +9,7 @@
 #include "loupe/sdk/histogram.hpp"
 #include "loupe/sdk/percpu.hpp"
 #include "loupe/sdk/records.hpp"
+#include "loupe/sdk/unwind.hpp"
 
 namespace loupe::offcpu {
 namespace {
@@ -41,12 +42,14 @@ OffcpuReporter::OffcpuReporter(const sdk::Host& host, ReporterMaps maps, Reporte
     : host_(host),
       maps_(maps),
       opts_(std::move(opts)),
-      frames_(host, maps.stacks_fd, OC_MAX_STACK_DEPTH) {}
+      frames_(host, maps.stacks_fd, OC_MAX_STACK_DEPTH),
+      user_frames_(host, maps.user_stacks_fd >= 0 ? maps.user_stacks_fd : maps.stacks_fd,
+                   OC_MAX_STACK_DEPTH) {}
 
 OffcpuReporter::Frames OffcpuReporter::stack_of(std::uint32_t tgid, std::int32_t user,
                                                 std::int32_t kernel) {
   Frames out = frames_.kernel(kernel);
-  const Frames& u = frames_.user(tgid, user);
+  const Frames& u = user_frames_.user(tgid, user);
   out.insert(out.end(), u.begin(), u.end());
   return out;
 }
@@ -244,6 +247,8 @@ void OffcpuReporter::emit_health(bool is_final) {
        "off-CPU nanoseconds of blocks whose switch-out was not delivered"},
   };
   sdk::emit_health_rows(host_, "offcpu", rows, is_final, ws_, we_);
+  if (maps_.unwind_stats_fd >= 0)
+    sdk::emit_unwind_health(host_, "offcpu", maps_.unwind_stats_fd, is_final, ws_, we_);
   if (is_final && c.switches_out == 0) {
     sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, "silent_probe");
     rb.final(true).window(ws_, we_);

@@ -29,6 +29,9 @@ namespace loupe::offcpu {
 
 struct ReporterMaps {
   int stacks_fd = -1;
+  int user_stacks_fd =
+      -1;  // unwind = "tables": loupe_unwind_stacks; else user stacks are in stacks_fd
+  int unwind_stats_fd = -1;  // unwind = "tables": loupe_unwind_stats
   int blocked_fd = -1;
   int offcpu_fd = -1;
   int runq_procs_fd = -1;
@@ -67,6 +70,7 @@ class OffcpuReporter {
   ReporterMaps maps_;
   ReporterOptions opts_;
   sdk::StackMapFrames frames_;
+  sdk::StackMapFrames user_frames_;
   std::map<std::string, std::uint64_t> previous_;
   std::map<std::string, oc_hist> previous_hist_;
   std::uint64_t ws_ = 0, we_ = 0;

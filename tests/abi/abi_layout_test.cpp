@@ -10,9 +10,9 @@
 
 #include "loupe/abi/loupe.h"
 
-TEST(AbiLayout, VersionIsOneFour) {
+TEST(AbiLayout, VersionIsOneFive) {
   EXPECT_EQ(LOUPE_ABI_MAJOR, 1);
-  EXPECT_EQ(LOUPE_ABI_MINOR, 4);
+  EXPECT_EQ(LOUPE_ABI_MINOR, 5);
   EXPECT_STREQ(LOUPE_PLUGIN_ENTRY_SYMBOL, "loupe_plugin_entry");
 }
 
@@ -180,9 +180,10 @@ TEST(AbiLayout, EveryFieldOffsetIsPinned) {
   EXPECT_EQ(offsetof(loupe_host_services, last_error), 176u);
   EXPECT_EQ(offsetof(loupe_host_services, symbolize_data), 184u);
   EXPECT_EQ(offsetof(loupe_host_services, symbols_invalidate), 192u);
-  EXPECT_EQ(offsetof(loupe_host_services, bpf_adopt_link_at), 200u);  // 1.2
-  EXPECT_EQ(offsetof(loupe_host_services, unwind_user), 208u);        // 1.2
-  EXPECT_EQ(sizeof(loupe_host_services), 216u);
+  EXPECT_EQ(offsetof(loupe_host_services, bpf_adopt_link_at), 200u);     // 1.2
+  EXPECT_EQ(offsetof(loupe_host_services, unwind_user), 208u);           // 1.2
+  EXPECT_EQ(offsetof(loupe_host_services, unwind_tables_attach), 216u);  // 1.5
+  EXPECT_EQ(sizeof(loupe_host_services), 224u);
   // loupe_user_regs (ABI 1.2)
   EXPECT_EQ(offsetof(loupe_user_regs, size), 0u);
   EXPECT_EQ(offsetof(loupe_user_regs, arch), 4u);

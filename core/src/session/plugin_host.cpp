@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "plugins/config_tree.hpp"
+#include "session/unwind_tables.hpp"
 #include "symbols/kallsyms_table.hpp"
 
 namespace loupe {
@@ -161,6 +162,15 @@ int svc_unwind_user(loupe_host* h, std::uint32_t pid, const loupe_user_regs* reg
   return LOUPE_OK;
 }
 
+int svc_unwind_tables_attach(loupe_host* h, int rows_fd, int procs_fd) {
+  if (h->ctx.replay || !h->ctx.unwind_tables)
+    return fail(LOUPE_ERR_UNSUPPORTED, "unwind_tables_attach: no unwind tables in this session");
+  std::string err;
+  if (!h->ctx.unwind_tables->attach(rows_fd, procs_fd, &err))
+    return fail(LOUPE_ERR_INVALID_ARG, err);
+  return LOUPE_OK;
+}
+
 void svc_symbols_invalidate(loupe_host* h, std::uint32_t pid) {
   if (h->ctx.symbolizer) h->ctx.symbolizer->invalidate(pid);
 }
@@ -220,4 +230,5 @@ loupe_host::loupe_host(loupe::HostContext& c, std::string inst, std::string plug
   services.symbols_invalidate = svc_symbols_invalidate;
   services.bpf_adopt_link_at = svc_adopt_link_at;
   services.unwind_user = svc_unwind_user;
+  services.unwind_tables_attach = svc_unwind_tables_attach;
 }

@@ -19,6 +19,8 @@
 
 namespace loupe {
 
+class UnwindTables;
+
 // Everything a session shares with all of its plugin hosts. Owned by the session.
 struct HostContext {
   FeatureSet* features = nullptr;
@@ -26,7 +28,8 @@ struct HostContext {
   RingDispatcher* rings = nullptr;
   RecordBus* bus = nullptr;
   LinkSet* links = nullptr;
-  bool replay = false;  // replaying a capture: the kernel must not be touched
+  UnwindTables* unwind_tables = nullptr;  // the in-kernel unwinder's tables (session thread)
+  bool replay = false;                    // replaying a capture: the kernel must not be touched
   std::atomic<std::uint64_t> window_start_ns{0};
   std::atomic<std::uint64_t> window_end_ns{0};  // 0 = "now" when a record is emitted
 };

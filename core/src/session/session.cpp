@@ -33,6 +33,7 @@
 #include "session/plugin_host.hpp"
 #include "session/probe_stats_reporter.hpp"
 #include "session/target_process.hpp"
+#include "session/unwind_tables.hpp"
 #include "symbols/mapping_events.hpp"
 
 namespace loupe {
@@ -109,6 +110,7 @@ class Session::Impl {
   void poll_process_tree(bool drain_all);
   void process_tree_health();
   void follow_mappings();
+  void track_unwind_tables();
 
   SessionOptions& opts_;
   std::atomic<bool>& stop_;
@@ -130,6 +132,8 @@ class Session::Impl {
   // The target's descendants (loupe_session_info.tree_map_fd): declared before the
   // plugins so the map outlives every destroy().
   std::unique_ptr<ProcessTree> tree_;
+  // Before the plugins: their maps are written until the last refresh.
+  UnwindTables unwind_tables_;
   std::vector<Live> sinks_, profilers_;
   std::unique_ptr<TargetProcess> target_;
   std::string tree_error_;      // why the session follows no tree although asked to
@@ -353,6 +357,7 @@ void Session::Impl::run_loop() {
       break;
     }
     poll_process_tree(false);
+    unwind_tables_.refresh();
     if (symbolizer_) symbolizer_->pump();
     if (now >= next_report) {
       std::uint64_t window_end = clock_ns(LOUPE_CLOCK_REALTIME);
@@ -606,10 +611,12 @@ void Session::Impl::poll_process_tree(bool drain_all) {
   std::uint64_t now = clock_ns(LOUPE_CLOCK_MONOTONIC);
   tree_->poll([&](const loupe_tree_event& ev) {
     if (ev.kind == LOUPE_TREE_FORK) {
+      unwind_tables_.track(ev.tgid);
       // With mmap records the symbolizer learnt the fork itself, in order: dropping the
       // child's space now could lose mappings of a process that is already gone.
       if (symbolizer_ && !mappings_followed_) symbolizer_->invalidate(ev.tgid);
     } else if (ev.kind == LOUPE_TREE_EXIT) {
+      unwind_tables_.forget(ev.tgid);
       exited_.emplace_back(ev.tgid, now + kExitGraceNs);
     }
   });
@@ -645,6 +652,26 @@ void Session::Impl::follow_mappings() {
   }
   symbolizer_->follow_mappings(std::move(ev));
   mappings_followed_ = true;
+}
+
+// The target's processes whose unwind tables the in-kernel unwinder gets (when a plugin
+// asked for them): the command once it exec'd, or --pid and the descendants it has; the
+// tree's forks add the rest.
+void Session::Impl::track_unwind_tables() {
+  if (!unwind_tables_.attached()) return;
+  const pid_t root = target_ ? target_->pid() : profile_.session.pid;
+  if (root <= 0) return;
+  unwind_tables_.track(static_cast<std::uint32_t>(root));
+  if (!target_ && profile_.session.follow)
+    for (pid_t p : descendants_of(root, read_parent_links()))
+      unwind_tables_.track(static_cast<std::uint32_t>(p));
+  unwind_tables_.refresh();
+  auto c = unwind_tables_.counters();
+  spdlog::info(
+      "unwind tables: {} process(es), {} file(s) ({} without tables), {} rows ({} KiB), "
+      "built in {:.1f} ms",
+      c.processes, c.files, c.files_failed, c.rows, c.rows * sizeof(loupe_unwind_row) / 1024,
+      static_cast<double>(c.build_ns) / 1e6);
 }
 
 void Session::Impl::process_tree_health() {
@@ -698,6 +725,7 @@ SessionResult Session::Impl::run() {
     ctx_.rings = &rings_;
     ctx_.bus = &bus_;
     ctx_.links = &links_;
+    ctx_.unwind_tables = &unwind_tables_;
     install_libbpf_logging();
 
     output_dir_ = profile_.session.output_dir;
@@ -787,6 +815,7 @@ SessionResult Session::Impl::run() {
         throw Failure{ExitCode::kTarget,
                       fmt::format("cannot start '{}': {}", profile_.session.command[0], err)};
     }
+    if (!replay) track_unwind_tables();
     if (replay)
       replay_capture();
     else

@@ -229,6 +229,17 @@ typedef struct loupe_host_services {
   int (*unwind_user)(loupe_host* host, uint32_t pid, const loupe_user_regs* regs, const void* stack,
                      uint32_t stack_len, uint64_t* out, uint32_t max, uint32_t* n_out,
                      uint32_t* reason);
+
+  /* ABI 1.5. Native unwind tables for the in-kernel unwinder (bpf/include/loupe/unwind.bpf.h):
+   * from now until destroy() the host keeps `rows_fd` (its loupe_unwind_rows: an array of
+   * loupe_unwind_row) and `procs_fd` (loupe_unwind_procs: loupe_unwind_proc by tgid) filled
+   * for every process of the session's target (the command or --pid, and its descendants
+   * when following), from the .eh_frame of the files they map, rewriting a process's entry
+   * when its code mappings change. The maps stay the plugin's (borrowed fds, loaded). A
+   * system-wide session has no target processes: their stacks then unwind by frame
+   * pointers. Call during start(), after load; session thread only. LOUPE_ERR_INVALID_ARG
+   * when the maps do not have those layouts, LOUPE_ERR_UNSUPPORTED in replay. */
+  int (*unwind_tables_attach)(loupe_host* host, int rows_fd, int procs_fd);
 } loupe_host_services;
 
 #ifdef __cplusplus

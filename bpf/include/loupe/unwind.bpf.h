@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The native user-stack unwinder in the kernel: the current task's stack walked with
+ * unwind rows built in user space from each file's .eh_frame (loupe/unwind.h), as the
+ * OpenTelemetry profiler and Parca's agent do. Unlike the kernel's frame-pointer walk
+ * (bpf_get_stackid(BPF_F_USER_STACK)), the leaf is unwound by its own rule, so a leaf
+ * that builds no frame (libc's read, nanosleep) keeps its caller, and code built without
+ * frame pointers unwinds to main. Where a pc has no rows (JIT code, the vdso, a file
+ * without .eh_frame, a process whose tables are not loaded) that frame is unwound by its
+ * frame pointer, as runtimes that keep one expect.
+ *
+ * Per frame: the mapping holding pc (binary search of the process's sorted mappings), its
+ * row (binary search of the file's rows at pc - bias, pc - 1 for return addresses: a call
+ * may be a function's last instruction), CFA from rsp or rbp, the return address at
+ * CFA - 8 and the caller's rbp as the row says. The frames run in bpf_loop() (5.17+), so
+ * the searches' bounded loops are verified once, not once per frame.
+ *
+ * Stacks are stored once each under a 32-bit id (loupe_unwind_stacks[id], leaf first,
+ * zero-terminated: read like a BPF stack map's value); the id is the slot of the stack's
+ * 64-bit hash, claimed with one BPF_NOEXIST insert (atomic across CPUs, no counter).
+ *
+ *   __s32 id = loupe_unwind_user_stack();   // -1: none (kernel thread, store full)
+ *
+ * User space, before load: sizes loupe_unwind_rows (rows) and loupe_unwind_stacks /
+ * loupe_unwind_slots (stacks) and sets loupe_unwind_max_stacks to the latter; after load:
+ * fills the rows and one loupe_unwind_procs entry per process (tgid). Counters:
+ * loupe_unwind_stats (per-CPU, key 0). The walk's state sits in a per-CPU scratch value:
+ * callers must not nest on one CPU (sched_switch runs with interrupts off).
+ */
+#ifndef LOUPE_UNWIND_BPF_H
+#define LOUPE_UNWIND_BPF_H
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+
+#include "loupe/unwind.h"
+
+const volatile __u32 loupe_unwind_max_stacks = 16384;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << 20); /* sized by user space */
+	__type(key, __u32);
+	__type(value, struct loupe_unwind_row);
+} loupe_unwind_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* written by user space only */
+	__type(key, __u32);		      /* tgid */
+	__type(value, struct loupe_unwind_proc);
+} loupe_unwind_procs SEC(".maps");
+
+/* Stack id -> its addresses; stack id -> the hash that owns it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct loupe_unwind_stack);
+} loupe_unwind_stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u64);
+} loupe_unwind_slots SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct loupe_unwind_counters);
+} loupe_unwind_stats SEC(".maps");
+
+struct loupe_unwind_state {
+	__u64 pc;
+	__u64 sp;
+	__u64 bp;
+	__u64 hash;
+	__u32 tgid;
+	__u32 depth;
+	__u32 done; /* the walk ended on its own (not at the depth bound) */
+	__u32 pad;
+	struct loupe_unwind_stack stack;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct loupe_unwind_state);
+} loupe_unwind_scratch SEC(".maps");
+
+/* Probes this many slots past the hash's own before giving up (the store is full). */
+#define LOUPE_UNWIND_PROBES 8
+/* Binary-search steps: 2^7 > LOUPE_UNWIND_MAX_MAPPINGS, 2^22 rows per file (python3 has
+ * 65k, libc 28k). */
+#define LOUPE_UNWIND_MAP_STEPS 7
+#define LOUPE_UNWIND_ROW_STEPS 22
+
+static __always_inline struct loupe_unwind_counters *loupe_unwind_counters(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&loupe_unwind_stats, &zero);
+}
+
+/* The mapping of `proc` holding pc, or NULL. */
+static __always_inline const struct loupe_unwind_mapping *
+loupe_unwind_find_mapping(const struct loupe_unwind_proc *proc, __u64 pc)
+{
+	__u32 lo = 0, hi = proc->count, mid;
+	const struct loupe_unwind_mapping *m;
+
+	if (hi > LOUPE_UNWIND_MAX_MAPPINGS)
+		hi = LOUPE_UNWIND_MAX_MAPPINGS;
+	/* The first mapping whose start is above pc, minus one. */
+	for (int i = 0; i < LOUPE_UNWIND_MAP_STEPS; i++) {
+		if (lo >= hi)
+			break;
+		mid = (lo + hi) / 2;
+		if (proc->maps[mid & (LOUPE_UNWIND_MAX_MAPPINGS - 1)].start <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	m = &proc->maps[(lo - 1) & (LOUPE_UNWIND_MAX_MAPPINGS - 1)];
+	return pc < m->end ? m : NULL;
+}
+
+/* The row in force at link-time address `pc` among the mapping's rows, or NULL. */
+static __always_inline struct loupe_unwind_row *
+loupe_unwind_find_row(const struct loupe_unwind_mapping *m, __u64 pc)
+{
+	__u32 lo = m->row_first, hi = m->row_first + m->row_count, mid;
+	struct loupe_unwind_row *r;
+
+	if (m->row_count == 0 || pc > 0xffffffffULL)
+		return NULL;
+	for (int i = 0; i < LOUPE_UNWIND_ROW_STEPS; i++) {
+		if (lo >= hi)
+			break;
+		mid = lo + (hi - lo) / 2;
+		r = bpf_map_lookup_elem(&loupe_unwind_rows, &mid);
+		if (!r)
+			return NULL;
+		if (r->pc <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == m->row_first)
+		return NULL;
+	mid = lo - 1;
+	return bpf_map_lookup_elem(&loupe_unwind_rows, &mid);
+}
+
+static __always_inline bool loupe_unwind_read(__u64 *dst, __u64 addr)
+{
+	return bpf_probe_read_user(dst, sizeof(*dst), (void *)addr) == 0;
+}
+
+/* One frame: records pc, then moves the state to the caller. 1 ends the walk. The state is
+ * looked up again here: bpf_loop() passes only a pointer to the caller's stack. */
+static long loupe_unwind_step(__u32 i, void *arg)
+{
+	__u32 zero = 0;
+	struct loupe_unwind_state *st = bpf_map_lookup_elem(&loupe_unwind_scratch, &zero);
+	struct loupe_unwind_counters *c = loupe_unwind_counters();
+	const struct loupe_unwind_proc *proc;
+	const struct loupe_unwind_mapping *m = NULL;
+	struct loupe_unwind_row *row = NULL;
+	__u64 pc, cfa, ra = 0, bp;
+	__u32 d;
+
+	if (!st || !c)
+		return 1;
+	pc = st->pc;
+	bp = st->bp;
+	d = st->depth;
+	if (d >= LOUPE_UNWIND_MAX_DEPTH)
+		return 1;
+	st->stack.addrs[d] = pc;
+	st->depth = d + 1;
+	st->hash = (st->hash ^ pc) * 0x100000001b3ULL;
+	c->frames++;
+
+	proc = bpf_map_lookup_elem(&loupe_unwind_procs, &st->tgid);
+	if (proc)
+		m = loupe_unwind_find_mapping(proc, pc);
+	/* A return address is the instruction after the call: look up the call's row. */
+	if (m)
+		row = loupe_unwind_find_row(m, pc - m->bias - (d > 0 ? 1 : 0));
+
+	if (!row || row->cfa == LOUPE_UNWIND_CFA_NONE) {
+		/* No rows: the frame pointer's chain, as runtimes that JIT keep it. */
+		if (bp <= st->sp || !loupe_unwind_read(&ra, bp + 8) ||
+		    !loupe_unwind_read(&bp, bp)) {
+			c->fp_stopped++;
+			st->done = 1;
+			return 1;
+		}
+		c->fp_frames++;
+		cfa = st->bp + 16;
+	} else {
+		switch (row->cfa) {
+		case LOUPE_UNWIND_CFA_RSP:
+			cfa = st->sp + row->cfa_off;
+			break;
+		case LOUPE_UNWIND_CFA_RBP:
+			cfa = st->bp + row->cfa_off;
+			break;
+		case LOUPE_UNWIND_CFA_PLT:
+			cfa = st->sp + 8 + ((pc & 15) >= (__u64)row->cfa_off ? 8 : 0);
+			c->plt_frames++;
+			break;
+		case LOUPE_UNWIND_CFA_END:
+			c->end_of_stack++;
+			st->done = 1;
+			return 1;
+		case LOUPE_UNWIND_CFA_SIGNAL:
+			c->signal_frames++;
+			st->done = 1;
+			return 1;
+		default:
+			c->unsupported++;
+			st->done = 1;
+			return 1;
+		}
+		if (cfa <= st->sp) {
+			c->bad_frame++;
+			st->done = 1;
+			return 1;
+		}
+		if (!loupe_unwind_read(&ra, cfa - 8) ||
+		    (row->rbp == LOUPE_UNWIND_RBP_AT_CFA &&
+		     !loupe_unwind_read(&bp, cfa + row->rbp_off))) {
+			c->read_failed++;
+			st->done = 1;
+			return 1;
+		}
+		c->table_frames++;
+	}
+	st->pc = ra;
+	st->sp = cfa;
+	st->bp = bp;
+	if (ra == 0) {
+		c->end_of_stack++;
+		st->done = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* The stack's id in loupe_unwind_stacks, storing it if new; -1 when the store is full. */
+static __always_inline __s32 loupe_unwind_store(struct loupe_unwind_state *st,
+						struct loupe_unwind_counters *c)
+{
+	__u32 max = loupe_unwind_max_stacks ? loupe_unwind_max_stacks : 1;
+	__u32 slot = (__u32)(st->hash % max);
+	__u64 *owner;
+
+	for (int i = 0; i < LOUPE_UNWIND_PROBES; i++) {
+		owner = bpf_map_lookup_elem(&loupe_unwind_slots, &slot);
+		if (owner && *owner == st->hash)
+			return (__s32)slot;
+		if (!owner) {
+			/* Only one CPU's insert of a slot succeeds: it writes the stack. */
+			if (bpf_map_update_elem(&loupe_unwind_slots, &slot, &st->hash,
+						BPF_NOEXIST) == 0) {
+				bpf_map_update_elem(&loupe_unwind_stacks, &slot, &st->stack,
+						    BPF_ANY);
+				return (__s32)slot;
+			}
+			owner = bpf_map_lookup_elem(&loupe_unwind_slots, &slot);
+			if (owner && *owner == st->hash)
+				return (__s32)slot;
+		}
+		slot = slot + 1 < max ? slot + 1 : 0;
+	}
+	c->ids_full++;
+	return -1;
+}
+
+/* The current task's user stack, unwound from the user registers saved at its entry to the
+ * kernel; its id, or -1 (a kernel thread, or the store full: counted).
+ *
+ * A global function: the verifier checks it once, on its own, instead of once per call
+ * site inlined into the caller; with two call sites in offcpu's sched_switch program
+ * (switch-out and run-queue blocker) inlined, 6.1 (and 6.18 for raw_tp and tracepoint)
+ * hit the 1M-instruction bound. */
+__attribute__((noinline)) int loupe_unwind_user_stack(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct loupe_unwind_counters *c = loupe_unwind_counters();
+	struct loupe_unwind_state *st;
+	struct pt_regs *regs;
+	__u32 zero = 0;
+
+	st = bpf_map_lookup_elem(&loupe_unwind_scratch, &zero);
+	if (!st || !c)
+		return -1;
+	if (!BPF_CORE_READ(task, mm)) {
+		c->no_regs++;
+		return -1;
+	}
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	st->pc = BPF_CORE_READ(regs, ip);
+	st->sp = BPF_CORE_READ(regs, sp);
+	st->bp = BPF_CORE_READ(regs, bp);
+	st->tgid = bpf_get_current_pid_tgid() >> 32;
+	st->depth = 0;
+	st->done = 0;
+	st->hash = 0xcbf29ce484222325ULL ^ st->tgid;
+	c->walks++;
+	if (!bpf_map_lookup_elem(&loupe_unwind_procs, &st->tgid))
+		c->no_process++;
+	bpf_loop(LOUPE_UNWIND_MAX_DEPTH, loupe_unwind_step, &zero, 0);
+	if (!st->done)
+		c->depth_bound++;
+	if (st->depth < LOUPE_UNWIND_MAX_DEPTH)
+		st->stack.addrs[st->depth] = 0;
+	return loupe_unwind_store(st, c);
+}
+
+#endif /* LOUPE_UNWIND_BPF_H */

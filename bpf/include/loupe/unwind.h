@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Native unwind tables for the in-kernel unwinder (unwind.bpf.h): rows built in user space
+ * from a file's .eh_frame (core/src/symbols/unwind_table.cpp), one x86-64 rule per pc
+ * range, and the mappings of a process that say which rows cover which addresses. Shared
+ * by BPF and user space; fixed-width fields only.
+ *
+ * A row holds from its pc to the next row's pc. Every rule leaves the return address at
+ * CFA - 8 and the caller's rsp at the CFA (the x86-64 call convention); rows whose CFI says
+ * otherwise are LOUPE_UNWIND_CFA_UNSUPPORTED and the walk stops there, counted.
+ */
+#ifndef LOUPE_UNWIND_H
+#define LOUPE_UNWIND_H
+
+#ifndef __bpf__
+#include <linux/types.h>
+#endif
+
+/* loupe_unwind_row.cfa */
+#define LOUPE_UNWIND_CFA_NONE 0 /* no FDE covers the pc (a gap): frame pointers instead */
+#define LOUPE_UNWIND_CFA_RSP 1	/* CFA = rsp + cfa_off */
+#define LOUPE_UNWIND_CFA_RBP 2	/* CFA = rbp + cfa_off */
+/* A PLT stub's rule (the linker's CFA expression): CFA = rsp + 8, plus 8 more once the
+ * stub has pushed its argument, i.e. when (rip & 15) >= cfa_off. */
+#define LOUPE_UNWIND_CFA_PLT 3
+#define LOUPE_UNWIND_CFA_END 4	       /* the return address is undefined: the outermost frame */
+#define LOUPE_UNWIND_CFA_SIGNAL 5      /* a signal trampoline (sigreturn): not followed yet */
+#define LOUPE_UNWIND_CFA_UNSUPPORTED 6 /* any other rule (a CFA expression, rsp saved...) */
+
+/* loupe_unwind_row.rbp */
+#define LOUPE_UNWIND_RBP_SAME 0	     /* the caller's rbp is this frame's */
+#define LOUPE_UNWIND_RBP_AT_CFA 1    /* saved at CFA + rbp_off */
+#define LOUPE_UNWIND_RBP_UNDEFINED 2 /* clobbered: unknown in the caller */
+
+struct loupe_unwind_row {
+	__u32 pc; /* link-time address (files are below 4 GiB) */
+	__u8 cfa; /* LOUPE_UNWIND_CFA_* */
+	__u8 rbp; /* LOUPE_UNWIND_RBP_* */
+	__s16 rbp_off;
+	__s32 cfa_off; /* frames of more than 32 KiB exist (libc has one of 33 KiB) */
+};
+
+/* Executable mappings of one process with rows, sorted by start. */
+#define LOUPE_UNWIND_MAX_MAPPINGS 64
+
+struct loupe_unwind_mapping {
+	__u64 start; /* runtime [start, end) */
+	__u64 end;
+	__u64 bias;	 /* runtime - link-time address */
+	__u32 row_first; /* the file's rows in loupe_unwind_rows: [first, first + count) */
+	__u32 row_count; /* 0: a mapping without rows (JIT, vdso, no .eh_frame) */
+};
+
+struct loupe_unwind_proc {
+	__u32 count;
+	__u32 pad;
+	struct loupe_unwind_mapping maps[LOUPE_UNWIND_MAX_MAPPINGS];
+};
+
+/* Frames per stack: the bound of the walk (a stack deeper is cut there, counted). The
+ * same as a BPF stack map's 127 so a stack's value reads like one (zero-terminated). */
+#define LOUPE_UNWIND_MAX_DEPTH 127
+
+struct loupe_unwind_stack {
+	__u64 addrs[LOUPE_UNWIND_MAX_DEPTH]; /* leaf first: the pc, then return addresses; 0 ends */
+};
+
+/* Per-CPU counters of the walks (unwind.bpf.h's loupe_unwind_stats, key 0). */
+struct loupe_unwind_counters {
+	__u64 walks;	     /* stacks walked */
+	__u64 frames;	     /* addresses recorded */
+	__u64 table_frames;  /* frames unwound by a row */
+	__u64 fp_frames;     /* frames unwound by the frame pointer (no rows for the pc) */
+	__u64 plt_frames;    /* frames in a PLT stub */
+	__u64 end_of_stack;  /* walks that reached the outermost frame (CFA_END or ra 0) */
+	__u64 depth_bound;   /* walks cut at LOUPE_UNWIND_MAX_DEPTH */
+	__u64 no_process;    /* the process has no tables loaded: fp walk from the leaf */
+	__u64 unsupported;   /* walks stopped at a row the unwinder does not follow */
+	__u64 signal_frames; /* walks stopped at a signal trampoline */
+	__u64 read_failed;   /* a stack read faulted: the walk stops there */
+	__u64 fp_stopped;    /* frame-pointer fallback ended (rbp 0 or not a stack address) */
+	__u64 bad_frame;     /* a rule gave a CFA at or below sp (a wrong row or garbage) */
+	__u64 ids_full;	     /* the stack store had no free slot near the hash: no stack id */
+	__u64 no_regs;	     /* no user registers (kernel thread) */
+};
+
+#endif /* LOUPE_UNWIND_H */

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The host side of the in-kernel unwinder (bpf/include/loupe/unwind.bpf.h): keeps the
+// unwind rows and per-process mappings of every process of the session's target in the BPF
+// maps of each plugin that asked for them (loupe_host_services.unwind_tables_attach). The
+// tables are built once per file (UnwindTableStore); a process's entry is rewritten when
+// its executable mappings change (exec, dlopen), found by re-reading its maps each tick.
+//
+// Phase 1 limits: a process's first tens of milliseconds (before its entry is written) are
+// unwound by frame pointers; every consumer holds its own copy of the rows; no bound on
+// the memory of a system-wide run beyond the rows map's size (counted when full).
+// Session thread only.
+#ifndef LOUPE_CORE_SESSION_UNWIND_TABLES_HPP
+#define LOUPE_CORE_SESSION_UNWIND_TABLES_HPP
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "symbols/unwind_table_store.hpp"
+
+namespace loupe {
+
+class UnwindTables {
+ public:
+  struct Counters {
+    std::uint64_t processes = 0;  // processes with an entry written
+    std::uint64_t files = 0;      // files whose tables were built
+    std::uint64_t files_failed = 0;
+    std::uint64_t rows = 0;       // rows written (each file once)
+    std::uint64_t rows_full = 0;  // files left without rows: the rows map was full
+    std::uint64_t build_ns = 0;   // time spent building tables
+    std::uint64_t write_errors = 0;
+  };
+
+  explicit UnwindTables(std::string proc_root = "/proc") : proc_root_(std::move(proc_root)) {}
+
+  // A consumer's maps (loupe_unwind_rows, loupe_unwind_procs), loaded. False with `*err`
+  // when they are not such maps.
+  bool attach(int rows_fd, int procs_fd, std::string* err);
+  bool attached() const { return !consumers_.empty(); }
+
+  void track(std::uint32_t pid) { tracked_.insert(pid); }
+  void forget(std::uint32_t pid);
+  // Builds and writes what changed in the tracked processes since the last call.
+  void refresh();
+
+  Counters counters() const;
+
+ private:
+  struct Consumer {
+    int rows_fd;
+    int procs_fd;
+    std::uint32_t capacity;
+    std::uint32_t written = 0;  // rows copied so far
+  };
+  void write_rows(Consumer& c);
+
+  std::string proc_root_;
+  std::unique_ptr<UnwindTableStore> store_;
+  std::vector<Consumer> consumers_;
+  std::set<std::uint32_t> tracked_;
+  std::map<std::uint32_t, std::unique_ptr<loupe_unwind_proc>> written_;
+  std::uint64_t write_errors_ = 0;
+};
+
+}  // namespace loupe
+
+#endif  // LOUPE_CORE_SESSION_UNWIND_TABLES_HPP

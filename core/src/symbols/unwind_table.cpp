@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "symbols/unwind_table.hpp"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "symbols/eh_frame_ranges.hpp"
+
+#ifdef LOUPE_HAVE_LIBDW
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#endif
+
+namespace loupe {
+
+const loupe_unwind_row* UnwindTable::find(std::uint64_t pc) const {
+  if (pc > std::numeric_limits<std::uint32_t>::max()) return nullptr;
+  auto it = std::upper_bound(rows.begin(), rows.end(), pc,
+                             [](std::uint64_t p, const loupe_unwind_row& r) { return p < r.pc; });
+  if (it == rows.begin()) return nullptr;
+  return &*(it - 1);
+}
+
+bool UnwindTable::bias_for(std::uint64_t map_start, std::uint64_t file_offset,
+                           std::uint64_t* bias) const {
+  for (const auto& s : segments) {
+    // Mappings start page-aligned: the segment may begin inside the mapping's first page.
+    const std::uint64_t page_off = s.offset & ~std::uint64_t{0xfff};
+    if (file_offset < page_off || file_offset >= s.offset + s.filesz) continue;
+    *bias = map_start - (s.vaddr - (s.offset - file_offset));
+    return true;
+  }
+  return false;
+}
+
+#ifdef LOUPE_HAVE_LIBDW
+namespace {
+
+constexpr int kRbp = 6;
+constexpr int kRsp = 7;
+constexpr int kRip = 16;
+
+bool same_rule(const loupe_unwind_row& a, const loupe_unwind_row& b) {
+  return a.cfa == b.cfa && a.rbp == b.rbp && a.cfa_off == b.cfa_off && a.rbp_off == b.rbp_off;
+}
+
+bool fits32(std::int64_t v) {
+  return v >= std::numeric_limits<std::int32_t>::min() &&
+         v <= std::numeric_limits<std::int32_t>::max();
+}
+
+bool fits16(std::int64_t v) {
+  return v >= std::numeric_limits<std::int16_t>::min() &&
+         v <= std::numeric_limits<std::int16_t>::max();
+}
+
+// "caller's register at CFA + off" (DW_CFA_offset): libdw spells it call_frame_cfa, then
+// plus_uconst off (two's complement) unless off is 0. Sets `*off`.
+bool saved_at_cfa(const Dwarf_Op* ops, std::size_t nops, std::int64_t* off) {
+  if (nops == 0 || nops > 2 || ops[0].atom != DW_OP_call_frame_cfa) return false;
+  *off = 0;
+  if (nops == 2) {
+    if (ops[1].atom != DW_OP_plus_uconst) return false;
+    *off = static_cast<std::int64_t>(ops[1].number);
+  }
+  return true;
+}
+
+// The linker's PLT rule: rsp + 8 + ((rip & 15) >= N) << 3. Returns N, or -1.
+int plt_threshold(const Dwarf_Op* ops, std::size_t nops) {
+  if (nops != 9) return -1;
+  const bool shape =
+      ops[0].atom == DW_OP_breg7 && ops[0].number == 8 && ops[1].atom == DW_OP_breg16 &&
+      ops[1].number == 0 && ops[2].atom == DW_OP_lit15 && ops[3].atom == DW_OP_and &&
+      ops[4].atom >= DW_OP_lit0 && ops[4].atom <= DW_OP_lit15 && ops[5].atom == DW_OP_ge &&
+      ops[6].atom == DW_OP_lit3 && ops[7].atom == DW_OP_shl && ops[8].atom == DW_OP_plus;
+  return shape ? ops[4].atom - DW_OP_lit0 : -1;
+}
+
+// The row of `frame`; counts the kinds the kernel side does not unwind by rule.
+loupe_unwind_row classify(Dwarf_Frame* frame, bool signal, UnwindTableStats* st) {
+  loupe_unwind_row row{};
+  row.cfa = LOUPE_UNWIND_CFA_UNSUPPORTED;
+  if (signal) {
+    row.cfa = LOUPE_UNWIND_CFA_SIGNAL;
+    ++st->signal;
+    return row;
+  }
+  Dwarf_Op mem[3];
+  Dwarf_Op* ops = nullptr;
+  std::size_t nops = 0;
+  // The outermost frame (_start, clone's child, start_thread) marks its return address
+  // undefined: the walk ends there.
+  if (dwarf_frame_register(frame, kRip, mem, &ops, &nops) == 0 && nops == 0 && ops == mem) {
+    row.cfa = LOUPE_UNWIND_CFA_END;
+    return row;
+  }
+  std::int64_t ra_off = 0;
+  const bool ra_ok = nops > 0 && saved_at_cfa(ops, nops, &ra_off) && ra_off == -8;
+
+  Dwarf_Op* cfa_ops = nullptr;
+  std::size_t cfa_nops = 0;
+  if (dwarf_frame_cfa(frame, &cfa_ops, &cfa_nops) != 0 || cfa_nops == 0 || !ra_ok) {
+    ++st->unsupported;
+    return row;
+  }
+  if (cfa_nops == 1 && cfa_ops[0].atom == DW_OP_bregx &&
+      (cfa_ops[0].number == kRsp || cfa_ops[0].number == kRbp) &&
+      fits32(static_cast<std::int64_t>(cfa_ops[0].number2))) {
+    row.cfa = cfa_ops[0].number == kRsp ? LOUPE_UNWIND_CFA_RSP : LOUPE_UNWIND_CFA_RBP;
+    row.cfa_off = static_cast<std::int32_t>(static_cast<std::int64_t>(cfa_ops[0].number2));
+  } else if (int n = plt_threshold(cfa_ops, cfa_nops); n >= 0) {
+    row.cfa = LOUPE_UNWIND_CFA_PLT;
+    row.cfa_off = n;
+    ++st->plt;
+  } else {
+    ++st->unsupported;
+    return row;
+  }
+
+  if (dwarf_frame_register(frame, kRbp, mem, &ops, &nops) != 0) {
+    row = {};
+    row.cfa = LOUPE_UNWIND_CFA_UNSUPPORTED;
+    ++st->unsupported;
+    return row;
+  }
+  std::int64_t rbp_off = 0;
+  if (nops == 0) {
+    row.rbp = ops == mem ? LOUPE_UNWIND_RBP_UNDEFINED : LOUPE_UNWIND_RBP_SAME;
+  } else if (saved_at_cfa(ops, nops, &rbp_off) && fits16(rbp_off)) {
+    row.rbp = LOUPE_UNWIND_RBP_AT_CFA;
+    row.rbp_off = static_cast<std::int16_t>(rbp_off);
+  } else if (ops[0].atom == DW_OP_bregx && ops[0].number == kRbp && ops[0].number2 == 0 &&
+             nops == 1) {
+    row.rbp = LOUPE_UNWIND_RBP_SAME;  // same as "rbp is rbp"
+  } else {
+    row = {};
+    row.cfa = LOUPE_UNWIND_CFA_UNSUPPORTED;
+    ++st->unsupported;
+  }
+  return row;
+}
+
+struct ElfHandle {
+  int fd = -1;
+  Elf* elf = nullptr;
+  Dwarf_CFI* cfi = nullptr;
+  ~ElfHandle() {
+    if (cfi) dwarf_cfi_end(cfi);
+    if (elf) elf_end(elf);
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+bool build_unwind_table(const std::string& path, UnwindTable* out, std::string* err) {
+  *out = {};
+  elf_version(EV_CURRENT);
+  ElfHandle h;
+  h.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (h.fd < 0) {
+    *err = path + ": " + std::strerror(errno);
+    return false;
+  }
+  h.elf = elf_begin(h.fd, ELF_C_READ_MMAP, nullptr);
+  GElf_Ehdr ehdr;
+  if (!h.elf || !gelf_getehdr(h.elf, &ehdr)) {
+    *err = path + ": not an ELF file";
+    return false;
+  }
+  if (ehdr.e_machine != EM_X86_64) {
+    *err = path + ": not x86-64";
+    return false;
+  }
+  std::size_t nphdr = 0;
+  if (elf_getphdrnum(h.elf, &nphdr) == 0)
+    for (std::size_t i = 0; i < nphdr; ++i) {
+      GElf_Phdr ph;
+      if (gelf_getphdr(h.elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD)
+        out->segments.push_back({ph.p_offset, ph.p_vaddr, ph.p_filesz, (ph.p_flags & PF_X) != 0});
+    }
+  std::size_t shstrndx = 0;
+  if (elf_getshdrstrndx(h.elf, &shstrndx) != 0) {
+    *err = path + ": no section names";
+    return false;
+  }
+  std::vector<FdeRange> fdes;
+  for (Elf_Scn* scn = elf_nextscn(h.elf, nullptr); scn; scn = elf_nextscn(h.elf, scn)) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS) continue;
+    const char* name = elf_strptr(h.elf, shstrndx, sh.sh_name);
+    if (!name || std::strcmp(name, ".eh_frame") != 0) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (data && data->d_buf)
+      fdes = parse_eh_frame_ranges(static_cast<const std::uint8_t*>(data->d_buf), data->d_size,
+                                   sh.sh_addr);
+  }
+  h.cfi = dwarf_getcfi_elf(h.elf);
+  if (fdes.empty() || !h.cfi) {
+    *err = path + ": no .eh_frame";
+    return false;
+  }
+
+  auto& st = out->stats;
+  std::vector<loupe_unwind_row> rows;
+  auto push = [&](std::uint64_t pc, loupe_unwind_row row) {
+    row.pc = static_cast<std::uint32_t>(pc);
+    // A row that starts where the previous ends at the same pc replaces it (an FDE
+    // starting right at the previous one's end replaces that one's CFA_NONE).
+    if (!rows.empty() && rows.back().pc == row.pc) rows.pop_back();
+    if (!rows.empty() && same_rule(rows.back(), row)) return;
+    rows.push_back(row);
+  };
+  for (const auto& f : fdes) {
+    if (f.end > std::numeric_limits<std::uint32_t>::max()) continue;
+    if (!rows.empty() && f.start < rows.back().pc) continue;  // overlapping FDEs: keep the first
+    ++st.fdes;
+    std::uint64_t pc = f.start;
+    while (pc < f.end) {
+      Dwarf_Frame* frame = nullptr;
+      Dwarf_Addr start = 0, end = 0;
+      bool signal = false;
+      if (dwarf_cfi_addrframe(h.cfi, pc, &frame) != 0 ||
+          dwarf_frame_info(frame, &start, &end, &signal) < 0) {
+        std::free(frame);
+        ++st.failed;
+        break;
+      }
+      push(pc, classify(frame, signal, &st));
+      ++st.cfi_rows;
+      std::free(frame);
+      if (end <= pc) break;
+      pc = std::min<std::uint64_t>(end, f.end);
+    }
+    loupe_unwind_row gap{};
+    gap.cfa = LOUPE_UNWIND_CFA_NONE;
+    push(f.end, gap);
+  }
+  out->rows = std::move(rows);
+  return true;
+}
+
+#else
+
+bool build_unwind_table(const std::string& path, UnwindTable* out, std::string* err) {
+  *out = {};
+  *err = path + ": loupe was built without libdw (no unwind tables)";
+  return false;
+}
+
+#endif
+
+}  // namespace loupe

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The unwind tables of the processes a session follows, laid out for the in-kernel
+// unwinder: one growing array of rows (every file's rows once, however many processes map
+// it) and, per process, its executable file mappings with their load bias and row range
+// (loupe_unwind_proc). Whoever owns the BPF maps copies the rows appended since its last
+// copy and the process entries; this class touches no map, so it is tested on its own.
+// Not thread-safe.
+#ifndef LOUPE_CORE_UNWIND_TABLE_STORE_HPP
+#define LOUPE_CORE_UNWIND_TABLE_STORE_HPP
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "loupe/unwind.h"
+#include "symbols/unwind_table.hpp"
+
+namespace loupe {
+
+class UnwindTableStore {
+ public:
+  struct FileEntry {
+    std::string path;
+    std::uint32_t row_first = 0;
+    std::uint32_t row_count = 0;  // 0: no table (no .eh_frame, unreadable, store full)
+    std::uint64_t build_ns = 0;
+    UnwindTable table;  // rows moved to the store; segments and stats kept
+    std::string error;
+  };
+  struct Stats {
+    std::uint64_t files = 0;
+    std::uint64_t files_failed = 0;
+    std::uint64_t rows_full = 0;      // files left without rows: max_rows reached
+    std::uint64_t mappings_over = 0;  // mappings past LOUPE_UNWIND_MAX_MAPPINGS, left out
+    std::uint64_t build_ns = 0;
+  };
+
+  explicit UnwindTableStore(std::string proc_root = "/proc", std::uint32_t max_rows = 1u << 21)
+      : proc_root_(std::move(proc_root)), max_rows_(max_rows) {}
+
+  // The executable file mappings of `pid` with rows, building the tables of files not seen
+  // yet. False with `*err` when its maps cannot be read (the process is gone).
+  bool load_process(std::uint32_t pid, loupe_unwind_proc* out, std::string* err);
+
+  const std::vector<loupe_unwind_row>& rows() const { return rows_; }
+  const std::map<std::pair<std::uint64_t, std::uint64_t>, FileEntry>& files() const {
+    return files_;
+  }
+  const Stats& stats() const { return stats_; }
+
+ private:
+  const FileEntry& file(std::uint32_t pid, std::uint64_t dev, std::uint64_t inode,
+                        const std::string& path);
+
+  std::string proc_root_;
+  std::uint32_t max_rows_;
+  std::vector<loupe_unwind_row> rows_;
+  std::map<std::pair<std::uint64_t, std::uint64_t>, FileEntry> files_;  // by (dev, inode)
+  Stats stats_;
+};
+
+}  // namespace loupe
+
+#endif  // LOUPE_CORE_UNWIND_TABLE_STORE_HPP

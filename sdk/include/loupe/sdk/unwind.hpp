@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The user-space half of the in-kernel unwinder (bpf/include/loupe/unwind.bpf.h), for any
+// stack-taking plugin: size its maps before load, hand them to the host after load (which
+// then keeps the target's unwind tables in them), and report how the walks ended.
+//
+//   // setup(), after open:
+//   sdk::size_unwind_maps(skel, tables ? rows : 0, max_stacks);
+//   // start(), after load:
+//   if (!host.attach_unwind_tables(bpf_map__fd(rows), bpf_map__fd(procs))) throw ...;
+//   // collect(): sdk::emit_unwind_health(host, "offcpu", bpf_map__fd(stats), ...);
+//   // user stacks: a StackMapFrames on loupe_unwind_stacks (the same value layout).
+#ifndef LOUPE_SDK_UNWIND_HPP
+#define LOUPE_SDK_UNWIND_HPP
+
+#include <bpf/libbpf.h>
+
+#include <cstdint>
+#include <string>
+
+#include "loupe/sdk/host.hpp"
+#include "loupe/sdk/percpu.hpp"
+#include "loupe/sdk/records.hpp"
+#include "loupe/unwind.h"
+
+namespace loupe::sdk {
+
+// Sizes the unwinder's maps of an opened skeleton whose object includes unwind.bpf.h.
+// `rows` 0: the unwinder is not used, every map shrinks to one entry (an unused
+// unwind.bpf.h costs no memory). Otherwise room for `rows` table rows (12 bytes each; libc
+// alone has 28k) and `max_stacks` distinct stacks (1 KiB each).
+template <typename Skel>
+void size_unwind_maps(Skel* skel, std::uint32_t rows, std::uint32_t max_stacks) {
+  const bool on = rows > 0;
+  bpf_map__set_max_entries(skel->maps.loupe_unwind_rows, on ? rows : 1);
+  bpf_map__set_max_entries(skel->maps.loupe_unwind_procs, on ? 1024 : 1);
+  bpf_map__set_max_entries(skel->maps.loupe_unwind_stacks, on ? max_stacks : 1);
+  bpf_map__set_max_entries(skel->maps.loupe_unwind_slots, on ? max_stacks : 1);
+  skel->rodata->loupe_unwind_max_stacks = on ? max_stacks : 1;
+}
+
+// How the walks ended (loupe_unwind_stats), as health records "<component>/unwind_*" and
+// two metrics (frames per stack; the share of frames unwound by frame pointers).
+inline void emit_unwind_health(const Host& host, const std::string& component, int stats_fd,
+                               bool is_final, std::uint64_t ws, std::uint64_t we) {
+  std::uint32_t zero = 0;
+  const auto c = read_per_cpu_sum<loupe_unwind_counters>(stats_fd, &zero);
+  const std::string p = component + "/unwind_";
+  const std::string names[] = {p + "depth_bound", p + "unsupported", p + "signal_frames",
+                               p + "read_failed", p + "bad_frame",   p + "ids_full",
+                               p + "no_process"};
+  const HealthRow rows[] = {
+      {names[0].c_str(), c.depth_bound,
+       "user stacks cut at the unwinder's bound (127 frames): their root is missing"},
+      {names[1].c_str(), c.unsupported,
+       "user stacks stopped at a frame whose CFI rule the in-kernel unwinder does not follow"},
+      {names[2].c_str(), c.signal_frames,
+       "user stacks stopped at a signal trampoline (not followed yet)"},
+      {names[3].c_str(), c.read_failed,
+       "user stacks stopped where the stack could not be read (a page not resident)"},
+      {names[4].c_str(), c.bad_frame, "user stacks stopped at a frame with an impossible CFA"},
+      {names[5].c_str(), c.ids_full, "user stacks lost: the unwinder's stack store was full"},
+      {names[6].c_str(), c.no_process,
+       "user stacks of processes without tables (not yet loaded, or outside the target): "
+       "unwound by frame pointers"},
+  };
+  emit_health_rows(host, "stacks", rows, is_final, ws, we);
+  RecordBuilder rb(LOUPE_RECORD_METRIC, "unwind_frames_per_stack");
+  rb.final(is_final).window(ws, we);
+  rb.metric(LOUPE_METRIC_GAUGE, "count",
+            c.walks ? static_cast<double>(c.frames) / static_cast<double>(c.walks) : 0.0);
+  rb.emit(host);
+  RecordBuilder fp(LOUPE_RECORD_METRIC, "unwind_fp_frames");
+  fp.final(is_final).window(ws, we);
+  fp.metric(LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.fp_frames));
+  fp.emit(host);
+}
+
+}  // namespace loupe::sdk
+
+#endif  // LOUPE_SDK_UNWIND_HPP

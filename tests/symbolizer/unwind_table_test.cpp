@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Unwind tables (core/src/symbols/unwind_table.cpp) against libdw's own answer, on the
+// system's real files, and the walk the kernel does with them (unwind.bpf.h) replayed in
+// user space over this process's own captured stack, against the libdwfl unwinder.
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "loupe/symbolizer.hpp"
+#include "symbols/unwind_table.hpp"
+#include "symbols/unwind_table_store.hpp"
+#include "unwind_chain.h"
+
+namespace {
+
+using loupe::UnwindTable;
+
+// libdw's rule at `pc`, decoded independently of the builder: what the row must say.
+struct Expected {
+  bool covered = false;  // an FDE holds pc
+  bool simple = false;   // CFA = rsp/rbp + off
+  std::uint64_t reg = 0;
+  std::int64_t off = 0;
+  bool signal = false;
+  bool ra_undefined = false;
+};
+
+Expected libdw_rule(Dwarf_CFI* cfi, std::uint64_t pc) {
+  Expected e;
+  Dwarf_Frame* frame = nullptr;
+  if (dwarf_cfi_addrframe(cfi, pc, &frame) != 0) return e;
+  e.covered = true;
+  Dwarf_Addr start = 0, end = 0;
+  dwarf_frame_info(frame, &start, &end, &e.signal);
+  Dwarf_Op mem[3];
+  Dwarf_Op* ops = nullptr;
+  std::size_t nops = 0;
+  dwarf_frame_register(frame, 16, mem, &ops, &nops);
+  e.ra_undefined = nops == 0 && ops == mem;
+  if (dwarf_frame_cfa(frame, &ops, &nops) == 0 && nops == 1 && ops[0].atom == DW_OP_bregx) {
+    e.simple = true;
+    e.reg = ops[0].number;
+    e.off = static_cast<std::int64_t>(ops[0].number2);
+  }
+  std::free(frame);
+  return e;
+}
+
+struct Agreement {
+  std::size_t sampled = 0, simple = 0, gaps = 0, other = 0;
+};
+
+// Samples `n` pcs across the file's rows and checks each row against libdw.
+Agreement check_against_libdw(const std::string& path, const UnwindTable& t, std::size_t n) {
+  Agreement a;
+  int fd = ::open(path.c_str(), O_RDONLY);
+  EXPECT_GE(fd, 0) << path;
+  elf_version(EV_CURRENT);
+  Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  Dwarf_CFI* cfi = dwarf_getcfi_elf(elf);
+  EXPECT_NE(cfi, nullptr);
+  std::mt19937_64 rng(42);
+  std::uniform_int_distribution<std::uint64_t> pick(t.rows.front().pc, t.rows.back().pc - 1);
+  for (std::size_t i = 0; i < n && cfi; ++i) {
+    // Half the samples at a row's first byte (where rules change), half anywhere.
+    std::uint64_t pc = pick(rng);
+    if (i % 2 == 0) pc = t.find(pc)->pc;
+    const loupe_unwind_row* r = t.find(pc);
+    EXPECT_NE(r, nullptr) << path << " pc 0x" << std::hex << pc;
+    if (!r) break;
+    const Expected e = libdw_rule(cfi, pc);
+    ++a.sampled;
+    const std::string at = path + " pc 0x" + [&] {
+      char b[32];
+      std::snprintf(b, sizeof(b), "%llx", static_cast<unsigned long long>(pc));
+      return std::string(b);
+    }();
+    if (!e.covered) {
+      ++a.gaps;
+      EXPECT_EQ(r->cfa, LOUPE_UNWIND_CFA_NONE) << at;
+      continue;
+    }
+    if (e.signal) {
+      EXPECT_EQ(r->cfa, LOUPE_UNWIND_CFA_SIGNAL) << at;
+    } else if (e.ra_undefined) {
+      EXPECT_EQ(r->cfa, LOUPE_UNWIND_CFA_END) << at;
+    } else if (e.simple && (e.reg == 7 || e.reg == 6)) {
+      ++a.simple;
+      EXPECT_EQ(r->cfa, e.reg == 7 ? LOUPE_UNWIND_CFA_RSP : LOUPE_UNWIND_CFA_RBP) << at;
+      EXPECT_EQ(r->cfa_off, e.off) << at;
+    } else {
+      ++a.other;
+      EXPECT_TRUE(r->cfa == LOUPE_UNWIND_CFA_PLT || r->cfa == LOUPE_UNWIND_CFA_UNSUPPORTED) << at;
+    }
+  }
+  if (cfi) dwarf_cfi_end(cfi);
+  elf_end(elf);
+  ::close(fd);
+  return a;
+}
+
+void check_file(const std::string& path) {
+  if (::access(path.c_str(), R_OK) != 0) GTEST_SKIP() << path << " is not installed";
+  UnwindTable t;
+  std::string err;
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(loupe::build_unwind_table(path, &t, &err)) << err;
+  const auto ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_GT(t.rows.size(), 100u) << path;
+  for (std::size_t i = 1; i < t.rows.size(); ++i) ASSERT_LT(t.rows[i - 1].pc, t.rows[i].pc);
+  const auto& s = t.stats;
+  // Nearly every row is one the kernel follows by rule; the rest are few and counted.
+  EXPECT_LT(s.unsupported * 100, s.cfi_rows) << path;
+  Agreement a = check_against_libdw(path, t, 20000);
+  EXPECT_GT(a.simple * 10, a.sampled * 8) << path;  // the common case is the common case
+  std::printf(
+      "%s: %zu rows, %zu bytes (%u per row); %llu FDEs, %llu CFI rows, %llu PLT, "
+      "%llu signal, %llu unsupported; built in %.1f ms; %zu pcs checked (%zu gaps, "
+      "%zu neither rsp/rbp-based)\n",
+      path.c_str(), t.rows.size(), t.bytes(), static_cast<unsigned>(sizeof(loupe_unwind_row)),
+      static_cast<unsigned long long>(s.fdes), static_cast<unsigned long long>(s.cfi_rows),
+      static_cast<unsigned long long>(s.plt), static_cast<unsigned long long>(s.signal),
+      static_cast<unsigned long long>(s.unsupported), ms, a.sampled, a.gaps, a.other);
+}
+
+TEST(UnwindTable, XzRowsAgreeWithLibdw) {
+  check_file("/usr/bin/xz");
+}
+TEST(UnwindTable, LsRowsAgreeWithLibdw) {
+  check_file("/bin/ls");
+}
+TEST(UnwindTable, LibcRowsAgreeWithLibdw) {
+  check_file("/lib/x86_64-linux-gnu/libc.so.6");
+}
+TEST(UnwindTable, Python3RowsAgreeWithLibdw) {
+  check_file("/usr/bin/python3.11");
+}
+
+TEST(UnwindTable, PltStubsGetThePltRule) {
+  UnwindTable t;
+  std::string err;
+  ASSERT_TRUE(loupe::build_unwind_table("/lib/x86_64-linux-gnu/libc.so.6", &t, &err)) << err;
+  EXPECT_GT(t.stats.plt, 0u);
+  bool found = false;
+  for (const auto& r : t.rows)
+    if (r.cfa == LOUPE_UNWIND_CFA_PLT) {
+      found = true;
+      EXPECT_GE(r.cfa_off, 10);  // the stub's push sits at byte 10 or 11 of its 16
+      EXPECT_LE(r.cfa_off, 11);
+    }
+  EXPECT_TRUE(found);
+}
+
+TEST(UnwindTable, AFileWithoutEhFrameIsAnError) {
+  UnwindTable t;
+  std::string err;
+  EXPECT_FALSE(loupe::build_unwind_table("/etc/passwd", &t, &err));
+  EXPECT_FALSE(err.empty());
+  EXPECT_FALSE(loupe::build_unwind_table("/nonexistent", &t, &err));
+}
+
+// The kernel's walk (unwind.bpf.h) in user space, over a copied stack: the model the BPF
+// code follows, checked here against libdwfl frame by frame.
+std::vector<std::uint64_t> table_walk(const loupe::UnwindTableStore& store,
+                                      const loupe_unwind_proc& proc, const unwind_capture& c) {
+  std::vector<std::uint64_t> out;
+  std::uint64_t pc = c.regs[16], sp = c.regs[7], bp = c.regs[6];
+  auto read = [&](std::uint64_t addr, std::uint64_t* v) {
+    if (addr < c.regs[7] || addr + 8 > c.regs[7] + c.len) return false;
+    std::memcpy(v, c.stack + (addr - c.regs[7]), 8);
+    return true;
+  };
+  for (int depth = 0; depth < LOUPE_UNWIND_MAX_DEPTH && pc; ++depth) {
+    out.push_back(pc);
+    const loupe_unwind_mapping* m = nullptr;
+    for (std::uint32_t i = 0; i < proc.count; ++i)
+      if (pc >= proc.maps[i].start && pc < proc.maps[i].end) m = &proc.maps[i];
+    if (!m) break;
+    const std::uint64_t link = pc - m->bias - (depth > 0 ? 1 : 0);
+    const loupe_unwind_row* row = nullptr;
+    for (std::uint32_t i = 0; i < m->row_count; ++i) {
+      const auto& r = store.rows()[m->row_first + i];
+      if (r.pc > link) break;
+      row = &r;
+    }
+    if (!row) break;
+    std::uint64_t cfa = 0;
+    if (row->cfa == LOUPE_UNWIND_CFA_RSP)
+      cfa = sp + static_cast<std::uint64_t>(std::int64_t{row->cfa_off});
+    else if (row->cfa == LOUPE_UNWIND_CFA_RBP)
+      cfa = bp + static_cast<std::uint64_t>(std::int64_t{row->cfa_off});
+    else if (row->cfa == LOUPE_UNWIND_CFA_PLT)
+      cfa = sp + 8 + (((pc & 15) >= static_cast<std::uint64_t>(row->cfa_off)) ? 8 : 0);
+    else
+      break;
+    std::uint64_t ra = 0;
+    if (!read(cfa - 8, &ra)) break;
+    if (row->rbp == LOUPE_UNWIND_RBP_AT_CFA &&
+        !read(cfa + static_cast<std::uint64_t>(std::int64_t{row->rbp_off}), &bp))
+      break;
+    sp = cfa;
+    pc = ra;
+  }
+  return out;
+}
+
+TEST(UnwindTable, TheKernelsWalkMatchesLibdwflOnAStackWithoutFramePointers) {
+  auto capture = std::make_unique<unwind_capture>();
+  ASSERT_NE(unwind_chain_level3(capture.get(), 5), -1);
+  loupe::UnwindTableStore store;
+  loupe_unwind_proc proc{};
+  std::string err;
+  ASSERT_TRUE(store.load_process(static_cast<std::uint32_t>(getpid()), &proc, &err)) << err;
+  ASSERT_GT(proc.count, 1u);  // this test's executable and libc at least
+
+  auto ours = table_walk(store, proc, *capture);
+  auto sym = loupe::make_symbolizer();
+  std::vector<std::uint64_t> theirs(LOUPE_UNWIND_MAX_DEPTH);
+  loupe_user_regs regs{};
+  regs.size = sizeof(regs);
+  regs.arch = LOUPE_ARCH_X86_64;
+  regs.mask = (1ull << 17) - 1;
+  for (int i = 0; i < 17; ++i) regs.regs[i] = capture->regs[i];
+  auto res = sym->unwind_user(static_cast<std::uint32_t>(getpid()), regs, capture->stack,
+                              capture->len, theirs.data(), LOUPE_UNWIND_MAX_DEPTH);
+  theirs.resize(res.n);
+  ASSERT_GE(theirs.size(), 5u);
+  // The same frames down to main and below (libc's start code), address for address.
+  EXPECT_EQ(ours, theirs);
+  std::vector<loupe_frame> frames(ours.size());
+  sym->symbolize(static_cast<std::uint32_t>(getpid()), LOUPE_FRAME_USER, ours.data(),
+                 static_cast<std::uint32_t>(ours.size()), frames.data());
+  std::vector<std::string> names;
+  for (const auto& f : frames) names.emplace_back(f.symbol ? f.symbol : "?");
+  ASSERT_GE(names.size(), 4u);
+  EXPECT_EQ(names[0], "unwind_chain_capture");
+  EXPECT_EQ(names[1], "unwind_chain_level1");
+  EXPECT_EQ(names[2], "unwind_chain_level2");
+  EXPECT_EQ(names[3], "unwind_chain_level3");
+  EXPECT_NE(std::find(names.begin(), names.end(), "main"), names.end());
+}
+
+}  // namespace
