@@ -78,8 +78,8 @@ int main(int argc, char** argv) {
   double duration = 0, interval = 0;
   int pid = 0;
   std::string output;
-  auto* duration_opt = runc->add_option(
-      "-d,--duration", duration, "Seconds to run (0 = until the command exits or SIGINT)");
+  auto* duration_opt = runc->add_option("-d,--duration", duration,
+                                        "Seconds to run (0 = until the command exits or SIGINT)");
   auto* interval_opt = runc->add_option("-i,--interval", interval,
                                         "Seconds between interval reports (0 = final only)");
   auto* pid_opt = runc->add_option("-p,--pid", pid, "Profile this process (and its descendants)");

@@ -33,7 +33,8 @@ RecordsFileError for_each_record(const std::string& where,
 // Fields read without throwing. A record holds null where a value is unknown (a frame's
 // symbol or module, a unit, a NaN figure): these return `fallback` for null, a missing key
 // or another type.
-std::string text_field(const nlohmann::json& obj, const char* key, const std::string& fallback = "");
+std::string text_field(const nlohmann::json& obj, const char* key,
+                       const std::string& fallback = "");
 double number_field(const nlohmann::json& obj, const char* key, double fallback = 0);
 
 // One frame of a stack or event record as the ABI's loupe_frame, so that it is named

@@ -168,7 +168,8 @@ std::vector<Row> rows() {
         "profile.toml:13:9: error: sink 'console'.color: \"nevr\" is not allowed"},
        false,
        "",
-       "test \"$(grep -c ': error: ' loupe.out)\" = 6 && ! grep -q ' error: .* error: ' loupe.out && "
+       "test \"$(grep -c ': error: ' loupe.out)\" = 6 && ! grep -q ' error: .* error: ' loupe.out "
+       "&& "
        "grep ': error: ' loupe.out | cut -d: -f2 | paste -sd' ' | grep -qx '2 3 4 5 10 13'"},
       {"plugin_int_negative_size",
        kTestprof + "count = -5\n" + kSinkJsonl,

@@ -166,6 +166,7 @@ TEST(Profile, MissingFileIsAClearError) {
     FAIL();
   } catch (const loupe::ProfileError& e) {
     // No line to point at: the file, without a made-up 0:0.
-    EXPECT_EQ(std::string(e.what()), "/nonexistent/p.toml: error: cannot read profile: no such file");
+    EXPECT_EQ(std::string(e.what()),
+              "/nonexistent/p.toml: error: cannot read profile: no such file");
   }
 }

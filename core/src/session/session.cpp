@@ -193,9 +193,10 @@ void Session::Impl::check_overrides() {
   seconds("--duration", "duration", opts_.duration_s);
   seconds("--interval", "interval", opts_.interval_s);
   if (opts_.pid && (*opts_.pid <= 0 || *opts_.pid > kMaxPid))
-    errors.push_back(fmt::format("--pid: {} is not a process id (1 to {}; leave --pid out to "
-                                 "profile the whole system)",
-                                 *opts_.pid, kMaxPid));
+    errors.push_back(
+        fmt::format("--pid: {} is not a process id (1 to {}; leave --pid out to "
+                    "profile the whole system)",
+                    *opts_.pid, kMaxPid));
   if (opts_.delivery_delay_ms &&
       !(*opts_.delivery_delay_ms >= 0 && *opts_.delivery_delay_ms <= 10000))
     errors.push_back(fmt::format("--delivery-delay: {} is out of range [0, 10000] ms",
