@@ -71,7 +71,9 @@ int main(int argc, char** argv) {
       "validate", "Check a profile against the plugins' schemas; runs no plugin code");
   validate->add_option("profile", profile, "TOML profile")->required();
   auto* runc =
-      app.add_subcommand("run", "Run a profile: loupe run PROFILE [options] [-- CMD ARGS...]");
+      app.add_subcommand("run",
+                         "Run a profile: loupe run PROFILE [options] [-- CMD ARGS...]; exits "
+                         "with CMD's own status when loupe succeeded (docs/cli.md)");
   runc->add_option("profile", run.profile, "TOML profile")->required();
   // Given or not is what counts (no value is a "not given" marker): the session holds
   // each given value to the bounds of the profile key it overrides.
