@@ -5,6 +5,7 @@
  * perf links), so N targets share the same code and the same maps.
  */
 #include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/usdt.bpf.h>
@@ -31,6 +32,9 @@ const volatile __u32 targ_fentry_target[LAT_FENTRY_SLOTS] = {};
  * is a pointer to a string. */
 const volatile __u8 targ_label_arg[LAT_MAX_TARGETS] = {};
 const volatile bool targ_label_str[LAT_MAX_TARGETS] = {};
+/* USDT targets whose probe has one site: 1 + its offset in the probed file (0 = several
+ * sites, found per call from the address that fired). */
+const volatile __u64 targ_one_site[LAT_MAX_TARGETS] = {};
 
 /* In-flight calls; user space sizes it (max_entries) and sweeps stale entries. */
 struct {
@@ -94,13 +98,37 @@ struct {
 	__type(value, __u64);
 } label_counts SEC(".maps");
 
-/* USDT calls per site; sized by user space when a USDT target exists. */
+/* USDT calls per (target, site); user space sizes it to the sites it attached plus one
+ * unknown site per target, so it fills only if the kernel fires a site the notes lack. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 1);
 	__type(key, struct lat_site_key);
 	__type(value, __u64);
 } site_counts SEC(".maps");
+
+/* Executables the target exec'd (user space sizes it when a user probe exists), and the
+ * execs that found it full. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct lat_exec_key);
+	__type(value, struct lat_exec_val);
+} execs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} execs_lost SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lat_exec_val);
+} exec_scratch SEC(".maps");
 
 /* Scratch: a zeroed lat_level_labels / lat_label_key (too big for the BPF stack). */
 struct {
@@ -122,6 +150,17 @@ LOUPE_RING(outliers, 256 * 1024);
 LOUPE_RING(outliers_dwarf, 2 * 1024 * 1024);
 LOUPE_USTACK_SCRATCH(dwarf_scratch, struct lat_outlier_dwarf);
 
+#define LAT_EEXIST 17
+
+/* Inserts `init` under `key` unless a racing CPU already did; false when the map refused
+ * it (full: -E2BIG, or out of memory). */
+static __always_inline bool insert_or_exists(void *map, const void *key, const void *init)
+{
+	long err = bpf_map_update_elem(map, key, init, BPF_NOEXIST);
+
+	return err == 0 || err == -LAT_EEXIST;
+}
+
 static __always_inline void record_breakdown(__u32 target, __u64 pid_tgid, __u64 delta,
 					     struct lat_counters *c)
 {
@@ -137,16 +176,14 @@ static __always_inline void record_breakdown(__u32 target, __u64 pid_tgid, __u64
 	h = bpf_map_lookup_elem(&breakdown, &key);
 	if (!h) {
 		init = bpf_map_lookup_elem(&zero_hist, &zero);
-		if (!init)
-			return;
-		/* -EEXIST from a racing CPU is fine; anything else means the map is full. */
-		if (bpf_map_update_elem(&breakdown, &key, init, BPF_NOEXIST) == -7 /* -E2BIG */) {
+		/* -EEXIST from a racing CPU is fine: the lookup below finds its entry. Any
+		 * other failure (a full map, -E2BIG) leaves the call in the target total only. */
+		if (init && insert_or_exists(&breakdown, &key, init))
+			h = bpf_map_lookup_elem(&breakdown, &key);
+		if (!h) {
 			c->breakdown_overflow++;
 			return;
 		}
-		h = bpf_map_lookup_elem(&breakdown, &key);
-		if (!h)
-			return;
 	}
 	loupe_hist_add(h, delta, targ_linear);
 }
@@ -400,24 +437,29 @@ static __always_inline void record_label(struct lat_label_key *k, __u64 delta, b
 	if (!pair) {
 		__u64 one = 1, *n = bpf_map_lookup_elem(&label_counts, k);
 
+		if (n) {
+			(*n)++;
+			return;
+		}
+		/* A racing CPU's insert of the same label: add to its entry. */
+		if (bpf_map_update_elem(&label_counts, k, &one, BPF_NOEXIST) == 0)
+			return;
+		n = bpf_map_lookup_elem(&label_counts, k);
 		if (n)
 			(*n)++;
-		else if (bpf_map_update_elem(&label_counts, k, &one, BPF_NOEXIST) == -7)
-			c->breakdown_overflow++;
+		else
+			c->label_overflow++;
 		return;
 	}
 	struct loupe_hist *h = bpf_map_lookup_elem(&label_hists, k);
 	if (!h) {
 		init = bpf_map_lookup_elem(&zero_hist, &zero);
-		if (!init)
-			return;
-		if (bpf_map_update_elem(&label_hists, k, init, BPF_NOEXIST) == -7 /* -E2BIG */) {
-			c->breakdown_overflow++;
+		if (init && insert_or_exists(&label_hists, k, init))
+			h = bpf_map_lookup_elem(&label_hists, k);
+		if (!h) {
+			c->label_overflow++;
 			return;
 		}
-		h = bpf_map_lookup_elem(&label_hists, k);
-		if (!h)
-			return;
 	}
 	loupe_hist_add(h, delta, targ_linear);
 }
@@ -436,18 +478,56 @@ static __always_inline int lat_count(__u32 target)
 	return 0;
 }
 
+struct site_lookup {
+	__u64 ip;
+	__u64 file_offset;
+};
+
+/* bpf_find_vma's callback: the offset of `ip` in the file the mapping holding it maps. */
+static long site_in_vma(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	struct site_lookup *s = data;
+
+	if (vma->vm_file)
+		s->file_offset = s->ip - vma->vm_start + (vma->vm_pgoff << 12);
+	return 0;
+}
+
+/* One more call of the site that fired, keyed by its offset in the probed file rather than
+ * by process and address: the count per site does not grow a key per process. */
 static __always_inline void count_site(struct pt_regs *ctx, __u32 target, __u64 pid_tgid)
 {
-	struct lat_site_key key = {.target = target, .tgid = pid_tgid >> 32, .ip = PT_REGS_IP(ctx)};
+	struct site_lookup s = {.ip = PT_REGS_IP(ctx), .file_offset = LAT_SITE_UNKNOWN};
+	struct lat_site_key key = {.target = target};
+	struct lat_counters *c;
 	__u64 one = 1, *n;
 
 	if (target >= LAT_MAX_TARGETS || !loupe_filter_pass(pid_tgid))
+		return;
+	c = bpf_map_lookup_elem(&counters, &target);
+	if (!c)
+		return;
+	/* One site: no lookup (bpf_find_vma costs ~100 ns a call). The lookup fails (-EBUSY)
+	 * only while another thread of the process holds its mmap lock. */
+	if (targ_one_site[bounded_target(target)])
+		s.file_offset = targ_one_site[bounded_target(target)] - 1;
+	else
+		bpf_find_vma(bpf_get_current_task_btf(), s.ip, site_in_vma, &s, 0);
+	key.file_offset = s.file_offset;
+	if (key.file_offset == LAT_SITE_UNKNOWN)
+		c->site_unresolved++;
+	n = bpf_map_lookup_elem(&site_counts, &key);
+	if (n) {
+		(*n)++;
+		return;
+	}
+	if (bpf_map_update_elem(&site_counts, &key, &one, BPF_NOEXIST) == 0)
 		return;
 	n = bpf_map_lookup_elem(&site_counts, &key);
 	if (n)
 		(*n)++;
 	else
-		bpf_map_update_elem(&site_counts, &key, &one, BPF_NOEXIST);
+		c->sites_lost++;
 }
 
 /* USDT probes: libbpf keeps its own attach cookie for the probe's argument spec; ours is
@@ -475,15 +555,27 @@ int lat_usdt_entry(struct pt_regs *ctx)
 	if (!labels) {
 		void *init = bpf_map_lookup_elem(&zero_labels, &zero);
 
-		if (!init || bpf_map_update_elem(&start_labels, &key, init, BPF_ANY))
+		if (init && bpf_map_update_elem(&start_labels, &key, init, BPF_ANY) == 0)
+			labels = bpf_map_lookup_elem(&start_labels, &key);
+		if (!labels) {
+			/* Sized like the correlation map: full when it is. The call is timed
+			 * in the target total; its label is lost, counted with map_full. */
+			struct lat_counters *c = bpf_map_lookup_elem(&counters, &target);
+
+			if (c)
+				c->map_full++;
 			return 0;
-		labels = bpf_map_lookup_elem(&start_labels, &key);
-		if (!labels)
-			return 0;
+		}
 	}
 	d = bounded(d, LAT_MAX_DEPTH);
-	if (!read_label(ctx, target, &labels->level[d]))
+	if (!read_label(ctx, target, &labels->level[d])) {
+		struct lat_counters *c = bpf_map_lookup_elem(&counters, &target);
+
+		/* Timed under the empty label (the zero value), and said so. */
 		__builtin_memset(&labels->level[d], 0, sizeof(labels->level[d]));
+		if (c)
+			c->label_unreadable++;
+	}
 	return 0;
 }
 
@@ -532,8 +624,50 @@ int lat_usdt_count(struct pt_regs *ctx)
 		return 0;
 	k = label_key(target);
 	c = bpf_map_lookup_elem(&counters, &target);
-	if (k && c && read_label(ctx, target, &k->label))
+	if (!k || !c)
+		return 0;
+	if (read_label(ctx, target, &k->label))
 		record_label(k, 0, false, c);
+	else
+		c->label_unreadable++;
+	return 0;
+}
+
+/* The target's execs: the executables its processes ran, for the report of a user probe
+ * that never fired (its binary may not be what the target runs). */
+SEC("tracepoint/sched/sched_process_exec")
+int lat_exec(struct trace_event_raw_sched_process_exec *ctx)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct lat_exec_key key = {};
+	struct lat_exec_val *v;
+	struct inode *inode;
+	__u32 zero = 0;
+	__u64 *lost;
+
+	if (!loupe_filter_pass(bpf_get_current_pid_tgid()))
+		return 0;
+	inode = BPF_CORE_READ(task, mm, exe_file, f_inode);
+	if (!inode)
+		return 0;
+	key.ino = BPF_CORE_READ(inode, i_ino);
+	key.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	v = bpf_map_lookup_elem(&execs, &key);
+	if (v) {
+		__sync_fetch_and_add(&v->count, 1);
+		return 0;
+	}
+	v = bpf_map_lookup_elem(&exec_scratch, &zero);
+	if (!v)
+		return 0;
+	v->count = 1;
+	bpf_probe_read_kernel_str(v->path, sizeof(v->path),
+				  (void *)ctx + (ctx->__data_loc_filename & 0xffff));
+	if (insert_or_exists(&execs, &key, v))
+		return 0;
+	lost = bpf_map_lookup_elem(&execs_lost, &zero);
+	if (lost)
+		(*lost)++;
 	return 0;
 }
 

@@ -3,6 +3,8 @@
 // The latency-pairs profiler: times entry -> exit for every target of the profile
 // (kernel functions, user functions, tracepoint pairs, syscalls) with one BPF object.
 #include <bpf/libbpf.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -108,6 +110,16 @@ class LatencyProfiler : public sdk::Profiler {
     opts_.linear = cfg.value_bool("linear_buckets");
     opts_.per_pid = cfg.value_bool("per_pid");
     opts_.per_comm = cfg.value_bool("per_comm");
+    opts_.breakdown_limit = static_cast<std::uint64_t>(cfg.value_int("breakdown_limit"));
+    if (args.session && args.session->target_pid > 0 && !args.session->target_command) {
+      // --pid: the process exec'd before the session; what it runs is its exe now.
+      const std::string exe = "/proc/" + std::to_string(args.session->target_pid) + "/exe";
+      struct stat st {};
+      char path[4096];
+      const ssize_t n = ::readlink(exe.c_str(), path, sizeof(path) - 1);
+      if (n > 0 && ::stat(exe.c_str(), &st) == 0)
+        opts_.running.emplace_back(st.st_ino, std::string(path, static_cast<std::size_t>(n)));
+    }
 
     auto tables = cfg.get_tables("targets");
     if (tables.empty())
@@ -204,9 +216,25 @@ class LatencyProfiler : public sdk::Profiler {
     labelled_ = labelled;
     usdt_ = std::any_of(targets_.begin(), targets_.end(),
                         [](const ResolvedTarget& t) { return t.mechanism == Mechanism::kUsdt; });
+    // Per-site counts are keyed by (target, site), not by process: the map holds every site
+    // attached plus one unknown site per target, however many processes fire them.
+    std::size_t site_slots = 0;
+    for (const auto& t : targets_)
+      if (t.mechanism == Mechanism::kUsdt) site_slots += t.sites.size() + 1;
     if (usdt_)
-      bpf_map__set_max_entries(skel_->maps.site_counts,
-                               static_cast<std::uint32_t>(cfg.value_int("breakdown_limit")));
+      bpf_map__set_max_entries(skel_->maps.site_counts, static_cast<std::uint32_t>(site_slots));
+    for (std::size_t i = 0; i < targets_.size(); ++i)
+      if (targets_[i].mechanism == Mechanism::kUsdt && targets_[i].usdt_sites == 1 &&
+          targets_[i].sites.size() == 1)
+        ro->targ_one_site[i] = targets_[i].sites.front().file_offset + 1;
+    // Only a session with a target has "what the target ran" to tell: system-wide, every
+    // exec of the machine would fill the map for nothing.
+    user_probes_ =
+        pid != 0 && std::any_of(targets_.begin(), targets_.end(), [](const ResolvedTarget& t) {
+          return t.mechanism == Mechanism::kUsdt || t.mechanism == Mechanism::kUprobe;
+        });
+    bpf_program__set_autoload(skel_->progs.lat_exec, user_probes_ && !replay_);
+    if (user_probes_) bpf_map__set_max_entries(skel_->maps.execs, LAT_MAX_EXECS);
 
     attacher_ = std::make_unique<TargetAttacher>(*host_, skel_.get(), filter.uprobe_pid());
     for (const auto& t : targets_)
@@ -229,6 +257,11 @@ class LatencyProfiler : public sdk::Profiler {
         throw sdk::Error(LOUPE_ERR_KERNEL,
                          "loading the latency BPF object: " + host_->last_error());
       attacher_->attach(targets_);
+      // What the target runs, for the report of a user probe that never fires.
+      if (user_probes_ && host_->bpf_attach(skel_->progs.lat_exec,
+                                            "tracepoint:sched:sched_process_exec") != LOUPE_OK)
+        host_->warn("latency: not following the target's execs (" + host_->last_error() +
+                    "): a probe that never fires is reported without what the target ran");
     }
     if (outliers_on_) {
       decoder_ = std::make_unique<OutlierDecoder>(*host_, labels_);
@@ -262,7 +295,24 @@ class LatencyProfiler : public sdk::Profiler {
       maps.label_hists_fd = bpf_map__fd(skel_->maps.label_hists);
       maps.label_counts_fd = bpf_map__fd(skel_->maps.label_counts);
     }
-    reporter_ = std::make_unique<LatencyReporter>(*host_, maps, opts_, labels_);
+    if (user_probes_) {
+      maps.execs_fd = bpf_map__fd(skel_->maps.execs);
+      maps.execs_lost_fd = bpf_map__fd(skel_->maps.execs_lost);
+    }
+    std::vector<TargetProbeFile> files(targets_.size());
+    for (std::size_t i = 0; i < targets_.size(); ++i) {
+      const auto& t = targets_[i];
+      if (t.mechanism != Mechanism::kUsdt && t.mechanism != Mechanism::kUprobe) continue;
+      files[i].binary = t.binary_path;
+      files[i].program = t.binary_is_program;
+      struct stat st {};
+      if (::stat(t.binary_path.c_str(), &st) == 0) files[i].ino = st.st_ino;
+      if (t.mechanism == Mechanism::kUsdt)
+        for (const auto& site : t.sites) files[i].sites[site.file_offset] = site.name;
+      else if (!t.sites.empty())
+        files[i].uprobe_site = t.sites.front().name;
+    }
+    reporter_ = std::make_unique<LatencyReporter>(*host_, maps, opts_, labels_, std::move(files));
   }
 
   void collect(const sdk::CollectArgs& args) override {
@@ -312,6 +362,8 @@ class LatencyProfiler : public sdk::Profiler {
   bool labelled_ = false;
   bool dwarf_ = false;
   bool usdt_ = false;
+  // A uprobe or USDT target in a session with a target: the target's execs are followed.
+  bool user_probes_ = false;
   bool replay_ = false;  // loupe replay: decode recorded outliers, touch no kernel
   std::unique_ptr<TargetAttacher> attacher_;
   std::unique_ptr<OutlierDecoder> decoder_;

@@ -48,6 +48,10 @@ struct lat_counters {
   __u64 outliers;             /* durations >= outlier_ns sent to the ring */
   __u64 outliers_sampled_out; /* outliers skipped because the core asked for 1 in N */
   __u64 breakdown_overflow;   /* per-pid/comm map full: recorded in the target total only */
+  __u64 label_overflow;       /* per-label map full: recorded in the target total only */
+  __u64 site_unresolved;      /* a call whose site could not be told (counted under "?") */
+  __u64 sites_lost;           /* the per-site map refused a site: in the target total only */
+  __u64 label_unreadable;     /* a label argument that could not be read (a bad pointer) */
 };
 
 /* Correlation key: one thread inside one target. */
@@ -85,12 +89,29 @@ struct lat_label_key {
   struct lat_label label;
 };
 
-/* Calls of a USDT target per probe site (one probe name often has several): the
- * site's address in the calling process, named by the host's symbolizer at collect. */
+/* Calls of a USDT target per probe site (one probe name often has several), summed over
+ * every process that fired it: the site is its offset in the probed file, the same in
+ * every process whatever address the file is mapped at, named by user space from the
+ * file when it attaches. */
+#define LAT_SITE_UNKNOWN (~0ULL)
 struct lat_site_key {
   __u32 target;
-  __u32 tgid;
-  __u64 ip;
+  __u32 pad;
+  __u64 file_offset; /* LAT_SITE_UNKNOWN: the site could not be told */
+};
+
+/* Executables the target's processes exec'd, by inode: what a probe on another binary
+ * that never fired is reported against. */
+#define LAT_EXEC_PATH_LEN 256
+#define LAT_MAX_EXECS 64
+struct lat_exec_key {
+  __u64 dev; /* the kernel's dev_t of the file's superblock: major << 20 | minor */
+  __u64 ino;
+};
+
+struct lat_exec_val {
+  __u64 count;
+  char path[LAT_EXEC_PATH_LEN]; /* as the first exec spelt it */
 };
 
 /* The label each open nesting level of one thread in one target was entered with. */

@@ -5,7 +5,9 @@
 #include <bpf/libbpf.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
@@ -31,12 +33,16 @@ std::string comm_of(std::uint32_t pid) {
 }  // namespace
 
 LatencyReporter::LatencyReporter(const sdk::Host& host, ReporterMaps maps, ReporterOptions opts,
-                                 std::vector<TargetLabels> targets)
+                                 std::vector<TargetLabels> targets,
+                                 std::vector<TargetProbeFile> files)
     : host_(host),
       maps_(maps),
       opts_(opts),
       targets_(std::move(targets)),
-      expired_swept_(targets_.size(), 0) {}
+      files_(std::move(files)),
+      expired_swept_(targets_.size(), 0) {
+  files_.resize(targets_.size());
+}
 
 LatencyReporter::Swept LatencyReporter::sweep_starts(bool is_final) {
   Swept s{std::vector<std::uint64_t>(targets_.size(), 0),
@@ -105,16 +111,25 @@ void LatencyReporter::emit_target(std::uint32_t i, const lat_counters& c, const 
   };
   std::uint64_t expired = c.expired + expired_swept_[i];
   metric("calls", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.calls));
+  if (!files_[i].uprobe_site.empty()) {
+    // A uprobe has one site: reported as USDT sites are (interval deltas), named from the file.
+    std::uint64_t report = c.calls;
+    if (!is_final_) {
+      auto& prev = previous_counts_["u/" + std::to_string(i)];
+      report = c.calls - prev;
+      prev = c.calls;
+    }
+    sdk::RecordBuilder rb(LOUPE_RECORD_METRIC, "site_calls");
+    rb.label("target", t.name).label("mechanism", t.mechanism);
+    rb.label("site", files_[i].uprobe_site).label("module", files_[i].binary);
+    rb.final(is_final_).window(window_start_, window_end_);
+    rb.metric(LOUPE_METRIC_COUNTER, "count", static_cast<double>(report)).emit(host_);
+  }
   if (t.count_only) {
     // A single probe: how often it fired is all there is; pairing figures would be noise.
-    if (is_final_ && c.calls == 0) {
-      sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, "silent_probe");
-      rb.label("target", t.name).label("mechanism", t.mechanism);
-      rb.final(true).window(window_start_, window_end_);
-      rb.health(LOUPE_HEALTH_WARN, "latency/" + t.name, 1,
-                "the probe never fired for this target (never reached, or filtered out)");
-      rb.emit(host_);
-    }
+    if (is_final_ && c.calls == 0) emit_silent(i);
+    if (maps_.site_counts_fd >= 0 && !files_[i].sites.empty()) emit_site_health(i, c);
+    if (!t.label.empty()) emit_label_health(i, c);
     return;
   }
   metric("matched", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.matched));
@@ -145,16 +160,133 @@ void LatencyReporter::emit_target(std::uint32_t i, const lat_counters& c, const 
   health("discarded", c.discarded, LOUPE_HEALTH_WARN,
          "impossible durations (negative or above max_age_ms) not recorded");
   health("map_full", c.map_full, LOUPE_HEALTH_WARN,
-         "the correlation map was full: raise max_entries");
+         "the correlation map was full (entries, or the labels of open USDT entries, not "
+         "kept): raise max_entries");
   if (opts_.per_pid || opts_.per_comm)
     health("breakdown_overflow", c.breakdown_overflow, LOUPE_HEALTH_WARN,
-           "breakdown cardinality limit reached: later pids/comms only in the target total");
+           "calls of processes/commands beyond breakdown_limit = " +
+               std::to_string(opts_.breakdown_limit) +
+               " per-pid/per-comm histograms are in the target total only: raise "
+               "breakdown_limit");
   if (c.outliers_sampled_out)
     health("outliers_sampled_out", c.outliers_sampled_out, LOUPE_HEALTH_WARN,
            "outlier events skipped under ring backpressure (1-in-N sampling)");
-  if (is_final_ && c.calls == 0 && c.unmatched_exits == 0)
-    health("silent_probe", 1, LOUPE_HEALTH_WARN,
-           "the probe never fired for this target (never called, or filtered out)");
+  if (maps_.site_counts_fd >= 0 && !files_[i].sites.empty()) emit_site_health(i, c);
+  if (!t.label.empty()) emit_label_health(i, c);
+  if (is_final_ && c.calls == 0 && c.unmatched_exits == 0) emit_silent(i);
+}
+
+void LatencyReporter::emit_health(std::uint32_t i, const char* name, std::uint64_t v,
+                                  const std::string& why) {
+  const auto& t = targets_[i];
+  sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, name);
+  rb.label("target", t.name).label("mechanism", t.mechanism);
+  rb.final(is_final_).window(window_start_, window_end_);
+  rb.health(v ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK, "latency/" + t.name, v,
+            v ? why : std::string());
+  rb.emit(host_);
+}
+
+void LatencyReporter::emit_label_health(std::uint32_t i, const lat_counters& c) {
+  emit_health(i, "label_overflow", c.label_overflow,
+              "calls whose " + targets_[i].label +
+                  " value came after breakdown_limit = " + std::to_string(opts_.breakdown_limit) +
+                  " distinct values are in the target total only: raise breakdown_limit");
+  emit_health(i, "label_unreadable", c.label_unreadable,
+              "calls whose " + targets_[i].label +
+                  " argument could not be read (its string pointer was not readable): pairs "
+                  "timed under the empty value, single probes in the target total only");
+}
+
+// Per-site counts: every call is in one site's count, "?" when its site could not be told,
+// or in sites_lost when the per-site map refused it (the notes lacked a site that fired).
+void LatencyReporter::emit_site_health(std::uint32_t i, const lat_counters& c) {
+  emit_health(i, "site_unresolved", c.site_unresolved,
+              "calls whose site could not be told (the process's memory map was locked by "
+              "another of its threads): counted under site \"?\"");
+  emit_health(i, "sites_lost", c.sites_lost,
+              "calls at sites the probe's notes do not list: in the target total only");
+}
+
+namespace {
+std::string joined(const std::vector<std::string>& v, std::size_t max) {
+  std::string out;
+  for (std::size_t k = 0; k < v.size() && k < max; ++k) out += (k ? ", " : "") + v[k];
+  if (v.size() > max) out += " and " + std::to_string(v.size() - max) + " more";
+  return out;
+}
+}  // namespace
+
+// A probe that never fired: said with what the target did run, so a probe on a binary the
+// target never ran (a python3 that is not the probed /usr/bin/python3.11) is told apart
+// from a code path that was not reached.
+void LatencyReporter::emit_silent(std::uint32_t i) {
+  const auto& t = targets_[i];
+  const auto& f = files_[i];
+  std::string name = "silent_probe";
+  std::string why = "the probe never fired for this target (never reached, or filtered out)";
+  if (!f.binary.empty() && maps_.execs_fd >= 0) {
+    std::vector<std::string> ran;
+    bool ran_probed = false;
+    for (const auto& [ino, path] : opts_.running) {
+      ran_probed |= ino == f.ino;
+      ran.push_back(path);
+    }
+    lat_exec_key key{}, next{};
+    bool first = true;
+    while (bpf_map_get_next_key(maps_.execs_fd, first ? nullptr : &key, &next) == 0) {
+      first = false;
+      key = next;
+      lat_exec_val v{};
+      if (bpf_map_lookup_elem(maps_.execs_fd, &key, &v) != 0) continue;
+      // By inode alone: the kernel's device numbering of a superblock and stat()'s can
+      // differ (overlay, btrfs subvolumes); two files on two filesystems sharing an inode
+      // number would only turn this warning into the plain one.
+      if (key.ino == f.ino) ran_probed = true;
+      std::string path(v.path, strnlen(v.path, sizeof(v.path)));
+      // The file behind a link (python3 -> python3.11) is the one to probe; a relative path
+      // was the exec's, whose working directory is not ours.
+      if (char* real = path.starts_with('/') ? ::realpath(path.c_str(), nullptr) : nullptr) {
+        if (path != real) path += " (" + std::string(real) + ")";
+        std::free(real);
+      }
+      ran.push_back(path);
+    }
+    std::sort(ran.begin(), ran.end());
+    if (!ran.empty() && !ran_probed) {
+      const std::string what =
+          "the target ran " + joined(ran, 5) + "; the probes sit on " + f.binary;
+      if (f.program) {
+        name = "unmapped_binary";
+        why = what +
+              ", which no target process ran: the probes never fired (probe the file the "
+              "target runs instead; `loupe probes FILE` lists its probes)";
+      } else {
+        why = "the probe never fired: " + what +
+              " (a library none of them loaded, or whose probed code was not reached)";
+      }
+    } else if (ran_probed) {
+      why = "the probe never fired though the target ran " + f.binary +
+            " (never reached, or filtered out)";
+    }
+  }
+  sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, name.c_str());
+  rb.label("target", t.name).label("mechanism", t.mechanism);
+  rb.final(true).window(window_start_, window_end_);
+  rb.health(LOUPE_HEALTH_WARN, "latency/" + t.name, 1, why);
+  rb.emit(host_);
+}
+
+void LatencyReporter::emit_execs_lost() {
+  const std::uint32_t zero = 0;
+  const auto lost = sdk::read_per_cpu_sum<std::uint64_t>(maps_.execs_lost_fd, &zero);
+  sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, "execs_lost");
+  rb.final(is_final_).window(window_start_, window_end_);
+  rb.health(lost ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK, "latency/execs", lost,
+            lost ? "execs of the target not recorded (more than " + std::to_string(LAT_MAX_EXECS) +
+                       " distinct executables): a silent probe's report names fewer of them"
+                 : std::string());
+  rb.emit(host_);
 }
 
 void LatencyReporter::emit_breakdown() {
@@ -227,30 +359,30 @@ void LatencyReporter::emit_labels() {
   }
 }
 
-// USDT calls per site, the site named as its function (+offset) in its module: sites are
-// told apart across processes (same binary, other addresses) and merged by name.
+// USDT calls per site, summed in the kernel over every process that fired it; each site
+// named when it was attached (its function and offset in the probed file), and every
+// attached site reported, those that never fired with 0.
 void LatencyReporter::emit_sites() {
-  std::map<std::pair<std::uint32_t, std::string>, std::uint64_t> totals;  // (target, site)
+  std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint64_t> totals;  // (target, offset)
+  for (std::uint32_t i = 0; i < files_.size(); ++i)
+    for (const auto& [off, name] : files_[i].sites) totals[{i, off}] = 0;
   lat_site_key key{}, next{};
   bool first = true;
   while (bpf_map_get_next_key(maps_.site_counts_fd, first ? nullptr : &key, &next) == 0) {
     first = false;
     key = next;
     if (key.target >= targets_.size()) continue;
-    auto& name = site_names_[{key.tgid, key.ip}];
-    if (name.empty()) {
-      loupe_frame f{};
-      const std::uint64_t ip = key.ip;
-      if (host_.symbolize(key.tgid, LOUPE_FRAME_USER, &ip, 1, &f) == LOUPE_OK && f.symbol)
-        name = std::string(f.symbol) + "+0x" + fmt_hex(f.offset);
-      else
-        name = std::string(f.module ? f.module : "?") + "+0x" + fmt_hex(f.offset);
-    }
-    totals[{key.target, name}] += sdk::read_per_cpu_sum<std::uint64_t>(maps_.site_counts_fd, &key);
+    totals[{key.target, key.file_offset}] =
+        sdk::read_per_cpu_sum<std::uint64_t>(maps_.site_counts_fd, &key);
   }
   for (const auto& [k, total] : totals) {
     const auto& t = targets_[k.first];
-    const std::string id = "s/" + std::to_string(k.first) + "/" + k.second;
+    const auto& f = files_[k.first];
+    auto named = f.sites.find(k.second);
+    const std::string site = named != f.sites.end()         ? named->second
+                             : k.second == LAT_SITE_UNKNOWN ? std::string("?")
+                                                            : "file+0x" + fmt_hex(k.second);
+    const std::string id = "s/" + std::to_string(k.first) + "/" + fmt_hex(k.second);
     std::uint64_t report = total;
     if (!is_final_) {
       auto& prev = previous_counts_[id];
@@ -258,7 +390,8 @@ void LatencyReporter::emit_sites() {
       prev = total;
     }
     sdk::RecordBuilder rb(LOUPE_RECORD_METRIC, "site_calls");
-    rb.label("target", t.name).label("mechanism", t.mechanism).label("site", k.second);
+    rb.label("target", t.name).label("mechanism", t.mechanism).label("site", site);
+    if (!f.binary.empty()) rb.label("module", f.binary);
     rb.final(is_final_).window(window_start_, window_end_);
     rb.metric(LOUPE_METRIC_COUNTER, "count", static_cast<double>(report)).emit(host_);
   }
@@ -280,6 +413,7 @@ void LatencyReporter::collect(bool is_final, std::uint64_t window_start_ns,
   if (maps_.breakdown_fd >= 0) emit_breakdown();
   if (maps_.label_hists_fd >= 0) emit_labels();
   if (maps_.site_counts_fd >= 0) emit_sites();
+  if (maps_.execs_lost_fd >= 0) emit_execs_lost();
 }
 
 }  // namespace loupe::latency

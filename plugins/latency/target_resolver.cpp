@@ -9,6 +9,33 @@
 #include "loupe/sdk/usdt.hpp"
 
 namespace loupe::latency {
+namespace {
+
+// An executable (a program a process runs) rather than a shared library: it asks for an
+// interpreter, or is not position-independent at all.
+bool is_program(const std::string& path) {
+  sdk::detail::ElfFile file(path);
+  GElf_Ehdr eh;
+  if (!gelf_getehdr(file.get(), &eh)) return false;
+  if (eh.e_type == ET_EXEC) return true;
+  std::size_t n = 0;
+  if (elf_getphdrnum(file.get(), &n) != 0) return false;
+  for (std::size_t i = 0; i < n; ++i) {
+    GElf_Phdr ph;
+    if (gelf_getphdr(file.get(), static_cast<int>(i), &ph) && ph.p_type == PT_INTERP) return true;
+  }
+  return false;
+}
+
+std::vector<ProbeSite> name_sites(const std::string& path,
+                                  const std::vector<std::uint64_t>& vaddrs) {
+  std::vector<ProbeSite> out;
+  for (const auto& a : sdk::describe_elf_addresses(path, vaddrs))
+    if (a.file_offset) out.push_back({*a.file_offset, a.site()});
+  return out;
+}
+
+}  // namespace
 
 const char* to_string(Mechanism m) {
   switch (m) {
@@ -94,8 +121,10 @@ ResolvedTarget TargetResolver::resolve_user_function(const TargetSpec& spec) {
   t.mechanism = Mechanism::kUprobe;
   try {
     t.binary_path = libraries_.resolve(spec.binary, target_pid_);
-    t.file_offset =
-        sdk::find_elf_function(t.binary_path, spec.symbol, spec.symbol_offset).file_offset;
+    const auto fn = sdk::find_elf_function(t.binary_path, spec.symbol, spec.symbol_offset);
+    t.file_offset = fn.file_offset;
+    t.sites = name_sites(t.binary_path, {fn.address + spec.symbol_offset});
+    t.binary_is_program = is_program(t.binary_path);
   } catch (const std::runtime_error& e) {
     throw sdk::Error(LOUPE_ERR_NOT_FOUND, who + ": " + e.what());
   }
@@ -163,6 +192,17 @@ ResolvedTarget TargetResolver::resolve_usdt(const TargetSpec& spec) {
                          (probes.empty() ? " (it has no USDT notes at all)" : "; it has: " + have));
   }
   t.usdt_sites = sites(spec.usdt_entry);
+  // Named from the file now: the processes that fire them may be gone by the report.
+  std::vector<std::uint64_t> pcs;
+  for (const auto& p : probes)
+    if (p.provider == spec.usdt_entry.provider && p.name == spec.usdt_entry.name)
+      pcs.push_back(p.pc);
+  try {
+    t.sites = name_sites(t.binary_path, pcs);
+    t.binary_is_program = is_program(t.binary_path);
+  } catch (const std::runtime_error& e) {
+    throw sdk::Error(LOUPE_ERR_NOT_FOUND, who + ": " + e.what());
+  }
   warn_incomplete_probes(t);
   if (spec.label_arg >= 0) {
     for (const auto& p : probes) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "library_resolver.hpp"
 #include "loupe/sdk/host.hpp"
@@ -20,12 +21,21 @@ enum class Mechanism { kFentry, kKprobe, kUprobe, kTracepoint, kUsdt };
 
 const char* to_string(Mechanism m);
 
+// A place a user probe sits: its offset in the probed file (what the BPF side keys its
+// per-site counts by) and its name from the file's symbols, known before anything runs.
+struct ProbeSite {
+  std::uint64_t file_offset = 0;
+  std::string name;  // "function+0xOFF", or "0xVADDR" when no symbol covers it
+};
+
 struct ResolvedTarget {
   TargetSpec spec;
   Mechanism mechanism = Mechanism::kTracepoint;
   std::string binary_path;          // kUprobe, kUsdt
   std::size_t usdt_sites = 0;       // kUsdt: sites of the entry (or only) probe
   std::uint64_t file_offset = 0;    // kUprobe
+  std::vector<ProbeSite> sites;     // kUsdt: the entry (or only) probe's; kUprobe: the one
+  bool binary_is_program = false;   // kUprobe, kUsdt: an executable, not a library
   int fentry_slot = -1;             // kFentry
   std::string probe_label() const;  // "uprobe:/lib/libc.so.6:malloc", "tracepoint:...", ...
 };

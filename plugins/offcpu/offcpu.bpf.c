@@ -127,12 +127,20 @@ static __always_inline void take_stacks(void *ctx, bool user, bool kernel, __s32
 	}
 }
 
+static __always_inline void add_offcpu(struct oc_counters *c, const struct oc_blocked *b, __u32 tid,
+				       __u64 delta);
+
+static __always_inline __u64 runtime_of(struct task_struct *task)
+{
+	return BPF_CORE_READ(task, se.sum_exec_runtime);
+}
+
 /* The current task (prev) leaves the CPU for `reason`. */
 static __always_inline void switch_out(void *ctx, __u32 reason)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct oc_counters *c;
-	struct oc_blocked b = {};
+	struct oc_blocked b = {}, *last;
 	__u32 tid = (__u32)id;
 
 	if (tid == 0 || !loupe_filter_pass(id))
@@ -141,6 +149,20 @@ static __always_inline void switch_out(void *ctx, __u32 reason)
 	if (!c)
 		return;
 	b.ts_out = bpf_ktime_get_ns();
+	b.runtime = runtime_of((struct task_struct *)bpf_get_current_task());
+	last = bpf_map_lookup_elem(&blocked, &tid);
+	if (last && !last->running) {
+		/* Its switch-in was never delivered: it left the CPU at last->ts_out, came back
+		 * unseen, and has run for runtime - last->runtime since. The rest of the time
+		 * since was that block, under the stacks its switch-out took. */
+		__u64 wall = b.ts_out - last->ts_out, cpu = b.runtime - last->runtime;
+
+		c->missed_ins++;
+		if (b.ts_out > last->ts_out && b.runtime >= last->runtime && wall > cpu) {
+			c->recovered_ns += wall - cpu;
+			add_offcpu(c, last, tid, wall - cpu);
+		}
+	}
 	b.tgid = id >> 32;
 	b.reason = reason;
 	b.waker_user_stack_id = -1;
@@ -254,8 +276,8 @@ static __always_inline void add_offcpu(struct oc_counters *c, const struct oc_bl
 	}
 }
 
-/* Thread `tid` gets the CPU. */
-static __always_inline void switch_in(void *ctx, __u32 tid)
+/* Thread `tid` gets the CPU; `next` is its task where the hook has it (NULL: tracepoint). */
+static __always_inline void switch_in(void *ctx, __u32 tid, struct task_struct *next)
 {
 	struct oc_blocked b, *p;
 	struct oc_counters *c;
@@ -265,10 +287,30 @@ static __always_inline void switch_in(void *ctx, __u32 tid)
 	if (!p)
 		return;
 	now = bpf_ktime_get_ns();
-	__builtin_memcpy(&b, p, sizeof(b));
-	bpf_map_delete_elem(&blocked, &tid);
 	c = get_counters();
-	if (!c || now < b.ts_out)
+	if (!c)
+		return;
+	if (p->running) {
+		/* Its switch-out was never delivered: since it was switched in at ts_in it ran
+		 * for what its CPU time grew and was off the CPU for the rest, for a reason and
+		 * under stacks nobody saw. */
+		c->missed_outs++;
+		if (next) {
+			__u64 rt = runtime_of(next), wall = now - p->ts_in, cpu = rt - p->runtime;
+
+			if (now > p->ts_in && rt >= p->runtime && wall > cpu)
+				c->missed_out_ns += wall - cpu;
+			p->runtime = rt;
+		}
+		p->ts_in = now;
+		return;
+	}
+	__builtin_memcpy(&b, p, sizeof(b));
+	/* Kept, running, until the thread's next switch-out (or its exit). Its CPU time has
+	 * not changed since that switch-out. */
+	p->running = 1;
+	p->ts_in = now;
+	if (now < b.ts_out)
 		return;
 	if (b.ts_wake)
 		runq_from = b.ts_wake;
@@ -293,7 +335,7 @@ static __always_inline void waking(void *ctx, __u32 tid)
 	struct oc_counters *c;
 	__u64 id;
 
-	if (!b || b->ts_wake)
+	if (!b || b->running || b->ts_wake)
 		return;
 	c = get_counters();
 	if (!c)
@@ -324,13 +366,22 @@ static __always_inline __u32 reason_of_state(bool preempt, __u32 state)
 	return OC_REASON_OTHER;
 }
 
+/* The thread's last switch: it never comes back, and its entry goes with it. */
+static __always_inline void thread_exit(__u32 tid)
+{
+	if (tid)
+		bpf_map_delete_elem(&blocked, &tid);
+}
+
 static __always_inline void on_switch_btf(void *ctx, bool preempt, struct task_struct *prev,
 					  struct task_struct *next, __u32 prev_state)
 {
-	/* TASK_DEAD, or exit_state set: the thread's last switch, it never comes back. */
+	/* TASK_DEAD, or exit_state set: the thread's last switch. */
 	if (!(prev_state & 0x80) && !BPF_CORE_READ(prev, exit_state))
 		switch_out(ctx, reason_of_state(preempt, prev_state));
-	switch_in(ctx, BPF_CORE_READ(next, pid));
+	else
+		thread_exit(BPF_CORE_READ(prev, pid));
+	switch_in(ctx, BPF_CORE_READ(next, pid), next);
 }
 
 SEC("tp_btf/sched_switch")
@@ -385,7 +436,9 @@ int oc_tp_switch(struct trace_event_raw_sched_switch *ctx)
 		reason = OC_REASON_OTHER;
 	if (!(state & 0x30)) /* EXIT_DEAD, EXIT_ZOMBIE: the thread's last switch */
 		switch_out(ctx, reason);
-	switch_in(ctx, ctx->next_pid);
+	else
+		thread_exit(ctx->prev_pid);
+	switch_in(ctx, ctx->next_pid, NULL);
 	return 0;
 }
 

@@ -22,7 +22,11 @@ enum oc_reason {
   OC_REASON_OTHER = 5,     /* stopped, traced, parked, frozen */
 };
 
-/* A thread of the target that is off the CPU now: what its switch-out saw. */
+/* A thread of the target: what its last switch-out saw while it is off the CPU
+ * (running = 0); when it was switched back in while it runs (running = 1). The entry lives
+ * from its first switch-out to its last switch (exit), so that a switch the program never
+ * saw is noticed at the thread's next one (seen on a busy host: a few per second-long run,
+ * with no other program on sched_switch and no recursion miss counted; cause unknown). */
 struct oc_blocked {
   __u64 ts_out;  /* when it left the CPU */
   __u64 ts_wake; /* when it was woken (0: not yet, or preempted) */
@@ -36,6 +40,10 @@ struct oc_blocked {
   __s32 waker_kernel_stack_id;
   char comm[OC_COMM_LEN];
   char waker_comm[OC_COMM_LEN];
+  __u64 runtime; /* the thread's CPU time (se.sum_exec_runtime) at the last switch seen */
+  __u64 ts_in;   /* running: when it was switched in */
+  __u32 running;
+  __u32 pad;
 };
 
 /* One aggregation slot of off-CPU time: per (process, thread?, stacks, reason, waker). */
@@ -95,6 +103,11 @@ struct oc_counters {
   __u64 runq_waits;       /* run-queue waits measured (wake-up or preemption to run) */
   __u64 runq_procs_full;  /* the per-process run-queue map was full */
   __u64 blockers_full;    /* the blocker map was full */
+  /* Switches the tracepoint did not deliver, noticed at the thread's next switch: */
+  __u64 missed_ins;    /* a switch-in: its block's time recovered from the CPU time */
+  __u64 recovered_ns;  /* ... that time, aggregated under the block's own stacks */
+  __u64 missed_outs;   /* a switch-out: the block's stack and reason are unknown */
+  __u64 missed_out_ns; /* ... its time off the CPU (tp_btf, raw_tp; 0 with tracepoint) */
 };
 
 #endif /* LOUPE_OFFCPU_H */

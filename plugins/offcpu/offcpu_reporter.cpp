@@ -2,7 +2,6 @@
 #include "offcpu_reporter.hpp"
 
 #include <bpf/bpf.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cstring>
@@ -23,13 +22,6 @@ std::string bytes_of(const char* tag, const T& v) {
 
 std::string comm_of(const char* c) {
   return std::string(c, strnlen(c, OC_COMM_LEN));
-}
-
-std::uint64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
-         static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
 }  // namespace
@@ -139,11 +131,14 @@ void OffcpuReporter::emit_offcpu(bool is_final) {
 }
 
 void OffcpuReporter::emit_in_flight() {
-  // The kernel's clock (bpf_ktime_get_ns) is CLOCK_MONOTONIC.
-  const std::uint64_t now = monotonic_ns();
+  // In flight as of the session's stop (the window's end), not of this collect: it runs
+  // after the detach and drain, when threads woken meanwhile (some since exited and reaped)
+  // still hold the entry their switch-in would have deleted. A block that began after the
+  // stop was not in flight at it.
+  const std::uint64_t now = host_.monotonic_at_wall(we_);
   sdk::for_each_entry<std::uint32_t, oc_blocked>(
       maps_.blocked_fd, [&](std::uint32_t tid, const oc_blocked& b) {
-        if (now <= b.ts_out) return;
+        if (b.running || now <= b.ts_out) return;
         Frames f = stack_of(b.tgid, b.user_stack_id, b.kernel_stack_id);
         sdk::RecordBuilder rb(LOUPE_RECORD_STACK_SAMPLE, "offcpu_in_flight");
         rb.label("pid", std::to_string(b.tgid)).label("comm", comm_of(b.comm));
@@ -207,14 +202,18 @@ void OffcpuReporter::emit_blockers(bool is_final) {
 void OffcpuReporter::emit_health(bool is_final) {
   std::uint32_t zero = 0;
   const auto c = sdk::read_per_cpu_sum<oc_counters>(maps_.counters_fd, &zero);
-  auto metric = [&](const char* name, double v) {
+  auto metric = [&](const char* name, double v, const char* unit = "count") {
     sdk::RecordBuilder rb(LOUPE_RECORD_METRIC, name);
-    rb.final(is_final).window(ws_, we_).metric(LOUPE_METRIC_COUNTER, "count", v).emit(host_);
+    rb.final(is_final).window(ws_, we_).metric(LOUPE_METRIC_COUNTER, unit, v).emit(host_);
   };
   metric("switches_out", static_cast<double>(c.switches_out));
   metric("blocks_below_min", static_cast<double>(c.below_min));
   metric("wakeups", static_cast<double>(c.wakeups));
   metric("runq_waits", static_cast<double>(c.runq_waits));
+  // A missed switch-in loses nothing: the block's time is what the thread's CPU time did not
+  // take until its next switch-out, and is counted under the block's stacks.
+  metric("missed_switch_ins_recovered", static_cast<double>(c.missed_ins));
+  metric("missed_switch_in_recovered_ns", static_cast<double>(c.recovered_ns), "ns");
   const sdk::HealthRow rows[] = {
       {"offcpu/blocked_full", c.blocked_full,
        "blocks lost: too many threads off the CPU at once (raise max_threads)"},
@@ -230,6 +229,13 @@ void OffcpuReporter::emit_health(bool is_final) {
        "run-queue waits only in the per-CPU histograms: too many processes (raise "
        "process_limit)"},
       {"offcpu/blockers_full", c.blockers_full, "run-queue blockers not kept: the map is full"},
+      // Now and then a switch never reaches the program (README "Switches the program did
+      // not see"): noticed at the thread's next switch, told apart from what was recovered.
+      {"offcpu/missed_switch_outs", c.missed_outs,
+       "switch-outs the program never saw: those blocks' time is in offcpu/missed_out_ns, "
+       "without stacks or reason"},
+      {"offcpu/missed_out_ns", c.missed_out_ns,
+       "off-CPU nanoseconds of blocks whose switch-out was not delivered"},
   };
   sdk::emit_health_rows(host_, "offcpu", rows, is_final, ws_, we_);
   if (is_final && c.switches_out == 0) {

@@ -9,14 +9,18 @@
  * kernel has sock:sock_send_length / sock_recv_length, the application's send and
  * receive sizes too.
  *
- * The owner: state changes often run in softirq context, on behalf of nobody in
- * particular. A connection is bound to the process in whose context it was seen doing
- * something only a process does: connect() (SYN_SENT), close() or shutdown() (FIN_WAIT1,
- * LAST_ACK), a send or a receive. The session's filter applies to that process.
+ * Whose connection: state changes often run in softirq context, on behalf of nobody in
+ * particular, so processes are named only where they act. The opener is the process that
+ * ran connect() (SYN_SENT) or accept() (fexit or kretprobe on inet_csk_accept where the
+ * kernel allows them, else the accept syscalls' exit tracepoints and the returned fd). The
+ * servers are the processes that sent or received on it (up to TCP_MAX_SERVERS, each with
+ * its own sizes), else the one that closed it (FIN_WAIT1, LAST_ACK): a pre-fork server's
+ * listener accepts and a forked child, or a worker the fd was passed to, does the I/O.
+ * The connection is the target's when any of them passed the session's filter.
  *
- * Accepted connections: the moment accept() hands one to the application (fexit or
- * kretprobe on inet_csk_accept where the kernel allows them, else the accept syscalls'
- * exit tracepoints and the returned fd), which also names their owner.
+ * Every connection tracked costs a `conns` slot; one that finds the table full is
+ * remembered in `untracked` so it is counted once, never half-tracked later, and told
+ * apart at its end as the target's or another process's.
  *
  * The classic tracepoints' fields used here have kept their offsets since 4.16; the
  * tcp:* and sock_*_length contexts are read at those offsets, not through a vmlinux type
@@ -56,6 +60,15 @@ struct {
 	__type(value, struct tcp_counters);
 } counters SEC(".maps");
 
+/* Connections that found `conns` full, until their socket is destroyed: 1 once a process of
+ * the target was seen acting on one. Twice max_connections: every process's count here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, __u64); /* struct sock * */
+	__type(value, __u32);
+} untracked SEC(".maps");
+
 LOUPE_RING(closes, 1024 * 1024);
 
 /* tcp:tcp_retransmit_skb, tcp:tcp_send_reset: skbaddr, then skaddr. */
@@ -87,16 +100,72 @@ static __always_inline struct tcp_counters *get_counters(void)
 	return bpf_map_lookup_elem(&counters, &zero);
 }
 
-/* The current task owns `c` if nobody does yet: it is in process context for this. */
-static __always_inline void bind_owner(struct tcp_conn *c)
+/* The current process (0: the idle task's softirq). The connection is the target's once one
+ * of the processes acting on it passes the session's filter. */
+static __always_inline __u32 current_process(struct tcp_conn *c)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 
-	if (c->pid || (id >> 32) == 0)
+	if ((id >> 32) && !c->owner_ok)
+		c->owner_ok = loupe_filter_pass(id);
+	return id >> 32;
+}
+
+/* connect() or accept() ran in the current task. */
+static __always_inline void bind_opener(struct tcp_conn *c)
+{
+	__u32 pid = current_process(c);
+
+	if (!pid || c->opener_pid)
 		return;
-	c->pid = id >> 32;
-	c->owner_ok = loupe_filter_pass(id);
-	bpf_get_current_comm(c->comm, sizeof(c->comm));
+	c->opener_pid = pid;
+	bpf_get_current_comm(c->opener_comm, sizeof(c->opener_comm));
+}
+
+/* The current process's slot among the servers, taken if free; NULL past TCP_MAX_SERVERS.
+ * Two processes' first calls on one connection at the same instant can both take a free
+ * slot (no compare-and-swap before BPF v3): the loser's calls then go to the winner. */
+static __always_inline struct tcp_server *server_slot(struct tcp_conn *c)
+{
+	__u32 pid = current_process(c);
+
+	if (!pid)
+		return NULL;
+#pragma unroll
+	for (int i = 0; i < TCP_MAX_SERVERS; i++) {
+		struct tcp_server *s = &c->servers[i];
+
+		if (s->pid == pid)
+			return s;
+		if (s->pid)
+			continue;
+		s->pid = pid;
+		bpf_get_current_comm(s->comm, sizeof(s->comm));
+		return s;
+	}
+	return NULL;
+}
+
+/* close() or shutdown() in the current task: its server when no process did I/O. */
+static __always_inline void bind_closer(struct tcp_conn *c)
+{
+	if (!c->servers[0].pid)
+		server_slot(c);
+	else
+		current_process(c);
+}
+
+/* A process acted on a connection that is not tracked: remember whether it is the target. */
+static __always_inline void untracked_seen(__u64 sk)
+{
+	__u32 *v = bpf_map_lookup_elem(&untracked, &sk);
+	__u64 id;
+
+	if (!v || *v)
+		return;
+	id = bpf_get_current_pid_tgid();
+	if ((id >> 32) && loupe_filter_pass(id))
+		*v = 1;
 }
 
 /* TCP_CLOSE: the byte counts, while the socket still has them. Payload only: bytes_sent
@@ -133,6 +202,20 @@ static __always_inline void finish(__u64 sk, struct tcp_conn *c)
 	bpf_map_delete_elem(&conns, &sk);
 }
 
+/* A new connection found `conns` full: counted once, and remembered so that its later
+ * state changes neither count it again nor track the rest of it. */
+static __always_inline void not_tracked(__u64 sk, struct tcp_counters *cnt)
+{
+	__u32 zero = 0;
+	long err = bpf_map_update_elem(&untracked, &sk, &zero, BPF_NOEXIST);
+
+	if (err == -17 /* EEXIST */)
+		return; /* another CPU's state change of it counted it */
+	cnt->conns_full++;
+	if (err)
+		cnt->untracked_full++;
+}
+
 SEC("tracepoint/sock/inet_sock_set_state")
 int tcp_state(struct trace_event_raw_inet_sock_set_state *ctx)
 {
@@ -140,6 +223,7 @@ int tcp_state(struct trace_event_raw_inet_sock_set_state *ctx)
 	struct tcp_conn *c, n = {};
 	__u64 sk = (__u64)ctx->skaddr, now;
 	int oldstate = ctx->oldstate, newstate = ctx->newstate;
+	long err;
 
 	if (ctx->protocol != IPPROTO_TCP_)
 		return 0;
@@ -156,6 +240,17 @@ int tcp_state(struct trace_event_raw_inet_sock_set_state *ctx)
 	if (!c) {
 		if (newstate == TCP_CLOSE_)
 			return 0; /* never seen alive */
+		if (bpf_map_lookup_elem(&untracked, &sk)) {
+			/* A connection opening cannot have been lost before: a socket at this
+			 * address went without tcp_destroy_sock, and the entry is stale. */
+			if (newstate == TCP_SYN_SENT_ || oldstate == TCP_SYN_RECV_) {
+				bpf_map_delete_elem(&untracked, &sk);
+			} else {
+				if (newstate == TCP_FIN_WAIT1_ || newstate == TCP_LAST_ACK_)
+					untracked_seen(sk);
+				return 0;
+			}
+		}
 		n.birth_ns = now;
 		n.family = ctx->family;
 		n.sport = ctx->sport;
@@ -171,12 +266,16 @@ int tcp_state(struct trace_event_raw_inet_sock_set_state *ctx)
 		if (newstate == TCP_SYN_SENT_) {
 			n.role = TCP_ROLE_ACTIVE;
 			n.syn_ns = now;
-			bind_owner(&n); /* connect() runs in its caller's context */
+			bind_opener(&n); /* connect() runs in its caller's context */
 		} else if (oldstate == TCP_SYN_RECV_) {
 			n.role = TCP_ROLE_PASSIVE;
 		}
-		if (bpf_map_update_elem(&conns, &sk, &n, BPF_NOEXIST)) {
-			cnt->conns_full++;
+		/* -EEXIST: another CPU's state change of it came first, and it is tracked. */
+		err = bpf_map_update_elem(&conns, &sk, &n, BPF_NOEXIST);
+		if (err && err != -17 /* EEXIST */) {
+			not_tracked(sk, cnt);
+			if (newstate == TCP_SYN_SENT_)
+				untracked_seen(sk);
 			return 0;
 		}
 		c = bpf_map_lookup_elem(&conns, &sk);
@@ -188,7 +287,7 @@ int tcp_state(struct trace_event_raw_inet_sock_set_state *ctx)
 	if (newstate == TCP_ESTABLISHED_ && !c->established_ns)
 		c->established_ns = now;
 	if (newstate == TCP_FIN_WAIT1_ || newstate == TCP_LAST_ACK_)
-		bind_owner(c); /* close() or shutdown() by the owner */
+		bind_closer(c); /* close() or shutdown() in a process */
 	if (newstate == TCP_CLOSE_ && !c->close_ns)
 		closed(sk, c, now);
 	return 0;
@@ -199,9 +298,22 @@ int tcp_destroy(struct tp_sk *ctx)
 {
 	__u64 sk = (__u64)ctx->skaddr;
 	struct tcp_conn *c = bpf_map_lookup_elem(&conns, &sk);
+	struct tcp_counters *cnt;
+	__u32 *lost;
 
-	if (!c)
+	if (!c) {
+		lost = bpf_map_lookup_elem(&untracked, &sk);
+		cnt = get_counters();
+		if (lost && cnt) {
+			if (*lost)
+				cnt->lost_target++;
+			else
+				cnt->lost_other++;
+		}
+		if (lost)
+			bpf_map_delete_elem(&untracked, &sk);
 		return 0;
+	}
 	if (!c->close_ns)
 		closed(sk, c, bpf_ktime_get_ns());
 	finish(sk, c);
@@ -243,20 +355,39 @@ int tcp_receive_reset(struct tp_sk *ctx)
 
 static __always_inline void app_bytes(__u64 sk, int ret, bool tx)
 {
+	struct tcp_server *s;
+	struct tcp_counters *cnt;
 	struct tcp_conn *c;
 
 	if (ret <= 0)
 		return;
 	c = bpf_map_lookup_elem(&conns, &sk);
-	if (!c)
+	if (!c) {
+		untracked_seen(sk);
 		return;
-	bind_owner(c); /* a send or a receive runs in its caller's context */
+	}
+	/* A send or a receive runs in its caller's context: that process serves it. */
+	s = server_slot(c);
 	if (tx) {
 		__sync_fetch_and_add(&c->app_tx_bytes, (__u64)ret);
 		__sync_fetch_and_add(&c->sends, 1);
+		if (s) {
+			__sync_fetch_and_add(&s->app_tx_bytes, (__u64)ret);
+			__sync_fetch_and_add(&s->sends, 1);
+		}
 	} else {
 		__sync_fetch_and_add(&c->app_rx_bytes, (__u64)ret);
 		__sync_fetch_and_add(&c->recvs, 1);
+		if (s) {
+			__sync_fetch_and_add(&s->app_rx_bytes, (__u64)ret);
+			__sync_fetch_and_add(&s->recvs, 1);
+		}
+	}
+	if (!s) {
+		__sync_fetch_and_add(&c->calls_unattributed, 1);
+		cnt = get_counters();
+		if (cnt)
+			cnt->calls_unattributed++;
 	}
 }
 
@@ -302,10 +433,15 @@ static __always_inline void accepted(__u64 sk)
 {
 	struct tcp_conn *c = sk ? bpf_map_lookup_elem(&conns, &sk) : NULL;
 
-	if (!c || c->accepted_ns)
+	if (!c) {
+		if (sk)
+			untracked_seen(sk);
+		return;
+	}
+	if (c->accepted_ns)
 		return;
 	c->accepted_ns = bpf_ktime_get_ns();
-	bind_owner(c);
+	bind_opener(c);
 }
 
 SEC("fexit/inet_csk_accept")

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// tcp: the target's TCP connections, each reported when it closes (addresses, owner,
-// lifetime, handshake time, bytes, retransmits, resets), and totals per peer and per
-// process. From sock:inet_sock_set_state and the tcp:* tracepoints, so it works where
-// kprobes do not (bcc's tcplife and tcpconnlat need them).
+// tcp: the target's TCP connections, each reported when it closes (addresses, the process
+// that opened it and those that served it, lifetime, handshake time, bytes, retransmits,
+// resets), and totals per peer and per process. From sock:inet_sock_set_state and the tcp:*
+// tracepoints, so it works where kprobes do not (bcc's tcplife and tcpconnlat need them).
 #include <bpf/libbpf.h>
 
 #include <cerrno>
@@ -62,8 +62,10 @@ class TcpProfiler : public sdk::Profiler {
       throw sdk::Error(LOUPE_ERR_KERNEL,
                        std::string("opening the BPF object: ") + std::strerror(errno));
     sdk::apply_target_filter(cfg, args.session, skel_.get());
-    bpf_map__set_max_entries(skel_->maps.conns,
-                             static_cast<std::uint32_t>(cfg.value_int("max_connections")));
+    const auto max_connections = static_cast<std::uint32_t>(cfg.value_int("max_connections"));
+    bpf_map__set_max_entries(skel_->maps.conns, max_connections);
+    // Those that found it full, until they end: room for as many again as it holds.
+    bpf_map__set_max_entries(skel_->maps.untracked, 2 * max_connections);
     max_peers_ = static_cast<std::size_t>(cfg.value_int("max_peers"));
 
     // Optional hooks: attached where the kernel has them, said when it does not.
@@ -200,6 +202,6 @@ class TcpProfiler : public sdk::Profiler {
 
 }  // namespace loupe::tcp
 
-LOUPE_PROFILER(loupe::tcp::TcpProfiler, "tcp", "0.2.0",
+LOUPE_PROFILER(loupe::tcp::TcpProfiler, "tcp", "0.3.0",
                "TCP connections: lifetime, handshake, bytes, retransmits and resets",
                loupe::tcp::kKeys)

@@ -43,7 +43,6 @@ int TcpReporter::decode(const void* data, std::uint32_t len) {
   const tcp_conn& c = e.conn;
   const std::string local = address_text(c.family, c.saddr);
   const std::string remote = address_text(c.family, c.daddr);
-  const std::string comm(c.comm, strnlen(c.comm, TCP_COMM_LEN));
   const bool established = c.established_ns != 0;
   const bool failed = c.role == TCP_ROLE_ACTIVE && !established;
   const std::uint64_t resets = c.resets_sent + c.resets_received;
@@ -54,12 +53,44 @@ int TcpReporter::decode(const void* data, std::uint32_t len) {
   const std::uint64_t accept_wait =
       accepted && c.accepted_ns > c.established_ns ? c.accepted_ns - c.established_ns : 0;
 
+  // Who: the processes that sent or received on it (else the one that closed it), and the
+  // one whose connect() or accept() opened it, which may be none of them (a pre-fork
+  // server's listener).
+  struct Server {
+    std::uint32_t pid;
+    std::string comm;
+    const tcp_server* s;
+  };
+  std::vector<Server> servers;
+  std::string server_pids;
+  for (const tcp_server& s : c.servers) {
+    if (!s.pid) continue;
+    servers.push_back({s.pid, std::string(s.comm, strnlen(s.comm, TCP_COMM_LEN)), &s});
+    server_pids += (server_pids.empty() ? "" : ",") + std::to_string(s.pid);
+  }
+  const std::string opener_comm(c.opener_comm, strnlen(c.opener_comm, TCP_COMM_LEN));
+  // Its process: the server that moved the most bytes (the first to act on a tie), else
+  // the opener.
+  const Server* main = nullptr;
+  for (const Server& s : servers)
+    if (!main ||
+        s.s->app_tx_bytes + s.s->app_rx_bytes > main->s->app_tx_bytes + main->s->app_rx_bytes)
+      main = &s;
+  const std::uint32_t pid = main ? main->pid : c.opener_pid;
+  const std::string comm = main ? main->comm : opener_comm;
+
   sdk::RecordBuilder rb(LOUPE_RECORD_EVENT, "tcp_connection");
   rb.label("direction", role_name(c.role));
   rb.event_time(host_.now_ns(LOUPE_CLOCK_REALTIME))
-      .field("pid", static_cast<std::int64_t>(c.pid))
-      .field("comm", comm)
-      .field("direction", std::string(role_name(c.role)))
+      .field("pid", static_cast<std::int64_t>(pid))
+      .field("comm", comm);
+  if (c.opener_pid) {
+    const char* opener = c.accepted_ns ? "acceptor" : "connector";
+    rb.field(std::string(opener) + "_pid", static_cast<std::int64_t>(c.opener_pid))
+        .field(std::string(opener) + "_comm", opener_comm);
+  }
+  if (!servers.empty()) rb.field("server_pids", server_pids);
+  rb.field("direction", std::string(role_name(c.role)))
       .field("family", std::string(c.family == AF_INET ? "ipv4" : "ipv6"))
       .field("local", local)
       .field_u("local_port", c.sport)
@@ -82,6 +113,7 @@ int TcpReporter::decode(const void* data, std::uint32_t len) {
         .field_u("app_rx_bytes", c.app_rx_bytes)
         .field_u("sends", c.sends)
         .field_u("recvs", c.recvs);
+  if (c.calls_unattributed) rb.field_u("calls_unattributed", c.calls_unattributed);
   const int rc = rb.emit(host_);
 
   std::lock_guard lock(mu_);
@@ -96,17 +128,32 @@ int TcpReporter::decode(const void* data, std::uint32_t len) {
     }
     it = peers_.try_emplace(key).first;
   }
-  for (Totals* t : {&it->second, &procs_[{c.pid, comm}]}) {
-    add(t->connections, 1);
-    add(t->failed, failed ? 1 : 0);
-    add(t->tx, c.tx_bytes);
-    add(t->rx, c.rx_bytes);
-    add(t->retransmits, c.retransmits);
-    add(t->resets, resets);
-    if (connect) sdk::hist_add(t->connect, connect);
-    if (accepted) sdk::hist_add(t->accept_wait, accept_wait);
-    sdk::hist_add(t->lifetime, lifetime);
+  auto charge = [&](Totals& t, std::uint64_t tx, std::uint64_t rx) {
+    add(t.connections, 1);
+    add(t.failed, failed ? 1 : 0);
+    add(t.tx, tx);
+    add(t.rx, rx);
+    add(t.retransmits, c.retransmits);
+    add(t.resets, resets);
+    if (connect) sdk::hist_add(t.connect, connect);
+    if (accepted) sdk::hist_add(t.accept_wait, accept_wait);
+    sdk::hist_add(t.lifetime, lifetime);
+  };
+  charge(it->second, c.tx_bytes, c.rx_bytes);
+  // Per process: the socket's payload goes to the one process that did its I/O; shared by
+  // several, each is charged what it sent and received itself. None seen: the opener.
+  if (servers.empty()) {
+    charge(procs_[{c.opener_pid, opener_comm}], c.tx_bytes, c.rx_bytes);
+  } else {
+    for (const Server& s : servers) {
+      Totals& t = procs_[{s.pid, s.comm}];
+      const bool alone = servers.size() == 1;
+      charge(t, alone ? c.tx_bytes : s.s->app_tx_bytes, alone ? c.rx_bytes : s.s->app_rx_bytes);
+      add(t.sends, s.s->sends);
+      add(t.recvs, s.s->recvs);
+    }
   }
+  if (c.opener_pid && c.accepted_ns) add(procs_[{c.opener_pid, opener_comm}].accepted, 1);
   return rc;
 }
 
@@ -147,6 +194,12 @@ void TcpReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) {
     metric("tcp_process_connections", "count", static_cast<double>(t.connections), labels);
     metric("tcp_process_tx_bytes", "bytes", static_cast<double>(t.tx), labels);
     metric("tcp_process_rx_bytes", "bytes", static_cast<double>(t.rx), labels);
+    if (t.sends || t.recvs) {
+      metric("tcp_process_sends", "count", static_cast<double>(t.sends), labels);
+      metric("tcp_process_recvs", "count", static_cast<double>(t.recvs), labels);
+    }
+    if (t.accepted)
+      metric("tcp_process_accepted", "count", static_cast<double>(t.accepted), labels);
   }
   std::uint32_t zero = 0;
   const auto c = sdk::read_per_cpu_sum<tcp_counters>(counters_fd_, &zero);
@@ -156,7 +209,17 @@ void TcpReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) {
   metric("tcp_connections_other", "count", static_cast<double>(c.other), plain);
   const sdk::HealthRow rows[] = {
       {"tcp/conns_full", c.conns_full,
-       "connections not tracked: too many open at once (raise max_connections)"},
+       "connections (of every process) not tracked: too many open at once (raise "
+       "max_connections)"},
+      {"tcp/conns_lost", c.lost_target,
+       "the target's connections among them, counted at their end: not reported (raise "
+       "max_connections)"},
+      {"tcp/untracked_full", c.untracked_full,
+       "untracked connections beyond twice max_connections: counted again at each state "
+       "change and never told apart as the target's (raise max_connections)"},
+      {"tcp/calls_unattributed", c.calls_unattributed,
+       "sends/receives by more than 4 processes on one connection: in the connection's "
+       "figures, in no process's (a fixed bound: TCP_MAX_SERVERS)"},
       {"tcp/peers_full", peers_full_,
        "connections counted under \"(over max_peers)\": too many peers (raise max_peers)"},
   };

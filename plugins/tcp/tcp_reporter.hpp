@@ -7,7 +7,10 @@
 //     remote address — METRICs tcp_connections, tcp_failed_connects, tcp_tx_bytes,
 //     tcp_rx_bytes, tcp_retransmits, tcp_resets; HISTOGRAMs tcp_connect_latency (ns,
 //     outgoing), tcp_accept_wait (ns, incoming: established to accept()) and tcp_lifetime;
-//   per process (pid, comm): tcp_connections, tcp_tx_bytes, tcp_rx_bytes.
+//   per process (pid, comm), charged to the processes that did the I/O, not to the one that
+//     accepted it (a pre-fork server's listener): tcp_process_connections,
+//     tcp_process_tx_bytes, tcp_process_rx_bytes, tcp_process_sends, tcp_process_recvs;
+//     tcp_process_accepted to the acceptor.
 // Reports are cumulative since the start.
 #ifndef LOUPE_TCP_REPORTER_HPP
 #define LOUPE_TCP_REPORTER_HPP
@@ -17,6 +20,7 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "loupe/hist.h"
 #include "loupe/sdk/host.hpp"
@@ -37,6 +41,7 @@ class TcpReporter {
  private:
   struct Totals {
     std::uint64_t connections = 0, failed = 0, tx = 0, rx = 0, retransmits = 0, resets = 0;
+    std::uint64_t sends = 0, recvs = 0, accepted = 0;  // per process only
     loupe_hist connect{}, accept_wait{}, lifetime{};
   };
   // (direction, remote, local port): outgoing keep the remote port, incoming the local one.

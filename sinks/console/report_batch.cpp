@@ -118,8 +118,11 @@ void ReportBatch::add(const loupe_record& rec) {
 void ReportBatch::add_stack(ProducerRecords& p, const std::string& name, Labels labels,
                             const loupe_stack_sample& s) {
   std::vector<FrameCopy> frames = copy_frames(s.frames, s.n_frames);
+  // Rows are the stacks as the report names them: two samples at different addresses of
+  // one function are one row, as in the folded output (keyed by addresses, a hot function
+  // was spread over rows that looked the same and could fall out of the top list).
   std::string key = labels_text(labels);
-  for (const auto& f : frames) key += '\x1f' + std::to_string(f.address) + ':' + frame_text(f);
+  for (const auto& f : frames) key += '\x1f' + frame_text(f);
   StackEntry& entry = p.stacks[name][key];
   if (entry.frames.empty() && entry.values.empty()) {
     entry.labels = std::move(labels);

@@ -20,6 +20,21 @@ std::string join(const std::vector<std::string>& v) {
   return out;
 }
 
+// One program attached by several probes (a cookie per target) has one set of counts:
+// report it once, naming every probe, rather than N copies that would sum to N times it.
+std::map<std::uint32_t, Program> by_program(const std::vector<ProgramStats>& now) {
+  std::map<std::uint32_t, Program> programs;
+  for (const auto& s : now) {
+    auto& p = programs[s.prog_id];
+    if (!p.stats) p.stats = &s;
+    p.probes.push_back(s.probe);
+    if (!s.target.empty() &&
+        std::find(p.targets.begin(), p.targets.end(), s.target) == p.targets.end())
+      p.targets.push_back(s.target);
+  }
+  return programs;
+}
+
 }  // namespace
 
 ProbeStatsReporter::ProbeStatsReporter(Publish publish, unsigned online_cpus)
@@ -51,19 +66,23 @@ void ProbeStatsReporter::health(const char* name, const std::string& component, 
   publish_(r);
 }
 
+void ProbeStatsReporter::misses(const ProgramStats& s, const std::string& probes, bool is_final) {
+  if (s.recursion_misses)
+    health("probe_recursion_misses", s.instance + "/" + probes, s.recursion_misses,
+           LOUPE_HEALTH_WARN,
+           "the kernel skipped the program because a BPF program was already running on that CPU "
+           "(events missed; for a classic tracepoint or kprobe any tracing program counts: the "
+           "tp_btf or raw_tp mechanism avoids it)",
+           is_final);
+}
+
+void ProbeStatsReporter::report_misses(const std::vector<ProgramStats>& now, bool is_final) {
+  for (const auto& [id, p] : by_program(now)) misses(*p.stats, join(p.probes), is_final);
+}
+
 void ProbeStatsReporter::report(const std::vector<ProgramStats>& now, std::uint64_t mono_ns,
                                 bool is_final) {
-  // One program attached by several probes (a cookie per target) has one set of counts:
-  // report it once, naming every probe, rather than N copies that would sum to N times it.
-  std::map<std::uint32_t, Program> programs;
-  for (const auto& s : now) {
-    auto& p = programs[s.prog_id];
-    if (!p.stats) p.stats = &s;
-    p.probes.push_back(s.probe);
-    if (!s.target.empty() &&
-        std::find(p.targets.begin(), p.targets.end(), s.target) == p.targets.end())
-      p.targets.push_back(s.target);
-  }
+  const std::map<std::uint32_t, Program> programs = by_program(now);
   const std::uint64_t since = is_final ? start_ns_ : prev_ns_;
   const double window_s = mono_ns > since ? static_cast<double>(mono_ns - since) / 1e9 : 0;
   for (const auto& [id, p] : programs) {
@@ -92,12 +111,7 @@ void ProbeStatsReporter::report(const std::vector<ProgramStats>& now, std::uint6
            window_s > 0 ? ns / (window_s * 1e9 * cpus_) : 0, labels, n, is_final);
     metric("probe_recursion_misses", LOUPE_METRIC_COUNTER, "events",
            static_cast<double>(s.recursion_misses), labels, n, is_final);
-    if (s.recursion_misses)
-      health("probe_recursion_misses", s.instance + "/" + probes, s.recursion_misses,
-             LOUPE_HEALTH_WARN,
-             "the kernel skipped the program because it was already running on that CPU (events "
-             "missed)",
-             is_final);
+    misses(s, probes, is_final);
     if (is_final && s.run_cnt == 0)
       for (const auto& probe : p.probes)
         health("probe_silent", s.instance + "/" + probe, 0, LOUPE_HEALTH_WARN,

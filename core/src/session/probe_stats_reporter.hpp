@@ -29,6 +29,10 @@ class ProbeStatsReporter {
   std::uint64_t start_ns() const { return start_ns_; }
   // Interval reports cover the window since the previous report; the final one the session.
   void report(const std::vector<ProgramStats>& now, std::uint64_t mono_ns, bool is_final);
+  // Without --stats: only the events the kernel skipped because the program was already
+  // running on that CPU (its recursion-miss count needs no statistics switched on), so a
+  // session never loses events to that silently.
+  void report_misses(const std::vector<ProgramStats>& now, bool is_final);
 
  private:
   struct Totals {
@@ -38,6 +42,7 @@ class ProbeStatsReporter {
               const loupe_label* labels, std::uint32_t n, bool is_final);
   void health(const char* name, const std::string& component, std::uint64_t v, std::uint32_t sev,
               const std::string& msg, bool is_final);
+  void misses(const ProgramStats& s, const std::string& probes, bool is_final);
 
   Publish publish_;
   unsigned cpus_;

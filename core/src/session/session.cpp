@@ -521,6 +521,9 @@ void Session::Impl::emit_core_health(bool is_final) {
   if (stats_reporter_)
     stats_reporter_->report(is_final ? final_stats_ : links_.program_stats(),
                             is_final ? final_stats_ns_ : clock_ns(LOUPE_CLOCK_MONOTONIC), is_final);
+  else if (is_final)
+    ProbeStatsReporter([this](const loupe_record& r) { publish(r); }, 1)
+        .report_misses(final_stats_, true);
   if (!is_final) return;
   std::vector<ProfilerHealth> profilers;
   for (auto& p : profilers_)
@@ -553,8 +556,10 @@ void Session::Impl::shutdown() {
   const auto deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(
                          std::chrono::duration<double>(profile_.session.drain_timeout_s));
+  // Read before the detach closes the programs: with --stats every count, without them
+  // still each program's recursion misses (events the kernel skipped, always counted).
+  final_stats_ = links_.program_stats();
   if (stats_reporter_) {
-    final_stats_ = links_.program_stats();
     final_stats_ns_ = clock_ns(LOUPE_CLOCK_MONOTONIC);
     result_.probe_stats = final_stats_;
     result_.probes_attached_s =

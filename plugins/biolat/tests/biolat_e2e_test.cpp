@@ -137,10 +137,39 @@ std::string accounting(const RunResult& r) {
   return out;
 }
 
+// Events the kernel skipped because a BPF program was already running on that CPU (a
+// classic tracepoint shares that guard with every tracing program), as the session's
+// health counts them per program.
+double recursion_misses(const RunResult& r) {
+  double n = 0;
+  for (const auto& rec : r.records)
+    if (rec.value("kind", "") == "health" && rec.value("name", "") == "probe_recursion_misses" &&
+        rec.value("is_final", false))
+      n += rec["health"]["value"].get<double>();
+  return n;
+}
+
 // Every expectation of one run of kN writes + kN reads of kSize by the workload.
 void expect_workload(const RunResult& r, const std::string& device, const std::string& mech) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   SCOPED_TRACE(accounting(r));
+  // A request whose insert, issue or completion the kernel skipped (counted) may be
+  // missing from the counts, as often as counted and no more.
+  const double missed = recursion_misses(r);
+  if (missed > 0) {
+    std::printf("  [%s] events the kernel skipped (probe_recursion_misses): %.0f\n", mech.c_str(),
+                missed);
+    double requests = 0, bytes = 0;
+    for (std::string op : {"write", "read"}) {
+      json dev = {{"device", device}, {"op", op}};
+      requests += metric_sum(r, "requests", dev);
+      bytes += metric_sum(r, "bytes", dev);
+    }
+    EXPECT_LE(requests, 2 * kN);
+    EXPECT_GE(requests, 2 * kN - missed);
+    EXPECT_EQ(bytes, requests * kSize);
+    return;
+  }
   for (std::string op : {"write", "read"}) {
     SCOPED_TRACE(op);
     json who = {{"device", device}, {"op", op}, {"comm", "biolat_workload"}, {"mechanism", mech}};

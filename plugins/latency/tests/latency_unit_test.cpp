@@ -190,6 +190,27 @@ TEST(LatencyElfSymbols, ResolvesWorkloadFunctionsToFileOffsets) {
   }
 }
 
+// Probe sites are named from the file (no process): the function holding an address, the
+// offset into it, and the file offset a uprobe at it sits on, as find_elf_function gives.
+TEST(LatencyElfSymbols, NamesAddressesByTheFunctionHoldingThem) {
+  auto f = loupe::sdk::find_elf_function(LATENCY_WORKLOAD, "lat_spin_2us");
+  auto libc = LibraryResolver::from_system().resolve("libc");
+  auto m = loupe::sdk::find_elf_function(libc, "malloc");
+  auto a = loupe::sdk::describe_elf_addresses(LATENCY_WORKLOAD,
+                                              {f.address, f.address + 5, f.address + f.size});
+  ASSERT_EQ(a.size(), 3u);
+  EXPECT_EQ(a[0].site(), "lat_spin_2us+0x0");
+  EXPECT_EQ(a[1].site(), "lat_spin_2us+0x5");
+  EXPECT_EQ(a[1].file_offset, f.file_offset + 5);
+  EXPECT_NE(a[2].function, "lat_spin_2us");  // past its end: another function, or none
+  // A shared library, named as it is traced (libc:malloc).
+  auto b = loupe::sdk::describe_elf_addresses(libc, {m.address + 1});
+  EXPECT_EQ(b[0].site(), "malloc+0x1");
+  EXPECT_EQ(b[0].file_offset, m.file_offset + 1);
+  // No executable segment holds address 0.
+  EXPECT_FALSE(loupe::sdk::describe_elf_addresses(LATENCY_WORKLOAD, {0})[0].file_offset);
+}
+
 TEST(LatencyTargetResolver, KernelFunctionWithoutFentryOrKprobesSaysWhyAndSuggestsATracepoint) {
   loupe::test::FakeHost fake;
   fake.features["fentry"] = 0;

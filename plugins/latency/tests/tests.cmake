@@ -41,3 +41,14 @@ set_target_properties(usdt_workload PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_
 loupe_cli_e2e_test(latency_usdt_e2e_test SOURCE ${_lat_dir}/latency_usdt_e2e_test.cpp
   DEFINITIONS USDT_WORKLOAD="$<TARGET_FILE:usdt_workload>"
   DEPENDS usdt_workload loupe-latency PROPERTIES RUN_SERIAL TRUE)
+
+# A forking server (one backend process per connection, 1000 of them) firing USDT probes:
+# exact per-site counts, sites named from the file, bounded breakdowns that count their
+# losses; and a probe on a binary the target never ran.
+add_executable(usdt_fork_workload ${CMAKE_CURRENT_LIST_DIR}/usdt_fork_workload.c)
+target_compile_options(usdt_fork_workload PRIVATE -O2 -g)
+set_target_properties(usdt_fork_workload PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/workloads)
+loupe_cli_e2e_test(latency_usdt_fork_e2e_test SOURCE ${_lat_dir}/latency_usdt_fork_e2e_test.cpp
+  DEFINITIONS USDT_FORK_WORKLOAD="$<TARGET_FILE:usdt_fork_workload>"
+  USDT_WORKLOAD="$<TARGET_FILE:usdt_workload>"
+  DEPENDS usdt_fork_workload usdt_workload loupe-latency PROPERTIES RUN_SERIAL TRUE)

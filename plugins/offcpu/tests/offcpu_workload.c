@@ -13,9 +13,13 @@
  *   offcpu_workload halves     spin_half: 1 s of its own CPU time; then sleep_half: 1 s asleep;
  *                              prints spin_cpu_ns=N sleep_ns=N
  *   offcpu_workload crowd S    3 threads spinning on CPU 0 for S seconds (run-queue waits),
- *                              in spin_in_crowd; prints crowd_pid=N
+ *                              in spin_in_crowd; prints crowd_pid=N, then the threads' own
+ *                              time waiting on a run queue (the scheduler's schedstat
+ *                              run_delay, summed with the main thread's): crowd_run_delay_ns=N
  *   offcpu_workload lone S     1 thread on the last CPU for S seconds, working 1 ms
- *                              every 10 ms in spin_alone; prints lone_pid=N
+ *                              every 10 ms in spin_alone; prints lone_pid=N, then
+ *                              lone_run_delay_ns=N and oversleep_ns=N (its sleeps' lateness);
+ *                              both also print <mode>_off_cpu_ns=N (wall minus CPU time)
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -146,8 +150,48 @@ static void* vforker(void* arg) {
 }
 
 static double spin_seconds;
+static uint64_t run_delay_ns; /* summed over the spinning threads as each ends */
+/* The lone thread's sleeps past their 9 ms: from the timer's expiry (its wake-up) to running
+ * again, and the timer's slack: the most a tracer's wake-up-to-run time can be. */
+static uint64_t oversleep_ns;
+
+/* The calling thread's time spent runnable but waiting for a CPU, as the scheduler counts
+ * it (schedstat's second field): what a machine's other load adds is in it too, so a test
+ * compares loupe's run-queue latency with this rather than with an idle machine's. Read
+ * at a thread's start too: the wait between its creation and its first run has no
+ * wake-up and no switch-out before it, so no tracer of switches sees it. */
+static uint64_t own_run_delay(void) {
+  unsigned long long on_cpu = 0, delay = 0;
+  FILE* f = fopen("/proc/thread-self/schedstat", "r");
+
+  if (!f) return 0;
+  if (fscanf(f, "%llu %llu", &on_cpu, &delay) != 2) delay = 0;
+  fclose(f);
+  return delay;
+}
+
+/* Each spinning thread's time off the CPU, for any reason (its wall minus its CPU time):
+ * no tracer can find more run-queue wait than that. */
+static uint64_t off_cpu_ns;
+
+struct thread_start {
+  uint64_t delay, wall, cpu;
+};
+
+static struct thread_start thread_start(void) {
+  struct thread_start t = {own_run_delay(), now_ns(), thread_cpu_ns()};
+
+  return t;
+}
+
+static void thread_end(const struct thread_start* t) {
+  __atomic_fetch_add(&run_delay_ns, own_run_delay() - t->delay, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&off_cpu_ns, (now_ns() - t->wall) - (thread_cpu_ns() - t->cpu),
+                     __ATOMIC_RELAXED);
+}
 
 __attribute__((noinline)) static void* spin_on_cpu(void* arg) {
+  struct thread_start t0 = thread_start();
   cpu_set_t set;
   volatile uint64_t x = 0;
   uint64_t end = now_ns() + (uint64_t)(spin_seconds * 1e9);
@@ -157,6 +201,7 @@ __attribute__((noinline)) static void* spin_on_cpu(void* arg) {
   sched_setaffinity(0, sizeof(set), &set);
   while (now_ns() < end)
     for (int i = 0; i < 10000; i++) x += (uint64_t)i;
+  thread_end(&t0);
   return NULL;
 }
 
@@ -167,6 +212,7 @@ __attribute__((noinline)) static void* spin_in_crowd(void* arg) {
 /* Alone on its CPU and mostly asleep: 1 ms of work every 10 ms. It waits for a CPU only
  * when woken, and a woken sleeper is run at once unless the CPU is busy with others. */
 __attribute__((noinline)) static void* spin_alone(void* arg) {
+  struct thread_start t0 = thread_start();
   cpu_set_t set;
   volatile uint64_t x = 0;
   uint64_t end = now_ns() + (uint64_t)(spin_seconds * 1e9);
@@ -179,8 +225,12 @@ __attribute__((noinline)) static void* spin_alone(void* arg) {
 
     while (now_ns() < burst)
       for (int i = 0; i < 1000; i++) x += (uint64_t)i;
+    uint64_t t0 = now_ns();
+
     sleep_ms(9);
+    oversleep_ns += now_ns() - t0 - 9000000;
   }
+  thread_end(&t0);
   return NULL;
 }
 
@@ -239,6 +289,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc >= 3 && (strcmp(argv[1], "crowd") == 0 || strcmp(argv[1], "lone") == 0)) {
+    struct thread_start main_t0 = thread_start(); /* the main thread's waits count too */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
     spin_seconds = atof(argv[2]);
@@ -248,6 +299,10 @@ int main(int argc, char** argv) {
       spin_threads(3, 0, spin_in_crowd);
     else
       spin_threads(1, ncpu > 1 ? (int)ncpu - 1 : 0, spin_alone);
+    thread_end(&main_t0);
+    printf("%s_run_delay_ns=%llu %s_off_cpu_ns=%llu oversleep_ns=%llu\n", argv[1],
+           (unsigned long long)run_delay_ns, argv[1], (unsigned long long)off_cpu_ns,
+           (unsigned long long)oversleep_ns);
     return 0;
   }
   fprintf(stderr, "usage: %s blockers | halves | crowd SECONDS | lone SECONDS\n", argv[0]);

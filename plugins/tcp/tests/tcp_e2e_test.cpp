@@ -17,24 +17,17 @@
 #include <vector>
 
 #include "cli_run.hpp"
+#include "tcp_test_fields.hpp"
 
 using nlohmann::json;
 
 namespace {
 
+using loupe::tcp::test::figure;
+using loupe::tcp::test::u;
 using loupe::test::RunResult;
 
 constexpr int kConns = 10;
-
-long figure(const std::string& output, const std::string& name) {
-  std::smatch m;
-  if (!std::regex_search(output, m, std::regex(name + "=([0-9]+)"))) return -1;
-  return std::stol(m[1]);
-}
-
-std::uint64_t u(const json& fields, const char* name) {
-  return fields.contains(name) ? fields[name].get<std::uint64_t>() : 0;
-}
 
 class TcpE2E : public loupe::test::CliRun {};
 

@@ -418,6 +418,29 @@ TEST_F(ConsoleSinkTest, StacksAreMergedRankedAndCutToTopN) {
   EXPECT_FALSE(has(text, "0xdead")) << "the third stack is beyond top=2";
 }
 
+TEST_F(ConsoleSinkTest, StacksThatReadTheSameAreOneRow) {
+  // Samples at different addresses of the same functions (an unsymbolized one named by
+  // its function's start, as Debian's binaries are) read the same and are one row: the
+  // hot function ranks first instead of being spread over rows that look alike.
+  host_.set("top", std::int64_t{1});
+  PluginInstance sink(lib_);
+  ASSERT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
+  auto sample = [&](std::uint64_t leaf, const char* fn, std::int64_t v) {
+    loupe_frame f[2] = {
+        {leaf, fn, "/usr/bin/gzip", 0, LOUPE_FRAME_USER, LOUPE_RESOLVED_SYMTAB},
+        {0x30, "main", "/usr/bin/gzip", 0, LOUPE_FRAME_USER, LOUPE_RESOLVED_SYMTAB}};
+    SampleRecord s(LOUPE_RECORD_STACK_SAMPLE, "cpu");
+    s.builder().frames(f, 2).value("samples", "count", v);
+    ASSERT_EQ(sink.consume(s.record()), LOUPE_OK);
+  };
+  for (std::uint64_t pc = 0x4710; pc < 0x4710 + 10; ++pc) sample(pc, "[fn@0x4710]", 3);
+  sample(0x4290, "[fn@0x4290]", 20);
+  ASSERT_EQ(sink.flush(true), LOUPE_OK);
+  std::string text = report();
+  EXPECT_TRUE(has(text, "cpu  top 1 of 2 stacks by samples, total 50")) << text;
+  EXPECT_TRUE(has(line_with(text, "[fn@0x4710];main"), "30  60.0%")) << text;
+}
+
 TEST_F(ConsoleSinkTest, EventsAreCountedAndTheSlowestListed) {
   host_.set("top", std::int64_t{3});
   PluginInstance sink(lib_);

@@ -194,6 +194,15 @@ class Host {
   std::uint64_t now_ns(loupe_clock clock = LOUPE_CLOCK_MONOTONIC) const {
     return svc_->now_ns(svc_->host, clock);
   }
+  // The CLOCK_MONOTONIC reading (bpf_ktime_get_ns's clock) at a realtime instant such as a
+  // window's end. A final collect runs after the detach and drain, which take up to seconds:
+  // what was still going on "at the end" is measured to the window's end, not to now.
+  std::uint64_t monotonic_at_wall(std::uint64_t wall_ns) const {
+    const std::uint64_t wall = now_ns(LOUPE_CLOCK_REALTIME);
+    const std::uint64_t mono = now_ns(LOUPE_CLOCK_MONOTONIC);
+    if (wall_ns >= wall) return mono;
+    return wall - wall_ns >= mono ? 0 : mono - (wall - wall_ns);
+  }
   std::uint64_t boot_to_wall_ns(std::uint64_t boot_ns) const {
     return svc_->boot_to_wall_ns(svc_->host, boot_ns);
   }

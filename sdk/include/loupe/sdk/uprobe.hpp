@@ -20,12 +20,14 @@
 #include <libelf.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "loupe/sdk/library.hpp"
 #include "loupe/sdk/plugin.hpp"
@@ -210,6 +212,71 @@ inline ElfFunction find_elf_function(const std::string& path, const std::string&
     throw Error(LOUPE_ERR_NOT_FOUND, what + ": address " + hex + " is in no executable segment");
   }
   return ElfFunction{found->sym.st_value, found->sym.st_size, *off, found->dynsym};
+}
+
+// A link-time address of an ELF file as a probe site is named: the function holding it
+// (.symtab, else .dynsym; "" when no symbol covers it), the offset into that function, and
+// the file offset a uprobe at it sits on (what a running process maps it at, less the
+// mapping's start, plus its file offset). Naming a site from the file, when it is
+// attached, keeps the name independent of any process that fired it still being alive.
+struct ElfAddress {
+  std::uint64_t vaddr = 0;
+  std::optional<std::uint64_t> file_offset;  // none: the address is in no executable segment
+  std::string function;
+  std::uint64_t offset_in_function = 0;
+  // "function+0xOFF", or "0xVADDR" when no symbol covers it.
+  std::string site() const {
+    char off[32];
+    std::snprintf(off, sizeof(off), "%s0x%llx", function.empty() ? "" : "+",
+                  static_cast<unsigned long long>(function.empty() ? vaddr : offset_in_function));
+    return function + off;
+  }
+};
+
+// Describes every address of `vaddrs` (link-time, as USDT notes and symbols give them) in
+// one pass over the file's symbol tables. Throws Error as find_elf_function().
+inline std::vector<ElfAddress> describe_elf_addresses(const std::string& path,
+                                                      const std::vector<std::uint64_t>& vaddrs) {
+  detail::ElfFile file(path);
+  Elf* elf = file.get();
+  std::vector<ElfAddress> out(vaddrs.size());
+  std::vector<bool> sized(vaddrs.size(), false);  // a sized symbol beats a zero-sized one
+  for (std::size_t i = 0; i < vaddrs.size(); ++i) {
+    out[i].vaddr = vaddrs[i];
+    out[i].file_offset = detail::vaddr_to_offset(elf, vaddrs[i]);
+  }
+  for (Elf64_Word want : {SHT_SYMTAB, SHT_DYNSYM}) {
+    for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+      GElf_Shdr shdr;
+      if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != want || shdr.sh_entsize == 0) continue;
+      Elf_Data* data = elf_getdata(scn, nullptr);
+      std::size_t n = data ? shdr.sh_size / shdr.sh_entsize : 0;
+      for (std::size_t j = 0; j < n; ++j) {
+        GElf_Sym sym;
+        if (!gelf_getsym(data, static_cast<int>(j), &sym) || sym.st_shndx == SHN_UNDEF ||
+            GELF_ST_TYPE(sym.st_info) != STT_FUNC)
+          continue;
+        for (std::size_t i = 0; i < vaddrs.size(); ++i) {
+          const std::uint64_t v = vaddrs[i];
+          bool covers =
+              sym.st_size ? v >= sym.st_value && v < sym.st_value + sym.st_size : v == sym.st_value;
+          if (!covers || sized[i] || (!sym.st_size && !out[i].function.empty())) continue;
+          const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+          if (!name || !*name) continue;
+          std::string fn = name;
+          if (auto at = fn.find('@'); at != std::string::npos) fn.resize(at);
+          out[i].function = fn;
+          out[i].offset_in_function = v - sym.st_value;
+          sized[i] = sym.st_size != 0;
+        }
+      }
+    }
+    // .dynsym only where .symtab left an address unnamed (a stripped file has no .symtab).
+    if (std::all_of(out.begin(), out.end(),
+                    [](const ElfAddress& a) { return !a.function.empty(); }))
+      break;
+  }
+  return out;
 }
 
 }  // namespace loupe::sdk

@@ -36,9 +36,13 @@ inline constexpr loupe_config_key kUstackKeys[] = {
      "user stacks by frame pointers in the kernel (fp), or from a stack copy unwound with "
      ".eh_frame in user space (dwarf: works without frame pointers, costs a copy per stack)",
      0, 0, nullptr, 0, 0, kUnwindChoices},
-    {"stack_bytes", LOUPE_CFG_INT, 0, "8192",
-     "unwind = \"dwarf\": bytes of user stack copied per stack (deeper stacks are cut)", 512,
-     LOUPE_USTACK_MAX_BYTES},
+    // 16 KiB, the largest slice: a copy stops at the top of the stack, so a bigger slice
+    // costs only the stacks that need it. Measured on Debian's `sort -V` (cpusample, 99 Hz):
+    // 8 KiB cut 72-91 of 82-99 stacks, 16 KiB 0-12, for 2.6-2.8 -> 2.9-3.8 us a sample.
+    {"stack_bytes", LOUPE_CFG_INT, 0, "16384",
+     "unwind = \"dwarf\": bytes of user stack copied per stack (deeper stacks are cut, "
+     "and counted in <plugin>/unwind_stack_exhausted)",
+     512, LOUPE_USTACK_MAX_BYTES},
 };
 
 // The names health records and docs use for each loupe_unwind_status.
@@ -60,7 +64,8 @@ inline const char* unwind_status_help(std::uint32_t s) {
   switch (s) {
     case LOUPE_UNWIND_NO_CFI: return "user stacks cut short: no CFI (.eh_frame) for a frame's pc";
     case LOUPE_UNWIND_STACK_EXHAUSTED:
-      return "user stacks cut short: deeper than the copied slice (raise stack_bytes)";
+      return "user stacks cut short: deeper than the copied slice (raise stack_bytes, at most "
+             "16384; or unwind = \"fp\" for code built with frame pointers)";
     case LOUPE_UNWIND_BAD_MEMORY:
       return "user stacks cut short: the unwinder left the copied slice (garbage registers)";
     case LOUPE_UNWIND_UNMAPPED_PC:
