@@ -210,16 +210,22 @@ TOML
   expect_rc 2 $? "diff of a missing run"
 }
 
-# Two runs of the bundled cpu profile, unchanged, on Debian's gzip: user frames the
-# symbolizer could not name ("symbol": null, in every such run) must not crash loupe diff,
-# and --folded-diff names every frame as the folded sink named it in the same run.
+# Two CPU runs of Debian's gzip: A with the frame-pointer unwinder the bundled cpu profile
+# offers (gzip has no frame pointers, so user frames come out that the symbolizer cannot
+# name: "symbol": null, and no module), B with the profile unchanged (dwarf). Frames
+# without a name must not crash loupe diff, and --folded-diff names every frame as the
+# folded sink named it in the same run.
 case_diff_cpu() {
   need_root
   command -v gzip >/dev/null || { echo "SKIP: gzip is not installed"; exit 77; }
   head -c 12000000 /dev/urandom | base64 >"$TMP/data"
+  sed 's/^unwind = .*/unwind = "fp"/' "$SRC/profiles/cpu.toml" >"$TMP/cpu-fp.toml"
+  grep -q '^unwind = "fp"' "$TMP/cpu-fp.toml" || fail "profiles/cpu.toml has no unwind key to set"
   for run in A B; do
     rm -f "$TMP/data.gz"
-    "$LOUPE" run "$SRC/profiles/cpu.toml" -o "$TMP/$run" -- gzip -k "$TMP/data" >"$TMP/$run.log" 2>&1
+    profile="$TMP/cpu-fp.toml"
+    [[ $run == B ]] && profile="$SRC/profiles/cpu.toml"
+    "$LOUPE" run "$profile" -o "$TMP/$run" -- gzip -k "$TMP/data" >"$TMP/$run.log" 2>&1
     expect_rc 0 $? "cpu run $run: $(tail -3 "$TMP/$run.log")"
   done
   python3 - "$TMP/A/records.jsonl" <<'PY' || exit 1
