@@ -17,7 +17,7 @@ int cmd_bench(const CommonOptions& common, const BenchCliOptions& bench) {
     for (auto& d : common.plugin_dirs) v.extra_plugin_dirs.emplace_back(d);
     auto r = Session(std::move(v)).run();
     if (r.code != ExitCode::kOk) {
-      std::cerr << r.error << "\n";
+      print_error(r);
       return static_cast<int>(r.code);
     }
   }

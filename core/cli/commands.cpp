@@ -177,6 +177,18 @@ int cmd_describe(const CommonOptions& common, const std::string& name, bool as_j
   return 0;
 }
 
+// One "error:" a line: a profile's errors as the compiler-style lines the session made
+// (file:line:col: error: ...), anything else after "loupe: error: ".
+void print_error(const SessionResult& r) {
+  if (!r.profile_errors.empty()) {
+    for (const auto& line : r.profile_errors) std::cerr << line << "\n";
+  } else if (!r.option_errors.empty()) {
+    for (const auto& e : r.option_errors) std::cerr << "loupe: error: " << e << "\n";
+  } else if (!r.error.empty()) {
+    std::cerr << "loupe: error: " << r.error << "\n";
+  }
+}
+
 int cmd_validate(const CommonOptions& common, const std::string& profile) {
   SessionOptions opts;
   opts.profile_path = profile;
@@ -186,7 +198,7 @@ int cmd_validate(const CommonOptions& common, const std::string& profile) {
   Session session(std::move(opts));
   auto r = session.run();
   if (r.code != ExitCode::kOk) {
-    std::cerr << r.error << "\n";
+    print_error(r);
     return static_cast<int>(r.code);
   }
   fmt::print("{}: ok\n", profile);
@@ -213,11 +225,16 @@ int cmd_run(const CommonOptions& common, const RunOptions& run) {
     opts.features = std::make_shared<KernelFeatureProber>(common.disabled_features);
   Session session(std::move(opts));
   auto r = run_until_signalled(session);
-  if (!r.error.empty()) std::cerr << "loupe: error: " << r.error << "\n";
+  print_error(r);
   if (!run.record.empty() && r.error.empty())
     spdlog::info("{} ring records written to {}", r.records_recorded, run.record);
-  if (r.code == ExitCode::kOk && r.target_exit_status > 0)
+  // As strace and time do: when loupe did its part, its status is the command's own (a
+  // command killed by signal N gives 128 + N, as a shell says it), so `loupe run P --
+  // make test` gates a script as `make test` would. loupe's own failure outranks it.
+  if (r.code == ExitCode::kOk && r.target_exit_status > 0) {
     spdlog::warn("the profiled command exited with status {}", r.target_exit_status);
+    return r.target_exit_status;
+  }
   return static_cast<int>(r.code);
 }
 
@@ -230,9 +247,8 @@ int cmd_replay(const CommonOptions& common, const ReplayOptions& replay) {
   for (auto& d : common.plugin_dirs) opts.extra_plugin_dirs.emplace_back(d);
   Session session(std::move(opts));
   auto r = run_until_signalled(session);
-  if (!r.error.empty())
-    std::cerr << "loupe: error: " << r.error << "\n";
-  else
+  print_error(r);
+  if (r.error.empty())
     spdlog::info("replayed {} ring records from {}", r.records_replayed, replay.capture);
   return static_cast<int>(r.code);
 }

@@ -8,7 +8,14 @@
 #include <string>
 #include <vector>
 
+namespace loupe {
+struct SessionResult;
+}
+
 namespace loupe::cli {
+
+// A failed session's errors on stderr, one "error:" a line (commands.cpp).
+void print_error(const SessionResult& r);
 
 struct CommonOptions {
   std::vector<std::string> plugin_dirs;

@@ -11,8 +11,8 @@
 //     input ("stack base new") for a differential flame graph;
 //   - counters: the relative change of each metric, shown from --threshold percent (not
 //     flagged: counts follow the run's length).
-// Exit status: 0 nothing flagged, 1 something flagged (a CI job's regression gate), 2 bad
-// input.
+// Exit status: 0 nothing flagged, 8 something flagged (a CI job's regression gate), 2 bad
+// input (docs/cli.md; 1 is a failed run's).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -23,7 +23,9 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "folded_frame.hpp"
 #include "loupe/sdk/units.hpp"
+#include "loupe/session.hpp"
 #include "records_file.hpp"
 
 namespace loupe::cli {
@@ -38,11 +40,12 @@ struct Run {
 };
 
 std::string key_of(const json& r) {
-  std::string k = r.value("plugin", "") + "/" + r.value("name", "");
-  if (r.contains("labels") && !r["labels"].empty()) {
+  std::string k = sinks::text_field(r, "plugin") + "/" + sinks::text_field(r, "name");
+  auto labels = r.find("labels");
+  if (labels != r.end() && labels->is_object() && !labels->empty()) {
     k += "{";
     bool first = true;
-    for (const auto& [lk, lv] : r["labels"].items()) {  // nlohmann sorts object keys
+    for (const auto& [lk, lv] : labels->items()) {  // nlohmann sorts object keys
       k += (first ? "" : ",") + lk + "=" + (lv.is_string() ? lv.get<std::string>() : lv.dump());
       first = false;
     }
@@ -51,43 +54,50 @@ std::string key_of(const json& r) {
   return k;
 }
 
+// Root first, each frame named as the folded sink names it (an unsymbolized frame is its
+// module's file name + offset), so --folded-diff lines match cpu.folded's.
 std::string folded(const json& frames) {
   std::string s;
-  for (std::size_t i = frames.size(); i-- > 0;) {  // records are leaf first
-    const json& f = frames[i];
-    std::string name = f.contains("symbol") && f["symbol"].is_string()
-                           ? f["symbol"].get<std::string>()
-                           : "[" + f.value("module", std::string("unknown")) + "]";
-    for (char& c : name)
-      if (c == ';') c = ':';
-    s += (s.empty() ? "" : ";") + name;
-  }
+  if (frames.is_array())
+    for (std::size_t i = frames.size(); i-- > 0;) {  // records are leaf first
+      if (!s.empty()) s += ';';
+      sinks::append_folded_frame(sinks::frame_from_json(frames[i]), s);
+    }
   return s.empty() ? "[no stack]" : s;
+}
+
+const json& member(const json& r, const char* key) {
+  static const json kNull;
+  auto it = r.find(key);
+  return it != r.end() ? *it : kNull;
 }
 
 bool load(const std::string& where, const std::string& value, Run* run, std::string* err) {
   std::size_t final_records = 0;
   const sinks::RecordsFileError read = sinks::for_each_record(where, [&](const json& r) {
-    if (!r.value("is_final", false)) return;
+    if (!r.is_object() || !r.value("is_final", false)) return;
     ++final_records;
-    const std::string kind = r.value("kind", "");
-    if (kind == "histogram") {
+    const std::string kind = sinks::text_field(r, "kind");
+    if (kind == "histogram" && member(r, "histogram").is_object()) {
       run->histograms[key_of(r)] = r["histogram"];
     } else if (kind == "metric") {
-      run->metrics[key_of(r)] = r["metric"].value("value", 0.0);
-    } else if (kind == "stack") {
-      const json& values = r["stack"]["values"];
+      // A NaN figure is written as null: nothing to compare.
+      const double v = sinks::number_field(member(r, "metric"), "value", std::nan(""));
+      if (!std::isnan(v)) run->metrics[key_of(r)] = v;
+    } else if (kind == "stack" && member(r, "stack").is_object()) {
+      const json& values = member(r["stack"], "values");
+      if (!values.is_array()) return;
       double w = 0;
       bool found = value.empty() && !values.empty();
-      if (found) w = values[0].value("value", 0.0);
+      if (found) w = sinks::number_field(values[0], "value");
       for (const auto& v : values)
-        if (!value.empty() && v.value("name", "") == value) {
-          w = v.value("value", 0.0);
+        if (!value.empty() && sinks::text_field(v, "name") == value) {
+          w = sinks::number_field(v, "value");
           found = true;
         }
       if (!found) return;
-      run->stacks[r.value("plugin", "") + "/" + r.value("name", "")]
-                 [folded(r["stack"]["frames"])] += w;
+      run->stacks[sinks::text_field(r, "plugin") + "/" + sinks::text_field(r, "name")]
+                 [folded(member(r["stack"], "frames"))] += w;
     }
   });
   if (read.kind == sinks::RecordsFileError::kUnreadable) {
@@ -112,12 +122,13 @@ struct Bounds {
 
 Bounds percentile(const json& h, double q) {
   Bounds b;
-  if (!h.contains("percentiles")) return b;
-  for (const auto& p : h["percentiles"])
-    if (std::fabs(p.value("q", 0.0) - q) < 1e-9) {
-      b.value = p.value("value", 0.0);
-      b.lower = p.value("lower", b.value);
-      b.upper = p.value("upper", b.value);
+  const json& pcts = member(h, "percentiles");
+  if (!pcts.is_array()) return b;
+  for (const auto& p : pcts)
+    if (std::fabs(sinks::number_field(p, "q") - q) < 1e-9) {
+      b.value = sinks::number_field(p, "value");
+      b.lower = sinks::number_field(p, "lower", b.value);
+      b.upper = sinks::number_field(p, "upper", b.value);
       b.ok = true;
     }
   return b;
@@ -129,8 +140,8 @@ int cmd_diff(const DiffOptions& o) {
   Run base, next;
   std::string err;
   if (!load(o.base, o.value, &base, &err) || !load(o.next, o.value, &next, &err)) {
-    std::fprintf(stderr, "loupe diff: %s\n", err.c_str());
-    return 2;
+    std::fprintf(stderr, "loupe: error: diff: %s\n", err.c_str());
+    return static_cast<int>(ExitCode::kUsage);
   }
   int flagged = 0;
   std::printf("loupe diff %s %s\n", o.base.c_str(), o.next.c_str());
@@ -143,10 +154,10 @@ int cmd_diff(const DiffOptions& o) {
     auto it = next.histograms.find(key);
     if (it == next.histograms.end()) continue;
     const json& hn = it->second;
-    const std::string unit = hb.value("unit", "");
+    const std::string unit = sinks::text_field(hb, "unit");
     std::string line;
     bool shift = false;
-    const double cb = hb.value("count", 0.0), cn = hn.value("count", 0.0);
+    const double cb = sinks::number_field(hb, "count"), cn = sinks::number_field(hn, "count");
     for (double q : {0.5, 0.9, 0.99}) {
       Bounds b = percentile(hb, q), n = percentile(hn, q);
       if (!b.ok || !n.ok) continue;
@@ -170,8 +181,7 @@ int cmd_diff(const DiffOptions& o) {
     if (!shift && !o.all) continue;
     flagged += shift;
     ++shown;
-    std::printf("  %s  count %.0f -> %.0f%s\n", key.c_str(), hb.value("count", 0.0),
-                hn.value("count", 0.0), line.c_str());
+    std::printf("  %s  count %.0f -> %.0f%s\n", key.c_str(), cb, cn, line.c_str());
   }
   for (const auto& [key, h] : next.histograms)
     if (!base.histograms.count(key) && o.all) std::printf("  %s  only in NEW\n", key.c_str());
@@ -229,7 +239,7 @@ int cmd_diff(const DiffOptions& o) {
   }
   if (!shown) std::printf("  no counter changed\n");
   std::printf("\n%d change%s flagged\n", flagged, flagged == 1 ? "" : "s");
-  return flagged ? 1 : 0;
+  return flagged ? static_cast<int>(ExitCode::kDiffChanged) : 0;
 }
 
 }  // namespace loupe::cli

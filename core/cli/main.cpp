@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <cstring>
 
 #include "commands.hpp"
@@ -70,21 +71,26 @@ int main(int argc, char** argv) {
       "validate", "Check a profile against the plugins' schemas; runs no plugin code");
   validate->add_option("profile", profile, "TOML profile")->required();
   auto* runc =
-      app.add_subcommand("run", "Run a profile: loupe run PROFILE [options] [-- CMD ARGS...]");
+      app.add_subcommand("run",
+                         "Run a profile: loupe run PROFILE [options] [-- CMD ARGS...]; exits "
+                         "with CMD's own status when loupe succeeded (docs/cli.md)");
   runc->add_option("profile", run.profile, "TOML profile")->required();
-  double duration = -1, interval = -1;
-  int pid = -1;
+  // Given or not is what counts (no value is a "not given" marker): the session holds
+  // each given value to the bounds of the profile key it overrides.
+  double duration = 0, interval = 0;
+  int pid = 0;
   std::string output;
-  runc->add_option("-d,--duration", duration,
-                   "Seconds to run (0 = until the command exits or SIGINT)");
-  runc->add_option("-i,--interval", interval, "Seconds between interval reports (0 = final only)");
-  runc->add_option("-p,--pid", pid, "Profile this process (and its descendants)");
+  auto* duration_opt = runc->add_option("-d,--duration", duration,
+                                        "Seconds to run (0 = until the command exits or SIGINT)");
+  auto* interval_opt = runc->add_option("-i,--interval", interval,
+                                        "Seconds between interval reports (0 = final only)");
+  auto* pid_opt = runc->add_option("-p,--pid", pid, "Profile this process (and its descendants)");
   runc->add_flag("--no-follow", run.no_follow,
                  "Profile the target process only, not the processes it forks (default: the "
                  "whole tree; also [session] follow = false)");
-  runc->add_option("-o,--output", output, "Output directory");
-  double delivery_delay = -1;
-  runc->add_option(
+  auto* output_opt = runc->add_option("-o,--output", output, "Output directory");
+  double delivery_delay = 0;
+  auto* delivery_delay_opt = runc->add_option(
       "--delivery-delay", delivery_delay,
       "Longest a ring record waits before it is read, in ms (default 20; producers skip wake-ups "
       "below a watermark)");
@@ -123,7 +129,7 @@ int main(int argc, char** argv) {
   auto* diffc = app.add_subcommand(
       "diff",
       "Compare two runs' records: percentile shifts beyond the buckets' error, stack share "
-      "changes, counter changes; exit 1 when something shifted: loupe diff BASE NEW");
+      "changes, counter changes; exit 8 when something shifted: loupe diff BASE NEW");
   diffc->add_option("base", diff.base, "records.jsonl (or its output directory) of the base run")
       ->required();
   diffc->add_option("new", diff.next, "records.jsonl (or its output directory) of the new run")
@@ -140,9 +146,16 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(cli_argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : static_cast<int>(loupe::ExitCode::kUsage);
+    std::fprintf(stderr, "loupe: error: %s\nRun 'loupe --help' or 'loupe COMMAND --help'.\n",
+                 e.what());
+    return static_cast<int>(loupe::ExitCode::kUsage);
   }
   if (!run.command.empty() && !runc->parsed()) {
     spdlog::error("'-- CMD' is only valid with 'loupe run'");
@@ -158,21 +171,29 @@ int main(int argc, char** argv) {
                     : verbosity == 1 ? spdlog::level::info
                                      : spdlog::level::warn);
 
-  if (check->parsed()) return cmd_check(common, json);
-  if (list->parsed()) return cmd_list(common, json);
-  if (describe->parsed()) return cmd_describe(common, name, json);
-  if (validate->parsed()) return cmd_validate(common, profile);
-  if (probes->parsed()) return cmd_probes(binary, json);
-  if (benchc->parsed()) return cmd_bench(common, bench);
-  if (diffc->parsed()) return cmd_diff(diff);
-  if (replayc->parsed()) {
-    if (!replay_output.empty()) replay.output = replay_output;
-    return cmd_replay(common, replay);
+  auto dispatch = [&]() -> int {
+    if (check->parsed()) return cmd_check(common, json);
+    if (list->parsed()) return cmd_list(common, json);
+    if (describe->parsed()) return cmd_describe(common, name, json);
+    if (validate->parsed()) return cmd_validate(common, profile);
+    if (probes->parsed()) return cmd_probes(binary, json);
+    if (benchc->parsed()) return cmd_bench(common, bench);
+    if (diffc->parsed()) return cmd_diff(diff);
+    if (replayc->parsed()) {
+      if (!replay_output.empty()) replay.output = replay_output;
+      return cmd_replay(common, replay);
+    }
+    if (delivery_delay_opt->count()) run.delivery_delay_ms = delivery_delay;
+    if (duration_opt->count()) run.duration = duration;
+    if (interval_opt->count()) run.interval = interval;
+    if (pid_opt->count()) run.pid = pid;
+    if (output_opt->count()) run.output = output;
+    return cmd_run(common, run);
+  };
+  try {
+    return dispatch();
+  } catch (const std::exception& e) {  // a bug: said as one, not an abort
+    spdlog::error("internal error: {}", e.what());
+    return static_cast<int>(loupe::ExitCode::kRuntime);
   }
-  if (delivery_delay >= 0) run.delivery_delay_ms = delivery_delay;
-  if (duration >= 0) run.duration = duration;
-  if (interval >= 0) run.interval = interval;
-  if (pid >= 0) run.pid = pid;
-  if (!output.empty()) run.output = output;
-  return cmd_run(common, run);
 }

@@ -22,7 +22,7 @@ const char* str_or_null(const json& o, const char* key) {
 std::string load_base_run(const std::string& where, ReportData& into) {
   std::size_t stacks = 0;
   const RecordsFileError err = for_each_record(where, [&](const json& r) {
-    if (!r.is_object() || r.value("kind", "") != "stack" || !r.value("is_final", false) ||
+    if (!r.is_object() || text_field(r, "kind") != "stack" || !r.value("is_final", false) ||
         !r.contains("stack") || !r["stack"].is_object())
       return;
     const json& s = r["stack"];
@@ -32,18 +32,7 @@ std::string load_base_run(const std::string& where, ReportData& into) {
     const json& fs = s.contains("frames") && s["frames"].is_array() ? s["frames"] : kNone;
     const json& vs = s.contains("values") && s["values"].is_array() ? s["values"] : kNone;
     std::vector<loupe_frame> frames;
-    for (const auto& f : fs) {
-      loupe_frame lf{};
-      lf.address = f.value("address", std::uint64_t{0});
-      lf.symbol = str_or_null(f, "symbol");
-      lf.module = str_or_null(f, "module");
-      lf.offset = f.value("offset", std::uint64_t{0});
-      const std::string kind = f.value("kind", "user");
-      lf.kind = kind == "kernel" ? LOUPE_FRAME_KERNEL
-                : kind == "jit"  ? LOUPE_FRAME_JIT
-                                 : LOUPE_FRAME_USER;
-      frames.push_back(lf);
-    }
+    for (const auto& f : fs) frames.push_back(frame_from_json(f));
     std::vector<loupe_value> values;
     for (const auto& v : vs)
       values.push_back(

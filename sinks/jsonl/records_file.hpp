@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "loupe/abi/records.h"
+
 namespace loupe::sinks {
 
 struct RecordsFileError {
@@ -23,9 +25,22 @@ struct RecordsFileError {
 };
 
 // Calls `each` with every record, in file order; blank lines are skipped. Stops at the
-// first line that is not JSON and says where.
+// first line that is not JSON, or whose record `each` could not read (a JSON type error
+// thrown from it), and says where.
 RecordsFileError for_each_record(const std::string& where,
                                  const std::function<void(const nlohmann::json&)>& each);
+
+// Fields read without throwing. A record holds null where a value is unknown (a frame's
+// symbol or module, a unit, a NaN figure): these return `fallback` for null, a missing key
+// or another type.
+std::string text_field(const nlohmann::json& obj, const char* key,
+                       const std::string& fallback = "");
+double number_field(const nlohmann::json& obj, const char* key, double fallback = 0);
+
+// One frame of a stack or event record as the ABI's loupe_frame, so that it is named
+// exactly as the live sinks name it. `symbol` and `module` point into `f` (NULL where the
+// record has null) and are valid as long as `f`.
+loupe_frame frame_from_json(const nlohmann::json& f);
 
 }  // namespace loupe::sinks
 

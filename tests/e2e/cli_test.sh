@@ -66,7 +66,7 @@ case_plugin_errors() {
   printf '[[plugins]]\nname = "nosuch"\n[[sinks]]\nname = "jsonl"\n' >"$TMP/missing.toml"
   "$LOUPE" validate "$TMP/missing.toml" 2>"$TMP/err"; rc=$?
   expect_rc 4 $rc "missing plugin"
-  grep -q "missing.toml:1:1: plugin 'nosuch' not found" "$TMP/err" || fail "missing: $(cat "$TMP/err")"
+  grep -q "missing.toml:1:1: error: plugin 'nosuch' not found" "$TMP/err" || fail "missing: $(cat "$TMP/err")"
   LOUPE_PLUGIN_PATH="$BAD_PLUGIN_DIR" "$LOUPE" list >"$TMP/list" || fail "list"
   grep -qE "rejected: .*loupe-bad-newer_minor.so: plugin ABI 1\.[0-9]+ is newer" "$TMP/list" || fail "list rejections: $(cat "$TMP/list")"
   "$LOUPE" describe jsonl | grep -q "config keys" || fail "describe"
@@ -201,13 +201,105 @@ TOML
   expect_rc 0 $? "diff of two alike runs ($(cat "$TMP/same.diff"))"
   grep -q "no shift" "$TMP/same.diff" || fail "alike runs: $(cat "$TMP/same.diff")"
   "$LOUPE" diff "$TMP/base" "$TMP/slower" --folded-diff "$TMP/diff.folded" >"$TMP/slower.diff" 2>&1
-  expect_rc 1 $? "diff of a slower run ($(cat "$TMP/slower.diff"))"
+  expect_rc 8 $? "diff of a slower run ($(cat "$TMP/slower.diff"))"
   # 15 values: p50 is judged (7 above it), p99 is not (it is the maximum).
   grep -E "latency/latency.*clock_nanosleep.*p50 .* UP" "$TMP/slower.diff" >/dev/null ||
     fail "no p50 shift flagged: $(cat "$TMP/slower.diff")"
   cat "$TMP/slower.diff"
   "$LOUPE" diff "$TMP/base" "$TMP/nowhere" >/dev/null 2>&1
   expect_rc 2 $? "diff of a missing run"
+}
+
+# Two CPU runs of Debian's gzip: A with the frame-pointer unwinder the bundled cpu profile
+# offers (gzip has no frame pointers, so user frames come out that the symbolizer cannot
+# name: "symbol": null, and no module), B with the profile unchanged (dwarf). Frames
+# without a name must not crash loupe diff, and --folded-diff names every frame as the
+# folded sink named it in the same run.
+case_diff_cpu() {
+  need_root
+  command -v gzip >/dev/null || { echo "SKIP: gzip is not installed"; exit 77; }
+  head -c 12000000 /dev/urandom | base64 >"$TMP/data"
+  sed 's/^unwind = .*/unwind = "fp"/' "$SRC/profiles/cpu.toml" >"$TMP/cpu-fp.toml"
+  grep -q '^unwind = "fp"' "$TMP/cpu-fp.toml" || fail "profiles/cpu.toml has no unwind key to set"
+  for run in A B; do
+    rm -f "$TMP/data.gz"
+    profile="$TMP/cpu-fp.toml"
+    [[ $run == B ]] && profile="$SRC/profiles/cpu.toml"
+    "$LOUPE" run "$profile" -o "$TMP/$run" -- gzip -k "$TMP/data" >"$TMP/$run.log" 2>&1
+    expect_rc 0 $? "cpu run $run: $(tail -3 "$TMP/$run.log")"
+  done
+  python3 - "$TMP/A/records.jsonl" <<'PY' || exit 1
+import json, sys
+nulls = sum(1 for l in open(sys.argv[1]) for r in [json.loads(l)]
+            if r["kind"] == "stack" and r["is_final"]
+            for f in r["stack"]["frames"] if f["symbol"] is None)
+assert nulls, "no frame without a symbol: this run does not test what it is meant to"
+print("frames without a symbol in run A:", nulls)
+PY
+  "$LOUPE" diff "$TMP/A" "$TMP/B" --folded-diff "$TMP/ab.folded" >"$TMP/ab.diff" 2>&1; rc=$?
+  [[ $rc -eq 0 || $rc -eq 8 ]] || fail "diff A B: exit $rc: $(tail -5 "$TMP/ab.diff")"
+  grep -qE "^[0-9]+ changes? flagged" "$TMP/ab.diff" || fail "diff A B: $(cat "$TMP/ab.diff")"
+  "$LOUPE" diff "$TMP/A" "$TMP/A" --folded-diff "$TMP/aa.folded" >"$TMP/aa.diff" 2>&1
+  expect_rc 0 $? "diff A A ($(tail -5 "$TMP/aa.diff"))"
+  grep -q "^0 changes flagged" "$TMP/aa.diff" || fail "diff A A: $(cat "$TMP/aa.diff")"
+  python3 - "$TMP/A/cpu.folded" "$TMP/aa.folded" "$TMP/ab.folded" "$TMP/B/cpu.folded" <<'PY' || exit 1
+import collections, sys
+def folded(path):  # "stack count"
+    out = collections.Counter()
+    for line in open(path):
+        stack, n = line.rstrip("\n").rsplit(" ", 1)
+        out[stack] += int(n)
+    return out
+def diff(path):  # "stack base new"
+    out = {}
+    for line in open(path):
+        stack, a, b = line.rstrip("\n").rsplit(" ", 2)
+        out[stack] = (int(a), int(b))
+    return out
+a, aa, ab, b = folded(sys.argv[1]), diff(sys.argv[2]), diff(sys.argv[3]), folded(sys.argv[4])
+assert all(x == y for x, y in aa.values()), "diff A A: a stack differs from itself"
+# The same stacks under the same names as the folded sink's: unnamed frames are the
+# module's file name + offset, or [unknown] without a module, never null.
+want = {s: n for s, n in a.items() if n}
+got = {s: x for s, (x, _) in aa.items() if x}
+assert got == want, f"A's stacks differ from A's cpu.folded: {sorted(set(got) ^ set(want))[:5]}"
+assert {s: x for s, (x, _) in ab.items() if x} == want and \
+       {s: y for s, (_, y) in ab.items() if y} == {s: n for s, n in b.items() if n}, "diff A B"
+assert not any("null" in f for s in ab for f in s.split(";")), "a frame named null"
+unnamed = [f for s in want for f in s.split(";") if f == "[unknown]" or "+0x" in f]
+assert unnamed, "no unsymbolized frame in the diff"
+print(f"diff of two gzip runs: {len(ab)} stacks, {len(unnamed)} unsymbolized frames named as cpu.folded names them")
+PY
+}
+
+# The command's exit status is loupe's when loupe did its part (like strace and time);
+# loupe's own failure outranks it; a command loupe ends at --duration is not a failure.
+case_exit_status() {
+  need_root
+  cat >"$TMP/p.toml" <<TOML
+[session]
+output_dir = "$TMP/out"
+[[plugins]]
+name = "syscount"
+[[sinks]]
+name = "jsonl"
+TOML
+  "$LOUPE" run "$TMP/p.toml" -- true 2>"$TMP/err"
+  expect_rc 0 $? "-- true ($(cat "$TMP/err"))"
+  "$LOUPE" run "$TMP/p.toml" -- sh -c 'exit 3' 2>"$TMP/err"
+  expect_rc 3 $? "-- sh -c 'exit 3' ($(cat "$TMP/err"))"
+  grep -q "exited with status 3" "$TMP/err" || fail "status not said: $(cat "$TMP/err")"
+  [[ -s "$TMP/out/records.jsonl" ]] || fail "no report for a command that failed"
+  "$LOUPE" run "$TMP/p.toml" -- sh -c 'exit 77' 2>/dev/null
+  expect_rc 77 $? "-- sh -c 'exit 77'"
+  "$LOUPE" run "$TMP/p.toml" -- sh -c 'kill -USR1 $$' 2>/dev/null
+  expect_rc $((128 + 10)) $? "a command killed by SIGUSR1"
+  "$LOUPE" run "$TMP/p.toml" --duration 0.5 -- sleep 30 2>"$TMP/err"
+  expect_rc 0 $? "a command ended at --duration ($(cat "$TMP/err"))"
+  # loupe's own failure wins over the command's status.
+  sed 's/"syscount"/"syscuont"/' "$TMP/p.toml" >"$TMP/bad.toml"
+  "$LOUPE" run "$TMP/bad.toml" -- sh -c 'exit 3' 2>"$TMP/err"
+  expect_rc 4 $? "a missing plugin with a failing command ($(cat "$TMP/err"))"
 }
 
 # README command 1 as scripts/demo.sh runs it: the report fits a screen (<= 60 lines of

@@ -36,7 +36,8 @@ enum class ExitCode : int {
   kPlugin = 4,         // plugin not found, not a plugin, wrong ABI, duplicate name
   kKernel = 5,         // the kernel refused: missing feature, attach target, verifier
   kPrivilege = 6,      // missing capabilities (named)
-  kTarget = 7,         // the command to profile could not be started
+  kTarget = 7,         // the command to profile could not be started; no process has the pid
+  kDiffChanged = 8,    // loupe diff: something shifted between the two runs
   kInterrupted = 130,  // SIGINT/SIGTERM ended the session early (report still written)
 };
 
@@ -74,7 +75,15 @@ struct SessionOptions {
 
 struct SessionResult {
   ExitCode code = ExitCode::kOk;
-  std::string error;            // empty on success
+  std::string error;  // empty on success
+  // A profile that failed its checks: every error at once, in file order, each
+  // "file:line:col: error: message" ("file: error: ..." when it cannot be read); `error`
+  // holds the same lines joined.
+  std::vector<std::string> profile_errors;
+  // SessionOptions that overrode the profile with values out of its keys' bounds (exit 2):
+  // every one at once, each "--duration: -1 is out of range [0, 604800]" (named by the
+  // `loupe run` option that sets it).
+  std::vector<std::string> option_errors;
   int target_exit_status = -1;  // the command's exit status when loupe started one
   bool interrupted = false;
   std::uint64_t records_published = 0;

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iterator>
+#include <string_view>
 
 namespace loupe {
 namespace {
@@ -44,6 +46,10 @@ class Checker {
   void throw_if_any() {
     if (!diags_.empty()) throw ProfileError(std::move(diags_));
   }
+  void move_to(std::vector<Diagnostic>& out) {
+    for (auto& d : diags_) out.push_back(std::move(d));
+    diags_.clear();
+  }
   const std::string& file() const { return file_; }
 
  private:
@@ -57,95 +63,78 @@ std::optional<double> as_number(const toml::node& n) {
   return std::nullopt;
 }
 
+void validate_table(const toml::table& t, const loupe_config_key* keys, std::uint32_t n,
+                    std::uint32_t stride, const std::string& where,
+                    const std::vector<std::string_view>& handled, loupe_config& out, Checker& c);
+
+// The [session] keys, declared as a plugin declares its own, so that the one validator
+// checks both (unknown keys with "did you mean", types, choices, integer ranges) and
+// reports every error of a profile in one pass. `command` (a string or an array of
+// strings) is read by hand, and the seconds keys' bounds are checked after it.
+const char* const kOnPluginError[] = {"fail", "continue", nullptr};
+const loupe_config_key kSessionKeys[] = {
+    {"duration", LOUPE_CFG_FLOAT, 0, "0", "seconds; 0 = until the command/pid exits or a signal"},
+    {"interval", LOUPE_CFG_FLOAT, 0, "0", "seconds between interval reports; 0 = final only"},
+    {"output_dir", LOUPE_CFG_STRING, 0, "\"loupe-out\"", "where sinks write their files"},
+    {"pid", LOUPE_CFG_INT, 0, "0", "profile this process (0 = system-wide)", 0, kMaxPid},
+    {"command", LOUPE_CFG_STRING_LIST, 0, nullptr, "start and profile this command"},
+    {"follow", LOUPE_CFG_BOOL, 0, "true", "profile the target's descendants too"},
+    {"on_plugin_error", LOUPE_CFG_STRING, 0, "\"fail\"",
+     "a plugin failing setup/start ends the run, or is skipped", 0, 0, nullptr, 0, 0,
+     kOnPluginError},
+    {"drain_timeout", LOUPE_CFG_FLOAT, 0, "2", "seconds to drain rings and sinks at the end"},
+    {"user", LOUPE_CFG_STRING, 0, nullptr, "switch to this user once every probe is attached"},
+    {"allow_insecure_plugins", LOUPE_CFG_BOOL, 0, "false",
+     "load plugins from group/world-writable files or directories"},
+    {"stats", LOUPE_CFG_BOOL, 0, "false", "per-probe BPF run-time statistics"},
+};
+
+struct SecondsKey {
+  std::string_view name;
+  double max;
+};
+constexpr SecondsKey kSecondsKeys[] = {
+    {"duration", 7 * 24 * 3600.0}, {"interval", 24 * 3600.0}, {"drain_timeout", 600}};
+
 void parse_session(const toml::table& t, SessionSpec& s, Checker& c) {
-  for (auto&& [key, node] : t) {
-    const std::string k(key.str());
-    const toml::node& value = node;  // clang < 16 cannot capture structured bindings
-    auto number = [&](double& dst, double lo, double hi) {
-      auto v = as_number(value);
-      if (!v)
-        return c.error(value, fmt::format("session.{}: expected a number of seconds, found {}", k,
-                                          toml_type_name(value)));
-      if (!std::isfinite(*v) || *v < lo || *v > hi)
-        return c.error(value,
-                       fmt::format("session.{}: {} is out of range [{}, {}]", k, *v, lo, hi));
-      dst = *v;
-    };
-    if (k == "duration") {
-      number(s.duration_s, 0, 7 * 24 * 3600.0);
-    } else if (k == "interval") {
-      number(s.interval_s, 0, 24 * 3600.0);
-    } else if (k == "drain_timeout") {
-      number(s.drain_timeout_s, 0, 600);
-    } else if (k == "output_dir") {
-      if (auto v = node.as_string()) {
-        s.output_dir = v->get();
-        if (s.output_dir.empty()) c.error(node, "session.output_dir: must not be empty");
-      } else {
-        c.error(node, fmt::format("session.output_dir: expected a string, found {}",
-                                  toml_type_name(node)));
+  loupe_config cfg;
+  validate_table(t, kSessionKeys, static_cast<std::uint32_t>(std::size(kSessionKeys)),
+                 sizeof(loupe_config_key), "session", {"command"}, cfg, c);
+  auto& v = cfg.values;
+  s.duration_s = v["duration"].f;
+  s.interval_s = v["interval"].f;
+  s.drain_timeout_s = v["drain_timeout"].f;
+  s.output_dir = v["output_dir"].s;
+  s.pid = static_cast<int>(v["pid"].i);
+  s.follow = v["follow"].b;
+  s.continue_on_plugin_error = v["on_plugin_error"].s == "continue";
+  s.user = v["user"].s;
+  s.allow_insecure_plugins = v["allow_insecure_plugins"].b;
+  s.stats = v["stats"].b;
+  // What the schema cannot say: bounds of seconds, non-empty strings, string-or-array.
+  for (const auto& k : kSecondsKeys)
+    if (auto node = t.get(k.name); node && node->is_number())
+      if (auto d = as_number(*node); d && std::isfinite(*d)) {
+        std::string err = check_session_seconds(k.name, *d);
+        if (!err.empty()) c.error(*node, fmt::format("session.{}: {}", k.name, err));
       }
-    } else if (k == "pid") {
-      auto v = node.as_integer();
-      if (!v) {
-        c.error(node,
-                fmt::format("session.pid: expected an integer, found {}", toml_type_name(node)));
-      } else if (v->get() < 0 || v->get() > 4194304) {
-        c.error(node,
-                fmt::format("session.pid: {} is not a valid pid (0 = system-wide)", v->get()));
-      } else {
-        s.pid = static_cast<int>(v->get());
+  for (const char* k : {"output_dir", "user"})
+    if (auto node = t.get(k); node && node->is_string() && node->as_string()->get().empty())
+      c.error(*node, fmt::format("session.{}: must not be empty", k));
+  if (auto node = t.get("command")) {
+    if (auto str = node->as_string()) {
+      s.command = {str->get()};
+    } else if (auto arr = node->as_array()) {
+      for (auto&& e : *arr) {
+        if (auto es = e.as_string())
+          s.command.push_back(es->get());
+        else
+          c.error(e, "session.command: every element must be a string");
       }
-    } else if (k == "command") {
-      if (auto str = node.as_string()) {
-        s.command = {str->get()};
-      } else if (auto arr = node.as_array()) {
-        for (auto&& e : *arr) {
-          if (auto es = e.as_string())
-            s.command.push_back(es->get());
-          else
-            c.error(e, "session.command: every element must be a string");
-        }
-      } else {
-        c.error(node,
-                fmt::format("session.command: expected a string or an array of strings, found {}",
-                            toml_type_name(node)));
-      }
-    } else if (k == "stats") {
-      if (auto v = node.as_boolean())
-        s.stats = v->get();
-      else
-        c.error(node,
-                fmt::format("session.stats: expected a boolean, found {}", toml_type_name(node)));
-    } else if (k == "follow") {
-      if (auto v = node.as_boolean())
-        s.follow = v->get();
-      else
-        c.error(node,
-                fmt::format("session.follow: expected a boolean, found {}", toml_type_name(node)));
-    } else if (k == "user") {
-      if (auto v = node.as_string(); v && !v->get().empty())
-        s.user = v->get();
-      else
-        c.error(node, "session.user: expected a user name or uid");
-    } else if (k == "allow_insecure_plugins") {
-      if (auto v = node.as_boolean())
-        s.allow_insecure_plugins = v->get();
-      else
-        c.error(node, fmt::format("session.allow_insecure_plugins: expected a boolean, found {}",
-                                  toml_type_name(node)));
-    } else if (k == "on_plugin_error") {
-      auto v = node.as_string();
-      if (!v || (v->get() != "fail" && v->get() != "continue"))
-        c.error(node, "session.on_plugin_error: expected \"fail\" or \"continue\"");
-      else
-        s.continue_on_plugin_error = v->get() == "continue";
     } else {
-      c.error(key,
-              fmt::format(
-                  "unknown key 'session.{}' (known: duration, interval, output_dir, pid, command, "
-                  "on_plugin_error, drain_timeout, user, allow_insecure_plugins, stats, follow)",
-                  k));
+      c.error(*node,
+              fmt::format("session.command: expected a string or an array of strings, found {}",
+                          toml_type_name(*node)));
     }
   }
 }
@@ -194,7 +183,8 @@ void parse_plugin_list(const toml::node& node, PluginSpec::Kind kind, const char
   }
 }
 
-Profile parse_table(std::shared_ptr<toml::table> doc, const std::string& origin) {
+Profile parse_table(std::shared_ptr<toml::table> doc, const std::string& origin,
+                    std::vector<Diagnostic>& diags) {
   const toml::table& root = *doc;
   Profile p;
   p.document = doc;
@@ -213,20 +203,17 @@ Profile parse_table(std::shared_ptr<toml::table> doc, const std::string& origin)
     } else if (k == "sinks") {
       parse_plugin_list(node, PluginSpec::Kind::kSink, "sinks", p, base, c);
     } else {
-      c.error(key,
-              fmt::format("unknown top-level key '{}' (expected [session], [[plugins]], [[sinks]])",
-                          k));
+      std::string hint = nearest_name(k, {"session", "plugins", "sinks"});
+      c.error(key, fmt::format(
+                       "unknown top-level key '{}' (expected [session], [[plugins]], [[sinks]]){}",
+                       k, hint.empty() ? "" : fmt::format("; did you mean '{}'?", hint)));
     }
   }
-  c.throw_if_any();
+  c.move_to(diags);
   return p;
 }
 
 // ---- schema validation ---------------------------------------------------------------
-
-void validate_table(const toml::table& t, const loupe_config_key* keys, std::uint32_t n,
-                    std::uint32_t stride, const std::string& where, bool top, loupe_config& out,
-                    Checker& c);
 
 bool in_range(const loupe_config_key& k, std::int64_t v) {
   return (k.min_int == 0 && k.max_int == 0) || (v >= k.min_int && v <= k.max_int);
@@ -315,7 +302,7 @@ void convert_value(const toml::node& node, const loupe_config_key& k, std::uint3
       for (auto&& e : *arr) {
         auto sub = std::make_unique<loupe_config>();
         validate_table(*e.as_table(), k.fields, k.n_fields, stride,
-                       fmt::format("{}[{}]", full, idx++), false, *sub, c);
+                       fmt::format("{}[{}]", full, idx++), {}, *sub, c);
         v.tables.push_back(std::move(sub));
       }
       break;
@@ -323,12 +310,17 @@ void convert_value(const toml::node& node, const loupe_config_key& k, std::uint3
   }
 }
 
+// `handled`: keys the caller reads itself (a plugin table's name, library, enabled):
+// not converted here, but known to "did you mean".
 void validate_table(const toml::table& t, const loupe_config_key* keys, std::uint32_t n,
-                    std::uint32_t stride, const std::string& where, bool top, loupe_config& out,
-                    Checker& c) {
+                    std::uint32_t stride, const std::string& where,
+                    const std::vector<std::string_view>& handled, loupe_config& out, Checker& c) {
+  auto is_handled = [&](std::string_view k) {
+    return std::find(handled.begin(), handled.end(), k) != handled.end();
+  };
   for (auto&& [key, node] : t) {
     const std::string k(key.str());
-    if (top && (k == "name" || k == "library" || k == "enabled")) continue;
+    if (is_handled(k)) continue;
     const loupe_config_key* decl = nullptr;
     for (std::uint32_t i = 0; i < n && !decl; ++i)
       if (k == key_at(keys, i, stride)->name) decl = key_at(keys, i, stride);
@@ -339,6 +331,7 @@ void validate_table(const toml::table& t, const loupe_config_key* keys, std::uin
         names.emplace_back(key_at(keys, i, stride)->name);
         known += (i ? ", " : "") + names.back();
       }
+      for (auto h : handled) names.emplace_back(h);
       std::string hint = nearest_name(k, names);
       c.error(key, fmt::format("unknown key '{}' in {}{} (known: {})", k, where,
                                hint.empty() ? "" : fmt::format("; did you mean '{}'?", hint),
@@ -351,7 +344,7 @@ void validate_table(const toml::table& t, const loupe_config_key* keys, std::uin
   }
   for (std::uint32_t i = 0; i < n; ++i) {
     const loupe_config_key& k = *key_at(keys, i, stride);
-    if (out.values.count(k.name)) continue;
+    if (out.values.count(k.name) || is_handled(k.name)) continue;
     if (k.flags & LOUPE_CFG_REQUIRED) {
       c.error(pos_of(t.source(), c.file()),
               fmt::format("{}: required key '{}' is missing ({})", where, k.name, k.help));
@@ -365,7 +358,7 @@ void validate_table(const toml::table& t, const loupe_config_key* keys, std::uin
 }  // namespace
 
 std::string SourcePos::str() const {
-  return fmt::format("{}:{}:{}", file, line, column);
+  return line == 0 ? file : fmt::format("{}:{}:{}", file, line, column);
 }
 
 ProfileError::ProfileError(std::vector<Diagnostic> diags)
@@ -392,27 +385,62 @@ bool parse_default(const loupe_config_key& key, std::uint32_t stride, ConfigValu
   }
 }
 
-Profile parse_profile_text(const std::string& text, const std::string& origin) {
+namespace {
+
+ProfileError syntax_error(const toml::parse_error& e, const std::string& origin) {
+  SourcePos p{origin, static_cast<std::uint32_t>(e.source().begin.line),
+              static_cast<std::uint32_t>(e.source().begin.column)};
+  return ProfileError({{p, std::string(e.description())}});
+}
+
+Profile or_throw(Profile p, std::vector<Diagnostic>& diags) {
+  if (!diags.empty()) throw ProfileError(std::move(diags));
+  return p;
+}
+
+}  // namespace
+
+std::string check_session_seconds(std::string_view key, double seconds) {
+  for (const auto& k : kSecondsKeys)
+    if (k.name == key) {
+      if (!std::isfinite(seconds)) return "must be finite";
+      if (seconds < 0 || seconds > k.max)
+        return fmt::format("{} is out of range [0, {}]", seconds, k.max);
+      return "";
+    }
+  return "";
+}
+
+Profile read_profile_text(const std::string& text, const std::string& origin,
+                          std::vector<Diagnostic>& diags) {
   try {
-    return parse_table(std::make_shared<toml::table>(toml::parse(text, origin)), origin);
+    return parse_table(std::make_shared<toml::table>(toml::parse(text, origin)), origin, diags);
   } catch (const toml::parse_error& e) {
-    SourcePos p{origin, static_cast<std::uint32_t>(e.source().begin.line),
-                static_cast<std::uint32_t>(e.source().begin.column)};
-    throw ProfileError({{p, std::string(e.description())}});
+    throw syntax_error(e, origin);
   }
 }
 
-Profile parse_profile_file(const std::string& path) {
+Profile read_profile_file(const std::string& path, std::vector<Diagnostic>& diags) {
   std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw ProfileError({{SourcePos{path}, "cannot read profile: a directory, not a TOML file"}});
   if (!std::filesystem::is_regular_file(path, ec))
-    throw ProfileError({{SourcePos{path, 0, 0}, "cannot read profile: no such file"}});
+    throw ProfileError({{SourcePos{path}, "cannot read profile: no such file"}});
   try {
-    return parse_table(std::make_shared<toml::table>(toml::parse_file(path)), path);
+    return parse_table(std::make_shared<toml::table>(toml::parse_file(path)), path, diags);
   } catch (const toml::parse_error& e) {
-    SourcePos p{path, static_cast<std::uint32_t>(e.source().begin.line),
-                static_cast<std::uint32_t>(e.source().begin.column)};
-    throw ProfileError({{p, std::string(e.description())}});
+    throw syntax_error(e, path);
   }
+}
+
+Profile parse_profile_text(const std::string& text, const std::string& origin) {
+  std::vector<Diagnostic> diags;
+  return or_throw(read_profile_text(text, origin, diags), diags);
+}
+
+Profile parse_profile_file(const std::string& path) {
+  std::vector<Diagnostic> diags;
+  return or_throw(read_profile_file(path, diags), diags);
 }
 
 void validate_plugin_config(PluginSpec& spec, const loupe_plugin_descriptor& d) {
@@ -422,8 +450,8 @@ void validate_plugin_config(PluginSpec& spec, const loupe_plugin_descriptor& d) 
   std::string where =
       fmt::format("{} '{}'", spec.kind == PluginSpec::Kind::kSink ? "sink" : "plugin", spec.name);
   validate_table(table, d.config_keys, d.n_config_keys,
-                 d.config_key_size ? d.config_key_size : sizeof(loupe_config_key), where, true,
-                 *cfg, c);
+                 d.config_key_size ? d.config_key_size : sizeof(loupe_config_key), where,
+                 {"name", "library", "enabled"}, *cfg, c);
   c.throw_if_any();
   spec.config = std::move(cfg);
 }

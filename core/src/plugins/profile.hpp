@@ -9,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "loupe/abi/plugin.h"
@@ -18,9 +19,9 @@ namespace loupe {
 
 struct SourcePos {
   std::string file;
-  std::uint32_t line = 0;
+  std::uint32_t line = 0;  // 0: the file as a whole (it cannot be read)
   std::uint32_t column = 0;
-  std::string str() const;  // "file:line:col"
+  std::string str() const;  // "file:line:col", or "file" without a line
 };
 
 struct Diagnostic {
@@ -70,9 +71,24 @@ struct Profile {
   std::vector<PluginSpec> plugins;  // profilers and sinks, in file order
 };
 
-// Parses and checks [session] and the shape of [[plugins]] / [[sinks]]. Throws ProfileError.
+// The largest pid a kernel hands out (PID_MAX_LIMIT).
+inline constexpr std::int64_t kMaxPid = 4194304;
+
+// Parses and checks [session] and the shape of [[plugins]] / [[sinks]], adding every
+// problem found to `diags` (a session can add the plugins' own after them). Throws
+// ProfileError only when there is nothing to check: the file cannot be read, or it is
+// not TOML (the parser stops at the first syntax error).
+Profile read_profile_file(const std::string& path, std::vector<Diagnostic>& diags);
+Profile read_profile_text(const std::string& text, const std::string& origin,
+                          std::vector<Diagnostic>& diags);
+
+// The same, throwing ProfileError with every problem found.
 Profile parse_profile_file(const std::string& path);
 Profile parse_profile_text(const std::string& text, const std::string& origin);
+
+// Why `seconds` is not a valid value of the [session] key `key` ("duration", "interval",
+// "drain_timeout"), or "" when it is: the bounds a profile and the command line share.
+std::string check_session_seconds(std::string_view key, double seconds);
 
 // Validates one plugin table against the declared keys (unknown keys, types, ranges,
 // required keys) and builds the config tree with defaults applied. Throws ProfileError.

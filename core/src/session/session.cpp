@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <map>
 #include <thread>
+#include <tuple>
 
 #include "dispatch/capture_file.hpp"
 #include "dispatch/record_bus.hpp"
@@ -92,6 +93,8 @@ class Session::Impl {
 
  private:
   void load_profile();
+  void check_overrides();
+  void check_target_pid() const;
   void resolve_plugins();
   void check_privileges();
   void prepare_user_switch();
@@ -115,6 +118,7 @@ class Session::Impl {
   SessionOptions& opts_;
   std::atomic<bool>& stop_;
   Profile profile_;
+  std::vector<Diagnostic> diagnostics_;  // the profile's errors, reported all at once
   std::unique_ptr<PluginRegistry> registry_;
   std::vector<std::shared_ptr<PluginLibrary>> libs_;  // parallel to profile_.plugins
   std::shared_ptr<FeatureSet> features_;
@@ -164,8 +168,10 @@ SessionResult Session::run() {
 }
 
 void Session::Impl::load_profile() {
-  profile_ = opts_.profile_path.empty() ? parse_profile_text(opts_.profile_text, "<profile>")
-                                        : parse_profile_file(opts_.profile_path);
+  profile_ = opts_.profile_path.empty()
+                 ? read_profile_text(opts_.profile_text, "<profile>", diagnostics_)
+                 : read_profile_file(opts_.profile_path, diagnostics_);
+  check_overrides();
   auto& s = profile_.session;
   if (opts_.duration_s) s.duration_s = *opts_.duration_s;
   if (opts_.interval_s) s.interval_s = *opts_.interval_s;
@@ -179,64 +185,103 @@ void Session::Impl::load_profile() {
     throw Failure{ExitCode::kUsage, "give either a pid or a command to profile, not both"};
 }
 
+// What the embedder or the command line (loupe run --duration ...) sets over the profile
+// is held to the bounds of the profile's own keys, all of it at once, before anything runs.
+void Session::Impl::check_overrides() {
+  std::vector<std::string> errors;
+  auto seconds = [&](const char* flag, const char* key, const std::optional<double>& v) {
+    if (!v) return;
+    std::string why = check_session_seconds(key, *v);
+    if (!why.empty()) errors.push_back(fmt::format("{}: {}", flag, why));
+  };
+  seconds("--duration", "duration", opts_.duration_s);
+  seconds("--interval", "interval", opts_.interval_s);
+  if (opts_.pid && (*opts_.pid <= 0 || *opts_.pid > kMaxPid))
+    errors.push_back(
+        fmt::format("--pid: {} is not a process id (1 to {}; leave --pid out to "
+                    "profile the whole system)",
+                    *opts_.pid, kMaxPid));
+  if (opts_.delivery_delay_ms &&
+      !(*opts_.delivery_delay_ms >= 0 && *opts_.delivery_delay_ms <= 10000))
+    errors.push_back(fmt::format("--delivery-delay: {} is out of range [0, 10000] ms",
+                                 *opts_.delivery_delay_ms));
+  if (opts_.output_dir && opts_.output_dir->empty())
+    errors.push_back("--output: must not be empty");
+  if (errors.empty()) return;
+  result_.option_errors = errors;
+  throw Failure{ExitCode::kUsage, fmt::format("{}", fmt::join(errors, "\n"))};
+}
+
+// A pid to profile must name a live process: profiling a pid that is gone (or was never
+// there) would run, find nothing and look like a quiet process.
+void Session::Impl::check_target_pid() const {
+  const int pid = profile_.session.pid;
+  if (pid <= 0 || ::kill(pid, 0) == 0 || errno != ESRCH) return;
+  throw Failure{ExitCode::kTarget, fmt::format("no process has pid {}", pid)};
+}
+
 void Session::Impl::resolve_plugins() {
   auto dirs = opts_.extra_plugin_dirs;
   for (auto& d : PluginRegistry::default_search_dirs()) dirs.push_back(d);
   registry_ = std::make_unique<PluginRegistry>(dirs);
   registry_->set_allow_insecure(profile_.session.allow_insecure_plugins);
-  bool have_sink = false;
+  bool sink_listed = false;
   std::map<std::string, int> seen;
-  // Every error of the profile at once: a misspelled plugin name must not hide the key
-  // errors of the plugins after it. A missing or unloadable plugin outranks a bad key in
-  // the exit code, as it did when it was the only error reported.
-  std::vector<std::string> errors;
+  // Every error of the profile at once, after those of [session] and of the profile's
+  // shape: a misspelled plugin name must not hide the key errors of the plugins after it.
+  // A missing or unloadable plugin outranks a bad key in the exit code.
   ExitCode code = ExitCode::kProfile;
-  auto add_error = [&](ExitCode c, std::string msg) {
+  auto add_error = [&](ExitCode c, const SourcePos& pos, std::string msg) {
     if (c == ExitCode::kPlugin) code = c;
-    errors.push_back(std::move(msg));
+    diagnostics_.push_back({pos, std::move(msg)});
   };
   for (auto& spec : profile_.plugins) {
     libs_.push_back(nullptr);
     instance_names_.emplace_back();
     if (!spec.enabled) continue;
+    bool want_sink = spec.kind == PluginSpec::Kind::kSink;
+    sink_listed |= want_sink;
     std::shared_ptr<PluginLibrary> lib;
     try {
       lib = spec.path.empty() ? registry_->resolve(spec.name) : registry_->load_path(spec.path);
     } catch (const PluginLoadError& e) {
-      add_error(ExitCode::kPlugin, fmt::format("{}: {}", spec.pos.str(), e.what()));
+      add_error(ExitCode::kPlugin, spec.pos, e.what());
       continue;
     }
-    bool want_sink = spec.kind == PluginSpec::Kind::kSink;
     if ((lib->descriptor().kind == LOUPE_KIND_SINK) != want_sink) {
-      add_error(
-          ExitCode::kProfile,
-          fmt::format("{}: '{}' is a {} but is listed under [[{}]]", spec.pos.str(), spec.name,
-                      kind_name(lib->descriptor().kind), want_sink ? "sinks" : "plugins"));
+      add_error(ExitCode::kProfile, spec.pos,
+                fmt::format("'{}' is a {} but is listed under [[{}]]", spec.name,
+                            kind_name(lib->descriptor().kind), want_sink ? "sinks" : "plugins"));
       continue;
     }
     if (!spec.path.empty() && lib->name() != spec.name) {
-      add_error(ExitCode::kPlugin,
-                fmt::format("{}: {} declares plugin '{}', the profile expects '{}'", spec.pos.str(),
-                            spec.path, lib->name(), spec.name));
+      add_error(ExitCode::kPlugin, spec.pos,
+                fmt::format("{} declares plugin '{}', the profile expects '{}'", spec.path,
+                            lib->name(), spec.name));
       continue;
     }
     try {
       validate_plugin_config(spec, lib->descriptor());
     } catch (const ProfileError& e) {
-      add_error(ExitCode::kProfile, e.what());
+      for (const auto& d : e.diagnostics()) diagnostics_.push_back(d);
       continue;
     }
-    have_sink |= want_sink;
     int n = seen[spec.name]++;
     instance_names_.back() = n == 0 ? spec.name : fmt::format("{}#{}", spec.name, n + 1);
     libs_.back() = lib;
   }
-  if (!have_sink && errors.empty())
-    add_error(ExitCode::kProfile,
-              fmt::format("{}: the profile has no enabled [[sinks]]: results would go nowhere "
-                          "(add e.g. [[sinks]] name = \"console\")",
-                          profile_.file));
-  if (!errors.empty()) throw Failure{code, fmt::format("{}", fmt::join(errors, "\n"))};
+  if (!sink_listed)
+    add_error(ExitCode::kProfile, SourcePos{profile_.file},
+              "the profile has no enabled [[sinks]]: results would go nowhere (add e.g. "
+              "[[sinks]] name = \"console\")");
+  if (diagnostics_.empty()) return;
+  // In file order, as a compiler lists them ([session] is read before the plugins, but
+  // may stand after them).
+  std::stable_sort(diagnostics_.begin(), diagnostics_.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.pos.line, a.pos.column) < std::tie(b.pos.line, b.pos.column);
+  });
+  for (const auto& d : diagnostics_) result_.profile_errors.push_back(d.str());
+  throw Failure{code, fmt::format("{}", fmt::join(result_.profile_errors, "\n"))};
 }
 
 void Session::Impl::check_privileges() {
@@ -415,10 +460,7 @@ void Session::Impl::collect_one(Live& p, bool is_final, std::uint64_t window_sta
 
 void Session::Impl::configure_dispatch() {
   RingDispatcher::Options o;
-  if (opts_.delivery_delay_ms) {
-    if (*opts_.delivery_delay_ms < 0 || *opts_.delivery_delay_ms > 10000)
-      throw Failure{ExitCode::kUsage, fmt::format("delivery delay {} ms is out of range [0, 10000]",
-                                                  *opts_.delivery_delay_ms)};
+  if (opts_.delivery_delay_ms) {  // bounds checked with the other overrides
     o.max_delivery_delay = std::chrono::milliseconds(static_cast<long>(*opts_.delivery_delay_ms));
   }
   o.replay = !opts_.replay_path.empty();
@@ -698,6 +740,7 @@ SessionResult Session::Impl::run() {
     load_profile();
     resolve_plugins();
     if (opts_.validate_only) return result_;
+    if (opts_.replay_path.empty()) check_target_pid();
     const bool replay = !opts_.replay_path.empty();
     if (replay) {
       if (!profile_.session.command.empty() || profile_.session.pid)
@@ -829,6 +872,7 @@ SessionResult Session::Impl::run() {
   } catch (const ProfileError& e) {
     result_.code = ExitCode::kProfile;
     result_.error = e.what();
+    for (const auto& d : e.diagnostics()) result_.profile_errors.push_back(d.str());
   } catch (const HookError& e) {
     result_.code = code_for_status(e.status());
     result_.error = e.what();

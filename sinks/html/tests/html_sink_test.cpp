@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
@@ -125,6 +126,39 @@ TEST_F(HtmlSinkTest, ABaseThatCannotBeReadFailsSetup) {
   EXPECT_NE(inst_.last_error().find("base '/nonexistent/loupe-run' cannot be read"),
             std::string::npos)
       << inst_.last_error();
+}
+
+// A base run's records hold null where the symbolizer knew nothing (every CPU run of a
+// stripped binary has such frames) and where a figure was NaN: its stacks are read and
+// named as the live run names its own, so the same stack meets itself.
+TEST_F(HtmlSinkTest, ABaseWithUnsymbolizedFramesMeetsTheLiveRun) {
+  const std::string base = dir_.file("base.jsonl");
+  {
+    std::ofstream out(base);
+    out << R"({"schema":"loupe.record/1","kind":"metric","plugin":"testplug","name":"ratio","labels":{},"is_final":true,"window":{"start_ns":1,"end_ns":2},"metric":{"type":"gauge","unit":null,"value":null}})"
+        << "\n"
+        << R"({"schema":"loupe.record/1","kind":"stack","plugin":"testplug","name":"cpu","labels":{"comm":null},"is_final":true,"window":{"start_ns":1,"end_ns":2},"stack":{"frames":[)"
+        << R"({"address":4096,"symbol":null,"module":"/usr/bin/app","offset":64,"kind":"user","resolution":"no_symbol"},)"
+        << R"({"address":7,"symbol":null,"module":null,"offset":7,"kind":"user","resolution":"no_module"},)"
+        << R"({"address":4100,"symbol":"main","module":"/usr/bin/app","offset":4,"kind":"user","resolution":"symtab"}],)"
+        << R"("values":[{"name":"samples","unit":null,"value":10}]}})"
+        << "\n";
+  }
+  host_.set("base", base);
+  start();
+  feed_stack(
+      "cpu",
+      {loupe_frame{4096, nullptr, "/usr/bin/app", 64, LOUPE_FRAME_USER, LOUPE_UNRESOLVED_NO_SYMBOL},
+       loupe_frame{7, nullptr, nullptr, 7, LOUPE_FRAME_USER, LOUPE_UNRESOLVED_NO_MODULE},
+       sym("main")},
+      "samples", "count", 30);
+  ASSERT_EQ(inst_.flush(true), LOUPE_OK) << inst_.last_error();
+  json d = embedded();
+  EXPECT_EQ(d["base"], base);
+  ASSERT_EQ(d["profiles"].size(), 1u);
+  EXPECT_EQ(d["profiles"][0]["base_total"], 10);
+  EXPECT_EQ(d["profiles"][0]["stacks"][0],
+            json::parse(R"([["main","[unknown]","app+0x40"],30,10])"));
 }
 
 TEST_F(HtmlSinkTest, HeadlessChromiumRendersZoomsSearchesAndLogsNoErrors) {
