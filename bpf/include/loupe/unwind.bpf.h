@@ -272,8 +272,11 @@ static __always_inline __s32 loupe_unwind_store(struct loupe_unwind_state *st,
 			/* Only one CPU's insert of a slot succeeds: it writes the stack. */
 			if (bpf_map_update_elem(&loupe_unwind_slots, &slot, &st->hash,
 						BPF_NOEXIST) == 0) {
-				bpf_map_update_elem(&loupe_unwind_stacks, &slot, &st->stack,
-						    BPF_ANY);
+				/* An array slot below max_entries: refused only if the
+				 * sizes disagree, and then counted, never a stale stack. */
+				if (bpf_map_update_elem(&loupe_unwind_stacks, &slot, &st->stack,
+							BPF_ANY))
+					break;
 				return (__s32)slot;
 			}
 			owner = bpf_map_lookup_elem(&loupe_unwind_slots, &slot);
