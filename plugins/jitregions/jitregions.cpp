@@ -136,7 +136,8 @@ class JitRegionsProfiler : public sdk::Profiler {
   }
 
   void collect(const sdk::CollectArgs& args) override {
-    if (tracker_) tracker_->report(args.is_final, args.window_start_ns, args.window_end_ns);
+    // Counts since the session began (the tables are never cleared): so is every window.
+    if (tracker_) tracker_->report(args.is_final, args.session_start_ns, args.window_end_ns);
   }
 
  private:

@@ -39,7 +39,7 @@ enum lat_nesting {
 struct lat_counters {
   __u64 calls;                /* entries seen that passed the filters (every level) */
   __u64 matched;              /* exits that found their entry (every level) */
-  __u64 unmatched_exits;      /* exits without an entry */
+  __u64 unmatched_exits;      /* exits without an entry, on a thread whose entries were seen */
   __u64 expired;              /* entries found older than max_age and replaced */
   __u64 discarded;            /* impossible durations: negative or > max_age */
   __u64 below_min;            /* paired, shorter than min_duration_ns, not recorded */
@@ -48,6 +48,8 @@ struct lat_counters {
   __u64 outliers;             /* durations >= outlier_ns sent to the ring */
   __u64 outliers_sampled_out; /* outliers skipped because the core asked for 1 in N */
   __u64 breakdown_overflow;   /* per-pid/comm map full: recorded in the target total only */
+  __u64 began_before_attach;  /* exits of a thread with no entry seen yet: calls in flight
+                                 when tracing began (at most one per thread and level) */
 };
 
 /* Correlation key: one thread inside one target. */

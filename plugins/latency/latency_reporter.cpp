@@ -97,11 +97,14 @@ void LatencyReporter::emit_hist(const std::string& key, const loupe_hist& total,
 
 void LatencyReporter::emit_target(std::uint32_t i, const lat_counters& c, const Swept& swept) {
   const auto& t = targets_[i];
-  auto metric = [&](const char* name, loupe_metric_type type, const char* unit, double v) {
+  // The counters are the map's totals: their window is the session so far; `now` is a
+  // state at the window's end.
+  auto metric = [&](const char* name, loupe_metric_type type, const char* unit, double v,
+                    bool now = false) {
     sdk::RecordBuilder rb(LOUPE_RECORD_METRIC, name);
     rb.label("target", t.name).label("mechanism", t.mechanism);
-    rb.final(is_final_).window(window_start_, window_end_).metric(type, unit, v);
-    rb.emit(host_);
+    rb.final(is_final_).window(now ? window_start_ : session_start_, window_end_);
+    rb.metric(type, unit, v).emit(host_);
   };
   std::uint64_t expired = c.expired + expired_swept_[i];
   metric("calls", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.calls));
@@ -111,7 +114,7 @@ void LatencyReporter::emit_target(std::uint32_t i, const lat_counters& c, const 
       sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, "silent_probe");
       rb.label("target", t.name).label("mechanism", t.mechanism);
       rb.final(true).window(window_start_, window_end_);
-      rb.health(LOUPE_HEALTH_WARN, "latency/" + t.name, 1,
+      rb.health(LOUPE_HEALTH_OK, "latency/" + t.name, 1,
                 "the probe never fired for this target (never reached, or filtered out)");
       rb.emit(host_);
     }
@@ -124,7 +127,7 @@ void LatencyReporter::emit_target(std::uint32_t i, const lat_counters& c, const 
   metric("below_min", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.below_min));
   metric("depth_overflow", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.depth_overflow));
   metric("outliers", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.outliers));
-  metric("in_flight", LOUPE_METRIC_GAUGE, "count", static_cast<double>(swept.in_flight[i]));
+  metric("in_flight", LOUPE_METRIC_GAUGE, "count", static_cast<double>(swept.in_flight[i]), true);
   if (c.calls)
     metric("match_rate", LOUPE_METRIC_GAUGE, "ratio",
            static_cast<double>(c.matched) / static_cast<double>(c.calls));
@@ -138,8 +141,11 @@ void LatencyReporter::emit_target(std::uint32_t i, const lat_counters& c, const 
     rb.emit(host_);
   };
   health("unmatched_exits", c.unmatched_exits, LOUPE_HEALTH_WARN,
-         "exits without a recorded entry (calls in flight when tracing started, or entries "
-         "lost to a full correlation map)");
+         "exits without a recorded entry on a thread whose calls were paired before: entries "
+         "lost");
+  health("began_before_attach", c.began_before_attach, LOUPE_HEALTH_OK,
+         "calls in flight when tracing began (at most one per thread): their exits came "
+         "without an entry; not loss");
   health("expired", expired, LOUPE_HEALTH_WARN,
          "entries older than max_age_ms dropped: their exits never came");
   health("discarded", c.discarded, LOUPE_HEALTH_WARN,
@@ -152,8 +158,8 @@ void LatencyReporter::emit_target(std::uint32_t i, const lat_counters& c, const 
   if (c.outliers_sampled_out)
     health("outliers_sampled_out", c.outliers_sampled_out, LOUPE_HEALTH_WARN,
            "outlier events skipped under ring backpressure (1-in-N sampling)");
-  if (is_final_ && c.calls == 0 && c.unmatched_exits == 0)
-    health("silent_probe", 1, LOUPE_HEALTH_WARN,
+  if (is_final_ && c.calls == 0 && c.unmatched_exits == 0 && c.began_before_attach == 0)
+    health("silent_probe", 1, LOUPE_HEALTH_OK,
            "the probe never fired for this target (never called, or filtered out)");
 }
 
@@ -269,6 +275,7 @@ void LatencyReporter::collect(bool is_final, std::uint64_t window_start_ns,
   is_final_ = is_final;
   window_start_ = window_start_ns;
   window_end_ = window_end_ns;
+  if (!session_start_) session_start_ = window_start_ns;  // the first window starts the session
   Swept swept = sweep_starts(is_final);
   for (std::uint32_t i = 0; i < targets_.size(); ++i) {
     loupe_hist h = read_hist(maps_.hists_fd, &i);

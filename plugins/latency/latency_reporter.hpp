@@ -70,6 +70,7 @@ class LatencyReporter {
   std::map<std::pair<std::uint32_t, std::uint64_t>, std::string> site_names_;  // (tgid, ip)
   bool is_final_ = false;
   std::uint64_t window_start_ = 0, window_end_ = 0;
+  std::uint64_t session_start_ = 0;
 };
 
 }  // namespace loupe::latency
