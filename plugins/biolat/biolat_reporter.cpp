@@ -39,10 +39,11 @@ void BiolatReporter::hist(const char* name, const char* unit, const bio_hist& h,
 }
 
 void BiolatReporter::metric(const char* name, loupe_metric_type type, const char* unit, double v,
-                            const Labels& labels) {
+                            const Labels& labels, bool now) {
   sdk::RecordBuilder rb(LOUPE_RECORD_METRIC, name);
   for (const auto& [k, val] : labels) rb.label(k, val);
-  rb.final(is_final_).window(window_start_, window_end_).metric(type, unit, v);
+  rb.final(is_final_).window(now ? window_start_ : session_start_, window_end_);
+  rb.metric(type, unit, v);
   rb.emit(host_);
 }
 
@@ -62,7 +63,8 @@ void BiolatReporter::emit_device(const bio_stats_key& key, const bio_stats& tota
   hist("service_latency", "ns", report.service, labels);
   hist("total_latency", "ns", report.total, labels);
   hist("request_size", "bytes", report.size, labels);
-  // Counters are cumulative over the session, as LOUPE_METRIC_COUNTER requires.
+  // Counters are cumulative over the session (their window starts with it); the
+  // histograms above are this window's.
   metric("requests", LOUPE_METRIC_COUNTER, "count", static_cast<double>(total.total.count), labels);
   metric("bytes", LOUPE_METRIC_COUNTER, "bytes", static_cast<double>(total.bytes), labels);
   metric("sequential", LOUPE_METRIC_COUNTER, "count", static_cast<double>(total.sequential),
@@ -129,7 +131,7 @@ void BiolatReporter::emit_health(const bio_counters& c, std::uint64_t in_flight)
          labels);
   metric("outliers", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.outliers), labels);
   metric("filtered_out", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.filtered), labels);
-  metric("in_flight", LOUPE_METRIC_GAUGE, "count", static_cast<double>(in_flight), labels);
+  metric("in_flight", LOUPE_METRIC_GAUGE, "count", static_cast<double>(in_flight), labels, true);
   auto health = [&](const char* name, std::uint64_t v, loupe_health_severity bad,
                     const std::string& why) {
     sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, name);
@@ -163,7 +165,7 @@ void BiolatReporter::emit_health(const bio_counters& c, std::uint64_t in_flight)
   // Completions of untracked requests (other processes', under a pid filter) do not count:
   // what matters is whether anything of the traced target was timed.
   if (is_final_ && c.completed + c.partial + c.issue_no_insert == 0)
-    health("silent_probe", 1, LOUPE_HEALTH_WARN,
+    health("silent_probe", 1, LOUPE_HEALTH_OK,
            "no block request of the traced processes and devices was timed (no I/O, or all "
            "filtered out)");
 }
@@ -200,6 +202,7 @@ void BiolatReporter::collect(bool is_final, std::uint64_t window_start_ns,
   is_final_ = is_final;
   window_start_ = window_start_ns;
   window_end_ = window_end_ns;
+  if (!session_start_) session_start_ = window_start_ns;  // the first window starts the session
   std::vector<bio_stats> per_cpu(static_cast<std::size_t>(ncpus_));
   std::map<std::uint32_t, DeviceTime> device_time;  // all ops of a device, for the findings
   bio_stats_key key{}, next{};

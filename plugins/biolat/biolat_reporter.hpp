@@ -43,8 +43,9 @@ class BiolatReporter {
   void emit_procs();
   void emit_health(const bio_counters& c, std::uint64_t in_flight);
   void hist(const char* name, const char* unit, const bio_hist& h, const Labels& labels);
+  // Counts and ratios since the session began; `now`: a state as of the window's end.
   void metric(const char* name, loupe_metric_type type, const char* unit, double v,
-              const Labels& labels);
+              const Labels& labels, bool now = false);
   bio_counters read_counters() const;
   std::uint64_t count_in_flight() const;
 
@@ -55,6 +56,7 @@ class BiolatReporter {
   int ncpus_;
   bool is_final_ = false;
   std::uint64_t window_start_ = 0, window_end_ = 0;
+  std::uint64_t session_start_ = 0;
   std::map<std::uint64_t, bio_stats> previous_;  // by packed stats key, for deltas
 };
 

@@ -126,6 +126,7 @@ void StackReporter::emit_stack(std::uint32_t tgid, std::uint32_t tid, const char
 void StackReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) {
   auto counts = read_counts();
   std::lock_guard lock(mu_);
+  if (!session_start_) session_start_ = ws;
   std::uint64_t truncated = 0;
   for (const auto& [k, total] : counts) {
     const Frames* kf = k.kernel_stack_id >= 0 ? &frames_.kernel(k.kernel_stack_id) : nullptr;
@@ -159,9 +160,10 @@ void StackReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) {
 
 void StackReporter::emit_health(const cs_counters& c, std::uint64_t truncated, bool is_final,
                                 std::uint64_t ws, std::uint64_t we) {
+  // The counters are the map's totals since the session began (the stacks are deltas).
   auto metric = [&](const char* name, double v, loupe_metric_type type = LOUPE_METRIC_COUNTER) {
     sdk::RecordBuilder rb(LOUPE_RECORD_METRIC, name);
-    rb.final(is_final).window(ws, we).metric(type, "count", v).emit(host_);
+    rb.final(is_final).window(session_start_, we).metric(type, "count", v).emit(host_);
   };
   metric("samples", static_cast<double>(c.samples));
   metric("samples_idle", static_cast<double>(c.idle));
@@ -187,7 +189,7 @@ void StackReporter::emit_health(const cs_counters& c, std::uint64_t truncated, b
   if (is_final && c.samples == 0) {
     sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, "silent_probe");
     rb.final(true).window(ws, we);
-    rb.health(LOUPE_HEALTH_WARN, "cpusample", 1,
+    rb.health(LOUPE_HEALTH_OK, "cpusample", 1,
               "no sample was counted (the target ran for less than a sampling period, was "
               "idle, or was filtered out)");
     rb.emit(host_);

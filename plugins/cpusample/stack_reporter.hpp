@@ -89,6 +89,7 @@ class StackReporter {
   std::map<DwarfKey, std::uint64_t> dwarf_counts_;
   std::map<std::pair<std::uint32_t, std::vector<std::uint64_t>>, std::uint32_t> dwarf_index_;
   std::vector<Frames> dwarf_frames_;
+  std::uint64_t session_start_ = 0;  // the first window's start: the counters' window
   std::uint64_t dwarf_keys_full_ = 0;
   std::uint64_t dwarf_stacks_full_ = 0;
   std::function<void(bool, std::uint64_t, std::uint64_t)> dwarf_health_;

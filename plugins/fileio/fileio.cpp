@@ -129,7 +129,8 @@ class FileioProfiler : public sdk::Profiler {
 
   void collect(const sdk::CollectArgs& args) override {
     if (!reporter_) return;
-    reporter_->collect(args.is_final, args.window_start_ns, args.window_end_ns);
+    // The maps are never cleared: every record counts since the session began.
+    reporter_->collect(args.is_final, args.session_start_ns, args.window_end_ns);
     if (dwarf_ && slow_)
       slow_->unwinder().emit_health("fileio", bpf_map__fd(skel_->maps.loupe_ustack_stats),
                                     args.is_final, args.window_start_ns, args.window_end_ns);

@@ -144,7 +144,8 @@ class JitRegionsProfiler : public sdk::Profiler {
   }
 
   void collect(const sdk::CollectArgs& args) override {
-    if (tracker_) tracker_->report(args.is_final, args.window_start_ns, args.window_end_ns);
+    // Counts since the session began (the tables are never cleared): so is every window.
+    if (tracker_) tracker_->report(args.is_final, args.session_start_ns, args.window_end_ns);
     if (!skel_) return;
     const std::uint32_t zero = 0;
     const auto c = sdk::read_per_cpu_sum<jr_counters>(bpf_map__fd(skel_->maps.counters), &zero);
@@ -156,7 +157,7 @@ class JitRegionsProfiler : public sdk::Profiler {
          "processes not tracked in the kernel: their regions and samples are missing (raise "
          "max_processes)"},
     };
-    sdk::emit_health_rows(*host_, "kernel_maps", rows, args.is_final, args.window_start_ns,
+    sdk::emit_health_rows(*host_, "kernel_maps", rows, args.is_final, args.session_start_ns,
                           args.window_end_ns);
   }
 

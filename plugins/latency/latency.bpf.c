@@ -318,7 +318,14 @@ static __always_inline int lat_exit_timed(void *ctx, __u32 target, __u64 *timed,
 	key.pid_tgid = pid_tgid;
 	key.target = target;
 	v = bpf_map_lookup_elem(&starts, &key);
-	if (!v || v->depth == 0) {
+	/* No slot: this thread's entry was never seen, so the call began before the entry
+	 * probe was attached (exits are attached first), which loses nothing. A slot at depth
+	 * 0 is a thread whose calls were paired before: its entry was lost. */
+	if (!v) {
+		c->began_before_attach++;
+		return 0;
+	}
+	if (v->depth == 0) {
 		c->unmatched_exits++;
 		return 0;
 	}

@@ -39,7 +39,7 @@ enum lat_nesting {
 struct lat_counters {
   __u64 calls;                /* entries seen that passed the filters (every level) */
   __u64 matched;              /* exits that found their entry (every level) */
-  __u64 unmatched_exits;      /* exits without an entry */
+  __u64 unmatched_exits;      /* exits without an entry, on a thread whose entries were seen */
   __u64 expired;              /* entries found older than max_age and replaced */
   __u64 discarded;            /* impossible durations: negative or > max_age */
   __u64 below_min;            /* paired, shorter than min_duration_ns, not recorded */
@@ -52,6 +52,8 @@ struct lat_counters {
   __u64 site_unresolved;      /* a call whose site could not be told (counted under "?") */
   __u64 sites_lost;           /* the per-site map refused a site: in the target total only */
   __u64 label_unreadable;     /* a label argument that could not be read (a bad pointer) */
+  __u64 began_before_attach;  /* exits of a thread with no entry seen yet: calls in flight
+                                 when tracing began (at most one per thread and level) */
 };
 
 /* Correlation key: one thread inside one target. */

@@ -103,11 +103,14 @@ void LatencyReporter::emit_hist(const std::string& key, const loupe_hist& total,
 
 void LatencyReporter::emit_target(std::uint32_t i, const lat_counters& c, const Swept& swept) {
   const auto& t = targets_[i];
-  auto metric = [&](const char* name, loupe_metric_type type, const char* unit, double v) {
+  // The counters are the map's totals: their window is the session so far; `now` is a
+  // state at the window's end.
+  auto metric = [&](const char* name, loupe_metric_type type, const char* unit, double v,
+                    bool now = false) {
     sdk::RecordBuilder rb(LOUPE_RECORD_METRIC, name);
     rb.label("target", t.name).label("mechanism", t.mechanism);
-    rb.final(is_final_).window(window_start_, window_end_).metric(type, unit, v);
-    rb.emit(host_);
+    rb.final(is_final_).window(now ? window_start_ : session_start_, window_end_);
+    rb.metric(type, unit, v).emit(host_);
   };
   std::uint64_t expired = c.expired + expired_swept_[i];
   metric("calls", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.calls));
@@ -139,7 +142,7 @@ void LatencyReporter::emit_target(std::uint32_t i, const lat_counters& c, const 
   metric("below_min", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.below_min));
   metric("depth_overflow", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.depth_overflow));
   metric("outliers", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.outliers));
-  metric("in_flight", LOUPE_METRIC_GAUGE, "count", static_cast<double>(swept.in_flight[i]));
+  metric("in_flight", LOUPE_METRIC_GAUGE, "count", static_cast<double>(swept.in_flight[i]), true);
   if (c.calls)
     metric("match_rate", LOUPE_METRIC_GAUGE, "ratio",
            static_cast<double>(c.matched) / static_cast<double>(c.calls));
@@ -153,8 +156,11 @@ void LatencyReporter::emit_target(std::uint32_t i, const lat_counters& c, const 
     rb.emit(host_);
   };
   health("unmatched_exits", c.unmatched_exits, LOUPE_HEALTH_WARN,
-         "exits without a recorded entry (calls in flight when tracing started, or entries "
-         "lost to a full correlation map)");
+         "exits without a recorded entry on a thread whose calls were paired before: entries "
+         "lost");
+  health("began_before_attach", c.began_before_attach, LOUPE_HEALTH_OK,
+         "calls in flight when tracing began (at most one per thread): their exits came "
+         "without an entry; not loss");
   health("expired", expired, LOUPE_HEALTH_WARN,
          "entries older than max_age_ms dropped: their exits never came");
   health("discarded", c.discarded, LOUPE_HEALTH_WARN,
@@ -173,7 +179,8 @@ void LatencyReporter::emit_target(std::uint32_t i, const lat_counters& c, const 
            "outlier events skipped under ring backpressure (1-in-N sampling)");
   if (maps_.site_counts_fd >= 0 && !files_[i].sites.empty()) emit_site_health(i, c);
   if (!t.label.empty()) emit_label_health(i, c);
-  if (is_final_ && c.calls == 0 && c.unmatched_exits == 0) emit_silent(i);
+  if (is_final_ && c.calls == 0 && c.unmatched_exits == 0 && c.began_before_attach == 0)
+    emit_silent(i);
 }
 
 void LatencyReporter::emit_health(std::uint32_t i, const char* name, std::uint64_t v,
@@ -273,7 +280,10 @@ void LatencyReporter::emit_silent(std::uint32_t i) {
   sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, name.c_str());
   rb.label("target", t.name).label("mechanism", t.mechanism);
   rb.final(true).window(window_start_, window_end_);
-  rb.health(LOUPE_HEALTH_WARN, "latency/" + t.name, 1, why);
+  // A probe on a file the target never ran is a mistake to fix (WARN); one that was not
+  // reached is information, listed apart from loss by the reports.
+  rb.health(name == "unmapped_binary" ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK, "latency/" + t.name,
+            1, why);
   rb.emit(host_);
 }
 
@@ -402,6 +412,7 @@ void LatencyReporter::collect(bool is_final, std::uint64_t window_start_ns,
   is_final_ = is_final;
   window_start_ = window_start_ns;
   window_end_ = window_end_ns;
+  if (!session_start_) session_start_ = window_start_ns;  // the first window starts the session
   Swept swept = sweep_starts(is_final);
   for (std::uint32_t i = 0; i < targets_.size(); ++i) {
     loupe_hist h = read_hist(maps_.hists_fd, &i);

@@ -90,6 +90,7 @@ class LatencyReporter {
   std::map<std::string, std::uint64_t> previous_counts_;
   bool is_final_ = false;
   std::uint64_t window_start_ = 0, window_end_ = 0;
+  std::uint64_t session_start_ = 0;
 };
 
 }  // namespace loupe::latency

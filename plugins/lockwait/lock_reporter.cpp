@@ -286,10 +286,11 @@ void LockReporter::emit_counters(const std::vector<std::uint64_t>& c) {
            static_cast<double>(c[LW_C_PTHREAD_STACKS]));
   }
 
-  auto health = [&](const char* n, std::uint64_t v, const std::string& why) {
+  auto health = [&](const char* n, std::uint64_t v, const std::string& why,
+                    loupe_health_severity bad = LOUPE_HEALTH_WARN) {
     sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, n);
     rb.final(is_final_).window(window_start_, window_end_);
-    rb.health(v ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK, "lockwait", v, v ? why : std::string());
+    rb.health(v ? bad : LOUPE_HEALTH_OK, "lockwait", v, v ? why : std::string());
     rb.emit(host_);
   };
   health("unmatched", c[LW_C_UNMATCHED],
@@ -330,11 +331,12 @@ void LockReporter::emit_counters(const std::vector<std::uint64_t>& c) {
          "fails for processes that exited");
   if (is_final_) {
     if (opts_.futex && c[LW_C_FUTEX_BEGIN] == 0)
-      health("silent_probe_futex", 1,
-             "no futex wait was seen (nothing contended, or filtered out)");
+      health("silent_probe_futex", 1, "no futex wait was seen (nothing contended, or filtered out)",
+             LOUPE_HEALTH_OK);
     if (opts_.kernel && c[LW_C_KERNEL_BEGIN] == 0)
       health("silent_probe_kernel", 1,
-             "no kernel lock contention was seen (nothing contended, or filtered out)");
+             "no kernel lock contention was seen (nothing contended, or filtered out)",
+             LOUPE_HEALTH_OK);
   }
 }
 

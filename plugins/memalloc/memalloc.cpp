@@ -255,7 +255,8 @@ class MemallocProfiler : public sdk::Profiler {
   void collect(const sdk::CollectArgs& args) override {
     if (!reporter_) return;
     warm_new_processes();
-    reporter_->collect(args.is_final, args.window_start_ns, args.window_end_ns);
+    // Sites, totals and sizes since the session began: the records' window starts with it.
+    reporter_->collect(args.is_final, args.session_start_ns, args.window_end_ns);
     if (dwarf_allocs_) {
       dwarf_allocs_->unwinder().emit_health("memalloc", bpf_map__fd(skel_->maps.loupe_ustack_stats),
                                             args.is_final, args.window_start_ns,

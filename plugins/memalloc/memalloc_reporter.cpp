@@ -268,7 +268,7 @@ void MemallocReporter::collect(bool is_final, std::uint64_t window_start_ns,
       emit_health("silent_probe", 1,
                   "no allocation or free was seen (the traced process allocated nothing, uses "
                   "another allocator, or was filtered out)",
-                  is_final);
+                  is_final, LOUPE_HEALTH_OK);
   }
 }
 

@@ -205,9 +205,11 @@ void OffcpuReporter::emit_blockers(bool is_final) {
 void OffcpuReporter::emit_health(bool is_final) {
   std::uint32_t zero = 0;
   const auto c = sdk::read_per_cpu_sum<oc_counters>(maps_.counters_fd, &zero);
+  // The map's totals since the session began (the stacks and sums above are deltas).
   auto metric = [&](const char* name, double v, const char* unit = "count") {
     sdk::RecordBuilder rb(LOUPE_RECORD_METRIC, name);
-    rb.final(is_final).window(ws_, we_).metric(LOUPE_METRIC_COUNTER, unit, v).emit(host_);
+    rb.final(is_final).window(session_start_, we_).metric(LOUPE_METRIC_COUNTER, unit, v);
+    rb.emit(host_);
   };
   metric("switches_out", static_cast<double>(c.switches_out));
   // Every block that ended: kept in a row (offcpu_blocks) or counted in offcpu/keys_full.
@@ -252,7 +254,7 @@ void OffcpuReporter::emit_health(bool is_final) {
   if (is_final && c.switches_out == 0) {
     sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, "silent_probe");
     rb.final(true).window(ws_, we_);
-    rb.health(LOUPE_HEALTH_WARN, "offcpu", 1,
+    rb.health(LOUPE_HEALTH_OK, "offcpu", 1,
               "no thread of the target left a CPU (" + opts_.mechanism + " sched_switch)");
     rb.emit(host_);
   }
@@ -261,6 +263,7 @@ void OffcpuReporter::emit_health(bool is_final) {
 void OffcpuReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) {
   ws_ = ws;
   we_ = we;
+  if (!session_start_) session_start_ = ws;
   emit_offcpu(is_final);
   if (is_final) emit_in_flight();
   emit_runq(is_final);

@@ -74,6 +74,7 @@ class OffcpuReporter {
   std::map<std::string, std::uint64_t> previous_;
   std::map<std::string, oc_hist> previous_hist_;
   std::uint64_t ws_ = 0, we_ = 0;
+  std::uint64_t session_start_ = 0;  // the first window's start: the counters' window
 };
 
 }  // namespace loupe::offcpu

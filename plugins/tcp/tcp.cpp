@@ -121,7 +121,8 @@ class TcpProfiler : public sdk::Profiler {
   }
 
   void collect(const sdk::CollectArgs& args) override {
-    if (reporter_) reporter_->collect(args.is_final, args.window_start_ns, args.window_end_ns);
+    // Totals since the session began (never reset): so is every record's window.
+    if (reporter_) reporter_->collect(args.is_final, args.session_start_ns, args.window_end_ns);
   }
 
  private:

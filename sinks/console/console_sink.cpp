@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "human_units.hpp"
+#include "interval_deltas.hpp"
 #include "loupe/sdk/output_file.hpp"
 #include "loupe/sdk/plugin.hpp"
 #include "report_batch.hpp"
@@ -78,38 +79,51 @@ class ConsoleSink : public sdk::Sink {
         for (std::uint32_t i = 0; i < session->n_profilers && session->profilers; ++i)
           if (session->profilers[i]) profile_order_.emplace_back(session->profilers[i]);
     }
-    batch_ = std::make_unique<ReportBatch>(opt_.top);
+    report_start_ns_ = start_wall_ns_;
+    batch_ = std::make_unique<ReportBatch>(opt_.top, start_wall_ns_);
   }
 
-  void consume(const loupe_record& rec) override { batch_->add(rec); }
+  void consume(const loupe_record& rec) override {
+    batch_->add(rec);
+    // The final report's event lists cover the session, not its last interval.
+    if (rec.kind == LOUPE_RECORD_EVENT && rec.event && interval_s_ > 0)
+      session_events_[rec.plugin ? rec.plugin : ""][copy_str(rec.name)].add(
+          RankedEvent{copy_labels(rec), copy_event(*rec.event), std::nullopt}, opt_.top);
+  }
 
   void flush(const sdk::FlushArgs& args) override {
     std::string text;
+    const std::uint64_t end = batch_->window_end_ns ? batch_->window_end_ns : wall_now_ns();
     if (args.is_final) {
+      settle_final_events();
       // Appended below the last live frame, not drawn over it: whatever the target printed
       // meanwhile stays on the screen.
-      text = render("loupe report");
-    } else if (live_) {
-      text = live_frame();
+      text = render("loupe report", true, start_wall_ns_, end);
     } else {
-      // An interval with nothing to say stays silent; the final report always prints,
-      // since its health verdict is the answer to "can I trust this?".
-      if (batch_->empty()) return;
-      text = render("loupe interval #" + std::to_string(++interval_));
+      // Every section of an interval report counts the interval.
+      deltas_.apply(*batch_);
+      if (live_) {
+        text = live_frame(end);
+      } else if (!batch_->empty()) {
+        text = render("loupe interval #" + std::to_string(++interval_) + every(), false,
+                      report_start_ns_, end);
+      }
+      report_start_ns_ = end;
     }
-    batch_ = std::make_unique<ReportBatch>(opt_.top);
-    out_->write(text);
+    batch_ = std::make_unique<ReportBatch>(opt_.top, start_wall_ns_);
+    // An interval with nothing to say stays silent; the final report always prints,
+    // since its health verdict is the answer to "can I trust this?".
+    if (!text.empty()) out_->write(text);
   }
 
  private:
   // One screen: what arrived in this interval, cut to the terminal's size so that nothing
   // wraps and the header never scrolls away; the final report has everything.
-  std::string live_frame() {
+  std::string live_frame(std::uint64_t end) {
     ++interval_;
     std::string title = "loupe interval #" + std::to_string(interval_);
-    if (start_wall_ns_) title += " · " + format_span(start_wall_ns_, wall_now_ns()) + " elapsed";
-    title += " · every " + format_quantity(interval_s_ * 1e9, "ns");
-    std::string page = render(title);
+    if (start_wall_ns_) title += " · " + format_span(start_wall_ns_, end) + " elapsed";
+    std::string page = render(title + every(), false, report_start_ns_, end);
     if (batch_->empty()) page += "  nothing arrived in this interval\n";
     std::vector<std::string> lines;
     for (std::size_t at = 0; at < page.size();) {
@@ -132,15 +146,42 @@ class ConsoleSink : public sdk::Sink {
     return frame;
   }
 
-  std::string render(const std::string& title) {
-    TextStyle style(opt_.color);
+  std::string every() const {
+    return interval_s_ > 0 ? " · every " + format_quantity(interval_s_ * 1e9, "ns") : "";
+  }
+
+  // The events of the whole session for the final report, where no event of a name came
+  // with the final report itself (a producer that restates its events there, as a
+  // snapshot, has its own list).
+  void settle_final_events() {
+    for (auto& [producer, by_name] : session_events_) {
+      auto [it, added] = batch_->producers.try_emplace(producer);
+      if (added) batch_->arrival.push_back(producer);
+      for (auto& [name, log] : by_name) {
+        auto have = it->second.events.find(name);
+        if (have == it->second.events.end() || !have->second.any_final)
+          it->second.events[name] = std::move(log);
+      }
+    }
+    session_events_.clear();
+  }
+
+  // The report's title says which window every section counts: the whole session (the
+  // final report) or the interval since the previous report.
+  std::string render(const std::string& title, bool is_final, std::uint64_t from,
+                     std::uint64_t to) {
+    ReportOptions opt = opt_;
+    opt.interval = !is_final;
+    // The first interval report begins with the session: its totals are its own.
+    opt.after_start = !is_final && from > start_wall_ns_;
+    TextStyle style(opt.color);
     const ReportBatch& b = *batch_;
-    std::string head = title;
-    if (b.window_end_ns)
-      head += " · " + format_clock(b.window_start_ns) + " → " + format_clock(b.window_end_ns) +
-              " (" + format_span(b.window_start_ns, b.window_end_ns) + ")";
+    std::string head = title + (is_final ? " · whole session" : " · this interval");
+    if (from && to > from)
+      head +=
+          " " + format_clock(from) + " → " + format_clock(to) + " (" + format_span(from, to) + ")";
     head += " · " + format_count(b.n_records()) + " records";
-    std::string out = "\n" + style.bold(rule(head, report_width(opt_), "█")) + "\n";
+    std::string out = "\n" + style.bold(rule(head, report_width(opt), "█")) + "\n";
 
     // Profile order first; producers the profile does not list (the host's own records,
     // an older host without the list) in the order they arrived.
@@ -152,13 +193,13 @@ class ConsoleSink : public sdk::Sink {
       if (it == b.producers.end() || !it->second.has_data()) continue;
       Blocks blocks;
       std::string headline;
-      render_metrics(it->second, opt_, style, blocks, headline);
-      render_histograms(it->second, opt_, style, blocks);
-      render_stacks(it->second, opt_, style, blocks);
-      render_events(it->second, opt_, style, blocks);
+      render_metrics(it->second, opt, style, blocks, headline);
+      render_histograms(it->second, opt, style, blocks);
+      render_stacks(it->second, opt, style, blocks);
+      render_events(it->second, opt, style, blocks);
       std::string heading = name.empty() ? "(unnamed)" : name;
       // The headline joins the heading when it fits the rule, else it leads the section.
-      if (!headline.empty() && display_width(heading + headline) + 12 <= report_width(opt_))
+      if (!headline.empty() && display_width(heading + headline) + 12 <= report_width(opt))
         heading += " · " + headline;
       else if (!headline.empty())
         blocks.insert(blocks.begin(), "  " + headline + "\n");
@@ -171,11 +212,11 @@ class ConsoleSink : public sdk::Sink {
         for (const auto& [weight, line] : said) block += "  " + style.bold("» " + line) + "\n";
         blocks.insert(blocks.begin(), block);
       }
-      out += "\n" + style.bold(rule(heading, report_width(opt_), "═")) + "\n";
+      out += "\n" + style.bold(rule(heading, report_width(opt), "═")) + "\n";
       for (std::size_t i = 0; i < blocks.size(); ++i) out += (i ? "\n" : "") + blocks[i];
     }
     Blocks health;
-    render_health(b, opt_, style, health);
+    render_health(b, opt, style, health);
     for (const auto& block : health) out += "\n" + block;
     return out;
   }
@@ -183,6 +224,10 @@ class ConsoleSink : public sdk::Sink {
   ReportOptions opt_;
   std::unique_ptr<sdk::OutputFile> out_;
   std::unique_ptr<ReportBatch> batch_;
+  IntervalDeltas deltas_;
+  // Events of the session so far, by producer and name, for the final report.
+  std::map<std::string, std::map<std::string, EventLog>> session_events_;
+  std::uint64_t report_start_ns_ = 0;  // where the next interval report's window begins
   std::vector<std::string> profile_order_;
   std::uint64_t start_wall_ns_ = 0;
   double interval_s_ = 0;

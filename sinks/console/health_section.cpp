@@ -16,6 +16,20 @@ const char* severity_name(std::uint32_t s) {
   }
 }
 
+// A probe that never fired (docs/records.md: `silent_probe`, `silent_probe_<what>`): a
+// target the workload never called, or a filter that kept everything out. Worth knowing,
+// but nothing was lost.
+bool is_silence(const HealthEntry& e) {
+  return e.name.rfind("silent_probe", 0) == 0;
+}
+
+// "latency/write", "lockwait (futex)"
+std::string silent_where(const HealthEntry& e) {
+  std::string s = e.health.component.empty() ? e.name : e.health.component;
+  if (e.name.size() > 13 && e.name[12] == '_') s += " (" + e.name.substr(13) + ")";
+  return s;
+}
+
 // "lost_kernel@ring:outliers (17)"
 std::string where(const HealthEntry& e) {
   std::string s = e.name;
@@ -34,10 +48,31 @@ void render_health(const ReportBatch& batch, const ReportOptions& opt, const Tex
     return;
   }
   // Errors first, then warnings: what failed outranks what was lost. Rows that are OK are
-  // counted in the verdict and listed only in verbose mode.
+  // counted in the verdict and listed only in verbose mode; probes that never fired have a
+  // line of their own.
   std::vector<const HealthEntry*> rows;
-  for (const auto& [key, e] : batch.health)
+  std::vector<std::string> silent;
+  std::size_t checks = 0;
+  for (const auto& [key, e] : batch.health) {
+    if (is_silence(e)) {
+      silent.push_back(silent_where(e));
+      continue;
+    }
+    ++checks;
     if (opt.verbose || e.health.severity != LOUPE_HEALTH_OK) rows.push_back(&e);
+  }
+  // Interval reports judge the session so far: the health counters run since it began.
+  const std::string verdict_head = opt.interval ? "VERDICT so far: " : "VERDICT: ";
+  std::string never_fired;
+  if (!silent.empty()) {
+    constexpr std::size_t kNamed = 6;
+    never_fired = "  probes that never fired (not loss):";
+    for (std::size_t i = 0; i < silent.size() && i < kNamed; ++i)
+      never_fired += (i ? ", " : " ") + silent[i];
+    if (silent.size() > kNamed)
+      never_fired += ", +" + std::to_string(silent.size() - kNamed) + " more";
+    never_fired = style.dim(never_fired) + "\n";
+  }
   std::stable_sort(rows.begin(), rows.end(), [](const HealthEntry* a, const HealthEntry* b) {
     return a->health.severity > b->health.severity;
   });
@@ -59,7 +94,10 @@ void render_health(const ReportBatch& batch, const ReportOptions& opt, const Tex
       failed_where.push_back(where(*e) + (h.message.empty() ? "" : ": " + h.message));
   }
   if (!rows.empty()) {
-    out += style.bold(rule("HEALTH SUMMARY", report_width(opt), "═")) + "\n";
+    out += style.bold(
+               rule(opt.after_start ? "HEALTH SUMMARY (since the session began)" : "HEALTH SUMMARY",
+                    report_width(opt), "═")) +
+           "\n";
     auto lines = table.lines("  ");
     for (std::size_t i = 0; i < lines.size(); ++i) {
       if (rows[i]->health.severity == LOUPE_HEALTH_ERROR)
@@ -72,16 +110,16 @@ void render_health(const ReportBatch& batch, const ReportOptions& opt, const Tex
   }
 
   if (degraded_where.empty() && warned_where.empty() && failed_where.empty()) {
-    out += style.good("VERDICT: no data lost (" + std::to_string(batch.health.size()) +
+    out += style.good(verdict_head + "no data lost (" + std::to_string(checks) +
                       " health checks OK)") +
-           "\n";
+           "\n" + never_fired;
     blocks.push_back(std::move(out));
     return;
   }
   std::string verdict;
   auto part = [&](const std::string& head, const std::vector<std::string>& where) {
     if (where.empty()) return;
-    verdict += verdict.empty() ? "VERDICT: " : "; ";
+    verdict += verdict.empty() ? verdict_head : "; ";
     verdict += head;
     for (std::size_t i = 0; i < where.size(); ++i) verdict += (i ? ", " : "") + where[i];
   };
@@ -90,7 +128,7 @@ void render_health(const ReportBatch& batch, const ReportOptions& opt, const Tex
   part(std::to_string(failed_where.size()) + " component(s) failed: ", failed_where);
   part(std::to_string(warned_where.size()) + " warning(s): ", warned_where);
   const bool bad = !degraded_where.empty() || !failed_where.empty();
-  out += (bad ? style.error(verdict) : style.warn(verdict)) + "\n";
+  out += (bad ? style.error(verdict) : style.warn(verdict)) + "\n" + never_fired;
   blocks.push_back(std::move(out));
 }
 

@@ -19,7 +19,11 @@ std::string joined(const std::vector<std::string>& items, std::size_t most) {
   return out;
 }
 
-void render_zeros(const PivotTable& t, const TextStyle& style, std::string& out) {
+void render_zeros(const PivotTable& t, const ReportOptions& opt, const TextStyle& style,
+                  std::string& out) {
+  if (opt.after_start && !t.since_start_columns.empty())
+    out += "  " + style.dim("since the session began: " + joined(t.since_start_columns, SIZE_MAX)) +
+           "\n";
   if (!t.zero_columns.empty())
     out += "  " + style.dim("all zero: " + joined(t.zero_columns, t.zero_columns.size())) + "\n";
   if (!t.zero_rows.empty())
@@ -43,7 +47,7 @@ void render_metrics(const ProducerRecords& p, const ReportOptions& opt, const Te
         for (std::size_t i = 0; i < r.cells.size(); ++i)
           headline += (headline.empty() ? "" : "  ") + t.columns[i] + " " +
                       (r.cells[i].present ? r.cells[i].text : "-");
-      render_zeros(t, style, out);
+      render_zeros(t, opt, style, out);
       if (!out.empty()) blocks.push_back(std::move(out));
       continue;
     }
@@ -68,7 +72,7 @@ void render_metrics(const ProducerRecords& p, const ReportOptions& opt, const Te
       for (std::size_t i = 0; i < lines.size(); ++i)
         out += (i == 0 ? style.dim(lines[i]) : lines[i]) + "\n";
     }
-    render_zeros(t, style, out);
+    render_zeros(t, opt, style, out);
     if (!out.empty()) blocks.push_back(std::move(out));
   }
 }

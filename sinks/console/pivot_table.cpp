@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <type_traits>
 
 #include "human_units.hpp"
@@ -26,6 +27,7 @@ std::string key_set(const Labels& labels) {
 struct Group {
   std::vector<std::string> label_keys;
   std::vector<std::string> metric_names, histogram_names;
+  std::set<std::string> since_start;   // metric names with a series since the session began
   std::map<std::string, Labels> rows;  // canonical label text -> labels as first seen
   std::size_t first = SIZE_MAX;        // position of its first name in the producer's order
 };
@@ -72,6 +74,7 @@ std::vector<PivotTable> pivot_tables(const ProducerRecords& p, bool hide_zeros) 
     for (const auto& [key, m] : series) {
       Group& g = groups[key_set(m.labels)];
       note(g, g.metric_names, name, m.labels, position(p.order, name));
+      if (m.since_start) g.since_start.insert(name);
       metrics[name][labels_text(sorted(m.labels))] = &m.metric;
     }
   for (const auto& [key, h] : p.histograms) {
@@ -182,6 +185,8 @@ std::vector<PivotTable> pivot_tables(const ProducerRecords& p, bool hide_zeros) 
       t.columns = std::move(columns);
       t.metric_columns = metric_columns;
     }
+    for (std::size_t i = 0; i < t.metric_columns; ++i)
+      if (g->since_start.count(t.columns[i])) t.since_start_columns.push_back(t.columns[i]);
 
     std::stable_sort(
         t.rows.begin(), t.rows.end(), [](const PivotTable::Row& a, const PivotTable::Row& b) {

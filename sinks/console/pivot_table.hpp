@@ -34,6 +34,9 @@ struct PivotTable {
   // none; the report names them so that nothing disappears without a word.
   std::vector<std::string> zero_columns;
   std::vector<std::string> zero_rows;
+  // Metric columns whose values count since the session began (a series' since_start),
+  // in a report that counts another window.
+  std::vector<std::string> since_start_columns;
 };
 
 // Tables in the order their first name arrived. hide_zeros drops zero-only columns and

@@ -59,8 +59,6 @@ void ReportBatch::add(const loupe_record& rec) {
   ++n_records_;
   std::string name = copy_str(rec.name);
   Labels labels = copy_labels(rec);
-  if (rec.window_start_ns && (!window_start_ns || rec.window_start_ns < window_start_ns))
-    window_start_ns = rec.window_start_ns;
   window_end_ns = std::max(window_end_ns, rec.window_end_ns);
 
   if (rec.kind == LOUPE_RECORD_HEALTH) {
@@ -84,8 +82,8 @@ void ReportBatch::add(const loupe_record& rec) {
       if (rec.histogram) {
         note_name(name);
         std::string key = series_name(name, labels);
-        p.histograms[key] =
-            HistogramSeries{name, std::move(labels), copy_histogram(*rec.histogram)};
+        p.histograms[key] = HistogramSeries{name, std::move(labels), copy_histogram(*rec.histogram),
+                                            since_start(rec)};
       }
       break;
     case LOUPE_RECORD_METRIC:
@@ -94,14 +92,19 @@ void ReportBatch::add(const loupe_record& rec) {
         std::string key = labels_text(labels);
         p.metrics[name][key] = MetricSeries{
             std::move(labels),
-            MetricCopy{rec.metric->type, copy_str(rec.metric->unit), rec.metric->value}};
+            MetricCopy{rec.metric->type, copy_str(rec.metric->unit), rec.metric->value},
+            since_start(rec)};
       }
       break;
     case LOUPE_RECORD_STACK_SAMPLE:
-      if (rec.stack) add_stack(p, name, std::move(labels), *rec.stack);
+      if (rec.stack) add_stack(p, name, std::move(labels), *rec.stack, since_start(rec));
       break;
     case LOUPE_RECORD_EVENT:
-      if (rec.event) add_event(p, name, std::move(labels), *rec.event);
+      if (rec.event) {
+        EventLog& log = p.events[name];
+        log.any_final = log.any_final || rec.is_final;
+        log.add(RankedEvent{std::move(labels), copy_event(*rec.event), std::nullopt}, keep_events_);
+      }
       break;
     case LOUPE_RECORD_FINDING:
       if (LOUPE_ABI_HAS_FIELD(&rec, loupe_record, finding) && rec.finding &&
@@ -116,7 +119,7 @@ void ReportBatch::add(const loupe_record& rec) {
 }
 
 void ReportBatch::add_stack(ProducerRecords& p, const std::string& name, Labels labels,
-                            const loupe_stack_sample& s) {
+                            const loupe_stack_sample& s, bool since_start) {
   std::vector<FrameCopy> frames = copy_frames(s.frames, s.n_frames);
   // Rows are the stacks as the report names them: two samples at different addresses of
   // one function are one row, as in the folded output (keyed by addresses, a hot function
@@ -124,6 +127,7 @@ void ReportBatch::add_stack(ProducerRecords& p, const std::string& name, Labels 
   std::string key = labels_text(labels);
   for (const auto& f : frames) key += '\x1f' + frame_text(f);
   StackEntry& entry = p.stacks[name][key];
+  entry.since_start = entry.since_start || since_start;
   if (entry.frames.empty() && entry.values.empty()) {
     entry.labels = std::move(labels);
     entry.frames = std::move(frames);
@@ -139,30 +143,26 @@ void ReportBatch::add_stack(ProducerRecords& p, const std::string& name, Labels 
   }
 }
 
-void ReportBatch::add_event(ProducerRecords& p, const std::string& name, Labels labels,
-                            const loupe_event& e) {
-  EventLog& log = p.events[name];
-  ++log.count;
-  if (keep_events_ == 0) return;
-  RankedEvent ranked{std::move(labels), copy_event(e), std::nullopt};
+void EventLog::add(RankedEvent ranked, std::size_t keep) {
+  ++count;
+  if (keep == 0) return;
   ranked.magnitude = event_magnitude(ranked.event);
 
   if (ranked.magnitude) {
     auto slower = [](const RankedEvent& a, const RankedEvent& b) {
       return a.magnitude->value > b.magnitude->value;
     };
-    if (log.slowest.size() < keep_events_ ||
-        ranked.magnitude->value > log.slowest.back().magnitude->value) {
-      auto pos = std::upper_bound(log.slowest.begin(), log.slowest.end(), ranked, slower);
-      log.slowest.insert(pos, ranked);
-      if (log.slowest.size() > keep_events_) log.slowest.pop_back();
+    if (slowest.size() < keep || ranked.magnitude->value > slowest.back().magnitude->value) {
+      auto pos = std::upper_bound(slowest.begin(), slowest.end(), ranked, slower);
+      slowest.insert(pos, ranked);
+      if (slowest.size() > keep) slowest.pop_back();
     }
   }
-  if (log.latest.size() < keep_events_) {
-    log.latest.push_back(std::move(ranked));
+  if (latest.size() < keep) {
+    latest.push_back(std::move(ranked));
   } else {
-    log.latest[log.latest_next] = std::move(ranked);
-    log.latest_next = (log.latest_next + 1) % keep_events_;
+    latest[latest_next] = std::move(ranked);
+    latest_next = (latest_next + 1) % keep;
   }
 }
 

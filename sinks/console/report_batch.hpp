@@ -13,21 +13,26 @@
 
 namespace loupe::sinks {
 
+// `since_start`: the record's window began with the session (docs/records.md): its values
+// count since then, where the others count a later window (an interval's increments).
 struct HistogramSeries {
   std::string name;
   Labels labels;
   HistogramCopy hist;
+  bool since_start = false;
 };
 
 struct MetricSeries {
   Labels labels;
   MetricCopy metric;
+  bool since_start = false;
 };
 
 struct StackEntry {
   Labels labels;
   std::vector<FrameCopy> frames;
   std::vector<ValueCopy> values;
+  bool since_start = false;
 };
 
 // The numeric field an event is ranked by ("slow calls"), chosen by name only: sinks know
@@ -53,6 +58,9 @@ struct EventLog {
   std::vector<RankedEvent> latest;   // ring of the last N, oldest first after ordered()
   std::size_t latest_next = 0;
   std::vector<RankedEvent> latest_ordered() const;
+  // Counts the event and keeps it when it is among the `keep` slowest or latest.
+  void add(RankedEvent ranked, std::size_t keep);
+  bool any_final = false;  // an event of the final report itself (a snapshot, not an occurrence)
 };
 
 struct HealthEntry {
@@ -82,7 +90,9 @@ struct ProducerRecords {
 // stream, which the report judges as a whole.
 class ReportBatch {
  public:
-  explicit ReportBatch(std::size_t keep_events) : keep_events_(keep_events) {}
+  // `session_start_ns`: when the session began (0 = unknown: no record counts as since start).
+  ReportBatch(std::size_t keep_events, std::uint64_t session_start_ns)
+      : keep_events_(keep_events), session_start_ns_(session_start_ns) {}
 
   void add(const loupe_record& rec);
   bool empty() const { return n_records_ == 0; }
@@ -91,15 +101,17 @@ class ReportBatch {
   std::map<std::string, ProducerRecords> producers;  // by instance name
   std::vector<std::string> arrival;                  // producers in first-arrival order
   std::map<std::string, HealthEntry> health;         // by component, name, labels
-  std::uint64_t window_start_ns = 0;
-  std::uint64_t window_end_ns = 0;
+  std::uint64_t window_end_ns = 0;  // the latest record's: where the report's window ends
 
  private:
   void add_stack(ProducerRecords& p, const std::string& name, Labels labels,
-                 const loupe_stack_sample& s);
-  void add_event(ProducerRecords& p, const std::string& name, Labels labels, const loupe_event& e);
+                 const loupe_stack_sample& s, bool since_start);
+  bool since_start(const loupe_record& rec) const {
+    return session_start_ns_ && rec.window_start_ns <= session_start_ns_;
+  }
 
   std::size_t keep_events_;
+  std::uint64_t session_start_ns_;
   std::uint64_t n_records_ = 0;
 };
 

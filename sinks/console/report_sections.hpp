@@ -16,7 +16,7 @@ namespace loupe::sinks {
 using Blocks = std::vector<std::string>;
 
 // Metrics, with the histograms' p50/p99/max beside them, as pivot tables (pivot_table.hpp).
-// Values without labels go to `headline` ("syscalls_total 3,423"), for the section's title.
+// Values without labels go to `headline` ("all_syscalls 3,423"), for the section's title.
 void render_metrics(const ProducerRecords& p, const ReportOptions& o, const TextStyle& s,
                     Blocks& blocks, std::string& headline);
 // Each histogram: a one-line summary and its bars.

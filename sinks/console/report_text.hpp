@@ -15,6 +15,11 @@ struct ReportOptions {
   std::size_t bar_width = 40;
   bool color = false;
   bool verbose = false;  // every zero, every health check, percentile bounds
+  // An interval report: its health is the session's so far.
+  bool interval = false;
+  // Its window begins after the session's: a section that holds values since the session
+  // began (a gauge, a stack sample) says so.
+  bool after_start = false;
 };
 
 // ANSI emphasis, or nothing when the output is not a terminal (or color = "never").

@@ -21,8 +21,10 @@ void render_stacks(const ProducerRecords& p, const ReportOptions& opt, const Tex
     std::vector<const StackEntry*> entries;
     std::int64_t total = 0;
     std::string vname = "value", vunit;
+    bool since_start = false;
     for (const auto& [key, e] : table_by_key) {
       entries.push_back(&e);
+      since_start = since_start || e.since_start;
       total += first_value(e);
       if (!e.values.empty()) {
         vname = e.values[0].name;
@@ -35,7 +37,8 @@ void render_stacks(const ProducerRecords& p, const ReportOptions& opt, const Tex
     std::size_t shown = std::min(entries.size(), opt.top);
     std::string out = "  " + style.bold(name) + "  top " + std::to_string(shown) + " of " +
                       format_count(entries.size()) + " stacks by " + vname + ", total " +
-                      format_quantity(static_cast<double>(total), vunit) + "\n";
+                      format_quantity(static_cast<double>(total), vunit) +
+                      (opt.after_start && since_start ? ", since the session began" : "") + "\n";
 
     TextTable table({true, true, true, false});
     table.row({"#", vname, "share", "frames (leaf → root)"});

@@ -78,36 +78,74 @@ Labels MetricStore::labels_of(const loupe_record& rec) const {
 
 MetricStore::Family* MetricStore::family(const std::string& name, const char* type,
                                          const std::string& help, std::string* why,
-                                         bool protobuf_only) {
+                                         bool protobuf_only, const std::string& source) {
   auto [it, inserted] = families_.try_emplace(name);
   if (inserted) {
     it->second.type = type;
     it->second.help = help;
+    it->second.source = source;
     it->second.protobuf_only = protobuf_only;
   } else if (it->second.type != type || it->second.protobuf_only != protobuf_only) {
     if (why)
       *why = "metric '" + name + "' is a " + it->second.type +
              (it->second.protobuf_only ? " (native twin)" : "") + ", not a " + type;
     return nullptr;
+  } else if (it->second.source != source) {
+    // "syscalls_total" beside "syscalls": one family would hold a total and its parts, and
+    // sum() over it would count everything twice.
+    if (why)
+      *why = "metric '" + name + "' already holds record '" + it->second.source + "'; record '" +
+             source + "' needs a name of its own";
+    return nullptr;
   }
   return &it->second;
 }
 
-MetricStore::Series MetricStore::histogram_series(const loupe_histogram& h, Labels labels,
-                                                  double divisor) {
+bool MetricStore::since_start(const loupe_record& rec) const {
+  return session_start_ns_ == 0 || rec.window_start_ns <= session_start_ns_;
+}
+
+MetricStore::Series MetricStore::histogram_series(const HistogramTotals& t, Labels labels,
+                                                  double divisor, bool native) {
   Series s;
   s.labels = std::move(labels);
   std::uint64_t cumulative = 0;
-  for (std::uint32_t i = 0; i < h.n_buckets && h.buckets; ++i) {
-    cumulative += h.buckets[i].count;
-    if (h.buckets[i].upper == UINT64_MAX) continue;  // only +Inf bounds it
+  for (const loupe_bucket& b : t.buckets) {
+    cumulative += b.count;
+    if (b.upper == UINT64_MAX) continue;  // only +Inf bounds it
     // Buckets hold integers in [lower, upper): the largest value inside is upper - 1,
     // so `le` is exact rather than off by one bucket edge.
-    s.classic.emplace_back(static_cast<double>(h.buckets[i].upper - 1) / divisor, cumulative);
+    s.classic.emplace_back(static_cast<double>(b.upper - 1) / divisor, cumulative);
   }
-  s.count = std::max<std::uint64_t>(h.count, cumulative);
-  s.sum = static_cast<double>(h.sum) / divisor;
+  s.count = std::max<std::uint64_t>(t.count, cumulative);
+  s.sum = static_cast<double>(t.sum) / divisor;
+  if (native)
+    s.native = native_schema0(t.buckets.data(), static_cast<std::uint32_t>(t.buckets.size()));
+  s.totals = t;
   return s;
+}
+
+void MetricStore::feed_histogram(Family& f, const std::string& key, const Labels& labels,
+                                 const HistogramTotals& in, bool totals, double divisor,
+                                 bool native) {
+  auto it = f.series.find(key);
+  HistogramTotals next = in;
+  if (it != f.series.end()) {
+    const HistogramTotals& had = it->second.totals;
+    // Totals below what was served (a producer that lost entries) would read as a reset.
+    if (totals && in.count < had.count) return;
+    if (!totals) {
+      std::map<std::pair<std::uint64_t, std::uint64_t>, std::uint64_t> sum;
+      for (const auto* side : {&had.buckets, &in.buckets})
+        for (const loupe_bucket& b : *side) sum[{b.lower, b.upper}] += b.count;
+      next.buckets.clear();
+      for (const auto& [bounds, count] : sum)
+        next.buckets.push_back({bounds.first, bounds.second, count});
+      next.count = had.count + in.count;
+      next.sum = had.sum + in.sum;
+    }
+  }
+  f.series[key] = histogram_series(next, labels, divisor, native);
 }
 
 bool MetricStore::update(const loupe_record& rec, std::string* why) {
@@ -127,20 +165,22 @@ bool MetricStore::update(const loupe_record& rec, std::string* why) {
       const std::string help = std::string("histogram ") + rec.name + " from loupe plugin " +
                                plugin +
                                (h.unit ? std::string(" (recorded in ") + h.unit + ")" : "");
-      Family* f = family(name, "histogram", help, why);
+      Family* f = family(name, "histogram", help, why, false, rec.name);
       if (!f) return false;
-      Series classic = histogram_series(h, labels, u.divisor);
-      auto native = native_schema0(h.buckets, h.n_buckets);
-      if (native && u.divisor == 1.0) classic.native = native;
-      f->series[ls] = std::move(classic);
+      HistogramTotals in;
+      for (std::uint32_t i = 0; i < h.n_buckets && h.buckets; ++i)
+        if (h.buckets[i].count) in.buckets.push_back(h.buckets[i]);
+      in.count = h.count;
+      in.sum = h.sum;
+      const bool totals = since_start(rec);
+      const bool native = native_schema0(h.buckets, h.n_buckets).has_value();
+      feed_histogram(*f, ls, labels, in, totals, u.divisor, native && u.divisor == 1.0);
       if (native && u.divisor != 1.0) {
         std::string twin = with_suffix(without_unit(base, h.unit), u.recorded);
         Family* t = family(twin, "histogram", help + ", native buckets in " + h.unit, why,
-                           /*protobuf_only=*/true);
+                           /*protobuf_only=*/true, rec.name);
         if (!t) return false;
-        Series s = histogram_series(h, labels, 1.0);
-        s.native = std::move(native);
-        t->series[ls] = std::move(s);
+        feed_histogram(*t, ls, labels, in, totals, 1.0, true);
       }
       return true;
     }
@@ -153,19 +193,24 @@ bool MetricStore::update(const loupe_record& rec, std::string* why) {
       Family* f = family(
           name, counter ? "counter" : "gauge",
           std::string(counter ? "counter " : "gauge ") + rec.name + " from loupe plugin " + plugin,
-          why);
+          why, false, rec.name);
       if (!f) return false;
-      f->series[ls] = Series{labels, rec.metric->value / u.divisor, {}, 0, 0, {}};
+      double v = rec.metric->value / u.divisor;
+      auto it = f->series.find(ls);
+      if (counter && it != f->series.end())
+        v = since_start(rec) ? std::max(v, it->second.value) : it->second.value + v;
+      f->series[ls] = Series{labels, v, {}, 0, 0, {}, {}};
       return true;
     }
     case LOUPE_RECORD_EVENT: {
       std::string name = with_suffix(base, "events_total");
       Family* f =
           family(name, "counter",
-                 std::string("events ") + rec.name + " received from loupe plugin " + plugin, why);
+                 std::string("events ") + rec.name + " received from loupe plugin " + plugin, why,
+                 false, rec.name);
       if (!f) return false;
       double n = ++event_counts_[name + ls];
-      f->series[ls] = Series{labels, n, {}, 0, 0, {}};
+      f->series[ls] = Series{labels, n, {}, 0, 0, {}, {}};
       return true;
     }
     case LOUPE_RECORD_HEALTH: {
@@ -178,9 +223,9 @@ bool MetricStore::update(const loupe_record& rec, std::string* why) {
       Family* f = family(name, "gauge",
                          std::string("loupe health check ") + rec.name +
                              " (the latest value reported; see docs/records.md)",
-                         why);
+                         why, false, rec.name);
       if (!f) return false;
-      f->series[hls] = Series{hl, static_cast<double>(h.value), {}, 0, 0, {}};
+      f->series[hls] = Series{hl, static_cast<double>(h.value), {}, 0, 0, {}, {}};
       std::string sev_name = metric_name(prefix_ + "health_severity");
       Family* sev = family(sev_name, "gauge",
                            "severity of each loupe health check: 0 ok, 1 warn (data lost or "
@@ -196,11 +241,19 @@ bool MetricStore::update(const loupe_record& rec, std::string* why) {
       Labels key = labels;
       key.emplace_back("check", rec.name);
       key.emplace_back("component", h.component ? h.component : "");
-      sev->series[label_set(key)] = Series{sl, static_cast<double>(h.severity), {}, 0, 0, {}};
+      sev->series[label_set(key)] = Series{sl, static_cast<double>(h.severity), {}, 0, 0, {}, {}};
       return true;
     }
     default: return false;  // stacks belong in pprof, folded or html
   }
+}
+
+void MetricStore::set_own(const std::string& name, const char* type, const std::string& help,
+                          double value) {
+  std::lock_guard lock(mu_);
+  const std::string full = metric_name(prefix_ + name);
+  if (Family* f = family(full, type, help, nullptr, false, "(loupe)"))
+    f->series[""] = Series{{}, value, {}, 0, 0, {}, {}};
 }
 
 std::string MetricStore::render() const {

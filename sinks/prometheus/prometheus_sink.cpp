@@ -2,9 +2,9 @@
 //
 // prometheus sink: histograms, counters, gauges, events and loupe's health checks on an
 // HTTP /metrics endpoint in Prometheus' text exposition format, or in its protobuf one with
-// native histograms for scrapers that ask for it. The endpoint serves the
-// latest value of each series; with a session `interval` the values move while the
-// session runs.
+// native histograms for scrapers that ask for it. Counters and histograms are cumulative
+// for the life of the endpoint, gauges and health the latest value; with a session
+// `interval` the values move while the session runs.
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -32,6 +32,11 @@ constexpr loupe_config_key kKeys[] = {
      3600, nullptr, 0, 0},
 };
 
+constexpr const char* kRunningHelp =
+    "1 while the session runs; 0 once its final report is in (the values no longer move)";
+constexpr const char* kReportsHelp =
+    "reports received from the session (every interval, and the final one)";
+
 class PrometheusSink : public sdk::Sink {
  public:
   void setup(const sdk::SetupArgs& args) override {
@@ -41,7 +46,16 @@ class PrometheusSink : public sdk::Sink {
       throw sdk::Error(LOUPE_ERR_INVALID_ARG, "prometheus: prefix \"" + prefix +
                                                   "\" is not a valid metric name prefix "
                                                   "([a-zA-Z_:][a-zA-Z0-9_:]*)");
-    store_ = std::make_unique<MetricStore>(prefix);
+    const std::uint64_t start_ns = args.session ? args.session->start_wall_ns : 0;
+    store_ = std::make_unique<MetricStore>(prefix, start_ns);
+    // What is known before any profiler reports: the first scrape is never empty.
+    store_->set_own("up", "gauge", "1: loupe serves this endpoint", 1);
+    if (start_ns)
+      store_->set_own("session_start_time_seconds", "gauge",
+                      "when the loupe session began, in seconds since the epoch",
+                      static_cast<double>(start_ns) / 1e9);
+    store_->set_own("session_running", "gauge", kRunningHelp, 1);
+    store_->set_own("reports_total", "counter", kReportsHelp, 0);
     linger_s_ = args.config.value_int("linger");
     ListenAddress addr = parse_listen(args.config.value_string("listen"));
     std::string token = args.config.value_string("token");
@@ -62,6 +76,11 @@ class PrometheusSink : public sdk::Sink {
                   "' skipped: " + why);
   }
 
+  void flush(const sdk::FlushArgs& args) override {
+    store_->set_own("reports_total", "counter", kReportsHelp, static_cast<double>(++reports_));
+    if (args.is_final) store_->set_own("session_running", "gauge", kRunningHelp, 0);
+  }
+
   ~PrometheusSink() override {
     if (server_ && linger_s_ > 0) std::this_thread::sleep_for(std::chrono::seconds(linger_s_));
   }
@@ -71,6 +90,7 @@ class PrometheusSink : public sdk::Sink {
   std::unique_ptr<MetricStore> store_;
   std::unique_ptr<MetricsServer> server_;  // after store_: stops before the store goes
   std::int64_t linger_s_ = 0;
+  std::uint64_t reports_ = 0;
   std::set<std::string> warned_;
 };
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // A real Prometheus server (Debian's `prometheus`) on a free loopback port, scraping one
-// target every second from a scratch directory, with its HTTP query API: the prometheus
-// sink's tests, unit and kernel tier, check what it actually stored.
+// target (every second unless told) from a scratch directory, with its HTTP query API: the
+// prometheus sink's tests, unit and kernel tier, check what it actually stored.
 #ifndef LOUPE_TESTS_PROMETHEUS_SERVER_HPP
 #define LOUPE_TESTS_PROMETHEUS_SERVER_HPP
 
@@ -40,13 +40,16 @@ inline int free_port() {
 class PrometheusServer {
  public:
   // `token`: the bearer credentials of the scrape ("" = none); `flags`: more arguments,
-  // e.g. "--enable-feature=native-histograms".
+  // e.g. "--enable-feature=native-histograms"; `scrape_interval` in Prometheus' duration
+  // syntax ("200ms").
   PrometheusServer(const std::string& dir, int target_port, const std::string& token = "",
-                   const std::vector<std::string>& flags = {})
+                   const std::vector<std::string>& flags = {},
+                   const std::string& scrape_interval = "1s")
       : port_(free_port()), dir_(dir) {
     std::ofstream cfg(dir + "/prometheus.yml");
-    cfg << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-        << "scrape_configs:\n  - job_name: loupe\n    scrape_interval: 1s\n";
+    cfg << "global:\n  scrape_interval: " << scrape_interval << "\n  evaluation_interval: 1s\n"
+        << "scrape_configs:\n  - job_name: loupe\n    scrape_interval: " << scrape_interval
+        << "\n    scrape_timeout: " << scrape_interval << "\n";
     if (!token.empty()) cfg << "    authorization:\n      credentials: " << token << "\n";
     cfg << "    static_configs:\n      - targets: ['127.0.0.1:" << target_port << "']\n";
     cfg.close();

@@ -61,8 +61,14 @@ class SampleRecord {
     pcts_ = std::move(p);
     return *this;
   }
+  // The window the values cover (kWindowStart..kWindowEnd unless set).
+  SampleRecord& window(std::uint64_t start_ns, std::uint64_t end_ns) {
+    start_ = start_ns;
+    end_ = end_ns;
+    return *this;
+  }
   const loupe_record& record(bool is_final = true, const char* plugin = "testplug") {
-    rec_ = b_.final(is_final).window(kWindowStart, kWindowEnd).build();
+    rec_ = b_.final(is_final).window(start_, end_).build();
     rec_.plugin = plugin;
     if (rec_.histogram) {
       hist_ = *rec_.histogram;
@@ -75,6 +81,7 @@ class SampleRecord {
 
  private:
   sdk::RecordBuilder b_;
+  std::uint64_t start_ = kWindowStart, end_ = kWindowEnd;
   std::vector<loupe_percentile> pcts_;
   loupe_record rec_{};
   loupe_histogram hist_{};

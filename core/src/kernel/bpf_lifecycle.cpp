@@ -161,7 +161,11 @@ std::vector<ProgramStats> LinkSet::program_stats() const {
 
 void LinkSet::detach_all() {
   std::lock_guard lock(mu_);
-  for (auto it = links_.rbegin(); it != links_.rend(); ++it) bpf_link__destroy(*it);
+  // In the order they were attached. A pair's plugin attaches first the half that may fire
+  // alone (latency, memalloc: the exit), so detaching that half first too leaves the calls
+  // a running target makes meanwhile (each detach waits for a grace period) as entries in
+  // flight at the end, instead of exits without their entry, which read as lost entries.
+  for (bpf_link* link : links_) bpf_link__destroy(link);
   links_.clear();
   for (auto& a : attached_)
     if (a.prog_fd >= 0) close(a.prog_fd);

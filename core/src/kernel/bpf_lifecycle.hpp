@@ -31,7 +31,7 @@ struct ProbeResult {
   std::string error;
 };
 
-// Links attached for the session; destroyed (detached) all at once, in reverse order.
+// Links attached for the session; destroyed (detached) all at once, in attach order.
 class LinkSet {
  public:
   ~LinkSet() { detach_all(); }

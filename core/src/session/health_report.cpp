@@ -70,6 +70,7 @@ void HealthReport::rings(const std::vector<RingStats>& stats, std::vector<Coales
     b.label("ring", rk.first)
         .label("key", key)
         .final(is_final)
+        .window(session_start_wall_, 0)  // end 0: the host's, the report's end
         .metric(LOUPE_METRIC_COUNTER, "records", static_cast<double>(count));
     publish_(b.build());
   }

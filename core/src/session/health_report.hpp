@@ -43,6 +43,9 @@ class HealthReport {
   using Publish = std::function<void(const loupe_record&)>;
   HealthReport(Publish publish, bool replay) : publish_(std::move(publish)), replay_(replay) {}
 
+  // CLOCK_REALTIME at the session's start: the window of the cumulative counters.
+  void session_started(std::uint64_t wall_ns) { session_start_wall_ = wall_ns; }
+
   // Every interval and at the end: the rings' counters and the coalesced keys so far.
   void rings(const std::vector<RingStats>& stats, std::vector<CoalescedCount> coalesced,
              bool is_final);
@@ -67,6 +70,7 @@ class HealthReport {
 
   Publish publish_;
   bool replay_;
+  std::uint64_t session_start_wall_ = 0;
   std::map<std::pair<std::string, std::uint64_t>, std::uint64_t>
       coalesced_totals_;  // (ring, key), cumulative
 };

@@ -50,6 +50,8 @@ void ProbeStatsReporter::metric(const char* name, std::uint32_t type, const char
   r.labels = labels;
   r.n_labels = n;
   r.is_final = is_final ? 1 : 0;
+  // Counters count since the session began; gauges are the report's window (0: the host's).
+  if (type == LOUPE_METRIC_COUNTER) r.window_start_ns = session_start_wall_;
   r.metric = &m;
   publish_(r);
 }
@@ -114,7 +116,7 @@ void ProbeStatsReporter::report(const std::vector<ProgramStats>& now, std::uint6
     misses(s, probes, is_final);
     if (is_final && s.run_cnt == 0)
       for (const auto& probe : p.probes)
-        health("probe_silent", s.instance + "/" + probe, 0, LOUPE_HEALTH_WARN,
+        health("silent_probe", s.instance + "/" + probe, 1, LOUPE_HEALTH_OK,
                fmt::format("program '{}' attached{}{} but never ran during the session", s.program,
                            targets.empty() ? "" : " to ", targets),
                is_final);

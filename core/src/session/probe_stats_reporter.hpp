@@ -24,8 +24,12 @@ class ProbeStatsReporter {
   using Publish = std::function<void(const loupe_record&)>;
   ProbeStatsReporter(Publish publish, unsigned online_cpus);
 
-  // The probes are attached and counting from `mono_ns` on.
-  void start(std::uint64_t mono_ns) { start_ns_ = prev_ns_ = mono_ns; }
+  // The probes are attached and counting from `mono_ns` on; the session began at `wall_ns`
+  // (CLOCK_REALTIME), where the cumulative counters' window starts.
+  void start(std::uint64_t mono_ns, std::uint64_t wall_ns) {
+    start_ns_ = prev_ns_ = mono_ns;
+    session_start_wall_ = wall_ns;
+  }
   std::uint64_t start_ns() const { return start_ns_; }
   // Interval reports cover the window since the previous report; the final one the session.
   void report(const std::vector<ProgramStats>& now, std::uint64_t mono_ns, bool is_final);
@@ -47,6 +51,7 @@ class ProbeStatsReporter {
   Publish publish_;
   unsigned cpus_;
   std::uint64_t start_ns_ = 0, prev_ns_ = 0;
+  std::uint64_t session_start_wall_ = 0;
   std::map<std::uint32_t, Totals> prev_;  // by program id
 };
 

@@ -793,6 +793,7 @@ SessionResult Session::Impl::run() {
     if (!replay) follow_mappings();
     session_start_wall_ = clock_ns(LOUPE_CLOCK_REALTIME);
     ctx_.window_start_ns = session_start_wall_;
+    health_->session_started(session_start_wall_);
     info_.size = sizeof(info_);
     info_.target_pid = target_ ? target_->pid() : profile_.session.pid;
     info_.target_command = target_ ? command_text_.c_str() : nullptr;
@@ -850,7 +851,8 @@ SessionResult Session::Impl::run() {
     spdlog::info("session running: {} profiler(s), {} sink(s), {} probe(s) attached{}",
                  profilers_.size(), sinks_.size(), result_.probes_attached,
                  target_ ? fmt::format(", target pid {}", target_->pid()) : "");
-    if (stats_reporter_) stats_reporter_->start(clock_ns(LOUPE_CLOCK_MONOTONIC));
+    if (stats_reporter_)
+      stats_reporter_->start(clock_ns(LOUPE_CLOCK_MONOTONIC), session_start_wall_);
     if (opts_.on_running) opts_.on_running();
     if (target_) {
       std::string err;

@@ -85,8 +85,8 @@ class SyscountProfiler : public loupe::sdk::Profiler {
       throw Error(static_cast<loupe_status>(rc), host_->last_error());
   }
 
-  // Counters are cumulative over the session (the map is never cleared), as
-  // LOUPE_METRIC_COUNTER requires; interval reports show the running totals.
+  // Counts since the session began (the map is never cleared): every record's window
+  // starts at the session's start, in interval reports too.
   void collect(const loupe::sdk::CollectArgs& args) override {
     std::vector<Row> rows = read_counts();
     std::uint64_t total = 0;
@@ -105,7 +105,7 @@ class SyscountProfiler : public loupe::sdk::Profiler {
       if (per_process_) rec.label("pid", std::to_string(r.key.tgid)).label("comm", r.comm);
       emit(rec.metric(LOUPE_METRIC_COUNTER, "count", static_cast<double>(r.count)), args);
     }
-    loupe::sdk::RecordBuilder sum(LOUPE_RECORD_METRIC, "syscalls_total");
+    loupe::sdk::RecordBuilder sum(LOUPE_RECORD_METRIC, "all_syscalls");
     emit(sum.metric(LOUPE_METRIC_COUNTER, "count", static_cast<double>(total)), args);
 
     std::uint64_t dropped = read_dropped();
@@ -117,7 +117,7 @@ class SyscountProfiler : public loupe::sdk::Profiler {
 
  private:
   void emit(loupe::sdk::RecordBuilder& rec, const loupe::sdk::CollectArgs& args) const {
-    rec.final(args.is_final).window(args.window_start_ns, args.window_end_ns).emit(*host_);
+    rec.final(args.is_final).window(args.session_start_ns, args.window_end_ns).emit(*host_);
   }
 
   std::vector<Row> read_counts() const {

@@ -176,19 +176,57 @@ TEST_F(ConsoleSinkTest, HealthVerdictCountsLossesAndFailuresAndMarksThem) {
       << text;
 }
 
-// A WARN of value 0 (a probe that never fired) is no loss, but the run is not "all OK".
+// A WARN of value 0 (losses that cannot be counted) is no loss, but the run is not "all OK".
 TEST_F(ConsoleSinkTest, WarningsWithoutLossAreNamedNotCalledOk) {
   PluginInstance sink(lib_);
   ASSERT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
   SampleRecord ok = health(LOUPE_HEALTH_OK, "received", "ring:outliers", 14);
-  SampleRecord silent =
-      health(LOUPE_HEALTH_WARN, "probe_silent", "latency/read", 0, "the program never ran");
-  for (auto* r : {&ok, &silent}) ASSERT_EQ(sink.consume(r->record()), LOUPE_OK);
+  SampleRecord unknown = health(LOUPE_HEALTH_WARN, "ring_lost_kernel_unknown", "x/events", 0,
+                                "the plugin does not count reserve failures");
+  for (auto* r : {&ok, &unknown}) ASSERT_EQ(sink.consume(r->record()), LOUPE_OK);
   ASSERT_EQ(sink.flush(true), LOUPE_OK);
   std::string text = report();
   EXPECT_FALSE(has(text, "no data lost")) << text;
-  EXPECT_TRUE(has(text, "VERDICT: 1 warning(s): probe_silent@latency/read: the program never ran"))
+  EXPECT_TRUE(has(text,
+                  "VERDICT: 1 warning(s): ring_lost_kernel_unknown@x/events: the plugin does not "
+                  "count reserve failures"))
       << text;
+}
+
+// `loupe run profiles/latency.toml -- true`: three targets the command never called are
+// no loss (whatever severity their producer gave them); they are named on a line of their
+// own, and only real loss makes the verdict.
+TEST_F(ConsoleSinkTest, ProbesThatNeverFiredAreListedApartFromTheVerdict) {
+  PluginInstance sink(lib_);
+  ASSERT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
+  SampleRecord ok = health(LOUPE_HEALTH_OK, "unmatched_exits", "latency/read", 0);
+  SampleRecord write = health(LOUPE_HEALTH_OK, "silent_probe", "latency/write", 1,
+                              "the probe never fired for this target");
+  SampleRecord old_style = health(LOUPE_HEALTH_WARN, "silent_probe", "latency/nanosleep", 1,
+                                  "the probe never fired for this target");
+  SampleRecord futex = health(LOUPE_HEALTH_OK, "silent_probe_futex", "lockwait", 1);
+  for (auto* r : {&ok, &write, &old_style, &futex}) ASSERT_EQ(sink.consume(r->record()), LOUPE_OK);
+  ASSERT_EQ(sink.flush(true), LOUPE_OK);
+  std::string text = report();
+  EXPECT_TRUE(has(text, "VERDICT: no data lost (1 health checks OK)")) << text;
+  EXPECT_TRUE(has(text,
+                  "probes that never fired (not loss): latency/nanosleep, latency/write, "
+                  "lockwait (futex)"))
+      << text;
+  EXPECT_FALSE(has(text, "HEALTH SUMMARY")) << text;
+
+  // Real loss beside them is still the verdict, and the only place it names.
+  PluginInstance again(lib_);
+  ASSERT_EQ(again.setup(host_), LOUPE_OK) << again.last_error();
+  SampleRecord lost = health(LOUPE_HEALTH_WARN, "unmatched_exits", "latency/read", 2);
+  for (auto* r : {&lost, &write}) ASSERT_EQ(again.consume(r->record()), LOUPE_OK);
+  ASSERT_EQ(again.flush(true), LOUPE_OK);
+  text = report();
+  EXPECT_TRUE(has(text,
+                  "VERDICT: data lost or degraded at 1 place(s): "
+                  "unmatched_exits@latency/read (2)\n"))
+      << text;
+  EXPECT_TRUE(has(text, "probes that never fired (not loss): latency/write")) << text;
 }
 
 TEST_F(ConsoleSinkTest, FinalReportWithoutHealthSaysLossIsUnknown) {
@@ -507,6 +545,95 @@ TEST_F(ConsoleSinkTest, IntervalFlushPrintsAnIntervalSectionAndSilenceWhenEmpty)
   // The interval batch was reset: the final report holds one copy of the histogram.
   std::string final_part = text.substr(text.find("loupe report"));
   EXPECT_EQ(final_part.find("latency{comm=dd}"), final_part.rfind("latency{comm=dd}"));
+}
+
+// Records say their window: running totals start with the session, increments with their
+// interval. An interval report counts the interval in every column: `calls` sent as a total
+// (1,861 since the start) stands beside the interval histogram's count (465) as 465.
+TEST_F(ConsoleSinkTest, AnIntervalReportCountsTheIntervalInEverySection) {
+  constexpr std::uint64_t s = 1'000'000'000ull;
+  host_.session()->start_wall_ns = kWindowStart;
+  host_.session()->interval_s = 1;
+  PluginInstance sink(lib_);
+  ASSERT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
+  auto feed = [&](SampleRecord&& r, std::uint64_t from, std::uint64_t to) {
+    r.window(from, to);
+    ASSERT_EQ(sink.consume(r.record(false, "latency")), LOUPE_OK);
+  };
+  auto interval = [&](std::uint64_t n, double calls, double rate, std::uint64_t files) {
+    const std::uint64_t from = kWindowStart + (n - 1) * s, to = kWindowStart + n * s;
+    SampleRecord c(LOUPE_RECORD_METRIC, "calls");
+    c.builder().label("target", "read").metric(LOUPE_METRIC_COUNTER, "count", calls);
+    feed(std::move(c), kWindowStart, to);  // since the start
+    SampleRecord g(LOUPE_RECORD_METRIC, "match_rate");
+    g.builder().label("target", "read").metric(LOUPE_METRIC_GAUGE, "ratio", rate);
+    feed(std::move(g), kWindowStart, to);
+    SampleRecord h(LOUPE_RECORD_HISTOGRAM, "latency");
+    std::uint64_t k = n == 1 ? 1396 : 465;  // this interval's
+    h.builder()
+        .label("target", "read")
+        .histogram(LOUPE_BUCKETS_LOG2, 0, "ns", {{1025, 2049, k}}, k, k * 1500, 1100, 2000);
+    feed(std::move(h), from, to);
+    SampleRecord f(LOUPE_RECORD_HISTOGRAM, "file_latency");  // since the start
+    f.builder()
+        .label("path", "/etc/x")
+        .histogram(LOUPE_BUCKETS_LOG2, 0, "ns", {{4097, 8193, files}}, files, files * 5000, 4100,
+                   8000);
+    feed(std::move(f), kWindowStart, to);
+    ASSERT_EQ(sink.flush(false), LOUPE_OK);
+  };
+  interval(1, 1396, 1.0, 4);
+  const std::size_t second = report().size();
+  interval(2, 1861, 0.999, 10);
+  std::string text = report().substr(second);
+  EXPECT_TRUE(has(text, "loupe interval #2 · every 1.00 s · this interval")) << text;
+  std::string row = line_with(text, "read ");
+  EXPECT_TRUE(has(row, " 465 ")) << text;
+  EXPECT_FALSE(has(text, "1,861")) << text;
+  EXPECT_TRUE(has(text, "latency{target=read}  count 465")) << text;
+  EXPECT_TRUE(has(text, "file_latency{path=/etc/x}  count 6")) << text;
+  // A ratio over the whole session has no interval value: the table says so.
+  EXPECT_TRUE(has(text, "since the session began: match_rate")) << text;
+
+  // The final report covers the session: the records' totals, as sent.
+  SampleRecord c(LOUPE_RECORD_METRIC, "calls");
+  c.builder().label("target", "read").metric(LOUPE_METRIC_COUNTER, "count", 2000);
+  c.window(kWindowStart, kWindowStart + 3 * s);
+  ASSERT_EQ(sink.consume(c.record(true, "latency")), LOUPE_OK);
+  ASSERT_EQ(sink.flush(true), LOUPE_OK);
+  text = report().substr(report().find("loupe report"));
+  EXPECT_TRUE(has(text, "loupe report · whole session")) << text;
+  EXPECT_TRUE(has(line_with(text, "read "), "2,000")) << text;
+  EXPECT_FALSE(has(text, "since the session began")) << text;
+}
+
+// Events arrive once, in the interval they happened: the final report lists the slowest of
+// the whole session, not of its last interval.
+TEST_F(ConsoleSinkTest, TheFinalReportListsTheSlowestEventsOfTheWholeSession) {
+  host_.session()->interval_s = 1;
+  PluginInstance sink(lib_);
+  ASSERT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
+  auto outlier = [&](std::uint64_t ms) {
+    SampleRecord e(LOUPE_RECORD_EVENT, "outlier");
+    e.builder().event_time(kWindowStart).field_u("duration_ns", ms * 1000000);
+    ASSERT_EQ(sink.consume(e.record(false)), LOUPE_OK);
+  };
+  for (std::uint64_t ms : {14, 90, 12, 11, 13}) outlier(ms);
+  ASSERT_EQ(sink.flush(false), LOUPE_OK);
+  outlier(20);
+  ASSERT_EQ(sink.flush(false), LOUPE_OK);
+  // A producer that restates its events with the final report (a snapshot) keeps its own.
+  SampleRecord snap(LOUPE_RECORD_EVENT, "lock");
+  snap.builder().event_time(kWindowStart).field_u("wait_ns", 5000);
+  ASSERT_EQ(sink.consume(snap.record(false)), LOUPE_OK);
+  ASSERT_EQ(sink.flush(false), LOUPE_OK);
+  ASSERT_EQ(sink.consume(snap.record(true)), LOUPE_OK);
+  ASSERT_EQ(sink.flush(true), LOUPE_OK);
+  std::string text = report().substr(report().find("loupe report"));
+  EXPECT_TRUE(has(text, "slow calls: outlier, 3 slowest of 6 by duration_ns")) << text;
+  EXPECT_LT(text.find("90.0 ms"), text.find("20.0 ms")) << text;
+  EXPECT_LT(text.find("20.0 ms"), text.find("14.0 ms")) << text;
+  EXPECT_TRUE(has(text, "slow calls: lock, 1 slowest of 1 by wait_ns")) << text;
 }
 
 // A color outside the schema's choices never reaches the sink: `loupe validate` refuses it

@@ -10,3 +10,12 @@ target_compile_options(sinks_console_test PRIVATE ${LOUPE_WARNINGS})
 target_compile_definitions(sinks_console_test PRIVATE LOUPE_CONSOLE_SO="$<TARGET_FILE:loupe-console>")
 add_dependencies(sinks_console_test loupe-console)
 gtest_discover_tests(sinks_console_test PROPERTIES LABELS unit ENVIRONMENT "${LOUPE_TEST_ENV}")
+
+# Real sessions through the CLI: the bundled latency profile's verdict on `-- true` and on a
+# `--pid` sleeper, and interval reports that keep one window (kernel tier).
+if(TARGET loupe-latency)
+loupe_cli_e2e_test(console_report_e2e_test
+  SOURCE ${CMAKE_CURRENT_LIST_DIR}/console_report_e2e_test.cpp
+  DEPENDS loupe-console loupe-latency
+  DEFINITIONS LOUPE_PROFILES_DIR="${CMAKE_SOURCE_DIR}/profiles" PROPERTIES TIMEOUT 120)
+endif()

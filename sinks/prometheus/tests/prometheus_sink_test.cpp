@@ -148,8 +148,9 @@ TEST_F(PrometheusSinkTest, ServesEveryRecordKindInTheTextFormat) {
   EXPECT_TRUE(has_line(
       text,
       R"(loupe_health_severity{plugin="testplug",check="ring_received",component="latency/outliers",severity="ok"} 0)"));
-  // One HELP and one TYPE per family, even with several series.
-  EXPECT_EQ(std::count(text.begin(), text.end(), '#'), 2 * 8);
+  // One HELP and one TYPE per family, even with several series: the records' 8 and
+  // loupe's own up, session_running and reports_total.
+  EXPECT_EQ(std::count(text.begin(), text.end(), '#'), 2 * (8 + 3));
 }
 
 TEST_F(PrometheusSinkTest, PromtoolAcceptsTheExposition) {
@@ -186,6 +187,112 @@ TEST_F(PrometheusSinkTest, LatestValueOfEachSeriesWins) {
   EXPECT_TRUE(has_line(scrape(), R"(loupe_syscalls_total{plugin="testplug"} 5)"));
   feed(metric("syscalls", LOUPE_METRIC_COUNTER, "count", 9));
   EXPECT_TRUE(has_line(scrape(), R"(loupe_syscalls_total{plugin="testplug"} 9)"));
+  feed(metric("queue_depth", LOUPE_METRIC_GAUGE, "count", 7), false);
+  feed(metric("queue_depth", LOUPE_METRIC_GAUGE, "count", 2), false);
+  EXPECT_TRUE(has_line(scrape(), R"(loupe_queue_depth{plugin="testplug"} 2)"));
+}
+
+// Records say which window they cover: from the session's start (totals) or from a later
+// interval's start (that interval's increments). Prometheus needs both as totals for the
+// life of the endpoint: an interval histogram served as is drops at every report, and
+// rate() and histogram_quantile() read each drop as a counter reset.
+TEST_F(PrometheusSinkTest, CountersAndHistogramsStayCumulativeWhateverWindowTheirRecordsCover) {
+  constexpr std::uint64_t s = 1'000'000'000ull;
+  host_.session()->start_wall_ns = kWindowStart;
+  start();
+  auto hist = [&](std::uint64_t from, std::uint64_t to, std::vector<loupe_bucket> buckets) {
+    std::uint64_t n = 0, sum = 0;
+    for (const auto& b : buckets) {
+      n += b.count;
+      sum += b.count * b.lower;
+    }
+    SampleRecord h(LOUPE_RECORD_HISTOGRAM, "latency");
+    h.builder()
+        .label("target", "read")
+        .histogram(LOUPE_BUCKETS_LOG2, 0, "ns", buckets, n, sum, buckets.front().lower,
+                   buckets.back().lower);
+    h.window(from, to);
+    return h;
+  };
+  auto counter = [&](const char* name, double v, std::uint64_t from, std::uint64_t to) {
+    SampleRecord c = metric(name, LOUPE_METRIC_COUNTER, "count", v);
+    c.window(from, to);
+    return c;
+  };
+  // Interval 1 (its window starts the session), interval 2, interval 3: increments.
+  feed(hist(kWindowStart, kWindowStart + s, {{1025, 2049, 3}}), false);
+  feed(counter("deltas", 4, kWindowStart, kWindowStart + s), false);
+  feed(counter("totals", 10, kWindowStart, kWindowStart + s), false);
+  feed(hist(kWindowStart + s, kWindowStart + 2 * s, {{1025, 2049, 1}, {4097, 8193, 2}}), false);
+  feed(counter("deltas", 6, kWindowStart + s, kWindowStart + 2 * s), false);
+  feed(counter("totals", 25, kWindowStart, kWindowStart + 2 * s), false);
+  std::string text = scrape();
+  EXPECT_TRUE(has_line(text, R"(loupe_latency_seconds_count{plugin="testplug",target="read"} 6)"))
+      << text;
+  EXPECT_TRUE(has_line(
+      text, R"(loupe_latency_seconds_bucket{plugin="testplug",target="read",le="2.048e-06"} 4)"))
+      << text;
+  EXPECT_TRUE(has_line(
+      text, R"(loupe_latency_seconds_bucket{plugin="testplug",target="read",le="8.192e-06"} 6)"))
+      << text;
+  EXPECT_TRUE(
+      has_line(text, R"(loupe_latency_seconds_sum{plugin="testplug",target="read"} 1.2294e-05)"))
+      << text;
+  EXPECT_TRUE(has_line(text, R"(loupe_deltas_total{plugin="testplug"} 10)")) << text;
+  EXPECT_TRUE(has_line(text, R"(loupe_totals_total{plugin="testplug"} 25)")) << text;
+
+  // A third interval with nothing new for the histogram; the totals of a producer that
+  // lost an entry never take a counter back.
+  feed(hist(kWindowStart + 2 * s, kWindowStart + 3 * s, {{1025, 2049, 1}}), false);
+  feed(counter("totals", 20, kWindowStart, kWindowStart + 3 * s), false);
+  text = scrape();
+  EXPECT_TRUE(has_line(text, R"(loupe_latency_seconds_count{plugin="testplug",target="read"} 7)"))
+      << text;
+  EXPECT_TRUE(has_line(text, R"(loupe_totals_total{plugin="testplug"} 25)")) << text;
+
+  // The final report covers the session: totals, which replace the sum of the increments.
+  feed(hist(kWindowStart, kWindowStart + 4 * s, {{1025, 2049, 5}, {4097, 8193, 3}}));
+  feed(counter("deltas", 12, kWindowStart, kWindowStart + 4 * s));
+  text = scrape();
+  EXPECT_TRUE(has_line(text, R"(loupe_latency_seconds_count{plugin="testplug",target="read"} 8)"))
+      << text;
+  EXPECT_TRUE(has_line(
+      text, R"(loupe_latency_seconds_bucket{plugin="testplug",target="read",le="2.048e-06"} 5)"))
+      << text;
+  EXPECT_TRUE(has_line(text, R"(loupe_deltas_total{plugin="testplug"} 12)")) << text;
+}
+
+TEST_F(PrometheusSinkTest, TheFirstScrapeBeforeAnyReportHasLoupesOwnSeries) {
+  host_.session()->start_wall_ns = kWindowStart;
+  start();
+  std::string text = scrape();
+  EXPECT_TRUE(has_line(text, "loupe_up 1")) << text;
+  EXPECT_TRUE(has_line(text, "loupe_session_running 1")) << text;
+  EXPECT_TRUE(has_line(text, "loupe_reports_total 0")) << text;
+  EXPECT_TRUE(has_line(text, "loupe_session_start_time_seconds 1700000000")) << text;
+  ASSERT_EQ(inst_.flush(false), LOUPE_OK);
+  EXPECT_TRUE(has_line(scrape(), "loupe_reports_total 1"));
+  ASSERT_EQ(inst_.flush(true), LOUPE_OK);
+  text = scrape();
+  EXPECT_TRUE(has_line(text, "loupe_reports_total 2")) << text;
+  EXPECT_TRUE(has_line(text, "loupe_session_running 0")) << text;
+}
+
+// A total beside its parts under one name: sum(rate(loupe_syscalls_total[1m])) would count
+// every syscall twice. The second record name is refused, with a warning naming both.
+TEST_F(PrometheusSinkTest, TwoRecordNamesNeverShareAFamily) {
+  start();
+  feed(metric("syscalls", LOUPE_METRIC_COUNTER, "count", 5, {{"syscall", "read"}}));
+  feed(metric("syscalls_total", LOUPE_METRIC_COUNTER, "count", 9));
+  std::string text = scrape();
+  EXPECT_TRUE(has_line(text, R"(loupe_syscalls_total{plugin="testplug",syscall="read"} 5)"))
+      << text;
+  EXPECT_FALSE(has_line(text, R"(loupe_syscalls_total{plugin="testplug"} 9)")) << text;
+  bool warned = false;
+  for (const auto& [level, msg] : host_.logs())
+    warned |= level == LOUPE_LOG_WARN &&
+              msg.find("record 'syscalls_total' needs a name of its own") != std::string::npos;
+  EXPECT_TRUE(warned);
 }
 
 TEST_F(PrometheusSinkTest, TypeClashIsSkippedWithAWarning) {

@@ -32,3 +32,13 @@ loupe_cli_e2e_test(prometheus_native_e2e_test
   DEPENDS loupe-prometheus loupe-latency PROPERTIES RUN_SERIAL TRUE TIMEOUT 90)
 target_link_libraries(prometheus_native_e2e_test PRIVATE PkgConfig::HTTPLIB Threads::Threads)
 endif()
+
+# Counters and histograms through interval reports: latency (interval histograms, running
+# counters) and syscount through the CLI, a real Prometheus scraping every 200 ms across
+# several intervals, rate()/resets()/histogram_quantile() against the workload's counts.
+if(TARGET loupe-latency AND TARGET loupe-prometheus AND TARGET loupe-syscount)
+loupe_cli_e2e_test(prometheus_cumulative_e2e_test
+  SOURCE ${CMAKE_CURRENT_LIST_DIR}/prometheus_cumulative_e2e_test.cpp
+  DEPENDS loupe-prometheus loupe-latency loupe-syscount PROPERTIES RUN_SERIAL TRUE TIMEOUT 120)
+target_link_libraries(prometheus_cumulative_e2e_test PRIVATE PkgConfig::HTTPLIB Threads::Threads)
+endif()

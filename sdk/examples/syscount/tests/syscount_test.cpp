@@ -157,7 +157,7 @@ TEST_F(SyscountTest, CountsExactlyTheTargetsSyscalls) {
   // The workload also exits; exit_group is its last syscall.
   EXPECT_EQ(count_of(syscalls, "exit_group"), 1);
 
-  const auto total = named(recs, "syscalls_total");
+  const auto total = named(recs, "all_syscalls");
   ASSERT_EQ(total.size(), 1u);
   double sum = 0;
   for (const Json& r : syscalls) sum += r["metric"]["value"].get<double>();

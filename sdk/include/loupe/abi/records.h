@@ -160,7 +160,7 @@ typedef struct loupe_event {
 /* ---- counter / gauge ------------------------------------------------------------ */
 
 typedef enum loupe_metric_type {
-  LOUPE_METRIC_COUNTER = 1, /* monotonically increasing over the session */
+  LOUPE_METRIC_COUNTER = 1, /* a count over the record's window (see window_start_ns) */
   LOUPE_METRIC_GAUGE = 2,
 } loupe_metric_type;
 
@@ -217,7 +217,10 @@ typedef struct loupe_record {
   const loupe_label* labels;
   uint32_t n_labels;
   uint32_t is_final; /* 1 for the end-of-session report, 0 for interval reports */
-  /* Session window in CLOCK_REALTIME ns; filled by the host when producers leave 0. */
+  /* The window the values cover, CLOCK_REALTIME ns; filled by the host (this report's) when
+   * producers leave 0. Running totals start at the session's start
+   * (loupe_session_info.start_wall_ns), an interval's increments at the interval's start:
+   * sinks tell the two apart by it (docs/records.md, "Windows"). */
   uint64_t window_start_ns;
   uint64_t window_end_ns;
   const loupe_histogram* histogram;

@@ -46,10 +46,16 @@ struct SetupArgs {
 struct StartArgs {
   const loupe_start_args* raw;
 };
+// A record says which window its values cover (docs/records.md): this report's, from
+// window_start_ns (what changed since the previous report: interval deltas), or the whole
+// session so far, from session_start_ns (running totals, states). The two are equal in the
+// first interval report and in the final one, which covers the session.
 struct CollectArgs {
   bool is_final;
   std::uint64_t window_start_ns;
   std::uint64_t window_end_ns;
+  // CLOCK_REALTIME: window(session_start_ns, window_end_ns) says "since the start".
+  std::uint64_t session_start_ns = 0;
 };
 struct StopArgs {
   std::uint64_t drain_deadline_ns;  // CLOCK_MONOTONIC
@@ -67,7 +73,8 @@ class PluginBase {
   virtual void stop(const StopArgs&) {}
   virtual void flush(const FlushArgs&) {}
 
-  std::string last_error_;  // owned here so last_error() text outlives the hook call
+  std::string last_error_;              // owned here so last_error() text outlives the hook call
+  std::uint64_t session_start_ns_ = 0;  // loupe_session_info.start_wall_ns, for CollectArgs
 };
 
 class Profiler : public PluginBase {
@@ -126,6 +133,7 @@ struct Shims {
     int rc = guarded(setup_error(), [&] {
       instance = new T();
       SetupArgs a{Host(args->services), Config(args->services, args->config), args->session};
+      if (args->session) instance->session_start_ns_ = args->session->start_wall_ns;
       try {
         instance->setup(a);
       } catch (...) {
@@ -144,7 +152,10 @@ struct Shims {
   static int collect(loupe_plugin* p, const loupe_collect_args* a) noexcept {
     auto* s = static_cast<T*>(self<PluginBase>(p));
     return guarded(s->last_error_, [&] {
-      s->collect(CollectArgs{a->is_final != 0, a->window_start_ns, a->window_end_ns});
+      // A host that did not say when the session began: its first window starts there.
+      if (!s->session_start_ns_) s->session_start_ns_ = a->window_start_ns;
+      s->collect(CollectArgs{a->is_final != 0, a->window_start_ns, a->window_end_ns,
+                             s->session_start_ns_});
     });
   }
   static int stop(loupe_plugin* p, const loupe_stop_args* a) noexcept {
