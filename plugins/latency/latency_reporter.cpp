@@ -282,8 +282,8 @@ void LatencyReporter::emit_silent(std::uint32_t i) {
   rb.final(true).window(window_start_, window_end_);
   // A probe on a file the target never ran is a mistake to fix (WARN); one that was not
   // reached is information, listed apart from loss by the reports.
-  rb.health(name == "unmapped_binary" ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK, "latency/" + t.name,
-            1, why);
+  rb.health(name == "unmapped_binary" ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK, "latency/" + t.name, 1,
+            why);
   rb.emit(host_);
 }
 
