@@ -13,6 +13,22 @@ namespace {
 
 // An executable (a program a process runs) rather than a shared library: it asks for an
 // interpreter, or is not position-independent at all.
+// A library names itself (DT_SONAME); a PIE executable does not. glibc's libc.so.6 also
+// has an interpreter (it runs and prints its version), so PT_INTERP alone called it a
+// program, and a malloc probe that never fired warned that the target never ran libc.
+bool has_soname(Elf* elf) {
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    for (std::size_t i = 0; data && sh.sh_entsize && i < sh.sh_size / sh.sh_entsize; ++i) {
+      GElf_Dyn dyn;
+      if (gelf_getdyn(data, static_cast<int>(i), &dyn) && dyn.d_tag == DT_SONAME) return true;
+    }
+  }
+  return false;
+}
+
 bool is_program(const std::string& path) {
   sdk::detail::ElfFile file(path);
   GElf_Ehdr eh;
@@ -22,7 +38,8 @@ bool is_program(const std::string& path) {
   if (elf_getphdrnum(file.get(), &n) != 0) return false;
   for (std::size_t i = 0; i < n; ++i) {
     GElf_Phdr ph;
-    if (gelf_getphdr(file.get(), static_cast<int>(i), &ph) && ph.p_type == PT_INTERP) return true;
+    if (gelf_getphdr(file.get(), static_cast<int>(i), &ph) && ph.p_type == PT_INTERP)
+      return !has_soname(file.get());
   }
   return false;
 }
