@@ -95,7 +95,9 @@ TEST_F(ConsoleReportE2E, ASleeperFoundByPidLosesNothing) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(verdict(r.output).rfind("VERDICT: no data lost", 0), 0u) << r.output;
   EXPECT_EQ(health_of(r, "unmatched_exits", "nanosleep"), 0) << r.output;
-  EXPECT_LE(health_of(r, "began_before_attach", "nanosleep"), 1) << r.output;
+  // How many calls began before the attach depends on how long the attach took: several
+  // 2 ms sleeps in an emulated guest (6 in the 6.1 guest), each ending unpaired. They are
+  // information (severity ok, outside the verdict above), not loss: unmatched_exits is 0.
   double matched = -1;
   for (const json* m : r.all("metric", "matched"))
     if ((*m)["labels"].value("target", "") == "nanosleep") matched = (*m)["metric"]["value"];
@@ -142,7 +144,10 @@ TEST_F(ConsoleReportE2E, IntervalReportsKeepOneWindowAndTheFinalOneTheSession) {
     // Entries counted as calls, exits as the histogram's, from two maps read one after the
     // other: calls across the report's edge or made between the two reads (several under
     // emulation) are in one and not the other; the next interval evens them out.
-    if (!in_final && std::regex_search(line, m, count) && calls >= 0) {
+    // The first interval holds the attach and the first reads of every map (slow when
+    // emulated: the 6.12 guest counted 12 calls beside a histogram of 6 there), so the
+    // steady intervals after it are compared.
+    if (!in_final && intervals > 1 && std::regex_search(line, m, count) && calls >= 0) {
       const long n = number(m[1]);
       EXPECT_NEAR(calls, n, 2 + n / 10) << "interval " << intervals << ":\n" << text;
       sum_calls += calls;
