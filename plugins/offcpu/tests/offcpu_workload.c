@@ -10,6 +10,7 @@
  *     and prints, per function, its wall time and its thread's CPU time in it (so the time
  *     it spent off the CPU, for whatever reason, is exactly the difference), and the pid:
  *       pid=N sleep_ns=N sleep_cpu_ns=N read_ns=N read_cpu_ns=N vfork_ns=N vfork_cpu_ns=N
+ *       sleep_tid=N (the sleeper thread's id)
  *   offcpu_workload halves     spin_half: 1 s of its own CPU time; then sleep_half: 1 s asleep;
  *                              prints spin_cpu_ns=N sleep_ns=N
  *   offcpu_workload crowd S    3 threads spinning on CPU 0 for S seconds (run-queue waits),
@@ -74,6 +75,7 @@ static void span_end(struct span* s) {
 
 static int pipe_fds[2];
 static struct span sleep_span, read_span, vfork_span;
+static pid_t sleep_tid;
 
 __attribute__((noinline)) static void sleep_in_sleeper(struct span* s) {
   *s = span_start();
@@ -127,6 +129,7 @@ __attribute__((noinline)) static void wait_in_vfork(struct span* s) {
 
 static void* sleeper(void* arg) {
   (void)arg;
+  sleep_tid = (pid_t)syscall(SYS_gettid);
   sleep_in_sleeper(&sleep_span);
   return NULL;
 }
@@ -282,10 +285,10 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
     printf(
         "pid=%d sleep_ns=%llu sleep_cpu_ns=%llu read_ns=%llu read_cpu_ns=%llu vfork_ns=%llu "
-        "vfork_cpu_ns=%llu\n",
+        "vfork_cpu_ns=%llu sleep_tid=%d\n",
         (int)getpid(), (unsigned long long)sleep_span.wall, (unsigned long long)sleep_span.cpu,
         (unsigned long long)read_span.wall, (unsigned long long)read_span.cpu,
-        (unsigned long long)vfork_span.wall, (unsigned long long)vfork_span.cpu);
+        (unsigned long long)vfork_span.wall, (unsigned long long)vfork_span.cpu, (int)sleep_tid);
     return 0;
   }
   if (argc >= 3 && (strcmp(argv[1], "crowd") == 0 || strcmp(argv[1], "lone") == 0)) {
