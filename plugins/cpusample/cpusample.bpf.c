@@ -12,6 +12,7 @@
 
 #include "loupe/emit.bpf.h"
 #include "loupe/filter.bpf.h"
+#include "loupe/unwind.bpf.h"
 #include "loupe/ustack.bpf.h"
 #include "cpusample.h"
 
@@ -22,6 +23,8 @@ const volatile bool targ_user_stacks = true;
 const volatile bool targ_kernel_stacks = true;
 const volatile bool targ_per_thread = false;
 const volatile bool targ_include_idle = false;
+/* unwind = "tables": user stacks by the in-kernel unwinder (ids in loupe_unwind_stacks). */
+const volatile bool targ_unwind_tables = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
@@ -128,7 +131,10 @@ int cs_sample(struct bpf_perf_event_data *ctx)
 
 		/* Kernel threads have no user stack: not a failure. */
 		if (BPF_CORE_READ(task, mm)) {
-			err = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+			if (targ_unwind_tables)
+				err = loupe_unwind_user_stack();
+			else
+				err = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
 			if (err >= 0)
 				key.user_stack_id = err;
 			else

@@ -24,6 +24,7 @@
 #include "loupe/sdk/records.hpp"
 #include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/target_filter.hpp"
+#include "loupe/sdk/unwind.hpp"
 #include "loupe/sdk/ustack.hpp"
 #include "stack_reporter.hpp"
 
@@ -123,6 +124,7 @@ class CpuSampleProfiler : public sdk::Profiler {
     bool kernel = cfg.value_bool("kernel_stacks");
     user_ = user;
     dwarf_ = cfg.value_string("unwind") == "dwarf";
+    tables_ = user && sdk::use_unwind_tables(cfg, *host_, "cpusample");
     opts_.max_keys = static_cast<std::size_t>(cfg.value_int("max_keys"));
     opts_.max_stacks = static_cast<std::size_t>(cfg.value_int("max_stacks"));
     if (dwarf_ && user && !host_->can_unwind_user())
@@ -144,6 +146,10 @@ class CpuSampleProfiler : public sdk::Profiler {
     ro->targ_kernel_stacks = kernel;
     ro->targ_per_thread = opts_.per_thread;
     ro->targ_include_idle = cfg.value_bool("include_idle");
+    ro->targ_unwind_tables = tables_;
+    sdk::size_unwind_maps(skel_.get(),
+                          tables_ ? static_cast<std::uint32_t>(cfg.value_int("unwind_rows")) : 0,
+                          static_cast<std::uint32_t>(cfg.value_int("max_stacks")));
     sdk::write_target_filter(filter, skel_.get());
     bpf_map__set_max_entries(skel_->maps.stacks,
                              static_cast<std::uint32_t>(cfg.value_int("max_stacks")));
@@ -171,6 +177,15 @@ class CpuSampleProfiler : public sdk::Profiler {
     maps.counts_fd = bpf_map__fd(skel_->maps.counts);
     maps.stacks_fd = bpf_map__fd(skel_->maps.stacks);
     maps.counters_fd = bpf_map__fd(skel_->maps.counters);
+    if (tables_) {
+      if (!host_->attach_unwind_tables(bpf_map__fd(skel_->maps.loupe_unwind_rows),
+                                       bpf_map__fd(skel_->maps.loupe_unwind_procs)))
+        throw sdk::Error(
+            LOUPE_ERR_UNSUPPORTED,
+            "unwind = \"tables\": the host keeps no unwind tables: " + host_->last_error());
+      maps.user_stacks_fd = bpf_map__fd(skel_->maps.loupe_unwind_stacks);
+      maps.unwind_stats_fd = bpf_map__fd(skel_->maps.loupe_unwind_stats);
+    }
     reporter_ = std::make_unique<StackReporter>(*host_, maps, opts_);
     if (dwarf_) {
       decoder_ = std::make_unique<DwarfDecoder>(*host_, *reporter_, user_);
@@ -217,6 +232,7 @@ class CpuSampleProfiler : public sdk::Profiler {
   int cpus_ = 0;
   bool user_ = true;
   bool dwarf_ = false;
+  bool tables_ = false;
   std::unique_ptr<StackReporter> reporter_;
   std::unique_ptr<DwarfDecoder> decoder_;
   std::unique_ptr<SymbolWarmer> warmer_;

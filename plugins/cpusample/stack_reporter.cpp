@@ -9,6 +9,7 @@
 
 #include "loupe/sdk/percpu.hpp"
 #include "loupe/sdk/records.hpp"
+#include "loupe/sdk/unwind.hpp"
 
 namespace loupe::cpusample {
 namespace {
@@ -23,7 +24,9 @@ StackReporter::StackReporter(const sdk::Host& host, ReporterMaps maps, ReporterO
     : host_(host),
       maps_(maps),
       opts_(std::move(opts)),
-      frames_(host, maps.stacks_fd, CS_MAX_STACK_DEPTH) {}
+      frames_(host, maps.stacks_fd, CS_MAX_STACK_DEPTH),
+      user_frames_(host, maps.user_stacks_fd >= 0 ? maps.user_stacks_fd : maps.stacks_fd,
+                   CS_MAX_STACK_DEPTH) {}
 
 std::vector<std::pair<cs_key, std::uint64_t>> StackReporter::read_counts() const {
   std::vector<std::pair<cs_key, std::uint64_t>> out;
@@ -42,7 +45,7 @@ void StackReporter::warm() {
   auto counts = read_counts();
   std::lock_guard lock(mu_);
   for (const auto& [k, v] : counts) {
-    frames_.user(k.tgid, k.user_stack_id);
+    user_frames_.user(k.tgid, k.user_stack_id);
     frames_.kernel(k.kernel_stack_id);
   }
 }
@@ -130,7 +133,7 @@ void StackReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) {
   std::uint64_t truncated = 0;
   for (const auto& [k, total] : counts) {
     const Frames* kf = k.kernel_stack_id >= 0 ? &frames_.kernel(k.kernel_stack_id) : nullptr;
-    const Frames* uf = k.user_stack_id >= 0 ? &frames_.user(k.tgid, k.user_stack_id) : nullptr;
+    const Frames* uf = k.user_stack_id >= 0 ? &user_frames_.user(k.tgid, k.user_stack_id) : nullptr;
     emit_stack(k.tgid, k.pid, k.comm, sizeof(k.comm), key_bytes(k), total, kf, uf, is_final, ws, we,
                &truncated);
   }
@@ -143,6 +146,8 @@ void StackReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) {
                &truncated);
   }
   emit_health(read_counters(), truncated, is_final, ws, we);
+  if (maps_.unwind_stats_fd >= 0)
+    sdk::emit_unwind_health(host_, "cpusample", maps_.unwind_stats_fd, is_final, ws, we);
   if (dwarf_health_) {
     auto row = [&](const char* component, std::uint64_t v, const char* message) {
       sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, "stacks");

@@ -34,6 +34,8 @@ struct ReporterMaps {
   int counts_fd = -1;
   int stacks_fd = -1;
   int counters_fd = -1;
+  int user_stacks_fd = -1;   // unwind = "tables": loupe_unwind_stacks; else in stacks_fd
+  int unwind_stats_fd = -1;  // unwind = "tables": loupe_unwind_stats
 };
 
 struct ReporterOptions {
@@ -84,6 +86,7 @@ class StackReporter {
   ReporterOptions opts_;
   std::mutex mu_;
   sdk::StackMapFrames frames_;                     // fp mode's stack ids; guarded by mu_
+  sdk::StackMapFrames user_frames_;                // user stack ids (tables or fp); mu_
   std::map<std::string, std::uint64_t> previous_;  // key bytes -> count at the last interval
   // dwarf mode
   std::map<DwarfKey, std::uint64_t> dwarf_counts_;

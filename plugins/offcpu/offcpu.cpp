@@ -22,7 +22,6 @@
 namespace loupe::offcpu {
 namespace {
 
-constexpr const char* kUnwindChoices[] = {"fp", "tables", nullptr};
 constexpr loupe_config_key kOwnKeys[] = {
     {"min_block_ns", LOUPE_CFG_INT, 0, "1000",
      "blocks shorter than this are counted but not aggregated by stack", 0, INT64_MAX},
@@ -33,7 +32,7 @@ constexpr loupe_config_key kOwnKeys[] = {
      "(runq_blockers; 0 = off)",
      0, INT64_MAX},
     {"per_thread", LOUPE_CFG_BOOL, 0, "false", "one stack row per thread (tid label)"},
-    {"user_stacks", LOUPE_CFG_BOOL, 0, "true", "take user stacks (frame pointers)"},
+    {"user_stacks", LOUPE_CFG_BOOL, 0, "true", "take user stacks"},
     {"kernel_stacks", LOUPE_CFG_BOOL, 0, "true", "take kernel stacks"},
     {"max_threads", LOUPE_CFG_INT, 0, "16384",
      "threads off the CPU at once that can be tracked; more are counted as lost", 64, 4194304},
@@ -46,17 +45,9 @@ constexpr loupe_config_key kOwnKeys[] = {
      "distinct (process, stacks) rows of tasks that held a CPU a thread waited for; the rest is "
      "counted",
      16, 4194304},
-    {"unwind", LOUPE_CFG_STRING, 0, "\"fp\"",
-     "user stacks by the kernel's frame-pointer walk (fp), or by loupe's in-kernel unwinder "
-     "with tables from each file's .eh_frame (tables: keeps the caller of a libc call and "
-     "unwinds code built without frame pointers; the target's processes only)",
-     0, 0, nullptr, 0, 0, kUnwindChoices},
-    {"unwind_rows", LOUPE_CFG_INT, 0, "262144",
-     "unwind = \"tables\": table rows kept in the kernel (12 bytes each; libc has 28k); files "
-     "past it unwind by frame pointers",
-     1024, 16777216},
 };
-constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kMechanismKey, sdk::kTargetFilterKeys);
+constexpr auto kKeys =
+    sdk::concat_keys(kOwnKeys, sdk::kUnwindKeys, sdk::kMechanismKey, sdk::kTargetFilterKeys);
 
 struct SkelDeleter {
   void operator()(offcpu_bpf* s) const { offcpu_bpf__destroy(s); }
@@ -86,7 +77,7 @@ class OffcpuProfiler : public sdk::Profiler {
     ro->targ_user_stacks = cfg.value_bool("user_stacks");
     ro->targ_kernel_stacks = cfg.value_bool("kernel_stacks");
     sdk::apply_target_filter(cfg, args.session, skel_.get());
-    tables_ = cfg.value_string("unwind") == "tables";
+    tables_ = ro->targ_user_stacks && sdk::use_unwind_tables(cfg, *host_, "offcpu");
     ro->targ_unwind_tables = tables_;
     sdk::size_unwind_maps(skel_.get(),
                           tables_ ? static_cast<std::uint32_t>(cfg.value_int("unwind_rows")) : 0,

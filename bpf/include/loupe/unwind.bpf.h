@@ -20,6 +20,7 @@
  * 64-bit hash, claimed with one BPF_NOEXIST insert (atomic across CPUs, no counter).
  *
  *   __s32 id = loupe_unwind_user_stack();   // -1: none (kernel thread, store full)
+ *   long n = loupe_unwind_user_copy(e->user_stack, sizeof(e->user_stack));  // bytes, or < 0
  *
  * User space, before load: sizes loupe_unwind_rows (rows) and loupe_unwind_stacks /
  * loupe_unwind_slots (stacks) and sets loupe_unwind_max_stacks to the latter; after load:
@@ -289,14 +290,17 @@ static __always_inline __s32 loupe_unwind_store(struct loupe_unwind_state *st,
 	return -1;
 }
 
-/* The current task's user stack, unwound from the user registers saved at its entry to the
- * kernel; its id, or -1 (a kernel thread, or the store full: counted).
+/* Walks the current task's user stack, from the user registers saved at its entry to the
+ * kernel, into the per-CPU scratch (loupe_unwind_scratch: stack, depth, hash); returns the
+ * number of frames, or -1 for a kernel thread. Callers keep it with loupe_unwind_store()
+ * (a stack id) or loupe_unwind_copy() (into an event), before anything else walks on this
+ * CPU.
  *
  * A global function: the verifier checks it once, on its own, instead of once per call
  * site inlined into the caller; with two call sites in offcpu's sched_switch program
  * (switch-out and run-queue blocker) inlined, 6.1 (and 6.18 for raw_tp and tracepoint)
  * hit the 1M-instruction bound. */
-__attribute__((noinline)) int loupe_unwind_user_stack(void)
+__attribute__((noinline)) int loupe_unwind_user_walk(void)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct loupe_unwind_counters *c = loupe_unwind_counters();
@@ -327,7 +331,49 @@ __attribute__((noinline)) int loupe_unwind_user_stack(void)
 		c->depth_bound++;
 	if (st->depth < LOUPE_UNWIND_MAX_DEPTH)
 		st->stack.addrs[st->depth] = 0;
+	return (int)st->depth;
+}
+
+/* The current task's user stack, unwound and stored once: its id in loupe_unwind_stacks,
+ * or -1 (a kernel thread, or the store full: counted). Global for the same reason. */
+__attribute__((noinline)) int loupe_unwind_user_stack(void)
+{
+	struct loupe_unwind_counters *c = loupe_unwind_counters();
+	struct loupe_unwind_state *st;
+	__u32 zero = 0;
+
+	if (loupe_unwind_user_walk() < 0)
+		return -1;
+	st = bpf_map_lookup_elem(&loupe_unwind_scratch, &zero);
+	if (!st || !c)
+		return -1;
 	return loupe_unwind_store(st, c);
+}
+
+/* The current task's user stack, unwound into `dst` (`size` bytes, a constant: an event's
+ * array of __u64, leaf first): as bpf_get_stack(BPF_F_USER_STACK) does, the bytes written,
+ * or a negative value when there is no user stack. A stack deeper than dst holds is cut
+ * there. For events that carry their stack instead of an id. */
+static __always_inline long loupe_unwind_user_copy(void *dst, __u32 size)
+{
+	struct loupe_unwind_state *st;
+	__u32 zero = 0;
+	long n = loupe_unwind_user_walk();
+
+	if (n < 0)
+		return -1;
+	st = bpf_map_lookup_elem(&loupe_unwind_scratch, &zero);
+	if (!st)
+		return -1;
+	if (size > sizeof(st->stack.addrs))
+		size = sizeof(st->stack.addrs);
+	n *= sizeof(__u64);
+	if (n > size)
+		n = size;
+	/* Past a stack shorter than dst: its 0 terminator, then stale frames (read n). */
+	if (bpf_probe_read_kernel(dst, size, st->stack.addrs))
+		return -1;
+	return n;
 }
 
 #endif /* LOUPE_UNWIND_BPF_H */

@@ -14,6 +14,7 @@
 #define LOUPE_SDK_UNWIND_HPP
 
 #include <bpf/libbpf.h>
+#include <linux/bpf.h>
 
 #include <cstdint>
 #include <string>
@@ -24,6 +25,48 @@
 #include "loupe/unwind.h"
 
 namespace loupe::sdk {
+
+// Rows of the in-kernel tables, for every plugin that offers unwind = "tables".
+inline constexpr loupe_config_key kUnwindRowsKey = {
+    "unwind_rows",
+    LOUPE_CFG_INT,
+    0,
+    "262144",
+    "unwind = \"tables\": table rows kept in the kernel (12 bytes each; libc has 28k); files "
+    "past it unwind by frame pointers (counted)",
+    1024,
+    16777216};
+
+// The keys of plugins whose user stacks come from the kernel only (no stack copy to unwind
+// in user space): the in-kernel tables by default, or the kernel's frame-pointer walk.
+inline constexpr const char* kKernelUnwindChoices[] = {"tables", "fp", nullptr};
+inline constexpr loupe_config_key kUnwindKeys[] = {
+    {"unwind", LOUPE_CFG_STRING, 0, "\"tables\"",
+     "user stacks by loupe's in-kernel unwinder with tables from each file's .eh_frame "
+     "(tables: right with or without frame pointers, keeps the caller of a libc call), or by "
+     "the kernel's frame-pointer walk (fp: cheaper, right only for code built with frame "
+     "pointers)",
+     0, 0, nullptr, 0, 0, kKernelUnwindChoices},
+    kUnwindRowsKey,
+};
+
+// Whether this kernel runs the in-kernel unwinder (bpf_loop, Linux 5.17+); else why not.
+inline bool unwind_tables_supported(std::string* why) {
+  if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, nullptr) == 1) return true;
+  if (why) *why = "the kernel has no bpf_loop (Linux 5.17+)";
+  return false;
+}
+
+// unwind = "tables" as configured and possible here: a kernel without the unwinder's
+// helpers gets the frame-pointer walk, said once in the log, rather than a refused load.
+inline bool use_unwind_tables(const Config& cfg, const Host& host, const std::string& plugin) {
+  if (cfg.value_string("unwind") != "tables") return false;
+  std::string why;
+  if (unwind_tables_supported(&why)) return true;
+  host.warn(plugin + ": unwind = \"tables\" is not possible here (" + why +
+            "): user stacks by frame pointers, whose callers of frameless functions are lost");
+  return false;
+}
 
 // Sizes the unwinder's maps of an opened skeleton whose object includes unwind.bpf.h.
 // `rows` 0: the unwinder is not used, every map shrinks to one entry (an unused
@@ -47,8 +90,7 @@ inline void emit_unwind_health(const Host& host, const std::string& component, i
   const auto c = read_per_cpu_sum<loupe_unwind_counters>(stats_fd, &zero);
   const std::string p = component + "/unwind_";
   const std::string names[] = {p + "depth_bound", p + "unsupported", p + "signal_frames",
-                               p + "read_failed", p + "bad_frame",   p + "ids_full",
-                               p + "no_process"};
+                               p + "read_failed", p + "bad_frame",   p + "ids_full"};
   const HealthRow rows[] = {
       {names[0].c_str(), c.depth_bound,
        "user stacks cut at the unwinder's bound (127 frames): their root is missing"},
@@ -60,9 +102,6 @@ inline void emit_unwind_health(const Host& host, const std::string& component, i
        "user stacks stopped where the stack could not be read (a page not resident)"},
       {names[4].c_str(), c.bad_frame, "user stacks stopped at a frame with an impossible CFA"},
       {names[5].c_str(), c.ids_full, "user stacks lost: the unwinder's stack store was full"},
-      {names[6].c_str(), c.no_process,
-       "user stacks of processes without tables (not yet loaded, or outside the target): "
-       "unwound by frame pointers"},
   };
   emit_health_rows(host, "stacks", rows, is_final, ws, we);
   RecordBuilder rb(LOUPE_RECORD_METRIC, "unwind_frames_per_stack");
@@ -74,6 +113,13 @@ inline void emit_unwind_health(const Host& host, const std::string& component, i
   fp.final(is_final).window(ws, we);
   fp.metric(LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.fp_frames));
   fp.emit(host);
+  // Stacks of processes without tables (their first milliseconds, before the host read
+  // them; processes outside the target, such as a waker): whole for code with frame
+  // pointers, so not a loss, but said.
+  RecordBuilder np(LOUPE_RECORD_METRIC, "unwind_fp_only_stacks");
+  np.final(is_final).window(ws, we);
+  np.metric(LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.no_process));
+  np.emit(host);
 }
 
 }  // namespace loupe::sdk

@@ -24,18 +24,22 @@
 #include "loupe/sdk/percpu.hpp"
 #include "loupe/sdk/records.hpp"
 #include "loupe/sdk/ring.hpp"
+#include "loupe/sdk/unwind.hpp"
 #include "loupe/ustack.h"
 
 namespace loupe::sdk {
 
 // The keys every stack-taking plugin offers for the choice (same names, ranges and docs
 // everywhere): sdk::concat_keys(own, sdk::kUstackKeys, ...).
-inline constexpr const char* kUnwindChoices[] = {"fp", "dwarf", nullptr};
+inline constexpr const char* kUnwindChoices[] = {"tables", "fp", "dwarf", nullptr};
 inline constexpr loupe_config_key kUstackKeys[] = {
-    {"unwind", LOUPE_CFG_STRING, 0, "\"fp\"",
-     "user stacks by frame pointers in the kernel (fp), or from a stack copy unwound with "
-     ".eh_frame in user space (dwarf: works without frame pointers, costs a copy per stack)",
+    {"unwind", LOUPE_CFG_STRING, 0, "\"tables\"",
+     "user stacks by loupe's in-kernel unwinder with tables from each file's .eh_frame "
+     "(tables: right with or without frame pointers, keeps the caller of a libc call), by "
+     "the kernel's frame-pointer walk (fp: cheaper, right only for code built with frame "
+     "pointers), or from a stack copy unwound in user space (dwarf: costs a copy per stack)",
      0, 0, nullptr, 0, 0, kUnwindChoices},
+    kUnwindRowsKey,
     // 16 KiB, the largest slice: a copy stops at the top of the stack, so a bigger slice
     // costs only the stacks that need it. Measured on Debian's `sort -V` (cpusample, 99 Hz):
     // 8 KiB cut 72-91 of 82-99 stacks, 16 KiB 0-12, for 2.6-2.8 -> 2.9-3.8 us a sample.
