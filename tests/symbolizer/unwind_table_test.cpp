@@ -97,7 +97,9 @@ Agreement check_against_libdw(const std::string& path, const UnwindTable& t, std
       EXPECT_EQ(r->cfa, LOUPE_UNWIND_CFA_END) << at;
     } else if (e.simple && (e.reg == 7 || e.reg == 6)) {
       ++a.simple;
-      EXPECT_EQ(r->cfa, e.reg == 7 ? LOUPE_UNWIND_CFA_RSP : LOUPE_UNWIND_CFA_RBP) << at;
+      // (glibc's vfork keeps its return address in rdi: its own rule, on rsp.)
+      if (r->cfa != LOUPE_UNWIND_CFA_RSP_RA_RDI || e.reg != 7)
+        EXPECT_EQ(r->cfa, e.reg == 7 ? LOUPE_UNWIND_CFA_RSP : LOUPE_UNWIND_CFA_RBP) << at;
       EXPECT_EQ(r->cfa_off, e.off) << at;
     } else {
       ++a.other;
@@ -161,6 +163,46 @@ TEST(UnwindTable, PltStubsGetThePltRule) {
       EXPECT_LE(r.cfa_off, 11);
     }
   EXPECT_TRUE(found);
+}
+
+TEST(UnwindTable, VforkKeepsItsReturnAddressInRdi) {
+  // glibc's vfork pops its return address into rdi before the syscall (the child shares
+  // the stack and would clobber it): after the pop, CFA = rsp + 0 and the return address
+  // is rdi, which a blocked vfork parent's saved registers hold.
+  const std::string libc = "/lib/x86_64-linux-gnu/libc.so.6";
+  UnwindTable t;
+  std::string err;
+  ASSERT_TRUE(loupe::build_unwind_table(libc, &t, &err)) << err;
+  Elf* elf = nullptr;
+  int fd = ::open(libc.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  elf_version(EV_CURRENT);
+  elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  std::uint64_t vfork = 0;
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr && !vfork;) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    for (std::size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; ++i) {
+      GElf_Sym sym;
+      if (gelf_getsym(data, static_cast<int>(i), &sym) &&
+          std::string(elf_strptr(elf, sh.sh_link, sym.st_name)) == "vfork")
+        vfork = sym.st_value;
+    }
+  }
+  elf_end(elf);
+  ::close(fd);
+  ASSERT_NE(vfork, 0u) << "no vfork in " << libc;
+  const loupe_unwind_row* entry = t.find(vfork);
+  ASSERT_NE(entry, nullptr);
+  EXPECT_EQ(entry->cfa, LOUPE_UNWIND_CFA_RSP);  // before the pop: as any function
+  bool rdi = false;
+  for (std::uint64_t pc = vfork + 1; pc < vfork + 32 && !rdi; ++pc) {
+    const loupe_unwind_row* r = t.find(pc);
+    rdi = r && r->cfa == LOUPE_UNWIND_CFA_RSP_RA_RDI;
+    if (rdi) EXPECT_EQ(r->cfa_off, 0) << "right after the pop";
+  }
+  EXPECT_TRUE(rdi) << "no row of vfork keeps its return address in rdi";
 }
 
 TEST(UnwindTable, AFileWithoutEhFrameIsAnError) {

@@ -80,6 +80,7 @@ struct loupe_unwind_state {
 	__u64 sp;
 	__u64 bp;
 	__u64 hash;
+	__u64 leaf_di; /* the leaf's rdi (LOUPE_UNWIND_CFA_RSP_RA_RDI) */
 	__u32 tgid;
 	__u32 depth;
 	__u32 done; /* the walk ended on its own (not at the depth bound) */
@@ -215,6 +216,14 @@ static long loupe_unwind_step(__u32 i, void *arg)
 		case LOUPE_UNWIND_CFA_RBP:
 			cfa = st->bp + row->cfa_off;
 			break;
+		case LOUPE_UNWIND_CFA_RSP_RA_RDI:
+			if (d > 0) {
+				c->unsupported++;
+				st->done = 1;
+				return 1;
+			}
+			cfa = st->sp + row->cfa_off;
+			break;
 		case LOUPE_UNWIND_CFA_PLT:
 			cfa = st->sp + 8 + ((pc & 15) >= (__u64)row->cfa_off ? 8 : 0);
 			c->plt_frames++;
@@ -232,12 +241,16 @@ static long loupe_unwind_step(__u32 i, void *arg)
 			st->done = 1;
 			return 1;
 		}
-		if (cfa <= st->sp) {
+		/* The caller's sp is above this frame's, but for a return address kept in a
+		 * register, where nothing of this frame is left on the stack. */
+		if (cfa < st->sp || (cfa == st->sp && row->cfa != LOUPE_UNWIND_CFA_RSP_RA_RDI)) {
 			c->bad_frame++;
 			st->done = 1;
 			return 1;
 		}
-		if (!loupe_unwind_read(&ra, cfa - 8) ||
+		if (row->cfa == LOUPE_UNWIND_CFA_RSP_RA_RDI)
+			ra = st->leaf_di;
+		if ((row->cfa != LOUPE_UNWIND_CFA_RSP_RA_RDI && !loupe_unwind_read(&ra, cfa - 8)) ||
 		    (row->rbp == LOUPE_UNWIND_RBP_AT_CFA &&
 		     !loupe_unwind_read(&bp, cfa + row->rbp_off))) {
 			c->read_failed++;
@@ -319,6 +332,7 @@ __attribute__((noinline)) int loupe_unwind_user_walk(void)
 	st->pc = BPF_CORE_READ(regs, ip);
 	st->sp = BPF_CORE_READ(regs, sp);
 	st->bp = BPF_CORE_READ(regs, bp);
+	st->leaf_di = BPF_CORE_READ(regs, di);
 	st->tgid = bpf_get_current_pid_tgid() >> 32;
 	st->depth = 0;
 	st->done = 0;

@@ -26,6 +26,11 @@
 #define LOUPE_UNWIND_CFA_END 4	       /* the return address is undefined: the outermost frame */
 #define LOUPE_UNWIND_CFA_SIGNAL 5      /* a signal trampoline (sigreturn): not followed yet */
 #define LOUPE_UNWIND_CFA_UNSUPPORTED 6 /* any other rule (a CFA expression, rsp saved...) */
+/* CFA = rsp + cfa_off with the return address in rdi, not on the stack: glibc's vfork pops
+ * it before the syscall so the child, which runs on the same stack, cannot clobber it. The
+ * walk follows it at the leaf only, where the saved user registers hold rdi (a vfork parent
+ * blocked off the CPU); higher up rdi is unknown and the walk stops (unsupported). */
+#define LOUPE_UNWIND_CFA_RSP_RA_RDI 7
 
 /* loupe_unwind_row.rbp */
 #define LOUPE_UNWIND_RBP_SAME 0	     /* the caller's rbp is this frame's */

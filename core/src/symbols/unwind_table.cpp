@@ -44,6 +44,7 @@ namespace {
 constexpr int kRbp = 6;
 constexpr int kRsp = 7;
 constexpr int kRip = 16;
+constexpr int kRdi = 5;
 
 bool same_rule(const loupe_unwind_row& a, const loupe_unwind_row& b) {
   return a.cfa == b.cfa && a.rbp == b.rbp && a.cfa_off == b.cfa_off && a.rbp_off == b.rbp_off;
@@ -69,6 +70,15 @@ bool saved_at_cfa(const Dwarf_Op* ops, std::size_t nops, std::int64_t* off) {
     *off = static_cast<std::int64_t>(ops[1].number);
   }
   return true;
+}
+
+// "caller's register is in register `reg`" (DW_CFA_register): libdw spells it as the
+// register itself, DW_OP_regx or DW_OP_bregx with offset 0.
+bool in_register(const Dwarf_Op* ops, std::size_t nops, unsigned reg) {
+  if (nops != 1 && !(nops == 2 && ops[1].atom == DW_OP_stack_value)) return false;
+  if (ops[0].atom == DW_OP_regx) return ops[0].number == reg;
+  if (ops[0].atom == DW_OP_bregx) return ops[0].number == reg && ops[0].number2 == 0;
+  return ops[0].atom == DW_OP_reg0 + reg;
 }
 
 // The linker's PLT rule: rsp + 8 + ((rip & 15) >= N) << 3. Returns N, or -1.
@@ -101,7 +111,8 @@ loupe_unwind_row classify(Dwarf_Frame* frame, bool signal, UnwindTableStats* st)
     return row;
   }
   std::int64_t ra_off = 0;
-  const bool ra_ok = nops > 0 && saved_at_cfa(ops, nops, &ra_off) && ra_off == -8;
+  const bool ra_in_rdi = in_register(ops, nops, kRdi);
+  const bool ra_ok = ra_in_rdi || (nops > 0 && saved_at_cfa(ops, nops, &ra_off) && ra_off == -8);
 
   Dwarf_Op* cfa_ops = nullptr;
   std::size_t cfa_nops = 0;
@@ -111,8 +122,10 @@ loupe_unwind_row classify(Dwarf_Frame* frame, bool signal, UnwindTableStats* st)
   }
   if (cfa_nops == 1 && cfa_ops[0].atom == DW_OP_bregx &&
       (cfa_ops[0].number == kRsp || cfa_ops[0].number == kRbp) &&
-      fits32(static_cast<std::int64_t>(cfa_ops[0].number2))) {
+      fits32(static_cast<std::int64_t>(cfa_ops[0].number2)) &&
+      (!ra_in_rdi || cfa_ops[0].number == kRsp)) {
     row.cfa = cfa_ops[0].number == kRsp ? LOUPE_UNWIND_CFA_RSP : LOUPE_UNWIND_CFA_RBP;
+    if (ra_in_rdi) row.cfa = LOUPE_UNWIND_CFA_RSP_RA_RDI;
     row.cfa_off = static_cast<std::int32_t>(static_cast<std::int64_t>(cfa_ops[0].number2));
   } else if (int n = plt_threshold(cfa_ops, cfa_nops); n >= 0) {
     row.cfa = LOUPE_UNWIND_CFA_PLT;
