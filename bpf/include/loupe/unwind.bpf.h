@@ -109,56 +109,104 @@ static __always_inline struct loupe_unwind_counters *loupe_unwind_counters(void)
 	return bpf_map_lookup_elem(&loupe_unwind_stats, &zero);
 }
 
+/* One step of the binary search for the first mapping whose start is above pc, in
+ * bpf_loop(): indexing the mappings by a searched index made the verifier track every
+ * step's bounds apart (126k instructions processed for 7 steps unrolled, on 6.18). */
+struct loupe_unwind_map_search {
+	const struct loupe_unwind_proc *proc;
+	__u64 pc;
+	__u32 lo;
+	__u32 hi;
+};
+
+static long loupe_unwind_map_step(__u32 i, void *arg)
+{
+	struct loupe_unwind_map_search *s = arg;
+	__u32 mid;
+
+	if (s->lo >= s->hi)
+		return 1;
+	mid = (s->lo + s->hi) / 2;
+	if (s->proc->maps[mid & (LOUPE_UNWIND_MAX_MAPPINGS - 1)].start <= s->pc)
+		s->lo = mid + 1;
+	else
+		s->hi = mid;
+	return 0;
+}
+
 /* The mapping of `proc` holding pc, or NULL. */
 static __always_inline const struct loupe_unwind_mapping *
 loupe_unwind_find_mapping(const struct loupe_unwind_proc *proc, __u64 pc)
 {
-	__u32 lo = 0, hi = proc->count, mid;
+	struct loupe_unwind_map_search s = {.proc = proc, .pc = pc, .lo = 0, .hi = proc->count};
 	const struct loupe_unwind_mapping *m;
 
-	if (hi > LOUPE_UNWIND_MAX_MAPPINGS)
-		hi = LOUPE_UNWIND_MAX_MAPPINGS;
-	/* The first mapping whose start is above pc, minus one. */
-	for (int i = 0; i < LOUPE_UNWIND_MAP_STEPS; i++) {
-		if (lo >= hi)
-			break;
-		mid = (lo + hi) / 2;
-		if (proc->maps[mid & (LOUPE_UNWIND_MAX_MAPPINGS - 1)].start <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0)
+	if (s.hi > LOUPE_UNWIND_MAX_MAPPINGS)
+		s.hi = LOUPE_UNWIND_MAX_MAPPINGS;
+	bpf_loop(LOUPE_UNWIND_MAP_STEPS, loupe_unwind_map_step, &s, 0);
+	if (s.lo == 0)
 		return NULL;
-	m = &proc->maps[(lo - 1) & (LOUPE_UNWIND_MAX_MAPPINGS - 1)];
+	m = &proc->maps[(s.lo - 1) & (LOUPE_UNWIND_MAX_MAPPINGS - 1)];
 	return pc < m->end ? m : NULL;
 }
 
-/* The row in force at link-time address `pc` among the mapping's rows, or NULL. */
-static __always_inline struct loupe_unwind_row *
-loupe_unwind_find_row(const struct loupe_unwind_mapping *m, __u64 pc)
-{
-	__u32 lo = m->row_first, hi = m->row_first + m->row_count, mid;
-	struct loupe_unwind_row *r;
+/* One step of the binary search for the last row at or below pc, in bpf_loop(): the
+ * verifier checks its body once; unrolled, each of its 22 steps multiplied the states. */
+struct loupe_unwind_search {
+	__u64 pc;
+	__u32 lo;
+	__u32 hi;
+};
 
-	if (m->row_count == 0 || pc > 0xffffffffULL)
-		return NULL;
-	for (int i = 0; i < LOUPE_UNWIND_ROW_STEPS; i++) {
-		if (lo >= hi)
-			break;
-		mid = lo + (hi - lo) / 2;
-		r = bpf_map_lookup_elem(&loupe_unwind_rows, &mid);
-		if (!r)
-			return NULL;
-		if (r->pc <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
+static long loupe_unwind_search_step(__u32 i, void *arg)
+{
+	struct loupe_unwind_search *s = arg;
+	struct loupe_unwind_row *r;
+	__u32 mid;
+
+	if (s->lo >= s->hi)
+		return 1;
+	mid = s->lo + (s->hi - s->lo) / 2;
+	r = bpf_map_lookup_elem(&loupe_unwind_rows, &mid);
+	if (!r) {
+		s->lo = s->hi = 0;
+		return 1;
 	}
+	if (r->pc <= s->pc)
+		s->lo = mid + 1;
+	else
+		s->hi = mid;
+	return 0;
+}
+
+/* The index in loupe_unwind_rows of the row in force at runtime address `pc` of process
+ * `tgid` (`ret`: pc is a return address, so the call's row is looked up), or -1 when the
+ * process, the mapping or the row is missing. A global function: the verifier checks the
+ * two binary searches once, with unknown arguments, instead of in every state the walk's
+ * callback is entered with (975k instructions processed on 6.18 when inlined). */
+__attribute__((noinline)) int loupe_unwind_row_index(__u32 tgid, __u64 pc, __u32 ret)
+{
+	const struct loupe_unwind_proc *proc = bpf_map_lookup_elem(&loupe_unwind_procs, &tgid);
+	const struct loupe_unwind_mapping *m;
+	struct loupe_unwind_search search;
+	__u32 lo;
+
+	if (!proc)
+		return -1;
+	m = loupe_unwind_find_mapping(proc, pc);
+	if (!m || m->row_count == 0)
+		return -1;
+	pc = pc - m->bias - (ret ? 1 : 0);
+	if (pc > 0xffffffffULL)
+		return -1;
+	search.lo = m->row_first;
+	search.hi = m->row_first + m->row_count;
+	search.pc = pc;
+	bpf_loop(LOUPE_UNWIND_ROW_STEPS, loupe_unwind_search_step, &search, 0);
+	lo = search.lo;
 	if (lo == m->row_first)
-		return NULL;
-	mid = lo - 1;
-	return bpf_map_lookup_elem(&loupe_unwind_rows, &mid);
+		return -1;
+	return (int)(lo - 1);
 }
 
 static __always_inline bool loupe_unwind_read(__u64 *dst, __u64 addr)
@@ -173,11 +221,10 @@ static long loupe_unwind_step(__u32 i, void *arg)
 	__u32 zero = 0;
 	struct loupe_unwind_state *st = bpf_map_lookup_elem(&loupe_unwind_scratch, &zero);
 	struct loupe_unwind_counters *c = loupe_unwind_counters();
-	const struct loupe_unwind_proc *proc;
-	const struct loupe_unwind_mapping *m = NULL;
 	struct loupe_unwind_row *row = NULL;
 	__u64 pc, cfa, ra = 0, bp;
-	__u32 d;
+	__u32 d, key;
+	int idx;
 
 	if (!st || !c)
 		return 1;
@@ -191,12 +238,12 @@ static long loupe_unwind_step(__u32 i, void *arg)
 	st->hash = (st->hash ^ pc) * 0x100000001b3ULL;
 	c->frames++;
 
-	proc = bpf_map_lookup_elem(&loupe_unwind_procs, &st->tgid);
-	if (proc)
-		m = loupe_unwind_find_mapping(proc, pc);
 	/* A return address is the instruction after the call: look up the call's row. */
-	if (m)
-		row = loupe_unwind_find_row(m, pc - m->bias - (d > 0 ? 1 : 0));
+	idx = loupe_unwind_row_index(st->tgid, pc, d > 0);
+	if (idx >= 0) {
+		key = (__u32)idx;
+		row = bpf_map_lookup_elem(&loupe_unwind_rows, &key);
+	}
 
 	if (!row || row->cfa == LOUPE_UNWIND_CFA_NONE) {
 		/* No rows: the frame pointer's chain, as runtimes that JIT keep it. */
