@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,6 +37,15 @@ static uint64_t clock_ns(clockid_t id) {
 
 static int pipe_fds[2];
 static uint64_t read_off_ns;
+static long read_blocks; /* reads that switched out: a busy machine may delay the reader past
+                          * the write, and then the read does not block */
+
+static long voluntary_switches(void) {
+  struct rusage ru;
+
+  getrusage(RUSAGE_THREAD, &ru);
+  return ru.ru_nvcsw;
+}
 
 __attribute__((noinline)) uint64_t sleep_site(void) {
   uint64_t wall = clock_ns(CLOCK_MONOTONIC), cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
@@ -53,8 +63,12 @@ __attribute__((noinline)) uint64_t read_site(void) {
   uint64_t wall = clock_ns(CLOCK_MONOTONIC), cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
   char c;
 
-  for (int i = 0; i < 50; i++)
+  for (int i = 0; i < 50; i++) {
+    long before = voluntary_switches();
+
     if (read(pipe_fds[0], &c, 1) != 1) exit(3);
+    read_blocks += voluntary_switches() > before;
+  }
   return (clock_ns(CLOCK_MONOTONIC) - wall) - (clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu);
 }
 
@@ -110,8 +124,8 @@ int main(int argc, char** argv) {
   sleep_off_ns = sleep_site();
   pthread_join(r, NULL);
   pthread_join(w, NULL);
-  printf("pid=%d sleep_off_ns=%llu read_off_ns=%llu\n", (int)getpid(),
-         (unsigned long long)sleep_off_ns, (unsigned long long)read_off_ns);
+  printf("pid=%d sleep_off_ns=%llu read_off_ns=%llu read_blocks=%ld\n", (int)getpid(),
+         (unsigned long long)sleep_off_ns, (unsigned long long)read_off_ns, read_blocks);
   fflush(stdout);
   wait_for_stdin(gated);
   return 0;

@@ -114,6 +114,7 @@ class Session::Impl {
   void process_tree_health();
   void follow_mappings();
   void track_unwind_tables();
+  void prebuild_unwind_tables();
 
   SessionOptions& opts_;
   std::atomic<bool>& stop_;
@@ -703,17 +704,62 @@ void Session::Impl::track_unwind_tables() {
   if (!unwind_tables_.attached()) return;
   const pid_t root = target_ ? target_->pid() : profile_.session.pid;
   if (root <= 0) return;
+  if (target_) {
+    // Until it execs, the command is loupe's own fork: its maps would build the tables of
+    // loupe's libraries, for nothing, while the command starts without any.
+    std::error_code ec;
+    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    const std::string exe = "/proc/" + std::to_string(root) + "/exe";
+    for (int i = 0; i < 200 && std::filesystem::read_symlink(exe, ec) == self && !ec; ++i)
+      std::this_thread::sleep_for(std::chrono::microseconds(250));
+  }
   unwind_tables_.track(static_cast<std::uint32_t>(root));
   if (!target_ && profile_.session.follow)
     for (pid_t p : descendants_of(root, read_parent_links()))
       unwind_tables_.track(static_cast<std::uint32_t>(p));
   unwind_tables_.refresh();
+  if (target_) {
+    // The command has just been released: it execs, then its loader maps the libraries
+    // within a millisecond or two. Follow that closely (the tables are prebuilt, so a
+    // refresh only reads its maps) rather than at the loop's 20 ms tick, during which its
+    // frames in libraries not yet entered would be unwound by frame pointers alone.
+    constexpr int kPolls = 50, kQuietPolls = 5;
+    int quiet = 0;
+    for (int i = 0; i < kPolls && quiet < kQuietPolls; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      quiet = unwind_tables_.refresh() ? 0 : quiet + 1;
+    }
+  }
   auto c = unwind_tables_.counters();
   spdlog::info(
       "unwind tables: {} process(es), {} file(s) ({} without tables), {} rows ({} KiB), "
       "built in {:.1f} ms",
       c.processes, c.files, c.files_failed, c.rows, c.rows * sizeof(loupe_unwind_row) / 1024,
       static_cast<double>(c.build_ns) / 1e6);
+}
+
+// The command's executable and its libraries get their tables before it is released.
+void Session::Impl::prebuild_unwind_tables() {
+  if (!unwind_tables_.attached() || !target_ || profile_.session.command.empty()) return;
+  std::string exe = profile_.session.command[0];
+  if (exe.find('/') == std::string::npos) {
+    const char* path = std::getenv("PATH");
+    std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+    for (std::size_t at = 0; at <= dirs.size();) {
+      std::size_t colon = dirs.find(':', at);
+      if (colon == std::string::npos) colon = dirs.size();
+      const std::string cand = dirs.substr(at, colon - at) + "/" + exe;
+      if (::access(cand.c_str(), X_OK) == 0) {
+        exe = cand;
+        break;
+      }
+      at = colon + 1;
+    }
+  }
+  const auto t0 = Clock::now();
+  const std::size_t n = unwind_tables_.prebuild(exe);
+  spdlog::debug("unwind tables of {} and its libraries: {} file(s) built in {:.1f} ms", exe, n,
+                std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
 }
 
 void Session::Impl::process_tree_health() {
@@ -854,6 +900,7 @@ SessionResult Session::Impl::run() {
     if (stats_reporter_)
       stats_reporter_->start(clock_ns(LOUPE_CLOCK_MONOTONIC), session_start_wall_);
     if (opts_.on_running) opts_.on_running();
+    if (!replay) prebuild_unwind_tables();
     if (target_) {
       std::string err;
       if (!target_->release(&err))

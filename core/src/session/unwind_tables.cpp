@@ -53,14 +53,24 @@ void UnwindTables::write_rows(Consumer& c) {
   c.written = end;
 }
 
+std::size_t UnwindTables::prebuild(const std::string& exe) {
+  if (!store_) return 0;
+  const std::size_t n = store_->prebuild(exe);
+  // The rows go in now too: copying 100k rows takes tens of milliseconds, which the
+  // command would otherwise spend unwound by frame pointers.
+  for (auto& c : consumers_) write_rows(c);
+  return n;
+}
+
 void UnwindTables::forget(std::uint32_t pid) {
   tracked_.erase(pid);
   if (written_.erase(pid))
     for (auto& c : consumers_) bpf_map_delete_elem(c.procs_fd, &pid);
 }
 
-void UnwindTables::refresh() {
-  if (consumers_.empty()) return;
+bool UnwindTables::refresh() {
+  if (consumers_.empty()) return false;
+  bool changed = false;
   std::vector<std::uint32_t> gone;
   auto proc = std::make_unique<loupe_unwind_proc>();
   for (std::uint32_t pid : tracked_) {
@@ -77,8 +87,11 @@ void UnwindTables::refresh() {
       if (bpf_map_update_elem(c.procs_fd, &pid, proc.get(), BPF_ANY) != 0) ++write_errors_;
     if (!last) last = std::make_unique<loupe_unwind_proc>();
     *last = *proc;
+    changed = true;
+    spdlog::debug("unwind tables: pid {}: {} mapping(s) written", pid, proc->count);
   }
   for (std::uint32_t pid : gone) forget(pid);
+  return changed;
 }
 
 UnwindTables::Counters UnwindTables::counters() const {

@@ -45,8 +45,12 @@ class UnwindTables {
 
   void track(std::uint32_t pid) { tracked_.insert(pid); }
   void forget(std::uint32_t pid);
-  // Builds and writes what changed in the tracked processes since the last call.
-  void refresh();
+  // Builds and writes what changed in the tracked processes since the last call; true
+  // when an entry was written.
+  bool refresh();
+  // Builds the tables of a command's executable and its libraries before it runs
+  // (UnwindTableStore::prebuild); 0 when no consumer is attached.
+  std::size_t prebuild(const std::string& exe);
 
   Counters counters() const;
 

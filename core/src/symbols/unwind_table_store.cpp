@@ -1,13 +1,112 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "symbols/unwind_table_store.hpp"
 
+#include <fcntl.h>
+#include <gelf.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <deque>
+#include <set>
 
 #include "symbols/process_maps.hpp"
 
 namespace loupe {
+namespace {
+
+// The interpreter (PT_INTERP) and the DT_NEEDED names of the ELF file at `path`.
+void elf_dependencies(const std::string& path, std::string* interp,
+                      std::vector<std::string>* needed, std::vector<std::string>* runpath) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  elf_version(EV_CURRENT);
+  Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  std::size_t nph = 0;
+  if (elf && elf_getphdrnum(elf, &nph) == 0) {
+    for (std::size_t i = 0; i < nph; ++i) {
+      GElf_Phdr ph;
+      if (!gelf_getphdr(elf, static_cast<int>(i), &ph) || ph.p_type != PT_INTERP) continue;
+      std::size_t size = 0;
+      const char* raw = elf_rawfile(elf, &size);
+      if (raw && ph.p_offset + ph.p_filesz <= size && ph.p_filesz > 1)
+        interp->assign(raw + ph.p_offset, strnlen(raw + ph.p_offset, ph.p_filesz));
+    }
+  }
+  for (Elf_Scn* scn = nullptr; elf && (scn = elf_nextscn(elf, scn)) != nullptr;) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || sh.sh_entsize == 0) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    for (std::size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; ++i) {
+      GElf_Dyn dyn;
+      if (!gelf_getdyn(data, static_cast<int>(i), &dyn)) break;
+      if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_RUNPATH && dyn.d_tag != DT_RPATH) continue;
+      const char* name = elf_strptr(elf, sh.sh_link, dyn.d_un.d_val);
+      if (!name) continue;
+      (dyn.d_tag == DT_NEEDED ? needed : runpath)->emplace_back(name);
+    }
+  }
+  if (elf) elf_end(elf);
+  ::close(fd);
+}
+
+}  // namespace
+
+std::size_t UnwindTableStore::prebuild(const std::string& exe) {
+  // The dynamic loader's own search order, for what a distribution installs: the file's
+  // RUNPATH, then the multiarch and plain library directories.
+  static const char* const kDirs[] = {"/lib/x86_64-linux-gnu",
+                                      "/usr/lib/x86_64-linux-gnu",
+                                      "/lib64",
+                                      "/usr/lib64",
+                                      "/lib",
+                                      "/usr/lib"};
+  constexpr std::size_t kMaxFiles = 64;
+  const std::uint32_t self = static_cast<std::uint32_t>(::getpid());
+  std::size_t built = 0;
+  std::set<std::string> seen;
+  std::deque<std::string> todo = {exe};
+  while (!todo.empty() && seen.size() < kMaxFiles) {
+    const std::string path = todo.front();
+    todo.pop_front();
+    struct stat st {};
+    if (!seen.insert(path).second || ::stat(path.c_str(), &st) != 0) continue;
+    const std::uint64_t dev = (std::uint64_t{major(st.st_dev)} << 32) | minor(st.st_dev);
+    if (!files_.count({dev, st.st_ino})) {
+      file(self, dev, st.st_ino, path);
+      ++built;
+    }
+    std::string interp;
+    std::vector<std::string> needed, runpath;
+    elf_dependencies(path, &interp, &needed, &runpath);
+    if (!interp.empty()) todo.push_back(interp);
+    const std::string origin = path.substr(0, path.rfind('/'));
+    for (const auto& name : needed) {
+      std::vector<std::string> dirs;
+      for (const auto& list : runpath)
+        for (std::size_t at = 0; at <= list.size();) {
+          std::size_t colon = list.find(':', at);
+          if (colon == std::string::npos) colon = list.size();
+          std::string rp = list.substr(at, colon - at);
+          if (rp.rfind("$ORIGIN", 0) == 0) rp = origin + rp.substr(7);
+          if (!rp.empty()) dirs.push_back(rp);
+          at = colon + 1;
+        }
+      dirs.insert(dirs.end(), std::begin(kDirs), std::end(kDirs));
+      for (const auto& d : dirs) {
+        const std::string cand = d + "/" + name;
+        if (::access(cand.c_str(), R_OK) == 0) {
+          todo.push_back(cand);
+          break;
+        }
+      }
+    }
+  }
+  return built;
+}
 
 const UnwindTableStore::FileEntry& UnwindTableStore::file(std::uint32_t pid, std::uint64_t dev,
                                                           std::uint64_t inode,

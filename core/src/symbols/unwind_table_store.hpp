@@ -41,6 +41,12 @@ class UnwindTableStore {
   explicit UnwindTableStore(std::string proc_root = "/proc", std::uint32_t max_rows = 1u << 21)
       : proc_root_(std::move(proc_root)), max_rows_(max_rows) {}
 
+  // Builds the tables of the executable at `path` (as loupe sees it), its interpreter and
+  // the libraries it needs, before any process maps them: a command's tables are ready when
+  // it execs, so its first milliseconds are not unwound by frame pointers alone. Returns the
+  // files built.
+  std::size_t prebuild(const std::string& path);
+
   // The executable file mappings of `pid` with rows, building the tables of files not seen
   // yet. False with `*err` when its maps cannot be read (the process is gone).
   bool load_process(std::uint32_t pid, loupe_unwind_proc* out, std::string* err);
