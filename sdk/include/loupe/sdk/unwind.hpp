@@ -113,12 +113,16 @@ inline void emit_unwind_health(const Host& host, const std::string& component, i
   fp.final(is_final).window(ws, we);
   fp.metric(LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.fp_frames));
   fp.emit(host);
-  // Stacks of processes without tables (their first milliseconds, before the host read
-  // them; processes outside the target, such as a waker): whole for code with frame
-  // pointers, so not a loss, but said.
-  RecordBuilder np(LOUPE_RECORD_METRIC, "unwind_fp_only_stacks");
+  // Stacks of processes without tables: walked by frame pointers, whole for code that
+  // keeps them, a lone leaf for code that does not. Said, with what helps, but not a loss.
+  const std::string fp_only = p + "fp_only_stacks";
+  RecordBuilder np(LOUPE_RECORD_HEALTH, "stacks");
   np.final(is_final).window(ws, we);
-  np.metric(LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.no_process));
+  np.health(LOUPE_HEALTH_OK, fp_only.c_str(), c.no_process,
+            "user stacks walked by frame pointers: their process had no unwind tables (one "
+            "this session neither started nor follows, as in a system-wide run, or a "
+            "process's first milliseconds); run the program under loupe (-- CMD) or give "
+            "--pid for whole stacks through code built without frame pointers");
   np.emit(host);
 }
 
