@@ -125,6 +125,20 @@ void HealthReport::mapping_records(const SymbolizerStats* stats, const std::stri
            true);
 }
 
+void HealthReport::unwind_tables(std::uint64_t processes, std::uint64_t files, std::uint64_t rows,
+                                 std::uint64_t rows_full, std::uint64_t build_ns) {
+  const std::string comp = "unwind_tables";
+  health("unwind_tables", comp, rows, LOUPE_HEALTH_OK,
+         fmt::format("rows ({} KiB) of {} file(s) for {} process(es), built in {:.0f} ms",
+                     rows * 12 / 1024, files, processes, static_cast<double>(build_ns) / 1e6),
+         true);
+  health("unwind_rows_full", comp, rows_full, warn_if(rows_full),
+         rows_full ? "files left without unwind rows: the rows map was full, so their frames "
+                     "were walked by frame pointers (raise the plugin's unwind_rows)"
+                   : "",
+         true);
+}
+
 void HealthReport::debuginfod(const SymbolizerStats& s) {
   const std::string comp = "symbolizer";
   health("debuginfod_fetched", comp, s.debuginfod_fetched, LOUPE_HEALTH_OK,

@@ -699,11 +699,15 @@ void Session::Impl::follow_mappings() {
 
 // The target's processes whose unwind tables the in-kernel unwinder gets (when a plugin
 // asked for them): the command once it exec'd, or --pid and the descendants it has; the
-// tree's forks add the rest.
+// tree's forks add the rest. Without a target, every process of the machine.
 void Session::Impl::track_unwind_tables() {
   if (!unwind_tables_.attached()) return;
   const pid_t root = target_ ? target_->pid() : profile_.session.pid;
-  if (root <= 0) return;
+  if (root <= 0) {
+    unwind_tables_.track_all();  // system-wide
+    unwind_tables_.refresh();
+    return;
+  }
   if (target_) {
     // Until it execs, the command is loupe's own fork: its maps would build the tables of
     // loupe's libraries, for nothing, while the command starts without any.
@@ -763,6 +767,10 @@ void Session::Impl::prebuild_unwind_tables() {
 }
 
 void Session::Impl::process_tree_health() {
+  if (unwind_tables_.attached()) {
+    const auto c = unwind_tables_.counters();
+    health_->unwind_tables(c.processes, c.files, c.rows, c.rows_full, c.build_ns);
+  }
   if (symbolizer_) {
     SymbolizerStats st = symbolizer_->stats();
     if (st.debuginfod) health_->debuginfod(st);

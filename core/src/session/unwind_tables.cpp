@@ -4,8 +4,12 @@
 #include <bpf/bpf.h>
 #include <spdlog/spdlog.h>
 
+#include <dirent.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 namespace loupe {
@@ -70,26 +74,58 @@ void UnwindTables::forget(std::uint32_t pid) {
 
 bool UnwindTables::refresh() {
   if (consumers_.empty()) return false;
+  using Clock = std::chrono::steady_clock;
+  // A system-wide session's first refresh meets every binary of the machine: building them
+  // all at once would stall the session's loop for seconds. What is left waits for the
+  // next tick; its processes are unwound by frame pointers meanwhile.
+  // The first system-wide refresh gets more, so the first seconds are not mostly fp.
+  const auto budget = std::chrono::milliseconds(all_ && next_scan_ns_ == 0 ? 500 : 50);
+  constexpr std::uint64_t kScanEveryNs = 1'000'000'000ull, kRereadEveryNs = 3'000'000'000ull;
+  const std::uint64_t now = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+          .count());
+  if (all_ && now >= next_scan_ns_) {
+    next_scan_ns_ = now + kScanEveryNs;
+    if (DIR* d = ::opendir((proc_root_).c_str())) {
+      while (dirent* e = ::readdir(d)) {
+        char* end = nullptr;
+        const unsigned long pid = std::strtoul(e->d_name, &end, 10);
+        if (pid > 0 && end && *end == '\0')
+          tracked_.try_emplace(static_cast<std::uint32_t>(pid), 0);
+      }
+      ::closedir(d);
+    }
+  }
+  store_->set_build_deadline(Clock::now() + budget);
   bool changed = false;
   std::vector<std::uint32_t> gone;
   auto proc = std::make_unique<loupe_unwind_proc>();
-  for (std::uint32_t pid : tracked_) {
+  for (auto& [pid, due] : tracked_) {
+    if (due > now) continue;
     std::string err;
     if (!store_->load_process(pid, proc.get(), &err)) {
       gone.push_back(pid);
       continue;
     }
-    auto& last = written_[pid];
-    if (last && std::memcmp(last.get(), proc.get(), sizeof(*proc)) == 0) continue;
+    // A target is re-read every tick (its exec and dlopen matter at once); a process
+    // of a system-wide run every few seconds, and at the next tick while a file of its
+    // waits to be built.
+    due = all_ && !store_->deferred() ? now + kRereadEveryNs + (pid % 1000) * 1'000'000ull : 0;
+    auto last = written_.find(pid);
+    if (last != written_.end() && std::memcmp(last->second.get(), proc.get(), sizeof(*proc)) == 0)
+      continue;
+    if (last == written_.end() && proc->count == 0) continue;  // a kernel thread
     // Rows first: an entry must never point at rows a consumer does not have yet.
     for (auto& c : consumers_) write_rows(c);
     for (auto& c : consumers_)
       if (bpf_map_update_elem(c.procs_fd, &pid, proc.get(), BPF_ANY) != 0) ++write_errors_;
-    if (!last) last = std::make_unique<loupe_unwind_proc>();
-    *last = *proc;
+    if (last == written_.end())
+      last = written_.emplace(pid, std::make_unique<loupe_unwind_proc>()).first;
+    *last->second = *proc;
     changed = true;
     spdlog::debug("unwind tables: pid {}: {} mapping(s) written", pid, proc->count);
   }
+  store_->set_build_deadline(Clock::time_point::max());
   for (std::uint32_t pid : gone) forget(pid);
   return changed;
 }

@@ -6,9 +6,10 @@
 // tables are built once per file (UnwindTableStore); a process's entry is rewritten when
 // its executable mappings change (exec, dlopen), found by re-reading its maps each tick.
 //
-// Phase 1 limits: a process's first tens of milliseconds (before its entry is written) are
-// unwound by frame pointers; every consumer holds its own copy of the rows; no bound on
-// the memory of a system-wide run beyond the rows map's size (counted when full).
+// Limits: a process's first milliseconds (before its entry is written) are unwound by
+// frame pointers; every consumer holds its own copy of the rows; a system-wide run's memory
+// is bounded by the rows map's size (files past it are counted and unwind by frame
+// pointers), not by the live processes.
 // Session thread only.
 #ifndef LOUPE_CORE_SESSION_UNWIND_TABLES_HPP
 #define LOUPE_CORE_SESSION_UNWIND_TABLES_HPP
@@ -43,7 +44,11 @@ class UnwindTables {
   bool attach(int rows_fd, int procs_fd, std::string* err);
   bool attached() const { return !consumers_.empty(); }
 
-  void track(std::uint32_t pid) { tracked_.insert(pid); }
+  void track(std::uint32_t pid) { tracked_[pid] = 0; }
+  // A system-wide session: every process of the machine, found in /proc once a second,
+  // its maps re-read every few seconds (a target's every tick), the tables of the files
+  // they map built within a time budget per refresh.
+  void track_all() { all_ = true; }
   void forget(std::uint32_t pid);
   // Builds and writes what changed in the tracked processes since the last call; true
   // when an entry was written.
@@ -66,7 +71,9 @@ class UnwindTables {
   std::string proc_root_;
   std::unique_ptr<UnwindTableStore> store_;
   std::vector<Consumer> consumers_;
-  std::set<std::uint32_t> tracked_;
+  std::map<std::uint32_t, std::uint64_t> tracked_;  // pid -> when its maps are next read (ns)
+  bool all_ = false;
+  std::uint64_t next_scan_ns_ = 0;
   std::map<std::uint32_t, std::unique_ptr<loupe_unwind_proc>> written_;
   std::uint64_t write_errors_ = 0;
 };

@@ -75,10 +75,7 @@ std::size_t UnwindTableStore::prebuild(const std::string& exe) {
     struct stat st {};
     if (!seen.insert(path).second || ::stat(path.c_str(), &st) != 0) continue;
     const std::uint64_t dev = (std::uint64_t{major(st.st_dev)} << 32) | minor(st.st_dev);
-    if (!files_.count({dev, st.st_ino})) {
-      file(self, dev, st.st_ino, path);
-      ++built;
-    }
+    if (!files_.count({dev, st.st_ino}) && file(self, dev, st.st_ino, path)) ++built;
     std::string interp;
     std::vector<std::string> needed, runpath;
     elf_dependencies(path, &interp, &needed, &runpath);
@@ -108,12 +105,15 @@ std::size_t UnwindTableStore::prebuild(const std::string& exe) {
   return built;
 }
 
-const UnwindTableStore::FileEntry& UnwindTableStore::file(std::uint32_t pid, std::uint64_t dev,
+const UnwindTableStore::FileEntry* UnwindTableStore::file(std::uint32_t pid, std::uint64_t dev,
                                                           std::uint64_t inode,
                                                           const std::string& path) {
-  auto [it, inserted] = files_.try_emplace({dev, inode});
-  FileEntry& f = it->second;
-  if (!inserted) return f;
+  if (auto it = files_.find({dev, inode}); it != files_.end()) return &it->second;
+  if (std::chrono::steady_clock::now() > deadline_) {
+    deferred_ = true;
+    return nullptr;
+  }
+  FileEntry& f = files_[{dev, inode}];
   f.path = path;
   ++stats_.files;
   const auto t0 = std::chrono::steady_clock::now();
@@ -135,7 +135,7 @@ const UnwindTableStore::FileEntry& UnwindTableStore::file(std::uint32_t pid, std
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
           .count());
   stats_.build_ns += f.build_ns;
-  return f;
+  return &f;
 }
 
 bool UnwindTableStore::load_process(std::uint32_t pid, loupe_unwind_proc* out, std::string* err) {
@@ -146,10 +146,13 @@ bool UnwindTableStore::load_process(std::uint32_t pid, loupe_unwind_proc* out, s
     return false;
   }
   std::memset(out, 0, sizeof(*out));
+  deferred_ = false;
   for (const auto& m : maps) {
     if (!m.executable || !m.file_backed() || m.deleted) continue;
     const std::uint64_t dev = (std::uint64_t{m.dev_major} << 32) | m.dev_minor;
-    const FileEntry& f = file(pid, dev, m.inode, m.path);
+    const FileEntry* fp = file(pid, dev, m.inode, m.path);
+    if (!fp) continue;
+    const FileEntry& f = *fp;
     std::uint64_t bias = 0;
     if (f.row_count == 0 || !f.table.bias_for(m.start, m.offset, &bias)) continue;
     if (out->count >= LOUPE_UNWIND_MAX_MAPPINGS) {

@@ -9,6 +9,7 @@
 #ifndef LOUPE_CORE_UNWIND_TABLE_STORE_HPP
 #define LOUPE_CORE_UNWIND_TABLE_STORE_HPP
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -51,6 +52,13 @@ class UnwindTableStore {
   // yet. False with `*err` when its maps cannot be read (the process is gone).
   bool load_process(std::uint32_t pid, loupe_unwind_proc* out, std::string* err);
 
+  // Files first seen after `deadline` are not built (their mappings are left out of the
+  // entry, as files without rows are) until a later call with time to spare: a
+  // system-wide session meets every binary of the machine at once. deferred() says whether
+  // the last load_process() left one out.
+  void set_build_deadline(std::chrono::steady_clock::time_point deadline) { deadline_ = deadline; }
+  bool deferred() const { return deferred_; }
+
   const std::vector<loupe_unwind_row>& rows() const { return rows_; }
   const std::map<std::pair<std::uint64_t, std::uint64_t>, FileEntry>& files() const {
     return files_;
@@ -58,7 +66,8 @@ class UnwindTableStore {
   const Stats& stats() const { return stats_; }
 
  private:
-  const FileEntry& file(std::uint32_t pid, std::uint64_t dev, std::uint64_t inode,
+  // nullptr when the file is new and the build deadline has passed.
+  const FileEntry* file(std::uint32_t pid, std::uint64_t dev, std::uint64_t inode,
                         const std::string& path);
 
   std::string proc_root_;
@@ -66,6 +75,8 @@ class UnwindTableStore {
   std::vector<loupe_unwind_row> rows_;
   std::map<std::pair<std::uint64_t, std::uint64_t>, FileEntry> files_;  // by (dev, inode)
   Stats stats_;
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
+  bool deferred_ = false;
 };
 
 }  // namespace loupe

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// unwind = "dwarf" end to end on a distribution binary: Debian's own /usr/bin/xz and
-// liblzma, built without frame pointers, compressing a file under `sh -c`. With dwarf
-// unwinding nearly every sample of xz must have a stack that reaches main (the frame
+// User stacks end to end on a distribution binary: Debian's own /usr/bin/xz and liblzma,
+// built without frame pointers, compressing a file under `sh -c`. With the default
+// in-kernel tables, and with dwarf unwinding, nearly every sample of xz must have a stack
+// that reaches main (the frame
 // __libc_start_call_main called, in the xz executable: xz is stripped, so main has no
 // name, only its place) and liblzma's entry point lzma_code must appear. The same run with
 // unwind = "fp" is measured and must do far worse: that is why dwarf exists.
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -102,8 +104,9 @@ class CpuSampleDwarfE2E : public CliRun {
 
   RunResult run_xz(const std::string& unwind) {
     // `exec`: the session profiles the command's own pid (its children only once process
-    // trees are followed).
-    return run("[[plugins]]\nname = \"cpusample\"\nunwind = \"" + unwind + "\"\n",
+    // trees are followed). "" : the plugin's default.
+    const std::string key = unwind.empty() ? "" : "unwind = \"" + unwind + "\"\n";
+    return run("[[plugins]]\nname = \"cpusample\"\n" + key,
                {"sh", "-c", "'exec " + kXz + " -6 -T1 -c -k " + data_ + " > /dev/null'"});
   }
 
@@ -144,6 +147,57 @@ TEST_F(CpuSampleDwarfE2E, XzStacksReachMainWithDwarfAndMostlyNotWithFramePointer
   ASSERT_GE(f.xz, 20);
   EXPECT_LT(f.rooted * 100, f.xz * 50) << "fp reached main in most xz samples";
   EXPECT_GE(d.rooted * f.xz, 2 * f.rooted * d.xz) << "dwarf is not clearly better than fp";
+}
+
+TEST_F(CpuSampleDwarfE2E, XzStacksReachMainWithTheDefaultInKernelTables) {
+  // No unwind key: what profiles/cpu.toml gives.
+  RunResult r = run_xz("");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  Attribution a = attribute(r);
+  std::printf("  tables: xz samples=%lld reaching main=%lld (%.1f%%) with lzma_code=%lld\n",
+              (long long)a.xz, (long long)a.rooted,
+              100.0 * a.rooted / std::max<std::int64_t>(1, a.xz), (long long)a.lzma_code);
+  ASSERT_GE(a.xz, 20) << "too few samples of xz to judge";
+  EXPECT_GE(a.rooted * 100, a.xz * 95);
+  EXPECT_GE(a.lzma_code * 100, a.xz * 90);
+  EXPECT_EQ(health(r, "cpusample/unwind_unsupported"), 0);
+  EXPECT_EQ(health(r, "cpusample/unwind_bad_frame"), 0);
+}
+
+TEST_F(CpuSampleDwarfE2E, ASystemWideRunUnwindsProcessesItDidNotStart) {
+  // xz runs before the session and is none of its doing: a system-wide session keeps
+  // tables for every process of the machine, so xz's stacks reach main too. (Rows for a
+  // whole machine: the rows map is sized so none is left out here; a full one is counted.)
+  const pid_t xz = fork();
+  ASSERT_GE(xz, 0);
+  if (xz == 0) {
+    execl("/bin/sh", "sh", "-c",
+          ("exec " + kXz + " -9 -T1 -c -k " + data_ + " " + data_ + " " + data_ + " > /dev/null")
+              .c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  RunResult r =
+      run("[[plugins]]\nname = \"cpusample\"\nfrequency = 199\ncomm = \"xz\"\n"
+          "unwind_rows = 8388608\n",
+          {}, "--duration 3");
+  ::kill(xz, SIGKILL);
+  ::waitpid(xz, nullptr, 0);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  Attribution a = attribute(r);
+  std::printf(
+      "  system-wide tables: xz samples=%lld reaching main=%lld (%.1f%%); rows full: %.0f\n",
+      (long long)a.xz, (long long)a.rooted, 100.0 * a.rooted / std::max<std::int64_t>(1, a.xz),
+      [&] {
+        for (const auto* rec : r.all("health", "unwind_rows_full"))
+          return (*rec)["health"]["value"].get<double>();
+        return -1.0;
+      }());
+  ASSERT_GE(a.xz, 20) << "too few samples of xz to judge: " << r.output;
+  // Its files are built within the first refreshes (a budget per tick, the whole machine's
+  // binaries to build): the samples before that are walked by frame pointers, counted.
+  EXPECT_GE(a.rooted * 100, a.xz * 80);
+  EXPECT_GT(health(r, "cpusample/unwind_fp_only_stacks"), -1);
 }
 
 TEST_F(CpuSampleDwarfE2E, SamplesInTheVdsoUnwindThroughItToMain) {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <string>
 
+#include "loupe/abi/plugin.h"
 #include "loupe/sdk/host.hpp"
 #include "loupe/sdk/percpu.hpp"
 #include "loupe/sdk/records.hpp"
@@ -31,11 +32,20 @@ inline constexpr loupe_config_key kUnwindRowsKey = {
     "unwind_rows",
     LOUPE_CFG_INT,
     0,
-    "262144",
-    "unwind = \"tables\": table rows kept in the kernel (12 bytes each; libc has 28k); files "
-    "past it unwind by frame pointers (counted)",
-    1024,
+    "0",
+    "unwind = \"tables\": table rows kept in the kernel (12 bytes each, allocated at start; "
+    "libc has 28k); 0 = 262144 (3 MiB) for a command or --pid, 2097152 (24 MiB) system-wide, "
+    "where every binary of the machine needs rows; files past it unwind by frame pointers "
+    "(counted in unwind_rows_full)",
+    0,
     16777216};
+
+// The rows to size the tables for: the key, or its default for this session's target.
+inline std::uint32_t unwind_rows(const Config& cfg, const loupe_session_info* session) {
+  const auto rows = static_cast<std::uint32_t>(cfg.value_int("unwind_rows"));
+  if (rows) return rows < 1024 ? 1024 : rows;
+  return session && session->target_pid > 0 ? 262144u : 2097152u;
+}
 
 // The keys of plugins whose user stacks come from the kernel only (no stack copy to unwind
 // in user space): the in-kernel tables by default, or the kernel's frame-pointer walk.
