@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "record_copy.hpp"
 
+#include "report_text.hpp"
+
 #include <cstdio>
 
 namespace loupe::sinks {
@@ -102,6 +104,27 @@ std::string folded_frames(const std::vector<FrameCopy>& frames, std::size_t max_
   if (frames.size() > n) out += ";… +" + std::to_string(frames.size() - n) + " more";
   if (frames.empty()) out = "(no frames)";
   return out;
+}
+
+std::string folded_frames_fit(const std::vector<FrameCopy>& frames, std::size_t columns) {
+  if (frames.empty()) return "(no frames)";
+  // The leaf and its direct caller are always there, each elided to half the room at most
+  // (a long C++ symbol keeps its start and its end); further frames follow while they fit,
+  // and the rest are counted.
+  const std::size_t half = columns > 24 ? (columns - 16) / 2 : 4;
+  auto suffix = [&](std::size_t left) {
+    return left ? ";… +" + std::to_string(left) + " more" : std::string();
+  };
+  std::string out;
+  std::size_t i = 0;
+  for (; i < frames.size(); ++i) {
+    std::string f = frame_text(frames[i]);
+    if (i < 2) f = elide_middle(f, half);
+    std::string next = out + (i ? ";" : "") + f;
+    if (i >= 2 && display_width(next + suffix(frames.size() - i - 1)) > columns) break;
+    out = std::move(next);
+  }
+  return out + suffix(frames.size() - i);
 }
 
 }  // namespace loupe::sinks
