@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
-#include <array>
 
 #include "human_units.hpp"
 #include "report_sections.hpp"
@@ -10,6 +9,8 @@ namespace {
 
 // Narrowest room for a stack's frames, however wide the columns before them.
 constexpr std::size_t kNarrowestFrames = 40;
+// Room a stack's labels and frames keep before further values leave their columns.
+constexpr std::size_t kRoomForFrames = 64;
 
 std::int64_t first_value(const StackEntry& e) {
   return e.values.empty() ? 0 : e.values[0].value;
@@ -42,46 +43,90 @@ void render_stacks(const ProducerRecords& p, const ReportOptions& opt, const Tex
                       format_quantity(static_cast<double>(total), vunit) +
                       (opt.after_start && since_start ? ", since the session began" : "") + "\n";
 
-    // The frames take the room the rank, value and share columns leave: labels give way
-    // first (elided), then the frames (leaf and caller kept, the rest counted); values
-    // beyond the first that do not fit beside them go on a line of their own.
-    std::vector<std::array<std::string, 3>> lead;
-    std::array<std::size_t, 3> lead_w{1, display_width(vname), 5};
+    // Values beyond the first (bytes next to a count, ...) are columns of their own, as
+    // long as the frames keep room beside them; else each goes on a line under its stack.
+    std::vector<std::string> extra_names;
+    for (std::size_t i = 0; i < shown; ++i)
+      for (std::size_t v = 1; v < entries[i]->values.size(); ++v)
+        if (std::find(extra_names.begin(), extra_names.end(), entries[i]->values[v].name) ==
+            extra_names.end())
+          extra_names.push_back(entries[i]->values[v].name);
+    std::vector<std::string> header = {"#", vname, "share"};
+    header.insert(header.end(), extra_names.begin(), extra_names.end());
+    std::vector<std::vector<std::string>> lead;
     for (std::size_t i = 0; i < shown; ++i) {
       const StackEntry& e = *entries[i];
       double share =
           total > 0 ? static_cast<double>(first_value(e)) / static_cast<double>(total) : 0;
-      lead.push_back({std::to_string(i + 1),
-                      format_quantity(static_cast<double>(first_value(e)), vunit),
-                      format_percent(share)});
-      for (std::size_t c = 0; c < 3; ++c)
-        lead_w[c] = std::max(lead_w[c], display_width(lead.back()[c]));
+      std::vector<std::string> cells = {std::to_string(i + 1),
+                                        format_quantity(static_cast<double>(first_value(e)), vunit),
+                                        format_percent(share)};
+      for (const auto& n : extra_names) {
+        auto it = std::find_if(e.values.begin() + 1, e.values.end(),
+                               [&n](const ValueCopy& v) { return v.name == n; });
+        cells.push_back(it == e.values.end()
+                            ? "-"
+                            : format_quantity(static_cast<double>(it->value), it->unit));
+      }
+      lead.push_back(std::move(cells));
     }
-    const std::size_t used = 4 + lead_w[0] + lead_w[1] + lead_w[2] + 6;
-    const std::size_t room = opt.width > used + kNarrowestFrames ? opt.width - used
-                                                                 : kNarrowestFrames;
-    TextTable table({true, true, true, false});
-    table.row({"#", vname, "share", "frames (leaf → root)"});
+    auto lead_width = [&](std::size_t columns) {
+      std::size_t w = 4;
+      for (std::size_t c = 0; c < columns; ++c) {
+        std::size_t cw = display_width(header[c]);
+        for (const auto& row : lead) cw = std::max(cw, display_width(row[c]));
+        w += cw + 2;
+      }
+      return w;
+    };
+    const bool extras_apart =
+        !extra_names.empty() && lead_width(header.size()) + kRoomForFrames > opt.width;
+    const std::size_t columns = extras_apart ? 3 : header.size();
+    const std::size_t used = lead_width(columns);
+    const std::size_t room =
+        opt.width > used + kNarrowestFrames ? opt.width - used : kNarrowestFrames;
+
+    std::vector<bool> right(columns, true);
+    right.push_back(false);
+    TextTable table(right);
+    header.resize(columns);
+    header.push_back("frames (leaf → root)");
+    table.row(header);
     for (std::size_t i = 0; i < shown; ++i) {
       const StackEntry& e = *entries[i];
+      // Labels (pid, comm, reason...) leave the frames half the room, or kNarrowestFrames
+      // when that is less; the frames keep the leaf and its caller, the rest counted.
+      const std::size_t label_room = room - std::min(room / 2, kNarrowestFrames) - 3;
       std::string labels =
-          e.labels.empty() ? "" : "[" + elide_middle(labels_text(e.labels), room / 3) + "] ";
-      // Further values (bytes next to a count, ...) follow the stack they belong to.
-      std::string extra;
-      for (std::size_t v = 1; v < e.values.size(); ++v)
-        extra += "  " + e.values[v].name + "=" +
-                 format_quantity(static_cast<double>(e.values[v].value), e.values[v].unit);
+          e.labels.empty() ? "" : "[" + elide_middle(labels_text(e.labels), label_room) + "] ";
       std::size_t left = room - std::min(room, display_width(labels));
-      const bool extra_apart = display_width(extra) > left / 3;
-      if (!extra_apart) left -= display_width(extra);
-      std::string frames = labels + folded_frames_fit(e.frames, std::max(left, room / 2)) +
-                           (extra_apart ? "" : extra);
-      table.row({lead[i][0], lead[i][1], lead[i][2], frames});
-      if (extra_apart && !extra.empty()) table.row({"", "", "", "  " + extra.substr(2)});
+      std::vector<std::string> cells(lead[i].begin(),
+                                     lead[i].begin() + static_cast<std::ptrdiff_t>(columns));
+      cells.push_back(labels + folded_frames_fit(e.frames, left));
+      table.row(std::move(cells));
+      if (extras_apart) {
+        std::string extra;
+        for (std::size_t v = 0; v < extra_names.size(); ++v)
+          if (lead[i][3 + v] != "-") extra += "  " + extra_names[v] + "=" + lead[i][3 + v];
+        if (!extra.empty()) table.row({"", "", "", extra.substr(2)});
+      }
     }
     auto lines = table.lines("    ");
     for (std::size_t i = 0; i < lines.size(); ++i)
       out += (i == 0 ? style.dim(lines[i]) : lines[i]) + "\n";
+    if (entries.size() > shown) {
+      std::int64_t left = 0;
+      for (std::size_t i = shown; i < entries.size(); ++i) left += first_value(*entries[i]);
+      out += "    " +
+             style.dim("… " + format_count(entries.size() - shown) + " more stack(s)" +
+                       (total > 0 ? " with " +
+                                        format_percent(static_cast<double>(left) /
+                                                       static_cast<double>(total)) +
+                                        " of " + vname
+                                  : "") +
+                       " (console top = " + std::to_string(opt.top) + ")") +
+             "\n";
+    }
     blocks.push_back(std::move(out));
   }
 }
