@@ -75,7 +75,9 @@ void render_events(const ProducerRecords& p, const ReportOptions& opt, const Tex
       list += line + "\n";
       if (!ev.event.frames.empty())
         list += "        " +
-                style.dim("stack: " + folded_frames_fit(ev.event.frames, opt.width > 60 ? opt.width - 15 : 45)) + "\n";
+                style.dim("stack: " + folded_frames_fit(ev.event.frames,
+                                                        opt.width > 60 ? opt.width - 15 : 45)) +
+                "\n";
     }
     blocks.push_back(std::move(list));
   }

@@ -164,14 +164,12 @@ void render_histograms(const ProducerRecords& p, const ReportOptions& opt, const
         all += other->hist.count;
         if (++n > drawn) left += other->hist.count;
       }
-      std::string more = "… " + std::to_string(n - drawn) + " more " + series->name +
-                         " histogram(s) not drawn, " + format_count(left) + " of " +
-                         format_count(all) + " values" +
-                         (all ? " (" + format_percent(static_cast<double>(left) /
-                                                      static_cast<double>(all)) +
-                                    ")"
-                              : "") +
-                         " (console top = " + std::to_string(opt.top) + ")";
+      std::string more =
+          "… " + std::to_string(n - drawn) + " more " + series->name + " histogram(s) not drawn, " +
+          format_count(left) + " of " + format_count(all) + " values" +
+          (all ? " (" + format_percent(static_cast<double>(left) / static_cast<double>(all)) + ")"
+               : "") +
+          " (console top = " + std::to_string(opt.top) + ")";
       blocks.push_back("  " + style.dim(more) + "\n");
       continue;
     }
@@ -182,9 +180,8 @@ void render_histograms(const ProducerRecords& p, const ReportOptions& opt, const
                format_quantity(static_cast<double>(h.max), unit);
     }
     std::string title = series_name(series->name, series->labels);
-    const std::size_t room = opt.width > display_width(stats) + 2 + 16
-                                 ? opt.width - display_width(stats) - 2
-                                 : 16;
+    const std::size_t room =
+        opt.width > display_width(stats) + 2 + 16 ? opt.width - display_width(stats) - 2 : 16;
     std::string out = "  " + style.bold(elide_middle(title, room));
     if (opt.verbose)
       out += "  (" + (unit.empty() ? std::string("no unit") : unit) + ", " + scheme_name(h.scheme) +

@@ -49,14 +49,16 @@ void render_table(const PivotTable& t, const ReportOptions& opt, const TextStyle
     for (std::size_t i = 0; i < nl; ++i) {
       label_w[i] = display_width(t.label_keys[i]);
       for (std::size_t r = 0; r < shown; ++r)
-        label_w[i] = std::max(label_w[i], std::min(cap[i], display_width(t.rows[r].labels[i].second)));
+        label_w[i] =
+            std::max(label_w[i], std::min(cap[i], display_width(t.rows[r].labels[i].second)));
     }
   };
   measure();
   for (std::size_t i = 0; i < t.columns.size(); ++i) {
     value_w[i] = display_width(t.columns[i]);
     for (std::size_t r = 0; r < shown; ++r)
-      value_w[i] = std::max(value_w[i], display_width(t.rows[r].cells[i].present ? t.rows[r].cells[i].text : "-"));
+      value_w[i] = std::max(
+          value_w[i], display_width(t.rows[r].cells[i].present ? t.rows[r].cells[i].text : "-"));
   }
   // The labels keep two thirds of the width at most: their widest column gives way first.
   auto labels_width = [&] {

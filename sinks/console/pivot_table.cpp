@@ -110,8 +110,8 @@ std::vector<PivotTable> pivot_tables(const ProducerRecords& p, bool hide_zeros) 
     t.metric_columns = t.columns.size();
     for (const auto& name : g->metric_names) {
       auto s = metrics.find(name);
-      const bool ratio = s != metrics.end() && !s->second.empty() &&
-                         s->second.begin()->second->unit == "ratio";
+      const bool ratio =
+          s != metrics.end() && !s->second.empty() && s->second.begin()->second->unit == "ratio";
       t.summable.push_back(!ratio);
     }
     // Without labels there is no row to compare: such a histogram says its figures on its

@@ -32,7 +32,7 @@ struct PivotTable {
   // Per column: whether its cells add up to a total (calls, bytes, a histogram's count),
   // unlike a ratio or a percentile, so that rows left out can be given their share.
   std::vector<bool> summable;
-  std::vector<Row> rows;           // by the first shown column, largest first
+  std::vector<Row> rows;  // by the first shown column, largest first
   // With zeros hidden: the columns with no non-zero cell, and the rows (label text) with
   // none; the report names them so that nothing disappears without a word.
   std::vector<std::string> zero_columns;

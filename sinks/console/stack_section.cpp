@@ -64,9 +64,8 @@ void render_stacks(const ProducerRecords& p, const ReportOptions& opt, const Tex
       for (const auto& n : extra_names) {
         auto it = std::find_if(e.values.begin() + 1, e.values.end(),
                                [&n](const ValueCopy& v) { return v.name == n; });
-        cells.push_back(it == e.values.end()
-                            ? "-"
-                            : format_quantity(static_cast<double>(it->value), it->unit));
+        cells.push_back(
+            it == e.values.end() ? "-" : format_quantity(static_cast<double>(it->value), it->unit));
       }
       lead.push_back(std::move(cells));
     }

@@ -475,13 +475,20 @@ TEST_F(ConsoleSinkTest, ManyRowsHonourTopAndFitTheWidth) {
   for (int i = 0; i < 30; ++i) {
     const std::string path = dir + "LC_FILE_" + std::to_string(i);
     recs.emplace_back(LOUPE_RECORD_METRIC, "file_ops");
-    recs.back().builder().label("path", path).label("op", "read").metric(LOUPE_METRIC_COUNTER,
-                                                                          "", 100 - i);
+    recs.back()
+        .builder()
+        .label("path", path)
+        .label("op", "read")
+        .metric(LOUPE_METRIC_COUNTER, "", 100 - i);
     // fileio does not measure the minimum: 0 beside a lowest bucket of [513, 1025).
     recs.emplace_back(LOUPE_RECORD_HISTOGRAM, "file_latency");
-    recs.back().builder().label("path", path).label("op", "read").histogram(
-        LOUPE_BUCKETS_LOG2, 0, "ns", {{513, 1025, 1}, {2049, 4097, std::uint64_t(99 - i)}},
-        std::uint64_t(100 - i), 0, 0, 4000);
+    recs.back()
+        .builder()
+        .label("path", path)
+        .label("op", "read")
+        .histogram(LOUPE_BUCKETS_LOG2, 0, "ns",
+                   {{513, 1025, 1}, {2049, 4097, std::uint64_t(99 - i)}}, std::uint64_t(100 - i), 0,
+                   0, 4000);
   }
   std::string text = final_report(recs);
   std::size_t rows = 0, drawn = 0;
@@ -496,8 +503,8 @@ TEST_F(ConsoleSinkTest, ManyRowsHonourTopAndFitTheWidth) {
   // histograms not drawn all but the first three (100 + 99 + 98).
   EXPECT_TRUE(has(text, "… 20 more row(s) with 62.8% of file_ops (console top = 10)")) << text;
   EXPECT_EQ(drawn, 3u) << text;
-  EXPECT_TRUE(has(text,
-                  "… 27 more file_latency histogram(s) not drawn, 2,268 of 2,565 values (88.4%)"))
+  EXPECT_TRUE(
+      has(text, "… 27 more file_latency histogram(s) not drawn, 2,268 of 2,565 values (88.4%)"))
       << text;
   EXPECT_TRUE(has(line_with(text, "file_latency{"), "min >512 ns")) << text;
   // The rows shown keep the file's name: a path is elided in its middle.
@@ -520,8 +527,10 @@ TEST_F(ConsoleSinkTest, AWideTableIsSplitRepeatingItsLabels) {
     names.push_back("a_rather_long_metric_name_" + std::to_string(m));
     for (const char* dev : {"vda", "vdb"}) {
       recs.emplace_back(LOUPE_RECORD_METRIC, names.back());
-      recs.back().builder().label("device", dev).metric(LOUPE_METRIC_COUNTER, "",
-                                                         1000 + m + (dev[2] == 'a' ? 0 : 500));
+      recs.back()
+          .builder()
+          .label("device", dev)
+          .metric(LOUPE_METRIC_COUNTER, "", 1000 + m + (dev[2] == 'a' ? 0 : 500));
     }
   }
   std::string text = final_report(recs);
@@ -546,8 +555,8 @@ TEST_F(ConsoleSinkTest, ADeepStackIsElidedKeepingTheLeafAndItsCaller) {
                     std::to_string(i));
   std::vector<loupe_frame> frames;
   for (std::size_t i = 0; i < names.size(); ++i)
-    frames.push_back({0x1000u + i, names[i].c_str(), "/bin/x", 0, LOUPE_FRAME_USER,
-                      LOUPE_RESOLVED_SYMTAB});
+    frames.push_back(
+        {0x1000u + i, names[i].c_str(), "/bin/x", 0, LOUPE_FRAME_USER, LOUPE_RESOLVED_SYMTAB});
   SampleRecord s(LOUPE_RECORD_STACK_SAMPLE, "cpu");
   s.builder()
       .label("pid", "4242")
@@ -566,7 +575,8 @@ TEST_F(ConsoleSinkTest, ADeepStackIsElidedKeepingTheLeafAndItsCaller) {
 
 TEST(ConsoleWrapLine, BreaksAtSeparatorsAndLosesNothing) {
   std::string line = "VERDICT: data lost or degraded at 3 place(s): ";
-  for (int i = 0; i < 12; ++i) line += "lost_kernel@ring:component_" + std::to_string(i) + " (17), ";
+  for (int i = 0; i < 12; ++i)
+    line += "lost_kernel@ring:component_" + std::to_string(i) + " (17), ";
   std::vector<std::string> lines = wrap_line(line, 80);
   ASSERT_GT(lines.size(), 1u);
   std::string joined;
