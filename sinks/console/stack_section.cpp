@@ -10,7 +10,7 @@ namespace {
 // Narrowest room for a stack's frames, however wide the columns before them.
 constexpr std::size_t kNarrowestFrames = 40;
 // Room a stack's labels and frames keep before further values leave their columns.
-constexpr std::size_t kRoomForFrames = 64;
+constexpr std::size_t kRoomForFrames = 48;
 
 std::int64_t first_value(const StackEntry& e) {
   return e.values.empty() ? 0 : e.values[0].value;
@@ -38,10 +38,28 @@ void render_stacks(const ProducerRecords& p, const ReportOptions& opt, const Tex
       return first_value(*a) > first_value(*b);
     });
     std::size_t shown = std::min(entries.size(), opt.top);
+    // A label every row shown has with the same value (one process, one sampling mode)
+    // is said once, in the title, and leaves its room to the frames.
+    Labels common;
+    if (shown > 1)
+      for (const auto& kv : entries[0]->labels)
+        if (std::all_of(entries.begin(), entries.begin() + static_cast<std::ptrdiff_t>(shown),
+                        [&kv](const StackEntry* e) {
+                          return std::find(e->labels.begin(), e->labels.end(), kv) !=
+                                 e->labels.end();
+                        }))
+          common.push_back(kv);
+    auto own_labels = [&common](const Labels& labels) {
+      Labels out;
+      for (const auto& kv : labels)
+        if (std::find(common.begin(), common.end(), kv) == common.end()) out.push_back(kv);
+      return out;
+    };
     std::string out = "  " + style.bold(name) + "  top " + std::to_string(shown) + " of " +
                       format_count(entries.size()) + " stacks by " + vname + ", total " +
                       format_quantity(static_cast<double>(total), vunit) +
-                      (opt.after_start && since_start ? ", since the session began" : "") + "\n";
+                      (opt.after_start && since_start ? ", since the session began" : "") +
+                      (common.empty() ? "" : ", each [" + labels_text(common) + "]") + "\n";
 
     // Values beyond the first (bytes next to a count, ...) are columns of their own, as
     // long as the frames keep room beside them; else each goes on a line under its stack.
@@ -96,8 +114,9 @@ void render_stacks(const ProducerRecords& p, const ReportOptions& opt, const Tex
       // Labels (pid, comm, reason...) leave the frames half the room, or kNarrowestFrames
       // when that is less; the frames keep the leaf and its caller, the rest counted.
       const std::size_t label_room = room - std::min(room / 2, kNarrowestFrames) - 3;
+      const Labels mine = own_labels(e.labels);
       std::string labels =
-          e.labels.empty() ? "" : "[" + elide_middle(labels_text(e.labels), label_room) + "] ";
+          mine.empty() ? "" : "[" + elide_middle(labels_text(mine), label_room) + "] ";
       std::size_t left = room - std::min(room, display_width(labels));
       std::vector<std::string> cells(lead[i].begin(),
                                      lead[i].begin() + static_cast<std::ptrdiff_t>(columns));
