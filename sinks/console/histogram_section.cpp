@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 
 #include "human_units.hpp"
 #include "report_sections.hpp"
@@ -12,9 +13,11 @@ namespace {
 
 constexpr double kQuantiles[] = {0.5, 0.9, 0.95, 0.99, 0.999};
 constexpr std::size_t kCompactRows = 6;  // bars per histogram unless verbose
-// Histograms drawn per name unless verbose (then `top`): the busiest; the pivot table
-// above has every row's p50, p99 and max, and the rest are counted under the last one.
+// Histograms drawn unless verbose (then `top` of each name): the busiest, so many of a
+// name and so many in a producer's section (biolat has five names); the pivot table above
+// has every row's p50, p99 and max, and the others are counted on a line per name.
 constexpr std::size_t kDrawnPerName = 3;
+constexpr std::size_t kDrawnPerSection = 4;
 
 const char* scheme_name(std::uint32_t scheme) {
   switch (scheme) {
@@ -148,29 +151,42 @@ void render_histograms(const ProducerRecords& p, const ReportOptions& opt, const
     return a->hist.count > b->hist.count;
   });
 
-  const std::size_t drawn = opt.verbose ? opt.top : std::min(opt.top, kDrawnPerName);
-  std::map<std::string, std::size_t> seen;
+  // Drawn: the busiest series, at most kDrawnPerName of a name and kDrawnPerSection in
+  // all (verbose: `top` of each name); each name's others are counted on one line.
+  const std::size_t per_name = opt.verbose ? opt.top : std::min(opt.top, kDrawnPerName);
+  const std::size_t per_section = opt.verbose ? SIZE_MAX : kDrawnPerSection;
+  std::vector<const HistogramSeries*> busiest = order;
+  std::stable_sort(busiest.begin(), busiest.end(),
+                   [](const auto* a, const auto* b) { return a->hist.count > b->hist.count; });
+  std::set<const HistogramSeries*> drawn;
+  std::map<std::string, std::size_t> of_name;
+  for (const HistogramSeries* s : busiest)
+    if (drawn.size() < per_section && of_name[s->name] < per_name) {
+      drawn.insert(s);
+      ++of_name[s->name];
+    }
+  std::set<std::string> counted;
+  std::string not_drawn;  // one block after the drawn ones
   for (std::size_t at = 0; at < order.size(); ++at) {
     const HistogramSeries* series = order[at];
     const HistogramCopy& h = series->hist;
     const std::string& unit = h.unit;
-    if (++seen[series->name] > drawn) {
-      // The first series past the cut speaks for all of its name's rest.
-      if (seen[series->name] != drawn + 1) continue;
+    if (!drawn.count(series)) {
+      // The first series left out speaks for all of its name's.
+      if (!counted.insert(series->name).second) continue;
       std::size_t n = 0;
       std::uint64_t left = 0, all = 0;
       for (const HistogramSeries* other : order) {
         if (other->name != series->name) continue;
         all += other->hist.count;
-        if (++n > drawn) left += other->hist.count;
+        if (!drawn.count(other)) left += other->hist.count, ++n;
       }
       std::string more =
-          "… " + std::to_string(n - drawn) + " more " + series->name + " histogram(s) not drawn, " +
+          "… " + std::to_string(n) + " more " + series->name + " histogram(s) not drawn, " +
           format_count(left) + " of " + format_count(all) + " values" +
           (all ? " (" + format_percent(static_cast<double>(left) / static_cast<double>(all)) + ")"
-               : "") +
-          " (console top = " + std::to_string(opt.top) + ")";
-      blocks.push_back("  " + style.dim(more) + "\n");
+               : "");
+      not_drawn += "  " + style.dim(more) + "\n";
       continue;
     }
     // The stats are the line's point: a long series name gives way to them.
@@ -241,6 +257,7 @@ void render_histograms(const ProducerRecords& p, const ReportOptions& opt, const
     }
     blocks.push_back(std::move(out));
   }
+  if (!not_drawn.empty()) blocks.push_back(std::move(not_drawn));
 }
 
 }  // namespace loupe::sinks

@@ -121,6 +121,16 @@ void render_table(const PivotTable& t, const ReportOptions& opt, const TextStyle
   }
 }
 
+// `head` and as many of `items` (at most kNamedZeroRows) as one line of `width` holds,
+// the rest counted.
+std::string named_within(const std::string& head, const std::vector<std::string>& items,
+                         std::size_t width) {
+  std::size_t n = std::min(items.size(), kNamedZeroRows);
+  for (; n > 1; --n)
+    if (display_width(head + joined(items, n)) <= width) break;
+  return head + joined(items, n);
+}
+
 void render_zeros(const PivotTable& t, const ReportOptions& opt, const TextStyle& style,
                   std::string& out) {
   if (opt.after_start && !t.since_start_columns.empty())
@@ -130,8 +140,8 @@ void render_zeros(const PivotTable& t, const ReportOptions& opt, const TextStyle
     out += "  " + style.dim("all zero: " + joined(t.zero_columns, t.zero_columns.size())) + "\n";
   if (!t.zero_rows.empty())
     out += "  " +
-           style.dim(std::to_string(t.zero_rows.size()) +
-                     " all-zero row(s): " + joined(elided(t.zero_rows), kNamedZeroRows)) +
+           style.dim(named_within(std::to_string(t.zero_rows.size()) + " all-zero row(s): ",
+                                  elided(t.zero_rows), opt.width - 2)) +
            "\n";
 }
 
