@@ -55,16 +55,16 @@ class ConsoleWidthE2E : public loupe::test::CliRun {
  protected:
   struct Run {
     int exit_code = -1;
-    std::string output;              // loupe's and the command's stdout and stderr
-    std::vector<std::string> report; // from the report's title on
+    std::string output;               // loupe's and the command's stdout and stderr
+    std::vector<std::string> report;  // from the report's title on
     std::vector<json> records;
   };
   // `loupe run PROFILE -- CMD` from the scratch directory, as a user runs a bundled
   // profile (its output_dir is ./loupe-out).
   Run run_profile(const std::string& name, const std::string& cmd) {
     std::filesystem::remove_all(dir_ + "/loupe-out");
-    std::string line = "cd " + dir_ + " && " + loupe_ + " run " + LOUPE_PROFILES_DIR + "/" +
-                       name + " -- " + cmd + " 2>&1";
+    std::string line = "cd " + dir_ + " && " + loupe_ + " run " + LOUPE_PROFILES_DIR + "/" + name +
+                       " -- " + cmd + " 2>&1";
     Run r;
     FILE* p = ::popen(line.c_str(), "r");
     char buf[4096];
@@ -144,7 +144,8 @@ TEST_F(ConsoleWidthE2E, TheFilesReportHonoursTopAndSaysWhatItLeftOut) {
   }
   EXPECT_EQ(rows, 10u) << r.output;
   EXPECT_EQ(more.rfind("  … " + std::to_string(files.size() - 10) + " more row(s) with ", 0), 0u)
-      << "the rows left out: " << files.size() - 10 << "\n" << r.output;
+      << "the rows left out: " << files.size() - 10 << "\n"
+      << r.output;
 
   std::size_t drawn = 0;
   std::string not_drawn;
@@ -154,8 +155,7 @@ TEST_F(ConsoleWidthE2E, TheFilesReportHonoursTopAndSaysWhatItLeftOut) {
     EXPECT_EQ(l.find("min 0 ns"), std::string::npos) << l;
   }
   EXPECT_EQ(drawn, 3u) << r.output;
-  EXPECT_EQ(not_drawn.rfind("  … " + std::to_string(histograms - 3) + " more file_latency", 0),
-            0u)
+  EXPECT_EQ(not_drawn.rfind("  … " + std::to_string(histograms - 3) + " more file_latency", 0), 0u)
       << r.output;
   EXPECT_NE(r.output.find("min >"), std::string::npos) << r.output;
 }
