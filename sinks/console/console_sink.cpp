@@ -29,8 +29,9 @@ constexpr const char* kClearScreen = "\033[H\033[2J";
 constexpr loupe_config_key kKeys[] = {
     {"path", LOUPE_CFG_STRING, 0, "\"-\"",
      "report file, relative to the session output_dir; \"-\" = stdout", 0, 0, nullptr, 0, 0},
-    {"top", LOUPE_CFG_INT, 0, "10", "rows in top-N stack tables and slow-event lists", 1, 1000,
-     nullptr, 0, 0},
+    {"top", LOUPE_CFG_INT, 0, "10",
+     "rows of every table, stack list and slow-event list; histograms drawn per name at most", 1,
+     1000, nullptr, 0, 0},
     {"bar_width", LOUPE_CFG_INT, 0, "40", "width of histogram bars in columns", 10, 200, nullptr, 0,
      0},
     {"color", LOUPE_CFG_STRING, 0, "\"auto\"",
@@ -39,6 +40,9 @@ constexpr loupe_config_key kKeys[] = {
     {"verbose", LOUPE_CFG_BOOL, 0, "false",
      "show zero columns and rows, every health check, histogram sums and percentile bounds", 0, 0,
      nullptr, 0, 0},
+    {"width", LOUPE_CFG_INT, 0, "120",
+     "columns of a report line: wider tables are split, labels and stacks elided, text wrapped", 40,
+     10000, nullptr, 0, 0},
     {"live", LOUPE_CFG_BOOL, 0, "true",
      "with a session interval and a terminal, redraw the interval report in place", 0, 0, nullptr,
      0, 0},
@@ -65,6 +69,7 @@ class ConsoleSink : public sdk::Sink {
     opt_.top = static_cast<std::size_t>(args.config.value_int("top"));
     opt_.bar_width = static_cast<std::size_t>(args.config.value_int("bar_width"));
     opt_.verbose = args.config.value_bool("verbose");
+    opt_.width = static_cast<std::size_t>(args.config.value_int("width"));
     std::string color = args.config.value_string("color");
     const loupe_session_info* session = args.session;
     const char* dir = session ? session->output_dir : nullptr;
@@ -218,6 +223,20 @@ class ConsoleSink : public sdk::Sink {
     Blocks health;
     render_health(b, opt, style, health);
     for (const auto& block : health) out += "\n" + block;
+    return fit_lines(out, opt.width);
+  }
+
+  // Sections lay their tables and stacks out to the width; whatever line is still wider
+  // (a long verdict, an event's fields) wraps instead of running off the screen.
+  static std::string fit_lines(const std::string& text, std::size_t width) {
+    std::string out;
+    for (std::size_t at = 0; at < text.size();) {
+      std::size_t nl = text.find('\n', at);
+      if (nl == std::string::npos) nl = text.size();
+      for (const auto& line : wrap_line(text.substr(at, nl - at), width)) out += line + "\n";
+      at = nl + 1;
+    }
+    if (!text.empty() && text.back() != '\n') out.pop_back();
     return out;
   }
 

@@ -9,7 +9,6 @@
 namespace loupe::sinks {
 namespace {
 
-constexpr std::size_t kMaxEventFrames = 12;
 constexpr std::size_t kCompactEvents = 3;  // slow calls listed unless verbose
 
 std::string field_text(const FieldValue& v) {
@@ -76,7 +75,9 @@ void render_events(const ProducerRecords& p, const ReportOptions& opt, const Tex
       list += line + "\n";
       if (!ev.event.frames.empty())
         list += "        " +
-                style.dim("stack: " + folded_frames(ev.event.frames, kMaxEventFrames)) + "\n";
+                style.dim("stack: " + folded_frames_fit(ev.event.frames,
+                                                        opt.width > 60 ? opt.width - 15 : 45)) +
+                "\n";
     }
     blocks.push_back(std::move(list));
   }

@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <set>
 
 #include "human_units.hpp"
 #include "report_sections.hpp"
@@ -11,6 +13,11 @@ namespace {
 
 constexpr double kQuantiles[] = {0.5, 0.9, 0.95, 0.99, 0.999};
 constexpr std::size_t kCompactRows = 6;  // bars per histogram unless verbose
+// Histograms drawn unless verbose (then `top` of each name): the busiest, so many of a
+// name and so many in a producer's section (biolat has five names); the pivot table above
+// has every row's p50, p99 and max, and the others are counted on a line per name.
+constexpr std::size_t kDrawnPerName = 3;
+constexpr std::size_t kDrawnPerSection = 4;
 
 const char* scheme_name(std::uint32_t scheme) {
   switch (scheme) {
@@ -86,6 +93,27 @@ std::vector<std::size_t> fit_rows(std::vector<loupe_bucket>& rows, std::size_t m
   return n;
 }
 
+// The smallest value, as far as the record can tell: a producer that does not measure
+// it sends 0 beside a lowest bucket that cannot hold 0, and then the bucket's bound is
+// what is known, written as the bucket row writes it ("min >512 ns" above "(512 ns, ...").
+std::string min_text(const HistogramCopy& h) {
+  for (const auto& b : h.buckets) {
+    if (!b.count) continue;
+    if (h.min < b.lower) return ">" + format_bound(b.lower - 1, h.unit);
+    break;
+  }
+  return format_quantity(static_cast<double>(h.min), h.unit);
+}
+
+std::string pct(const HistogramCopy& h, double q) {
+  const std::vector<loupe_percentile> derived =
+      h.percentiles.empty() ? percentiles_from_buckets(h) : std::vector<loupe_percentile>{};
+  for (const auto& e : h.percentiles.empty() ? derived : h.percentiles)
+    if (std::fabs(e.quantile - q) < 1e-9)
+      return "  " + quantile_label(q) + " " + format_quantity(static_cast<double>(e.value), h.unit);
+  return std::string();
+}
+
 }  // namespace
 
 std::vector<loupe_percentile> percentiles_from_buckets(const HistogramCopy& h) {
@@ -123,30 +151,63 @@ void render_histograms(const ProducerRecords& p, const ReportOptions& opt, const
     return a->hist.count > b->hist.count;
   });
 
-  for (const HistogramSeries* series : order) {
+  // Drawn: the busiest series, at most kDrawnPerName of a name and kDrawnPerSection in
+  // all (verbose: `top` of each name); each name's others are counted on one line.
+  const std::size_t per_name = opt.verbose ? opt.top : std::min(opt.top, kDrawnPerName);
+  const std::size_t per_section = opt.verbose ? SIZE_MAX : kDrawnPerSection;
+  std::vector<const HistogramSeries*> busiest = order;
+  std::stable_sort(busiest.begin(), busiest.end(),
+                   [](const auto* a, const auto* b) { return a->hist.count > b->hist.count; });
+  std::set<const HistogramSeries*> drawn;
+  std::map<std::string, std::size_t> of_name;
+  for (const HistogramSeries* s : busiest)
+    if (drawn.size() < per_section && of_name[s->name] < per_name) {
+      drawn.insert(s);
+      ++of_name[s->name];
+    }
+  std::set<std::string> counted;
+  std::string not_drawn;  // one block after the drawn ones
+  for (std::size_t at = 0; at < order.size(); ++at) {
+    const HistogramSeries* series = order[at];
     const HistogramCopy& h = series->hist;
     const std::string& unit = h.unit;
-    std::string out = "  " + style.bold(series_name(series->name, series->labels));
+    if (!drawn.count(series)) {
+      // The first series left out speaks for all of its name's.
+      if (!counted.insert(series->name).second) continue;
+      std::size_t n = 0;
+      std::uint64_t left = 0, all = 0;
+      for (const HistogramSeries* other : order) {
+        if (other->name != series->name) continue;
+        all += other->hist.count;
+        if (!drawn.count(other)) left += other->hist.count, ++n;
+      }
+      std::string more =
+          "… " + std::to_string(n) + " more " + series->name + " histogram(s) not drawn, " +
+          format_count(left) + " of " + format_count(all) + " values" +
+          (all ? " (" + format_percent(static_cast<double>(left) / static_cast<double>(all)) + ")"
+               : "");
+      not_drawn += "  " + style.dim(more) + "\n";
+      continue;
+    }
+    // The stats are the line's point: a long series name gives way to them.
+    std::string stats = "  count " + format_count(h.count);
+    if (h.count) {
+      stats += "  min " + min_text(h) + pct(h, 0.5) + pct(h, 0.99) + "  max " +
+               format_quantity(static_cast<double>(h.max), unit);
+    }
+    std::string title = series_name(series->name, series->labels);
+    const std::size_t room =
+        opt.width > display_width(stats) + 2 + 16 ? opt.width - display_width(stats) - 2 : 16;
+    std::string out = "  " + style.bold(elide_middle(title, room));
     if (opt.verbose)
       out += "  (" + (unit.empty() ? std::string("no unit") : unit) + ", " + scheme_name(h.scheme) +
              (h.scheme == LOUPE_BUCKETS_LOG2_LINEAR
                   ? ", " + std::to_string(h.sub_buckets) + " sub-buckets"
                   : std::string()) +
              ")";
-    out += "  count " + format_count(h.count);
+    out += stats + "\n";
     std::vector<loupe_percentile> pcts =
         h.percentiles.empty() ? percentiles_from_buckets(h) : h.percentiles;
-    auto pct = [&pcts, &unit](double q) {
-      for (const auto& e : pcts)
-        if (std::fabs(e.quantile - q) < 1e-9)
-          return "  " + quantile_label(q) + " " +
-                 format_quantity(static_cast<double>(e.value), unit);
-      return std::string();
-    };
-    if (h.count)
-      out += "  min " + format_quantity(static_cast<double>(h.min), unit) + pct(0.5) + pct(0.99) +
-             "  max " + format_quantity(static_cast<double>(h.max), unit);
-    out += "\n";
     if (h.buckets.empty()) {
       blocks.push_back(std::move(out));
       continue;
@@ -196,6 +257,7 @@ void render_histograms(const ProducerRecords& p, const ReportOptions& opt, const
     }
     blocks.push_back(std::move(out));
   }
+  if (!not_drawn.empty()) blocks.push_back(std::move(not_drawn));
 }
 
 }  // namespace loupe::sinks

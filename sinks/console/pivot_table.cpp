@@ -108,6 +108,12 @@ std::vector<PivotTable> pivot_tables(const ProducerRecords& p, bool hide_zeros) 
     t.label_keys = g->label_keys;
     t.columns = g->metric_names;
     t.metric_columns = t.columns.size();
+    for (const auto& name : g->metric_names) {
+      auto s = metrics.find(name);
+      const bool ratio =
+          s != metrics.end() && !s->second.empty() && s->second.begin()->second->unit == "ratio";
+      t.summable.push_back(!ratio);
+    }
     // Without labels there is no row to compare: such a histogram says its figures on its
     // own summary line.
     const std::vector<std::string> histogram_names =
@@ -120,6 +126,7 @@ std::vector<PivotTable> pivot_tables(const ProducerRecords& p, bool hide_zeros) 
       for (const char* stat : {"count", "p50", "p99", "max"}) {
         if (std::string(stat) == "count" && !with_count) continue;
         t.columns.push_back(one_histogram ? stat : h + " " + stat);
+        t.summable.push_back(std::string(stat) == "count");
       }
     if (t.columns.empty()) continue;
 
@@ -167,6 +174,7 @@ std::vector<PivotTable> pivot_tables(const ProducerRecords& p, bool hide_zeros) 
       }
       t.rows = std::move(rows);
       std::vector<std::string> columns;
+      std::vector<bool> summable;
       std::size_t metric_columns = 0;
       for (std::size_t i = 0; i < t.columns.size(); ++i) {
         if (!keep[i]) {
@@ -174,6 +182,7 @@ std::vector<PivotTable> pivot_tables(const ProducerRecords& p, bool hide_zeros) 
           continue;
         }
         columns.push_back(t.columns[i]);
+        summable.push_back(t.summable[i]);
         if (i < t.metric_columns) ++metric_columns;
       }
       for (auto& r : t.rows) {
@@ -183,6 +192,7 @@ std::vector<PivotTable> pivot_tables(const ProducerRecords& p, bool hide_zeros) 
         r.cells = std::move(cells);
       }
       t.columns = std::move(columns);
+      t.summable = std::move(summable);
       t.metric_columns = metric_columns;
     }
     for (std::size_t i = 0; i < t.metric_columns; ++i)

@@ -29,7 +29,10 @@ struct PivotTable {
   std::vector<std::string> label_keys;  // as the group's first series ordered them
   std::vector<std::string> columns;
   std::size_t metric_columns = 0;  // the first ones; the rest summarize histograms
-  std::vector<Row> rows;           // by the first shown column, largest first
+  // Per column: whether its cells add up to a total (calls, bytes, a histogram's count),
+  // unlike a ratio or a percentile, so that rows left out can be given their share.
+  std::vector<bool> summable;
+  std::vector<Row> rows;  // by the first shown column, largest first
   // With zeros hidden: the columns with no non-zero cell, and the rows (label text) with
   // none; the report names them so that nothing disappears without a word.
   std::vector<std::string> zero_columns;

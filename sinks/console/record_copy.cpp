@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "record_copy.hpp"
 
+#include "report_text.hpp"
+
 #include <cstdio>
 
 namespace loupe::sinks {
@@ -102,6 +104,39 @@ std::string folded_frames(const std::vector<FrameCopy>& frames, std::size_t max_
   if (frames.size() > n) out += ";… +" + std::to_string(frames.size() - n) + " more";
   if (frames.empty()) out = "(no frames)";
   return out;
+}
+
+std::string folded_frames_fit(const std::vector<FrameCopy>& frames, std::size_t columns) {
+  if (frames.empty()) return "(no frames)";
+  auto suffix = [](std::size_t left) {
+    return left ? ";… +" + std::to_string(left) + " more" : std::string();
+  };
+  // The leaf and its direct caller are always there, whole when they fit, else the longer
+  // elided in its middle (a C++ symbol keeps its start and its end); further frames follow
+  // while they fit, and the rest are counted.
+  std::vector<std::string> f;
+  for (std::size_t i = 0; i < frames.size() && i < 2; ++i) f.push_back(frame_text(frames[i]));
+  const std::size_t need = display_width(suffix(frames.size() - f.size())) + f.size() - 1;
+  const std::size_t avail = columns > need + 16 ? columns - need : 16;
+  if (f.size() == 1) {
+    f[0] = elide_middle(f[0], avail);
+  } else if (display_width(f[0]) + display_width(f[1]) > avail) {
+    const std::size_t w0 = display_width(f[0]), w1 = display_width(f[1]), half = avail / 2;
+    if (w0 <= half)
+      f[1] = elide_middle(f[1], avail - w0);
+    else if (w1 <= half)
+      f[0] = elide_middle(f[0], avail - w1);
+    else
+      f[0] = elide_middle(f[0], half), f[1] = elide_middle(f[1], avail - half);
+  }
+  std::string out = f[0] + (f.size() > 1 ? ";" + f[1] : "");
+  std::size_t i = f.size();
+  for (; i < frames.size(); ++i) {
+    std::string next = out + ";" + frame_text(frames[i]);
+    if (display_width(next + suffix(frames.size() - i - 1)) > columns) break;
+    out = std::move(next);
+  }
+  return out + suffix(frames.size() - i);
 }
 
 }  // namespace loupe::sinks

@@ -75,6 +75,9 @@ std::string labels_text(const Labels& labels);
 std::string frame_text(const FrameCopy& f);
 // Frames folded leaf → root with ';', at most `max_frames` of them.
 std::string folded_frames(const std::vector<FrameCopy>& frames, std::size_t max_frames);
+// The same in at most `columns` columns (a little more when even the leaf and its caller,
+// elided, do not fit): the frames that did not are counted ("… +7 more").
+std::string folded_frames_fit(const std::vector<FrameCopy>& frames, std::size_t columns);
 
 }  // namespace loupe::sinks
 

@@ -20,6 +20,9 @@ struct ReportOptions {
   // Its window begins after the session's: a section that holds values since the session
   // began (a gauge, a stack sample) says so.
   bool after_start = false;
+  // Columns a report line may take: tables split their columns, labels and stacks are
+  // elided (saying so) and prose lines wrap, so nothing is cut off unsaid.
+  std::size_t width = 120;
 };
 
 // ANSI emphasis, or nothing when the output is not a terminal (or color = "never").
@@ -46,6 +49,74 @@ inline std::size_t display_width(std::string_view s) {
   for (unsigned char c : s)
     if ((c & 0xC0) != 0x80) ++n;
   return n;
+}
+// Columns on screen: ANSI escape sequences take none.
+inline std::size_t visible_width(std::string_view s) {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\033') {
+      while (i + 1 < s.size() && !(s[i + 1] >= '@' && s[i + 1] <= '~' && s[i + 1] != '[')) ++i;
+      ++i;
+      continue;
+    }
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) ++n;
+  }
+  return n;
+}
+// Byte offset of column `column` in a string without escape sequences.
+inline std::size_t column_offset(std::string_view s, std::size_t column) {
+  std::size_t n = 0, i = 0;
+  for (; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) {
+      if (n == column) return i;
+      ++n;
+    }
+  }
+  return s.size();
+}
+// `s` in at most `width` columns: its start and its end (a path's file name, a symbol's
+// last component) stay readable and a "…" says what was taken out of the middle.
+inline std::string elide_middle(std::string_view s, std::size_t width) {
+  const std::size_t w = display_width(s);
+  if (w <= width) return std::string(s);
+  if (width == 0) return "";
+  const std::size_t head = (width - 1) / 2, tail = width - 1 - head;
+  return std::string(s.substr(0, column_offset(s, head))) + "…" +
+         std::string(s.substr(column_offset(s, w - tail)));
+}
+// A line wider than `width` as several: broken after the last separator ("  ", ", ", " ")
+// that fits, the continuation indented four columns past the line's own indent. Nothing
+// is dropped; a line without separators breaks where it must.
+inline std::vector<std::string> wrap_line(const std::string& line, std::size_t width) {
+  std::vector<std::string> out;
+  if (width < 16 || visible_width(line) <= width) return {line};
+  const std::size_t indent = line.find_first_not_of(' ');
+  const std::string more((indent == std::string::npos ? 0 : indent) + 4, ' ');
+  std::string rest = line;
+  bool first = true;
+  while (visible_width(rest) > width) {
+    // Escape sequences are rare here (color); measuring bytes of an escaped line only
+    // breaks it earlier than needed.
+    const std::size_t limit = column_offset(rest, width);
+    std::size_t cut = std::string::npos;
+    const std::size_t from = (first ? 0 : more.size()) + 1;
+    for (const char* sep : {"  ", ", ", " "}) {
+      std::size_t at = rest.rfind(sep, limit - std::string_view(sep).size());
+      if (at != std::string::npos && at >= from && at + std::string_view(sep).size() <= limit) {
+        cut = at + std::string_view(sep).size();
+        break;
+      }
+    }
+    if (cut == std::string::npos) cut = limit;
+    std::string head = rest.substr(0, cut);
+    while (!head.empty() && head.back() == ' ') head.pop_back();
+    out.push_back(head);
+    std::size_t next = rest.find_first_not_of(' ', cut);
+    rest = more + (next == std::string::npos ? "" : rest.substr(next));
+    first = false;
+  }
+  if (rest.find_first_not_of(' ') != std::string::npos) out.push_back(rest);
+  return out;
 }
 inline std::string pad_right(std::string s, std::size_t width) {
   std::size_t w = display_width(s);

@@ -7,7 +7,10 @@
 namespace loupe::sinks {
 namespace {
 
-constexpr std::size_t kMaxFoldedFrames = 16;
+// Narrowest room for a stack's frames, however wide the columns before them.
+constexpr std::size_t kNarrowestFrames = 40;
+// Room a stack's labels and frames keep before further values leave their columns.
+constexpr std::size_t kRoomForFrames = 48;
 
 std::int64_t first_value(const StackEntry& e) {
   return e.values.empty() ? 0 : e.values[0].value;
@@ -35,29 +38,113 @@ void render_stacks(const ProducerRecords& p, const ReportOptions& opt, const Tex
       return first_value(*a) > first_value(*b);
     });
     std::size_t shown = std::min(entries.size(), opt.top);
+    // A label every row shown has with the same value (one process, one sampling mode)
+    // is said once, in the title, and leaves its room to the frames.
+    Labels common;
+    if (shown > 1)
+      for (const auto& kv : entries[0]->labels)
+        if (std::all_of(entries.begin(), entries.begin() + static_cast<std::ptrdiff_t>(shown),
+                        [&kv](const StackEntry* e) {
+                          return std::find(e->labels.begin(), e->labels.end(), kv) !=
+                                 e->labels.end();
+                        }))
+          common.push_back(kv);
+    auto own_labels = [&common](const Labels& labels) {
+      Labels out;
+      for (const auto& kv : labels)
+        if (std::find(common.begin(), common.end(), kv) == common.end()) out.push_back(kv);
+      return out;
+    };
     std::string out = "  " + style.bold(name) + "  top " + std::to_string(shown) + " of " +
                       format_count(entries.size()) + " stacks by " + vname + ", total " +
                       format_quantity(static_cast<double>(total), vunit) +
-                      (opt.after_start && since_start ? ", since the session began" : "") + "\n";
+                      (opt.after_start && since_start ? ", since the session began" : "") +
+                      (common.empty() ? "" : ", each [" + labels_text(common) + "]") + "\n";
 
-    TextTable table({true, true, true, false});
-    table.row({"#", vname, "share", "frames (leaf → root)"});
+    // Values beyond the first (bytes next to a count, ...) are columns of their own, as
+    // long as the frames keep room beside them; else each goes on a line under its stack.
+    std::vector<std::string> extra_names;
+    for (std::size_t i = 0; i < shown; ++i)
+      for (std::size_t v = 1; v < entries[i]->values.size(); ++v)
+        if (std::find(extra_names.begin(), extra_names.end(), entries[i]->values[v].name) ==
+            extra_names.end())
+          extra_names.push_back(entries[i]->values[v].name);
+    std::vector<std::string> header = {"#", vname, "share"};
+    header.insert(header.end(), extra_names.begin(), extra_names.end());
+    std::vector<std::vector<std::string>> lead;
     for (std::size_t i = 0; i < shown; ++i) {
       const StackEntry& e = *entries[i];
       double share =
           total > 0 ? static_cast<double>(first_value(e)) / static_cast<double>(total) : 0;
-      std::string frames = folded_frames(e.frames, kMaxFoldedFrames);
-      if (!e.labels.empty()) frames = "[" + labels_text(e.labels) + "] " + frames;
-      // Further values (bytes next to a count, ...) follow the stack they belong to.
-      for (std::size_t v = 1; v < e.values.size(); ++v)
-        frames += "  " + e.values[v].name + "=" +
-                  format_quantity(static_cast<double>(e.values[v].value), e.values[v].unit);
-      table.row({std::to_string(i + 1), format_quantity(static_cast<double>(first_value(e)), vunit),
-                 format_percent(share), frames});
+      std::vector<std::string> cells = {std::to_string(i + 1),
+                                        format_quantity(static_cast<double>(first_value(e)), vunit),
+                                        format_percent(share)};
+      for (const auto& n : extra_names) {
+        auto it = std::find_if(e.values.begin() + 1, e.values.end(),
+                               [&n](const ValueCopy& v) { return v.name == n; });
+        cells.push_back(
+            it == e.values.end() ? "-" : format_quantity(static_cast<double>(it->value), it->unit));
+      }
+      lead.push_back(std::move(cells));
+    }
+    auto lead_width = [&](std::size_t columns) {
+      std::size_t w = 4;
+      for (std::size_t c = 0; c < columns; ++c) {
+        std::size_t cw = display_width(header[c]);
+        for (const auto& row : lead) cw = std::max(cw, display_width(row[c]));
+        w += cw + 2;
+      }
+      return w;
+    };
+    const bool extras_apart =
+        !extra_names.empty() && lead_width(header.size()) + kRoomForFrames > opt.width;
+    const std::size_t columns = extras_apart ? 3 : header.size();
+    const std::size_t used = lead_width(columns);
+    const std::size_t room =
+        opt.width > used + kNarrowestFrames ? opt.width - used : kNarrowestFrames;
+
+    std::vector<bool> right(columns, true);
+    right.push_back(false);
+    TextTable table(right);
+    header.resize(columns);
+    header.push_back("frames (leaf → root)");
+    table.row(header);
+    for (std::size_t i = 0; i < shown; ++i) {
+      const StackEntry& e = *entries[i];
+      // Labels (pid, comm, reason...) leave the frames half the room, or kNarrowestFrames
+      // when that is less; the frames keep the leaf and its caller, the rest counted.
+      const std::size_t label_room = room - std::min(room / 2, kNarrowestFrames) - 3;
+      const Labels mine = own_labels(e.labels);
+      std::string labels =
+          mine.empty() ? "" : "[" + elide_middle(labels_text(mine), label_room) + "] ";
+      std::size_t left = room - std::min(room, display_width(labels));
+      std::vector<std::string> cells(lead[i].begin(),
+                                     lead[i].begin() + static_cast<std::ptrdiff_t>(columns));
+      cells.push_back(labels + folded_frames_fit(e.frames, left));
+      table.row(std::move(cells));
+      if (extras_apart) {
+        std::string extra;
+        for (std::size_t v = 0; v < extra_names.size(); ++v)
+          if (lead[i][3 + v] != "-") extra += "  " + extra_names[v] + "=" + lead[i][3 + v];
+        if (!extra.empty()) table.row({"", "", "", extra.substr(2)});
+      }
     }
     auto lines = table.lines("    ");
     for (std::size_t i = 0; i < lines.size(); ++i)
       out += (i == 0 ? style.dim(lines[i]) : lines[i]) + "\n";
+    if (entries.size() > shown) {
+      std::int64_t left = 0;
+      for (std::size_t i = shown; i < entries.size(); ++i) left += first_value(*entries[i]);
+      out += "    " +
+             style.dim("… " + format_count(entries.size() - shown) + " more stack(s)" +
+                       (total > 0 ? " with " +
+                                        format_percent(static_cast<double>(left) /
+                                                       static_cast<double>(total)) +
+                                        " of " + vname
+                                  : "") +
+                       " (console top = " + std::to_string(opt.top) + ")") +
+             "\n";
+    }
     blocks.push_back(std::move(out));
   }
 }

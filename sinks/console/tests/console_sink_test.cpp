@@ -11,6 +11,14 @@
 namespace loupe::test {
 namespace {
 
+using loupe::sinks::display_width;
+using loupe::sinks::wrap_line;
+
+std::string thousands(int n) {
+  std::string d = std::to_string(n);
+  return d.size() > 3 ? d.substr(0, d.size() - 3) + "," + d.substr(d.size() - 3) : d;
+}
+
 class ConsoleSinkTest : public ::testing::Test {
  protected:
   ConsoleSinkTest() : lib_(LOUPE_CONSOLE_SO) {
@@ -151,6 +159,7 @@ TEST_F(ConsoleSinkTest, HealthVerdictSaysNoDataLostAndVerboseListsEveryCheck) {
 }
 
 TEST_F(ConsoleSinkTest, HealthVerdictCountsLossesAndFailuresAndMarksThem) {
+  host_.set("width", std::int64_t{1000});  // the verdict on one line, to compare it whole
   PluginInstance sink(lib_);
   ASSERT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
   SampleRecord ok = health(LOUPE_HEALTH_OK, "received", "ring:outliers", 14);
@@ -454,6 +463,130 @@ TEST_F(ConsoleSinkTest, StacksAreMergedRankedAndCutToTopN) {
   EXPECT_TRUE(has(second, "50  40.0%")) << text;
   EXPECT_LT(text.find(first), text.find(second));
   EXPECT_FALSE(has(text, "0xdead")) << "the third stack is beyond top=2";
+}
+
+// Issue 32: fileio on `gzip + cat + sync` printed 66 rows despite top, then 66 histograms,
+// 290 columns wide, each histogram saying `min 0 ns` above a lowest bucket of 512 ns.
+// Every table stops at `top` and counts the rest with their share; histograms are drawn
+// for the busiest of each name and the rest counted; no line is wider than 120 columns.
+TEST_F(ConsoleSinkTest, ManyRowsHonourTopAndFitTheWidth) {
+  std::deque<SampleRecord> recs;
+  const std::string dir = "/usr/lib/x86_64-linux-gnu/some/rather/deep/directory/of/locale/files/";
+  for (int i = 0; i < 30; ++i) {
+    const std::string path = dir + "LC_FILE_" + std::to_string(i);
+    recs.emplace_back(LOUPE_RECORD_METRIC, "file_ops");
+    recs.back()
+        .builder()
+        .label("path", path)
+        .label("op", "read")
+        .metric(LOUPE_METRIC_COUNTER, "", 100 - i);
+    // fileio does not measure the minimum: 0 beside a lowest bucket of [513, 1025).
+    recs.emplace_back(LOUPE_RECORD_HISTOGRAM, "file_latency");
+    recs.back()
+        .builder()
+        .label("path", path)
+        .label("op", "read")
+        .histogram(LOUPE_BUCKETS_LOG2, 0, "ns",
+                   {{513, 1025, 1}, {2049, 4097, std::uint64_t(99 - i)}}, std::uint64_t(100 - i), 0,
+                   0, 4000);
+  }
+  std::string text = final_report(recs);
+  std::size_t rows = 0, drawn = 0;
+  for (const auto& l : split_lines(text)) {
+    EXPECT_LE(display_width(l), 120u) << l << "\n" << text;
+    if (has(l, "LC_FILE_") && !has(l, "{")) ++rows;
+    if (has(l, "file_latency{")) ++drawn;
+    EXPECT_FALSE(has(l, "min 0 ns")) << "the lowest bucket cannot hold 0: " << l;
+  }
+  EXPECT_EQ(rows, 10u) << "console top defaults to 10\n" << text;
+  // The 20 rows left out hold 90 + 89 + ... + 71 = 1,610 of 2,565 file_ops; the 27
+  // histograms not drawn all but the first three (100 + 99 + 98).
+  EXPECT_TRUE(has(text, "… 20 more row(s) with 62.8% of file_ops (console top = 10)")) << text;
+  EXPECT_EQ(drawn, 3u) << text;
+  EXPECT_TRUE(
+      has(text, "… 27 more file_latency histogram(s) not drawn, 2,268 of 2,565 values (88.4%)"))
+      << text;
+  EXPECT_TRUE(has(line_with(text, "file_latency{"), "min >512 ns")) << text;
+  // The rows shown keep the file's name: a path is elided in its middle.
+  EXPECT_TRUE(has(text, "LC_FILE_0 ")) << text;
+  EXPECT_TRUE(has(text, "…")) << text;
+
+  host_.set("top", std::int64_t{40});
+  host_.set("verbose", true);
+  text = final_report(recs);
+  EXPECT_FALSE(has(text, "more row(s)")) << text;
+  EXPECT_FALSE(has(text, "not drawn")) << text;
+}
+
+// A table with more columns than the width holds is split: each part repeats the labels,
+// so every value stays in its row and under its column's name.
+TEST_F(ConsoleSinkTest, AWideTableIsSplitRepeatingItsLabels) {
+  std::deque<SampleRecord> recs;
+  std::vector<std::string> names;
+  for (int m = 0; m < 12; ++m) {
+    names.push_back("a_rather_long_metric_name_" + std::to_string(m));
+    for (const char* dev : {"vda", "vdb"}) {
+      recs.emplace_back(LOUPE_RECORD_METRIC, names.back());
+      recs.back()
+          .builder()
+          .label("device", dev)
+          .metric(LOUPE_METRIC_COUNTER, "", 1000 + m + (dev[2] == 'a' ? 0 : 500));
+    }
+  }
+  std::string text = final_report(recs);
+  std::size_t headers = 0;
+  for (const auto& l : split_lines(text)) {
+    EXPECT_LE(display_width(l), 120u) << l << "\n" << text;
+    if (has(l, "device  ")) ++headers;
+  }
+  EXPECT_GE(headers, 3u) << text;
+  for (int m = 0; m < 12; ++m) {
+    EXPECT_TRUE(has(text, names[static_cast<std::size_t>(m)])) << text;
+    EXPECT_TRUE(has(text, thousands(1000 + m))) << text;
+  }
+}
+
+// A deep stack of long C++ symbols fits the width: the leaf and its caller whole, the
+// frames that did not fit counted; its further values keep their columns.
+TEST_F(ConsoleSinkTest, ADeepStackIsElidedKeepingTheLeafAndItsCaller) {
+  std::vector<std::string> names;
+  for (int i = 0; i < 40; ++i)
+    names.push_back("std::vector<std::basic_string<char>>::_M_realloc_insert_level_" +
+                    std::to_string(i));
+  std::vector<loupe_frame> frames;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    frames.push_back(
+        {0x1000u + i, names[i].c_str(), "/bin/x", 0, LOUPE_FRAME_USER, LOUPE_RESOLVED_SYMTAB});
+  SampleRecord s(LOUPE_RECORD_STACK_SAMPLE, "cpu");
+  s.builder()
+      .label("pid", "4242")
+      .label("comm", "gzip")
+      .frames(frames.data(), static_cast<std::uint32_t>(frames.size()))
+      .value("samples", "count", 7)
+      .value("time_ns", "ns", 70000000);
+  std::string text = final_report({&s});
+  std::string row = line_with(text, "level_0");
+  EXPECT_LE(display_width(row), 120u) << text;
+  EXPECT_TRUE(has(row, "[pid=4242,comm=gzip]")) << text;
+  EXPECT_TRUE(has(row, "70.0 ms")) << text;
+  EXPECT_TRUE(has(row, "_level_1")) << "the caller: " << text;
+  EXPECT_TRUE(has(row, " more")) << "the frames left out are counted: " << text;
+}
+
+TEST(ConsoleWrapLine, BreaksAtSeparatorsAndLosesNothing) {
+  std::string line = "VERDICT: data lost or degraded at 3 place(s): ";
+  for (int i = 0; i < 12; ++i)
+    line += "lost_kernel@ring:component_" + std::to_string(i) + " (17), ";
+  std::vector<std::string> lines = wrap_line(line, 80);
+  ASSERT_GT(lines.size(), 1u);
+  std::string joined;
+  for (const auto& l : lines) {
+    EXPECT_LE(display_width(l), 80u) << l;
+    joined += l.substr(l.find_first_not_of(' ')) + " ";
+  }
+  for (int i = 0; i < 12; ++i)
+    EXPECT_NE(joined.find("component_" + std::to_string(i) + " (17)"), std::string::npos) << joined;
+  EXPECT_EQ(wrap_line("short", 80), std::vector<std::string>{"short"});
 }
 
 TEST_F(ConsoleSinkTest, StacksThatReadTheSameAreOneRow) {

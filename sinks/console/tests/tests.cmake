@@ -19,3 +19,21 @@ loupe_cli_e2e_test(console_report_e2e_test
   DEPENDS loupe-console loupe-latency
   DEFINITIONS LOUPE_PROFILES_DIR="${CMAKE_SOURCE_DIR}/profiles" PROPERTIES TIMEOUT 120)
 endif()
+
+# Every bundled profile's report on a short command of Debian's binaries fits 120 columns;
+# files.toml's tables and histograms honour the console's top and say what they left out
+# (kernel tier: real sessions).
+set(_console_width_plugins)
+foreach(_p loupe-console loupe-jsonl loupe-folded loupe-fileio loupe-latency loupe-cpusample
+        loupe-offcpu loupe-memalloc loupe-biolat loupe-lockwait loupe-tcp loupe-jitregions
+        loupe-syscount)
+  if(TARGET ${_p})
+    list(APPEND _console_width_plugins ${_p})
+  endif()
+endforeach()
+if(TARGET loupe-fileio)
+loupe_cli_e2e_test(console_width_e2e_test
+  SOURCE ${CMAKE_CURRENT_LIST_DIR}/console_width_e2e_test.cpp
+  DEPENDS ${_console_width_plugins}
+  DEFINITIONS LOUPE_PROFILES_DIR="${CMAKE_SOURCE_DIR}/profiles" PROPERTIES TIMEOUT 300)
+endif()
