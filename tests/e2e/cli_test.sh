@@ -212,15 +212,15 @@ TOML
 
 # Two CPU runs of Debian's gzip: A with the frame-pointer unwinder the bundled cpu profile
 # offers (gzip has no frame pointers, so user frames come out that the symbolizer cannot
-# name: "symbol": null, and no module), B with the profile unchanged (dwarf). Frames
+# name: "symbol": null, and no module), B with the profile unchanged (in-kernel tables). Frames
 # without a name must not crash loupe diff, and --folded-diff names every frame as the
 # folded sink named it in the same run.
 case_diff_cpu() {
   need_root
   command -v gzip >/dev/null || { echo "SKIP: gzip is not installed"; exit 77; }
   head -c 12000000 /dev/urandom | base64 >"$TMP/data"
-  sed 's/^unwind = .*/unwind = "fp"/' "$SRC/profiles/cpu.toml" >"$TMP/cpu-fp.toml"
-  grep -q '^unwind = "fp"' "$TMP/cpu-fp.toml" || fail "profiles/cpu.toml has no unwind key to set"
+  sed 's/^name = "cpusample"/&\nunwind = "fp"/' "$SRC/profiles/cpu.toml" >"$TMP/cpu-fp.toml"
+  grep -q '^unwind = "fp"' "$TMP/cpu-fp.toml" || fail "profiles/cpu.toml has no cpusample to set"
   for run in A B; do
     rm -f "$TMP/data.gz"
     profile="$TMP/cpu-fp.toml"
