@@ -13,9 +13,9 @@
 // Modes, interleaved round by round so drift hits every mode alike: none, empty,
 // lockwait (no stacks), lockwait+stacks (user stacks by frame pointers: unwind = "fp"),
 // lockwait+tables (user stacks by the in-kernel unwinder, unwind = "tables", the default,
-// with this process's tables loaded as a session loads its target's). Wall time: median over rounds. BPF time: the
-// programs' own run time per call from bpf_enable_stats, in a second pass (stats add two
-// clock reads per program, so they stay off while wall time is taken).
+// with this process's tables loaded as a session loads its target's). Wall time: median over
+// rounds. BPF time: the programs' own run time per call from bpf_enable_stats, in a second pass
+// (stats add two clock reads per program, so they stay off while wall time is taken).
 //
 //   lockwait_overhead [--rounds R] [--calls N] [--pingpong N]
 #include <bpf/bpf.h>

@@ -8,9 +8,9 @@
 // uprobe floor), loupe (memalloc's own programs and maps, set up as the plugin sets them
 // up for a pid, every allocation recorded, user stacks by frame pointers: unwind = "fp"),
 // loupe-tables (the same with unwind = "tables", the default: the in-kernel unwinder with
-// this process's tables loaded as a session loads its target's) and bpftrace (a script keeping the same
-// state: size per thread, bytes and count per user stack, live address -> size).
-// Added cost = mode - none; the ratio that matters is loupe / empty.
+// this process's tables loaded as a session loads its target's) and bpftrace (a script keeping the
+// same state: size per thread, bytes and count per user stack, live address -> size). Added cost =
+// mode - none; the ratio that matters is loupe / empty.
 //
 //   memalloc_overhead [--rounds R] [--calls N] [--no-peers] [--budget SECONDS]
 #include <bpf/bpf.h>

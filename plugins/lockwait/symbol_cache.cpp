@@ -58,8 +58,8 @@ std::vector<CachedFrame> SymbolCache::resolve_stack(std::uint32_t pid, std::int3
   if (auto it = stacks_.find(key); it != stacks_.end()) return it->second;
   // One more than the deepest stack: room for caller_ip.
   std::uint64_t ips[LOUPE_UNWIND_MAX_DEPTH + 1] = {};
-  const std::uint32_t depth = std::min<std::uint32_t>(user ? user_depth_ : LW_STACK_DEPTH,
-                                                      LOUPE_UNWIND_MAX_DEPTH);
+  const std::uint32_t depth =
+      std::min<std::uint32_t>(user ? user_depth_ : LW_STACK_DEPTH, LOUPE_UNWIND_MAX_DEPTH);
   if (bpf_map_lookup_elem(user ? user_stacks_fd_ : stacks_fd_, &id, ips) != 0) return {};
   std::uint32_t n = 0;
   while (n < depth && ips[n]) ++n;

@@ -38,7 +38,10 @@ class SymbolCache {
   // `user_stacks_fd`, `user_depth` frames each: the same map, or the in-kernel unwinder's
   // loupe_unwind_stacks with unwind = "tables" (LOUPE_UNWIND_MAX_DEPTH frames).
   SymbolCache(const sdk::Host& host, int stacks_fd, int user_stacks_fd, std::uint32_t user_depth)
-      : host_(host), stacks_fd_(stacks_fd), user_stacks_fd_(user_stacks_fd), user_depth_(user_depth) {}
+      : host_(host),
+        stacks_fd_(stacks_fd),
+        user_stacks_fd_(user_stacks_fd),
+        user_depth_(user_depth) {}
 
   // The ring's decoder (sdk::register_fixed_ring): one first-seen record.
   int decode(const void* data, std::uint32_t len);

@@ -216,12 +216,13 @@ class MemallocProfiler : public sdk::Profiler {
     if (tables_) {
       if (!host_->attach_unwind_tables(bpf_map__fd(skel_->maps.loupe_unwind_rows),
                                        bpf_map__fd(skel_->maps.loupe_unwind_procs)))
-        throw sdk::Error(LOUPE_ERR_UNSUPPORTED,
-                         "unwind = \"tables\": the host keeps no unwind tables: " +
-                             host_->last_error());
+        throw sdk::Error(
+            LOUPE_ERR_UNSUPPORTED,
+            "unwind = \"tables\": the host keeps no unwind tables: " + host_->last_error());
       user_stacks_fd = bpf_map__fd(skel_->maps.loupe_unwind_stacks);
     }
-    frames_ = std::make_unique<StackFrames>(*host_, bpf_map__fd(skel_->maps.stacks), user_stacks_fd);
+    frames_ =
+        std::make_unique<StackFrames>(*host_, bpf_map__fd(skel_->maps.stacks), user_stacks_fd);
     std::vector<std::pair<std::string, std::string>> skipped;
     if (kernel_) {
       auto& p = skel_->progs;

@@ -95,8 +95,10 @@ class LockwaitUnwind : public loupe::test::CliRun {
       f.waited += ns;
       if (u.caller == "lock_site") {
         f.under_lock_site += ns;
-        if (u.has("worker") && u.has("start_thread")) f.rooted += ns;
-        else if (f.wait_example.empty()) f.wait_example = "(not rooted) " + u.joined();
+        if (u.has("worker") && u.has("start_thread"))
+          f.rooted += ns;
+        else if (f.wait_example.empty())
+          f.wait_example = "(not rooted) " + u.joined();
       } else if (f.wait_example.empty()) {
         f.wait_example = "(caller " + u.caller + ") " + u.joined();
       }
@@ -105,17 +107,18 @@ class LockwaitUnwind : public loupe::test::CliRun {
       if ((*rec)["labels"].value("addr", "") != addr) continue;
       const UserStack u = user_stack(*rec);
       f.released += wait_ns(*rec);
-      if (u.caller == "release_site" && u.has("lock_site")) f.by_release_site += wait_ns(*rec);
-      else if (f.holder_example.empty()) f.holder_example = "(caller " + u.caller + ") " + u.joined();
+      if (u.caller == "release_site" && u.has("lock_site"))
+        f.by_release_site += wait_ns(*rec);
+      else if (f.holder_example.empty())
+        f.holder_example = "(caller " + u.caller + ") " + u.joined();
     }
     std::printf(
         "  %s, unwind = %s: workload waited %.1f ms; g_lock %.1f ms, under lock_site %.1f ms "
         "(%.1f reach start_thread); ended by a wake %.1f ms, by release_site %.1f ms\n    %s\n"
         "    %s\n",
         fs::path(workload).filename().c_str(), mode.empty() ? "(default)" : mode.c_str(),
-        f.want_wait / 1e6, f.hist / 1e6, f.under_lock_site / 1e6, f.rooted / 1e6,
-        f.released / 1e6, f.by_release_site / 1e6, f.wait_example.c_str(),
-        f.holder_example.c_str());
+        f.want_wait / 1e6, f.hist / 1e6, f.under_lock_site / 1e6, f.rooted / 1e6, f.released / 1e6,
+        f.by_release_site / 1e6, f.wait_example.c_str(), f.holder_example.c_str());
     return f;
   }
 

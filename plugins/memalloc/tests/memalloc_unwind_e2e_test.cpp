@@ -93,8 +93,10 @@ class MemallocUnwind : public loupe::test::CliRun {
       const std::int64_t n = value(*rec, "allocs");
       f.allocs += n;
       f.bytes += value(*rec, "alloc_bytes");
-      if (u.has("alloc_phase") && u.has("main")) f.rooted += n;
-      else if (f.example.empty()) f.example = "(not rooted) " + u.joined();
+      if (u.has("alloc_phase") && u.has("main"))
+        f.rooted += n;
+      else if (f.example.empty())
+        f.example = "(not rooted) " + u.joined();
     }
     std::printf(
         "  %s, unwind = %s: workload %lld allocations, %lld bytes; under alloc_site: %lld "
@@ -174,8 +176,7 @@ TEST_F(MemallocUnwind, OverridesFpAndDwarf) {
 // allocations come after.
 TEST_F(MemallocUnwind, DebiansProgramsReachMainByDefault) {
   const std::vector<std::vector<std::string>> programs = {
-      {"/usr/bin/python3.11", "-c",
-       "'for i in range(20000): b = bytearray(2000 + i % 1000)'"},
+      {"/usr/bin/python3.11", "-c", "'for i in range(20000): b = bytearray(2000 + i % 1000)'"},
       {"/usr/bin/perl", "-e", "'my @a; push @a, \"x\" x (600 + $_ % 500) for 1 .. 20000'"},
   };
   for (const auto& cmd : programs) {
