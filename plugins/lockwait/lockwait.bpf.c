@@ -219,9 +219,9 @@ static __always_inline __s32 user_stack(void *ctx, __u32 tid, __u64 addr, __u64 
 	if (!targ_user_stacks)
 		return -1;
 	if (targ_pthread_stacks) {
-		/* The stack taken at pthread_*lock entry has every caller; the one taken here
-		 * has lost the frames between libc's syscall and the first frame-pointer
-		 * function. Use it when it is about this very futex. */
+		/* The stack taken at pthread_*lock entry has every caller; the one a
+		 * frame-pointer walk takes here has lost the frames between libc's syscall and
+		 * the first frame-pointer function. Use it when it is about this very futex. */
 		p = bpf_map_lookup_elem(&pending, &tid);
 		if (p && p->user_stack_id >= 0 && addr >= p->lock &&
 		    addr < p->lock + targ_rwlock_size &&
