@@ -11,9 +11,11 @@
 //         wake-ups, the contended case (wall time is noisy on a 2-CPU VM; BPF time is not)
 //
 // Modes, interleaved round by round so drift hits every mode alike: none, empty,
-// lockwait (no stacks), lockwait+stacks. Wall time: median over rounds. BPF time: the
-// programs' own run time per call from bpf_enable_stats, in a second pass (stats add two
-// clock reads per program, so they stay off while wall time is taken).
+// lockwait (no stacks), lockwait+stacks (user stacks by frame pointers: unwind = "fp"),
+// lockwait+tables (user stacks by the in-kernel unwinder, unwind = "tables", the default,
+// with this process's tables loaded as a session loads its target's). Wall time: median over
+// rounds. BPF time: the programs' own run time per call from bpf_enable_stats, in a second pass
+// (stats add two clock reads per program, so they stay off while wall time is taken).
 //
 //   lockwait_overhead [--rounds R] [--calls N] [--pingpong N]
 #include <bpf/bpf.h>
@@ -36,6 +38,7 @@
 #include <vector>
 
 #include "../common/bench_peers.hpp"
+#include "../common/self_unwind_tables.hpp"
 #include "empty_futex.skel.h"
 #include "lockwait.skel.h"
 
@@ -116,10 +119,17 @@ struct LockwaitDeleter {
 
 // lockwait's object with only the futex syscall pair loaded, as the plugin loads it for a
 // session with a target pid.
-std::unique_ptr<lockwait_bpf, LockwaitDeleter> load_lockwait(bool stacks) {
+std::unique_ptr<lockwait_bpf, LockwaitDeleter> load_lockwait(bool stacks, bool tables = false) {
   std::unique_ptr<lockwait_bpf, LockwaitDeleter> s(lockwait_bpf__open());
   if (!s) throw std::runtime_error("opening the lockwait object");
   s->rodata->targ_user_stacks = stacks;
+  s->rodata->targ_unwind_tables = tables;
+  if (tables)
+    loupe_bench::size_self_unwind_maps(s.get());
+  else
+    for (bpf_map* m : {s->maps.loupe_unwind_rows, s->maps.loupe_unwind_procs,
+                       s->maps.loupe_unwind_stacks, s->maps.loupe_unwind_slots})
+      bpf_map__set_max_entries(m, 1);
   s->rodata->loupe_filter_tgid = static_cast<unsigned>(getpid());
   for (auto* p :
        {s->progs.lw_futex_wait_enter, s->progs.lw_futex_wait_exit, s->progs.lw_futex_waitv_enter,
@@ -179,8 +189,9 @@ void measure(const char* title, const std::vector<Mode>& modes, int rounds,
   if (bpf_ns.count("lockwait"))
     std::printf(
         "  lockwait programs above empty ones: %.1f ns/call (no stacks), %.1f ns/call "
-        "(user stacks)\n",
-        bpf_ns["lockwait"] - bpf_ns["empty"], bpf_ns["lockwait+stacks"] - bpf_ns["empty"]);
+        "(user stacks, fp), %.1f ns/call (user stacks, tables)\n",
+        bpf_ns["lockwait"] - bpf_ns["empty"], bpf_ns["lockwait+stacks"] - bpf_ns["empty"],
+        bpf_ns["lockwait+tables"] - bpf_ns["empty"]);
 }
 
 }  // namespace
@@ -211,11 +222,14 @@ int main(int argc, char** argv) {
     std::unique_ptr<empty_futex_bpf, void (*)(empty_futex_bpf*)> empty(e, empty_futex_bpf__destroy);
     auto plain = load_lockwait(false);
     auto stacks = load_lockwait(true);
+    auto tables = load_lockwait(true, true);
+    auto self_tables = loupe_bench::load_self_unwind_tables(tables.get());
     std::vector<Mode> modes = {
         {"none", {}},
         {"empty", {e->progs.empty_enter, e->progs.empty_exit}},
         {"lockwait", {plain->progs.lw_futex_enter, plain->progs.lw_futex_exit}},
         {"lockwait+stacks", {stacks->progs.lw_futex_enter, stacks->progs.lw_futex_exit}},
+        {"lockwait+tables", {tables->progs.lw_futex_enter, tables->progs.lw_futex_exit}},
     };
     measure("futex WAIT returning EAGAIN: one full wait path per call", modes, rounds,
             [&] { return loop_wait(calls); });

@@ -6,9 +6,11 @@
 // Modes, interleaved round by round so drift hits every mode alike: none (the loop
 // alone), empty (do-nothing programs on malloc entry, malloc return and free entry: the
 // uprobe floor), loupe (memalloc's own programs and maps, set up as the plugin sets them
-// up for a pid, every allocation recorded) and bpftrace (a script keeping the same
-// state: size per thread, bytes and count per user stack, live address -> size).
-// Added cost = mode - none; the ratio that matters is loupe / empty.
+// up for a pid, every allocation recorded, user stacks by frame pointers: unwind = "fp"),
+// loupe-tables (the same with unwind = "tables", the default: the in-kernel unwinder with
+// this process's tables loaded as a session loads its target's) and bpftrace (a script keeping the
+// same state: size per thread, bytes and count per user stack, live address -> size). Added cost =
+// mode - none; the ratio that matters is loupe / empty.
 //
 //   memalloc_overhead [--rounds R] [--calls N] [--no-peers] [--budget SECONDS]
 #include <bpf/bpf.h>
@@ -33,6 +35,7 @@
 #include <vector>
 
 #include "../common/bench_peers.hpp"
+#include "../common/self_unwind_tables.hpp"
 #include "empty_alloc.skel.h"
 #include "memalloc.h"
 #include "memalloc.skel.h"
@@ -113,15 +116,30 @@ int main(int argc, char** argv) {
         empty_alloc_bpf__open_and_load(), &empty_alloc_bpf__destroy);
     if (!empty) throw std::runtime_error("loading the empty programs");
     // The plugin's setup for a session with a target pid and default keys, user only.
-    std::unique_ptr<memalloc_bpf, void (*)(memalloc_bpf*)> ma(memalloc_bpf__open(),
-                                                              &memalloc_bpf__destroy);
-    if (!ma) throw std::runtime_error("opening the memalloc object");
-    ma->rodata->loupe_filter_tgid = static_cast<__u32>(getpid());
+    using MaPtr = std::unique_ptr<memalloc_bpf, void (*)(memalloc_bpf*)>;
+    auto load_memalloc = [](bool tables) {
+      MaPtr ma(memalloc_bpf__open(), &memalloc_bpf__destroy);
+      if (!ma) throw std::runtime_error("opening the memalloc object");
+      ma->rodata->loupe_filter_tgid = static_cast<__u32>(getpid());
+      ma->rodata->targ_unwind_tables = tables;
+      if (tables)
+        loupe_bench::size_self_unwind_maps(ma.get());
+      else
+        for (bpf_map* m : {ma->maps.loupe_unwind_rows, ma->maps.loupe_unwind_procs,
+                           ma->maps.loupe_unwind_stacks, ma->maps.loupe_unwind_slots})
+          bpf_map__set_max_entries(m, 1);
+      auto& pr = ma->progs;
+      for (auto* prog : {pr.ma_kmalloc, pr.ma_kmem_cache_alloc, pr.ma_kfree, pr.ma_kmem_cache_free,
+                         pr.ma_page_alloc, pr.ma_page_free})
+        bpf_program__set_autoload(prog, false);
+      if (memalloc_bpf__load(ma.get())) throw std::runtime_error("loading the memalloc object");
+      return ma;
+    };
+    MaPtr ma = load_memalloc(false);
+    MaPtr mt = load_memalloc(true);
+    auto self_tables = loupe_bench::load_self_unwind_tables(mt.get());
     auto& p = ma->progs;
-    for (auto* prog : {p.ma_kmalloc, p.ma_kmem_cache_alloc, p.ma_kfree, p.ma_kmem_cache_free,
-                       p.ma_page_alloc, p.ma_page_free})
-      bpf_program__set_autoload(prog, false);
-    if (memalloc_bpf__load(ma.get())) throw std::runtime_error("loading the memalloc object");
+    auto& pt = mt->progs;
 
     const std::string pid = std::to_string(getpid());
     const std::string script =
@@ -152,6 +170,12 @@ int main(int argc, char** argv) {
            l.uprobe(p.ma_malloc, libc, "malloc", false);
            l.uprobe(p.ma_free, libc, "free", false);
          }},
+        {"loupe-tables",
+         [&](Links& l) {
+           l.uprobe(pt.ma_alloc_exit, libc, "malloc", true);
+           l.uprobe(pt.ma_malloc, libc, "malloc", false);
+           l.uprobe(pt.ma_free, libc, "free", false);
+         }},
     };
     if (peers && access("/usr/bin/bpftrace", X_OK) == 0)
       modes.push_back({"bpftrace", [](Links&) {}, true});
@@ -160,7 +184,8 @@ int main(int argc, char** argv) {
     int stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);  // closed at exit
     std::map<std::string, std::vector<bpf_program*>> progs = {
         {"empty", {empty->progs.empty_entry, empty->progs.empty_return}},
-        {"loupe", {p.ma_malloc, p.ma_alloc_exit, p.ma_free}}};
+        {"loupe", {p.ma_malloc, p.ma_alloc_exit, p.ma_free}},
+        {"loupe-tables", {pt.ma_malloc, pt.ma_alloc_exit, pt.ma_free}}};
     loop(calls);  // warm up
     loupe_bench::Budget budget(budget_s);
     int done = 0;
@@ -192,7 +217,7 @@ int main(int argc, char** argv) {
     for (const auto& m : modes) {
       if (!ns.count(m.name) || ns[m.name].empty()) continue;
       double med = median(ns[m.name]);
-      std::printf("  %-9s %10.0f ns  added %10.0f ns", m.name.c_str(), med, med - none);
+      std::printf("  %-12s %10.0f ns  added %10.0f ns", m.name.c_str(), med, med - none);
       if (m.name != "none" && m.name != "empty" && empty_added > 0)
         std::printf("  (%.2fx the empty set)", (med - none) / empty_added);
       if (stats_fd >= 0 && progs.count(m.name)) {

@@ -14,6 +14,7 @@
 #include "loupe/filter.bpf.h"
 #include "loupe/hist.bpf.h"
 #include "loupe/map.bpf.h"
+#include "loupe/unwind.bpf.h"
 #include "loupe/ustack.bpf.h"
 #include "lockwait.h"
 
@@ -28,6 +29,8 @@ const volatile __u64 targ_pthread_max_gap_ns = 1000ULL * 1000 * 1000;
 const volatile __u32 targ_rwlock_size = 56; /* sizeof(pthread_rwlock_t) on x86_64 glibc */
 /* unwind = "dwarf": futex waits' user stacks are copies unwound in user space. */
 const volatile bool targ_dwarf = false;
+/* unwind = "tables": user stacks by the in-kernel unwinder (ids in loupe_unwind_stacks). */
+const volatile bool targ_unwind_tables = false;
 /* holders: the stack of the thread whose futex wake ended each wait. */
 const volatile bool targ_holders = false;
 
@@ -110,6 +113,23 @@ static __always_inline void count(__u32 idx, __u64 n)
 		*c += n;
 }
 
+/* The current thread's user stack: by the in-kernel unwinder, from the registers saved at
+ * the syscall or uprobe trap, whose first frame (libc's futex call, or pthread_*lock at its
+ * entry) is unwound by its own CFI and so keeps the caller; or by the frame-pointer walk,
+ * which skips it. Counted when it fails. */
+static __always_inline __s32 take_user_stack(void *ctx)
+{
+	__s32 id;
+
+	if (targ_unwind_tables)
+		id = loupe_unwind_user_stack();
+	else
+		id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+	if (id < 0)
+		count(LW_C_USTACK_FAIL, 1);
+	return id;
+}
+
 static __always_inline bool is_wait_op(__u32 op)
 {
 	switch (op & LW_FUTEX_CMD_MASK) {
@@ -149,9 +169,7 @@ static __always_inline void note_wake(void *ctx, __u64 addr)
 		return;
 	w.ts = bpf_ktime_get_ns();
 	w.tid = (__u32)pid_tgid;
-	w.user_stack_id = targ_user_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
-	if (w.user_stack_id < 0 && targ_user_stacks)
-		count(LW_C_USTACK_FAIL, 1);
+	w.user_stack_id = targ_user_stacks ? take_user_stack(ctx) : -1;
 	bpf_get_current_comm(w.comm, sizeof(w.comm));
 	count(LW_C_WAKES, 1);
 	/* An LRU map evicts the oldest wake rather than fail; it fails only without memory. */
@@ -197,14 +215,13 @@ static __always_inline void credit_holder(__u64 pid_tgid, __u64 addr, __u64 star
 static __always_inline __s32 user_stack(void *ctx, __u32 tid, __u64 addr, __u64 *caller_ip)
 {
 	struct lw_pending_val *p;
-	__s32 id;
 
 	if (!targ_user_stacks)
 		return -1;
 	if (targ_pthread_stacks) {
-		/* The stack taken at pthread_*lock entry has every caller; the one taken here
-		 * has lost the frames between libc's syscall and the first frame-pointer
-		 * function. Use it when it is about this very futex. */
+		/* The stack taken at pthread_*lock entry has every caller; the one a
+		 * frame-pointer walk takes here has lost the frames between libc's syscall and
+		 * the first frame-pointer function. Use it when it is about this very futex. */
 		p = bpf_map_lookup_elem(&pending, &tid);
 		if (p && p->user_stack_id >= 0 && addr >= p->lock &&
 		    addr < p->lock + targ_rwlock_size &&
@@ -214,10 +231,7 @@ static __always_inline __s32 user_stack(void *ctx, __u32 tid, __u64 addr, __u64 
 			return p->user_stack_id;
 		}
 	}
-	id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
-	if (id < 0)
-		count(LW_C_USTACK_FAIL, 1);
-	return id;
+	return take_user_stack(ctx);
 }
 
 static __always_inline void wait_begin(void *ctx, __u32 kind, __u64 key_addr, __u64 addr,
@@ -523,11 +537,10 @@ int BPF_KPROBE(lw_pthread_lock, void *lock)
 	count(LW_C_PTHREAD_CALLS, 1);
 	p.lock = (__u64)lock;
 	p.ts = bpf_ktime_get_ns();
-	p.user_stack_id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
-	/* At function entry the return address is at the top of the stack. */
+	p.user_stack_id = take_user_stack(ctx);
+	/* At function entry the return address is at the top of the stack (the unwinder has it
+	 * already: user space then does not add it twice). */
 	bpf_probe_read_user(&p.caller_ip, sizeof(p.caller_ip), (void *)PT_REGS_SP(ctx));
-	if (p.user_stack_id < 0)
-		count(LW_C_USTACK_FAIL, 1);
 	/* Lost, the futex wait that follows keeps the shorter stack it takes itself. */
 	if (bpf_map_update_elem(&pending, &tid, &p, BPF_ANY))
 		count(LW_C_PENDING_FULL, 1);

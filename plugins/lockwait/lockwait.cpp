@@ -17,6 +17,7 @@
 #include "loupe/sdk/records.hpp"
 #include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/target_filter.hpp"
+#include "loupe/sdk/unwind.hpp"
 #include "loupe/sdk/uprobe.hpp"
 #include "loupe/sdk/ustack.hpp"
 #include "symbol_cache.hpp"
@@ -32,7 +33,8 @@ constexpr loupe_config_key kOwnKeys[] = {
     {"kernel_stacks", LOUPE_CFG_BOOL, 0, "true", "capture the kernel stack of each kernel wait"},
     {"pthread_stacks", LOUPE_CFG_BOOL, 0, "false",
      "uprobes on libc pthread_mutex_lock/pthread_rwlock_*lock: the futex wait takes the "
-     "stack seen there, which keeps the lock's direct caller (costs a uprobe per call)"},
+     "stack seen there, which keeps the lock's direct caller under unwind = \"fp\" (the "
+     "default unwinder keeps it without; costs a uprobe per call)"},
     {"holders", LOUPE_CFG_BOOL, 0, "true",
      "who releases the lock: the stack of the thread whose futex wake ended each wait "
      "(lock_holder stacks, a user stack per wake call)"},
@@ -98,6 +100,13 @@ class LockwaitProfiler : public sdk::Profiler {
     ro->loupe_ustack_stack_bytes =
         dwarf_ ? static_cast<std::uint32_t>(cfg.value_int("stack_bytes")) : 0;
     if (!dwarf_) bpf_map__set_max_entries(skel_->maps.dwarf_waits, 4096);
+    // unwind = "tables": waiters' and holders' user stacks by the in-kernel unwinder.
+    tables_ = !dwarf_ && opts_.futex && cfg.value_bool("user_stacks") &&
+              sdk::use_unwind_tables(cfg, *host_, "lockwait");
+    ro->targ_unwind_tables = tables_;
+    sdk::size_unwind_maps(skel_.get(),
+                          tables_ ? static_cast<std::uint32_t>(cfg.value_int("unwind_rows")) : 0,
+                          static_cast<std::uint32_t>(cfg.get_int("max_stacks", 8192)));
     ro->targ_pthread_stacks = opts_.pthread_stacks;
     ro->targ_holders = opts_.holders;
     sdk::write_target_filter(filter, skel_.get());
@@ -146,7 +155,19 @@ class LockwaitProfiler : public sdk::Profiler {
       attach(btf ? p->lw_contention_begin_btf : p->lw_contention_begin, "lock:contention_begin");
       attach(btf ? p->lw_contention_end_btf : p->lw_contention_end, "lock:contention_end");
     }
-    symbols_ = std::make_unique<SymbolCache>(*host_, bpf_map__fd(skel_->maps.stacks));
+    int user_stacks_fd = bpf_map__fd(skel_->maps.stacks);
+    std::uint32_t user_depth = LW_STACK_DEPTH;
+    if (tables_) {
+      if (!host_->attach_unwind_tables(bpf_map__fd(skel_->maps.loupe_unwind_rows),
+                                       bpf_map__fd(skel_->maps.loupe_unwind_procs)))
+        throw sdk::Error(
+            LOUPE_ERR_UNSUPPORTED,
+            "unwind = \"tables\": the host keeps no unwind tables: " + host_->last_error());
+      user_stacks_fd = bpf_map__fd(skel_->maps.loupe_unwind_stacks);
+      user_depth = LOUPE_UNWIND_MAX_DEPTH;
+    }
+    symbols_ = std::make_unique<SymbolCache>(*host_, bpf_map__fd(skel_->maps.stacks),
+                                             user_stacks_fd, user_depth);
     // No divisor: every first sighting matters.
     sdk::register_fixed_ring<lw_first_seen_event>(
         *host_,
@@ -177,6 +198,9 @@ class LockwaitProfiler : public sdk::Profiler {
 
   void collect(const sdk::CollectArgs& args) override {
     if (reporter_) reporter_->collect(args.is_final, args.window_start_ns, args.window_end_ns);
+    if (tables_)
+      sdk::emit_unwind_health(*host_, "lockwait", bpf_map__fd(skel_->maps.loupe_unwind_stats),
+                              args.is_final, args.window_start_ns, args.window_end_ns);
     if (dwarf_waits_) {
       dwarf_waits_->unwinder().emit_health("lockwait", bpf_map__fd(skel_->maps.loupe_ustack_stats),
                                            args.is_final, args.window_start_ns, args.window_end_ns);
@@ -273,6 +297,7 @@ class LockwaitProfiler : public sdk::Profiler {
   std::unique_ptr<LockReporter> reporter_;
   std::unique_ptr<DwarfWaits> dwarf_waits_;
   bool dwarf_ = false;
+  bool tables_ = false;
   std::size_t max_waiters_ = 16384;
 };
 

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "lockwait.h"
+#include "loupe/unwind.h"
 
 namespace loupe::lockwait {
 
@@ -55,10 +56,13 @@ std::vector<CachedFrame> SymbolCache::resolve_stack(std::uint32_t pid, std::int3
   std::lock_guard lock(mu_);
   auto key = std::make_tuple(user ? pid : 0u, id, caller_ip);
   if (auto it = stacks_.find(key); it != stacks_.end()) return it->second;
-  std::uint64_t ips[LW_STACK_DEPTH + 1] = {};
-  if (bpf_map_lookup_elem(stacks_fd_, &id, ips) != 0) return {};
+  // One more than the deepest stack: room for caller_ip.
+  std::uint64_t ips[LOUPE_UNWIND_MAX_DEPTH + 1] = {};
+  const std::uint32_t depth =
+      std::min<std::uint32_t>(user ? user_depth_ : LW_STACK_DEPTH, LOUPE_UNWIND_MAX_DEPTH);
+  if (bpf_map_lookup_elem(user ? user_stacks_fd_ : stacks_fd_, &id, ips) != 0) return {};
   std::uint32_t n = 0;
-  while (n < LW_STACK_DEPTH && ips[n]) ++n;
+  while (n < depth && ips[n]) ++n;
   if (caller_ip && n >= 1 && (n == 1 || ips[1] != caller_ip)) {
     std::memmove(ips + 2, ips + 1, (n - 1) * sizeof(ips[0]));
     ips[1] = caller_ip;

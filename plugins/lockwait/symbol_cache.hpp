@@ -34,7 +34,14 @@ struct CachedFrame {
 
 class SymbolCache {
  public:
-  SymbolCache(const sdk::Host& host, int stacks_fd) : host_(host), stacks_fd_(stacks_fd) {}
+  // Kernel stack ids are in `stacks_fd` (a stack map of LW_STACK_DEPTH frames); user ones in
+  // `user_stacks_fd`, `user_depth` frames each: the same map, or the in-kernel unwinder's
+  // loupe_unwind_stacks with unwind = "tables" (LOUPE_UNWIND_MAX_DEPTH frames).
+  SymbolCache(const sdk::Host& host, int stacks_fd, int user_stacks_fd, std::uint32_t user_depth)
+      : host_(host),
+        stacks_fd_(stacks_fd),
+        user_stacks_fd_(user_stacks_fd),
+        user_depth_(user_depth) {}
 
   // The ring's decoder (sdk::register_fixed_ring): one first-seen record.
   int decode(const void* data, std::uint32_t len);
@@ -60,6 +67,8 @@ class SymbolCache {
 
   sdk::Host host_;
   int stacks_fd_;
+  int user_stacks_fd_;
+  std::uint32_t user_depth_;
   std::mutex mu_;
   std::map<std::pair<std::uint32_t, std::uint64_t>, LockName> locks_;
   // (pid or 0 for kernel, stack id)

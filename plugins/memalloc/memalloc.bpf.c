@@ -14,6 +14,7 @@
 #include "loupe/emit.bpf.h"
 #include "loupe/hist.bpf.h"
 #include "loupe/map.bpf.h"
+#include "loupe/unwind.bpf.h"
 #include "loupe/ustack.bpf.h"
 #include "memalloc.h"
 
@@ -26,6 +27,8 @@ const volatile bool targ_kernel_user_stacks = true; /* user stack of kmem alloca
 const volatile __u64 targ_page_size = 4096;
 /* unwind = "dwarf": user allocation stacks are copies unwound in user space. */
 const volatile bool targ_dwarf = false;
+/* unwind = "tables": user stacks by the in-kernel unwinder (ids in loupe_unwind_stacks). */
+const volatile bool targ_unwind_tables = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
@@ -155,7 +158,18 @@ static __always_inline bool sample(__u64 size, struct ma_counters *c)
 
 static __always_inline __s32 get_stack(void *ctx, __u64 flags, struct ma_counters *c)
 {
-	long id = bpf_get_stackid(ctx, &stacks, flags);
+	long id;
+
+	/* The unwinder walks from the user registers saved at the trap or syscall, which a
+	 * uretprobe has set to the caller's return address and stack: the allocation site,
+	 * then its callers by their own CFI rows (a store that is full is counted there). */
+	if (targ_unwind_tables && (flags & BPF_F_USER_STACK)) {
+		id = loupe_unwind_user_stack();
+		if (id < 0)
+			c->user_stack_failed++;
+		return (__s32)id;
+	}
+	id = bpf_get_stackid(ctx, &stacks, flags);
 
 	if (id < 0) {
 		if (id == -EEXIST)

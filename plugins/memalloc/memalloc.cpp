@@ -27,6 +27,7 @@
 #include "loupe/sdk/records.hpp"
 #include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/target_filter.hpp"
+#include "loupe/sdk/unwind.hpp"
 #include "loupe/sdk/ustack.hpp"
 #include "memalloc.skel.h"
 #include "memalloc_reporter.hpp"
@@ -164,6 +165,14 @@ class MemallocProfiler : public sdk::Profiler {
       throw sdk::Error(LOUPE_ERR_UNSUPPORTED,
                        "unwind = \"dwarf\" needs a host with the unwind_user service (ABI 1.2)");
     ro->targ_dwarf = dwarf_;
+    // unwind = "tables": user stacks (of user and, with kernel_user_stacks, kmem
+    // allocations) by the in-kernel unwinder; kernel stacks stay in the stack map.
+    tables_ = !dwarf_ && (user_ || ro->targ_kernel_user_stacks) &&
+              sdk::use_unwind_tables(cfg, *host_, "memalloc");
+    ro->targ_unwind_tables = tables_;
+    sdk::size_unwind_maps(skel_.get(),
+                          tables_ ? static_cast<std::uint32_t>(cfg.value_int("unwind_rows")) : 0,
+                          u32_key(cfg, "max_stacks", 16384));
     ro->loupe_ustack_stack_bytes =
         dwarf_ ? static_cast<std::uint32_t>(cfg.value_int("stack_bytes")) : 0;
     if (!dwarf_) bpf_map__set_max_entries(skel_->maps.dwarf_events, 4096);
@@ -203,7 +212,17 @@ class MemallocProfiler : public sdk::Profiler {
           throw sdk::Error(LOUPE_ERR_KERNEL,
                            "filling the sampling table: " + std::string(std::strerror(errno)));
     }
-    frames_ = std::make_unique<StackFrames>(*host_, bpf_map__fd(skel_->maps.stacks));
+    int user_stacks_fd = bpf_map__fd(skel_->maps.stacks);
+    if (tables_) {
+      if (!host_->attach_unwind_tables(bpf_map__fd(skel_->maps.loupe_unwind_rows),
+                                       bpf_map__fd(skel_->maps.loupe_unwind_procs)))
+        throw sdk::Error(
+            LOUPE_ERR_UNSUPPORTED,
+            "unwind = \"tables\": the host keeps no unwind tables: " + host_->last_error());
+      user_stacks_fd = bpf_map__fd(skel_->maps.loupe_unwind_stacks);
+    }
+    frames_ =
+        std::make_unique<StackFrames>(*host_, bpf_map__fd(skel_->maps.stacks), user_stacks_fd);
     std::vector<std::pair<std::string, std::string>> skipped;
     if (kernel_) {
       auto& p = skel_->progs;
@@ -257,6 +276,9 @@ class MemallocProfiler : public sdk::Profiler {
     warm_new_processes();
     // Sites, totals and sizes since the session began: the records' window starts with it.
     reporter_->collect(args.is_final, args.session_start_ns, args.window_end_ns);
+    if (tables_)
+      sdk::emit_unwind_health(*host_, "memalloc", bpf_map__fd(skel_->maps.loupe_unwind_stats),
+                              args.is_final, args.window_start_ns, args.window_end_ns);
     if (dwarf_allocs_) {
       dwarf_allocs_->unwinder().emit_health("memalloc", bpf_map__fd(skel_->maps.loupe_ustack_stats),
                                             args.is_final, args.window_start_ns,
@@ -322,6 +344,7 @@ class MemallocProfiler : public sdk::Profiler {
   std::unique_ptr<MemallocReporter> reporter_;
   std::unique_ptr<DwarfAllocs> dwarf_allocs_;
   bool dwarf_ = false;
+  bool tables_ = false;
   std::thread warmer_;
   std::mutex warm_mu_;
   std::condition_variable warm_cv_;

@@ -7,11 +7,16 @@
 #include <sstream>
 #include <string>
 
+#include "loupe/unwind.h"
+
 namespace loupe::memalloc {
 
-std::vector<std::uint64_t> StackFrames::read(std::int32_t id) const {
+// One read serves both maps: a stack map's value and the unwinder's stack are alike.
+static_assert(MA_STACK_DEPTH == LOUPE_UNWIND_MAX_DEPTH);
+
+std::vector<std::uint64_t> StackFrames::read(int fd, std::int32_t id) const {
   std::vector<std::uint64_t> ips(MA_STACK_DEPTH, 0);
-  if (id < 0 || bpf_map_lookup_elem(stacks_fd_, &id, ips.data()) != 0) return {};
+  if (id < 0 || bpf_map_lookup_elem(fd, &id, ips.data()) != 0) return {};
   std::size_t n = 0;
   while (n < ips.size() && ips[n] != 0) ++n;
   ips.resize(n);
@@ -21,7 +26,9 @@ std::vector<std::uint64_t> StackFrames::read(std::int32_t id) const {
 void StackFrames::append(std::uint32_t pid, loupe_frame_kind kind, std::int32_t id,
                          std::vector<loupe_frame>& out) const {
   auto u = kind == LOUPE_FRAME_USER ? unwound_.find({pid, id}) : unwound_.end();
-  auto ips = u != unwound_.end() ? u->second : read(id);
+  auto ips = u != unwound_.end()
+                 ? u->second
+                 : read(kind == LOUPE_FRAME_USER ? user_stacks_fd_ : stacks_fd_, id);
   if (ips.empty()) return;
   std::vector<loupe_frame> f(ips.size());
   if (host_.symbolize(pid, kind, ips.data(), static_cast<std::uint32_t>(ips.size()), f.data()) !=

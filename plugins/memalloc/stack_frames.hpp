@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Reads stacks from the BPF stack map and symbolizes them through the host, caching the
+// Reads stacks from the BPF stack maps and symbolizes them through the host, caching the
 // frames of each (process, stack id): a stack id names one stack for the session.
 #ifndef LOUPE_MEMALLOC_STACK_FRAMES_HPP
 #define LOUPE_MEMALLOC_STACK_FRAMES_HPP
@@ -18,7 +18,10 @@ namespace loupe::memalloc {
 
 class StackFrames {
  public:
-  StackFrames(const sdk::Host& host, int stacks_fd) : host_(host), stacks_fd_(stacks_fd) {}
+  // User stack ids live in `user_stacks_fd` (the unwinder's loupe_unwind_stacks with unwind =
+  // "tables", same value layout), kernel ones in `stacks_fd`; one map serves both otherwise.
+  StackFrames(const sdk::Host& host, int stacks_fd, int user_stacks_fd)
+      : host_(host), stacks_fd_(stacks_fd), user_stacks_fd_(user_stacks_fd) {}
 
   // Kernel frames (leaf first), then user frames; an unavailable half is left out.
   const std::vector<loupe_frame>& frames(const ma_stack_key& key);
@@ -33,12 +36,13 @@ class StackFrames {
   void put_user_stack(std::uint32_t tgid, std::int32_t id, const std::vector<std::uint64_t>& addrs);
 
  private:
-  std::vector<std::uint64_t> read(std::int32_t id) const;
+  std::vector<std::uint64_t> read(int fd, std::int32_t id) const;
   void append(std::uint32_t pid, loupe_frame_kind kind, std::int32_t id,
               std::vector<loupe_frame>& out) const;
 
   const sdk::Host& host_;
   int stacks_fd_;
+  int user_stacks_fd_;
   std::mutex mu_;  // collect() and the warm-up thread
   std::map<std::tuple<std::uint32_t, std::int32_t, std::int32_t>, std::vector<loupe_frame>> cache_;
   std::map<std::uint32_t, std::vector<std::uint64_t>> warmed_;  // executable mappings seen

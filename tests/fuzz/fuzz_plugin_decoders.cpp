@@ -158,7 +158,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       break;
     }
     case 3: {
-      loupe::lockwait::SymbolCache c(host, -1);
+      loupe::lockwait::SymbolCache c(host, -1, -1, LW_STACK_DEPTH);
       feed(in, sizeof(lw_first_seen_event), [&](const void* p, std::uint32_t n) {
         return loupe::sdk::guarded_decode<loupe::lockwait::SymbolCache>(&c, p, n);
       });

@@ -147,9 +147,8 @@ TEST_F(LockwaitE2E, MutexWaitMatchesTheWorkloadsOwnFigureAndIsNamed) {
   EXPECT_EQ(health(m.r, "waiters_full"), 0);
   EXPECT_EQ(health(m.r, "stack_failures_user"), 0);
 
-  // Frame-pointer unwinding from libc's futex syscall: libc keeps no frame pointers, so
-  // the first frame above libc is the caller of the function that called
-  // pthread_mutex_lock (worker), not contend_on_g_lock itself (see README).
+  // The stacks go on past the waiting function to its caller (lockwait_unwind_e2e_test
+  // checks the direct caller itself).
   ASSERT_FALSE(m.stacks.empty());
   double stacks_ns = 0;
   bool worker = false;
@@ -316,7 +315,7 @@ TEST_F(LockwaitE2E, DwarfNamesTheWaitersOfABinaryWithoutFramePointers) {
     if ((*h)["health"].value("component", "") == "lockwait/unwind_ok")
       unwound = (*h)["health"]["value"].get<double>();
   EXPECT_GT(unwound, 0);
-  auto f = run_mutex(*this, "kernel = false\n", LOCKWAIT_MUTEX_NOFP);
+  auto f = run_mutex(*this, "kernel = false\nunwind = \"fp\"\n", LOCKWAIT_MUTEX_NOFP);
   ASSERT_EQ(f.r.exit_code, 0) << f.r.output;
   const double fp = named(f, &fp_total);
   std::printf("  wait named contend_on_g_lock <- worker: dwarf %.0f%%, fp %.0f%%\n", 100 * dwarf,

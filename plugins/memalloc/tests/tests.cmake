@@ -20,3 +20,11 @@ loupe_cli_e2e_test(memalloc_e2e_test SOURCE ${_ma_dir}/memalloc_e2e_test.cpp
 # The session's process tree: forked workers' allocations per pid, --no-follow, --pid.
 loupe_cli_e2e_test(memalloc_tree_e2e_test SOURCE ${_ma_dir}/memalloc_tree_e2e_test.cpp
   DEPENDS tree_workload loupe-memalloc PROPERTIES RUN_SERIAL TRUE)
+
+# The default unwind = "tables" on tests/unwind's direct_alloc_lock (malloc called straight
+# from alloc_site), with and without frame pointers, and on Debian's python3.11 and xz.
+loupe_cli_e2e_test(memalloc_unwind_e2e_test SOURCE ${_ma_dir}/memalloc_unwind_e2e_test.cpp
+  DEFINITIONS UNWIND_ALLOC_LOCK_NOFP="$<TARGET_FILE:unwind_direct_alloc_lock_nofp>"
+              UNWIND_ALLOC_LOCK_FP="$<TARGET_FILE:unwind_direct_alloc_lock_fp>"
+  DEPENDS unwind_direct_alloc_lock_nofp unwind_direct_alloc_lock_fp loupe-memalloc
+  PROPERTIES TIMEOUT 300)

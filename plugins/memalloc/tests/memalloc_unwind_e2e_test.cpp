@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// memalloc's default user stacks (unwind = "tables", the in-kernel unwinder) end to end
+// through the CLI: tests/unwind/direct_alloc_lock.c calls malloc straight from alloc_site(),
+// built with and without frame pointers. Every one of its allocations must be counted
+// under exactly that direct caller (the first user frame outside libc), with the exact
+// bytes, on a stack that goes on through alloc_phase to main; the kernel's frame-pointer
+// walk (unwind = "fp") keeps the leaf but loses the rest on the build without frame
+// pointers. Debian's own python3.11 and xz (no frame pointers) reach main by default.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "cli_run.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::int64_t workload_figure(const std::string& output, const std::string& name) {
+  std::smatch m;
+  if (!std::regex_search(output, m, std::regex(name + "=([0-9]+)"))) return -1;
+  return std::stoll(m[1]);
+}
+
+std::int64_t value(const json& rec, const std::string& name) {
+  for (const auto& v : rec["stack"]["values"])
+    if (v["name"] == name) return v["value"].get<std::int64_t>();
+  return 0;
+}
+
+// The user frames' symbols, and the first one outside libc: the allocator's direct caller.
+struct UserStack {
+  std::string caller;
+  std::vector<std::string> symbols;
+  bool has(const std::string& s) const {
+    for (const auto& x : symbols)
+      if (x == s) return true;
+    return false;
+  }
+  std::string joined() const {
+    std::string j;
+    for (const auto& s : symbols) j += s + ";";
+    return j;
+  }
+};
+
+UserStack user_stack(const json& rec) {
+  UserStack u;
+  for (const auto& f : rec["stack"]["frames"]) {
+    if (f.value("kind", "") != "user") continue;
+    const std::string sym = f["symbol"].is_string() ? f["symbol"].get<std::string>() : "?";
+    const std::string mod = f["module"].is_string() ? f["module"].get<std::string>() : "";
+    u.symbols.push_back(sym);
+    if (u.caller.empty() && mod.find("libc.so") == std::string::npos) u.caller = sym;
+  }
+  return u;
+}
+
+struct Figures {
+  std::int64_t want_allocs = 0, want_bytes = 0;  // the workload's own
+  std::int64_t allocs = 0, bytes = 0;            // under exactly alloc_site
+  std::int64_t rooted = 0;                       // ... whose stack goes on to alloc_phase, main
+  std::string example;
+};
+
+class MemallocUnwind : public loupe::test::CliRun {
+ protected:
+  // `mode` empty: the plugin's defaults, as a profile without an unwind key gets them.
+  Figures run_mode(const char* workload, const std::string& mode) {
+    Figures f;
+    const std::string body = "[[plugins]]\nname = \"memalloc\"\n" +
+                             (mode.empty() ? std::string() : "unwind = \"" + mode + "\"\n");
+    // 1.5 s asleep first: the session loads the process's tables once it runs.
+    loupe::test::RunResult r = run(body, {workload, "1500"});
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    const std::string pid = std::to_string(workload_figure(r.output, "pid"));
+    f.want_allocs = workload_figure(r.output, "alloc_site_allocs");
+    f.want_bytes = workload_figure(r.output, "alloc_site_bytes");
+    for (const json* rec : r.all("stack", "alloc_sites")) {
+      if ((*rec)["labels"].value("pid", "") != pid) continue;
+      const UserStack u = user_stack(*rec);
+      if (u.caller != "alloc_site") {
+        if (u.has("alloc_site") && f.example.empty()) f.example = "(caller lost) " + u.joined();
+        continue;
+      }
+      const std::int64_t n = value(*rec, "allocs");
+      f.allocs += n;
+      f.bytes += value(*rec, "alloc_bytes");
+      if (u.has("alloc_phase") && u.has("main"))
+        f.rooted += n;
+      else if (f.example.empty())
+        f.example = "(not rooted) " + u.joined();
+    }
+    std::printf(
+        "  %s, unwind = %s: workload %lld allocations, %lld bytes; under alloc_site: %lld "
+        "allocations (%lld through alloc_phase to main), %lld bytes\n    %s\n",
+        fs::path(workload).filename().c_str(), mode.empty() ? "(default)" : mode.c_str(),
+        static_cast<long long>(f.want_allocs), static_cast<long long>(f.want_bytes),
+        static_cast<long long>(f.allocs), static_cast<long long>(f.rooted),
+        static_cast<long long>(f.bytes), f.example.c_str());
+    return f;
+  }
+
+  // memalloc counts every allocation: the site's figures are exact.
+  void expect_exact(const Figures& f) {
+    ASSERT_GT(f.want_allocs, 0);
+    EXPECT_EQ(f.allocs, f.want_allocs) << f.example;
+    EXPECT_EQ(f.bytes, f.want_bytes) << f.example;
+    EXPECT_EQ(f.rooted, f.want_allocs) << f.example;
+  }
+
+  // Under the plugin's defaults: of `cmd`'s allocations, how many there were, how many
+  // were walked before the session had loaded the process's tables (a process's first tens
+  // of milliseconds: metric unwind_fp_only_stacks, one walk per allocation), and how many
+  // have a user stack that reaches __libc_start_call_main.
+  struct Rooted {
+    double all = 0, before_tables = 0, rooted = 0;
+  };
+  Rooted rooted_share(const std::vector<std::string>& cmd) {
+    loupe::test::RunResult r = run("[[plugins]]\nname = \"memalloc\"\n", cmd);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    Rooted out;
+    std::string example;
+    for (const json* rec : r.all("stack", "alloc_sites")) {
+      const auto n = static_cast<double>(value(*rec, "allocs"));
+      const UserStack u = user_stack(*rec);
+      out.all += n;
+      if (u.has("__libc_start_call_main"))
+        out.rooted += n;
+      else if (example.empty())
+        example = u.joined();
+    }
+    for (const json* m : r.all("metric", "unwind_fp_only_stacks"))
+      out.before_tables = (*m)["metric"]["value"].get<double>();
+    std::printf(
+        "  %s: %.0f allocations, %.1f%% reach main; %.0f walked before the process had "
+        "tables; of the rest, %.2f%% reach main\n    not rooted, e.g.: %s\n",
+        cmd[0].c_str(), out.all, out.all ? 100 * out.rooted / out.all : 0.0, out.before_tables,
+        out.all > out.before_tables ? 100 * out.rooted / (out.all - out.before_tables) : 0.0,
+        example.c_str());
+    EXPECT_GT(out.all, out.before_tables) << r.output;
+    return out;
+  }
+};
+
+TEST_F(MemallocUnwind, DefaultNamesTheDirectCallerExactlyWithoutFramePointers) {
+  expect_exact(run_mode(UNWIND_ALLOC_LOCK_NOFP, ""));
+}
+
+TEST_F(MemallocUnwind, DefaultNamesTheDirectCallerExactlyWithFramePointers) {
+  expect_exact(run_mode(UNWIND_ALLOC_LOCK_FP, ""));
+}
+
+// The overrides still work: dwarf gives the same exact site; fp keeps the leaf (the stack is
+// taken at malloc's return, in alloc_site) but cannot go past a function without a frame
+// pointer, so the build without them never reaches main.
+TEST_F(MemallocUnwind, OverridesFpAndDwarf) {
+  expect_exact(run_mode(UNWIND_ALLOC_LOCK_NOFP, "dwarf"));
+  expect_exact(run_mode(UNWIND_ALLOC_LOCK_FP, "fp"));
+  const Figures fp = run_mode(UNWIND_ALLOC_LOCK_NOFP, "fp");
+  EXPECT_EQ(fp.allocs, fp.want_allocs);
+  EXPECT_LT(fp.rooted, fp.want_allocs / 2) << fp.example;
+}
+
+// Debian's binaries, built without frame pointers, under the defaults: every allocation the
+// unwinder walked with the process's tables reaches main. The allocations of the first tens
+// of milliseconds, before the session has read the process's tables, are walked by frame
+// pointers and counted (unwind_fp_only_stacks): the loops below run long enough that most
+// allocations come after.
+TEST_F(MemallocUnwind, DebiansProgramsReachMainByDefault) {
+  const std::vector<std::vector<std::string>> programs = {
+      {"/usr/bin/python3.11", "-c", "'for i in range(20000): b = bytearray(2000 + i % 1000)'"},
+      {"/usr/bin/perl", "-e", "'my @a; push @a, \"x\" x (600 + $_ % 500) for 1 .. 20000'"},
+  };
+  for (const auto& cmd : programs) {
+    if (!fs::exists(cmd[0])) continue;
+    const Rooted r = rooted_share(cmd);
+    EXPECT_GE(r.rooted, 0.99 * (r.all - r.before_tables)) << cmd[0];
+  }
+}
+
+}  // namespace
