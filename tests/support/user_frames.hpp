@@ -57,6 +57,16 @@ inline std::vector<const nlohmann::json*> events(const std::vector<nlohmann::jso
   return out;
 }
 
+// The value of the final metric record `name` of a run (0 when absent): e.g. a plugin's
+// unwind_fp_only_stacks, the stacks walked before the host had loaded their process's tables.
+inline double final_metric(const std::vector<nlohmann::json>& records, const std::string& name) {
+  for (const auto& r : records)
+    if (r.value("kind", "") == "metric" && r.value("name", "") == name &&
+        r.value("is_final", false))
+      return r["metric"].value("value", 0.0);
+  return 0;
+}
+
 // What tests/unwind/slow_calls_workload counted, by "site.function": its slow calls, and
 // how many of them were near the threshold (ones a profiler timing inside the kernel may
 // rightly not see as slow). pid 0 when the workload's line is missing from `output`.
