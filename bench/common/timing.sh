@@ -46,3 +46,28 @@ measure_under_loupe() {
       sed -n 's/^per=//p'
   done | median
 }
+
+# stack_cost LOUPE DIR PROGRAM EVENT PLUGIN_BODY CMD: runs the shell command line CMD as
+# loupe's target with the plugin section PLUGIN_BODY and --stats, and prints
+# "RUN_NS EVENTS RUNS": the kernel's run time of the programs named PROGRAM (a regex), the
+# EVENT records (event name) and the program runs. Costs per event of two stack modes are
+# then the difference of their RUN_NS over EVENTS, from BPF statistics, not wall time.
+stack_cost() {
+  local loupe=$1 dir=$2 prog=$3 event=$4 body=$5 cmd=$6
+  rm -rf "$dir/out"
+  printf '[session]\noutput_dir = "%s/out"\n%s\n[[sinks]]\nname = "jsonl"\n' "$dir" "$body" \
+    >"$dir/cost.toml"
+  "$loupe" run "$dir/cost.toml" --stats -- sh -c "$cmd" >"$dir/cost.log" 2>&1 ||
+    { cat "$dir/cost.log" >&2; return 1; }
+  python3 - "$dir/out/records.jsonl" "$prog" "$event" <<'PY'
+import json, re, sys
+ns = runs = events = 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["kind"] == "event" and r["name"] == sys.argv[3]: events += 1
+    if r.get("is_final") and r["kind"] == "metric" and re.fullmatch(sys.argv[2], r["labels"].get("program", "")):
+        if r["name"] == "probe_run_time": ns += r["metric"]["value"]
+        if r["name"] == "probe_runs": runs += r["metric"]["value"]
+print(int(ns), events, int(runs))
+PY
+}

@@ -16,12 +16,15 @@
 #include "loupe/hist.bpf.h"
 #include "loupe/map.bpf.h"
 #include "loupe/task_file.bpf.h"
+#include "loupe/unwind.bpf.h"
 #include "loupe/ustack.bpf.h"
 #include "fileio.h"
 
 const volatile bool targ_regular_only = true;
 const volatile __u64 targ_slow_ns = 0; /* 0 = no slow-operation events */
 const volatile bool targ_slow_dwarf = false;
+/* Slow-event user stacks by the in-kernel unwinder (unwind = "tables"), else frame pointers. */
+const volatile bool targ_slow_tables = false;
 
 #define AT_EMPTY_PATH 0x1000
 #define NO_OFFSET ((__u64)-1)
@@ -378,7 +381,10 @@ static __always_inline void emit_slow(void *ctx, const struct inflight *in, long
 	if (!e)
 		return; /* counted in slow_lost */
 	fill_slow(e, in, ret, delta);
-	n = bpf_get_stack(ctx, e->user_stack, sizeof(e->user_stack), BPF_F_USER_STACK);
+	if (targ_slow_tables)
+		n = loupe_unwind_user_copy(e->user_stack, sizeof(e->user_stack));
+	else
+		n = bpf_get_stack(ctx, e->user_stack, sizeof(e->user_stack), BPF_F_USER_STACK);
 	e->n_user = n < 0 ? n : (__s32)((__u64)n >> 3);
 	LOUPE_SUBMIT(slow, e);
 	c->slow++;

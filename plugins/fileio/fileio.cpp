@@ -19,6 +19,7 @@
 #include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/target_filter.hpp"
+#include "loupe/sdk/unwind.hpp"
 #include "loupe/sdk/ustack.hpp"
 #include "slow_decoder.hpp"
 
@@ -83,6 +84,12 @@ class FileioProfiler : public sdk::Profiler {
       throw sdk::Error(LOUPE_ERR_UNSUPPORTED,
                        "unwind = \"dwarf\" needs a host with the unwind_user service (ABI 1.2)");
     skel_->rodata->targ_slow_dwarf = dwarf_;
+    // unwind = "tables" (the default): slow-event stacks by the in-kernel unwinder, copied
+    // into the event (its stack store is not used).
+    tables_ = slow_on_ && sdk::use_unwind_tables(cfg, *host_, "fileio");
+    skel_->rodata->targ_slow_tables = tables_;
+    sdk::size_unwind_maps(
+        skel_.get(), tables_ ? static_cast<std::uint32_t>(cfg.value_int("unwind_rows")) : 0, 1);
     skel_->rodata->loupe_ustack_stack_bytes =
         dwarf_ ? static_cast<std::uint32_t>(cfg.value_int("stack_bytes")) : 0;
     if (!slow_on_) bpf_map__set_max_entries(skel_->maps.slow, 4096);
@@ -92,6 +99,11 @@ class FileioProfiler : public sdk::Profiler {
   void start(const sdk::StartArgs&) override {
     if (host_->bpf_load(skel_->obj) != LOUPE_OK)
       throw sdk::Error(LOUPE_ERR_KERNEL, "loading the fileio BPF object: " + host_->last_error());
+    if (tables_ && !host_->attach_unwind_tables(bpf_map__fd(skel_->maps.loupe_unwind_rows),
+                                                bpf_map__fd(skel_->maps.loupe_unwind_procs)))
+      throw sdk::Error(
+          LOUPE_ERR_UNSUPPORTED,
+          "unwind = \"tables\": the host keeps no unwind tables: " + host_->last_error());
     for (const auto& [prog, hook] : hooks_)
       if (host_->bpf_attach(prog, hook) != LOUPE_OK)
         throw sdk::Error(LOUPE_ERR_KERNEL, "attaching " + hook + ": " + host_->last_error());
@@ -134,6 +146,9 @@ class FileioProfiler : public sdk::Profiler {
     if (dwarf_ && slow_)
       slow_->unwinder().emit_health("fileio", bpf_map__fd(skel_->maps.loupe_ustack_stats),
                                     args.is_final, args.window_start_ns, args.window_end_ns);
+    if (tables_)
+      sdk::emit_unwind_health(*host_, "fileio", bpf_map__fd(skel_->maps.loupe_unwind_stats),
+                              args.is_final, args.window_start_ns, args.window_end_ns);
   }
 
  private:
@@ -190,6 +205,7 @@ class FileioProfiler : public sdk::Profiler {
   std::size_t top_ = 20;
   bool slow_on_ = false;
   bool dwarf_ = false;
+  bool tables_ = false;  // slow-event user stacks by the in-kernel unwinder
   std::unique_ptr<SlowDecoder> slow_;
   std::unique_ptr<FileioReporter> reporter_;
 };

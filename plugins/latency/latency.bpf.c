@@ -13,6 +13,7 @@
 #include "loupe/emit.bpf.h"
 #include "loupe/filter.bpf.h"
 #include "loupe/hist.bpf.h"
+#include "loupe/unwind.bpf.h"
 #include "loupe/ustack.bpf.h"
 #include "latency.h"
 
@@ -23,6 +24,8 @@ const volatile __u64 targ_outlier_ns = 0; /* 0 = no outlier events */
 const volatile bool targ_outlier_stacks = false;
 /* Outlier user stacks as copies unwound in user space (unwind = "dwarf"). */
 const volatile bool targ_outlier_dwarf = false;
+/* Outlier user stacks by the in-kernel unwinder (unwind = "tables"), else frame pointers. */
+const volatile bool targ_outlier_tables = false;
 const volatile bool targ_linear = false;
 const volatile bool targ_per_pid = false;
 const volatile bool targ_per_comm = false;
@@ -246,7 +249,14 @@ static __always_inline void emit_outlier(void *ctx, __u32 target, __u64 pid_tgid
 	e->n_user = 0;
 	e->n_kernel = 0;
 	if (targ_outlier_stacks) {
-		n = bpf_get_stack(ctx, e->user_stack, sizeof(e->user_stack), BPF_F_USER_STACK);
+		/* Both walk the task's saved user registers: at a uretprobe the kernel has put
+		 * back the return address and popped it, so the leaf is the probed function's
+		 * caller. */
+		if (targ_outlier_tables)
+			n = loupe_unwind_user_copy(e->user_stack, sizeof(e->user_stack));
+		else
+			n = bpf_get_stack(ctx, e->user_stack, sizeof(e->user_stack),
+					  BPF_F_USER_STACK);
 		e->n_user = n < 0 ? n : (__s32)((__u64)n >> 3);
 		n = bpf_get_stack(ctx, e->kernel_stack, sizeof(e->kernel_stack), 0);
 		e->n_kernel = n < 0 ? n : (__s32)((__u64)n >> 3);

@@ -22,6 +22,7 @@
 #include "loupe/sdk/records.hpp"
 #include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/target_filter.hpp"
+#include "loupe/sdk/unwind.hpp"
 #include "loupe/sdk/ustack.hpp"
 #include "outlier_decoder.hpp"
 #include "probe_spec.hpp"
@@ -184,6 +185,14 @@ class LatencyProfiler : public sdk::Profiler {
       throw sdk::Error(LOUPE_ERR_UNSUPPORTED,
                        "unwind = \"dwarf\" needs a host with the unwind_user service (ABI 1.2)");
     ro->targ_outlier_dwarf = dwarf_;
+    // unwind = "tables" (the default): outlier stacks by the in-kernel unwinder, so a libc
+    // call's caller is kept and binaries without frame pointers unwind to main. The walk is
+    // copied into the event: the unwinder's stack store is not used.
+    tables_ = !replay_ && ro->targ_outlier_stacks && ro->targ_outlier_ns != 0 &&
+              sdk::use_unwind_tables(cfg, *host_, "latency");
+    ro->targ_outlier_tables = tables_;
+    sdk::size_unwind_maps(
+        skel_.get(), tables_ ? static_cast<std::uint32_t>(cfg.value_int("unwind_rows")) : 0, 1);
     ro->loupe_ustack_stack_bytes =
         dwarf_ ? static_cast<std::uint32_t>(cfg.value_int("stack_bytes")) : 0;
     if (!dwarf_) bpf_map__set_max_entries(skel_->maps.outliers_dwarf, 4096);
@@ -257,6 +266,11 @@ class LatencyProfiler : public sdk::Profiler {
       if (host_->bpf_load(skel_->obj) != LOUPE_OK)
         throw sdk::Error(LOUPE_ERR_KERNEL,
                          "loading the latency BPF object: " + host_->last_error());
+      if (tables_ && !host_->attach_unwind_tables(bpf_map__fd(skel_->maps.loupe_unwind_rows),
+                                                  bpf_map__fd(skel_->maps.loupe_unwind_procs)))
+        throw sdk::Error(
+            LOUPE_ERR_UNSUPPORTED,
+            "unwind = \"tables\": the host keeps no unwind tables: " + host_->last_error());
       attacher_->attach(targets_);
       // What the target runs, for the report of a user probe that never fires.
       if (user_probes_ && host_->bpf_attach(skel_->progs.lat_exec,
@@ -322,6 +336,9 @@ class LatencyProfiler : public sdk::Profiler {
     if (dwarf_ && decoder_)
       decoder_->unwinder().emit_health("latency", bpf_map__fd(skel_->maps.loupe_ustack_stats),
                                        args.is_final, args.window_start_ns, args.window_end_ns);
+    if (tables_)
+      sdk::emit_unwind_health(*host_, "latency", bpf_map__fd(skel_->maps.loupe_unwind_stats),
+                              args.is_final, args.window_start_ns, args.window_end_ns);
     for (const auto& s : skipped_) {
       sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, "target_skipped");
       rb.label("target", s.first).final(args.is_final);
@@ -362,6 +379,7 @@ class LatencyProfiler : public sdk::Profiler {
   bool outliers_on_ = false;
   bool labelled_ = false;
   bool dwarf_ = false;
+  bool tables_ = false;  // outlier user stacks by the in-kernel unwinder
   bool usdt_ = false;
   // A uprobe or USDT target in a session with a target: the target's execs are followed.
   bool user_probes_ = false;

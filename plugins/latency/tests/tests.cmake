@@ -52,3 +52,11 @@ loupe_cli_e2e_test(latency_usdt_fork_e2e_test SOURCE ${_lat_dir}/latency_usdt_fo
   DEFINITIONS USDT_FORK_WORKLOAD="$<TARGET_FILE:usdt_fork_workload>"
   USDT_WORKLOAD="$<TARGET_FILE:usdt_workload>"
   DEPENDS usdt_fork_workload usdt_workload loupe-latency PROPERTIES RUN_SERIAL TRUE)
+
+# Outlier stacks under the default unwind = "tables": a workload without frame pointers whose
+# slow read/write/nanosleep come straight from named sites (tests/unwind), and Debian's
+# binaries under profiles/latency.toml.
+loupe_cli_e2e_test(latency_unwind_e2e_test SOURCE ${_lat_dir}/latency_unwind_e2e_test.cpp
+  DEFINITIONS SLOW_CALLS_WORKLOAD="$<TARGET_FILE:unwind_slow_calls_workload>"
+  LOUPE_PROFILES_DIR="${CMAKE_SOURCE_DIR}/profiles"
+  DEPENDS unwind_slow_calls_workload loupe-latency PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)

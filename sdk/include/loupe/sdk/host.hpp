@@ -191,13 +191,17 @@ class Host {
     out.resize(n);
     return static_cast<loupe_unwind_status>(reason);
   }
+  // Whether the host offers attach_unwind_tables() (ABI 1.5): known before load, so a
+  // plugin can choose its walk while its BPF object is still open.
+  bool can_keep_unwind_tables() const {
+    return LOUPE_ABI_HAS_FIELD(svc_, loupe_host_services, unwind_tables_attach) &&
+           svc_->unwind_tables_attach;
+  }
   // Asks the host to keep the in-kernel unwinder's maps (unwind.bpf.h's loupe_unwind_rows
   // and loupe_unwind_procs, loaded) filled for the target's processes (ABI 1.5). False,
   // with last_error(), when the host predates the service or refuses the maps.
   bool attach_unwind_tables(int rows_fd, int procs_fd) const {
-    if (!LOUPE_ABI_HAS_FIELD(svc_, loupe_host_services, unwind_tables_attach) ||
-        !svc_->unwind_tables_attach)
-      return false;
+    if (!can_keep_unwind_tables()) return false;
     return svc_->unwind_tables_attach(svc_->host, rows_fd, procs_fd) == LOUPE_OK;
   }
   std::uint64_t now_ns(loupe_clock clock = LOUPE_CLOCK_MONOTONIC) const {

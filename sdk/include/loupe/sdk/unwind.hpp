@@ -68,11 +68,15 @@ inline bool unwind_tables_supported(std::string* why) {
 }
 
 // unwind = "tables" as configured and possible here: a kernel without the unwinder's
-// helpers gets the frame-pointer walk, said once in the log, rather than a refused load.
+// helpers, or a host that cannot fill its tables, gets the frame-pointer walk, said once in
+// the log, rather than a refused load.
 inline bool use_unwind_tables(const Config& cfg, const Host& host, const std::string& plugin) {
   if (cfg.value_string("unwind") != "tables") return false;
   std::string why;
-  if (unwind_tables_supported(&why)) return true;
+  if (!host.can_keep_unwind_tables())
+    why = "the host keeps no unwind tables (it predates loupe ABI 1.5)";
+  else if (unwind_tables_supported(&why))
+    return true;
   host.warn(plugin + ": unwind = \"tables\" is not possible here (" + why +
             "): user stacks by frame pointers, whose callers of frameless functions are lost");
   return false;

@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// latency's outlier stacks under the default unwind ("tables", the in-kernel unwinder)
+// through the CLI. A workload built without frame pointers calls read, write and nanosleep
+// straight from named sites and counts its own slow calls (tests/unwind/slow_calls_workload.c):
+// every outlier must name exactly the site that made the call, as many times as the
+// workload counted, with a stack that reaches the thread's root; at a uretprobe the leaf
+// itself must be that site (the probed function has returned to it). The kernel's
+// frame-pointer walk (unwind = "fp") is shown to lose the same callers, and Debian's own
+// dd, sleep and python3.11 under profiles/latency.toml unchanged reach
+// __libc_start_call_main.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "cli_run.hpp"
+#include "user_frames.hpp"
+
+using loupe::test::UserFrames;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kSyscallTargets =
+    "[[plugins.targets]]\nname = \"read\"\nsyscall = \"read\"\n"
+    "[[plugins.targets]]\nname = \"write\"\nsyscall = \"write\"\n"
+    "[[plugins.targets]]\nname = \"nanosleep\"\nsyscall = \"clock_nanosleep\"\n";
+constexpr const char* kLibcTargets =
+    "[[plugins.targets]]\nname = \"read\"\nufunc = \"libc:read\"\n"
+    "[[plugins.targets]]\nname = \"write\"\nufunc = \"libc:write\"\n"
+    "[[plugins.targets]]\nname = \"nanosleep\"\nufunc = \"libc:nanosleep\"\n";
+
+// The sites of the main thread reach main; the others their thread's start.
+std::string root_of(const std::string& site) {
+  return site == "settle" || site == "slow_sleep_site" ? "__libc_start_call_main" : "start_thread";
+}
+
+struct Outcome {
+  long events = 0, rooted = 0;
+  std::map<std::string, long> got;              // "site.function" -> outliers
+  std::map<std::string, std::string> examples;  // a stack per key, for failures
+};
+
+class LatencyUnwind : public loupe::test::CliRun {
+ protected:
+  // `leaf`: the site is the stack's leaf (a uretprobe) rather than the first frame outside
+  // libc (a syscall inside a libc wrapper).
+  Outcome run_targets(const std::string& unwind_line, const char* targets, bool leaf,
+                      loupe::test::SlowCalls* calls) {
+    Outcome o;
+    loupe::test::RunResult r =
+        run("[[plugins]]\nname = \"latency\"\noutlier_ns = 5000000\noutlier_stacks = true\n" +
+                unwind_line + targets,
+            {SLOW_CALLS_WORKLOAD, "settle", "2000"});
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    *calls = loupe::test::SlowCalls(r.output);
+    const long pid = calls->pid;
+    EXPECT_GT(pid, 0) << r.output;
+    for (const json* rec : loupe::test::events(r.records, "outlier")) {
+      const json& e = (*rec)["event"]["fields"];
+      const json& frames = (*rec)["event"].value("frames", json::array());
+      // The main thread's reads and writes are the loader's and stdio's, not the sites'.
+      if (e.value("pid", 0L) != pid ||
+          (e.value("tid", 0L) == pid && e.value("target", "") != "nanosleep"))
+        continue;
+      const UserFrames u(frames);
+      const std::string site = leaf ? u.leaf() : u.caller();
+      const std::string key = site + "." + e.value("target", "");
+      ++o.got[key];
+      ++o.events;
+      o.rooted += u.reaches(root_of(site));
+      if (o.examples[key].empty() || !u.reaches(root_of(site))) o.examples[key] = u.joined();
+    }
+    std::printf("  %s%s: %ld outliers, %ld reach their root\n", unwind_line.c_str(),
+                leaf ? " (uretprobes)" : " (syscalls)", o.events, o.rooted);
+    for (const auto& [key, n] : o.got)
+      std::printf("    %-28s %3ld (workload %3ld, %ld near)  %s\n", key.c_str(), n,
+                  calls->slow.count(key) ? calls->slow.at(key) : -1L,
+                  calls->near.count(key) ? calls->near.at(key) : 0L, o.examples[key].c_str());
+    return o;
+  }
+
+  // Every slow call the workload counted is an outlier under its own site, and no outlier
+  // names any other function.
+  void expect_every_site(const char* targets, bool leaf) {
+    loupe::test::SlowCalls calls("");
+    Outcome o = run_targets("", targets, leaf, &calls);
+    calls.expect_matches(o.got, o.events);
+    EXPECT_GE(o.got["slow_read_site.read"], 15);
+    EXPECT_GE(o.got["slow_write_site.write"], 15);
+    EXPECT_GE(o.got["slow_sleep_site.nanosleep"], 15);
+    EXPECT_EQ(o.rooted, o.events);
+  }
+};
+
+TEST_F(LatencyUnwind, DefaultOutlierStacksNameTheDirectCallerOfEverySyscall) {
+  expect_every_site(kSyscallTargets, false);
+}
+
+// A uretprobe fires once the probed function has returned: the registers the unwinder starts
+// from are its caller's, so the leaf is the site itself.
+TEST_F(LatencyUnwind, DefaultOutlierStacksAtAUretprobeStartAtTheCaller) {
+  expect_every_site(kLibcTargets, true);
+}
+
+// The explicit override keeps the old walk, which starts from the caller's frame pointer
+// inside the frameless libc wrapper: on this binary it loses the site.
+TEST_F(LatencyUnwind, FramePointersLoseTheDirectCaller) {
+  loupe::test::SlowCalls calls("");
+  const Outcome o = run_targets("unwind = \"fp\"\n", kSyscallTargets, false, &calls);
+  long named = 0;
+  for (const auto& [key, n] : calls.slow)
+    if (o.got.count(key)) named += o.got.at(key);
+  ASSERT_GT(o.events, 40);
+  EXPECT_LT(named, o.events / 10);
+}
+
+// profiles/latency.toml's plugin section unchanged on Debian's dd, sleep and python3.11
+// (built without frame pointers): every outlier's stack reaches __libc_start_call_main, but
+// for stacks walked before the host had its process's tables, which the plugin counts.
+TEST_F(LatencyUnwind, BundledProfileOnDebianBinariesReachesLibcStart) {
+  for (const char* bin : {"/usr/bin/dd", "/usr/bin/sleep", "/usr/bin/python3.11"})
+    if (!std::filesystem::exists(bin)) GTEST_SKIP() << bin << " is not installed";
+  std::ifstream in(LOUPE_PROFILES_DIR "/latency.toml");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string profile = text.str();
+  const auto from = profile.find("[[plugins]]"), to = profile.find("[[sinks]]");
+  ASSERT_NE(from, std::string::npos);
+  // Each call is slow (>= the profile's 10 ms) after the process has run a while, as the
+  // host loads a process's tables once it runs (its first milliseconds are fp-only).
+  const std::string script = dir_ + "/run.sh";
+  std::ofstream(script)
+      << "(sleep 0.3; echo x) | dd of=/dev/null bs=1 count=1 status=none\n"
+         "python3.11 -c 'import time\ntime.sleep(2)\nfor _ in range(3): time.sleep(0.05)'\n";
+  loupe::test::RunResult r = run(profile.substr(from, to - from), {"sh", script});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::map<std::string, int> outliers, rooted;
+  for (const json* rec : loupe::test::events(r.records, "outlier")) {
+    const json& e = (*rec)["event"]["fields"];
+    const json& frames = (*rec)["event"].value("frames", json::array());
+    const std::string comm = e.value("comm", "");
+    const UserFrames u(frames);
+    ++outliers[comm];
+    rooted[comm] += u.reaches("__libc_start_call_main");
+    std::printf("  %-10s %-9s %s\n", comm.c_str(), e.value("target", "").c_str(),
+                u.joined().c_str());
+  }
+  // A stack walked before the host had loaded its process's tables is counted as such
+  // (unwind_fp_only_stacks): every other one reaches the root.
+  const double fp_only = loupe::test::final_metric(r.records, "unwind_fp_only_stacks");
+  int cut = 0;
+  for (const char* comm : {"dd", "sleep", "python3.11"}) {
+    std::printf("  %s: %d of %d outliers reach __libc_start_call_main\n", comm, rooted[comm],
+                outliers[comm]);
+    EXPECT_GE(rooted[comm], 1) << comm;
+    cut += outliers[comm] - rooted[comm];
+  }
+  std::printf("  stacks walked without their process's tables: %.0f\n", fp_only);
+  EXPECT_LE(cut, fp_only);
+}
+
+}  // namespace

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The user frames of one stack as the jsonl sink writes it (an event's "frames" or a stack
+// record's), for tests that assert which function made a call: the leaf, the first frame
+// outside libc (the caller of a libc wrapper), and whether the stack reaches its root.
+#ifndef LOUPE_TESTS_USER_FRAMES_HPP
+#define LOUPE_TESTS_USER_FRAMES_HPP
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <vector>
+
+namespace loupe::test {
+
+struct UserFrames {
+  std::vector<std::string> symbols;  // leaf first; "?" where unresolved
+  std::vector<std::string> modules;
+
+  explicit UserFrames(const nlohmann::json& frames) {
+    for (const auto& f : frames) {
+      if (f.value("kind", "") != "user") continue;
+      symbols.push_back(
+          f.contains("symbol") && f["symbol"].is_string() ? f["symbol"].get<std::string>() : "?");
+      modules.push_back(
+          f.contains("module") && f["module"].is_string() ? f["module"].get<std::string>() : "");
+    }
+  }
+  std::string leaf() const { return symbols.empty() ? "" : symbols.front(); }
+  // The function that called into libc: the first frame whose module is not libc.
+  std::string caller() const {
+    for (std::size_t i = 0; i < symbols.size(); ++i)
+      if (modules[i].find("libc.so") == std::string::npos) return symbols[i];
+    return "";
+  }
+  bool reaches(const std::string& root) const {
+    for (const auto& s : symbols)
+      if (s == root) return true;
+    return false;
+  }
+  std::string joined() const {
+    std::string out;
+    for (const auto& s : symbols) out += s + ";";
+    return out;
+  }
+};
+
+// The event records named `name` of a run (events are not final records).
+inline std::vector<const nlohmann::json*> events(const std::vector<nlohmann::json>& records,
+                                                 const std::string& name) {
+  std::vector<const nlohmann::json*> out;
+  for (const auto& r : records)
+    if (r.value("kind", "") == "event" && r.value("name", "") == name) out.push_back(&r);
+  return out;
+}
+
+// The value of the final metric record `name` of a run (0 when absent): e.g. a plugin's
+// unwind_fp_only_stacks, the stacks walked before the host had loaded their process's tables.
+inline double final_metric(const std::vector<nlohmann::json>& records, const std::string& name) {
+  for (const auto& r : records)
+    if (r.value("kind", "") == "metric" && r.value("name", "") == name &&
+        r.value("is_final", false))
+      return r["metric"].value("value", 0.0);
+  return 0;
+}
+
+// What tests/unwind/slow_calls_workload counted, by "site.function": its slow calls, and
+// how many of them were near the threshold (ones a profiler timing inside the kernel may
+// rightly not see as slow). pid 0 when the workload's line is missing from `output`.
+struct SlowCalls {
+  long pid = 0;
+  std::map<std::string, long> slow, near;
+
+  explicit SlowCalls(const std::string& output) {
+    static const std::regex kFigure("([A-Za-z_][A-Za-z_0-9.]*)=([0-9]+)");
+    const auto at = output.find("settle.nanosleep=");
+    if (at == std::string::npos) return;
+    const std::string line =
+        output.substr(output.rfind('\n', at) + 1, output.find('\n', at) - output.rfind('\n', at));
+    for (auto it = std::sregex_iterator(line.begin(), line.end(), kFigure);
+         it != std::sregex_iterator(); ++it) {
+      const std::string name = (*it)[1];
+      const long n = std::stol((*it)[2]);
+      if (name == "pid")
+        pid = n;
+      else if (name.size() > 5 && name.compare(name.size() - 5, 5, ".near") == 0)
+        near[name.substr(0, name.size() - 5)] = n;
+      else
+        slow[name] = n;
+    }
+  }
+
+  // `got` (events per "site.function", `events` in all) against the workload's counts: per
+  // key within [slow - near, slow], no event under any other key, and the designed slow
+  // calls all there (20 of each, the first write and a read behind its byte may be quick).
+  void expect_matches(const std::map<std::string, long>& got, long events) const {
+    long low = 0, high = 0;
+    for (const auto& [key, n] : slow) {
+      const long g = got.count(key) ? got.at(key) : 0, nr = near.count(key) ? near.at(key) : 0;
+      EXPECT_LE(g, n) << key;
+      EXPECT_GE(g, n - nr) << key << " (" << nr << " near the threshold)";
+      low += n - nr;
+      high += n;
+    }
+    EXPECT_GE(events, low);
+    EXPECT_LE(events, high) << "events under a function that is not a site";
+    for (const auto& [key, g] : got) EXPECT_EQ(slow.count(key), 1U) << "not a site: " << key;
+  }
+};
+
+}  // namespace loupe::test
+
+#endif  // LOUPE_TESTS_USER_FRAMES_HPP
