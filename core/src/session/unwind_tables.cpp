@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <dirent.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -104,7 +105,9 @@ bool UnwindTables::refresh() {
     if (due > now) continue;
     std::string err;
     if (!store_->load_process(pid, proc.get(), &err)) {
-      gone.push_back(pid);
+      // Its maps can be unreadable for a moment (mid-exec): only a process that is gone
+      // is forgotten; the others are read again at the next tick.
+      if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) gone.push_back(pid);
       continue;
     }
     // A target is re-read every tick (its exec and dlopen matter at once); a process
