@@ -37,10 +37,11 @@ TEST_F(FindingsE2E, NamesTheDominantFunctionOnAndOffTheCpu) {
   EXPECT_NE(f.find("of cpusample/cpu samples"), std::string::npos) << f;
   EXPECT_NE(f.find("is under spin_half"), std::string::npos) << f;
   EXPECT_NE(f.find("of offcpu/offcpu offcpu_ns"), std::string::npos) << f;
-  // Off the CPU: sleep_half's 1 s asleep, plus spin_half's time preempted, which a busy
-  // machine (or an emulated guest) makes as long. The rule names the function under at
-  // least half of the time: sleep_half (under libc's clock_nanosleep) exactly when the
-  // run's own records put half or more of the off-CPU time under it, never otherwise.
+  // Off the CPU: sleep_half's 1 s asleep (in sleep_ms, which calls libc's clock_nanosleep
+  // directly), plus spin_half's time preempted, which a busy machine (or an emulated guest)
+  // makes as long. The rule names the function under at least half of the time, with its
+  // direct caller: sleep_ms exactly when the run's own records put half or more of the
+  // off-CPU time under it, never otherwise.
   double all = 0, asleep = 0;
   for (const auto& rec : r.records) {
     if (rec.value("kind", "") != "stack" || rec.value("name", "") != "offcpu" ||
@@ -51,17 +52,17 @@ TEST_F(FindingsE2E, NamesTheDominantFunctionOnAndOffTheCpu) {
       if (v["name"] == "offcpu_ns") ns = v["value"].get<double>();
     all += ns;
     for (const auto& fr : rec["stack"]["frames"])
-      if (fr.value("symbol", json()) == "sleep_half") {
+      if (fr.value("symbol", json()) == "sleep_ms") {
         asleep += ns;
         break;
       }
   }
-  std::printf("  sleep_half holds %.0f of %.0f ms off the CPU\n", asleep / 1e6, all / 1e6);
+  std::printf("  sleep_ms holds %.0f of %.0f ms off the CPU\n", asleep / 1e6, all / 1e6);
   ASSERT_GT(all, 0);
   if (asleep >= 0.5 * all)
-    EXPECT_NE(f.find("called from sleep_half"), std::string::npos) << f;
+    EXPECT_NE(f.find("called from sleep_ms"), std::string::npos) << f;
   else
-    EXPECT_EQ(f.find("sleep_half"), std::string::npos) << f;
+    EXPECT_EQ(f.find("sleep_ms"), std::string::npos) << f;
 }
 
 TEST_F(FindingsE2E, ALatencyTailIsSaidWithItsNumbersAndAnEvenOneIsNot) {
