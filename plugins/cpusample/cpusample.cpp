@@ -177,11 +177,7 @@ class CpuSampleProfiler : public sdk::Profiler {
     maps.stacks_fd = bpf_map__fd(skel_->maps.stacks);
     maps.counters_fd = bpf_map__fd(skel_->maps.counters);
     if (tables_) {
-      if (!host_->attach_unwind_tables(bpf_map__fd(skel_->maps.loupe_unwind_rows),
-                                       bpf_map__fd(skel_->maps.loupe_unwind_procs)))
-        throw sdk::Error(
-            LOUPE_ERR_UNSUPPORTED,
-            "unwind = \"tables\": the host keeps no unwind tables: " + host_->last_error());
+      sdk::attach_unwind_tables(*host_, skel_.get());
       maps.user_stacks_fd = bpf_map__fd(skel_->maps.loupe_unwind_stacks);
       maps.unwind_stats_fd = bpf_map__fd(skel_->maps.loupe_unwind_stats);
     }

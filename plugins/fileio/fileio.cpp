@@ -98,11 +98,7 @@ class FileioProfiler : public sdk::Profiler {
   void start(const sdk::StartArgs&) override {
     if (host_->bpf_load(skel_->obj) != LOUPE_OK)
       throw sdk::Error(LOUPE_ERR_KERNEL, "loading the fileio BPF object: " + host_->last_error());
-    if (tables_ && !host_->attach_unwind_tables(bpf_map__fd(skel_->maps.loupe_unwind_rows),
-                                                bpf_map__fd(skel_->maps.loupe_unwind_procs)))
-      throw sdk::Error(
-          LOUPE_ERR_UNSUPPORTED,
-          "unwind = \"tables\": the host keeps no unwind tables: " + host_->last_error());
+    if (tables_) sdk::attach_unwind_tables(*host_, skel_.get());
     for (const auto& [prog, hook] : hooks_)
       if (host_->bpf_attach(prog, hook) != LOUPE_OK)
         throw sdk::Error(LOUPE_ERR_KERNEL, "attaching " + hook + ": " + host_->last_error());

@@ -265,11 +265,7 @@ class LatencyProfiler : public sdk::Profiler {
       if (host_->bpf_load(skel_->obj) != LOUPE_OK)
         throw sdk::Error(LOUPE_ERR_KERNEL,
                          "loading the latency BPF object: " + host_->last_error());
-      if (tables_ && !host_->attach_unwind_tables(bpf_map__fd(skel_->maps.loupe_unwind_rows),
-                                                  bpf_map__fd(skel_->maps.loupe_unwind_procs)))
-        throw sdk::Error(
-            LOUPE_ERR_UNSUPPORTED,
-            "unwind = \"tables\": the host keeps no unwind tables: " + host_->last_error());
+      if (tables_) sdk::attach_unwind_tables(*host_, skel_.get());
       attacher_->attach(targets_);
       // What the target runs, for the report of a user probe that never fires.
       if (user_probes_ && host_->bpf_attach(skel_->progs.lat_exec,

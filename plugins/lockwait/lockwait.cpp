@@ -157,11 +157,7 @@ class LockwaitProfiler : public sdk::Profiler {
     int user_stacks_fd = bpf_map__fd(skel_->maps.stacks);
     std::uint32_t user_depth = LW_STACK_DEPTH;
     if (tables_) {
-      if (!host_->attach_unwind_tables(bpf_map__fd(skel_->maps.loupe_unwind_rows),
-                                       bpf_map__fd(skel_->maps.loupe_unwind_procs)))
-        throw sdk::Error(
-            LOUPE_ERR_UNSUPPORTED,
-            "unwind = \"tables\": the host keeps no unwind tables: " + host_->last_error());
+      sdk::attach_unwind_tables(*host_, skel_.get());
       user_stacks_fd = bpf_map__fd(skel_->maps.loupe_unwind_stacks);
       user_depth = LOUPE_UNWIND_MAX_DEPTH;
     }

@@ -213,11 +213,7 @@ class MemallocProfiler : public sdk::Profiler {
     }
     int user_stacks_fd = bpf_map__fd(skel_->maps.stacks);
     if (tables_) {
-      if (!host_->attach_unwind_tables(bpf_map__fd(skel_->maps.loupe_unwind_rows),
-                                       bpf_map__fd(skel_->maps.loupe_unwind_procs)))
-        throw sdk::Error(
-            LOUPE_ERR_UNSUPPORTED,
-            "unwind = \"tables\": the host keeps no unwind tables: " + host_->last_error());
+      sdk::attach_unwind_tables(*host_, skel_.get());
       user_stacks_fd = bpf_map__fd(skel_->maps.loupe_unwind_stacks);
     }
     frames_ =

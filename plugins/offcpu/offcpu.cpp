@@ -112,11 +112,7 @@ class OffcpuProfiler : public sdk::Profiler {
       if (host_->bpf_attach(chosen_[h], kHooks[h]) != LOUPE_OK)
         throw sdk::Error(LOUPE_ERR_KERNEL,
                          std::string("attaching ") + kHooks[h] + ": " + host_->last_error());
-    if (tables_ && !host_->attach_unwind_tables(bpf_map__fd(skel_->maps.loupe_unwind_rows),
-                                                bpf_map__fd(skel_->maps.loupe_unwind_procs)))
-      throw sdk::Error(
-          LOUPE_ERR_UNSUPPORTED,
-          "unwind = \"tables\": the host keeps no unwind tables: " + host_->last_error());
+    if (tables_) sdk::attach_unwind_tables(*host_, skel_.get());
     ReporterMaps maps;
     maps.stacks_fd = bpf_map__fd(skel_->maps.stacks);
     if (tables_) {

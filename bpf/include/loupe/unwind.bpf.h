@@ -240,6 +240,10 @@ static long loupe_unwind_step(__u32 i, void *arg)
 
 	/* A return address is the instruction after the call: look up the call's row. */
 	idx = loupe_unwind_row_index(st->tgid, pc, d > 0);
+	/* No row for the leaf: the whole stack is the frame pointers' (the process's tables
+	 * are not written yet, or not for this file yet; JIT code). */
+	if (idx < 0 && d == 0)
+		c->no_process++;
 	if (idx >= 0) {
 		key = (__u32)idx;
 		row = bpf_map_lookup_elem(&loupe_unwind_rows, &key);
@@ -385,8 +389,6 @@ __attribute__((noinline)) int loupe_unwind_user_walk(void)
 	st->done = 0;
 	st->hash = 0xcbf29ce484222325ULL ^ st->tgid;
 	c->walks++;
-	if (!bpf_map_lookup_elem(&loupe_unwind_procs, &st->tgid))
-		c->no_process++;
 	bpf_loop(LOUPE_UNWIND_MAX_DEPTH, loupe_unwind_step, &zero, 0);
 	if (!st->done)
 		c->depth_bound++;

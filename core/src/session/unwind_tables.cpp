@@ -10,10 +10,33 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 namespace loupe {
+namespace {
+
+// utime + stime of /proc/PID/stat (fields 14 and 15, after the parenthesised comm).
+std::uint64_t cpu_ticks(const std::string& proc_root, std::uint32_t pid) {
+  char buf[1024];
+  const std::string path = proc_root + "/" + std::to_string(pid) + "/stat";
+  FILE* f = std::fopen(path.c_str(), "re");
+  if (!f) return 0;
+  const std::size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  const char* p = std::strrchr(buf, ')');
+  if (!p) return 0;
+  unsigned long long utime = 0, stime = 0;
+  // After ")": the state, fields 4 to 13, then utime (14) and stime (15).
+  if (std::sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+                  &stime) != 2)
+    return 0;
+  return utime + stime;
+}
+
+}  // namespace
 
 bool UnwindTables::attach(int rows_fd, int procs_fd, std::string* err) {
   bpf_map_info rows{}, procs{};
@@ -69,6 +92,7 @@ std::size_t UnwindTables::prebuild(const std::string& exe) {
 
 void UnwindTables::forget(std::uint32_t pid) {
   tracked_.erase(pid);
+  cpu_.erase(pid);
   if (written_.erase(pid))
     for (auto& c : consumers_) bpf_map_delete_elem(c.procs_fd, &pid);
 }
@@ -91,18 +115,34 @@ bool UnwindTables::refresh() {
       while (dirent* e = ::readdir(d)) {
         char* end = nullptr;
         const unsigned long pid = std::strtoul(e->d_name, &end, 10);
-        if (pid > 0 && end && *end == '\0')
-          tracked_.try_emplace(static_cast<std::uint32_t>(pid), 0);
+        if (pid == 0 || !end || *end != '\0') continue;
+        const auto p = static_cast<std::uint32_t>(pid);
+        tracked_.try_emplace(p, 0);
+        const std::uint64_t ticks = cpu_ticks(proc_root_, p);
+        auto& [last, grew] = cpu_[p];
+        grew = ticks >= last ? ticks - last : 0;
+        last = ticks;
       }
       ::closedir(d);
     }
   }
+  // The processes that ran most since the last scan first: within the build budget, the
+  // tables that unwind most samples.
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> order;
+  order.reserve(tracked_.size());
+  for (const auto& [pid, due] : tracked_)
+    if (due <= now) {
+      auto c = cpu_.find(pid);
+      order.emplace_back(c == cpu_.end() ? 0 : c->second.second, pid);
+    }
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& x, const auto& y) { return x.first > y.first; });
   store_->set_build_deadline(Clock::now() + budget);
   bool changed = false;
   std::vector<std::uint32_t> gone;
   auto proc = std::make_unique<loupe_unwind_proc>();
-  for (auto& [pid, due] : tracked_) {
-    if (due > now) continue;
+  for (const auto& [ran, pid] : order) {
+    std::uint64_t& due = tracked_[pid];
     std::string err;
     if (!store_->load_process(pid, proc.get(), &err)) {
       // Its maps can be unreadable for a moment (mid-exec): only a process that is gone

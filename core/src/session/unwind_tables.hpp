@@ -72,6 +72,9 @@ class UnwindTables {
   std::unique_ptr<UnwindTableStore> store_;
   std::vector<Consumer> consumers_;
   std::map<std::uint32_t, std::uint64_t> tracked_;  // pid -> when its maps are next read (ns)
+  // System-wide: each process's CPU time (clock ticks) at the last scan and its growth
+  // since, so the processes that run get their tables first.
+  std::map<std::uint32_t, std::pair<std::uint64_t, std::uint64_t>> cpu_;
   bool all_ = false;
   std::uint64_t next_scan_ns_ = 0;
   std::map<std::uint32_t, std::unique_ptr<loupe_unwind_proc>> written_;

@@ -32,8 +32,11 @@ foreach(_p loupe-console loupe-jsonl loupe-folded loupe-fileio loupe-latency lou
   endif()
 endforeach()
 if(TARGET loupe-fileio)
+# Report layout does not depend on the kernel: it runs on the host only (label "report",
+# not "kernel"), sparing the emulated guests two minutes of every bundled profile.
 loupe_cli_e2e_test(console_width_e2e_test
   SOURCE ${CMAKE_CURRENT_LIST_DIR}/console_width_e2e_test.cpp
+  LABEL report
   DEPENDS ${_console_width_plugins}
   DEFINITIONS LOUPE_PROFILES_DIR="${CMAKE_SOURCE_DIR}/profiles" PROPERTIES TIMEOUT 300)
 endif()

@@ -22,6 +22,7 @@
 #include "loupe/abi/plugin.h"
 #include "loupe/sdk/host.hpp"
 #include "loupe/sdk/percpu.hpp"
+#include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/records.hpp"
 #include "loupe/unwind.h"
 
@@ -96,6 +97,16 @@ void size_unwind_maps(Skel* skel, std::uint32_t rows, std::uint32_t max_stacks) 
   skel->rodata->loupe_unwind_max_stacks = on ? max_stacks : 1;
 }
 
+// After load: hands the skeleton's unwinder maps to the host, which from then on keeps the
+// tables of the session's processes in them. Throws when the host cannot.
+template <typename Skel>
+void attach_unwind_tables(const Host& host, Skel* skel) {
+  if (!host.attach_unwind_tables(bpf_map__fd(skel->maps.loupe_unwind_rows),
+                                 bpf_map__fd(skel->maps.loupe_unwind_procs)))
+    throw Error(LOUPE_ERR_UNSUPPORTED,
+                "unwind = \"tables\": the host keeps no unwind tables: " + host.last_error());
+}
+
 // How the walks ended (loupe_unwind_stats), as health records "<component>/unwind_*" and
 // two metrics (frames per stack; the share of frames unwound by frame pointers).
 inline void emit_unwind_health(const Host& host, const std::string& component, int stats_fd,
@@ -133,10 +144,11 @@ inline void emit_unwind_health(const Host& host, const std::string& component, i
   RecordBuilder np(LOUPE_RECORD_HEALTH, "stacks");
   np.final(is_final).window(ws, we);
   np.health(LOUPE_HEALTH_OK, fp_only.c_str(), c.no_process,
-            "user stacks walked by frame pointers: their process had no unwind tables (one "
-            "this session neither started nor follows, as in a system-wide run, or a "
-            "process's first milliseconds); run the program under loupe (-- CMD) or give "
-            "--pid for whole stacks through code built without frame pointers");
+            "user stacks walked by frame pointers from their leaf, which no unwind table "
+            "covered: a process this session neither started nor follows, a process's or a "
+            "library's first milliseconds before its tables are written, or JIT code; run "
+            "the program under loupe (-- CMD) or give --pid for whole stacks through code "
+            "built without frame pointers");
   np.emit(host);
 }
 
