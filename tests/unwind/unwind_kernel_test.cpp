@@ -234,9 +234,9 @@ void run(const char* workload, bool frame_pointers) {
     EXPECT_EQ(t.reaches_root, t.switches) << site << ": " << t.example;
   }
   EXPECT_EQ(c.depth_bound, 0u);
-  // Leaves without a row: the workload's tables were written before it ran, so only a
-  // preemption in the vdso (no .eh_frame file) can leave one.
-  EXPECT_LE(c.no_process * 100, c.walks) << "walks whose leaf no table covered";
+  // Frames without a row: the workload's tables were written before it ran, so only a
+  // preemption in the vdso (no .eh_frame file) can meet one.
+  EXPECT_LE(c.no_process * 100, c.walks) << "walks that met a frame no table covered";
   if (frame_pointers) {
     // The bug the tables fix: the kernel's walk starts from the caller's frame pointer while
     // the pc is in libc's wrapper, so the caller itself is never seen.

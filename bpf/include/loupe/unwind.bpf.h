@@ -83,8 +83,8 @@ struct loupe_unwind_state {
 	__u64 leaf_di; /* the leaf's rdi (LOUPE_UNWIND_CFA_RSP_RA_RDI) */
 	__u32 tgid;
 	__u32 depth;
-	__u32 done; /* the walk ended on its own (not at the depth bound) */
-	__u32 pad;
+	__u32 done;	 /* the walk ended on its own (not at the depth bound) */
+	__u32 fp_walked; /* a frame had no row: this stack was walked (partly) by rbp */
 	struct loupe_unwind_stack stack;
 };
 
@@ -240,17 +240,19 @@ static long loupe_unwind_step(__u32 i, void *arg)
 
 	/* A return address is the instruction after the call: look up the call's row. */
 	idx = loupe_unwind_row_index(st->tgid, pc, d > 0);
-	/* No row for the leaf: the whole stack is the frame pointers' (the process's tables
-	 * are not written yet, or not for this file yet; JIT code). */
-	if (idx < 0 && d == 0)
-		c->no_process++;
 	if (idx >= 0) {
 		key = (__u32)idx;
 		row = bpf_map_lookup_elem(&loupe_unwind_rows, &key);
 	}
 
 	if (!row || row->cfa == LOUPE_UNWIND_CFA_NONE) {
-		/* No rows: the frame pointer's chain, as runtimes that JIT keep it. */
+		/* No rows: the frame pointer's chain, as runtimes that JIT keep it. Counted
+		 * once a stack: code without frame pointers is cut here (a process or a library
+		 * whose tables are not written yet). */
+		if (!st->fp_walked) {
+			st->fp_walked = 1;
+			c->no_process++;
+		}
 		if (bp <= st->sp || !loupe_unwind_read(&ra, bp + 8) ||
 		    !loupe_unwind_read(&bp, bp)) {
 			c->fp_stopped++;
@@ -387,6 +389,7 @@ __attribute__((noinline)) int loupe_unwind_user_walk(void)
 	st->tgid = bpf_get_current_pid_tgid() >> 32;
 	st->depth = 0;
 	st->done = 0;
+	st->fp_walked = 0;
 	st->hash = 0xcbf29ce484222325ULL ^ st->tgid;
 	c->walks++;
 	bpf_loop(LOUPE_UNWIND_MAX_DEPTH, loupe_unwind_step, &zero, 0);

@@ -79,8 +79,8 @@ struct loupe_unwind_counters {
 	__u64 plt_frames;    /* frames in a PLT stub */
 	__u64 end_of_stack;  /* walks that reached the outermost frame (CFA_END or ra 0) */
 	__u64 depth_bound;   /* walks cut at LOUPE_UNWIND_MAX_DEPTH */
-	__u64 no_process;    /* no row for the leaf (no tables for the process or the file
-			      * yet, JIT code): fp walk from the leaf */
+	__u64 no_process;    /* stacks with a frame no row covered (no tables for the process
+			      * or the file yet, JIT code, the vdso): walked on by rbp there */
 	__u64 unsupported;   /* walks stopped at a row the unwinder does not follow */
 	__u64 signal_frames; /* walks stopped at a signal trampoline */
 	__u64 read_failed;   /* a stack read faulted: the walk stops there */

@@ -195,9 +195,12 @@ TEST_F(CpuSampleDwarfE2E, ASystemWideRunUnwindsProcessesItDidNotStart) {
       }());
   ASSERT_GE(a.xz, 20) << "too few samples of xz to judge: " << r.output;
   // Its files are built within the first refreshes (a budget per tick, the whole machine's
-  // binaries to build): the samples before that are walked by frame pointers, counted.
-  EXPECT_GE(a.rooted * 100, a.xz * 80);
-  EXPECT_GT(health(r, "cpusample/unwind_fp_only_stacks"), -1);
+  // binaries to build, the busiest processes first; seconds under emulation): the samples
+  // before that are walked by frame pointers and counted with every other process's.
+  const double fp_walked = health(r, "cpusample/unwind_fp_only_stacks");
+  std::printf("  stacks walked by frame pointers (every process): %.0f\n", fp_walked);
+  EXPECT_GT(a.rooted, 0) << "no xz stack reached main: no tables for a process not started";
+  EXPECT_LE(static_cast<double>(a.xz - a.rooted), fp_walked);
 }
 
 TEST_F(CpuSampleDwarfE2E, SamplesInTheVdsoUnwindThroughItToMain) {

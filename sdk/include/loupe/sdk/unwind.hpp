@@ -138,18 +138,23 @@ inline void emit_unwind_health(const Host& host, const std::string& component, i
   fp.final(is_final).window(ws, we);
   fp.metric(LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.fp_frames));
   fp.emit(host);
-  // Stacks of processes without tables: walked by frame pointers, whole for code that
-  // keeps them, a lone leaf for code that does not. Said, with what helps, but not a loss.
+  // Stacks with a frame no table covered, walked on by frame pointers from there: whole
+  // for code that keeps them, cut for code that does not. Said, with what helps, but not
+  // a loss. (A metric too, for scripts that bound the cut stacks by it.)
   const std::string fp_only = p + "fp_only_stacks";
   RecordBuilder np(LOUPE_RECORD_HEALTH, "stacks");
   np.final(is_final).window(ws, we);
   np.health(LOUPE_HEALTH_OK, fp_only.c_str(), c.no_process,
-            "user stacks walked by frame pointers from their leaf, which no unwind table "
-            "covered: a process this session neither started nor follows, a process's or a "
-            "library's first milliseconds before its tables are written, or JIT code; run "
-            "the program under loupe (-- CMD) or give --pid for whole stacks through code "
-            "built without frame pointers");
+            "user stacks walked by frame pointers from a frame no unwind table covered: a "
+            "process this session neither started nor follows, a process's or a library's "
+            "first milliseconds before its tables are written, JIT code or the vdso; run the "
+            "program under loupe (-- CMD) or give --pid for whole stacks through code built "
+            "without frame pointers");
   np.emit(host);
+  RecordBuilder nm(LOUPE_RECORD_METRIC, "unwind_fp_only_stacks");
+  nm.final(is_final).window(ws, we);
+  nm.metric(LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.no_process));
+  nm.emit(host);
 }
 
 }  // namespace loupe::sdk
