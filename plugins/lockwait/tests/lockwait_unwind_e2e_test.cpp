@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cli_run.hpp"
+#include "user_frames.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -34,34 +35,6 @@ double wait_ns(const json& rec) {
   for (const auto& v : rec["stack"]["values"])
     if (v["name"] == "wait_ns") return v["value"].get<double>();
   return 0;
-}
-
-// The user frames' symbols, and the first one outside libc: the lock call's direct caller.
-struct UserStack {
-  std::string caller;
-  std::vector<std::string> symbols;
-  bool has(const std::string& s) const {
-    for (const auto& x : symbols)
-      if (x == s) return true;
-    return false;
-  }
-  std::string joined() const {
-    std::string j;
-    for (const auto& s : symbols) j += s + ";";
-    return j;
-  }
-};
-
-UserStack user_stack(const json& rec) {
-  UserStack u;
-  for (const auto& f : rec["stack"]["frames"]) {
-    if (f.value("kind", "") != "user") continue;
-    const std::string sym = f["symbol"].is_string() ? f["symbol"].get<std::string>() : "?";
-    const std::string mod = f["module"].is_string() ? f["module"].get<std::string>() : "";
-    u.symbols.push_back(sym);
-    if (u.caller.empty() && mod.find("libc.so") == std::string::npos) u.caller = sym;
-  }
-  return u;
 }
 
 struct Figures {
@@ -90,27 +63,27 @@ class LockwaitUnwind : public loupe::test::CliRun {
       if ((*h)["labels"].value("addr", "") == addr) f.hist = (*h)["histogram"]["sum"].get<double>();
     for (const json* rec : r.all("stack", "lock_wait")) {
       if ((*rec)["labels"].value("addr", "") != addr) continue;
-      const UserStack u = user_stack(*rec);
+      const loupe::test::UserFrames u((*rec)["stack"]["frames"]);
       const double ns = wait_ns(*rec);
       f.waited += ns;
-      if (u.caller == "lock_site") {
+      if (u.caller() == "lock_site") {
         f.under_lock_site += ns;
-        if (u.has("worker") && u.has("start_thread"))
+        if (u.reaches("worker") && u.reaches("start_thread"))
           f.rooted += ns;
         else if (f.wait_example.empty())
           f.wait_example = "(not rooted) " + u.joined();
       } else if (f.wait_example.empty()) {
-        f.wait_example = "(caller " + u.caller + ") " + u.joined();
+        f.wait_example = "(caller " + u.caller() + ") " + u.joined();
       }
     }
     for (const json* rec : r.all("stack", "lock_holder")) {
       if ((*rec)["labels"].value("addr", "") != addr) continue;
-      const UserStack u = user_stack(*rec);
+      const loupe::test::UserFrames u((*rec)["stack"]["frames"]);
       f.released += wait_ns(*rec);
-      if (u.caller == "release_site" && u.has("lock_site"))
+      if (u.caller() == "release_site" && u.reaches("lock_site"))
         f.by_release_site += wait_ns(*rec);
       else if (f.holder_example.empty())
-        f.holder_example = "(caller " + u.caller + ") " + u.joined();
+        f.holder_example = "(caller " + u.caller() + ") " + u.joined();
     }
     std::printf(
         "  %s, unwind = %s: workload waited %.1f ms; g_lock %.1f ms, under lock_site %.1f ms "

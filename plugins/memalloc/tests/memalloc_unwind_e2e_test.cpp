@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli_run.hpp"
+#include "user_frames.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -33,34 +34,6 @@ std::int64_t value(const json& rec, const std::string& name) {
   for (const auto& v : rec["stack"]["values"])
     if (v["name"] == name) return v["value"].get<std::int64_t>();
   return 0;
-}
-
-// The user frames' symbols, and the first one outside libc: the allocator's direct caller.
-struct UserStack {
-  std::string caller;
-  std::vector<std::string> symbols;
-  bool has(const std::string& s) const {
-    for (const auto& x : symbols)
-      if (x == s) return true;
-    return false;
-  }
-  std::string joined() const {
-    std::string j;
-    for (const auto& s : symbols) j += s + ";";
-    return j;
-  }
-};
-
-UserStack user_stack(const json& rec) {
-  UserStack u;
-  for (const auto& f : rec["stack"]["frames"]) {
-    if (f.value("kind", "") != "user") continue;
-    const std::string sym = f["symbol"].is_string() ? f["symbol"].get<std::string>() : "?";
-    const std::string mod = f["module"].is_string() ? f["module"].get<std::string>() : "";
-    u.symbols.push_back(sym);
-    if (u.caller.empty() && mod.find("libc.so") == std::string::npos) u.caller = sym;
-  }
-  return u;
 }
 
 struct Figures {
@@ -85,15 +58,15 @@ class MemallocUnwind : public loupe::test::CliRun {
     f.want_bytes = workload_figure(r.output, "alloc_site_bytes");
     for (const json* rec : r.all("stack", "alloc_sites")) {
       if ((*rec)["labels"].value("pid", "") != pid) continue;
-      const UserStack u = user_stack(*rec);
-      if (u.caller != "alloc_site") {
-        if (u.has("alloc_site") && f.example.empty()) f.example = "(caller lost) " + u.joined();
+      const loupe::test::UserFrames u((*rec)["stack"]["frames"]);
+      if (u.caller() != "alloc_site") {
+        if (u.reaches("alloc_site") && f.example.empty()) f.example = "(caller lost) " + u.joined();
         continue;
       }
       const std::int64_t n = value(*rec, "allocs");
       f.allocs += n;
       f.bytes += value(*rec, "alloc_bytes");
-      if (u.has("alloc_phase") && u.has("main"))
+      if (u.reaches("alloc_phase") && u.reaches("main"))
         f.rooted += n;
       else if (f.example.empty())
         f.example = "(not rooted) " + u.joined();
@@ -130,9 +103,9 @@ class MemallocUnwind : public loupe::test::CliRun {
     std::string example;
     for (const json* rec : r.all("stack", "alloc_sites")) {
       const auto n = static_cast<double>(value(*rec, "allocs"));
-      const UserStack u = user_stack(*rec);
+      const loupe::test::UserFrames u((*rec)["stack"]["frames"]);
       out.all += n;
-      if (u.has("__libc_start_call_main"))
+      if (u.reaches("__libc_start_call_main"))
         out.rooted += n;
       else if (example.empty())
         example = u.joined();
