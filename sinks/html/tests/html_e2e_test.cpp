@@ -122,10 +122,12 @@ TEST_F(HtmlE2E, ADifferentialReportColoursWhatGrewRedAndWhatShrankBlue) {
   for (const json& t : results) {
     const auto grew = t["grew"].get<std::set<std::string>>();
     const auto shrank = t["shrank"].get<std::set<std::string>>();
+    // Colours are per box, a box per path: with whole stacks (the default unwinder) a
+    // function has a box under each caller path it was seen on, and a box of a few
+    // samples may move either way by chance; that spin_a's main box shrank and spin_b's
+    // grew is what is judged.
     EXPECT_TRUE(grew.count("spin_b")) << t.dump();
     EXPECT_TRUE(shrank.count("spin_a")) << t.dump();
-    EXPECT_FALSE(grew.count("spin_a")) << t.dump();
-    EXPECT_FALSE(shrank.count("spin_b")) << t.dump();
     // spin_b holds about 700 of 950 ms in the new run.
     EXPECT_GT(t["share"].get<double>(), 55.0) << t.dump();
   }
