@@ -357,7 +357,7 @@ TEST_P(OffcpuMechanisms, NoBlockLostBesideSessionsStartingAndStopping) {
   const std::string tid = std::to_string(static_cast<long>(workload_figure(r.output, "sleep_tid")));
   const double want =
       workload_figure(r.output, "sleep_ns") - workload_figure(r.output, "sleep_cpu_ns");
-  double sleep_ns = 0, sleep_blocks = 0, named_blocks = 0;
+  double sleep_ns = 0, asleep_ns = 0, sleep_blocks = 0, named_blocks = 0;
   for (const json* rec : r.all("stack", "offcpu")) {
     if ((*rec)["labels"]["pid"] != pid || (*rec)["labels"].value("tid", "") != tid) continue;
     // The workload's wall minus CPU time holds every wait of the span: its sleeps and, on a
@@ -365,6 +365,7 @@ TEST_P(OffcpuMechanisms, NoBlockLostBesideSessionsStartingAndStopping) {
     const bool sleep = (*rec)["labels"]["reason"] == "sleep";
     const bool in_span = has_frame(*rec, "sleep_in_sleeper");
     if (sleep || in_span) sleep_ns += static_cast<double>(value(*rec, "offcpu_ns"));
+    if (sleep) asleep_ns += static_cast<double>(value(*rec, "offcpu_ns"));
     if (!sleep) continue;
     sleep_blocks += static_cast<double>(value(*rec, "blocks"));
     if (in_span) named_blocks += static_cast<double>(value(*rec, "blocks"));
@@ -385,7 +386,11 @@ TEST_P(OffcpuMechanisms, NoBlockLostBesideSessionsStartingAndStopping) {
   EXPECT_LE(sleep_blocks, 100);
   EXPECT_GE(sleep_blocks, 100 - missed_outs);
   EXPECT_GE(named_blocks, sleep_blocks - health_value(r, "offcpu/user_stack_fail"));
-  EXPECT_NEAR(sleep_ns, want, 0.01 * want + missed_out_ns);
+  // The sleeps lie within the span: never more than it. With the preemptions seen in the
+  // function, nothing of it is missing; a preemption at the span's edge (tens of ms in an
+  // emulated guest) may reach past it, so that sum is bounded from below only.
+  EXPECT_LE(asleep_ns, 1.01 * want + missed_out_ns);
+  EXPECT_GE(sleep_ns, 0.99 * want - missed_out_ns);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllHooks, OffcpuMechanisms,
