@@ -71,3 +71,18 @@ for line in open(sys.argv[1]):
 print(int(ns), events, int(runs))
 PY
 }
+
+# Two Debian binaries without frame pointers reading CALLS x 32 KiB of a cached file in
+# "$tmp": dd (read, a shallow stack) and python3 (os.pread through the interpreter). Sets
+# the associative array cmd[dd], cmd[python3]; for the stack-cost benches.
+pread_workloads() {
+  local calls=$1
+  head -c $((32768 * calls)) /dev/zero >"$tmp/data"
+  cat "$tmp/data" >/dev/null
+  declare -gA cmd=(
+    [dd]="dd if=$tmp/data of=/dev/null bs=32k count=$calls status=none"
+    [python3]="python3 -c 'import os
+fd = os.open(\"$tmp/data\", os.O_RDONLY)
+for _ in range($calls): os.pread(fd, 32768, 0)'"
+  )
+}

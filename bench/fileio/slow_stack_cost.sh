@@ -16,15 +16,7 @@ set -uo pipefail
 compare_setup "${1:-}" fileio_workload
 rounds=${2:-3}
 calls=${3:-2000}
-head -c $((32768 * calls)) /dev/zero >"$tmp/data"
-cat "$tmp/data" >/dev/null
-
-declare -A cmd=(
-  [dd]="dd if=$tmp/data of=/dev/null bs=32k count=$calls status=none"
-  [python3]="python3 -c 'import os
-fd = os.open(\"$tmp/data\", os.O_RDONLY)
-for _ in range($calls): os.pread(fd, 32768, 0)'"
-)
+pread_workloads "$calls"
 
 echo "ns per slow event in fio_exit (median of $rounds; every file call an event):"
 printf '%-8s %7s %10s %10s %10s   %s\n' workload events fp tables dwarf "over no events: fp / tables / dwarf"

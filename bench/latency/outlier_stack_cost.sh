@@ -15,15 +15,7 @@ set -uo pipefail
 compare_setup "${1:-}" latency_workload
 rounds=${2:-3}
 calls=${3:-2000}
-head -c $((32768 * calls)) /dev/zero >"$tmp/data"
-cat "$tmp/data" >/dev/null
-
-declare -A cmd=(
-  [dd]="dd if=$tmp/data of=/dev/null bs=32k count=$calls status=none"
-  [python3]="python3 -c 'import os
-fd = os.open(\"$tmp/data\", os.O_RDONLY)
-for _ in range($calls): os.pread(fd, 32768, 0)'"
-)
+pread_workloads "$calls"
 declare -A sys=([dd]=read [python3]=pread64)
 
 echo "ns per outlier in the exit program (median of $rounds; every call an outlier):"
