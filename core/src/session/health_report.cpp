@@ -126,7 +126,8 @@ void HealthReport::mapping_records(const SymbolizerStats* stats, const std::stri
 }
 
 void HealthReport::unwind_tables(std::uint64_t processes, std::uint64_t files, std::uint64_t rows,
-                                 std::uint64_t rows_full, std::uint64_t build_ns) {
+                                 std::uint64_t rows_full, std::uint64_t write_errors,
+                                 std::uint64_t build_ns) {
   const std::string comp = "unwind_tables";
   health("unwind_tables", comp, rows, LOUPE_HEALTH_OK,
          fmt::format("rows ({} KiB) of {} file(s) for {} process(es), built in {:.0f} ms",
@@ -136,6 +137,11 @@ void HealthReport::unwind_tables(std::uint64_t processes, std::uint64_t files, s
          rows_full ? "files left without unwind rows: the rows map was full, so their frames "
                      "were walked by frame pointers (raise the plugin's unwind_rows)"
                    : "",
+         true);
+  health("unwind_entries_refused", comp, write_errors, warn_if(write_errors),
+         write_errors ? "process entries or rows the kernel refused (the process map holds "
+                        "1024 processes): their stacks were walked by frame pointers"
+                      : "",
          true);
 }
 

@@ -62,7 +62,7 @@ class HealthReport {
   // At the end, when a plugin uses the in-kernel unwinder: the tables kept for it, and the
   // files left without rows (the rows map was full: their frames unwind by frame pointers).
   void unwind_tables(std::uint64_t processes, std::uint64_t files, std::uint64_t rows,
-                     std::uint64_t rows_full, std::uint64_t build_ns);
+                     std::uint64_t rows_full, std::uint64_t write_errors, std::uint64_t build_ns);
   // At the end, when debuginfod was asked: what it delivered and what it could not.
   void debuginfod(const SymbolizerStats& stats);
   // A change the ring reader made on its own (sampling divisor, count-only mode).

@@ -769,7 +769,7 @@ void Session::Impl::prebuild_unwind_tables() {
 void Session::Impl::process_tree_health() {
   if (unwind_tables_.attached()) {
     const auto c = unwind_tables_.counters();
-    health_->unwind_tables(c.processes, c.files, c.rows, c.rows_full, c.build_ns);
+    health_->unwind_tables(c.processes, c.files, c.rows, c.rows_full, c.write_errors, c.build_ns);
   }
   if (symbolizer_) {
     SymbolizerStats st = symbolizer_->stats();
