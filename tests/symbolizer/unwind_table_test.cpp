@@ -10,7 +10,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -213,6 +215,68 @@ TEST(UnwindTable, AFileWithoutEhFrameIsAnError) {
   EXPECT_FALSE(loupe::build_unwind_table("/nonexistent", &t, &err));
 }
 
+// The kernel's row lookup (loupe_unwind_row_index): the rows between the page index's
+// entry for the address's page and the next, binary-searched. nullptr: no row.
+const loupe_unwind_row* page_lookup(const std::vector<loupe_unwind_row>& rows,
+                                    std::uint32_t row_first, std::uint32_t row_count,
+                                    std::uint32_t page_first, std::uint32_t page_count,
+                                    std::uint32_t page_base, std::uint64_t link) {
+  if (link < page_base || row_count == 0) return nullptr;
+  const std::uint64_t page =
+      std::min<std::uint64_t>((link - page_base) >> LOUPE_UNWIND_PAGE_SHIFT, page_count);
+  std::uint32_t lo = row_first + rows[page_first + page].pc;
+  const std::uint32_t hi =
+      page < page_count ? row_first + rows[page_first + page + 1].pc + 1 : row_first + row_count;
+  for (std::uint32_t h = hi; lo < h;) {
+    const std::uint32_t mid = lo + (h - lo) / 2;
+    if (rows[mid].pc <= link)
+      lo = mid + 1;
+    else
+      h = mid;
+  }
+  if (lo == row_first) return nullptr;
+  return &rows[lo - 1];
+}
+
+void check_page_index(const std::string& file) {
+  UnwindTable t;
+  std::string err;
+  ASSERT_TRUE(loupe::build_unwind_table(file, &t, &err)) << err;
+  std::uint32_t base = 0;
+  const auto index = loupe::unwind_page_index(t.rows, &base);
+  ASSERT_FALSE(index.empty());
+  std::vector<loupe_unwind_row> all = t.rows;
+  all.insert(all.end(), index.begin(), index.end());
+  const auto n = static_cast<std::uint32_t>(t.rows.size());
+  const auto pages = static_cast<std::uint32_t>(index.size() - 1);
+  std::size_t widest = 0, checked = 0;
+  for (std::uint32_t k = 0; k < pages; ++k)
+    widest = std::max<std::size_t>(widest, index[k + 1].pc - index[k].pc + 1);
+  // Every row's edges and every page's, and beyond both ends.
+  std::vector<std::uint64_t> pcs = {0, base, std::uint64_t{t.rows.back().pc} + 4096};
+  for (const auto& r : t.rows)
+    for (std::uint64_t d : {0, 1, 2}) pcs.push_back(r.pc + d - 1);
+  for (std::uint32_t k = 0; k <= pages; ++k)
+    for (std::uint64_t d : {0, 1, 2})
+      pcs.push_back(base + (std::uint64_t{k} << LOUPE_UNWIND_PAGE_SHIFT) + d - 1);
+  for (std::uint64_t pc : pcs) {
+    const loupe_unwind_row* want = t.find(pc);
+    const loupe_unwind_row* got = page_lookup(all, 0, n, n, pages, base, pc);
+    ASSERT_EQ(want ? want->pc : ~0u, got ? got->pc : ~0u) << std::hex << "pc 0x" << pc;
+    ++checked;
+  }
+  std::printf(
+      "  %s: %u rows, %u pages of %u bytes, at most %zu rows searched a page; %zu "
+      "addresses checked\n",
+      file.c_str(), n, pages, LOUPE_UNWIND_PAGE_SIZE, widest, checked);
+}
+
+TEST(UnwindTable, ThePageIndexFindsTheRowInForceAtEveryAddress) {
+  for (const std::string file : {"/lib/x86_64-linux-gnu/libc.so.6", "/usr/bin/python3.11"}) {
+    if (::access(file.c_str(), R_OK) == 0) check_page_index(file);
+  }
+}
+
 // The kernel's walk (unwind.bpf.h) in user space, over a copied stack: the model the BPF
 // code follows, checked here against libdwfl frame by frame.
 std::vector<std::uint64_t> table_walk(const loupe::UnwindTableStore& store,
@@ -231,12 +295,8 @@ std::vector<std::uint64_t> table_walk(const loupe::UnwindTableStore& store,
       if (pc >= proc.maps[i].start && pc < proc.maps[i].end) m = &proc.maps[i];
     if (!m) break;
     const std::uint64_t link = pc - m->bias - (depth > 0 ? 1 : 0);
-    const loupe_unwind_row* row = nullptr;
-    for (std::uint32_t i = 0; i < m->row_count; ++i) {
-      const auto& r = store.rows()[m->row_first + i];
-      if (r.pc > link) break;
-      row = &r;
-    }
+    const loupe_unwind_row* row = page_lookup(store.rows(), m->row_first, m->row_count,
+                                              m->page_first, m->page_count, m->page_base, link);
     if (!row) break;
     std::uint64_t cfa = 0;
     if (row->cfa == LOUPE_UNWIND_CFA_RSP)

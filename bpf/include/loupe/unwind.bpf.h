@@ -85,6 +85,9 @@ struct loupe_unwind_state {
 	__u32 depth;
 	__u32 done;	 /* the walk ended on its own (not at the depth bound) */
 	__u32 fp_walked; /* a frame had no row: this stack was walked (partly) by rbp */
+	/* The mapping of the last frame, copied: callers mostly sit in the same file as
+	 * their callee, and are then found without the process lookup and its search. */
+	struct loupe_unwind_mapping last_map;
 	struct loupe_unwind_stack stack;
 };
 
@@ -186,15 +189,29 @@ static long loupe_unwind_search_step(__u32 i, void *arg)
  * callback is entered with (975k instructions processed on 6.18 when inlined). */
 __attribute__((noinline)) int loupe_unwind_row_index(__u32 tgid, __u64 pc, __u32 ret)
 {
-	const struct loupe_unwind_proc *proc = bpf_map_lookup_elem(&loupe_unwind_procs, &tgid);
-	const struct loupe_unwind_mapping *m;
+	const struct loupe_unwind_mapping *m = NULL;
+	const struct loupe_unwind_proc *proc;
 	struct loupe_unwind_search search;
-	__u32 lo;
+	struct loupe_unwind_state *st;
+	struct loupe_unwind_row *first, *last;
+	__u32 zero = 0, lo, page, key;
 
-	if (!proc)
-		return -1;
-	m = loupe_unwind_find_mapping(proc, pc);
-	if (!m || m->row_count == 0)
+	st = bpf_map_lookup_elem(&loupe_unwind_scratch, &zero);
+	if (st && pc >= st->last_map.start && pc < st->last_map.end) {
+		m = &st->last_map;
+	} else {
+		proc = bpf_map_lookup_elem(&loupe_unwind_procs, &tgid);
+		if (!proc)
+			return -1;
+		m = loupe_unwind_find_mapping(proc, pc);
+		if (!m)
+			return -1;
+		if (st) {
+			__builtin_memcpy(&st->last_map, m, sizeof(*m));
+			m = &st->last_map;
+		}
+	}
+	if (m->row_count == 0)
 		return -1;
 	pc = pc - m->bias - (ret ? 1 : 0);
 	if (pc > 0xffffffffULL)
@@ -202,9 +219,26 @@ __attribute__((noinline)) int loupe_unwind_row_index(__u32 tgid, __u64 pc, __u32
 	search.lo = m->row_first;
 	search.hi = m->row_first + m->row_count;
 	search.pc = pc;
+	/* Only the rows of pc's page, between the page index's entry and the next. */
+	if (m->page_count) {
+		if (pc < m->page_base)
+			return -1;
+		page = (pc - m->page_base) >> LOUPE_UNWIND_PAGE_SHIFT;
+		if (page > m->page_count)
+			page = m->page_count;
+		key = m->page_first + page;
+		first = bpf_map_lookup_elem(&loupe_unwind_rows, &key);
+		key++;
+		last = page < m->page_count ? bpf_map_lookup_elem(&loupe_unwind_rows, &key) : NULL;
+		if (first && first->pc < m->row_count)
+			search.lo = m->row_first + first->pc;
+		if (last && last->pc < m->row_count)
+			search.hi = m->row_first + last->pc + 1;
+	}
 	bpf_loop(LOUPE_UNWIND_ROW_STEPS, loupe_unwind_search_step, &search, 0);
 	lo = search.lo;
-	if (lo == m->row_first)
+	/* No row at or below pc: before the file's first (page 0 starts at or below it). */
+	if (lo == 0 || lo == m->row_first)
 		return -1;
 	return (int)(lo - 1);
 }
@@ -390,6 +424,7 @@ __attribute__((noinline)) int loupe_unwind_user_walk(void)
 	st->depth = 0;
 	st->done = 0;
 	st->fp_walked = 0;
+	st->last_map.end = 0;
 	st->hash = 0xcbf29ce484222325ULL ^ st->tgid;
 	c->walks++;
 	bpf_loop(LOUPE_UNWIND_MAX_DEPTH, loupe_unwind_step, &zero, 0);

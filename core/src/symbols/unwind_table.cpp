@@ -269,4 +269,21 @@ bool build_unwind_table(const std::string& path, UnwindTable* out, std::string* 
 
 #endif
 
+std::vector<loupe_unwind_row> unwind_page_index(const std::vector<loupe_unwind_row>& rows,
+                                                std::uint32_t* base) {
+  std::vector<loupe_unwind_row> index;
+  if (rows.empty()) return index;
+  *base = rows.front().pc & ~(LOUPE_UNWIND_PAGE_SIZE - 1);
+  const std::uint64_t pages = ((rows.back().pc - *base) >> LOUPE_UNWIND_PAGE_SHIFT) + 1;
+  index.resize(pages + 1);
+  std::uint32_t in_force = 0;  // the last row at or below the page's start
+  for (std::uint64_t k = 0; k < pages; ++k) {
+    const std::uint64_t start = *base + (k << LOUPE_UNWIND_PAGE_SHIFT);
+    while (in_force + 1 < rows.size() && rows[in_force + 1].pc <= start) ++in_force;
+    index[k].pc = in_force;
+  }
+  index[pages].pc = static_cast<std::uint32_t>(rows.size() - 1);
+  return index;
+}
+
 }  // namespace loupe

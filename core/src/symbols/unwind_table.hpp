@@ -48,6 +48,12 @@ struct UnwindTable {
   const loupe_unwind_row* find(std::uint64_t pc) const;
 };
 
+// The page index the in-kernel unwinder searches a file's rows through (loupe/unwind.h,
+// LOUPE_UNWIND_PAGE_SHIFT): page_count + 1 entries, `pc` holding a row number; `*base`
+// gets page 0's address. Empty for no rows.
+std::vector<loupe_unwind_row> unwind_page_index(const std::vector<loupe_unwind_row>& rows,
+                                                std::uint32_t* base);
+
 // Builds the table of the ELF file at `path` from its .eh_frame. False with `*err` set when
 // the file cannot be read, has no .eh_frame, is not x86-64, or loupe was built without libdw.
 bool build_unwind_table(const std::string& path, UnwindTable* out, std::string* err);

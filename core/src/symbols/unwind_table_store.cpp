@@ -121,13 +121,17 @@ const UnwindTableStore::FileEntry* UnwindTableStore::file(std::uint32_t pid, std
   const std::string at = proc_root_ + "/" + std::to_string(pid) + "/root" + path;
   if (!build_unwind_table(at, &f.table, &f.error)) {
     ++stats_.files_failed;
-  } else if (rows_.size() + f.table.rows.size() > max_rows_) {
+  } else if (const auto pages = unwind_page_index(f.table.rows, &f.page_base);
+             rows_.size() + f.table.rows.size() + pages.size() > max_rows_) {
     ++stats_.rows_full;
     f.error = path + ": unwind rows full (" + std::to_string(max_rows_) + ")";
   } else {
     f.row_first = static_cast<std::uint32_t>(rows_.size());
     f.row_count = static_cast<std::uint32_t>(f.table.rows.size());
     rows_.insert(rows_.end(), f.table.rows.begin(), f.table.rows.end());
+    f.page_first = static_cast<std::uint32_t>(rows_.size());
+    f.page_count = pages.empty() ? 0 : static_cast<std::uint32_t>(pages.size() - 1);
+    rows_.insert(rows_.end(), pages.begin(), pages.end());
   }
   f.table.rows.clear();
   f.table.rows.shrink_to_fit();
@@ -165,6 +169,9 @@ bool UnwindTableStore::load_process(std::uint32_t pid, loupe_unwind_proc* out, s
     dst.bias = bias;
     dst.row_first = f.row_first;
     dst.row_count = f.row_count;
+    dst.page_first = f.page_first;
+    dst.page_count = f.page_count;
+    dst.page_base = f.page_base;
   }
   return true;
 }

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The unwind tables of the processes a session follows, laid out for the in-kernel
-// unwinder: one growing array of rows (every file's rows once, however many processes map
-// it) and, per process, its executable file mappings with their load bias and row range
-// (loupe_unwind_proc). Whoever owns the BPF maps copies the rows appended since its last
+// unwinder: one growing array of rows (every file's rows and page index once, however
+// many processes map it) and, per process, its executable file mappings with their load bias and
+// row range (loupe_unwind_proc). Whoever owns the BPF maps copies the rows appended since its last
 // copy and the process entries; this class touches no map, so it is tested on its own.
 // Not thread-safe.
 #ifndef LOUPE_CORE_UNWIND_TABLE_STORE_HPP
@@ -26,7 +26,10 @@ class UnwindTableStore {
   struct FileEntry {
     std::string path;
     std::uint32_t row_first = 0;
-    std::uint32_t row_count = 0;  // 0: no table (no .eh_frame, unreadable, store full)
+    std::uint32_t row_count = 0;   // 0: no table (no .eh_frame, unreadable, store full)
+    std::uint32_t page_first = 0;  // its page index, after its rows (loupe/unwind.h)
+    std::uint32_t page_count = 0;
+    std::uint32_t page_base = 0;
     std::uint64_t build_ns = 0;
     UnwindTable table;  // rows moved to the store; segments and stats kept
     std::string error;
