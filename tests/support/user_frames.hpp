@@ -19,6 +19,7 @@ namespace loupe::test {
 struct UserFrames {
   std::vector<std::string> symbols;  // leaf first; "?" where unresolved
   std::vector<std::string> modules;
+  std::vector<std::string> unresolved;  // "?" frames: module and resolution, for messages
 
   explicit UserFrames(const nlohmann::json& frames) {
     for (const auto& f : frames) {
@@ -27,6 +28,9 @@ struct UserFrames {
           f.contains("symbol") && f["symbol"].is_string() ? f["symbol"].get<std::string>() : "?");
       modules.push_back(
           f.contains("module") && f["module"].is_string() ? f["module"].get<std::string>() : "");
+      if (symbols.back() == "?")
+        unresolved.push_back((modules.back().empty() ? "(no module)" : modules.back()) + " " +
+                             f.value("resolution", ""));
     }
   }
   std::string leaf() const { return symbols.empty() ? "" : symbols.front(); }
@@ -41,9 +45,11 @@ struct UserFrames {
       if (s == root) return true;
     return false;
   }
+  // Leaf first, ";" after each; the first unresolved frame's module and why, if any.
   std::string joined() const {
     std::string out;
     for (const auto& s : symbols) out += s + ";";
+    if (!unresolved.empty()) out += " (first '?': " + unresolved.front() + ")";
     return out;
   }
 };

@@ -101,8 +101,11 @@ class Symbolizer {
                          std::uint32_t n, loupe_frame* out) = 0;
   // Data address (a global variable's name), for lock-wait attribution.
   virtual void symbolize_data(std::uint32_t pid, std::uint64_t addr, loupe_frame* out) = 0;
-  // Forget a process (exec or exit observed).
+  // A process exec'd, exited or remapped: re-read its maps on next use; kept if it is gone.
   virtual void invalidate(std::uint32_t pid) = 0;
+  // Drops what is cached of `pid`: the session's, for a pid that is another process's now
+  // or an exited process whose records are all symbolized.
+  virtual void forget(std::uint32_t pid) = 0;
   virtual SymbolizerStats stats() const { return {}; }
   // Unwinds a user stack from a copy: `regs` at the sample and `stack_len` bytes copied
   // from the stack pointer up. Writes up to `max` code addresses of `pid` into `out`, the

@@ -657,7 +657,7 @@ void Session::Impl::poll_process_tree(bool drain_all) {
       unwind_tables_.track(ev.tgid);
       // With mmap records the symbolizer learnt the fork itself, in order: dropping the
       // child's space now could lose mappings of a process that is already gone.
-      if (symbolizer_ && !mappings_followed_) symbolizer_->invalidate(ev.tgid);
+      if (symbolizer_ && !mappings_followed_) symbolizer_->forget(ev.tgid);
     } else if (ev.kind == LOUPE_TREE_EXIT) {
       unwind_tables_.forget(ev.tgid);
       exited_.emplace_back(ev.tgid, now + kExitGraceNs);
@@ -666,7 +666,7 @@ void Session::Impl::poll_process_tree(bool drain_all) {
   while (!exited_.empty() &&
          (exited_.front().second <= now || exited_.size() > kMaxPendingExits || drain_all)) {
     // At the end (drain_all) the final collect still symbolizes: keep what is cached.
-    if (!drain_all && symbolizer_) symbolizer_->invalidate(exited_.front().first);
+    if (!drain_all && symbolizer_) symbolizer_->forget(exited_.front().first);
     exited_.pop_front();
   }
 }

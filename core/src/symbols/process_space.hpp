@@ -88,6 +88,9 @@ class ProcessSpace {
   // a miss would keep the old regions until the limit expires. False when it is gone.
   bool exec_since_reload() const;
   std::chrono::steady_clock::time_point exec_checked_at{};  // the symbolizer's last check
+  // Someone said the maps changed (Symbolizer::invalidate): re-read on next use, and kept
+  // as they are if the process is gone by then.
+  bool stale = false;
 
   // The symbolizer's bookkeeping of when the perf map was last checked.
   std::uint64_t perf_map_checked_call = 0;

@@ -99,7 +99,15 @@ class ElfSymbolizer final : public Symbolizer {
     drain_mappings();
   }
 
+  // Marks the space for a re-read rather than dropping it: a caller that saw the maps
+  // change may be racing the process's exit, and a dropped space could never be read
+  // again (a warm pass dropped perl's just as it exited: every frame of its stacks lost).
   void invalidate(std::uint32_t pid) override {
+    std::lock_guard lock(mu_);
+    if (auto it = index_.find(pid); it != index_.end()) it->second->stale = true;
+  }
+
+  void forget(std::uint32_t pid) override {
     std::lock_guard lock(mu_);
     auto it = index_.find(pid);
     if (it == index_.end()) return;
@@ -303,14 +311,17 @@ class ElfSymbolizer final : public Symbolizer {
       // One stat of /proc/PID/exe per maps re-read interval, not per call: symbolize() is
       // on the path of every event with a stack.
       const auto now = std::chrono::steady_clock::now();
+      bool reread = space.stale;
+      space.stale = false;
       if (now - space.exec_checked_at >= std::chrono::milliseconds(opts_.maps_reread_interval_ms)) {
         space.exec_checked_at = now;
-        if (space.exec_since_reload()) {
-          int err = 0;
-          ++maps_reads_;
-          space.reload(strings_, files_, &err);
-          space.unwinder.reset();  // the old image's files and CFI
-        }
+        reread = reread || space.exec_since_reload();
+      }
+      if (reread) {
+        int err = 0;
+        ++maps_reads_;
+        // A failed re-read (the process is gone) leaves the space as it was.
+        if (space.reload(strings_, files_, &err)) space.unwinder.reset();  // old CFI
       }
       return &space;
     }

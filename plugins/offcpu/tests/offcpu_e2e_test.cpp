@@ -7,6 +7,7 @@
 // and time still off the CPU when the session ends. Every hook flavour the kernel offers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -270,7 +271,11 @@ TEST_P(OffcpuMechanisms, RunQueueLatencyOfOversubscribedThreadsAndTheirBlockers)
   EXPECT_LE(crowd_sum, crowd_off + crowd_count * 50e3) << "the crowd's time off the CPU";
   EXPECT_GE(lone_sum, owed * lone_own - lone_count * 50e3);
   EXPECT_LE(lone_sum, lone_off + lone_count * 50e3) << "the lone thread's time off the CPU";
-  EXPECT_GE(cpu0_count, crowd_count * 0.9);
+  // Every crowd wait after the main thread pinned itself (and the one its migration to
+  // CPU 0 makes) is on CPU 0.
+  const double before_pin = workload_figure(r.output, "crowd_runs_before_pin");
+  std::printf("  crowd runs before pinning: %.0f\n", before_pin);
+  EXPECT_GE(cpu0_count, (crowd_count - std::max(before_pin, 0.0) - 1) * 0.9);
   // The crowd's waits are preemptions, most of them under spin_in_crowd's stack (a stack
   // the map refused, or a preemption in its start-up, leaves the rest elsewhere).
   EXPECT_GE(crowd_preempted_any, 0.8 * crowd_sum);

@@ -237,6 +237,21 @@ __attribute__((noinline)) static void* spin_alone(void* arg) {
   return NULL;
 }
 
+/* How many times the calling thread was given a CPU (schedstat's third field). */
+static uint64_t own_runs(void) {
+  unsigned long long on_cpu = 0, delay = 0, runs = 0;
+  FILE* f = fopen("/proc/thread-self/schedstat", "r");
+
+  if (!f) return 0;
+  if (fscanf(f, "%llu %llu %llu", &on_cpu, &delay, &runs) != 3) runs = 0;
+  fclose(f);
+  return runs;
+}
+
+/* The main thread's runs before it pinned itself: each followed a wait on whichever CPU
+ * it was on (an emulated kernel under load preempts an exec many times). */
+static uint64_t runs_before_pin;
+
 static void spin_threads(int n, int cpu, void* (*fn)(void*)) {
   pthread_t t[8];
   cpu_set_t set;
@@ -245,6 +260,7 @@ static void spin_threads(int n, int cpu, void* (*fn)(void*)) {
    * `cpu` from their first instruction: a thread that started elsewhere and pinned itself
    * would wait once on another CPU's run queue first (an emulated kernel, slow to switch,
    * made 43 of a crowd's 269 waits such). */
+  runs_before_pin = own_runs();
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
   sched_setaffinity(0, sizeof(set), &set);
@@ -311,9 +327,9 @@ int main(int argc, char** argv) {
     else
       spin_threads(1, ncpu > 1 ? (int)ncpu - 1 : 0, spin_alone);
     thread_end(&main_t0);
-    printf("%s_run_delay_ns=%llu %s_off_cpu_ns=%llu oversleep_ns=%llu\n", argv[1],
-           (unsigned long long)run_delay_ns, argv[1], (unsigned long long)off_cpu_ns,
-           (unsigned long long)oversleep_ns);
+    printf("%s_run_delay_ns=%llu %s_off_cpu_ns=%llu oversleep_ns=%llu %s_runs_before_pin=%llu\n",
+           argv[1], (unsigned long long)run_delay_ns, argv[1], (unsigned long long)off_cpu_ns,
+           (unsigned long long)oversleep_ns, argv[1], (unsigned long long)runs_before_pin);
     return 0;
   }
   fprintf(stderr, "usage: %s blockers | halves | crowd SECONDS | lone SECONDS\n", argv[0]);

@@ -204,8 +204,9 @@ typedef struct loupe_host_services {
   /* Name a data address of `pid` (a global variable, e.g. a lock): `out` gets the object
    * symbol covering it (resolution as for symbolize). Any thread; may block on a miss. */
   int (*symbolize_data)(loupe_host* host, uint32_t pid, uint64_t addr, loupe_frame* out);
-  /* Tell the symbolizer a process exec'd or exited so its cached maps are dropped.
-   * Any thread; never blocks. */
+  /* Tell the symbolizer a process exec'd, exited or changed its mappings: its cached maps
+   * are re-read on next use while it lives, and kept as they were once it is gone (its
+   * stacks stay nameable). Any thread; never blocks. */
   void (*symbols_invalidate)(loupe_host* host, uint32_t pid);
 
   /* ABI 1.2. bpf_adopt_link, plus what the link is attached to in the kernel's own spelling
