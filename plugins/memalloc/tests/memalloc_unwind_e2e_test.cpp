@@ -41,6 +41,8 @@ struct Figures {
   std::int64_t allocs = 0, bytes = 0;            // under exactly alloc_site
   std::int64_t rooted = 0;                       // ... whose stack goes on to alloc_phase, main
   std::string example;
+  std::string elsewhere;  // the workload's other sites and the run's health, for messages
+  std::int64_t lost = 0;  // records the plugin's rings lost, counted (plugin_ring_loss)
 };
 
 class MemallocUnwind : public loupe::test::CliRun {
@@ -61,6 +63,7 @@ class MemallocUnwind : public loupe::test::CliRun {
       const loupe::test::UserFrames u((*rec)["stack"]["frames"]);
       if (u.caller() != "alloc_site") {
         if (u.reaches("alloc_site") && f.example.empty()) f.example = "(caller lost) " + u.joined();
+        f.elsewhere += "  " + std::to_string(value(*rec, "allocs")) + " at " + u.joined() + "\n";
         continue;
       }
       const std::int64_t n = value(*rec, "allocs");
@@ -71,6 +74,13 @@ class MemallocUnwind : public loupe::test::CliRun {
       else if (f.example.empty())
         f.example = "(not rooted) " + u.joined();
     }
+    for (const auto& rec : r.records)
+      if (rec.value("kind", "") == "health" && rec.value("is_final", false) &&
+          rec["health"].value("severity", "ok") != "ok") {
+        f.elsewhere += "  health " + rec.value("name", "") + ": " + rec["health"].dump() + "\n";
+        if (rec.value("name", "") == "plugin_ring_loss")
+          f.lost += rec["health"].value("value", std::int64_t{0});
+      }
     std::printf(
         "  %s, unwind = %s: workload %lld allocations, %lld bytes; under alloc_site: %lld "
         "allocations (%lld through alloc_phase to main), %lld bytes\n    %s\n",
@@ -81,10 +91,19 @@ class MemallocUnwind : public loupe::test::CliRun {
     return f;
   }
 
-  // memalloc counts every allocation: the site's figures are exact.
+  // memalloc counts every allocation: the site's figures are exact, but for records a
+  // ring lost and counted (dwarf mode's 8 KiB stack copies fill its ring when the session
+  // cannot unwind them as fast: an emulated kernel under load lost 137 of 2000).
   void expect_exact(const Figures& f) {
     ASSERT_GT(f.want_allocs, 0);
-    EXPECT_EQ(f.allocs, f.want_allocs) << f.example;
+    if (f.lost > 0) {
+      EXPECT_LE(f.allocs, f.want_allocs);
+      EXPECT_GE(f.allocs + f.lost, f.want_allocs) << f.elsewhere;
+      EXPECT_EQ(f.rooted, f.allocs) << f.example;
+      return;
+    }
+    EXPECT_EQ(f.allocs, f.want_allocs) << f.example << "\nthe workload's other sites:\n"
+                                       << f.elsewhere;
     EXPECT_EQ(f.bytes, f.want_bytes) << f.example;
     EXPECT_EQ(f.rooted, f.want_allocs) << f.example;
   }
