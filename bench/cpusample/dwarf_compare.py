@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Unwinding without frame pointers: loupe cpusample (unwind = "fp" | "dwarf") against
-`perf record -F 99 --call-graph dwarf` (and `-g`) on the same run of one of Debian's own
-programs, built without frame pointers like most of Debian.
+"""Unwinding without frame pointers: loupe cpusample (unwind = "tables", the default, and
+the "fp" and "dwarf" overrides) against `perf record -F 99 --call-graph dwarf,16384` (and `-g`)
+on the same run of one of Debian's own programs, built without frame pointers like most
+of Debian.
 
     bench/cpusample/dwarf_compare.py BUILD_DIR [ROUNDS=3] [MB=4] [WORKLOAD=xz]
 
-WORKLOAD: xz (xz -6 -T1 compressing an MB-sized word salad), gzip (gzip -9 of the same)
-or python3 (Debian's python3.11 counting the salad's words in a dict, then recursive
-fib(): the interpreter's C stacks). Every round runs each variant once, in a rotated order
+WORKLOAD: xz (xz -6 -T1 compressing an MB-sized word salad), gzip (gzip -9 of the same),
+bzip2 (bzip2 -9 of the same), sort (sort -V of its lines), perl (Debian's perl counting
+its words in a hash) or python3 (Debian's python3.11 counting the salad's words in a
+dict, then recursive fib(): the interpreter's C stacks). Every round runs each variant once, in a rotated order
 (drift hits all alike). The workload is started stopped
 (SIGSTOP before exec), the profiler attaches to its pid (loupe --pid, perf -p), then it
 is continued, so its own wall and CPU time (wait4) are measured apart from the
@@ -23,6 +25,8 @@ profilers' start-up. Reported per variant (medians over rounds):
   top paths            the 5 heaviest user call paths (root -> leaf), frames named as loupe
                        names them: symbol, else `module [fn@0xFDE start]` (perf's [unknown]
                        frames are named from the module's .eh_frame the same way)
+  top leaves           perf --call-graph dwarf's 5 heaviest leaf functions, and each one's
+                       share under every variant, with loupe-tables' distance in points
 
 Root only; perf absent from PATH is reported as absent.
 """
@@ -53,6 +57,11 @@ for _ in range(int(float(sys.argv[2]) * 12)):
 WORKLOADS = {
     "xz": (lambda data, mb: ["/usr/bin/xz", "-6", "-T1", "-c", "-k", data], "xz", "/usr/bin/xz"),
     "gzip": (lambda data, mb: ["/usr/bin/gzip", "-9", "-c", data], "gzip", "/usr/bin/gzip"),
+    "bzip2": (lambda data, mb: ["/usr/bin/bzip2", "-9", "-c", "-k", data], "bzip2", "/usr/bin/bzip2"),
+    "sort": (lambda data, mb: ["/usr/bin/sort", "-V", "-o", "/dev/null", data], "sort", "/usr/bin/sort"),
+    "perl": (lambda data, mb: ["/usr/bin/perl", "-e",
+                               "my %c; while (<>) { $c{$_}++ for split } print scalar(keys %c), qq(\\n)",
+                               data], "perl", "/usr/bin/perl"),
     "python3": (lambda data, mb: ["/usr/bin/python3.11", "-c", PY_SCRIPT, data, str(mb)],
                 "python3.11", "/usr/bin/python3.11"),
 }
@@ -217,6 +226,17 @@ def perf_stacks(data):
     return out, post
 
 
+def leaf_shares(rounds):
+    """Each leaf function's share of the samples (percent), over every round."""
+    leaves, total = collections.Counter(), 0
+    for x in rounds:
+        for n, f in x["stacks"]:
+            total += n
+            if f:
+                leaves[f[0][0]] += n
+    return {k: 100.0 * n / max(1, total) for k, n in leaves.items()}
+
+
 def summarize(stacks):
     total = sum(n for n, _ in stacks)
     rooted = sum(n for n, f in stacks if reaches_main(f))
@@ -245,7 +265,7 @@ def run_variant(variant, build, tmp, data, mb):
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(3)  # preflight, load, attach
     elif variant.startswith("perf"):
-        cg = ["--call-graph", "dwarf"] if variant == "perf-dwarf" else ["-g"]
+        cg = ["--call-graph", "dwarf,16384"] if variant == "perf-dwarf" else ["-g"]
         prof = subprocess.Popen(["perf", "record", "-q", "-F", "99"] + cg +
                                 ["-o", os.path.join(out, "perf.data"), "-p", str(pid)],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -311,7 +331,7 @@ def main():
         sys.exit("root only")
     if not os.path.ismount("/sys/kernel/tracing"):
         subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], check=False)
-    variants = ["base", "loupe-fp", "loupe-dwarf"]
+    variants = ["base", "loupe-tables", "loupe-fp", "loupe-dwarf"]
     if shutil.which("perf"):
         variants += ["perf-fp", "perf-dwarf"]
     else:
@@ -343,7 +363,7 @@ def main():
                 line += " %8d %6.1f%%" % (total, 100.0 * rooted / max(1, total))
                 tops[v] = (total, paths)
             print(line)
-        shown = [v for v in ("loupe-dwarf", "perf-dwarf") if v in tops]
+        shown = [v for v in ("loupe-tables", "perf-dwarf") if v in tops]
         tops5 = {v: tops[v][1].most_common(5) for v in shown}
         # The root part every shown path shares is printed once.
         split = [p.split(";") for v in shown for p, _ in tops5[v]]
@@ -358,8 +378,22 @@ def main():
             for p, n in tops5[v]:
                 print("  %5.1f%%  %s%s" % (100.0 * n / max(1, total), "...;" if common else "",
                                           ";".join(p.split(";")[common:])))
+        if "perf-dwarf" in tops:
+            leaves = {v: leaf_shares(res[v]) for v in tops}
+            print("\ntop-5 leaves of perf-dwarf, share of samples per variant (points from perf-dwarf):")
+            print("  %-40s" % "leaf" + "".join("%14s" % v for v in tops))
+            worst = 0.0
+            for leaf, ref in sorted(leaves["perf-dwarf"].items(), key=lambda kv: -kv[1])[:5]:
+                row = "  %-40s" % leaf[:40]
+                for v in tops:
+                    share = leaves[v].get(leaf, 0.0)
+                    row += "%7.1f%% %+5.1f" % (share, share - ref)
+                    if v == "loupe-tables":
+                        worst = max(worst, abs(share - ref))
+                print(row)
+            print("loupe-tables: largest distance from perf-dwarf's top-5 leaves: %.1f points" % worst)
         if shutil.which("bpftool"):
-            for unwind in ("fp", "dwarf"):
+            for unwind in ("tables", "fp", "dwarf"):
                 ns, runs = bpf_ns_per_run(build, tmp, data, mb, unwind)
                 print("\nBPF run time, unwind = %s: %.0f ns per sample (%d samples)" % (unwind, ns, runs),
                       end="")

@@ -85,6 +85,11 @@ struct loupe_unwind_state {
 	__u32 depth;
 	__u32 done;	 /* the walk ended on its own (not at the depth bound) */
 	__u32 fp_walked; /* a frame had no row: this stack was walked (partly) by rbp */
+	/* Tallied here and added to loupe_unwind_stats once a walk, not looked up per frame. */
+	__u32 stop; /* why the walk ended: LOUPE_UNWIND_STOP_* */
+	__u32 table_frames;
+	__u32 fp_frames;
+	__u32 plt_frames;
 	/* The mapping of the last frame, copied: callers mostly sit in the same file as
 	 * their callee, and are then found without the process lookup and its search. */
 	struct loupe_unwind_mapping last_map;
@@ -97,6 +102,16 @@ struct {
 	__type(key, __u32);
 	__type(value, struct loupe_unwind_state);
 } loupe_unwind_scratch SEC(".maps");
+
+enum {
+	LOUPE_UNWIND_STOP_NONE,
+	LOUPE_UNWIND_STOP_END,
+	LOUPE_UNWIND_STOP_FP,
+	LOUPE_UNWIND_STOP_UNSUPPORTED,
+	LOUPE_UNWIND_STOP_SIGNAL,
+	LOUPE_UNWIND_STOP_BAD_FRAME,
+	LOUPE_UNWIND_STOP_READ_FAILED,
+};
 
 /* Probes this many slots past the hash's own before giving up (the store is full). */
 #define LOUPE_UNWIND_PROBES 8
@@ -254,13 +269,13 @@ static long loupe_unwind_step(__u32 i, void *arg)
 {
 	__u32 zero = 0;
 	struct loupe_unwind_state *st = bpf_map_lookup_elem(&loupe_unwind_scratch, &zero);
-	struct loupe_unwind_counters *c = loupe_unwind_counters();
 	struct loupe_unwind_row *row = NULL;
-	__u64 pc, cfa, ra = 0, bp;
+	__u64 pc, cfa, ra = 0, bp, pair[2];
+	bool ok;
 	__u32 d, key;
 	int idx;
 
-	if (!st || !c)
+	if (!st)
 		return 1;
 	pc = st->pc;
 	bp = st->bp;
@@ -270,7 +285,6 @@ static long loupe_unwind_step(__u32 i, void *arg)
 	st->stack.addrs[d] = pc;
 	st->depth = d + 1;
 	st->hash = (st->hash ^ pc) * 0x100000001b3ULL;
-	c->frames++;
 
 	/* A return address is the instruction after the call: look up the call's row. */
 	idx = loupe_unwind_row_index(st->tgid, pc, d > 0);
@@ -283,17 +297,16 @@ static long loupe_unwind_step(__u32 i, void *arg)
 		/* No rows: the frame pointer's chain, as runtimes that JIT keep it. Counted
 		 * once a stack: code without frame pointers is cut here (a process or a library
 		 * whose tables are not written yet). */
-		if (!st->fp_walked) {
-			st->fp_walked = 1;
-			c->no_process++;
-		}
-		if (bp <= st->sp || !loupe_unwind_read(&ra, bp + 8) ||
-		    !loupe_unwind_read(&bp, bp)) {
-			c->fp_stopped++;
+		st->fp_walked = 1;
+		/* The saved rbp and the return address above it, in one read. */
+		if (bp <= st->sp || bpf_probe_read_user(pair, sizeof(pair), (void *)bp)) {
+			st->stop = LOUPE_UNWIND_STOP_FP;
 			st->done = 1;
 			return 1;
 		}
-		c->fp_frames++;
+		bp = pair[0];
+		ra = pair[1];
+		st->fp_frames++;
 		cfa = st->bp + 16;
 	} else {
 		switch (row->cfa) {
@@ -305,7 +318,7 @@ static long loupe_unwind_step(__u32 i, void *arg)
 			break;
 		case LOUPE_UNWIND_CFA_RSP_RA_RDI:
 			if (d > 0) {
-				c->unsupported++;
+				st->stop = LOUPE_UNWIND_STOP_UNSUPPORTED;
 				st->done = 1;
 				return 1;
 			}
@@ -313,44 +326,55 @@ static long loupe_unwind_step(__u32 i, void *arg)
 			break;
 		case LOUPE_UNWIND_CFA_PLT:
 			cfa = st->sp + 8 + ((pc & 15) >= (__u64)row->cfa_off ? 8 : 0);
-			c->plt_frames++;
+			st->plt_frames++;
 			break;
 		case LOUPE_UNWIND_CFA_END:
-			c->end_of_stack++;
+			st->stop = LOUPE_UNWIND_STOP_END;
 			st->done = 1;
 			return 1;
 		case LOUPE_UNWIND_CFA_SIGNAL:
-			c->signal_frames++;
+			st->stop = LOUPE_UNWIND_STOP_SIGNAL;
 			st->done = 1;
 			return 1;
 		default:
-			c->unsupported++;
+			st->stop = LOUPE_UNWIND_STOP_UNSUPPORTED;
 			st->done = 1;
 			return 1;
 		}
 		/* The caller's sp is above this frame's, but for a return address kept in a
 		 * register, where nothing of this frame is left on the stack. */
 		if (cfa < st->sp || (cfa == st->sp && row->cfa != LOUPE_UNWIND_CFA_RSP_RA_RDI)) {
-			c->bad_frame++;
+			st->stop = LOUPE_UNWIND_STOP_BAD_FRAME;
 			st->done = 1;
 			return 1;
 		}
-		if (row->cfa == LOUPE_UNWIND_CFA_RSP_RA_RDI)
+		if (row->cfa == LOUPE_UNWIND_CFA_RSP_RA_RDI) {
 			ra = st->leaf_di;
-		if ((row->cfa != LOUPE_UNWIND_CFA_RSP_RA_RDI && !loupe_unwind_read(&ra, cfa - 8)) ||
-		    (row->rbp == LOUPE_UNWIND_RBP_AT_CFA &&
-		     !loupe_unwind_read(&bp, cfa + row->rbp_off))) {
-			c->read_failed++;
+			ok = row->rbp != LOUPE_UNWIND_RBP_AT_CFA ||
+			     loupe_unwind_read(&bp, cfa + row->rbp_off);
+		} else if (row->rbp == LOUPE_UNWIND_RBP_AT_CFA && row->rbp_off == -16) {
+			/* rbp pushed first thing after the call (most frames that save it):
+			 * it and the return address are one read. */
+			ok = bpf_probe_read_user(pair, sizeof(pair), (void *)(cfa - 16)) == 0;
+			bp = pair[0];
+			ra = pair[1];
+		} else {
+			ok = loupe_unwind_read(&ra, cfa - 8) &&
+			     (row->rbp != LOUPE_UNWIND_RBP_AT_CFA ||
+			      loupe_unwind_read(&bp, cfa + row->rbp_off));
+		}
+		if (!ok) {
+			st->stop = LOUPE_UNWIND_STOP_READ_FAILED;
 			st->done = 1;
 			return 1;
 		}
-		c->table_frames++;
+		st->table_frames++;
 	}
 	st->pc = ra;
 	st->sp = cfa;
 	st->bp = bp;
 	if (ra == 0) {
-		c->end_of_stack++;
+		st->stop = LOUPE_UNWIND_STOP_END;
 		st->done = 1;
 		return 1;
 	}
@@ -424,12 +448,39 @@ __attribute__((noinline)) int loupe_unwind_user_walk(void)
 	st->depth = 0;
 	st->done = 0;
 	st->fp_walked = 0;
+	st->stop = LOUPE_UNWIND_STOP_NONE;
+	st->table_frames = st->fp_frames = st->plt_frames = 0;
 	st->last_map.end = 0;
 	st->hash = 0xcbf29ce484222325ULL ^ st->tgid;
 	c->walks++;
 	bpf_loop(LOUPE_UNWIND_MAX_DEPTH, loupe_unwind_step, &zero, 0);
 	if (!st->done)
 		c->depth_bound++;
+	c->frames += st->depth;
+	c->table_frames += st->table_frames;
+	c->fp_frames += st->fp_frames;
+	c->plt_frames += st->plt_frames;
+	c->no_process += st->fp_walked;
+	switch (st->stop) {
+	case LOUPE_UNWIND_STOP_END:
+		c->end_of_stack++;
+		break;
+	case LOUPE_UNWIND_STOP_FP:
+		c->fp_stopped++;
+		break;
+	case LOUPE_UNWIND_STOP_UNSUPPORTED:
+		c->unsupported++;
+		break;
+	case LOUPE_UNWIND_STOP_SIGNAL:
+		c->signal_frames++;
+		break;
+	case LOUPE_UNWIND_STOP_BAD_FRAME:
+		c->bad_frame++;
+		break;
+	case LOUPE_UNWIND_STOP_READ_FAILED:
+		c->read_failed++;
+		break;
+	}
 	if (st->depth < LOUPE_UNWIND_MAX_DEPTH)
 		st->stack.addrs[st->depth] = 0;
 	return (int)st->depth;
