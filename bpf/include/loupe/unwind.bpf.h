@@ -90,6 +90,9 @@ struct loupe_unwind_state {
 	__u32 table_frames;
 	__u32 fp_frames;
 	__u32 plt_frames;
+	/* A saved rbp and the return address above it, read at once: here, not on the BPF
+	 * stack, whose 512 bytes the walk's calls share (6.1 counted 544 with it there). */
+	__u64 pair[2];
 	/* The mapping of the last frame, copied: callers mostly sit in the same file as
 	 * their callee, and are then found without the process lookup and its search. */
 	struct loupe_unwind_mapping last_map;
@@ -270,7 +273,7 @@ static long loupe_unwind_step(__u32 i, void *arg)
 	__u32 zero = 0;
 	struct loupe_unwind_state *st = bpf_map_lookup_elem(&loupe_unwind_scratch, &zero);
 	struct loupe_unwind_row *row = NULL;
-	__u64 pc, cfa, ra = 0, bp, pair[2];
+	__u64 pc, cfa, ra = 0, bp;
 	bool ok;
 	__u32 d, key;
 	int idx;
@@ -299,13 +302,13 @@ static long loupe_unwind_step(__u32 i, void *arg)
 		 * whose tables are not written yet). */
 		st->fp_walked = 1;
 		/* The saved rbp and the return address above it, in one read. */
-		if (bp <= st->sp || bpf_probe_read_user(pair, sizeof(pair), (void *)bp)) {
+		if (bp <= st->sp || bpf_probe_read_user(st->pair, sizeof(st->pair), (void *)bp)) {
 			st->stop = LOUPE_UNWIND_STOP_FP;
 			st->done = 1;
 			return 1;
 		}
-		bp = pair[0];
-		ra = pair[1];
+		bp = st->pair[0];
+		ra = st->pair[1];
 		st->fp_frames++;
 		cfa = st->bp + 16;
 	} else {
@@ -355,9 +358,10 @@ static long loupe_unwind_step(__u32 i, void *arg)
 		} else if (row->rbp == LOUPE_UNWIND_RBP_AT_CFA && row->rbp_off == -16) {
 			/* rbp pushed first thing after the call (most frames that save it):
 			 * it and the return address are one read. */
-			ok = bpf_probe_read_user(pair, sizeof(pair), (void *)(cfa - 16)) == 0;
-			bp = pair[0];
-			ra = pair[1];
+			ok = bpf_probe_read_user(st->pair, sizeof(st->pair), (void *)(cfa - 16)) ==
+			     0;
+			bp = st->pair[0];
+			ra = st->pair[1];
 		} else {
 			ok = loupe_unwind_read(&ra, cfa - 8) &&
 			     (row->rbp != LOUPE_UNWIND_RBP_AT_CFA ||

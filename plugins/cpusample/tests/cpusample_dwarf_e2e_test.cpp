@@ -163,10 +163,14 @@ TEST_F(CpuSampleDwarfE2E, XzStacksReachMainWithTheDefaultInKernelTables) {
   // pointers, counted.
   const double fp_walked = health(r, "cpusample/unwind_fp_only_stacks");
   std::printf("  stacks walked by frame pointers (counted): %.0f\n", fp_walked);
+  // A sample in code whose CFI the walk does not follow (the dynamic linker's lazy-binding
+  // trampoline takes its CFA from rbx) stops that walk, counted: rare (1 sample of ~100 in
+  // the 6.12 guest, where start-up is slow), never silent.
+  const double unsupported = health(r, "cpusample/unwind_unsupported");
   EXPECT_GE(a.rooted * 100, a.xz * 90);
-  EXPECT_LE(static_cast<double>(a.xz - a.rooted), fp_walked);
+  EXPECT_LE(static_cast<double>(a.xz - a.rooted), fp_walked + unsupported);
   EXPECT_GE(a.lzma_code * 100, a.xz * 90);
-  EXPECT_EQ(health(r, "cpusample/unwind_unsupported"), 0);
+  EXPECT_LE(unsupported * 50, static_cast<double>(a.xz));
   EXPECT_EQ(health(r, "cpusample/unwind_bad_frame"), 0);
 }
 
