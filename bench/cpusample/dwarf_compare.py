@@ -22,6 +22,7 @@ profilers' start-up. Reported per variant (medians over rounds):
   post_cpu             perf only: `perf script` (where perf unwinds dwarf stacks)
   samples, main%       samples of the workload, and the share whose user stack reaches
                        main (the frame __libc_start_call_main called, in its executable)
+                       or, in a thread, libc's start_thread
   top paths            the 5 heaviest user call paths (root -> leaf), frames named as loupe
                        names them: symbol, else `module [fn@0xFDE start]` (perf's [unknown]
                        frames are named from the module's .eh_frame the same way)
@@ -173,9 +174,12 @@ def norm(sym):
 
 
 def reaches_main(frames):
-    """frames leaf first: (name, module path)."""
+    """frames leaf first: (name, module path). A thread's stack is whole at start_thread
+    (sort -V sorts in threads)."""
     for i in range(1, len(frames)):
         if frames[i][0] == "__libc_start_call_main" and frames[i - 1][1] == W[2]:
+            return True
+        if frames[i][0] == "start_thread" and "libc.so" in frames[i][1]:
             return True
     return False
 
