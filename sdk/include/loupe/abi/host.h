@@ -233,13 +233,15 @@ typedef struct loupe_host_services {
 
   /* ABI 1.5. Native unwind tables for the in-kernel unwinder (bpf/include/loupe/unwind.bpf.h):
    * from now until destroy() the host keeps `rows_fd` (its loupe_unwind_rows: an array of
-   * loupe_unwind_row) and `procs_fd` (loupe_unwind_procs: loupe_unwind_proc by tgid) filled
-   * for every process of the session's target (the command or --pid, and its descendants
-   * when following), from the .eh_frame of the files they map, rewriting a process's entry
-   * when its code mappings change. The maps stay the plugin's (borrowed fds, loaded). A
-   * system-wide session has no target processes: their stacks then unwind by frame
-   * pointers. Call during start(), after load; session thread only. LOUPE_ERR_INVALID_ARG
-   * when the maps do not have those layouts, LOUPE_ERR_UNSUPPORTED in replay. */
+   * loupe_unwind_row, each file's rows followed by its page index) and `procs_fd`
+   * (loupe_unwind_procs: loupe_unwind_proc by tgid) filled for every process of the
+   * session's target (the command or --pid, and its descendants when following), from the
+   * .eh_frame of the files they map, rewriting a process's entry when its code mappings
+   * change; a system-wide session fills them for every process it finds in /proc (the
+   * busiest first, within a build budget per second). The maps stay the plugin's
+   * (borrowed fds, loaded). Call during start(), after load; session thread only.
+   * LOUPE_ERR_INVALID_ARG when the maps do not have those layouts, LOUPE_ERR_UNSUPPORTED
+   * in replay. */
   int (*unwind_tables_attach)(loupe_host* host, int rows_fd, int procs_fd);
 } loupe_host_services;
 
