@@ -12,7 +12,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <filesystem>
 #include <map>
 #include <thread>
@@ -110,7 +109,7 @@ class Session::Impl {
   void start_recording();
   void replay_capture();
   void start_process_tree(pid_t root, bool seed_from_proc);
-  void poll_process_tree(bool drain_all);
+  void poll_process_tree();
   void process_tree_health();
   void follow_mappings();
   void track_unwind_tables();
@@ -144,9 +143,6 @@ class Session::Impl {
   std::string tree_error_;      // why the session follows no tree although asked to
   std::string mappings_error_;  // why the symbolizer has no mmap records of the target
   bool mappings_followed_ = false;
-  // Exited tree members whose cached symbols are dropped once records already in flight
-  // had time to be decoded (monotonic ns when due).
-  std::deque<std::pair<std::uint32_t, std::uint64_t>> exited_;
   loupe_session_info info_{};
   std::string output_dir_;
   std::string command_text_;
@@ -402,7 +398,7 @@ void Session::Impl::run_loop() {
       spdlog::info("target pid {} is gone", s.pid);
       break;
     }
-    poll_process_tree(false);
+    poll_process_tree();
     unwind_tables_.refresh();
     if (symbolizer_) symbolizer_->pump();
     if (now >= next_report) {
@@ -601,7 +597,7 @@ void Session::Impl::shutdown() {
       spdlog::warn("{}", e.what());
     }
   }
-  poll_process_tree(true);
+  poll_process_tree();
   emit_core_health(true);
   process_tree_health();
   result_.records_published = bus_.published();
@@ -644,14 +640,12 @@ void Session::Impl::start_process_tree(pid_t root, bool seed_from_proc) {
 }
 
 // Fork and exit events of the tree. A new process's pid may have been another process's
-// before: its cached symbols go at once. An exited one's go a few seconds later, so
-// records it emitted that are still queued resolve with them (the symbolizer's cache is
-// bounded either way; this keeps dead processes from crowding out live ones).
-void Session::Impl::poll_process_tree(bool drain_all) {
+// before: its cached symbols go at once. An exited one's stay: plugins name its stacks
+// at their reports, often long after it exited (memalloc's final report named none of a
+// perl run that exited 3 s before the end when they went 2 s after the exit); the
+// symbolizer's cache is bounded by its own LRU.
+void Session::Impl::poll_process_tree() {
   if (!tree_) return;
-  constexpr std::uint64_t kExitGraceNs = 2'000'000'000ull;
-  constexpr std::size_t kMaxPendingExits = 65536;
-  std::uint64_t now = clock_ns(LOUPE_CLOCK_MONOTONIC);
   tree_->poll([&](const loupe_tree_event& ev) {
     if (ev.kind == LOUPE_TREE_FORK) {
       unwind_tables_.track(ev.tgid);
@@ -660,15 +654,8 @@ void Session::Impl::poll_process_tree(bool drain_all) {
       if (symbolizer_ && !mappings_followed_) symbolizer_->forget(ev.tgid);
     } else if (ev.kind == LOUPE_TREE_EXIT) {
       unwind_tables_.forget(ev.tgid);
-      exited_.emplace_back(ev.tgid, now + kExitGraceNs);
     }
   });
-  while (!exited_.empty() &&
-         (exited_.front().second <= now || exited_.size() > kMaxPendingExits || drain_all)) {
-    // At the end (drain_all) the final collect still symbolizes: keep what is cached.
-    if (!drain_all && symbolizer_) symbolizer_->forget(exited_.front().first);
-    exited_.pop_front();
-  }
 }
 
 // The kernel's records of the target's mappings (exec, mmap, fork), so the stacks of a

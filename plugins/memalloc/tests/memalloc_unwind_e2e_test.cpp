@@ -178,4 +178,39 @@ TEST_F(MemallocUnwind, DebiansProgramsReachMainByDefault) {
   }
 }
 
+// A process that exits long before the session ends keeps its names: memalloc names its
+// sites at the final report, and the session used to drop an exited process's symbols 2 s
+// after its exit (every frame of such a perl run was '?').
+TEST_F(MemallocUnwind, AProcessThatExitedLongBeforeTheReportIsStillNamed) {
+  if (!fs::exists("/usr/bin/perl")) GTEST_SKIP() << "no /usr/bin/perl";
+  loupe::test::RunResult r =
+      run("[[plugins]]\nname = \"memalloc\"\n",
+          {"sh", "-c",
+           "'/usr/bin/perl -e \"my @a; push @a, q(x) x (600 + \\$_ % 500) for 1 .. 20000\"; "
+           "sleep 3'"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  double perl = 0, named = 0;
+  std::string example;
+  for (const json* rec : r.all("stack", "alloc_sites")) {
+    const loupe::test::UserFrames u((*rec)["stack"]["frames"]);
+    bool in_perl = false;
+    for (const auto& m : u.modules) in_perl = in_perl || m.find("perl") != std::string::npos;
+    for (const auto& un : u.unresolved)
+      in_perl = in_perl || un.find("process_gone") != std::string::npos;
+    if (!in_perl && !u.reaches("Perl_safesysmalloc")) continue;
+    const auto n = static_cast<double>(value(*rec, "allocs"));
+    perl += n;
+    // Named, not rooted: allocations in the forked perl's first milliseconds, before the
+    // session wrote its tables, are walked by frame pointers (a leaf or two).
+    if (!u.symbols.empty() && u.symbols.front() != "?" && u.unresolved.empty())
+      named += n;
+    else if (example.empty())
+      example = u.joined();
+  }
+  std::printf("  perl: %.0f allocations, %.0f with every frame named\n    %s\n", perl, named,
+              example.c_str());
+  ASSERT_GT(perl, 20000);
+  EXPECT_GE(named, 0.99 * perl) << example;
+}
+
 }  // namespace
