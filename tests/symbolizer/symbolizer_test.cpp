@@ -398,6 +398,29 @@ TEST(Symbolizer, GoneProcessSaysSo) {
             static_cast<std::uint32_t>(LOUPE_UNRESOLVED_PROCESS_GONE));
 }
 
+// A full cache drops its least recently used process: a live one is read again when
+// next asked for, an exited one is lost, and counted (session.symbol_processes).
+TEST(Symbolizer, ExitedProcessesAFullCacheDropsAreCounted) {
+  SymbolizerOptions o;
+  o.max_cached_processes = 2;
+  auto sym = make_symbolizer(o);
+  std::vector<std::unique_ptr<LiveTarget>> t;
+  for (int i = 0; i < 4; ++i) t.push_back(std::make_unique<LiveTarget>(LOUPE_TARGET_PIE));
+  auto name = [&](int i) {
+    return str(user_frame(*sym, t[static_cast<std::size_t>(i)]->pid(),
+                          t[static_cast<std::size_t>(i)]->addr("loupe_known_function"))
+                   .symbol);
+  };
+  EXPECT_EQ(name(0), "loupe_known_function");
+  EXPECT_EQ(name(1), "loupe_known_function");
+  t[0]->kill();
+  EXPECT_EQ(name(2), "loupe_known_function");  // drops 0, exited
+  EXPECT_EQ(sym->stats().evicted_exited, 1u);
+  EXPECT_EQ(name(3), "loupe_known_function");  // drops 1, alive
+  EXPECT_EQ(sym->stats().evicted_exited, 1u);
+  EXPECT_EQ(name(1), "loupe_known_function");  // read again
+}
+
 TEST(Symbolizer, CodeFirstAskedForAfterExitStillResolves) {
   // A profiler symbolizes at its report, often after the command exited: the maps were read
   // while the process lived, but a library none of whose frames was asked for yet must

@@ -40,6 +40,9 @@ struct SymbolizerStats {
   std::uint64_t maps_reads = 0;  // /proc/PID/maps parsed (first use and re-reads)
   std::uint64_t elf_loads = 0;   // ELF files parsed (file cache misses)
   std::uint64_t cached_processes = 0;
+  // Processes dropped from the full cache that had exited: their stacks can no longer be
+  // named (their maps are gone with them).
+  std::uint64_t evicted_exited = 0;
   std::uint64_t cached_files = 0;
   std::uint64_t interned_strings = 0;
   std::uint64_t kernel_symbols = 0;  // text symbols read from kallsyms; 0 until first use

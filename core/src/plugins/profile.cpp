@@ -87,6 +87,10 @@ const loupe_config_key kSessionKeys[] = {
     {"allow_insecure_plugins", LOUPE_CFG_BOOL, 0, "false",
      "load plugins from group/world-writable files or directories"},
     {"stats", LOUPE_CFG_BOOL, 0, "false", "per-probe BPF run-time statistics"},
+    {"symbol_processes", LOUPE_CFG_INT, 0, "1024",
+     "processes whose symbols are kept, exited ones included (reports name their stacks "
+     "after they exit)",
+     16, 1 << 20},
 };
 
 struct SecondsKey {
@@ -111,6 +115,7 @@ void parse_session(const toml::table& t, SessionSpec& s, Checker& c) {
   s.user = v["user"].s;
   s.allow_insecure_plugins = v["allow_insecure_plugins"].b;
   s.stats = v["stats"].b;
+  s.symbol_processes = static_cast<std::size_t>(v["symbol_processes"].i);
   // What the schema cannot say: bounds of seconds, non-empty strings, string-or-array.
   for (const auto& k : kSecondsKeys)
     if (auto node = t.get(k.name); node && node->is_number())

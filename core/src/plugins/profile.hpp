@@ -52,6 +52,9 @@ struct SessionSpec {
   bool allow_insecure_plugins = false;  // load plugins from group/world-writable paths
   bool stats = false;                   // per-probe BPF run-time statistics (loupe run --stats)
   bool follow = true;  // the target's descendants are profiled too (--no-follow: false)
+  // Processes the symbolizer keeps, exited ones included (their stacks are named at
+  // reports after they exit); past it the least recently used go, counted.
+  std::size_t symbol_processes = 1024;
 };
 
 struct PluginSpec {

@@ -100,6 +100,14 @@ void HealthReport::process_tree(const ProcessTree::Counters* tree, const std::st
          true);
 }
 
+void HealthReport::symbol_cache(const SymbolizerStats& stats) {
+  if (stats.evicted_exited)
+    health("symbol_cache_evicted_exited", "symbolizer", stats.evicted_exited, LOUPE_HEALTH_WARN,
+           "exited processes dropped from the full symbol cache: their stacks are unresolved "
+           "(process_gone); raise session.symbol_processes",
+           true);
+}
+
 void HealthReport::mapping_records(const SymbolizerStats* stats, const std::string& unavailable) {
   const std::string comp = "symbolizer";
   if (!stats) {

@@ -56,6 +56,8 @@ class HealthReport {
   // At the end: the process tree the session followed (`tree`), or why it followed none
   // although asked to (`unavailable`).
   void process_tree(const ProcessTree::Counters* tree, const std::string& unavailable);
+  // Exited processes the full symbol cache dropped (WARN when any: stacks left unnamed).
+  void symbol_cache(const SymbolizerStats& stats);
   // At the end: how the symbolizer followed the target's mappings through the kernel's
   // records (`stats`), or why it could not (`unavailable`).
   void mapping_records(const SymbolizerStats* stats, const std::string& unavailable);

@@ -761,6 +761,7 @@ void Session::Impl::process_tree_health() {
   if (symbolizer_) {
     SymbolizerStats st = symbolizer_->stats();
     if (st.debuginfod) health_->debuginfod(st);
+    health_->symbol_cache(st);
   }
   if (mappings_followed_) {
     SymbolizerStats st = symbolizer_->stats();
@@ -800,6 +801,7 @@ SessionResult Session::Impl::run() {
     features_ = opts_.features ? opts_.features : std::make_shared<KernelFeatureProber>();
     {
       SymbolizerOptions so;
+      so.max_cached_processes = profile_.session.symbol_processes;
       // debuginfod as gdb, perf and elfutils use it: the servers the environment names.
       if (const char* urls = std::getenv("DEBUGINFOD_URLS")) so.debuginfod_urls = urls;
       symbolizer_ = make_symbolizer(so);

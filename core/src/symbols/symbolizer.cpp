@@ -7,6 +7,7 @@
 #include "loupe/symbolizer.hpp"
 
 #include <cxxabi.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -150,6 +151,7 @@ class ElfSymbolizer final : public Symbolizer {
     s.maps_reads = maps_reads_;
     s.elf_loads = files_.loads();
     s.cached_processes = lru_.size();
+    s.evicted_exited = evicted_exited_;
     s.cached_files = files_.size();
     s.interned_strings = strings_.size();
     s.kernel_symbols = text_ ? text_->size() : 0;
@@ -295,7 +297,11 @@ class ElfSymbolizer final : public Symbolizer {
     lru_.push_front(std::move(space));
     index_[pid] = lru_.begin();
     while (lru_.size() > max_processes_) {
-      index_.erase(lru_.back().pid());
+      const std::uint32_t old = lru_.back().pid();
+      // A live one is read again when next asked for; an exited one is lost.
+      const std::string dir = opts_.proc_root + "/" + std::to_string(old);
+      if (::access(dir.c_str(), F_OK) != 0) ++evicted_exited_;
+      index_.erase(old);
       lru_.pop_back();
     }
     return lru_.front();
@@ -461,6 +467,7 @@ class ElfSymbolizer final : public Symbolizer {
 
   const SymbolizerOptions opts_;
   const std::size_t max_processes_;
+  std::uint64_t evicted_exited_ = 0;
   mutable std::mutex mu_;
   // Declared first so it outlives every table holding pointers into it.
   StringPool strings_;
