@@ -43,6 +43,10 @@ constexpr loupe_config_key kKeys[] = {
     {"width", LOUPE_CFG_INT, 0, "120",
      "columns of a report line: wider tables are split, labels and stacks elided, text wrapped", 40,
      10000, nullptr, 0, 0},
+    {"lines", LOUPE_CFG_INT, 0, "60",
+     "lines a report may take unless verbose: past it tables show fewer rows and fewer histograms "
+     "are drawn (each cut counted); 0 = no bound",
+     0, 100000, nullptr, 0, 0},
     {"live", LOUPE_CFG_BOOL, 0, "true",
      "with a session interval and a terminal, redraw the interval report in place", 0, 0, nullptr,
      0, 0},
@@ -70,6 +74,7 @@ class ConsoleSink : public sdk::Sink {
     opt_.bar_width = static_cast<std::size_t>(args.config.value_int("bar_width"));
     opt_.verbose = args.config.value_bool("verbose");
     opt_.width = static_cast<std::size_t>(args.config.value_int("width"));
+    opt_.lines = static_cast<std::size_t>(args.config.value_int("lines"));
     std::string color = args.config.value_string("color");
     const loupe_session_info* session = args.session;
     const char* dir = session ? session->output_dir : nullptr;
@@ -179,6 +184,36 @@ class ConsoleSink : public sdk::Sink {
     opt.interval = !is_final;
     // The first interval report begins with the session: its totals are its own.
     opt.after_start = !is_final && from > start_wall_ns_;
+    std::string text = render_with(opt, title, is_final, from, to);
+    if (opt.verbose || opt.lines == 0) return text;
+    // One screen at the defaults: each step shows fewer rows and draws fewer histograms
+    // until the report fits (or nothing is left to cut); every table still counts what it
+    // left out, and the note says how to see it all.
+    struct Step {
+      std::size_t top, per_name, per_section;
+    };
+    constexpr Step kSteps[] = {{SIZE_MAX, 1, 2}, {7, 1, 1}, {5, 1, 1}, {5, 0, 0}, {3, 0, 0}};
+    for (const Step& step : kSteps) {
+      if (count_lines(text) <= opt.lines) break;
+      ReportOptions cut = opt;
+      cut.top = std::min(opt.top, step.top);
+      cut.drawn_per_name = std::min(opt.drawn_per_name, step.per_name);
+      cut.drawn_per_section = std::min(opt.drawn_per_section, step.per_section);
+      cut.fit_note = "(cut to " + std::to_string(opt.lines) + " lines: " + std::to_string(cut.top) +
+                     " rows a table, histograms drawn " + std::to_string(cut.drawn_per_name) +
+                     " a name and " + std::to_string(cut.drawn_per_section) +
+                     " a section; console lines = 0 shows all)";
+      text = render_with(cut, title, is_final, from, to);
+    }
+    return text;
+  }
+
+  static std::size_t count_lines(const std::string& text) {
+    return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+  }
+
+  std::string render_with(const ReportOptions& opt, const std::string& title, bool is_final,
+                          std::uint64_t from, std::uint64_t to) {
     TextStyle style(opt.color);
     const ReportBatch& b = *batch_;
     std::string head = title + (is_final ? " · whole session" : " · this interval");
@@ -212,7 +247,7 @@ class ConsoleSink : public sdk::Sink {
       if (!it->second.findings.empty()) {
         auto said = it->second.findings;
         std::stable_sort(said.begin(), said.end(),
-                         [](const auto& a, const auto& b) { return a.first > b.first; });
+                         [](const auto& x, const auto& y) { return x.first > y.first; });
         std::string block;
         for (const auto& [weight, line] : said) block += "  " + style.bold("» " + line) + "\n";
         blocks.insert(blocks.begin(), block);
@@ -220,6 +255,7 @@ class ConsoleSink : public sdk::Sink {
       out += "\n" + style.bold(rule(heading, report_width(opt), "═")) + "\n";
       for (std::size_t i = 0; i < blocks.size(); ++i) out += (i ? "\n" : "") + blocks[i];
     }
+    if (!opt.fit_note.empty()) out += "\n  " + style.dim(opt.fit_note) + "\n";
     Blocks health;
     render_health(b, opt, style, health);
     for (const auto& block : health) out += "\n" + block;

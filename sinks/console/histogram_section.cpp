@@ -13,11 +13,6 @@ namespace {
 
 constexpr double kQuantiles[] = {0.5, 0.9, 0.95, 0.99, 0.999};
 constexpr std::size_t kCompactRows = 6;  // bars per histogram unless verbose
-// Histograms drawn unless verbose (then `top` of each name): the busiest, so many of a
-// name and so many in a producer's section (biolat has five names); the pivot table above
-// has every row's p50, p99 and max, and the others are counted on a line per name.
-constexpr std::size_t kDrawnPerName = 3;
-constexpr std::size_t kDrawnPerSection = 4;
 
 const char* scheme_name(std::uint32_t scheme) {
   switch (scheme) {
@@ -151,10 +146,10 @@ void render_histograms(const ProducerRecords& p, const ReportOptions& opt, const
     return a->hist.count > b->hist.count;
   });
 
-  // Drawn: the busiest series, at most kDrawnPerName of a name and kDrawnPerSection in
+  // Drawn: the busiest series, at most drawn_per_name of a name and drawn_per_section in
   // all (verbose: `top` of each name); each name's others are counted on one line.
-  const std::size_t per_name = opt.verbose ? opt.top : std::min(opt.top, kDrawnPerName);
-  const std::size_t per_section = opt.verbose ? SIZE_MAX : kDrawnPerSection;
+  const std::size_t per_name = opt.verbose ? opt.top : std::min(opt.top, opt.drawn_per_name);
+  const std::size_t per_section = opt.verbose ? SIZE_MAX : opt.drawn_per_section;
   std::vector<const HistogramSeries*> busiest = order;
   std::stable_sort(busiest.begin(), busiest.end(),
                    [](const auto* a, const auto* b) { return a->hist.count > b->hist.count; });

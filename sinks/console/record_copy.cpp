@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "record_copy.hpp"
 
-#include "report_text.hpp"
-
+#include <algorithm>
 #include <cstdio>
+#include <iterator>
+
+#include "report_text.hpp"
 
 namespace loupe::sinks {
 
@@ -28,6 +30,7 @@ std::vector<FrameCopy> copy_frames(const loupe_frame* frames, std::uint32_t n) {
     if (frames[i].symbol) f.symbol = frames[i].symbol;
     if (frames[i].module) f.module = frames[i].module;
     f.offset = frames[i].offset;
+    f.kind = frames[i].kind;
     out.push_back(std::move(f));
   }
   return out;
@@ -75,6 +78,36 @@ std::string labels_text(const Labels& labels) {
   return out;
 }
 
+std::string stack_labels_text(const Labels& labels) {
+  // "pid=4242,comm=gzip" is said as perf says a task, "gzip 4242"; "waker_pid" and
+  // "waker_comm" as "waker=gzip 4242". Other labels stay key=value.
+  auto value_of = [&labels](const std::string& key) -> const std::string* {
+    for (const auto& [k, v] : labels)
+      if (k == key) return &v;
+    return nullptr;
+  };
+  std::string out;
+  for (const auto& [k, v] : labels) {
+    std::string item = k + '=' + v;
+    const bool is_pid = k.size() >= 3 && k.compare(k.size() - 3, 3, "pid") == 0;
+    const bool is_comm = k.size() >= 4 && k.compare(k.size() - 4, 4, "comm") == 0;
+    if (is_pid && value_of(k.substr(0, k.size() - 3) + "comm")) continue;  // said with its comm
+    if (is_comm) {
+      const std::string prefix = k.substr(0, k.size() - 4);
+      if (const std::string* pid = value_of(prefix + "pid")) {
+        item = v + ' ' + *pid;
+        if (prefix.size() > 1 && prefix.back() == '_')
+          item = prefix.substr(0, prefix.size() - 1) + '=' + item;
+        else if (!prefix.empty())
+          item = prefix + '=' + item;
+      }
+    }
+    if (!out.empty()) out += ',';
+    out += item;
+  }
+  return out;
+}
+
 std::string series_name(const std::string& name, const Labels& labels) {
   if (labels.empty()) return name;
   return name + '{' + labels_text(labels) + '}';
@@ -106,17 +139,21 @@ std::string folded_frames(const std::vector<FrameCopy>& frames, std::size_t max_
   return out;
 }
 
-std::string folded_frames_fit(const std::vector<FrameCopy>& frames, std::size_t columns) {
-  if (frames.empty()) return "(no frames)";
-  auto suffix = [](std::size_t left) {
-    return left ? ";… +" + std::to_string(left) + " more" : std::string();
-  };
-  // The leaf and its direct caller are always there, whole when they fit, else the longer
-  // elided in its middle (a C++ symbol keeps its start and its end); further frames follow
-  // while they fit, and the rest are counted.
+namespace {
+
+std::string more_suffix(std::size_t left, const char* what = "more") {
+  return left ? ";… +" + std::to_string(left) + " " + what : std::string();
+}
+
+// frames[from, to) folded leaf → root in `columns`: the first two whole when they fit,
+// else the longer elided in its middle (a C++ symbol keeps its start and its end); further
+// frames follow while they fit, and the rest are counted.
+std::string fit_run(const std::vector<FrameCopy>& frames, std::size_t from, std::size_t to,
+                    std::size_t columns, std::size_t* shown = nullptr) {
   std::vector<std::string> f;
-  for (std::size_t i = 0; i < frames.size() && i < 2; ++i) f.push_back(frame_text(frames[i]));
-  const std::size_t need = display_width(suffix(frames.size() - f.size())) + f.size() - 1;
+  for (std::size_t i = from; i < to && f.size() < 2; ++i) f.push_back(frame_text(frames[i]));
+  const std::size_t n = to - from;
+  const std::size_t need = display_width(more_suffix(n - f.size())) + f.size() - 1;
   const std::size_t avail = columns > need + 16 ? columns - need : 16;
   if (f.size() == 1) {
     f[0] = elide_middle(f[0], avail);
@@ -130,13 +167,53 @@ std::string folded_frames_fit(const std::vector<FrameCopy>& frames, std::size_t 
       f[0] = elide_middle(f[0], half), f[1] = elide_middle(f[1], avail - half);
   }
   std::string out = f[0] + (f.size() > 1 ? ";" + f[1] : "");
-  std::size_t i = f.size();
-  for (; i < frames.size(); ++i) {
+  std::size_t i = from + f.size();
+  for (; i < to; ++i) {
     std::string next = out + ";" + frame_text(frames[i]);
-    if (display_width(next + suffix(frames.size() - i - 1)) > columns) break;
+    if (display_width(next + more_suffix(to - i - 1)) > columns) break;
     out = std::move(next);
   }
-  return out + suffix(frames.size() - i);
+  if (shown) *shown = i - from;
+  return out + more_suffix(to - i);
+}
+
+std::string fit_stack(const std::vector<FrameCopy>& frames, std::size_t from, std::size_t to,
+                      std::size_t columns) {
+  if (from >= to) return "(no frames)";
+  std::size_t shown = 0;
+  std::string all = fit_run(frames, from, to, columns, &shown);
+  // Kernel frames above the user ones (a blocked read, a page fault) fill the room with
+  // the scheduler's or the fault handler's frames; when they do not all fit, the kernel
+  // leaf stays, the rest of the kernel part is counted, and the user frames follow: what
+  // the program was doing is the row's point.
+  std::size_t user = from;
+  while (user < to && frames[user].kind == LOUPE_FRAME_KERNEL) ++user;
+  if (user - from < 2 || user == to || from + shown > user) return all;
+  const std::string leaf =
+      elide_middle(frame_text(frames[from]), std::max<std::size_t>(columns / 4, 12));
+  const std::string skipped = more_suffix(user - from - 1, "kernel").substr(1);
+  std::size_t used = display_width(leaf) + display_width(skipped) + 2;
+  if (columns >= used + 32)
+    return leaf + ";" + skipped + ";" + fit_run(frames, user, to, columns - used);
+  // Too narrow for the kernel leaf too: the user frames come first.
+  const std::string all_kernel = more_suffix(user - from, "kernel").substr(1);
+  used = display_width(all_kernel) + 1;
+  return all_kernel + ";" + fit_run(frames, user, to, columns > used + 16 ? columns - used : 16);
+}
+
+}  // namespace
+
+std::string folded_frames_fit(const std::vector<FrameCopy>& frames, std::size_t columns) {
+  return fit_stack(frames, 0, frames.size(), columns);
+}
+
+std::optional<std::vector<FrameCopy>> split_waker(std::vector<FrameCopy>& frames) {
+  auto sep = std::find_if(frames.begin(), frames.end(),
+                          [](const FrameCopy& f) { return f.symbol && *f.symbol == "--"; });
+  if (sep == frames.end()) return std::nullopt;
+  std::vector<FrameCopy> waker(std::make_reverse_iterator(sep), frames.rend());
+  frames.erase(frames.begin(), sep + 1);
+  return waker;
 }
 
 }  // namespace loupe::sinks

@@ -23,6 +23,7 @@ struct FrameCopy {
   std::optional<std::string> symbol;
   std::optional<std::string> module;
   std::uint64_t offset = 0;
+  std::uint32_t kind = 0;  // loupe_frame_kind
 };
 
 struct HistogramCopy {
@@ -70,6 +71,8 @@ EventCopy copy_event(const loupe_event& e);
 // "name{k=v,k=v}" — the identity of a series in the report.
 std::string series_name(const std::string& name, const Labels& labels);
 std::string labels_text(const Labels& labels);
+// The same for a stack's row: a task's pid and comm as "comm pid" (see the .cpp).
+std::string stack_labels_text(const Labels& labels);
 
 // A frame as one token: symbol, else module+0xoffset, else the raw address.
 std::string frame_text(const FrameCopy& f);
@@ -77,7 +80,13 @@ std::string frame_text(const FrameCopy& f);
 std::string folded_frames(const std::vector<FrameCopy>& frames, std::size_t max_frames);
 // The same in at most `columns` columns (a little more when even the leaf and its caller,
 // elided, do not fit): the frames that did not are counted ("… +7 more").
+// A stack of kernel frames above user ones that does not fit keeps the kernel leaf and
+// counts the rest of the kernel part ("__schedule;… +5 kernel;read;reader;… +2 more").
 std::string folded_frames_fit(const std::vector<FrameCopy>& frames, std::size_t columns);
+// offwaketime's layout (records.h): the waker's frames root first, a "--" frame, then the
+// wakee's leaf first. Leaves the wakee's in `frames` and returns the waker's leaf first;
+// nothing when the stack has no waker.
+std::optional<std::vector<FrameCopy>> split_waker(std::vector<FrameCopy>& frames);
 
 }  // namespace loupe::sinks
 

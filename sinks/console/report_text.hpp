@@ -23,6 +23,16 @@ struct ReportOptions {
   // Columns a report line may take: tables split their columns, labels and stacks are
   // elided (saying so) and prose lines wrap, so nothing is cut off unsaid.
   std::size_t width = 120;
+  // Histograms drawn unless verbose (then `top` of each name): the busiest, so many of a
+  // name and so many in a producer's section (biolat has five names); the pivot table above
+  // has every row's p50, p99 and max, and the others are counted on a line per name.
+  std::size_t drawn_per_name = 3;
+  std::size_t drawn_per_section = 4;
+  // Lines a report at the defaults may take (0: no bound). Past it, tables and stack lists
+  // show fewer rows and fewer histograms are drawn, each cut counted as always.
+  std::size_t lines = 60;
+  // Said above the verdict when the report was cut to `lines`.
+  std::string fit_note;
 };
 
 // ANSI emphasis, or nothing when the output is not a terminal (or color = "never").

@@ -59,15 +59,27 @@ void render_stacks(const ProducerRecords& p, const ReportOptions& opt, const Tex
                       format_count(entries.size()) + " stacks by " + vname + ", total " +
                       format_quantity(static_cast<double>(total), vunit) +
                       (opt.after_start && since_start ? ", since the session began" : "") +
-                      (common.empty() ? "" : ", each [" + labels_text(common) + "]") + "\n";
+                      (common.empty() ? "" : ", each [" + stack_labels_text(common) + "]") + "\n";
 
     // Values beyond the first (bytes next to a count, ...) are columns of their own, as
     // long as the frames keep room beside them; else each goes on a line under its stack.
+    // A value equal to the first in every row shown (offcpu's time_ns, kept for the wall
+    // view's folded file) says nothing more: it shows with verbose only.
+    auto restates_first = [&](const std::string& n) {
+      return std::all_of(entries.begin(), entries.begin() + static_cast<std::ptrdiff_t>(shown),
+                         [&n](const StackEntry* e) {
+                           auto it = std::find_if(e->values.begin(), e->values.end(),
+                                                  [&n](const ValueCopy& v) { return v.name == n; });
+                           return it == e->values.end() ||
+                                  (it->unit == e->values[0].unit && it->value == first_value(*e));
+                         });
+    };
     std::vector<std::string> extra_names;
     for (std::size_t i = 0; i < shown; ++i)
       for (std::size_t v = 1; v < entries[i]->values.size(); ++v)
         if (std::find(extra_names.begin(), extra_names.end(), entries[i]->values[v].name) ==
-            extra_names.end())
+                extra_names.end() &&
+            (opt.verbose || !restates_first(entries[i]->values[v].name)))
           extra_names.push_back(entries[i]->values[v].name);
     std::vector<std::string> header = {"#", vname, "share"};
     header.insert(header.end(), extra_names.begin(), extra_names.end());
@@ -116,12 +128,21 @@ void render_stacks(const ProducerRecords& p, const ReportOptions& opt, const Tex
       const std::size_t label_room = room - std::min(room / 2, kNarrowestFrames) - 3;
       const Labels mine = own_labels(e.labels);
       std::string labels =
-          mine.empty() ? "" : "[" + elide_middle(labels_text(mine), label_room) + "] ";
+          mine.empty() ? "" : "[" + elide_middle(stack_labels_text(mine), label_room) + "] ";
       std::size_t left = room - std::min(room, display_width(labels));
       std::vector<std::string> cells(lead[i].begin(),
                                      lead[i].begin() + static_cast<std::ptrdiff_t>(columns));
-      cells.push_back(labels + folded_frames_fit(e.frames, left));
+      // A wakee's stack above its waker's: the waker's goes on a line of its own, with the
+      // whole width of the frames column.
+      std::vector<FrameCopy> frames = e.frames;
+      const auto waker = split_waker(frames);
+      cells.push_back(labels + folded_frames_fit(frames, left));
       table.row(std::move(cells));
+      if (waker) {
+        std::vector<std::string> under(columns, "");
+        under.push_back("⇐ woken by " + folded_frames_fit(*waker, room - 11));
+        table.row(std::move(under));
+      }
       if (extras_apart) {
         std::string extra;
         for (std::size_t v = 0; v < extra_names.size(); ++v)

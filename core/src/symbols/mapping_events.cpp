@@ -20,10 +20,14 @@ namespace loupe {
 
 namespace {
 
-// 64 KiB per CPU: a process start maps ~30 regions (~3 KiB of records); a session drains
-// at least every 20 ms and before each lookup, so only a fork storm fills it, and what it
-// drops is counted.
-constexpr std::size_t kDataPages = 16;
+// A process start maps ~30 regions, code and data (~4 KiB of records), and a session drains
+// every 20 ms, or later while it builds a new file's unwind table. 64 KiB per CPU lost
+// ~4,200 records of a shell loop starting 300 `cat`s (~1 ms each); 512 KiB per CPU (perf
+// record's default, and what perf_event_mlock_kb allows an unprivileged user per CPU) lost
+// none. Halved down to 64 KiB when the kernel refuses the lock; what is still dropped is
+// counted.
+constexpr std::size_t kDataPages = 128;
+constexpr std::size_t kFewestDataPages = 16;
 
 long perf_event_open(perf_event_attr* attr, pid_t pid, int cpu) {
   return ::syscall(SYS_perf_event_open, attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
@@ -116,12 +120,15 @@ std::unique_ptr<MappingEvents> MappingEvents::open(const std::vector<pid_t>& tas
         continue;
       }
       if (b.leader.get() < 0) {
-        std::size_t bytes = static_cast<std::size_t>(page) * (1 + kDataPages);
-        void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
-        if (p == MAP_FAILED) {
-          last_errno = errno;
-          continue;
+        void* p = MAP_FAILED;
+        std::size_t bytes = 0;
+        for (std::size_t pages = kDataPages; p == MAP_FAILED && pages >= kFewestDataPages;
+             pages /= 2) {
+          bytes = static_cast<std::size_t>(page) * (1 + pages);
+          p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+          if (p == MAP_FAILED) last_errno = errno;
         }
+        if (p == MAP_FAILED) continue;
         b.base = p;
         b.map_bytes = bytes;
         b.leader = std::move(fd);

@@ -567,10 +567,113 @@ TEST_F(ConsoleSinkTest, ADeepStackIsElidedKeepingTheLeafAndItsCaller) {
   std::string text = final_report({&s});
   std::string row = line_with(text, "level_0");
   EXPECT_LE(display_width(row), 120u) << text;
-  EXPECT_TRUE(has(row, "[pid=4242,comm=gzip]")) << text;
+  EXPECT_TRUE(has(row, "[gzip 4242]")) << "a task is said as perf says it: " << text;
   EXPECT_TRUE(has(row, "70.0 ms")) << text;
   EXPECT_TRUE(has(row, "_level_1")) << "the caller: " << text;
   EXPECT_TRUE(has(row, " more")) << "the frames left out are counted: " << text;
+}
+
+// An off-CPU stack: the scheduler's frames above the syscall, then the program's. When the
+// row cannot hold them all, the kernel leaf stays, the other kernel frames are counted and
+// the user frames follow: `read` and its direct caller are the row's point (issue 32).
+TEST_F(ConsoleSinkTest, KernelFramesThatDoNotFitGiveWayToTheProgramsOwn) {
+  std::vector<std::string> kernel = {"__schedule",
+                                     "schedule",
+                                     "schedule_timeout",
+                                     "wait_woken",
+                                     "pipe_read_wait_for_data_locked",
+                                     "pipe_read",
+                                     "vfs_read",
+                                     "ksys_read",
+                                     "do_syscall_64",
+                                     "entry_SYSCALL_64_after_hwframe"};
+  std::vector<std::string> user = {"read", "read_site", "worker_loop", "start_thread", "clone3"};
+  std::vector<loupe_frame> frames;
+  for (const auto& k : kernel)
+    frames.push_back({0xffffffff81000000u, k.c_str(), "[kernel]", 0, LOUPE_FRAME_KERNEL,
+                      LOUPE_RESOLVED_KALLSYMS});
+  for (const auto& u : user)
+    frames.push_back(
+        {0x401000u, u.c_str(), "/usr/bin/app", 0, LOUPE_FRAME_USER, LOUPE_RESOLVED_SYMTAB});
+  SampleRecord s(LOUPE_RECORD_STACK_SAMPLE, "offcpu");
+  s.builder()
+      .label("pid", "4242")
+      .label("comm", "app")
+      .label("reason", "sleep")
+      .frames(frames.data(), static_cast<std::uint32_t>(frames.size()))
+      .value("offcpu_ns", "ns", 5000000)
+      .value("time_ns", "ns", 5000000);
+  host_.set("width", std::int64_t{100});
+  std::string text = final_report({&s});
+  std::string row = line_with(text, "read_site");
+  EXPECT_LE(display_width(row), 100u) << text;
+  EXPECT_TRUE(has(row, " kernel;read;read_site;")) << text;
+  EXPECT_FALSE(has(text, "time_ns")) << "a value equal to the first in every row: " << text;
+
+  // Wide enough for everything: every frame, nothing counted.
+  host_.set("width", std::int64_t{400});
+  text = final_report({&s});
+  EXPECT_TRUE(has(text, "__schedule;schedule;schedule_timeout;wait_woken")) << text;
+  EXPECT_TRUE(has(text, "entry_SYSCALL_64_after_hwframe;read;read_site;worker_loop")) << text;
+  EXPECT_FALSE(has(text, " kernel;")) << text;
+}
+
+// offwaketime's layout (waker root..leaf, "--", wakee leaf..root) reads as two stacks, leaf
+// first each: the wakee's in the row, its waker's on the line below.
+TEST_F(ConsoleSinkTest, AWakeeStackAndItsWakersReadLeafFirst) {
+  std::vector<loupe_frame> frames;
+  for (const char* w : {"writer_main", "write_site", "write"})  // waker, root first
+    frames.push_back({0x401000u, w, "/usr/bin/app", 0, LOUPE_FRAME_USER, LOUPE_RESOLVED_SYMTAB});
+  frames.push_back({0, "--", nullptr, 0, LOUPE_FRAME_KERNEL, LOUPE_UNRESOLVED_NOT_ATTEMPTED});
+  for (const char* w : {"read", "read_site", "reader_main"})  // wakee, leaf first
+    frames.push_back({0x402000u, w, "/usr/bin/app", 0, LOUPE_FRAME_USER, LOUPE_RESOLVED_SYMTAB});
+  SampleRecord s(LOUPE_RECORD_STACK_SAMPLE, "offcpu_wakers");
+  s.builder()
+      .label("pid", "10")
+      .label("comm", "reader")
+      .label("waker_pid", "11")
+      .label("waker_comm", "writer")
+      .frames(frames.data(), static_cast<std::uint32_t>(frames.size()))
+      .value("offcpu_ns", "ns", 1000);
+  std::string text = final_report({&s});
+  std::string row = line_with(text, "read_site");
+  EXPECT_TRUE(has(row, "[reader 10,waker=writer 11] read;read_site;reader_main")) << text;
+  EXPECT_TRUE(has(text, "⇐ woken by write;write_site;writer_main")) << text;
+}
+
+// A report at the defaults is one screen: past `lines` (60), tables show fewer rows and
+// fewer histograms are drawn, each cut still counted, and a note says how to see it all.
+TEST_F(ConsoleSinkTest, AReportLongerThanItsLinesIsCutAndSaysSo) {
+  std::deque<SampleRecord> recs;
+  for (int i = 0; i < 30; ++i) {
+    const std::string pid = std::to_string(100 + i);
+    recs.emplace_back(LOUPE_RECORD_HISTOGRAM, "wait");
+    recs.back()
+        .builder()
+        .label("pid", pid)
+        .histogram(LOUPE_BUCKETS_LOG2, 0, "ns",
+                   {{1024, 2048, 1}, {4096, 8192, 2}, {16384, 32768, 3}, {65536, 131072, 4}},
+                   std::uint64_t(10), 0, 1500, 100000);
+    std::vector<loupe_frame> frames = {{0x401000u + static_cast<unsigned>(i), "leaf", "/bin/x", 0,
+                                        LOUPE_FRAME_USER, LOUPE_RESOLVED_SYMTAB}};
+    frames[0].symbol = nullptr;
+    frames[0].address = 0x401000u + static_cast<unsigned>(i) * 0x100;
+    for (const char* name : {"blocked", "woken"}) {
+      recs.emplace_back(LOUPE_RECORD_STACK_SAMPLE, name);
+      recs.back().builder().label("pid", pid).frames(frames.data(), 1).value("ns", "ns", 1000 + i);
+    }
+  }
+  std::string text = final_report(recs);
+  EXPECT_LE(split_lines(text).size(), 60u) << text;
+  EXPECT_TRUE(has(text, "(cut to 60 lines: ")) << text;
+  EXPECT_TRUE(has(text, "console lines = 0 shows all")) << text;
+  EXPECT_TRUE(has(text, "more row(s)")) << text;
+  EXPECT_TRUE(has(text, "more stack(s)")) << text;
+
+  host_.set("lines", std::int64_t{0});
+  text = final_report(recs);
+  EXPECT_GT(split_lines(text).size(), 60u) << text;
+  EXPECT_FALSE(has(text, "cut to")) << text;
 }
 
 TEST(ConsoleWrapLine, BreaksAtSeparatorsAndLosesNothing) {
