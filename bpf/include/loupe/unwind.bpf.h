@@ -53,6 +53,14 @@ struct {
 	__type(value, struct loupe_unwind_proc);
 } loupe_unwind_procs SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* written by user space only */
+	__type(key, struct loupe_unwind_file_key);
+	__type(value, struct loupe_unwind_file);
+} loupe_unwind_files SEC(".maps");
+
 /* Stack id -> its addresses; stack id -> the hash that owns it. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -90,6 +98,7 @@ struct loupe_unwind_state {
 	__u32 table_frames;
 	__u32 fp_frames;
 	__u32 plt_frames;
+	__u32 vma_frames;
 	/* A saved rbp and the return address above it, read at once: here, not on the BPF
 	 * stack, whose 512 bytes the walk's calls share (6.1 counted 544 with it there). */
 	__u64 pair[2];
@@ -200,6 +209,53 @@ static long loupe_unwind_search_step(__u32 i, void *arg)
 	return 0;
 }
 
+/* bpf_find_vma's callback: the mapping holding the pc, as a loupe_unwind_mapping in the
+ * walk's scratch (last_map), when its file has rows. */
+static long loupe_unwind_vma_mapping(struct task_struct *task, struct vm_area_struct *vma,
+				     void *arg)
+{
+	struct loupe_unwind_file_key key = {};
+	const struct loupe_unwind_file *f;
+	struct loupe_unwind_state *st;
+	const struct loupe_unwind_segment *seg;
+	struct file *file = vma->vm_file;
+	struct inode *inode;
+	__u64 pgoff, page_off;
+	__u32 zero = 0;
+
+	if (!file)
+		return 0;
+	inode = BPF_CORE_READ(file, f_inode);
+	if (!inode)
+		return 0;
+	key.ino = BPF_CORE_READ(inode, i_ino);
+	key.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	f = bpf_map_lookup_elem(&loupe_unwind_files, &key);
+	st = bpf_map_lookup_elem(&loupe_unwind_scratch, &zero);
+	if (!f || !st)
+		return 0;
+	pgoff = vma->vm_pgoff << 12;
+	for (int i = 0; i < LOUPE_UNWIND_FILE_SEGMENTS; i++) {
+		if (i >= f->n_segments)
+			break;
+		seg = &f->segments[i];
+		page_off = seg->offset & ~0xfffULL;
+		if (pgoff < page_off || pgoff >= seg->offset + seg->filesz)
+			continue;
+		st->last_map.start = vma->vm_start;
+		st->last_map.end = vma->vm_end;
+		st->last_map.bias = vma->vm_start - (seg->vaddr - (seg->offset - pgoff));
+		st->last_map.row_first = f->row_first;
+		st->last_map.row_count = f->row_count;
+		st->last_map.page_first = f->page_first;
+		st->last_map.page_count = f->page_count;
+		st->last_map.page_base = f->page_base;
+		st->vma_frames++;
+		return 0;
+	}
+	return 0;
+}
+
 /* The index in loupe_unwind_rows of the row in force at runtime address `pc` of process
  * `tgid` (`ret`: pc is a return address, so the call's row is looked up), or -1 when the
  * process, the mapping or the row is missing. A global function: the verifier checks the
@@ -219,8 +275,19 @@ __attribute__((noinline)) int loupe_unwind_row_index(__u32 tgid, __u64 pc, __u32
 		m = &st->last_map;
 	} else {
 		proc = bpf_map_lookup_elem(&loupe_unwind_procs, &tgid);
-		if (!proc)
-			return -1;
+		if (!proc) {
+			/* No entry yet: the file holding pc, if it has rows. The lookup fails
+			 * (-EBUSY) while another thread holds the process's mmap lock. */
+			if (!st)
+				return -1;
+			st->last_map.end = 0;
+			bpf_find_vma(bpf_get_current_task_btf(), pc, loupe_unwind_vma_mapping,
+				     &zero, 0);
+			if (pc < st->last_map.start || pc >= st->last_map.end)
+				return -1;
+			m = &st->last_map;
+			goto found;
+		}
 		m = loupe_unwind_find_mapping(proc, pc);
 		if (!m)
 			return -1;
@@ -229,6 +296,7 @@ __attribute__((noinline)) int loupe_unwind_row_index(__u32 tgid, __u64 pc, __u32
 			m = &st->last_map;
 		}
 	}
+found:
 	if (m->row_count == 0)
 		return -1;
 	pc = pc - m->bias - (ret ? 1 : 0);
@@ -453,7 +521,7 @@ __attribute__((noinline)) int loupe_unwind_user_walk(void)
 	st->done = 0;
 	st->fp_walked = 0;
 	st->stop = LOUPE_UNWIND_STOP_NONE;
-	st->table_frames = st->fp_frames = st->plt_frames = 0;
+	st->table_frames = st->fp_frames = st->plt_frames = st->vma_frames = 0;
 	st->last_map.end = 0;
 	st->hash = 0xcbf29ce484222325ULL ^ st->tgid;
 	c->walks++;
@@ -464,6 +532,7 @@ __attribute__((noinline)) int loupe_unwind_user_walk(void)
 	c->table_frames += st->table_frames;
 	c->fp_frames += st->fp_frames;
 	c->plt_frames += st->plt_frames;
+	c->vma_frames += st->vma_frames;
 	c->no_process += st->fp_walked;
 	switch (st->stop) {
 	case LOUPE_UNWIND_STOP_END:

@@ -75,6 +75,39 @@ struct loupe_unwind_proc {
 	struct loupe_unwind_mapping maps[LOUPE_UNWIND_MAX_MAPPINGS];
 };
 
+/* A file with rows, found from the VMA that holds a pc (bpf_find_vma) when the process has
+ * no loupe_unwind_procs entry yet: a process's first milliseconds, and every process too
+ * short-lived for user space to read its maps (a shell loop's commands), are unwound by
+ * their files' rows as soon as some process mapped the same file. Keyed as the kernel
+ * names the mapped file: its inode number and its superblock's dev_t (major << 20 | minor,
+ * as /proc/PID/maps prints them). */
+struct loupe_unwind_file_key {
+	__u64 ino;
+	__u32 dev;
+	__u32 pad;
+};
+
+#define LOUPE_UNWIND_FILE_SEGMENTS 4
+
+struct loupe_unwind_segment {
+	__u64 offset; /* p_offset */
+	__u64 vaddr;  /* p_vaddr */
+	__u64 filesz; /* p_filesz */
+};
+
+/* The same fields as a loupe_unwind_mapping's, but the bias: a mapping of file offset
+ * `pgoff` at `start` has bias start - (vaddr - (offset - pgoff)) for the executable
+ * segment holding pgoff (loadable segments start inside their first page). */
+struct loupe_unwind_file {
+	__u32 row_first;
+	__u32 row_count;
+	__u32 page_first;
+	__u32 page_count;
+	__u32 page_base;
+	__u32 n_segments;
+	struct loupe_unwind_segment segments[LOUPE_UNWIND_FILE_SEGMENTS];
+};
+
 /* Frames per stack: the bound of the walk (a stack deeper is cut there, counted). The
  * same as a BPF stack map's 127 so a stack's value reads like one (zero-terminated). */
 #define LOUPE_UNWIND_MAX_DEPTH 127
@@ -101,6 +134,7 @@ struct loupe_unwind_counters {
 	__u64 bad_frame;     /* a rule gave a CFA at or below sp (a wrong row or garbage) */
 	__u64 ids_full;	     /* the stack store had no free slot near the hash: no stack id */
 	__u64 no_regs;	     /* no user registers (kernel thread) */
+	__u64 vma_frames;    /* frames whose file was found from the VMA (no process entry) */
 };
 
 #endif /* LOUPE_UNWIND_H */

@@ -8,6 +8,7 @@
 #define LOUPE_SYMBOLIZER_HPP
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -97,6 +98,16 @@ class Symbolizer {
   // Applies the records written since the last drain (the session calls it often, so
   // that their buffers do not fill while no lookup comes).
   virtual void pump() = 0;
+  // A file mapped executable, as the kernel's records say (pid, path as the process sees
+  // it, device and inode): called for each while they are applied, from the thread that
+  // drains (any caller of a lookup), under the symbolizer's lock, so it must only queue.
+  struct CodeMapping {
+    std::uint32_t pid;
+    std::string path;
+    std::uint32_t dev_major, dev_minor;
+    std::uint64_t inode;
+  };
+  virtual void on_code_mapping(std::function<void(const CodeMapping&)> listener) = 0;
   // Resolves `n` addresses of `pid` (kind KERNEL ignores pid) into `out`. Thread-safe.
   // Strings in `out` are owned by the symbolizer and valid until it is destroyed.
   // Unresolved frames keep module+offset where known and say why in `resolution`.

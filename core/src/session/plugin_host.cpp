@@ -171,6 +171,15 @@ int svc_unwind_tables_attach(loupe_host* h, int rows_fd, int procs_fd) {
   return LOUPE_OK;
 }
 
+int svc_unwind_files_attach(loupe_host* h, int procs_fd, int files_fd) {
+  if (h->ctx.replay || !h->ctx.unwind_tables)
+    return fail(LOUPE_ERR_UNSUPPORTED, "unwind_files_attach: no unwind tables in this session");
+  std::string err;
+  if (!h->ctx.unwind_tables->attach_files(procs_fd, files_fd, &err))
+    return fail(LOUPE_ERR_INVALID_ARG, err);
+  return LOUPE_OK;
+}
+
 void svc_symbols_invalidate(loupe_host* h, std::uint32_t pid) {
   if (h->ctx.symbolizer) h->ctx.symbolizer->invalidate(pid);
 }
@@ -231,4 +240,5 @@ loupe_host::loupe_host(loupe::HostContext& c, std::string inst, std::string plug
   services.bpf_adopt_link_at = svc_adopt_link_at;
   services.unwind_user = svc_unwind_user;
   services.unwind_tables_attach = svc_unwind_tables_attach;
+  services.unwind_files_attach = svc_unwind_files_attach;
 }

@@ -681,6 +681,11 @@ void Session::Impl::follow_mappings() {
     return;
   }
   symbolizer_->follow_mappings(std::move(ev));
+  // The files a short-lived command ran get their unwind tables from its records, for the
+  // next process that runs them (a shell loop's commands exit before their maps are read).
+  symbolizer_->on_code_mapping([this](const Symbolizer::CodeMapping& m) {
+    unwind_tables_.learn_file(m.pid, m.path, m.dev_major, m.dev_minor, m.inode);
+  });
   mappings_followed_ = true;
 }
 

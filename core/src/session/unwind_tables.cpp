@@ -61,7 +61,56 @@ bool UnwindTables::attach(int rows_fd, int procs_fd, std::string* err) {
   return true;
 }
 
+bool UnwindTables::attach_files(int procs_fd, int files_fd, std::string* err) {
+  bpf_map_info files{};
+  __u32 len = sizeof(files);
+  if (bpf_obj_get_info_by_fd(files_fd, &files, &len) != 0 ||
+      files.value_size != sizeof(loupe_unwind_file) ||
+      files.key_size != sizeof(loupe_unwind_file_key)) {
+    *err = "unwind_files_attach: files_fd is not a map of loupe_unwind_file by file key";
+    return false;
+  }
+  auto c = std::find_if(consumers_.begin(), consumers_.end(),
+                        [procs_fd](const Consumer& x) { return x.procs_fd == procs_fd; });
+  if (c == consumers_.end()) {
+    *err = "unwind_files_attach: procs_fd was not attached (unwind_tables_attach first)";
+    return false;
+  }
+  c->files_fd = files_fd;
+  c->files_written = 0;
+  write_rows(*c);
+  return true;
+}
+
 void UnwindTables::write_rows(Consumer& c) {
+  write_new_rows(c);
+  if (c.files_fd < 0) return;
+  // Files whose rows the consumer holds: a process without an entry finds them by inode.
+  const auto& order = store_->file_order();
+  for (; c.files_written < order.size(); ++c.files_written) {
+    const auto& [key, f] = *order[c.files_written];
+    const std::uint32_t end =
+        f.page_count ? f.page_first + f.page_count + 1 : f.row_first + f.row_count;
+    if (f.row_count == 0 || end > c.written) continue;
+    loupe_unwind_file_key k{};
+    k.ino = key.second;
+    // The kernel's dev_t: MKDEV(major, minor) = major << 20 | minor.
+    k.dev = static_cast<std::uint32_t>(((key.first >> 32) << 20) | (key.first & 0xfffff));
+    loupe_unwind_file v{};
+    v.row_first = f.row_first;
+    v.row_count = f.row_count;
+    v.page_first = f.page_first;
+    v.page_count = f.page_count;
+    v.page_base = f.page_base;
+    for (const auto& seg : f.table.segments) {
+      if (!seg.executable || v.n_segments >= LOUPE_UNWIND_FILE_SEGMENTS) continue;
+      v.segments[v.n_segments++] = {seg.offset, seg.vaddr, seg.filesz};
+    }
+    if (bpf_map_update_elem(c.files_fd, &k, &v, BPF_ANY) != 0) ++write_errors_;
+  }
+}
+
+void UnwindTables::write_new_rows(Consumer& c) {
   const auto& rows = store_->rows();
   const std::uint32_t end =
       std::min<std::uint32_t>(static_cast<std::uint32_t>(rows.size()), c.capacity);
@@ -88,6 +137,13 @@ std::size_t UnwindTables::prebuild(const std::string& exe) {
   // command would otherwise spend unwound by frame pointers.
   for (auto& c : consumers_) write_rows(c);
   return n;
+}
+
+void UnwindTables::learn_file(std::uint32_t pid, const std::string& path, std::uint32_t dev_major,
+                              std::uint32_t dev_minor, std::uint64_t inode) {
+  const FileKey key{(std::uint64_t{dev_major} << 32) | dev_minor, inode};
+  std::lock_guard lock(learnt_mu_);
+  arrived_.emplace_back(key, LearntFile{pid, path});
 }
 
 void UnwindTables::forget(std::uint32_t pid) {
@@ -138,6 +194,23 @@ bool UnwindTables::refresh() {
   std::stable_sort(order.begin(), order.end(),
                    [](const auto& x, const auto& y) { return x.first > y.first; });
   store_->set_build_deadline(Clock::now() + budget);
+  // Files the kernel's records named first: most belong to processes whose maps are gone
+  // by now, whose files are what the next process running them is unwound by.
+  {
+    std::lock_guard lock(learnt_mu_);
+    for (auto& [key, f] : arrived_)
+      if (!store_->files().count(key)) learnt_.try_emplace(key, std::move(f));
+    arrived_.clear();
+  }
+  bool learnt = false;
+  for (auto it = learnt_.begin(); it != learnt_.end();) {
+    if (!store_->learn_file(it->second.pid, it->first.first, it->first.second, it->second.path))
+      break;  // the budget is spent: the rest at the next tick
+    learnt = true;
+    it = learnt_.erase(it);
+  }
+  if (learnt)
+    for (auto& c : consumers_) write_rows(c);
   bool changed = false;
   std::vector<std::uint32_t> gone;
   auto proc = std::make_unique<loupe_unwind_proc>();

@@ -6,17 +6,19 @@
 // tables are built once per file (UnwindTableStore); a process's entry is rewritten when
 // its executable mappings change (exec, dlopen), found by re-reading its maps each tick.
 //
-// Limits: a process's first milliseconds (before its entry is written) are unwound by
-// frame pointers; every consumer holds its own copy of the rows; a system-wide run's memory
-// is bounded by the rows map's size (files past it are counted and unwind by frame
-// pointers), not by the live processes.
-// Session thread only.
+// A process without an entry yet (its first milliseconds, a short-lived command) is
+// unwound by the rows of the files it maps, found from the VMA (loupe_unwind_files), as
+// soon as any process of the session mapped the same file (or the command's prebuild).
+// Limits: a file no process was seen with yet is walked by frame pointers; every consumer holds its
+// own copy of the rows; a system-wide run's memory is bounded by the rows map's size (files past it
+// are counted and unwind by frame pointers), not by the live processes. Session thread only.
 #ifndef LOUPE_CORE_SESSION_UNWIND_TABLES_HPP
 #define LOUPE_CORE_SESSION_UNWIND_TABLES_HPP
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -43,6 +45,9 @@ class UnwindTables {
   // when they are not such maps.
   bool attach(int rows_fd, int procs_fd, std::string* err);
   bool attached() const { return !consumers_.empty(); }
+  // Its loupe_unwind_files, for the consumer attached with `procs_fd`: an entry for every
+  // file with rows, written with them.
+  bool attach_files(int procs_fd, int files_fd, std::string* err);
 
   void track(std::uint32_t pid) { tracked_[pid] = 0; }
   // A system-wide session: every process of the machine, found in /proc once a second,
@@ -50,6 +55,11 @@ class UnwindTables {
   // they map built within a time budget per refresh.
   void track_all() { all_ = true; }
   void forget(std::uint32_t pid);
+  // A file a process of the target mapped executable (the kernel's mmap records): built
+  // at the next refresh, within its budget, even when the process is gone by then. The
+  // one call of any thread (the symbolizer's drains run on lookups' threads).
+  void learn_file(std::uint32_t pid, const std::string& path, std::uint32_t dev_major,
+                  std::uint32_t dev_minor, std::uint64_t inode);
   // Builds and writes what changed in the tracked processes since the last call; true
   // when an entry was written.
   bool refresh();
@@ -65,8 +75,12 @@ class UnwindTables {
     int procs_fd;
     std::uint32_t capacity;
     std::uint32_t written = 0;  // rows copied so far
+    int files_fd = -1;
+    std::size_t files_written = 0;  // of the store's files in the order they were built
   };
+  // The rows built since the last call, then the files they belong to.
   void write_rows(Consumer& c);
+  void write_new_rows(Consumer& c);
 
   std::string proc_root_;
   std::unique_ptr<UnwindTableStore> store_;
@@ -78,6 +92,14 @@ class UnwindTables {
   bool all_ = false;
   std::uint64_t next_scan_ns_ = 0;
   std::map<std::uint32_t, std::unique_ptr<loupe_unwind_proc>> written_;
+  struct LearntFile {
+    std::uint32_t pid;
+    std::string path;
+  };
+  using FileKey = std::pair<std::uint64_t, std::uint64_t>;  // (dev, inode), as the store's
+  std::mutex learnt_mu_;
+  std::vector<std::pair<FileKey, LearntFile>> arrived_;  // under learnt_mu_
+  std::map<FileKey, LearntFile> learnt_;                 // session thread
   std::uint64_t write_errors_ = 0;
 };
 

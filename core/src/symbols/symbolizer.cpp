@@ -100,6 +100,11 @@ class ElfSymbolizer final : public Symbolizer {
     drain_mappings();
   }
 
+  void on_code_mapping(std::function<void(const CodeMapping&)> listener) override {
+    std::lock_guard lock(mu_);
+    code_listener_ = std::move(listener);
+  }
+
   // Marks the space for a re-read rather than dropping it: a caller that saw the maps
   // change may be racing the process's exit, and a dropped space could never be read
   // again (a warm pass dropped perl's just as it exited: every frame of its stacks lost).
@@ -274,6 +279,8 @@ class ElfSymbolizer final : public Symbolizer {
           ProcessSpace& space = recorded(e.pid);
           // The same skew: the old image's last mapping must not land in the new image.
           if (e.time_ns >= space.exec_ns) space.apply_map(e.map, strings_, files_);
+          if (code_listener_ && e.map.executable && e.map.file_backed() && !e.map.deleted)
+            code_listener_({e.pid, e.map.path, e.map.dev_major, e.map.dev_minor, e.map.inode});
           break;
         }
       }
@@ -480,6 +487,7 @@ class ElfSymbolizer final : public Symbolizer {
   std::uint64_t unwinds_ = 0;
   std::uint64_t call_ = 0;  // numbers symbolize() calls, to check a perf map once per call
   std::unique_ptr<MappingEvents> mappings_;
+  std::function<void(const CodeMapping&)> code_listener_;
   // Declared last: its worker stops (within one lookup's bound) before the caches go.
   std::unique_ptr<DebuginfodFetcher> fetcher_;
   bool draining_ = false;  // a record's handling looks a parent up: no nested drain

@@ -113,12 +113,23 @@ const UnwindTableStore::FileEntry* UnwindTableStore::file(std::uint32_t pid, std
     deferred_ = true;
     return nullptr;
   }
-  FileEntry& f = files_[{dev, inode}];
+  // Through the process's root: the file as it sees it, in its own mount namespace. A
+  // process gone since (a short command known from its mmap records) leaves its path in
+  // loupe's namespace, used only when it is the same file.
+  std::string at = proc_root_ + "/" + std::to_string(pid) + "/root" + path;
+  if (::access(at.c_str(), R_OK) != 0) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 ||
+        ((std::uint64_t{major(st.st_dev)} << 32) | minor(st.st_dev)) != dev || st.st_ino != inode)
+      return nullptr;
+    at = path;
+  }
+  auto [slot, added] = files_.try_emplace({dev, inode});
+  order_.push_back(&*slot);
+  FileEntry& f = slot->second;
   f.path = path;
   ++stats_.files;
   const auto t0 = std::chrono::steady_clock::now();
-  // Through the process's root: the file as it sees it, in its own mount namespace.
-  const std::string at = proc_root_ + "/" + std::to_string(pid) + "/root" + path;
   if (!build_unwind_table(at, &f.table, &f.error)) {
     ++stats_.files_failed;
   } else if (const auto pages = unwind_page_index(f.table.rows, &f.page_base);

@@ -55,6 +55,14 @@ class UnwindTableStore {
   // yet. False with `*err` when its maps cannot be read (the process is gone).
   bool load_process(std::uint32_t pid, loupe_unwind_proc* out, std::string* err);
 
+  // The tables of a file some process mapped executable (the kernel's mmap records): a
+  // command too short-lived for its maps to be read still gets them, for the next process
+  // that runs it. False when the deadline left it for later.
+  bool learn_file(std::uint32_t pid, std::uint64_t dev, std::uint64_t inode,
+                  const std::string& path) {
+    return file(pid, dev, inode, path) != nullptr || !deferred_;
+  }
+
   // Files first seen after `deadline` are not built (their mappings are left out of the
   // entry, as files without rows are) until a later call with time to spare: a
   // system-wide session meets every binary of the machine at once. deferred() says whether
@@ -66,6 +74,9 @@ class UnwindTableStore {
   const std::map<std::pair<std::uint64_t, std::uint64_t>, FileEntry>& files() const {
     return files_;
   }
+  // The files in the order they were built (a file's rows follow the earlier files').
+  using FileRef = const std::pair<const std::pair<std::uint64_t, std::uint64_t>, FileEntry>*;
+  const std::vector<FileRef>& file_order() const { return order_; }
   const Stats& stats() const { return stats_; }
 
  private:
@@ -77,6 +88,7 @@ class UnwindTableStore {
   std::uint32_t max_rows_;
   std::vector<loupe_unwind_row> rows_;
   std::map<std::pair<std::uint64_t, std::uint64_t>, FileEntry> files_;  // by (dev, inode)
+  std::vector<FileRef> order_;
   Stats stats_;
   std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
   bool deferred_ = false;

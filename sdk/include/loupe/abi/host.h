@@ -243,6 +243,13 @@ typedef struct loupe_host_services {
    * LOUPE_ERR_INVALID_ARG when the maps do not have those layouts, LOUPE_ERR_UNSUPPORTED
    * in replay. */
   int (*unwind_tables_attach)(loupe_host* host, int rows_fd, int procs_fd);
+
+  /* ABI 1.6. The files of the same tables (loupe_unwind_files: loupe_unwind_file by
+   * loupe_unwind_file_key), for the consumer whose loupe_unwind_procs is `procs_fd`
+   * (attached first): the host keeps an entry for every file whose rows it wrote, so the
+   * unwinder finds a file's rows from the VMA (bpf_find_vma) in a process that has no
+   * entry yet, such as a shell loop's short-lived commands. Same threading and errors. */
+  int (*unwind_files_attach)(loupe_host* host, int procs_fd, int files_fd);
 } loupe_host_services;
 
 #ifdef __cplusplus

@@ -204,6 +204,14 @@ class Host {
     if (!can_keep_unwind_tables()) return false;
     return svc_->unwind_tables_attach(svc_->host, rows_fd, procs_fd) == LOUPE_OK;
   }
+  // And its loupe_unwind_files (ABI 1.6): a process without an entry yet is unwound by the
+  // rows of the files it maps. False on an older host, which fills the others only.
+  bool attach_unwind_files(int procs_fd, int files_fd) const {
+    if (!LOUPE_ABI_HAS_FIELD(svc_, loupe_host_services, unwind_files_attach) ||
+        !svc_->unwind_files_attach)
+      return false;
+    return svc_->unwind_files_attach(svc_->host, procs_fd, files_fd) == LOUPE_OK;
+  }
   std::uint64_t now_ns(loupe_clock clock = LOUPE_CLOCK_MONOTONIC) const {
     return svc_->now_ns(svc_->host, clock);
   }

@@ -92,6 +92,7 @@ void size_unwind_maps(Skel* skel, std::uint32_t rows, std::uint32_t max_stacks) 
   const bool on = rows > 0;
   bpf_map__set_max_entries(skel->maps.loupe_unwind_rows, on ? rows : 1);
   bpf_map__set_max_entries(skel->maps.loupe_unwind_procs, on ? 1024 : 1);
+  bpf_map__set_max_entries(skel->maps.loupe_unwind_files, on ? 4096 : 1);
   bpf_map__set_max_entries(skel->maps.loupe_unwind_stacks, on ? max_stacks : 1);
   bpf_map__set_max_entries(skel->maps.loupe_unwind_slots, on ? max_stacks : 1);
   skel->rodata->loupe_unwind_max_stacks = on ? max_stacks : 1;
@@ -105,6 +106,9 @@ void attach_unwind_tables(const Host& host, Skel* skel) {
                                  bpf_map__fd(skel->maps.loupe_unwind_procs)))
     throw Error(LOUPE_ERR_UNSUPPORTED,
                 "unwind = \"tables\": the host keeps no unwind tables: " + host.last_error());
+  // An older host keeps no files: processes without an entry are walked by frame pointers.
+  host.attach_unwind_files(bpf_map__fd(skel->maps.loupe_unwind_procs),
+                           bpf_map__fd(skel->maps.loupe_unwind_files));
 }
 
 // How the walks ended (loupe_unwind_stats), as health records "<component>/unwind_*" and
@@ -134,6 +138,11 @@ inline void emit_unwind_health(const Host& host, const std::string& component, i
   rb.metric(LOUPE_METRIC_GAUGE, "count",
             c.walks ? static_cast<double>(c.frames) / static_cast<double>(c.walks) : 0.0);
   rb.emit(host);
+  // Frames of processes without an entry yet, unwound by the rows of the file they were in.
+  RecordBuilder vf(LOUPE_RECORD_METRIC, "unwind_vma_frames");
+  vf.final(is_final).window(ws, we);
+  vf.metric(LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.vma_frames));
+  vf.emit(host);
   RecordBuilder fp(LOUPE_RECORD_METRIC, "unwind_fp_frames");
   fp.final(is_final).window(ws, we);
   fp.metric(LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.fp_frames));
