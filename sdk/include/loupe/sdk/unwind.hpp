@@ -154,11 +154,11 @@ inline void emit_unwind_health(const Host& host, const std::string& component, i
   RecordBuilder np(LOUPE_RECORD_HEALTH, "stacks");
   np.final(is_final).window(ws, we);
   np.health(LOUPE_HEALTH_OK, fp_only.c_str(), c.no_process,
-            "user stacks walked by frame pointers from a frame no unwind table covered: a "
-            "process's or a library's first milliseconds before its tables are written (in a "
-            "system-wide run, its first seconds while every process's are built), JIT code "
-            "or the vdso; run the program under loupe (-- CMD) or give --pid for its tables "
-            "from its start");
+            "user stacks walked by frame pointers from a frame no unwind table covered: the "
+            "first milliseconds of the first process to run a file the session had not seen "
+            "(in a system-wide run, its first seconds while every file's are built), JIT "
+            "code or the vdso; run the program under loupe (-- CMD) or give --pid for its "
+            "tables from its start");
   np.emit(host);
   RecordBuilder nm(LOUPE_RECORD_METRIC, "unwind_fp_only_stacks");
   nm.final(is_final).window(ws, we);
