@@ -302,6 +302,43 @@ TOML
   expect_rc 4 $? "a missing plugin with a failing command ($(cat "$TMP/err"))"
 }
 
+# A system-wide run profiles the machine, not loupe: its own threads (the session loop
+# wakes every 20 ms, ring readers, the symbolizer) blocked 50 times a second in every
+# offcpu report (issue 32). Another process blocking meanwhile is still there.
+case_system_wide_not_self() {
+  need_root
+  cat >"$TMP/p.toml" <<TOML
+[session]
+output_dir = "$TMP/out"
+[[plugins]]
+name = "offcpu"
+min_block_ns = 1000
+wakers = false
+[[sinks]]
+name = "jsonl"
+TOML
+  (for i in $(seq 40); do sleep 0.05; done) &
+  sleeper=$!
+  "$LOUPE" run "$TMP/p.toml" --duration 1.5 2>"$TMP/err" &
+  loupe=$!
+  wait $loupe
+  expect_rc 0 $? "system-wide offcpu ($(cat "$TMP/err"))"
+  kill $sleeper 2>/dev/null; wait $sleeper 2>/dev/null
+  python3 - "$TMP/out/records.jsonl" "$loupe" <<'PY' || exit 1
+import json, sys
+pids = {}
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r.get("kind") == "stack" and r.get("name") == "offcpu" and r.get("is_final"):
+        l = r.get("labels", {})
+        pids[l.get("pid")] = l.get("comm")
+assert pids, "no offcpu stacks at all"
+assert sys.argv[2] not in pids, f"loupe's own pid {sys.argv[2]} is in the report: {pids[sys.argv[2]]}"
+assert "sleep" in pids.values(), f"the sleepers are missing: {sorted(set(pids.values()))[:20]}"
+print(f"{len(pids)} processes blocked, loupe ({sys.argv[2]}) not among them")
+PY
+}
+
 # README command 1 as scripts/demo.sh runs it: the report fits a screen (<= 60 lines of
 # stdout) and hides no figure: every non-zero metric of the same run's jsonl stands in its
 # producer's section, under its column, in the row of its labels.

@@ -73,6 +73,7 @@ struct FakeRodata {
   volatile std::uint64_t loupe_filter_cgroup = 0;
   volatile char loupe_filter_comm[16] = {};
   volatile bool loupe_filter_comm_on = false;
+  volatile std::uint32_t loupe_filter_not_tgid = 0;
 };
 
 }  // namespace
@@ -139,6 +140,15 @@ TEST(SdkTargetFilter, ReadsChecksAndWritesTheRodataKnobs) {
   EXPECT_EQ(ro.loupe_filter_cgroup, 0u);
   EXPECT_TRUE(ro.loupe_filter_comm_on);
   EXPECT_STREQ(const_cast<const char*>(ro.loupe_filter_comm), "worker");
+  EXPECT_EQ(ro.loupe_filter_not_tgid, 0u) << "a target: loupe is not in it anyway";
+
+  // Without a target, loupe's own process is left out of what it profiles.
+  loupe_session_info whole{};
+  whole.size = sizeof(whole);
+  FakeRodata all;
+  sdk::apply_target_filter(cfg, &whole, &all);
+  EXPECT_EQ(all.loupe_filter_tgid, 0u);
+  EXPECT_EQ(all.loupe_filter_not_tgid, static_cast<std::uint32_t>(::getpid()));
 
   conf.values["pid"] = std::int64_t{99};  // names another process than the session's
   EXPECT_THROW(sdk::read_target_filter(cfg, &session), sdk::Error);

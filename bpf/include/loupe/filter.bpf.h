@@ -24,6 +24,9 @@ const volatile __u64 loupe_filter_cgroup = 0; /* cgroup v2 id */
 const volatile char loupe_filter_comm[16] = {};
 const volatile bool loupe_filter_comm_on = false;
 const volatile bool loupe_filter_tree = false; /* tgid test = membership of loupe_tree */
+/* loupe's own process, left out of a system-wide session: its ring readers, symbolizer
+ * and session loop are the profiler, not the profiled (0 = none). */
+const volatile __u32 loupe_filter_not_tgid = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -62,6 +65,8 @@ static __always_inline bool loupe_filter_pass(__u64 pid_tgid)
 	} else if (loupe_filter_tgid && (__u32)(pid_tgid >> 32) != loupe_filter_tgid) {
 		return false;
 	}
+	if (loupe_filter_not_tgid && (__u32)(pid_tgid >> 32) == loupe_filter_not_tgid)
+		return false;
 	if (loupe_filter_tid && (__u32)pid_tgid != loupe_filter_tid)
 		return false;
 	if (loupe_filter_cgroup && bpf_get_current_cgroup_id() != loupe_filter_cgroup)

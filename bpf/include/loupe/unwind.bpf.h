@@ -99,6 +99,10 @@ struct loupe_unwind_state {
 	__u32 fp_frames;
 	__u32 plt_frames;
 	__u32 vma_frames;
+	/* The process has no loupe_unwind_procs entry: each mapping is found from its VMA. */
+	__u32 no_proc;
+	__u32 pad;
+	struct loupe_unwind_file_key file_key;
 	/* A saved rbp and the return address above it, read at once: here, not on the BPF
 	 * stack, whose 512 bytes the walk's calls share (6.1 counted 544 with it there). */
 	__u64 pair[2];
@@ -214,7 +218,6 @@ static long loupe_unwind_search_step(__u32 i, void *arg)
 static long loupe_unwind_vma_mapping(struct task_struct *task, struct vm_area_struct *vma,
 				     void *arg)
 {
-	struct loupe_unwind_file_key key = {};
 	const struct loupe_unwind_file *f;
 	struct loupe_unwind_state *st;
 	const struct loupe_unwind_segment *seg;
@@ -223,16 +226,19 @@ static long loupe_unwind_vma_mapping(struct task_struct *task, struct vm_area_st
 	__u64 pgoff, page_off;
 	__u32 zero = 0;
 
-	if (!file)
+	/* The key sits in the scratch: this callback is the deepest call of the walk, and 6.1
+	 * bounds the stack of the whole chain at 512 bytes. */
+	st = bpf_map_lookup_elem(&loupe_unwind_scratch, &zero);
+	if (!file || !st)
 		return 0;
 	inode = BPF_CORE_READ(file, f_inode);
 	if (!inode)
 		return 0;
-	key.ino = BPF_CORE_READ(inode, i_ino);
-	key.dev = BPF_CORE_READ(inode, i_sb, s_dev);
-	f = bpf_map_lookup_elem(&loupe_unwind_files, &key);
-	st = bpf_map_lookup_elem(&loupe_unwind_scratch, &zero);
-	if (!f || !st)
+	st->file_key.ino = BPF_CORE_READ(inode, i_ino);
+	st->file_key.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	st->file_key.pad = 0;
+	f = bpf_map_lookup_elem(&loupe_unwind_files, &st->file_key);
+	if (!f)
 		return 0;
 	pgoff = vma->vm_pgoff << 12;
 	for (int i = 0; i < LOUPE_UNWIND_FILE_SEGMENTS; i++) {
@@ -275,19 +281,8 @@ __attribute__((noinline)) int loupe_unwind_row_index(__u32 tgid, __u64 pc, __u32
 		m = &st->last_map;
 	} else {
 		proc = bpf_map_lookup_elem(&loupe_unwind_procs, &tgid);
-		if (!proc) {
-			/* No entry yet: the file holding pc, if it has rows. The lookup fails
-			 * (-EBUSY) while another thread holds the process's mmap lock. */
-			if (!st)
-				return -1;
-			st->last_map.end = 0;
-			bpf_find_vma(bpf_get_current_task_btf(), pc, loupe_unwind_vma_mapping,
-				     &zero, 0);
-			if (pc < st->last_map.start || pc >= st->last_map.end)
-				return -1;
-			m = &st->last_map;
-			goto found;
-		}
+		if (!proc)
+			return -1;
 		m = loupe_unwind_find_mapping(proc, pc);
 		if (!m)
 			return -1;
@@ -296,7 +291,6 @@ __attribute__((noinline)) int loupe_unwind_row_index(__u32 tgid, __u64 pc, __u32
 			m = &st->last_map;
 		}
 	}
-found:
 	if (m->row_count == 0)
 		return -1;
 	pc = pc - m->bias - (ret ? 1 : 0);
@@ -357,6 +351,14 @@ static long loupe_unwind_step(__u32 i, void *arg)
 	st->depth = d + 1;
 	st->hash = (st->hash ^ pc) * 0x100000001b3ULL;
 
+	/* No entry for the process yet: the mapping holding pc from its VMA, when its file has
+	 * rows (into last_map, which the row lookup tries first). Called here, not in the row
+	 * lookup: one call deeper would pass 6.1's 512-byte bound on the chain's stack. The
+	 * lookup fails (-EBUSY) while another thread holds the process's mmap lock. */
+	if (st->no_proc && (pc < st->last_map.start || pc >= st->last_map.end)) {
+		st->last_map.start = st->last_map.end = 0;
+		bpf_find_vma(bpf_get_current_task_btf(), pc, loupe_unwind_vma_mapping, &zero, 0);
+	}
 	/* A return address is the instruction after the call: look up the call's row. */
 	idx = loupe_unwind_row_index(st->tgid, pc, d > 0);
 	if (idx >= 0) {
@@ -522,7 +524,8 @@ __attribute__((noinline)) int loupe_unwind_user_walk(void)
 	st->fp_walked = 0;
 	st->stop = LOUPE_UNWIND_STOP_NONE;
 	st->table_frames = st->fp_frames = st->plt_frames = st->vma_frames = 0;
-	st->last_map.end = 0;
+	st->last_map.start = st->last_map.end = 0;
+	st->no_proc = bpf_map_lookup_elem(&loupe_unwind_procs, &st->tgid) == NULL;
 	st->hash = 0xcbf29ce484222325ULL ^ st->tgid;
 	c->walks++;
 	bpf_loop(LOUPE_UNWIND_MAX_DEPTH, loupe_unwind_step, &zero, 0);

@@ -22,6 +22,7 @@
 
 #include <bpf/libbpf.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -259,6 +260,9 @@ auto write_target_filter(const TargetFilter& f, Rodata* ro)
   std::memset(comm, 0, sizeof(ro->loupe_filter_comm));
   std::memcpy(comm, f.comm.data(), f.comm.size());
   ro->loupe_filter_comm_on = !f.comm.empty();
+  // Plugins run in loupe's process: without a target, its own threads (ring readers, the
+  // symbolizer, the session loop) would be profiled beside the machine's.
+  ro->loupe_filter_not_tgid = f.pid == 0 ? static_cast<std::uint32_t>(::getpid()) : 0;
 }
 
 // Writes `f` into a skeleton (between open and load): the rodata knobs, and when the
