@@ -226,7 +226,8 @@ TEST_F(MemallocUnwind, AShellLoopsShortLivedCommandsReachMainAfterTheFirst) {
       "main; unwind_vma_frames %.0f\n    not rooted, e.g.: %s\n",
       runs.size(), all, rooted, vma_frames, example.c_str());
   ASSERT_GE(runs.size(), static_cast<std::size_t>(kRuns - 2)) << r.output;
-  EXPECT_GT(vma_frames, 0) << r.output;
+  // Not asserted: unwind_vma_frames > 0. A slow machine (an emulated guest) runs each cat
+  // long enough for its entry to be written first: the outcome below is the point.
   EXPECT_GE(rooted, 0.95 * all) << example;
 }
 
