@@ -192,7 +192,8 @@ class ConsoleSink : public sdk::Sink {
     struct Step {
       std::size_t top, per_name, per_section;
     };
-    constexpr Step kSteps[] = {{SIZE_MAX, 1, 2}, {7, 1, 1}, {5, 1, 1}, {5, 0, 0}, {3, 0, 0}};
+    constexpr Step kSteps[] = {{SIZE_MAX, 1, 2}, {7, 1, 1}, {5, 1, 1}, {5, 0, 0},
+                               {3, 0, 0},        {2, 0, 0}, {1, 0, 0}};
     for (const Step& step : kSteps) {
       if (count_lines(text) <= opt.lines) break;
       ReportOptions cut = opt;

@@ -33,7 +33,9 @@
 #include <optional>
 #include <sstream>
 #include <string_view>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "kernel/capabilities.hpp"
 #include "util/errno_text.hpp"
@@ -374,7 +376,23 @@ class detail::FeatureProbeContext {
     return *kallsyms_target_;
   }
 
+  // Closing a hook a probe attached waits for an RCU grace period (a uprobe's, tasks-trace
+  // RCU: 40-80 ms here, two of them for uprobe and uretprobe): a session's start-up would
+  // sleep through one for each feature it asks about. The probe's fds close on a thread of
+  // their own instead, joined when the prober goes.
+  void close_later(UniqueFd hook, UniqueFd prog) {
+    std::lock_guard lock(mu_);
+    closers_.emplace_back([h = std::move(hook), p = std::move(prog)]() mutable {
+      h.reset();
+      p.reset();
+    });
+  }
+  ~FeatureProbeContext() {
+    for (auto& t : closers_) t.join();
+  }
+
  private:
+  std::vector<std::thread> closers_;
   std::mutex mu_;
   std::optional<MountOutcome> tracefs_;
   std::optional<BtfFacts> btf_;
@@ -384,6 +402,12 @@ class detail::FeatureProbeContext {
 namespace {
 
 using Ctx = detail::FeatureProbeContext;
+
+// A probe that attached: its fds close in the background (Ctx::close_later).
+FeatureResult attached(Ctx& ctx, UniqueFd hook, UniqueFd prog, std::string what) {
+  ctx.close_later(std::move(hook), std::move(prog));
+  return ok(std::move(what));
+}
 
 FeatureResult probe_bpf_syscall() {
   auto prog = load_probe_prog(BPF_PROG_TYPE_SOCKET_FILTER);
@@ -489,8 +513,9 @@ FeatureResult probe_kprobe(Ctx& ctx, bool retprobe) {
   if (!pe.valid())
     return fail(perf_open_error(std::string(retprobe ? "kretprobe " : "kprobe ") + func, err));
   if (auto e = set_bpf(pe, prog.fd); !e.empty()) return fail(e);
-  return ok(std::string("attached to ") + (retprobe ? "return of " : "") + func +
-            " via the kprobe PMU");
+  return attached(
+      ctx, std::move(pe), std::move(prog.fd),
+      std::string("attached to ") + (retprobe ? "return of " : "") + func + " via the kprobe PMU");
 }
 
 FeatureResult probe_fentry(Ctx& ctx, bool exit) {
@@ -508,7 +533,9 @@ FeatureResult probe_fentry(Ctx& ctx, bool exit) {
   if (!link.valid()) link = UniqueFd(bpf_raw_tracepoint_open(nullptr, prog.fd.get()));
   if (!link.valid())
     return fail("loaded, but attach to " + facts.func_name + " refused: " + errno_text(errno));
-  return ok("attached to " + facts.func_name + " (BTF id " + std::to_string(facts.func_id) + ")");
+  return attached(
+      ctx, std::move(link), std::move(prog.fd),
+      "attached to " + facts.func_name + " (BTF id " + std::to_string(facts.func_id) + ")");
 }
 
 FeatureResult probe_tracepoint(Ctx& ctx) {
@@ -530,16 +557,16 @@ FeatureResult probe_tracepoint(Ctx& ctx) {
   UniqueFd pe = perf_event_open(&attr, -1, 0, &err);
   if (!pe.valid()) return fail(perf_open_error("tracepoint " + colon_name(tp), err));
   if (auto e = set_bpf(pe, prog.fd); !e.empty()) return fail(e);
-  return ok("attached to " + colon_name(tp));
+  return attached(ctx, std::move(pe), std::move(prog.fd), "attached to " + colon_name(tp));
 }
 
-FeatureResult probe_raw_tp() {
+FeatureResult probe_raw_tp(Ctx& ctx) {
   auto prog = load_probe_prog(BPF_PROG_TYPE_RAW_TRACEPOINT);
   if (!prog.fd.valid()) return fail("raw tracepoint program: " + prog.error);
   UniqueFd link(bpf_raw_tracepoint_open("sys_enter", prog.fd.get()));
   if (!link.valid())
     return fail("bpf_raw_tracepoint_open(sys_enter) refused: " + errno_text(errno));
-  return ok("attached to raw tracepoint sys_enter");
+  return attached(ctx, std::move(link), std::move(prog.fd), "attached to raw tracepoint sys_enter");
 }
 
 FeatureResult probe_tp_btf(Ctx& ctx) {
@@ -551,10 +578,11 @@ FeatureResult probe_tp_btf(Ctx& ctx) {
   if (!prog.fd.valid()) return fail("tp_btf on sys_enter: " + prog.error);
   UniqueFd link(bpf_raw_tracepoint_open(nullptr, prog.fd.get()));
   if (!link.valid()) return fail("loaded, but attach to sys_enter refused: " + errno_text(errno));
-  return ok("attached to sys_enter through BTF (btf_trace_sys_enter)");
+  return attached(ctx, std::move(link), std::move(prog.fd),
+                  "attached to sys_enter through BTF (btf_trace_sys_enter)");
 }
 
-FeatureResult probe_uprobe(bool retprobe) {
+FeatureResult probe_uprobe(Ctx& ctx, bool retprobe) {
   const std::string pmu_dir = std::string(kPmuDir) + "/uprobe";
   auto type = pmu_type("uprobe");
   if (!type)
@@ -580,8 +608,9 @@ FeatureResult probe_uprobe(bool retprobe) {
   if (!pe.valid())
     return fail(perf_open_error(std::string(retprobe ? "uretprobe " : "uprobe ") + where, err));
   if (auto e = set_bpf(pe, prog.fd); !e.empty()) return fail(e);
-  return ok(std::string("attached to ") + (retprobe ? "return of " : "") + where +
-            " (ELF entry point)");
+  return attached(
+      ctx, std::move(pe), std::move(prog.fd),
+      std::string("attached to ") + (retprobe ? "return of " : "") + where + " (ELF entry point)");
 }
 
 FeatureResult probe_perf_event() {
@@ -794,10 +823,10 @@ FeatureResult KernelFeatureProber::probe(const std::string& name) {
   if (name == "fentry") return probe_fentry(ctx, false);
   if (name == "fexit") return probe_fentry(ctx, true);
   if (name == "tracepoint") return probe_tracepoint(ctx);
-  if (name == "raw_tp") return probe_raw_tp();
+  if (name == "raw_tp") return probe_raw_tp(ctx);
   if (name == "tp_btf") return probe_tp_btf(ctx);
-  if (name == "uprobe") return probe_uprobe(false);
-  if (name == "uretprobe") return probe_uprobe(true);
+  if (name == "uprobe") return probe_uprobe(ctx, false);
+  if (name == "uretprobe") return probe_uprobe(ctx, true);
   if (name == "perf_event") return probe_perf_event();
   if (name == "ringbuf") return probe_map(BPF_MAP_TYPE_RINGBUF, "ringbuf");
   if (name == "stack_trace") return probe_map(BPF_MAP_TYPE_STACK_TRACE, "stack_trace");
