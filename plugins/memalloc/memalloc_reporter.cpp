@@ -84,6 +84,10 @@ void MemallocReporter::emit_sites(const std::vector<SiteRow>& rows, bool is_fina
                                   std::uint64_t now_ns) {
   const std::string sampling = scaling_.describe();
   for (const auto& r : rows) {
+    const Said now{r.allocs, r.frees, r.outstanding};
+    auto& said = said_[{r.key.tgid, r.key.user_stack_id, r.key.kernel_stack_id, r.key.origin}];
+    if (!is_final && said == now) continue;
+    said = now;
     const auto& frames = frames_.frames(r.key);
     Estimate alloc = scaling_.scale(r.allocs, r.bytes);
     Estimate freed = scaling_.scale(r.frees, r.freed_bytes);
@@ -198,6 +202,7 @@ void MemallocReporter::collect(bool is_final, std::uint64_t window_start_ns,
   emit_sites(shown, is_final, now);
   emit_histogram(is_final);
   if (is_final) emit_findings(all, now);
+  frames_.forget_frames();
 
   Estimate allocs, frees, live;
   for (const auto& r : all) {

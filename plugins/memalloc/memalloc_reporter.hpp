@@ -6,7 +6,9 @@
 #define LOUPE_MEMALLOC_REPORTER_HPP
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -62,6 +64,15 @@ class MemallocReporter {
   std::vector<std::pair<std::string, std::string>> skipped_;
   std::uint64_t win_start_ = 0, win_end_ = 0;
   const DwarfAllocs* dwarf_ = nullptr;
+  // What each site's record said at the last interval report: a site that has not changed
+  // since (an exited process's, mostly) is not restated until the final report. A soak of
+  // short-lived processes otherwise restated every site of every process it had seen each
+  // interval (34k records an interval, growing with the run, and the RSS with them).
+  struct Said {
+    std::uint64_t allocs, frees, outstanding;
+    bool operator==(const Said&) const = default;
+  };
+  std::map<std::tuple<std::uint32_t, std::int32_t, std::int32_t, std::uint32_t>, Said> said_;
 };
 
 }  // namespace loupe::memalloc

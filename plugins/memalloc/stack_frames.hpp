@@ -23,8 +23,17 @@ class StackFrames {
   StackFrames(const sdk::Host& host, int stacks_fd, int user_stacks_fd)
       : host_(host), stacks_fd_(stacks_fd), user_stacks_fd_(user_stacks_fd) {}
 
-  // Kernel frames (leaf first), then user frames; an unavailable half is left out.
+  // Kernel frames (leaf first), then user frames; an unavailable half is left out. Valid
+  // until forget_frames().
   const std::vector<loupe_frame>& frames(const ma_stack_key& key);
+  // Drops the named stacks once a report is out: a report names only the sites that
+  // changed (the final one all of them, once), and the names of every site of every
+  // process a run saw, kept, grew the RSS of a soak of short-lived processes by megabytes.
+  // The host keeps the processes' symbols, so naming a stack again is cheap.
+  void forget_frames() {
+    std::lock_guard lock(mu_);
+    cache_.clear();
+  }
 
   // Has the host read `tgid`'s address space and the symbols of each executable mapping
   // now, so its stacks can be symbolized after it exits. Called periodically for each
