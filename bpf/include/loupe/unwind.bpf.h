@@ -263,9 +263,8 @@ static long loupe_unwind_vma_mapping(struct task_struct *task, struct vm_area_st
 }
 
 /* The index in loupe_unwind_rows of the row in force at runtime address `pc` of process
- * `tgid` (`ret`: pc is a return address, so the call's row is looked up), -2 when the
- * process has no entry (and pc is not in the walk's last mapping), or -1 when the mapping
- * or the row is missing. A global function: the verifier checks the
+ * `tgid` (`ret`: pc is a return address, so the call's row is looked up), or -1 when the
+ * process, the mapping or the row is missing. A global function: the verifier checks the
  * two binary searches once, with unknown arguments, instead of in every state the walk's
  * callback is entered with (975k instructions processed on 6.18 when inlined). */
 __attribute__((noinline)) int loupe_unwind_row_index(__u32 tgid, __u64 pc, __u32 ret)
@@ -281,16 +280,9 @@ __attribute__((noinline)) int loupe_unwind_row_index(__u32 tgid, __u64 pc, __u32
 	if (st && pc >= st->last_map.start && pc < st->last_map.end) {
 		m = &st->last_map;
 	} else {
-		/* A process without an entry (found once a walk): -2, the caller looks the
-		 * mapping up from the VMA. */
-		if (st && st->no_proc)
-			return -2;
 		proc = bpf_map_lookup_elem(&loupe_unwind_procs, &tgid);
-		if (!proc) {
-			if (st)
-				st->no_proc = 1;
-			return -2;
-		}
+		if (!proc)
+			return -1;
 		m = loupe_unwind_find_mapping(proc, pc);
 		if (!m)
 			return -1;
@@ -359,17 +351,16 @@ static long loupe_unwind_step(__u32 i, void *arg)
 	st->depth = d + 1;
 	st->hash = (st->hash ^ pc) * 0x100000001b3ULL;
 
-	/* A return address is the instruction after the call: look up the call's row. */
-	idx = loupe_unwind_row_index(st->tgid, pc, d > 0);
-	if (idx == -2) {
-		/* No entry for the process yet: the mapping holding pc from its VMA, when its
-		 * file has rows (into last_map, which the row lookup tries first). Called here,
-		 * not in the row lookup: one call deeper would pass 6.1's 512-byte bound on the
-		 * chain's stack. It fails (-EBUSY) while another thread holds the mmap lock. */
+	/* No entry for the process yet: the mapping holding pc from its VMA, when its file has
+	 * rows (into last_map, which the row lookup tries first). Called here, not in the row
+	 * lookup: one call deeper would pass 6.1's 512-byte bound on the chain's stack. The
+	 * lookup fails (-EBUSY) while another thread holds the process's mmap lock. */
+	if (st->no_proc && (pc < st->last_map.start || pc >= st->last_map.end)) {
 		st->last_map.start = st->last_map.end = 0;
 		bpf_find_vma(bpf_get_current_task_btf(), pc, loupe_unwind_vma_mapping, &zero, 0);
-		idx = loupe_unwind_row_index(st->tgid, pc, d > 0);
 	}
+	/* A return address is the instruction after the call: look up the call's row. */
+	idx = loupe_unwind_row_index(st->tgid, pc, d > 0);
 	if (idx >= 0) {
 		key = (__u32)idx;
 		row = bpf_map_lookup_elem(&loupe_unwind_rows, &key);
@@ -534,7 +525,7 @@ __attribute__((noinline)) int loupe_unwind_user_walk(void)
 	st->stop = LOUPE_UNWIND_STOP_NONE;
 	st->table_frames = st->fp_frames = st->plt_frames = st->vma_frames = 0;
 	st->last_map.start = st->last_map.end = 0;
-	st->no_proc = 0;
+	st->no_proc = bpf_map_lookup_elem(&loupe_unwind_procs, &st->tgid) == NULL;
 	st->hash = 0xcbf29ce484222325ULL ^ st->tgid;
 	c->walks++;
 	bpf_loop(LOUPE_UNWIND_MAX_DEPTH, loupe_unwind_step, &zero, 0);
