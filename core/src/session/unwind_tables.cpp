@@ -55,6 +55,10 @@ bool UnwindTables::attach(int rows_fd, int procs_fd, std::string* err) {
   // One store for all: its row numbers must fit the smallest consumer.
   if (!store_) store_ = std::make_unique<UnwindTableStore>(proc_root_, rows.max_entries);
   consumers_.push_back({rows_fd, procs_fd, rows.max_entries});
+  {
+    std::lock_guard lock(learnt_mu_);
+    accepting_ = true;
+  }
   write_rows(consumers_.back());
   for (const auto& [pid, p] : written_)
     if (bpf_map_update_elem(procs_fd, &pid, p.get(), BPF_ANY) != 0) ++write_errors_;
@@ -143,7 +147,7 @@ void UnwindTables::learn_file(std::uint32_t pid, const std::string& path, std::u
                               std::uint32_t dev_minor, std::uint64_t inode) {
   const FileKey key{(std::uint64_t{dev_major} << 32) | dev_minor, inode};
   std::lock_guard lock(learnt_mu_);
-  arrived_.emplace_back(key, LearntFile{pid, path});
+  if (accepting_) arrived_.try_emplace(key, LearntFile{pid, path});
 }
 
 void UnwindTables::forget(std::uint32_t pid) {

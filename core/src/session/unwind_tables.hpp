@@ -98,8 +98,12 @@ class UnwindTables {
   };
   using FileKey = std::pair<std::uint64_t, std::uint64_t>;  // (dev, inode), as the store's
   std::mutex learnt_mu_;
-  std::vector<std::pair<FileKey, LearntFile>> arrived_;  // under learnt_mu_
-  std::map<FileKey, LearntFile> learnt_;                 // session thread
+  // Under learnt_mu_. Nothing is queued before a consumer is attached (a session whose
+  // plugins take no user stacks would keep every mapping record it ever saw); one entry a
+  // file, however many processes map it before the next refresh.
+  bool accepting_ = false;
+  std::map<FileKey, LearntFile> arrived_;
+  std::map<FileKey, LearntFile> learnt_;  // session thread
   std::uint64_t write_errors_ = 0;
 };
 
