@@ -105,8 +105,8 @@ class Consumer {
  public:
   Consumer(const Producer& p, bool loupe) : p_(p), loupe_(loupe) {
     if (loupe_) {
-      auto err = rd_.add_ring("bench", spec_for(p, &count_));
-      if (!err.empty()) throw std::runtime_error(err);
+      if (auto st = rd_.add_ring("bench", spec_for(p, &count_)); !st)
+        throw std::runtime_error(st.error());
       rd_.start();
     } else {
       rb_ = ring_buffer__new(p.ring_fd(), noop_sample, &count_, nullptr);

@@ -20,6 +20,12 @@
 namespace loupe::cli {
 namespace {
 
+std::string description_of(const std::string& feature) {
+  for (const auto& f : KernelFeatureProber::table())
+    if (feature == f.name) return f.description;
+  return "";
+}
+
 using nlohmann::json;
 
 std::vector<std::filesystem::path> search_dirs(const CommonOptions& common) {
@@ -94,6 +100,7 @@ int cmd_check(const CommonOptions& common, bool as_json) {
     for (auto& r : results)
       arr.push_back({{"name", r.name},
                      {"category", r.category},
+                     {"description", description_of(r.name)},
                      {"available", r.available},
                      {"forced_off", r.forced_off},
                      {"reason", r.reason}});

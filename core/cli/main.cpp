@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "commands.hpp"
+#include "loupe/features.hpp"
 #include "loupe/session.hpp"
 #include "loupe/version.hpp"
 
@@ -45,9 +46,15 @@ int main(int argc, char** argv) {
   app.add_flag("-q,--quiet", quiet, "Only errors");
   app.add_option("--plugin-dir", common.plugin_dirs,
                  "Extra directory searched for plugins (first)");
-  app.add_option(
-      "--disable-feature", common.disabled_features,
-      "Treat a kernel feature as absent (kprobe, fentry, tp_btf, ...) to force fallbacks");
+  // The names come from the feature table: a misspelt one would otherwise disable nothing
+  // and the fallback it was meant to force would silently not run.
+  std::vector<std::string> feature_names;
+  for (const auto& f : loupe::KernelFeatureProber::table()) feature_names.emplace_back(f.name);
+  app.add_option("--disable-feature", common.disabled_features,
+                 "Treat a kernel feature as absent (kprobe, fentry, tp_btf, ...) to force "
+                 "fallbacks; `loupe check` lists them")
+      ->delimiter(',')
+      ->check(CLI::IsMember(feature_names));
   app.add_flag("--allow-insecure-plugins", common.allow_insecure_plugins,
                "Load plugins from group/world-writable files or directories (refused by default)");
 

@@ -52,7 +52,7 @@ TEST(RingDispatcher, RejectsIncompleteSpecs) {
   loupe_ring_spec spec{};
   spec.size = sizeof(spec);
   spec.map_fd = -1;
-  EXPECT_EQ(d.add_ring("p", spec), "ring spec has no map_fd");
+  EXPECT_EQ(d.add_ring("p", spec).error(), "ring spec has no map_fd");
   spec.map_fd = 3;
-  EXPECT_EQ(d.add_ring("p", spec), "ring spec has no decode callback");
+  EXPECT_EQ(d.add_ring("p", spec).error(), "ring spec has no decode callback");
 }

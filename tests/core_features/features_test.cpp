@@ -73,10 +73,12 @@ TEST(KernelFeatureProber, EveryKnownFeatureHasANamedCategorisedReasonedResult) {
   REQUIRE_ROOT();
   loupe::KernelFeatureProber prober;
   auto results = prober.all();
-  ASSERT_EQ(results.size(), loupe::KernelFeatureProber::known_features().size());
+  const auto& table = loupe::KernelFeatureProber::table();
+  ASSERT_EQ(results.size(), table.size());
   for (size_t i = 0; i < results.size(); ++i) {
     const auto& r = results[i];
-    EXPECT_EQ(r.name, loupe::KernelFeatureProber::known_features()[i]);
+    EXPECT_EQ(r.name, table[i].name);
+    EXPECT_EQ(r.category, table[i].category) << r.name;
     EXPECT_FALSE(r.category.empty()) << r.name;
     EXPECT_FALSE(r.reason.empty()) << r.name;
     EXPECT_FALSE(r.forced_off) << r.name;
@@ -244,16 +246,17 @@ TEST(KernelFeatureProber, LeavesNoProgramLinkOrPerfEventBehind) {
 
 TEST(MountHelpers, TracefsAndBpffsAreMountedAfterEnsure) {
   REQUIRE_ROOT();
-  std::string error;
-  std::string tracefs = loupe::ensure_tracefs(&error);
-  ASSERT_FALSE(tracefs.empty()) << error;
-  EXPECT_TRUE(error.empty());
+  const auto mounted = loupe::mount_tracefs();
+  const std::string& tracefs = mounted.path;
+  ASSERT_FALSE(tracefs.empty()) << mounted.error;
+  EXPECT_TRUE(mounted.error.empty());
   struct statfs st {};
   ASSERT_EQ(::statfs(tracefs.c_str(), &st), 0);
   EXPECT_EQ(static_cast<long>(st.f_type), static_cast<long>(TRACEFS_MAGIC));
   EXPECT_EQ(::access((tracefs + "/events/syscalls/sys_enter_getpid/id").c_str(), R_OK), 0);
 
-  ASSERT_TRUE(loupe::ensure_bpffs(&error)) << error;
+  const auto bpffs = loupe::mount_bpffs();
+  ASSERT_TRUE(bpffs.error.empty()) << bpffs.error;
   ASSERT_EQ(::statfs("/sys/fs/bpf", &st), 0);
   EXPECT_EQ(static_cast<long>(st.f_type), static_cast<long>(BPF_FS_MAGIC));
   // A second call finds the mount instead of stacking another.

@@ -180,7 +180,7 @@ TEST(ByteQueue, ConcurrentProducerConsumerLosesNothingAccepted) {
 TEST(RingDispatcherPolicy, DropNewestCountsEveryRefusal) {
   Decoder d;
   RingDispatcher rd(small_queue(4));
-  ASSERT_EQ(rd.add_ring("p", spec_for(d, LOUPE_BP_DROP_NEWEST)), "");
+  ASSERT_TRUE(rd.add_ring("p", spec_for(d, LOUPE_BP_DROP_NEWEST)));
   for (int i = 0; i < 10; ++i) {
     Rec r = make(1, i);
     rd.inject(0, &r, sizeof(r), false);  // no worker yet: the queue fills at 4
@@ -202,7 +202,7 @@ TEST(RingDispatcherPolicy, DropNewestCountsEveryRefusal) {
 TEST(RingDispatcherPolicy, CoalesceKeepsPerKeyCounts) {
   Decoder d;
   RingDispatcher rd(small_queue(2));
-  ASSERT_EQ(rd.add_ring("p", spec_for(d, LOUPE_BP_COALESCE)), "");
+  ASSERT_TRUE(rd.add_ring("p", spec_for(d, LOUPE_BP_COALESCE)));
   for (int i = 0; i < 12; ++i) {
     Rec r = make(static_cast<std::uint64_t>(i % 3), i);
     rd.inject(0, &r, sizeof(r), false);
@@ -234,7 +234,7 @@ TEST(RingDispatcherPolicy, CoalesceBoundsTheKeyTable) {
   auto o = small_queue(1);
   o.max_coalesce_keys = 4;
   RingDispatcher rd(o);
-  ASSERT_EQ(rd.add_ring("p", spec_for(d, LOUPE_BP_COALESCE)), "");
+  ASSERT_TRUE(rd.add_ring("p", spec_for(d, LOUPE_BP_COALESCE)));
   for (int i = 0; i < 101; ++i) {
     Rec r = make(static_cast<std::uint64_t>(i), i);
     rd.inject(0, &r, sizeof(r), false);
@@ -252,7 +252,7 @@ TEST(RingDispatcherPolicy, CountOnlyDegradesUntilTheQueueDrains) {
   RingDispatcher rd(o);
   std::vector<loupe::DispatchEvent> events;
   rd.set_event_handler([&](const loupe::DispatchEvent& e) { events.push_back(e); });
-  ASSERT_EQ(rd.add_ring("p", spec_for(d, LOUPE_BP_COUNT_ONLY)), "");
+  ASSERT_TRUE(rd.add_ring("p", spec_for(d, LOUPE_BP_COUNT_ONLY)));
   for (int i = 0; i < 8; ++i) {
     Rec r = make(1, i);
     rd.inject(0, &r, sizeof(r), false);
@@ -281,7 +281,7 @@ TEST(RingDispatcherPolicy, MalformedBytesAreCountedAndSkipped) {
   RingDispatcher rd(small_queue(64));
   auto spec = spec_for(d, LOUPE_BP_DROP_NEWEST);
   spec.max_len = sizeof(Rec);
-  ASSERT_EQ(rd.add_ring("p", spec), "");
+  ASSERT_TRUE(rd.add_ring("p", spec));
   rd.start();
   Rec good = make(1, 1);
   rd.inject(0, &good, sizeof(good), false);
@@ -318,7 +318,7 @@ TEST(RingDispatcherPolicy, InvariantUnderAStalledConsumerAndDeadline) {
   Decoder d;
   d.gate = false;  // decode blocks: the queue fills and stays full
   RingDispatcher rd(small_queue(128));
-  ASSERT_EQ(rd.add_ring("p", spec_for(d, LOUPE_BP_DROP_NEWEST)), "");
+  ASSERT_TRUE(rd.add_ring("p", spec_for(d, LOUPE_BP_DROP_NEWEST)));
   rd.start();
   for (int i = 0; i < 5000; ++i) {
     Rec r = make(1, i);
@@ -344,7 +344,7 @@ TEST(RingDispatcherPolicy, InvariantUnderAStalledConsumerAndDeadline) {
 TEST(RingDispatcherPolicy, WaitForRoomIsLossless) {
   Decoder d;
   RingDispatcher rd(small_queue(8));
-  ASSERT_EQ(rd.add_ring("p", spec_for(d, LOUPE_BP_DROP_NEWEST)), "");
+  ASSERT_TRUE(rd.add_ring("p", spec_for(d, LOUPE_BP_DROP_NEWEST)));
   rd.start();
   for (int i = 0; i < 20000; ++i) {
     Rec r = make(1, i);
@@ -361,15 +361,15 @@ TEST(RingDispatcherSpec, RefusesBadSpecs) {
   Decoder d;
   RingDispatcher live;  // not replay: a kernel map is required
   auto spec = spec_for(d, LOUPE_BP_DROP_NEWEST);
-  EXPECT_EQ(live.add_ring("p", spec), "ring spec has no map_fd");
+  EXPECT_EQ(live.add_ring("p", spec).error(), "ring spec has no map_fd");
   RingDispatcher rd(small_queue(4));
   spec.policy = 9;
-  EXPECT_EQ(rd.add_ring("p", spec), "ring spec policy 9 is unknown");
+  EXPECT_EQ(rd.add_ring("p", spec).error(), "ring spec policy 9 is unknown");
   spec.policy = LOUPE_BP_COALESCE;
   spec.coalesce_key = nullptr;
-  EXPECT_EQ(rd.add_ring("p", spec), "COALESCE policy needs a coalesce_key callback");
+  EXPECT_EQ(rd.add_ring("p", spec).error(), "COALESCE policy needs a coalesce_key callback");
   spec.min_len = 2;
-  EXPECT_EQ(rd.add_ring("p", spec), "ring spec min_len is smaller than the record header");
+  EXPECT_EQ(rd.add_ring("p", spec).error(), "ring spec min_len is smaller than the record header");
 }
 
 TEST(CaptureFile, RoundTripsRingsAndRecords) {

@@ -49,11 +49,11 @@ class Tracker : public ::testing::TestWithParam<const char*> {
     if (!r.available) GTEST_SKIP() << GetParam() << ": " << r.reason;
   }
   std::unique_ptr<ProcessTree> start(std::uint32_t max = 64) {
-    std::string err;
-    auto t = ProcessTree::start(features_, {max, GetParam()}, &err);
-    EXPECT_NE(t, nullptr) << err;
-    if (t) EXPECT_EQ(t->mechanism(), GetParam());
-    return t;
+    auto t = ProcessTree::start(features_, {max, GetParam()});
+    EXPECT_TRUE(t) << t.error();
+    if (!t) return nullptr;
+    EXPECT_EQ(t.value()->mechanism(), GetParam());
+    return std::move(t).value();
   }
   loupe::KernelFeatureProber features_;
 };
@@ -64,8 +64,8 @@ TEST_P(Tracker, ForksOfMembersJoinAndExitsLeave) {
   int go[2];
   ASSERT_EQ(pipe(go), 0);
   pid_t c = forking_child(5, go[0]);
-  std::string err;
-  ASSERT_TRUE(t->add_root(c, &err)) << err;
+  loupe::Status added = t->add_root(c);
+  ASSERT_TRUE(added) << added.error();
   // A process outside the tree forks too: it must not join.
   pid_t outsider = fork();
   if (outsider == 0) {
@@ -125,8 +125,8 @@ TEST_P(Tracker, AFullMapIsCountedNotSilent) {
     }
     _exit(0);
   }
-  std::string err;
-  ASSERT_TRUE(t->add_root(c, &err)) << err;
+  loupe::Status added = t->add_root(c);
+  ASSERT_TRUE(added) << added.error();
   ASSERT_EQ(write(go[1], "g", 1), 1);
   // Wait until the six forks happened (the counters say so).
   for (int i = 0; i < 500; ++i) {
@@ -163,8 +163,8 @@ TEST_P(Tracker, SeedingFromProcFindsDescendantsThatPredateTheTracker) {
   ASSERT_EQ(read(ready[0], &g, sizeof(g)), static_cast<ssize_t>(sizeof(g)));
   auto t = start();
   ASSERT_TRUE(t);
-  std::string err;
-  ASSERT_TRUE(t->add_root(c, &err)) << err;
+  loupe::Status added = t->add_root(c);
+  ASSERT_TRUE(added) << added.error();
   EXPECT_EQ(t->seed_from_proc(c), 1u);
   EXPECT_TRUE(t->contains(c));
   EXPECT_TRUE(t->contains(g));

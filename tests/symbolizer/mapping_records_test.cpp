@@ -64,8 +64,9 @@ Grandchild run_grandchild(Symbolizer* feed, bool inherit = true,
   std::string err;
   LiveTarget t({"sh", "-c", std::string(LOUPE_TARGET_SHLIB) + "; true"}, [&](pid_t pid) {
     if (!feed) return;
-    auto ev = MappingEvents::open({pid}, inherit, 16, &err);
-    if (ev) feed->follow_mappings(std::move(ev));
+    auto ev = MappingEvents::open({pid}, inherit, 16);
+    if (!ev) err = ev.error();
+    if (ev) feed->follow_mappings(std::move(ev).value());
   });
   EXPECT_EQ(err, "");
   Grandchild r{static_cast<std::uint32_t>(t.addr("pid")), t.addr("loupe_known_function"),

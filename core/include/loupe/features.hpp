@@ -26,6 +26,13 @@ struct FeatureResult {
   std::string reason;       // why it works or precisely why not (errno text, missing file, ...)
 };
 
+// One entry of the feature table (features.cpp): what `loupe check` lists, in its order.
+struct FeatureInfo {
+  const char* name;
+  const char* category;
+  const char* description;
+};
+
 // What plugins and the core ask. Injectable: tests substitute a fixed set or force
 // features off to exercise every fallback path on a kernel that has them all.
 class FeatureSet {
@@ -46,10 +53,11 @@ class KernelFeatureProber : public FeatureSet {
   explicit KernelFeatureProber(std::set<std::string> forced_off = {});
   FeatureResult get(const std::string& name) override;
   std::vector<FeatureResult> all() override;
-  static const std::vector<std::string>& known_features();
+  // Every feature loupe knows (the table the preflight, --disable-feature and docs/cli.md
+  // are made from).
+  static const std::vector<FeatureInfo>& table();
 
  private:
-  FeatureResult probe(const std::string& name);
   // Kernel facts several probes share (vmlinux BTF ids, tracefs path), gathered once.
   std::shared_ptr<detail::FeatureProbeContext> ctx_;
   std::mutex mu_;
@@ -60,19 +68,16 @@ class KernelFeatureProber : public FeatureSet {
 // Names the missing capability among CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN for a message.
 std::vector<std::string> missing_capabilities();
 
-// Ensures tracefs is mounted (at /sys/kernel/tracing) and returns its path, or "" with
-// `error` set. Shared by the prober and by attach-target checks.
-std::string ensure_tracefs(std::string* error = nullptr);
-// Ensures bpffs is mounted at /sys/fs/bpf.
-bool ensure_bpffs(std::string* error = nullptr);
-
 // What ensuring a mount found or did, for messages that must say "mounted by loupe".
 struct MountOutcome {
   std::string path;          // where the filesystem is mounted; "" on failure
   bool mounted_now = false;  // true when loupe mounted it during this call
   std::string error;         // why it is not available; "" on success
 };
+// Ensures tracefs is mounted (at /sys/kernel/tracing, or debugfs's tracing directory).
+// Shared by the prober and by attach-target checks.
 MountOutcome mount_tracefs();
+// Ensures bpffs is mounted at /sys/fs/bpf.
 MountOutcome mount_bpffs();
 
 }  // namespace loupe

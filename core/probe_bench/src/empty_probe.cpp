@@ -68,8 +68,9 @@ std::string EmptyProbe::attach_tracepoint(const std::string& category, const std
   if (tracepoint_prog_fd_ < 0 &&
       (tracepoint_prog_fd_ = load_empty(BPF_PROG_TYPE_TRACEPOINT, &err)) < 0)
     return err;
-  std::string tracefs = ensure_tracefs(&err);
-  if (tracefs.empty()) return err;
+  const MountOutcome mounted = mount_tracefs();
+  if (mounted.path.empty()) return mounted.error;
+  const std::string& tracefs = mounted.path;
   std::ifstream in(tracefs + "/events/" + category + "/" + name + "/id");
   unsigned long long id = 0;
   if (!(in >> id))

@@ -349,8 +349,7 @@ BenchReport run_probe_bench(const BenchOptions& opts) {
   utsname u{};
   if (uname(&u) == 0) report.kernel = std::string(u.release);
   ProbeStats stats;  // the empty programs' counts
-  std::string err;
-  if (!stats.enable(&err)) throw std::runtime_error(err);
+  if (Status st = stats.enable(); !st) throw std::runtime_error(st.error());
   const fs::path out_dir = fs::temp_directory_path() / fmt::format("loupe-bench-{}", getpid());
   std::map<std::string, int> seen;
   for (const auto& spec : profile.plugins) {

@@ -111,19 +111,20 @@ const char* RingDispatcher::check_header(const loupe_ring_spec& spec, const void
   return nullptr;
 }
 
-std::string RingDispatcher::add_ring(const std::string& plugin, const loupe_ring_spec& spec) {
+Status RingDispatcher::add_ring(const std::string& plugin, const loupe_ring_spec& spec) {
   if (spec.size < offsetof(loupe_ring_spec, user) + sizeof(void*))
-    return "ring spec table truncated";
-  if (started_) return "rings must be registered during start(), before the session runs";
-  if (spec.map_fd < 0 && !opts_.replay) return "ring spec has no map_fd";
-  if (!spec.decode) return "ring spec has no decode callback";
+    return make_error("ring spec table truncated");
+  if (started_)
+    return make_error("rings must be registered during start(), before the session runs");
+  if (spec.map_fd < 0 && !opts_.replay) return make_error("ring spec has no map_fd");
+  if (!spec.decode) return make_error("ring spec has no decode callback");
   if (spec.min_len < sizeof(loupe_ring_header))
-    return "ring spec min_len is smaller than the record header";
-  if (spec.max_len && spec.max_len < spec.min_len) return "ring spec max_len < min_len";
+    return make_error("ring spec min_len is smaller than the record header");
+  if (spec.max_len && spec.max_len < spec.min_len) return make_error("ring spec max_len < min_len");
   if (spec.policy > LOUPE_BP_COUNT_ONLY)
-    return fmt::format("ring spec policy {} is unknown", spec.policy);
+    return make_error(fmt::format("ring spec policy {} is unknown", spec.policy));
   if (spec.policy == LOUPE_BP_COALESCE && !spec.coalesce_key)
-    return "COALESCE policy needs a coalesce_key callback";
+    return make_error("COALESCE policy needs a coalesce_key callback");
   auto ring = std::make_unique<Ring>();
   ring->owner = this;
   ring->plugin = plugin;
@@ -142,7 +143,8 @@ std::string RingDispatcher::add_ring(const std::string& plugin, const loupe_ring
   } else {
     ring->rb = ring_buffer__new(spec.map_fd, &RingDispatcher::on_sample, ring.get(), nullptr);
     if (!ring->rb)
-      return fmt::format("cannot attach to ring '{}': {}", ring->name, std::strerror(errno));
+      return make_error(
+          fmt::format("cannot attach to ring '{}': {}", ring->name, std::strerror(errno)));
     if (epoll_fd_ < 0) epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     epoll_event ev{};
     ev.events = EPOLLIN;
@@ -151,7 +153,7 @@ std::string RingDispatcher::add_ring(const std::string& plugin, const loupe_ring
         epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, ring_buffer__epoll_fd(ring->rb), &ev) != 0) {
       std::string err = std::strerror(errno);
       ring_buffer__free(ring->rb);
-      return fmt::format("cannot watch ring '{}': {}", ring->name, err);
+      return make_error(fmt::format("cannot watch ring '{}': {}", ring->name, err));
     }
   }
   std::lock_guard lock(mu_);

@@ -27,6 +27,7 @@
 #include "dispatch/byte_queue.hpp"
 #include "dispatch/capture_file.hpp"
 #include "loupe/abi/host.h"
+#include "util/result.hpp"
 
 namespace loupe {
 
@@ -105,8 +106,8 @@ class RingDispatcher {
   // Every record read is also appended here (raw, before checks). Before start(); borrowed.
   void set_capture(CaptureWriter* w) { capture_ = w; }
 
-  // Before start(). Returns an error text, empty on success.
-  std::string add_ring(const std::string& plugin, const loupe_ring_spec& spec);
+  // Before start(); the error says what is wrong with `spec`.
+  Status add_ring(const std::string& plugin, const loupe_ring_spec& spec);
   void start();
   // Drains what the kernel still holds and what is queued, until `deadline`, then stops.
   void stop(std::chrono::steady_clock::time_point deadline);

@@ -647,34 +647,77 @@ FeatureResult probe_helper(bpf_prog_type prog_type, const char* prog_name, bpf_f
               privilege_hint(-rc, "CAP_BPF or CAP_SYS_ADMIN"));
 }
 
-const std::map<std::string, std::string>& feature_categories() {
-  static const std::map<std::string, std::string> categories = {
-      {"bpf_syscall", "syscall"},
-      {"btf", "filesystem"},
-      {"tracefs", "filesystem"},
-      {"bpffs", "filesystem"},
-      {"cap_bpf", "capability"},
-      {"cap_perfmon", "capability"},
-      {"cap_sys_admin", "capability"},
-      {"kprobe", "attach"},
-      {"kretprobe", "attach"},
-      {"fentry", "attach"},
-      {"fexit", "attach"},
-      {"tracepoint", "attach"},
-      {"raw_tp", "attach"},
-      {"tp_btf", "attach"},
-      {"uprobe", "attach"},
-      {"uretprobe", "attach"},
-      {"perf_event", "attach"},
-      {"ringbuf", "map"},
-      {"stack_trace", "map"},
-      {"percpu_hash", "map"},
-      {"bpf_cookie", "helper"},
-      {"get_stackid", "helper"},
-      {"ringbuf_query", "helper"},
-      {"ktime_get_boot_ns", "helper"},
-  };
-  return categories;
+// Every feature loupe knows, once: its name (what plugins ask for and --disable-feature
+// takes), category, what it is, and how it is probed. The preflight's order is this order;
+// docs/cli.md's feature table is checked against it (tests/cli/features_doc_test.sh).
+struct FeatureEntry {
+  FeatureInfo info;
+  FeatureResult (*probe)(Ctx& ctx);
+};
+
+const NamedCap& cap_named(const char* feature) {
+  for (const auto& cap : kCaps)
+    if (std::string_view(cap.feature) == feature) return cap;
+  return kCaps[0];  // unreachable: every capability entry below names one of kCaps
+}
+
+// clang-format off
+const FeatureEntry kFeatures[] = {
+    {{"bpf_syscall", "syscall", "the bpf() system call loads a program"},
+     [](Ctx&) { return probe_bpf_syscall(); }},
+    {{"btf", "filesystem", "the kernel's own type information (/sys/kernel/btf/vmlinux): CO-RE, tp_btf, fentry"},
+     [](Ctx& c) { return probe_btf(c); }},
+    {{"tracefs", "filesystem", "tracefs mounted (or mountable): tracepoint ids, legacy kprobes"},
+     [](Ctx& c) { return from_mount(c.tracefs(), "tracefs"); }},
+    {{"bpffs", "filesystem", "the BPF filesystem mounted (or mountable) at /sys/fs/bpf"},
+     [](Ctx&) { return from_mount(mount_bpffs(), "bpffs"); }},
+    {{"cap_bpf", "capability", "CAP_BPF in the effective set: load programs, create maps"},
+     [](Ctx&) { return probe_capability(cap_named("cap_bpf")); }},
+    {{"cap_perfmon", "capability", "CAP_PERFMON in the effective set: perf events, tracing programs"},
+     [](Ctx&) { return probe_capability(cap_named("cap_perfmon")); }},
+    {{"cap_sys_admin", "capability", "CAP_SYS_ADMIN in the effective set: grants both of the above"},
+     [](Ctx&) { return probe_capability(cap_named("cap_sys_admin")); }},
+    {{"kprobe", "attach", "kprobes on kernel function entry (perf PMU, or tracefs on old kernels)"},
+     [](Ctx& c) { return probe_kprobe(c, false); }},
+    {{"kretprobe", "attach", "kretprobes on kernel function return"},
+     [](Ctx& c) { return probe_kprobe(c, true); }},
+    {{"fentry", "attach", "BPF trampolines on kernel function entry (cheaper than kprobes)"},
+     [](Ctx& c) { return probe_fentry(c, false); }},
+    {{"fexit", "attach", "BPF trampolines on kernel function return, with the arguments"},
+     [](Ctx& c) { return probe_fentry(c, true); }},
+    {{"tracepoint", "attach", "classic tracepoints (perf_event_open on a tracefs event id)"},
+     [](Ctx& c) { return probe_tracepoint(c); }},
+    {{"raw_tp", "attach", "raw tracepoints: the tracepoint's arguments without the format copy"},
+     [](Ctx& c) { return probe_raw_tp(c); }},
+    {{"tp_btf", "attach", "BTF-typed raw tracepoints: typed arguments, direct reads"},
+     [](Ctx& c) { return probe_tp_btf(c); }},
+    {{"uprobe", "attach", "uprobes on user function entry (and USDT probes)"},
+     [](Ctx& c) { return probe_uprobe(c, false); }},
+    {{"uretprobe", "attach", "uretprobes on user function return"},
+     [](Ctx& c) { return probe_uprobe(c, true); }},
+    {{"perf_event", "attach", "BPF on perf events: CPU sampling, hardware counters"},
+     [](Ctx&) { return probe_perf_event(); }},
+    {{"ringbuf", "map", "BPF ring buffers (5.8+): ordered records, reserve/commit, no per-CPU copies"},
+     [](Ctx&) { return probe_map(BPF_MAP_TYPE_RINGBUF, "ringbuf"); }},
+    {{"stack_trace", "map", "stack-trace maps: deduplicated kernel and user stacks"},
+     [](Ctx&) { return probe_map(BPF_MAP_TYPE_STACK_TRACE, "stack_trace"); }},
+    {{"percpu_hash", "map", "per-CPU hash maps: counters without atomics"},
+     [](Ctx&) { return probe_map(BPF_MAP_TYPE_PERCPU_HASH, "percpu_hash"); }},
+    {{"bpf_cookie", "helper", "bpf_get_attach_cookie: one program for many attach points"},
+     [](Ctx&) { return probe_helper(BPF_PROG_TYPE_KPROBE, "kprobe/uprobe", BPF_FUNC_get_attach_cookie, "bpf_get_attach_cookie"); }},
+    {{"get_stackid", "helper", "bpf_get_stackid: stack ids into a stack-trace map"},
+     [](Ctx&) { return probe_helper(BPF_PROG_TYPE_TRACEPOINT, "tracepoint", BPF_FUNC_get_stackid, "bpf_get_stackid"); }},
+    {{"ringbuf_query", "helper", "bpf_ringbuf_query: a ring's fill level, for in-kernel backpressure"},
+     [](Ctx&) { return probe_helper(BPF_PROG_TYPE_TRACEPOINT, "tracepoint", BPF_FUNC_ringbuf_query, "bpf_ringbuf_query"); }},
+    {{"ktime_get_boot_ns", "helper", "bpf_ktime_get_boot_ns: a clock that counts suspend"},
+     [](Ctx&) { return probe_helper(BPF_PROG_TYPE_TRACEPOINT, "tracepoint", BPF_FUNC_ktime_get_boot_ns, "bpf_ktime_get_boot_ns"); }},
+};
+// clang-format on
+
+const FeatureEntry* find_feature(const std::string& name) {
+  for (const auto& f : kFeatures)
+    if (name == f.info.name) return &f;
+  return nullptr;
 }
 
 std::set<std::string> env_forced_off() {
@@ -729,18 +772,6 @@ MountOutcome mount_bpffs() {
   return out;
 }
 
-std::string ensure_tracefs(std::string* error) {
-  auto m = mount_tracefs();
-  if (error) *error = m.error;
-  return m.path;
-}
-
-bool ensure_bpffs(std::string* error) {
-  auto m = mount_bpffs();
-  if (error) *error = m.error;
-  return m.error.empty();
-}
-
 std::vector<std::string> missing_capabilities() {
   auto caps = effective_capabilities();
   std::vector<std::string> missing;
@@ -754,16 +785,13 @@ KernelFeatureProber::KernelFeatureProber(std::set<std::string> forced_off)
   forced_off_.merge(env_forced_off());
 }
 
-const std::vector<std::string>& KernelFeatureProber::known_features() {
-  static const std::vector<std::string> names = {
-      "bpf_syscall", "btf",         "tracefs",       "bpffs",
-      "cap_bpf",     "cap_perfmon", "cap_sys_admin", "kprobe",
-      "kretprobe",   "fentry",      "fexit",         "tracepoint",
-      "raw_tp",      "tp_btf",      "uprobe",        "uretprobe",
-      "perf_event",  "ringbuf",     "stack_trace",   "percpu_hash",
-      "bpf_cookie",  "get_stackid", "ringbuf_query", "ktime_get_boot_ns",
-  };
-  return names;
+const std::vector<FeatureInfo>& KernelFeatureProber::table() {
+  static const std::vector<FeatureInfo> infos = [] {
+    std::vector<FeatureInfo> out;
+    for (const auto& f : kFeatures) out.push_back(f.info);
+    return out;
+  }();
+  return infos;
 }
 
 FeatureResult KernelFeatureProber::get(const std::string& name) {
@@ -772,9 +800,8 @@ FeatureResult KernelFeatureProber::get(const std::string& name) {
     if (auto it = cache_.find(name); it != cache_.end()) return it->second;
   }
   FeatureResult result;
-  const auto& categories = feature_categories();
-  auto cat = categories.find(name);
-  if (cat == categories.end()) {
+  const FeatureEntry* entry = find_feature(name);
+  if (!entry) {
     result.name = name;
     result.reason = "unknown feature";
     return result;  // not cached: callers may ask for anything
@@ -783,10 +810,10 @@ FeatureResult KernelFeatureProber::get(const std::string& name) {
     result.forced_off = true;
     result.reason = "disabled by --disable-feature";
   } else {
-    result = probe(name);
+    result = entry->probe(*ctx_);
   }
   result.name = name;
-  result.category = cat->second;
+  result.category = entry->info.category;
   // Probing ran unlocked; if another thread finished the same probe first, keep its answer so
   // every caller sees one result per feature.
   std::lock_guard lock(mu_);
@@ -796,54 +823,18 @@ FeatureResult KernelFeatureProber::get(const std::string& name) {
 std::vector<FeatureResult> KernelFeatureProber::all() {
   // Closing a tracepoint or uprobe perf event waits for an RCU grace period (~100 ms on these
   // VMs); attach probes run on their own threads so those waits overlap instead of adding up.
-  const auto& names = known_features();
-  const auto& categories = feature_categories();
-  std::vector<std::future<FeatureResult>> attach(names.size());
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (categories.at(names[i]) == "attach")
-      attach[i] = std::async(std::launch::async, [this, &name = names[i]] { return get(name); });
+  const auto& infos = table();
+  std::vector<std::future<FeatureResult>> attach(infos.size());
+  for (size_t i = 0; i < infos.size(); ++i) {
+    if (std::string_view(infos[i].category) == "attach")
+      attach[i] = std::async(std::launch::async,
+                             [this, name = std::string(infos[i].name)] { return get(name); });
   }
   std::vector<FeatureResult> out;
-  out.reserve(names.size());
-  for (size_t i = 0; i < names.size(); ++i)
-    out.push_back(attach[i].valid() ? attach[i].get() : get(names[i]));
+  out.reserve(infos.size());
+  for (size_t i = 0; i < infos.size(); ++i)
+    out.push_back(attach[i].valid() ? attach[i].get() : get(infos[i].name));
   return out;
-}
-
-FeatureResult KernelFeatureProber::probe(const std::string& name) {
-  detail::FeatureProbeContext& ctx = *ctx_;
-  if (name == "bpf_syscall") return probe_bpf_syscall();
-  if (name == "btf") return probe_btf(ctx);
-  if (name == "tracefs") return from_mount(ctx.tracefs(), "tracefs");
-  if (name == "bpffs") return from_mount(mount_bpffs(), "bpffs");
-  for (const auto& cap : kCaps)
-    if (name == cap.feature) return probe_capability(cap);
-  if (name == "kprobe") return probe_kprobe(ctx, false);
-  if (name == "kretprobe") return probe_kprobe(ctx, true);
-  if (name == "fentry") return probe_fentry(ctx, false);
-  if (name == "fexit") return probe_fentry(ctx, true);
-  if (name == "tracepoint") return probe_tracepoint(ctx);
-  if (name == "raw_tp") return probe_raw_tp(ctx);
-  if (name == "tp_btf") return probe_tp_btf(ctx);
-  if (name == "uprobe") return probe_uprobe(ctx, false);
-  if (name == "uretprobe") return probe_uprobe(ctx, true);
-  if (name == "perf_event") return probe_perf_event();
-  if (name == "ringbuf") return probe_map(BPF_MAP_TYPE_RINGBUF, "ringbuf");
-  if (name == "stack_trace") return probe_map(BPF_MAP_TYPE_STACK_TRACE, "stack_trace");
-  if (name == "percpu_hash") return probe_map(BPF_MAP_TYPE_PERCPU_HASH, "percpu_hash");
-  if (name == "bpf_cookie")
-    return probe_helper(BPF_PROG_TYPE_KPROBE, "kprobe/uprobe", BPF_FUNC_get_attach_cookie,
-                        "bpf_get_attach_cookie");
-  if (name == "get_stackid")
-    return probe_helper(BPF_PROG_TYPE_TRACEPOINT, "tracepoint", BPF_FUNC_get_stackid,
-                        "bpf_get_stackid");
-  if (name == "ringbuf_query")
-    return probe_helper(BPF_PROG_TYPE_TRACEPOINT, "tracepoint", BPF_FUNC_ringbuf_query,
-                        "bpf_ringbuf_query");
-  if (name == "ktime_get_boot_ns")
-    return probe_helper(BPF_PROG_TYPE_TRACEPOINT, "tracepoint", BPF_FUNC_ktime_get_boot_ns,
-                        "bpf_ktime_get_boot_ns");
-  return fail("no probe for this feature");
 }
 
 }  // namespace loupe

@@ -19,7 +19,6 @@
 #include <cstring>
 #include <fstream>
 #include <set>
-#include <stdexcept>
 #include <thread>
 
 namespace loupe {
@@ -118,11 +117,10 @@ void on_drop_signal(int) {
   errno = saved;
 }
 
-std::vector<pid_t> list_threads() {
+Result<std::vector<pid_t>> list_threads() {
   std::vector<pid_t> out;
   DIR* d = ::opendir("/proc/self/task");
-  if (!d)
-    throw std::runtime_error(fmt::format("cannot list /proc/self/task: {}", std::strerror(errno)));
+  if (!d) return make_error(fmt::format("cannot list /proc/self/task: {}", std::strerror(errno)));
   while (dirent* e = ::readdir(d))
     if (e->d_name[0] != '.') out.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
   ::closedir(d);
@@ -150,28 +148,29 @@ std::string status_field(pid_t tid, const std::string& key) {
 
 // The kernel's view, not ours: every thread must show the new uid and no capability
 // outside `keep`.
-void verify(const std::vector<pid_t>& tids) {
+Status verify(const std::vector<pid_t>& tids) {
   for (pid_t tid : tids) {
     if (!thread_exists(tid)) continue;
     std::string eff = status_field(tid, "CapEff"), prm = status_field(tid, "CapPrm");
     if (eff.empty()) continue;  // exited meanwhile
     std::uint64_t e = std::stoull(eff, nullptr, 16), p = std::stoull(prm, nullptr, 16);
     if ((e | p) & ~g_plan.keep)
-      throw std::runtime_error(fmt::format(
-          "thread {} still holds capabilities {:#x} after the drop", tid, (e | p) & ~g_plan.keep));
+      return make_error(fmt::format("thread {} still holds capabilities {:#x} after the drop", tid,
+                                    (e | p) & ~g_plan.keep));
     if (g_plan.switch_user) {
       unsigned r = 0, ef = 0, s = 0, fs = 0;
       std::sscanf(status_field(tid, "Uid").c_str(), "%u %u %u %u", &r, &ef, &s, &fs);
       if (r != g_plan.uid || ef != g_plan.uid || s != g_plan.uid || fs != g_plan.uid)
-        throw std::runtime_error(fmt::format("thread {} still runs as uid {} after switching to {}",
-                                             tid, ef, g_plan.uid));
+        return make_error(fmt::format("thread {} still runs as uid {} after switching to {}", tid,
+                                      ef, g_plan.uid));
     }
   }
+  return {};
 }
 
 }  // namespace
 
-std::optional<UserIdentity> lookup_user(const std::string& name_or_uid, std::string* error) {
+Result<UserIdentity> lookup_user(const std::string& name_or_uid) {
   std::vector<char> buf(16384);
   passwd pw{}, *res = nullptr;
   int rc = ::getpwnam_r(name_or_uid.c_str(), &pw, buf.data(), buf.size(), &res);
@@ -179,12 +178,10 @@ std::optional<UserIdentity> lookup_user(const std::string& name_or_uid, std::str
       name_or_uid.find_first_not_of("0123456789") == std::string::npos)
     rc = ::getpwuid_r(static_cast<uid_t>(std::stoul(name_or_uid)), &pw, buf.data(), buf.size(),
                       &res);
-  if (!res) {
-    if (error)
-      *error = rc ? fmt::format("cannot look up user '{}': {}", name_or_uid, std::strerror(rc))
-                  : fmt::format("no such user '{}'", name_or_uid);
-    return std::nullopt;
-  }
+  if (!res)
+    return make_error(
+        rc ? fmt::format("cannot look up user '{}': {}", name_or_uid, std::strerror(rc))
+           : fmt::format("no such user '{}'", name_or_uid));
   return UserIdentity{pw.pw_name, pw.pw_uid, pw.pw_gid};
 }
 
@@ -194,7 +191,7 @@ std::vector<int> post_attach_capabilities(const PostAttachNeeds& needs) {
   return keep;
 }
 
-void drop_privileges(const std::vector<int>& keep, const std::optional<UserIdentity>& user) {
+Status drop_privileges(const std::vector<int>& keep, const std::optional<UserIdentity>& user) {
   g_plan = Plan{};
   for (int c : keep) g_plan.keep |= 1ull << c;
   if (user) {
@@ -206,12 +203,11 @@ void drop_privileges(const std::vector<int>& keep, const std::optional<UserIdent
   g_failed_step = 0;
   const pid_t self = this_tid();
   auto fail = [&](int step, int err, pid_t tid) {
-    throw std::runtime_error(
-        fmt::format("dropping privileges{}: {} failed in thread {}: {}",
-                    user ? fmt::format(" (switching to user '{}')", user->name) : "",
-                    step_name(step), tid, std::strerror(err)));
+    return make_error(fmt::format("dropping privileges{}: {} failed in thread {}: {}",
+                                  user ? fmt::format(" (switching to user '{}')", user->name) : "",
+                                  step_name(step), tid, std::strerror(err)));
   };
-  if (int step = apply_to_this_thread(); step != kNone) fail(step, errno, self);
+  if (int step = apply_to_this_thread(); step != kNone) return fail(step, errno, self);
 
   // One real-time signal per other thread, whose handler applies the same plan; threads
   // started meanwhile are caught by the next scan (they inherit whichever creds their
@@ -226,14 +222,19 @@ void drop_privileges(const std::vector<int>& keep, const std::optional<UserIdent
   std::set<pid_t> done = {self};
   std::vector<pid_t> all;
   for (int round = 0;; ++round) {
-    all = list_threads();
+    auto listed = list_threads();
+    if (!listed) {
+      ::sigaction(sig, &old, nullptr);
+      return make_error(listed.error());
+    }
+    all = std::move(listed.value());
     std::vector<pid_t> todo;
     for (pid_t t : all)
       if (!done.count(t) && !acked(t)) todo.push_back(t);
     if (todo.empty()) break;
     if (round > 20) {
       ::sigaction(sig, &old, nullptr);
-      throw std::runtime_error(
+      return make_error(
           "dropping privileges: threads keep appearing faster than they can be changed");
     }
     for (pid_t t : todo)
@@ -243,7 +244,7 @@ void drop_privileges(const std::vector<int>& keep, const std::optional<UserIdent
       while (!acked(t) && thread_exists(t)) {
         if (std::chrono::steady_clock::now() > deadline) {
           ::sigaction(sig, &old, nullptr);
-          throw std::runtime_error(
+          return make_error(
               fmt::format("dropping privileges: thread {} did not apply the change within 5 s "
                           "(does it block signal {}?)",
                           t, sig));
@@ -254,11 +255,11 @@ void drop_privileges(const std::vector<int>& keep, const std::optional<UserIdent
     }
     if (int step = g_failed_step.load(); step != kNone) {
       ::sigaction(sig, &old, nullptr);
-      fail(step, g_failed_errno.load(), g_failed_tid.load());
+      return fail(step, g_failed_errno.load(), g_failed_tid.load());
     }
   }
   ::sigaction(sig, &old, nullptr);
-  verify(all);
+  return verify(all);
 }
 
 }  // namespace loupe

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "util/result.hpp"
+
 namespace loupe {
 
 struct UserIdentity {
@@ -23,9 +25,8 @@ struct UserIdentity {
   gid_t gid = 0;
 };
 
-// Resolves a user name or a numeric uid through the password database. nullopt + *error
-// when there is no such user.
-std::optional<UserIdentity> lookup_user(const std::string& name_or_uid, std::string* error);
+// Resolves a user name or a numeric uid through the password database.
+Result<UserIdentity> lookup_user(const std::string& name_or_uid);
 
 struct PostAttachNeeds {
   bool signal_command = false;  // loupe started the command and may have to stop it
@@ -44,8 +45,8 @@ std::vector<int> post_attach_capabilities(const PostAttachNeeds& needs);
 // Applies to every thread of the process: optionally switches to `user` (groups, gid, uid),
 // then limits the permitted and effective sets to `keep` (a capability not currently
 // permitted is skipped), clears the inheritable and ambient sets and sets no_new_privs.
-// Throws std::runtime_error naming the step and thread that failed.
-void drop_privileges(const std::vector<int>& keep, const std::optional<UserIdentity>& user);
+// The error names the step and thread that failed.
+Status drop_privileges(const std::vector<int>& keep, const std::optional<UserIdentity>& user);
 
 }  // namespace loupe
 

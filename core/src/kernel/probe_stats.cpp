@@ -120,15 +120,12 @@ ProbeStats::~ProbeStats() {
   if (stats_fd_ >= 0) close(stats_fd_);
 }
 
-bool ProbeStats::enable(std::string* error) {
-  if (stats_fd_ >= 0) return true;
+Status ProbeStats::enable() {
+  if (stats_fd_ >= 0) return {};
   int fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
-  if (fd < 0) {
-    if (error) *error = std::string("BPF_ENABLE_STATS refused: ") + std::strerror(errno);
-    return false;
-  }
+  if (fd < 0) return make_error(std::string("BPF_ENABLE_STATS refused: ") + std::strerror(errno));
   stats_fd_ = fd;
-  return true;
+  return {};
 }
 
 bool ProbeStats::read(int prog_fd, ProgramStats& out) {

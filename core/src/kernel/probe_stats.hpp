@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "loupe/program_stats.hpp"
+#include "util/result.hpp"
 
 namespace loupe {
 
@@ -21,8 +22,8 @@ class ProbeStats {
   ProbeStats(const ProbeStats&) = delete;
   ProbeStats& operator=(const ProbeStats&) = delete;
 
-  // Starts counting; false with `error` when the kernel refuses (e.g. EPERM, EINVAL).
-  bool enable(std::string* error);
+  // Starts counting; an error when the kernel refuses (e.g. EPERM, EINVAL).
+  Status enable();
   bool enabled() const { return stats_fd_ >= 0; }
   // Reads run_cnt/run_time_ns/recursion_misses of `prog_fd` (any BPF program fd).
   static bool read(int prog_fd, ProgramStats& out);

@@ -64,15 +64,12 @@ std::vector<pid_t> descendants_of(pid_t root, const std::vector<std::pair<pid_t,
   return out;
 }
 
-std::unique_ptr<ProcessTree> ProcessTree::start(FeatureSet& features, const Options& opts,
-                                                std::string* error) {
+Result<std::unique_ptr<ProcessTree>> ProcessTree::start(FeatureSet& features, const Options& opts) {
   install_libbpf_logging();
   std::unique_ptr<ProcessTree> t(new ProcessTree());
   t->skel_ = process_tree_bpf__open();
-  if (!t->skel_) {
-    *error = fmt::format("opening the process-tree object: {}", std::strerror(errno));
-    return nullptr;
-  }
+  if (!t->skel_)
+    return make_error(fmt::format("opening the process-tree object: {}", std::strerror(errno)));
   auto* s = t->skel_;
   struct Flavour {
     const char* feature;
@@ -93,11 +90,9 @@ std::unique_ptr<ProcessTree> ProcessTree::start(FeatureSet& features, const Opti
     }
     reasons += fmt::format("{}{}: {}", reasons.empty() ? "" : "; ", f.feature, r.reason);
   }
-  if (!chosen) {
-    *error = reasons.empty() ? fmt::format("unknown mechanism '{}'", opts.mechanism)
-                             : fmt::format("no hook for fork/exit ({})", reasons);
-    return nullptr;
-  }
+  if (!chosen)
+    return make_error(reasons.empty() ? fmt::format("unknown mechanism '{}'", opts.mechanism)
+                                      : fmt::format("no hook for fork/exit ({})", reasons));
   for (const auto& f : flavours) {
     bpf_program__set_autoload(f.fork, &f == chosen);
     bpf_program__set_autoload(f.exit, &f == chosen);
@@ -106,17 +101,12 @@ std::unique_ptr<ProcessTree> ProcessTree::start(FeatureSet& features, const Opti
   t->max_processes_ = opts.max_processes ? opts.max_processes : 1;
   bpf_map__set_max_entries(s->maps.loupe_tree, t->max_processes_);
   std::string err = load_with_verifier_log(s->obj);
-  if (!err.empty()) {
-    *error = fmt::format("loading the process-tree object: {}", err);
-    return nullptr;
-  }
+  if (!err.empty()) return make_error(fmt::format("loading the process-tree object: {}", err));
   for (bpf_program* p : {chosen->fork, chosen->exit}) {
     bpf_link* link = bpf_program__attach(p);
-    if (!link) {
-      *error = fmt::format("attaching {} ({}): {}", bpf_program__name(p), t->mechanism_,
-                           std::strerror(errno));
-      return nullptr;
-    }
+    if (!link)
+      return make_error(fmt::format("attaching {} ({}): {}", bpf_program__name(p), t->mechanism_,
+                                    std::strerror(errno)));
     t->links_.push_back(link);
   }
   t->events_ = ring_buffer__new(
@@ -130,10 +120,8 @@ std::unique_ptr<ProcessTree> ProcessTree::start(FeatureSet& features, const Opti
         return 0;
       },
       t.get(), nullptr);
-  if (!t->events_) {
-    *error = fmt::format("the process-tree event ring: {}", std::strerror(errno));
-    return nullptr;
-  }
+  if (!t->events_)
+    return make_error(fmt::format("the process-tree event ring: {}", std::strerror(errno)));
   return t;
 }
 
@@ -147,15 +135,14 @@ int ProcessTree::map_fd() const {
   return bpf_map__fd(skel_->maps.loupe_tree);
 }
 
-bool ProcessTree::add_root(pid_t root, std::string* error) {
+Status ProcessTree::add_root(pid_t root) {
   auto key = static_cast<std::uint32_t>(root);
   loupe_tree_entry v{0, 0};
-  if (bpf_map_update_elem(map_fd(), &key, &v, BPF_ANY) != 0) {
-    *error = fmt::format("adding pid {} to the process tree: {}", root, std::strerror(errno));
-    return false;
-  }
+  if (bpf_map_update_elem(map_fd(), &key, &v, BPF_ANY) != 0)
+    return make_error(
+        fmt::format("adding pid {} to the process tree: {}", root, std::strerror(errno)));
   ++seeded_;
-  return true;
+  return {};
 }
 
 std::size_t ProcessTree::seed_from_proc(pid_t root, const std::string& proc_root) {

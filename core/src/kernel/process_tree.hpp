@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "loupe/tree.h"
+#include "util/result.hpp"
 
 struct process_tree_bpf;
 struct ring_buffer;
@@ -40,9 +41,8 @@ class ProcessTree {
     std::uint64_t members = 0;      // processes in the map now
   };
 
-  // Loads and attaches the tracker. nullptr with `error` when the kernel refuses it.
-  static std::unique_ptr<ProcessTree> start(FeatureSet& features, const Options& opts,
-                                            std::string* error);
+  // Loads and attaches the tracker; an error when the kernel refuses it.
+  static Result<std::unique_ptr<ProcessTree>> start(FeatureSet& features, const Options& opts);
   ~ProcessTree();
   ProcessTree(const ProcessTree&) = delete;
   ProcessTree& operator=(const ProcessTree&) = delete;
@@ -51,8 +51,8 @@ class ProcessTree {
   int map_fd() const;
   const std::string& mechanism() const { return mechanism_; }
 
-  // Puts `root` in the tree (depth 0). False with `error` when the map refuses it.
-  bool add_root(pid_t root, std::string* error);
+  // Puts `root` in the tree (depth 0); an error when the map refuses it.
+  Status add_root(pid_t root);
   // `root` and its existing descendants from /proc (ppid links), repeated until a walk
   // finds nothing new so a fork racing the walk is not missed (forks after a parent's
   // insertion are the kernel's). Returns how many processes it inserted.

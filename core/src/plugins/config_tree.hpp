@@ -36,7 +36,6 @@ struct loupe_config {
 };
 
 namespace loupe {
-using ConfigTree = loupe_config;
 // The C accessors placed in the services table (host_services.cpp).
 int config_bool(const loupe_config* cfg, const char* key, int* out);
 int config_int(const loupe_config* cfg, const char* key, std::int64_t* out);

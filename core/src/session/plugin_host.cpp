@@ -50,8 +50,7 @@ int svc_tracepoint_exists(loupe_host*, const char* cat_name) {
   std::string s(cat_name);
   auto colon = s.find(':');
   if (colon == std::string::npos) return 0;
-  std::string err;
-  std::string tracefs = ensure_tracefs(&err);
+  const std::string tracefs = mount_tracefs().path;
   if (tracefs.empty()) return 0;
   std::string path =
       fmt::format("{}/events/{}/{}/id", tracefs, s.substr(0, colon), s.substr(colon + 1));
@@ -110,9 +109,9 @@ int svc_adopt_link(loupe_host* h, bpf_link* link, bpf_program* prog, const char*
 
 int svc_ring_register(loupe_host* h, const loupe_ring_spec* spec) {
   if (!spec) return fail(LOUPE_ERR_INVALID_ARG, "ring_register: NULL spec");
-  std::string err = h->ctx.rings->add_ring(h->instance, *spec);
-  if (err.empty()) return LOUPE_OK;
-  return fail(LOUPE_ERR_INVALID_ARG, err);
+  Status added = h->ctx.rings->add_ring(h->instance, *spec);
+  if (added) return LOUPE_OK;
+  return fail(LOUPE_ERR_INVALID_ARG, added.error());
 }
 
 int svc_emit(loupe_host* h, const loupe_record* rec) {
@@ -200,10 +199,6 @@ const char* svc_last_error(loupe_host*) {
 }
 
 }  // namespace
-
-void set_host_error(const std::string& text) {
-  t_last_error = text;
-}
 
 }  // namespace loupe
 

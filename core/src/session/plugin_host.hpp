@@ -48,8 +48,6 @@ struct loupe_host {
 
 namespace loupe {
 using PluginHost = loupe_host;
-// Sets the calling thread's last_error text (shared by every host on that thread).
-void set_host_error(const std::string& text);
 }  // namespace loupe
 
 #endif  // LOUPE_PLUGIN_HOST_HPP

@@ -100,8 +100,8 @@ struct MappingEvents::Buffer {
   }
 };
 
-std::unique_ptr<MappingEvents> MappingEvents::open(const std::vector<pid_t>& tasks, bool inherit,
-                                                   std::size_t max_tasks, std::string* error) {
+Result<std::unique_ptr<MappingEvents>> MappingEvents::open(const std::vector<pid_t>& tasks,
+                                                           bool inherit, std::size_t max_tasks) {
   std::unique_ptr<MappingEvents> ev(new MappingEvents());
   const long page = ::sysconf(_SC_PAGESIZE);
   const std::size_t followed = std::min(tasks.size(), max_tasks);
@@ -144,9 +144,9 @@ std::unique_ptr<MappingEvents> MappingEvents::open(const std::vector<pid_t>& tas
   }
   for (bool ok : task_ok) (ok ? ev->counters_.tasks : ev->counters_.tasks_missed)++;
   if (ev->buffers_.empty()) {
-    *error = std::string("perf_event_open(dummy, mmap records): ") + std::strerror(last_errno) +
-             (last_errno == EACCES || last_errno == EPERM ? " (needs CAP_PERFMON)" : "");
-    return nullptr;
+    return make_error(std::string("perf_event_open(dummy, mmap records): ") +
+                      std::strerror(last_errno) +
+                      (last_errno == EACCES || last_errno == EPERM ? " (needs CAP_PERFMON)" : ""));
   }
   return ev;
 }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "symbols/process_maps.hpp"
+#include "util/result.hpp"
 
 namespace loupe {
 
@@ -47,11 +48,11 @@ class MappingEvents {
   };
 
   // Opens an event on each of `tasks` (thread ids) on every online CPU, inherited by the
-  // tasks they create when `inherit`. nullptr with `error` when none could be opened
-  // (privileges: CAP_PERFMON; a kernel without perf events). `max_tasks` bounds the fds
-  // (tasks x CPUs); tasks beyond it are counted in tasks_missed.
-  static std::unique_ptr<MappingEvents> open(const std::vector<pid_t>& tasks, bool inherit,
-                                             std::size_t max_tasks, std::string* error);
+  // tasks they create when `inherit`. An error when none could be opened (privileges:
+  // CAP_PERFMON; a kernel without perf events). `max_tasks` bounds the fds (tasks x CPUs);
+  // tasks beyond it are counted in tasks_missed.
+  static Result<std::unique_ptr<MappingEvents>> open(const std::vector<pid_t>& tasks, bool inherit,
+                                                     std::size_t max_tasks);
   ~MappingEvents();
   MappingEvents(const MappingEvents&) = delete;
   MappingEvents& operator=(const MappingEvents&) = delete;

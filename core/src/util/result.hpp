@@ -18,6 +18,9 @@ namespace loupe {
 
 struct Error {
   std::string message;
+  // The kind of failure, for a caller that maps kinds to outcomes (the session maps them to
+  // its exit codes, loupe::ExitCode); 0 when only the text matters.
+  int code = 0;
 };
 
 template <typename T>
@@ -34,6 +37,7 @@ class [[nodiscard]] Result {
   T* operator->() { return &value(); }
   T& operator*() & { return value(); }
   const std::string& error() const { return std::get<1>(v_).message; }
+  int code() const { return std::get<1>(v_).code; }
 
  private:
   std::variant<T, Error> v_;
@@ -43,22 +47,32 @@ class [[nodiscard]] Result {
 class [[nodiscard]] Status {
  public:
   Status() = default;
-  Status(Error error) : error_(std::move(error.message)), failed_(true) {}  // NOLINT
+  Status(Error error)  // NOLINT: implicit by design
+      : error_(std::move(error.message)), code_(error.code), failed_(true) {}
   static Status Ok() { return {}; }
 
   bool ok() const { return !failed_; }
   explicit operator bool() const { return ok(); }
   const std::string& error() const { return error_; }
+  int code() const { return code_; }
 
  private:
   std::string error_;
+  int code_ = 0;
   bool failed_ = false;
 };
 
-inline Error make_error(std::string message) {
-  return Error{std::move(message)};
+inline Error make_error(std::string message, int code = 0) {
+  return Error{std::move(message), code};
 }
 
 }  // namespace loupe
+
+// Runs a step that returns Status and returns its error from the calling function when it
+// fails: a sequence of steps reads as the sequence, not as its error handling.
+#define LOUPE_TRY(step)                                 \
+  do {                                                  \
+    if (::loupe::Status st_ = (step); !st_) return st_; \
+  } while (false)
 
 #endif  // LOUPE_CORE_UTIL_RESULT_HPP

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "session/probe_accounting.hpp"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include "loupe/abi/host.h"
+#include "util/clock.hpp"
+
+namespace loupe {
+
+void ProbeAccounting::enable() {
+  if (Status st = stats_.enable(); !st) {
+    spdlog::warn("--stats: {}; the session runs without per-probe statistics", st.error());
+    error_ = st.error();
+    return;
+  }
+  reporter_ = std::make_unique<ProbeStatsReporter>(
+      publish_, static_cast<unsigned>(sysconf(_SC_NPROCESSORS_ONLN)));
+}
+
+void ProbeAccounting::start(std::uint64_t mono_ns, std::uint64_t wall_ns) {
+  if (reporter_) reporter_->start(mono_ns, wall_ns);
+}
+
+void ProbeAccounting::snapshot(const LinkSet& links, SessionResult& result) {
+  final_ = links.program_stats();
+  if (!reporter_) return;
+  final_ns_ = clock_ns(LOUPE_CLOCK_MONOTONIC);
+  result.probe_stats = final_;
+  result.probes_attached_s = static_cast<double>(final_ns_ - reporter_->start_ns()) / 1e9;
+}
+
+void ProbeAccounting::report(const LinkSet& links, bool is_final) {
+  if (reporter_)
+    reporter_->report(is_final ? final_ : links.program_stats(),
+                      is_final ? final_ns_ : clock_ns(LOUPE_CLOCK_MONOTONIC), is_final);
+  else if (is_final)
+    ProbeStatsReporter(publish_, 1).report_misses(final_, true);
+}
+
+}  // namespace loupe
