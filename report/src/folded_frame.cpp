@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "folded_frame.hpp"
+#include "loupe/report/folded_frame.hpp"
 
 #include <cstdio>
 
-namespace loupe::sinks {
+namespace loupe::report {
 
 void append_folded_text(std::string_view text, std::string& out) {
   for (char c : text) {
@@ -39,4 +39,4 @@ void append_folded_frame(const loupe_frame& frame, std::string& out) {
     out += "_[j]";
 }
 
-}  // namespace loupe::sinks
+}  // namespace loupe::report
