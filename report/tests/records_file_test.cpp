@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "loupe/report/folded_frame.hpp"
+#include "loupe/report/frame_name.hpp"
 #include "loupe/report/records_file.hpp"
 #include "sample_records.hpp"
 
@@ -100,6 +101,25 @@ TEST(FoldedFrame, AFrameReadBackIsNamedAsTheLiveFrame) {
     EXPECT_EQ(folded(c.live), c.name);
     EXPECT_EQ(folded(loupe::report::frame_from_json(j)), c.name);
   }
+}
+
+// The one name every report gives a frame (folded adds its marks and escapes on top).
+TEST(FrameName, ModulesByFileNameAndUnknownsSaidSo) {
+  using loupe::report::frame_name;
+  EXPECT_EQ(frame_name({1, "", "/usr/lib/x86_64-linux-gnu/libc.so.6", 0x1a2b, LOUPE_FRAME_USER,
+                        LOUPE_UNRESOLVED_NO_SYMBOL}),
+            "libc.so.6+0x1a2b");
+  EXPECT_EQ(
+      frame_name({1, nullptr, "[kernel]", 0x10, LOUPE_FRAME_KERNEL, LOUPE_UNRESOLVED_NO_SYMBOL}),
+      "[kernel]+0x10");
+  // A path ending in '/' keeps its whole text: an empty name would hide the frame.
+  EXPECT_EQ(frame_name({1, nullptr, "/odd/", 1, LOUPE_FRAME_USER, LOUPE_UNRESOLVED_NO_SYMBOL}),
+            "/odd/+0x1");
+  EXPECT_EQ(
+      frame_name({1, "do_sys;open", "[kernel]", 0, LOUPE_FRAME_KERNEL, LOUPE_RESOLVED_KALLSYMS}),
+      "do_sys;open");
+  EXPECT_EQ(frame_name({1, nullptr, "", 0, LOUPE_FRAME_USER, LOUPE_UNRESOLVED_NO_MODULE}),
+            "[unknown]");
 }
 
 }  // namespace

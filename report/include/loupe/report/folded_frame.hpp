@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // One frame as flamegraph.pl's folded format spells it, following perf script |
-// stackcollapse-perf.pl: the symbol, `module+0xoff` when unresolved, `[unknown]` when
-// not even the module is known; kernel frames end in `_[k]`, JIT frames in `_[j]`.
+// stackcollapse-perf.pl: its name (frame_name.hpp), with kernel frames ending in `_[k]`
+// and JIT frames in `_[j]`.
 #ifndef LOUPE_REPORT_FOLDED_FRAME_HPP
 #define LOUPE_REPORT_FOLDED_FRAME_HPP
 
