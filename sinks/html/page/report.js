@@ -13,7 +13,8 @@ function el(tag, attrs, text) {
 function fmt(v, unit) {
   const u = unit || '';
   const scale = u === 'ns' ? [[1e9, 's'], [1e6, 'ms'], [1e3, 'us'], [1, 'ns']]
-              : u === 'bytes' ? [[1 << 30, 'GiB'], [1 << 20, 'MiB'], [1 << 10, 'KiB'], [1, 'B']] : null;
+    : u === 'bytes' ? [[1 << 30, 'GiB'], [1 << 20, 'MiB'], [1 << 10, 'KiB'], [1, 'B']]
+    : null;
   if (scale) for (const [d, s] of scale) if (Math.abs(v) >= d || d === 1)
     return (v / d).toFixed(d === 1 ? 0 : 2).replace(/\.00$/, '') + ' ' + s;
   return String(v) + (u && u !== 'count' ? ' ' + u : '');
@@ -24,13 +25,13 @@ const pct = (part, whole) => whole ? (100 * part / whole).toFixed(2) : '0.00';
 function range(lo, hi, unit) {
   const open = hi >= 18446744073709551615;
   return (lo === 0 ? '[' + fmt(0, unit) : '(' + fmt(lo - 1, unit)) + ', ' +
-         (open ? '\u221e)' : fmt(hi - 1, unit) + ']');
+    (open ? '\u221e)' : fmt(hi - 1, unit) + ']');
 }
 function hue(name) {
   let h = 0;
   for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
   return name.endsWith(' [k]') ? 'hsl(' + (190 + h % 30) + ',55%,70%)'
-                               : 'hsl(' + (10 + h % 40) + ',80%,' + (60 + h % 15) + '%)';
+    : 'hsl(' + (10 + h % 40) + ',80%,' + (60 + h % 15) + '%)';
 }
 
 // Stacks (root first) into a tree; a third column is the base run's weight.
@@ -129,25 +130,34 @@ class FlameGraph {
     this.box.addEventListener('mouseleave', () => { tip.style.display = 'none'; });
     if (diffMode) {
       this.maxChange = 0;
-      const visit = n => { n.kids.forEach(c => { this.maxChange = Math.max(this.maxChange, Math.abs(diffShare(this, c))); visit(c); }); };
+      const visit = n => {
+        n.kids.forEach(c => {
+          this.maxChange = Math.max(this.maxChange, Math.abs(diffShare(this, c)));
+          visit(c);
+        });
+      };
       visit(this.root);
     }
     this.zoom(this.root);
   }
   describe(n) {
-    let s = n.name + ' \u2014 ' + fmt(n.value, this.profile.unit) + ' (' + pct(n.value, this.root.value) + '% of all';
+    let s = n.name + ' \u2014 ' + fmt(n.value, this.profile.unit) + ' (' +
+      pct(n.value, this.root.value) + '% of all';
     if (this.focus !== this.root && this.focus !== n && this.isUnder(n, this.focus))
       s += ', ' + pct(n.value, this.focus.value) + '% of the zoomed frame';
     s += ')';
     if (diffMode) {
       const d = 100 * diffShare(this, n);
       s += '; base ' + fmt(n.base, this.profile.unit) + ' (' + pct(n.base, this.baseTotal) +
-           '%) \u2192 ' + pct(n.value, this.root.value) + '%, ' + (d >= 0 ? '+' : '') + d.toFixed(2) + ' pp';
+        '%) \u2192 ' + pct(n.value, this.root.value) + '%, ' + (d >= 0 ? '+' : '') +
+        d.toFixed(2) + ' pp';
     }
     return s;
   }
   isUnder(n, a) { for (let p = n; p; p = p.parent) if (p === a) return true; return false; }
-  matches(n) { return this.term !== '' && n.parent !== null && n.name.toLowerCase().includes(this.term); }
+  matches(n) {
+    return this.term !== '' && n.parent !== null && n.name.toLowerCase().includes(this.term);
+  }
   // The weight under matching frames, each stack counted once (a match below a match adds
   // nothing), as flamegraph.pl's search does.
   matched(n) {
@@ -192,7 +202,9 @@ class FlameGraph {
       // Border and padding would widen a box narrower than them past its neighbour's edge.
       const cls = 'fg-box' + (ancestor ? ' fg-anc' : '') + (this.matches(n) ? ' fg-match' : '') +
         (label === '' && right - left < kChrome + kMinLabel ? ' fg-thin' : '') +
-        (diffMode && n.parent ? (diffShare(this, n) > 0 ? ' fg-grew' : diffShare(this, n) < 0 ? ' fg-shrank' : '') : '');
+        (diffMode && n.parent
+          ? (diffShare(this, n) > 0 ? ' fg-grew' : diffShare(this, n) < 0 ? ' fg-shrank' : '')
+          : '');
       const b = el('div', {class: cls});
       b.node = n;
       b.style.left = left + 'px';
@@ -200,7 +212,8 @@ class FlameGraph {
       b.style.top = (depth * kRow) + 'px';
       b.style.background = this.colour(n);
       // Dark text on the deepest reds and blues would not read.
-      if (diffMode && n.parent && this.maxChange && Math.abs(diffShare(this, n)) > 0.6 * this.maxChange)
+      if (diffMode && n.parent && this.maxChange &&
+        Math.abs(diffShare(this, n)) > 0.6 * this.maxChange)
         b.style.color = '#fff';
       b.textContent = label;
       this.box.appendChild(b);
@@ -225,7 +238,8 @@ class FlameGraph {
     if (this.term) {
       const all = this.matched(this.root);
       let s = 'matched: ' + pct(all, this.root.value) + '% of all';
-      if (focus !== this.root) s += ', ' + pct(this.matched(focus), focus.value) + '% of the zoomed frame';
+      if (focus !== this.root)
+        s += ', ' + pct(this.matched(focus), focus.value) + '% of the zoomed frame';
       this.found.textContent = s;
     } else {
       this.found.textContent = '';
@@ -271,7 +285,7 @@ function histogramSection(h) {
   row.appendChild(el('td', {}, fmt(h.max, h.unit)));
   for (const p of h.percentiles)
     row.appendChild(el('td', {title: 'true value in ' + range(p.lower, p.upper, h.unit)},
-                       fmt(p.value, h.unit)));
+      fmt(p.value, h.unit)));
   t.append(head, row);
   sec.appendChild(t);
   return sec;
@@ -286,8 +300,9 @@ function renderProfilers() {
   for (const p of [...new Set(seen)].sort()) if (!order.includes(p)) order.push(p);
   window.flameGraphs = [];
   if (diffMode)
-    host.appendChild(el('div', {class: 'diff-note'}, 'Differential flame graphs against ' + data.base +
-      ': widths are this run; red frames grew, blue ones shrank (change of their share of the run, deeper = larger).'));
+    host.appendChild(el('div', {class: 'diff-note'}, 'Differential flame graphs against ' +
+      data.base + ': widths are this run; red frames grew, blue ones shrank (change of their ' +
+      'share of the run, deeper = larger).'));
   for (const plugin of order) {
     const profiles = data.profiles.filter(p => p.plugin === plugin);
     const hists = data.histograms.filter(h => h.plugin === plugin);
@@ -306,7 +321,8 @@ function renderProfilers() {
     for (const h of hists) sec.appendChild(histogramSection(h));
   }
 }
-window.addEventListener('resize', () => (window.flameGraphs || []).forEach(g => g.relayoutIfResized()));
+window.addEventListener('resize',
+  () => (window.flameGraphs || []).forEach(g => g.relayoutIfResized()));
 
 function renderHealth() {
   const host = document.getElementById('health');
@@ -349,8 +365,10 @@ function selfTest(params) {
       else if (label === name) full++;
       else if (label.endsWith('\u2026') && name.startsWith(label.slice(0, -1))) cut++;
       else bad.push('label "' + label + '" of "' + name + '"');
-      if (b.scrollWidth > b.clientWidth) bad.push('"' + label + '" overflows: ' + b.scrollWidth + ' > ' + b.clientWidth);
-      if (label !== '' && b.offsetWidth - kChrome < kMinLabel) bad.push('"' + label + '" in a box of ' + b.offsetWidth + ' px');
+      if (b.scrollWidth > b.clientWidth)
+        bad.push('"' + label + '" overflows: ' + b.scrollWidth + ' > ' + b.clientWidth);
+      if (label !== '' && b.offsetWidth - kChrome < kMinLabel)
+        bad.push('"' + label + '" in a box of ' + b.offsetWidth + ' px');
       const x = b.offsetLeft, w = b.offsetWidth;
       if (x < 0 || x + w > g.box.clientWidth) bad.push('"' + name + '" outside the graph');
       if (!rows.has(b.offsetTop)) rows.set(b.offsetTop, []);
@@ -359,10 +377,13 @@ function selfTest(params) {
     for (const row of rows.values()) {
       row.sort((a, b) => a[0] - b[0]);
       for (let i = 1; i < row.length; i++)
-        if (row[i][0] < row[i - 1][0] + row[i - 1][1]) bad.push('"' + row[i][2] + '" overlaps "' + row[i - 1][2] + '"');
+        if (row[i][0] < row[i - 1][0] + row[i - 1][1])
+          bad.push('"' + row[i][2] + '" overlaps "' + row[i - 1][2] + '"');
     }
-    check('labels fit their boxes (' + when + ', graph ' + graphs.indexOf(g) + ')', bad.length === 0 && full > 0,
-      'full ' + full + ', cut ' + cut + ', hidden ' + hidden + (bad.length ? '; ' + bad.slice(0, 5).join('; ') : ''));
+    check('labels fit their boxes (' + when + ', graph ' + graphs.indexOf(g) + ')',
+      bad.length === 0 && full > 0,
+      'full ' + full + ', cut ' + cut + ', hidden ' + hidden +
+        (bad.length ? '; ' + bad.slice(0, 5).join('; ') : ''));
     return {full, cut, hidden};
   };
   check('profiles rendered', graphs.length === data.profiles.length, graphs.length);
@@ -376,17 +397,21 @@ function selfTest(params) {
   // One section per producer, in the profile's order; the findings first of all.
   const secs = [...document.querySelectorAll('section.profiler')].map(s => s.dataset.plugin);
   const producers = new Set([...data.profiles, ...data.histograms].map(x => x.plugin));
-  check('one section per profiler', secs.length === producers.size && secs.every(p => producers.has(p)), secs.join(','));
+  check('one section per profiler',
+    secs.length === producers.size && secs.every(p => producers.has(p)), secs.join(','));
   const listed = secs.filter(p => data.profilers.includes(p));
-  check('sections in profile order', listed.join() === data.profilers.filter(p => producers.has(p)).join() &&
-    secs.slice(0, listed.length).join() === listed.join(), secs.join(','));
+  check('sections in profile order',
+    listed.join() === data.profilers.filter(p => producers.has(p)).join() &&
+      secs.slice(0, listed.length).join() === listed.join(),
+    secs.join(','));
   const findings = document.getElementById('findings');
   const firstSection = document.querySelector('section');
   check('findings at the top', !data.findings.length || (firstSection === findings &&
     findings.querySelectorAll('li').length === data.findings.length &&
     [...document.querySelectorAll('section.profiler, #health')].every(s =>
       findings.compareDocumentPosition(s) & Node.DOCUMENT_POSITION_FOLLOWING)),
-    data.findings.length + ' findings; first section: ' + (firstSection ? firstSection.id || firstSection.className : 'none'));
+    data.findings.length + ' findings; first section: ' +
+      (firstSection ? firstSection.id || firstSection.className : 'none'));
 
   // Zoom in a graph into its widest box that is narrower than the whole.
   const heaviest = n => [...n.kids].sort((a, b) => b.value - a.value)[0];
@@ -405,12 +430,16 @@ function selfTest(params) {
       const before = box.offsetWidth;
       box.dispatchEvent(new MouseEvent('mousemove', {bubbles: true, clientX: 10, clientY: 10}));
       check('hover shows full name, value and share', tip.style.display === 'block' &&
-        tip.textContent.startsWith(target.name + ' \u2014') && tip.textContent.includes('% of all'), tip.textContent);
+        tip.textContent.startsWith(target.name + ' \u2014') &&
+        tip.textContent.includes('% of all'), tip.textContent);
       box.dispatchEvent(new MouseEvent('click', {bubbles: true}));
       const after = live(g).find(b => b.node === target);
-      check('click zooms', g.focus === target && after && after.offsetWidth === g.box.clientWidth && before < g.box.clientWidth,
-        'width ' + before + ' -> ' + (after ? after.offsetWidth : 'gone') + ' of ' + g.box.clientWidth + ' px');
-      check('zoomed bar names the focus', g.bar.textContent.startsWith('zoomed: ' + target.name), g.bar.textContent);
+      check('click zooms', g.focus === target && after &&
+        after.offsetWidth === g.box.clientWidth && before < g.box.clientWidth,
+        'width ' + before + ' -> ' + (after ? after.offsetWidth : 'gone') + ' of ' +
+          g.box.clientWidth + ' px');
+      check('zoomed bar names the focus', g.bar.textContent.startsWith('zoomed: ' + target.name),
+        g.bar.textContent);
       const anc = g.box.querySelector('.fg-anc');
       check('ancestors stay visible', !!anc && anc.node === g.root, anc ? anc.textContent : 'none');
       labelsFit(g, 'zoomed');
@@ -429,20 +458,28 @@ function selfTest(params) {
   if (sg) {
     const type = t => { sg.input.value = t; sg.input.dispatchEvent(new Event('input')); };
     const highlighted = () => live(sg).filter(b => b.classList.contains('fg-match'));
-    const expected = () => live(sg).filter(b => b.node.parent && b.node.name.toLowerCase().includes(term.toLowerCase()));
-    const shareOf = () => { const m = /matched: ([0-9.]+)% of all/.exec(sg.found.textContent); return m ? parseFloat(m[1]) : -1; };
+    const expected = () => live(sg).filter(
+      b => b.node.parent && b.node.name.toLowerCase().includes(term.toLowerCase()));
+    const shareOf = () => {
+      const m = /matched: ([0-9.]+)% of all/.exec(sg.found.textContent);
+      return m ? parseFloat(m[1]) : -1;
+    };
     type(term);
     const hl = highlighted();
     result.share = shareOf();
-    check('search highlights the matching frames', hl.length > 0 && hl.length === expected().length &&
-      hl.every(b => expected().includes(b)) && getComputedStyle(hl[0]).backgroundColor === 'rgb(224, 64, 224)',
+    check('search highlights the matching frames', hl.length > 0 &&
+      hl.length === expected().length && hl.every(b => expected().includes(b)) &&
+      getComputedStyle(hl[0]).backgroundColor === 'rgb(224, 64, 224)',
       hl.length + ' highlighted, ' + expected().length + ' match');
     check('search reports the matched share', result.share > 0 &&
       result.share.toFixed(2) === pct(sg.matched(sg.root), sg.root.value), sg.found.textContent);
     type('');
     // Zoom into the parent of the heaviest matching frame, then search again.
     const hits = [];
-    const collect = n => { if (n.parent && n.name.toLowerCase().includes(term.toLowerCase())) hits.push(n); n.kids.forEach(collect); };
+    const collect = n => {
+      if (n.parent && n.name.toLowerCase().includes(term.toLowerCase())) hits.push(n);
+      n.kids.forEach(collect);
+    };
     collect(sg.root);
     const first = hits.sort((a, b) => b.value - a.value)[0];
     const target = first.parent.parent ? first.parent : first;
@@ -451,12 +488,13 @@ function selfTest(params) {
     type(term);
     const zhl = highlighted();
     check('zoom then search still works', sg.focus === target && zhl.length > 0 &&
-      zhl.length === expected().length && zhl.some(b => b.node === first) && shareOf() === result.share &&
-      sg.found.textContent.includes('% of the zoomed frame'),
+      zhl.length === expected().length && zhl.some(b => b.node === first) &&
+      shareOf() === result.share && sg.found.textContent.includes('% of the zoomed frame'),
       'focus ' + sg.focus.name + ', ' + zhl.length + ' highlighted; ' + sg.found.textContent);
     sg.resetButton.click();
     check('reset clears zoom and search', sg.focus === sg.root && sg.input.value === '' &&
-      highlighted().length === 0 && sg.found.textContent === '', sg.focus.name + ' ' + sg.found.textContent);
+      highlighted().length === 0 && sg.found.textContent === '',
+      sg.focus.name + ' ' + sg.found.textContent);
   }
 
   // A narrower window re-lays the graphs out to the new width, labels fitted again.
@@ -465,7 +503,8 @@ function selfTest(params) {
     section.style.width = '360px';
     window.dispatchEvent(new Event('resize'));
     const top = live(rg).find(b => b.node === rg.root);
-    check('resize re-lays out', rg.box.clientWidth < was && top && top.offsetWidth === rg.box.clientWidth,
+    check('resize re-lays out',
+      rg.box.clientWidth < was && top && top.offsetWidth === rg.box.clientWidth,
       was + ' -> ' + rg.box.clientWidth + ' px, root box ' + (top ? top.offsetWidth : 'none'));
     labelsFit(rg, 'resized to ' + rg.box.clientWidth + ' px');
     section.style.width = '';
@@ -480,23 +519,32 @@ function selfTest(params) {
       const [r, , bl] = m ? [+m[1], +m[2], +m[3]] : [0, 0, 0];
       const d = diffShare(dg, b.node);
       if (!b.node.parent) continue;
-      if (d > 0) { grew.add(b.node.name); if (!(r === 255 && bl < 255)) wrong.push(b.node.name + ' grew but ' + m); }
-      if (d < 0) { shrank.add(b.node.name); if (!(bl === 255 && r < 255)) wrong.push(b.node.name + ' shrank but ' + m); }
+      if (d > 0) {
+        grew.add(b.node.name);
+        if (!(r === 255 && bl < 255)) wrong.push(b.node.name + ' grew but ' + m);
+      }
+      if (d < 0) {
+        shrank.add(b.node.name);
+        if (!(bl === 255 && r < 255)) wrong.push(b.node.name + ' shrank but ' + m);
+      }
     }
     result.grew = [...grew];
     result.shrank = [...shrank];
-    check('differential colours: red grew, blue shrank', wrong.length === 0 && grew.size + shrank.size > 0,
+    check('differential colours: red grew, blue shrank',
+      wrong.length === 0 && grew.size + shrank.size > 0,
       grew.size + ' grew, ' + shrank.size + ' shrank; ' + wrong.slice(0, 3).join('; '));
   }
 
-  check('histograms rendered', document.querySelectorAll('section.histogram').length === data.histograms.length,
-    document.querySelectorAll('section.histogram').length);
-  check('health rows rendered', document.querySelectorAll('table.health tr').length === data.health.length + 1 || !data.health.length,
-    document.querySelectorAll('table.health tr').length);
+  const histogramSections = document.querySelectorAll('section.histogram').length;
+  check('histograms rendered', histogramSections === data.histograms.length, histogramSections);
+  const healthRows = document.querySelectorAll('table.health tr').length;
+  check('health rows rendered', healthRows === data.health.length + 1 || !data.health.length,
+    healthRows);
   check('no page errors', pageErrors.length === 0, pageErrors.join('; '));
   const ok = checks.every(c => c.ok);
   const out = document.getElementById('selftest-result');
-  out.textContent = JSON.stringify({ok, width: window.innerWidth, labels: fit, checks, errors: pageErrors, ...result});
+  out.textContent = JSON.stringify(
+    {ok, width: window.innerWidth, labels: fit, checks, errors: pageErrors, ...result});
   out.hidden = false;
   document.title = 'selftest:' + (ok ? 'ok' : 'fail');
 }
@@ -504,13 +552,22 @@ function selfTest(params) {
 document.getElementById('title').textContent = data.title;
 document.title = data.title;
 if (data.window.end_ns) {
-  const s = new Date(data.window.start_ns / 1e6), d = (data.window.end_ns - data.window.start_ns) / 1e9;
-  document.getElementById('window').textContent = 'session ' + s.toISOString() + ', ' + d.toFixed(1) + ' s';
+  const s = new Date(data.window.start_ns / 1e6);
+  const d = (data.window.end_ns - data.window.start_ns) / 1e9;
+  document.getElementById('window').textContent =
+    'session ' + s.toISOString() + ', ' + d.toFixed(1) + ' s';
 }
 renderFindings();
 renderProfilers();
 renderHealth();
 const hashParams = new URLSearchParams(location.hash.slice(1));
 if (hashParams.has('selftest')) {
-  try { selfTest(hashParams); } catch (e) { pageErrors.push('selftest: ' + e); const o = document.getElementById('selftest-result'); o.textContent = JSON.stringify({ok: false, checks: [], errors: pageErrors}); o.hidden = false; }
+  try {
+    selfTest(hashParams);
+  } catch (e) {
+    pageErrors.push('selftest: ' + e);
+    const o = document.getElementById('selftest-result');
+    o.textContent = JSON.stringify({ok: false, checks: [], errors: pageErrors});
+    o.hidden = false;
+  }
 }
