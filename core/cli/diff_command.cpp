@@ -23,10 +23,10 @@
 #include <vector>
 
 #include "commands.hpp"
-#include "folded_frame.hpp"
+#include "loupe/report/folded_frame.hpp"
+#include "loupe/report/records_file.hpp"
 #include "loupe/sdk/units.hpp"
 #include "loupe/session.hpp"
-#include "records_file.hpp"
 
 namespace loupe::cli {
 namespace {
@@ -40,7 +40,7 @@ struct Run {
 };
 
 std::string key_of(const json& r) {
-  std::string k = sinks::text_field(r, "plugin") + "/" + sinks::text_field(r, "name");
+  std::string k = report::text_field(r, "plugin") + "/" + report::text_field(r, "name");
   auto labels = r.find("labels");
   if (labels != r.end() && labels->is_object() && !labels->empty()) {
     k += "{";
@@ -61,7 +61,7 @@ std::string folded(const json& frames) {
   if (frames.is_array())
     for (std::size_t i = frames.size(); i-- > 0;) {  // records are leaf first
       if (!s.empty()) s += ';';
-      sinks::append_folded_frame(sinks::frame_from_json(frames[i]), s);
+      report::append_folded_frame(report::frame_from_json(frames[i]), s);
     }
   return s.empty() ? "[no stack]" : s;
 }
@@ -74,33 +74,33 @@ const json& member(const json& r, const char* key) {
 
 bool load(const std::string& where, const std::string& value, Run* run, std::string* err) {
   std::size_t final_records = 0;
-  const sinks::RecordsFileError read = sinks::for_each_record(where, [&](const json& r) {
+  const report::RecordsFileError read = report::for_each_record(where, [&](const json& r) {
     if (!r.is_object() || !r.value("is_final", false)) return;
     ++final_records;
-    const std::string kind = sinks::text_field(r, "kind");
+    const std::string kind = report::text_field(r, "kind");
     if (kind == "histogram" && member(r, "histogram").is_object()) {
       run->histograms[key_of(r)] = r["histogram"];
     } else if (kind == "metric") {
       // A NaN figure is written as null: nothing to compare.
-      const double v = sinks::number_field(member(r, "metric"), "value", std::nan(""));
+      const double v = report::number_field(member(r, "metric"), "value", std::nan(""));
       if (!std::isnan(v)) run->metrics[key_of(r)] = v;
     } else if (kind == "stack" && member(r, "stack").is_object()) {
       const json& values = member(r["stack"], "values");
       if (!values.is_array()) return;
       double w = 0;
       bool found = value.empty() && !values.empty();
-      if (found) w = sinks::number_field(values[0], "value");
+      if (found) w = report::number_field(values[0], "value");
       for (const auto& v : values)
-        if (!value.empty() && sinks::text_field(v, "name") == value) {
-          w = sinks::number_field(v, "value");
+        if (!value.empty() && report::text_field(v, "name") == value) {
+          w = report::number_field(v, "value");
           found = true;
         }
       if (!found) return;
-      run->stacks[sinks::text_field(r, "plugin") + "/" + sinks::text_field(r, "name")]
+      run->stacks[report::text_field(r, "plugin") + "/" + report::text_field(r, "name")]
                  [folded(member(r["stack"], "frames"))] += w;
     }
   });
-  if (read.kind == sinks::RecordsFileError::kUnreadable) {
+  if (read.kind == report::RecordsFileError::kUnreadable) {
     *err = read.path + ": cannot read (a records.jsonl, or the output directory holding it)";
     return false;
   }
@@ -125,10 +125,10 @@ Bounds percentile(const json& h, double q) {
   const json& pcts = member(h, "percentiles");
   if (!pcts.is_array()) return b;
   for (const auto& p : pcts)
-    if (std::fabs(sinks::number_field(p, "q") - q) < 1e-9) {
-      b.value = sinks::number_field(p, "value");
-      b.lower = sinks::number_field(p, "lower", b.value);
-      b.upper = sinks::number_field(p, "upper", b.value);
+    if (std::fabs(report::number_field(p, "q") - q) < 1e-9) {
+      b.value = report::number_field(p, "value");
+      b.lower = report::number_field(p, "lower", b.value);
+      b.upper = report::number_field(p, "upper", b.value);
       b.ok = true;
     }
   return b;
@@ -154,10 +154,10 @@ int cmd_diff(const DiffOptions& o) {
     auto it = next.histograms.find(key);
     if (it == next.histograms.end()) continue;
     const json& hn = it->second;
-    const std::string unit = sinks::text_field(hb, "unit");
+    const std::string unit = report::text_field(hb, "unit");
     std::string line;
     bool shift = false;
-    const double cb = sinks::number_field(hb, "count"), cn = sinks::number_field(hn, "count");
+    const double cb = report::number_field(hb, "count"), cn = report::number_field(hn, "count");
     for (double q : {0.5, 0.9, 0.99}) {
       Bounds b = percentile(hb, q), n = percentile(hn, q);
       if (!b.ok || !n.ok) continue;

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "findings_rules.hpp"
+#include "loupe/report/findings_rules.hpp"
 #include "loupe/sdk/plugin.hpp"
 
 namespace loupe::sinks {
@@ -39,7 +39,7 @@ class FindingsSink : public sdk::Sink {
  public:
   void setup(const sdk::SetupArgs& args) override {
     path_ = args.config.value_string("path");
-    FindingsOptions opt;
+    report::FindingsOptions opt;
     opt.min_share = args.config.value_float("min_share");
     opt.min_self_share = args.config.value_float("min_self_share");
     opt.tail_ratio = args.config.value_float("tail_ratio");
@@ -77,7 +77,7 @@ class FindingsSink : public sdk::Sink {
   }
 
   std::string path_, output_dir_;
-  std::optional<FindingsRules> rules_;
+  std::optional<report::FindingsRules> rules_;
 };
 
 }  // namespace

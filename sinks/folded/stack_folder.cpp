@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "folded_frame.hpp"
+#include "loupe/report/folded_frame.hpp"
 
 namespace loupe::sinks {
 namespace {
@@ -39,13 +39,13 @@ bool StackFolder::add(const loupe_record& rec) {
   stack.reserve(32 * (s.n_frames + 1));
   if (opts_.include_comm) {
     if (const char* comm = label(rec, "comm"); comm && *comm) {
-      append_folded_text(comm, stack);
+      report::append_folded_text(comm, stack);
     }
   }
   // Records hold frames leaf first; the folded format reads root first.
   for (std::uint32_t i = s.n_frames; i-- > 0;) {
     if (!stack.empty()) stack += ';';
-    append_folded_frame(s.frames[i], stack);
+    report::append_folded_frame(s.frames[i], stack);
   }
   if (stack.empty()) stack = "[no stack]";
   by_name_[rec.name][stack] += v->value;
@@ -57,7 +57,7 @@ std::string StackFolder::render(const Stacks& stacks, const std::string& root_pr
   for (const auto& [stack, value] : stacks) {
     if (value <= 0) continue;
     if (!root_prefix.empty()) {
-      append_folded_text(root_prefix, out);
+      report::append_folded_text(root_prefix, out);
       out += ';';
     }
     out += stack;

@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "loupe/report/records_file.hpp"
 #include "loupe/sdk/plugin.hpp"
-#include "records_file.hpp"
 
 namespace loupe::sinks {
 namespace {
@@ -21,8 +21,8 @@ const char* str_or_null(const json& o, const char* key) {
 
 std::string load_base_run(const std::string& where, ReportData& into) {
   std::size_t stacks = 0;
-  const RecordsFileError err = for_each_record(where, [&](const json& r) {
-    if (!r.is_object() || text_field(r, "kind") != "stack" || !r.value("is_final", false) ||
+  const report::RecordsFileError err = report::for_each_record(where, [&](const json& r) {
+    if (!r.is_object() || report::text_field(r, "kind") != "stack" || !r.value("is_final", false) ||
         !r.contains("stack") || !r["stack"].is_object())
       return;
     const json& s = r["stack"];
@@ -32,7 +32,7 @@ std::string load_base_run(const std::string& where, ReportData& into) {
     const json& fs = s.contains("frames") && s["frames"].is_array() ? s["frames"] : kNone;
     const json& vs = s.contains("values") && s["values"].is_array() ? s["values"] : kNone;
     std::vector<loupe_frame> frames;
-    for (const auto& f : fs) frames.push_back(frame_from_json(f));
+    for (const auto& f : fs) frames.push_back(report::frame_from_json(f));
     std::vector<loupe_value> values;
     for (const auto& v : vs)
       values.push_back(
@@ -53,7 +53,7 @@ std::string load_base_run(const std::string& where, ReportData& into) {
     into.add(rec);
     ++stacks;
   });
-  if (err.kind == RecordsFileError::kUnreadable)
+  if (err.kind == report::RecordsFileError::kUnreadable)
     throw sdk::Error(LOUPE_ERR_INVALID_ARG,
                      "html: base '" + err.path +
                          "' cannot be read (a records.jsonl, or the output directory of a run "

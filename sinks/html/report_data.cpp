@@ -2,8 +2,8 @@
 #include "report_data.hpp"
 
 #include <algorithm>
-#include <cstdio>
-#include <string_view>
+
+#include "loupe/report/frame_name.hpp"
 
 namespace loupe::sinks {
 namespace {
@@ -11,19 +11,7 @@ namespace {
 constexpr char kSep = '\x1f';  // cannot appear in a symbol name
 
 std::string frame_name(const loupe_frame& f) {
-  std::string out;
-  if (f.symbol && *f.symbol) {
-    out = f.symbol;
-  } else if (f.module && *f.module) {
-    std::string_view m(f.module);
-    if (auto s = m.rfind('/'); s != std::string_view::npos && s + 1 < m.size())
-      m.remove_prefix(s + 1);
-    char off[32];
-    std::snprintf(off, sizeof(off), "+0x%llx", static_cast<unsigned long long>(f.offset));
-    out = std::string(m) + off;
-  } else {
-    out = "[unknown]";
-  }
+  std::string out = report::frame_name(f);
   for (char& c : out)
     if (c == kSep) c = ' ';
   if (f.kind == LOUPE_FRAME_KERNEL) out += " [k]";

@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "findings_rules.hpp"
 #include "loupe/abi/records.h"
+#include "loupe/report/findings_rules.hpp"
 
 namespace loupe::sinks {
 
@@ -39,7 +39,7 @@ class ReportData {
   };
   std::string value_name_;
   std::map<std::pair<std::string, std::string>, Profile> profiles_;  // (plugin, name)
-  FindingsRules findings_;
+  report::FindingsRules findings_;
   std::map<std::string, nlohmann::json> histograms_;  // name + labels -> histogram
   std::map<std::string, nlohmann::json> health_;      // name + component -> check
   std::uint64_t window_start_ = 0;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "profile_builder.hpp"
 
-#include <cstdio>
 #include <string_view>
+
+#include "loupe/report/frame_name.hpp"
 
 namespace loupe::sinks {
 namespace pb = perftools::profiles;
@@ -16,20 +17,6 @@ std::string pprof_unit(const char* unit) {
   if (u == "s") return "seconds";
   if (u == "b" || u == "byte") return "bytes";
   return std::string(u);
-}
-
-std::string frame_function_name(const loupe_frame& frame) {
-  if (frame.symbol && *frame.symbol) return frame.symbol;
-  if (frame.module && *frame.module) {
-    std::string_view module(frame.module);
-    if (auto slash = module.rfind('/');
-        slash != std::string_view::npos && slash + 1 < module.size())
-      module.remove_prefix(slash + 1);
-    char off[32];
-    std::snprintf(off, sizeof(off), "+0x%llx", static_cast<unsigned long long>(frame.offset));
-    return std::string(module) + off;
-  }
-  return "[unknown]";
 }
 
 ProfileBuilder::ProfileBuilder() {
@@ -57,7 +44,7 @@ std::uint64_t ProfileBuilder::mapping(const loupe_frame& f) {
 }
 
 std::uint64_t ProfileBuilder::function(const loupe_frame& f) {
-  std::string name = frame_function_name(f);
+  std::string name = report::frame_name(f);
   std::string file = f.module ? f.module : "";
   auto [it, inserted] = functions_.try_emplace({name, file}, functions_.size() + 1);
   if (inserted) {

@@ -23,10 +23,6 @@ namespace loupe::sinks {
 // pprof spells units out ("nanoseconds"); records use short forms ("ns").
 std::string pprof_unit(const char* unit);
 
-// A frame's function name: the symbol, else `module+0xoffset`, else "[unknown]" (the
-// same text the folded sink writes, so both outputs name frames alike).
-std::string frame_function_name(const loupe_frame& frame);
-
 class ProfileBuilder {
  public:
   ProfileBuilder();

@@ -12,6 +12,19 @@ target_compile_definitions(sinks_html_test PRIVATE
 add_dependencies(sinks_html_test loupe-html)
 gtest_discover_tests(sinks_html_test PROPERTIES LABELS unit ENVIRONMENT "${LOUPE_TEST_ENV}" TIMEOUT 90)
 
+# The page's scripts parse (`node --check`): a syntax error would otherwise show only as a
+# failed self-test in a browser test, or not at all where Chromium is absent.
+file(GLOB _html_page_js CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/sinks/html/page/*.js)
+set(_node_check [[
+command -v node >/dev/null || { echo "SKIP: node is not installed (Debian package nodejs): $1 not checked"; exit 77; }
+exec node --check "$1"]])
+foreach(_js ${_html_page_js})
+  get_filename_component(_stem ${_js} NAME_WE)
+  add_test(NAME sinks_html_page_js_${_stem} COMMAND sh -c "${_node_check}" sh ${_js})
+  set_tests_properties(sinks_html_page_js_${_stem} PROPERTIES LABELS unit SKIP_RETURN_CODE 77
+    TIMEOUT 30)
+endforeach()
+
 # The report of real runs through the CLI (root + the loupe binary): cpusample and offcpu
 # on a workload that spins then sleeps (findings, sections, search, label fit at three
 # widths), and a differential report of a workload whose CPU time moves from one function

@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "findings_rules.hpp"
+#include "loupe/report/findings_rules.hpp"
 #include "sample_records.hpp"
 
 namespace {
 
-using loupe::sinks::FindingsRules;
+using loupe::report::FindingsRules;
 using loupe::test::SampleRecord;
 
 bool says(const std::vector<std::string>& said, const std::string& what) {

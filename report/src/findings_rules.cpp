@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "findings_rules.hpp"
+#include "loupe/report/findings_rules.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 
 #include "loupe/sdk/units.hpp"
 
-namespace loupe::sinks {
+namespace loupe::report {
 namespace {
 
 std::string labels_of(const loupe_record& r) {
@@ -186,4 +186,4 @@ std::vector<std::string> FindingsRules::statements() const {
   return out;
 }
 
-}  // namespace loupe::sinks
+}  // namespace loupe::report

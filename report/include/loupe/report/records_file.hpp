@@ -4,8 +4,8 @@
 // as the file or as the output directory that holds it. One reader for every tool that
 // compares or replays runs (`loupe diff`, the html report's base run), so they agree on
 // what a records file is and on how a bad one is reported.
-#ifndef LOUPE_SINKS_RECORDS_FILE_HPP
-#define LOUPE_SINKS_RECORDS_FILE_HPP
+#ifndef LOUPE_REPORT_RECORDS_FILE_HPP
+#define LOUPE_REPORT_RECORDS_FILE_HPP
 
 #include <cstddef>
 #include <functional>
@@ -14,7 +14,7 @@
 
 #include "loupe/abi/records.h"
 
-namespace loupe::sinks {
+namespace loupe::report {
 
 struct RecordsFileError {
   enum Kind { kNone, kUnreadable, kNotARecord } kind = kNone;
@@ -42,6 +42,6 @@ double number_field(const nlohmann::json& obj, const char* key, double fallback 
 // record has null) and are valid as long as `f`.
 loupe_frame frame_from_json(const nlohmann::json& f);
 
-}  // namespace loupe::sinks
+}  // namespace loupe::report
 
-#endif  // LOUPE_SINKS_RECORDS_FILE_HPP
+#endif  // LOUPE_REPORT_RECORDS_FILE_HPP

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "records_file.hpp"
+#include "loupe/report/records_file.hpp"
 
 #include <filesystem>
 #include <fstream>
 
-namespace loupe::sinks {
+namespace loupe::report {
 
 RecordsFileError for_each_record(const std::string& where,
                                  const std::function<void(const nlohmann::json&)>& each) {
@@ -77,4 +77,4 @@ loupe_frame frame_from_json(const nlohmann::json& f) {
   return lf;
 }
 
-}  // namespace loupe::sinks
+}  // namespace loupe::report

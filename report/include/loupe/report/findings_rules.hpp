@@ -4,8 +4,8 @@
 // with the numbers it rests on. A library rather than code inside the findings sink so
 // that every sink that shows findings (findings.txt, the html report) says the same thing
 // from the same records.
-#ifndef LOUPE_SINKS_FINDINGS_RULES_HPP
-#define LOUPE_SINKS_FINDINGS_RULES_HPP
+#ifndef LOUPE_REPORT_FINDINGS_RULES_HPP
+#define LOUPE_REPORT_FINDINGS_RULES_HPP
 
 #include <cstdint>
 #include <map>
@@ -16,7 +16,7 @@
 
 #include "loupe/abi/records.h"
 
-namespace loupe::sinks {
+namespace loupe::report {
 
 struct FindingsOptions {
   double min_share = 0.5;
@@ -57,6 +57,6 @@ class FindingsRules {
   std::vector<std::string> losses_;
 };
 
-}  // namespace loupe::sinks
+}  // namespace loupe::report
 
-#endif  // LOUPE_SINKS_FINDINGS_RULES_HPP
+#endif  // LOUPE_REPORT_FINDINGS_RULES_HPP
