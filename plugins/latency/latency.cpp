@@ -21,6 +21,7 @@
 #include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/records.hpp"
 #include "loupe/sdk/ring.hpp"
+#include "loupe/sdk/skeleton.hpp"
 #include "loupe/sdk/target_filter.hpp"
 #include "loupe/sdk/unwind.hpp"
 #include "loupe/sdk/ustack.hpp"
@@ -88,10 +89,6 @@ constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kUstackKeys, sdk::kTarget
 std::optional<std::string> opt_string(const sdk::Config& c, const char* key) {
   return c.get_string(key);
 }
-
-struct SkelDeleter {
-  void operator()(latency_bpf* s) const { latency_bpf__destroy(s); }
-};
 
 }  // namespace
 
@@ -366,7 +363,7 @@ class LatencyProfiler : public sdk::Profiler {
   }
 
   std::unique_ptr<sdk::Host> host_;
-  std::unique_ptr<latency_bpf, SkelDeleter> skel_;
+  sdk::Skeleton<latency_bpf> skel_;
   std::vector<ResolvedTarget> targets_;
   std::vector<std::pair<std::string, std::string>> skipped_;
   std::vector<TargetLabels> labels_;

@@ -16,6 +16,7 @@
 #include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/records.hpp"
 #include "loupe/sdk/ring.hpp"
+#include "loupe/sdk/skeleton.hpp"
 #include "loupe/sdk/target_filter.hpp"
 #include "loupe/sdk/unwind.hpp"
 #include "loupe/sdk/uprobe.hpp"
@@ -53,10 +54,6 @@ constexpr loupe_config_key kOwnKeys[] = {
     {"max_stacks", LOUPE_CFG_INT, 0, "8192", "distinct stacks kept", 16, 1048576},
 };
 constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kUstackKeys, sdk::kTargetFilterKeys);
-
-struct SkelDeleter {
-  void operator()(lockwait_bpf* s) const { lockwait_bpf__destroy(s); }
-};
 
 }  // namespace
 
@@ -282,7 +279,7 @@ class LockwaitProfiler : public sdk::Profiler {
   }
 
   std::unique_ptr<sdk::Host> host_;
-  std::unique_ptr<lockwait_bpf, SkelDeleter> skel_;
+  sdk::Skeleton<lockwait_bpf> skel_;
   ReporterOptions opts_;
   bool futex_wait_ = false, futex_waitv_ = false;
   int target_pid_ = 0;

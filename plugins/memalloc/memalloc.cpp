@@ -26,6 +26,7 @@
 #include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/records.hpp"
 #include "loupe/sdk/ring.hpp"
+#include "loupe/sdk/skeleton.hpp"
 #include "loupe/sdk/target_filter.hpp"
 #include "loupe/sdk/unwind.hpp"
 #include "loupe/sdk/ustack.hpp"
@@ -77,10 +78,6 @@ constexpr loupe_config_key kOwnKeys[] = {
 // Only a pid: a tid, comm or cgroup filter would hide frees from other threads and
 // report their blocks as leaks.
 constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kUstackKeys, sdk::kPidKey);
-
-struct SkelDeleter {
-  void operator()(memalloc_bpf* s) const { memalloc_bpf__destroy(s); }
-};
 
 std::uint32_t u32_key(const sdk::Config& cfg, const char* key, std::int64_t fallback) {
   return static_cast<std::uint32_t>(cfg.get_int(key, fallback));
@@ -326,7 +323,7 @@ class MemallocProfiler : public sdk::Profiler {
   }
 
   std::unique_ptr<sdk::Host> host_;
-  std::unique_ptr<memalloc_bpf, SkelDeleter> skel_;
+  sdk::Skeleton<memalloc_bpf> skel_;
   int pid_ = 0;
   int uprobe_pid_ = -1;
   bool user_ = true, kernel_ = false, kernel_pages_ = false;
