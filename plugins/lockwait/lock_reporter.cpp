@@ -3,7 +3,6 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -16,12 +15,6 @@
 
 namespace loupe::lockwait {
 namespace {
-
-std::uint64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);  // the clock bpf_ktime_get_ns() reads
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
-}
 
 std::string hex(std::uint64_t v) {
   char buf[24];
@@ -61,7 +54,7 @@ std::vector<std::uint64_t> LockReporter::read_counters() const {
 }
 
 std::uint64_t LockReporter::sweep_inflight() {
-  std::uint64_t now = monotonic_ns(), in_flight = 0;
+  std::uint64_t now = host_.now_ns(), in_flight = 0;
   std::vector<lw_inflight_key> stale;
   std::uint64_t expired = 0;
   for (const auto& [k, v] : dump_hash<lw_inflight_key, lw_inflight_val>(maps_.inflight_fd)) {
