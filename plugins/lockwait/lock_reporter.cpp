@@ -76,36 +76,16 @@ std::uint64_t LockReporter::sweep_inflight() {
   return in_flight;
 }
 
-namespace {
-
-// Frames that point into `cached` (which must outlive them), for a record.
-std::vector<loupe_frame> as_frames(const std::vector<CachedFrame>& cached) {
-  std::vector<loupe_frame> frames(cached.size());
-  for (std::size_t i = 0; i < cached.size(); ++i) {
-    const auto& c = cached[i];
-    frames[i] = {c.address,
-                 c.symbol.empty() ? nullptr : c.symbol.c_str(),
-                 c.module.empty() ? nullptr : c.module.c_str(),
-                 c.offset,
-                 c.kind,
-                 c.resolution};
-  }
-  return frames;
-}
-
-}  // namespace
-
 void LockReporter::emit_stacks(const LockSummary& s, const std::string& lock_label) {
   std::uint32_t n = 0;
   for (const auto& st : s.stacks) {
     if (opts_.stacks_per_lock && n++ >= opts_.stacks_per_lock) break;
-    std::vector<CachedFrame> cached;
-    if (st.kernel_stack_id >= 0) cached = symbols_.kernel_stack(st.kernel_stack_id);
+    SymbolCache::Frames frames;
+    if (st.kernel_stack_id >= 0) frames = symbols_.kernel_stack(st.kernel_stack_id);
     if (st.user_stack_id >= 0) {
       auto u = symbols_.user_stack(s.key.tgid, st.user_stack_id, st.caller_ip);
-      cached.insert(cached.end(), u.begin(), u.end());  // leaf first: kernel, then user
+      frames.insert(frames.end(), u.begin(), u.end());  // leaf first: kernel, then user
     }
-    const std::vector<loupe_frame> frames = as_frames(cached);
     sdk::RecordBuilder rb(LOUPE_RECORD_STACK_SAMPLE, "lock_wait");
     rb.label("lock", lock_label)
         .label("addr", hex(s.key.addr))
@@ -131,16 +111,15 @@ void LockReporter::emit_holders(const LockSummary& s, const std::string& lock_la
   std::uint32_t n = 0;
   for (const auto* h : rows) {
     if (opts_.stacks_per_lock && n++ >= opts_.stacks_per_lock) break;
-    const auto cached = h->first.user_stack_id >= 0
-                            ? symbols_.user_stack(s.key.tgid, h->first.user_stack_id)
-                            : std::vector<CachedFrame>{};
-    const std::vector<loupe_frame> frames = as_frames(cached);
+    const SymbolCache::Frames frames = h->first.user_stack_id >= 0
+                                           ? symbols_.user_stack(s.key.tgid, h->first.user_stack_id)
+                                           : SymbolCache::Frames{};
     const std::string comm(h->second.comm, strnlen(h->second.comm, sizeof(h->second.comm)));
     sdk::RecordBuilder rb(LOUPE_RECORD_STACK_SAMPLE, "lock_holder");
     rb.label("lock", lock_label).label("addr", hex(s.key.addr)).label("kind", "futex");
     rb.label("pid", std::to_string(s.key.tgid));
     if (!comm.empty()) rb.label("comm", comm);
-    if (cached.empty()) rb.label("stack", "unavailable");
+    if (frames.empty()) rb.label("stack", "unavailable");
     rb.final(is_final_).window(window_start_, window_end_);
     rb.frames(frames.data(), static_cast<std::uint32_t>(frames.size()));
     rb.value("wait_ns", "ns", static_cast<std::int64_t>(h->second.total_ns));
