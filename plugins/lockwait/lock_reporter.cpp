@@ -26,20 +26,6 @@ const char* kind_name(std::uint32_t kind) {
   return kind == LW_KIND_KERNEL ? "kernel" : "futex";
 }
 
-template <typename K, typename V>
-std::vector<std::pair<K, V>> dump_hash(int fd) {
-  std::vector<std::pair<K, V>> out;
-  K key{}, next{};
-  bool first = true;
-  while (bpf_map_get_next_key(fd, first ? nullptr : &key, &next) == 0) {
-    first = false;
-    key = next;
-    V v{};
-    if (bpf_map_lookup_elem(fd, &key, &v) == 0) out.emplace_back(key, v);
-  }
-  return out;
-}
-
 }  // namespace
 
 LockReporter::LockReporter(const sdk::Host& host, ReporterMaps maps, ReporterOptions opts,
@@ -57,19 +43,20 @@ std::uint64_t LockReporter::sweep_inflight() {
   std::uint64_t now = host_.now_ns(), in_flight = 0;
   std::vector<lw_inflight_key> stale;
   std::uint64_t expired = 0;
-  for (const auto& [k, v] : dump_hash<lw_inflight_key, lw_inflight_val>(maps_.inflight_fd)) {
-    bool old = now > v.start_ns && now - v.start_ns > opts_.max_age_ns;
-    if (v.idle) {
-      // A thread's slot between waits; one whose thread stayed away (or died) longer
-      // than max_age is dropped, losing nothing.
-      if (old) stale.push_back(k);
-    } else if (old) {
-      stale.push_back(k);
-      ++expired;
-    } else {
-      ++in_flight;
-    }
-  }
+  sdk::for_each_entry<lw_inflight_key, lw_inflight_val>(
+      maps_.inflight_fd, [&](const lw_inflight_key& k, const lw_inflight_val& v) {
+        bool old = now > v.start_ns && now - v.start_ns > opts_.max_age_ns;
+        if (v.idle) {
+          // A thread's slot between waits; one whose thread stayed away (or died) longer
+          // than max_age is dropped, losing nothing.
+          if (old) stale.push_back(k);
+        } else if (old) {
+          stale.push_back(k);
+          ++expired;
+        } else {
+          ++in_flight;
+        }
+      });
   // Deleting after the walk keeps get_next_key from restarting at the head.
   for (const auto& k : stale) bpf_map_delete_elem(maps_.inflight_fd, &k);
   expired_swept_ += expired;
@@ -319,10 +306,10 @@ void LockReporter::collect(bool is_final, std::uint64_t window_start_ns,
   window_start_ = first_window_start_;  // cumulative since start
   window_end_ = window_end_ns;
   std::uint64_t in_flight = sweep_inflight();
-  auto locks = dump_hash<lw_lock_key, lw_lock_val>(maps_.locks_fd);
-  holders_ = opts_.holders ? dump_hash<lw_holder_key, lw_holder_val>(maps_.holders_fd)
+  auto locks = sdk::map_entries<lw_lock_key, lw_lock_val>(maps_.locks_fd);
+  holders_ = opts_.holders ? sdk::map_entries<lw_holder_key, lw_holder_val>(maps_.holders_fd)
                            : decltype(holders_){};
-  auto waiters = dump_hash<lw_waiter_key, lw_waiter_val>(maps_.waiters_fd);
+  auto waiters = sdk::map_entries<lw_waiter_key, lw_waiter_val>(maps_.waiters_fd);
   if (extra_waiters_)
     for (auto& row : extra_waiters_()) waiters.push_back(std::move(row));
   auto table = build_lock_table(locks, waiters);
