@@ -33,6 +33,9 @@
 namespace loupe::latency {
 namespace {
 
+// No default: a label_type without label_arg is refused, which a default would hide.
+constexpr const char* kLabelTypeChoices[] = {"int", "string", nullptr};
+
 constexpr loupe_config_key kTargetFields[] = {
     {"name", LOUPE_CFG_STRING, 0, nullptr,
      "label of this target in reports (default: derived from the probe)"},
@@ -52,7 +55,8 @@ constexpr loupe_config_key kTargetFields[] = {
      "USDT targets: this argument of the (entry) probe, 0-based, becomes a label", 0, 11},
     {"label", LOUPE_CFG_STRING, 0, nullptr, "the label's name (default arg<N>)"},
     {"label_type", LOUPE_CFG_STRING, 0, nullptr,
-     "\"int\" (default), or \"string\": the argument points to a string (first 47 bytes)"},
+     "\"int\" (default), or \"string\": the argument points to a string (first 47 bytes)", 0, 0,
+     nullptr, 0, 0, kLabelTypeChoices},
 };
 
 constexpr const char* kNestingChoices[] = {"outermost", "every", nullptr};
@@ -354,9 +358,6 @@ class LatencyProfiler : public sdk::Profiler {
     if (spec.kind != TargetKind::kUsdtPair && spec.kind != TargetKind::kUsdtCount)
       throw sdk::Error(LOUPE_ERR_INVALID_ARG,
                        where + ": label_arg reads a USDT probe's argument: usdt targets only");
-    if (type && *type != "int" && *type != "string")
-      throw sdk::Error(LOUPE_ERR_INVALID_ARG,
-                       where + ": label_type is \"int\" or \"string\", not \"" + *type + "\"");
     spec.label_arg = static_cast<int>(*arg);
     spec.label_name = name ? *name : "arg" + std::to_string(*arg);
     spec.label_string = type && *type == "string";
