@@ -20,6 +20,7 @@
 #include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/records.hpp"
 #include "loupe/sdk/ring.hpp"
+#include "loupe/sdk/skeleton.hpp"
 #include "loupe/sdk/target_filter.hpp"
 #include "outlier_decoder.hpp"
 #include "rq_prototype.hpp"
@@ -46,10 +47,6 @@ constexpr loupe_config_key kOwnKeys[] = {
      65536},
 };
 constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kMechanismKey, sdk::kPidKey);
-
-struct SkelDeleter {
-  void operator()(biolat_bpf* s) const { biolat_bpf__destroy(s); }
-};
 
 constexpr const char* kHooks[] = {"block_rq_insert", "block_rq_issue", "block_rq_complete"};
 
@@ -155,7 +152,7 @@ class BiolatProfiler : public sdk::Profiler {
 
  private:
   std::unique_ptr<sdk::Host> host_;
-  std::unique_ptr<biolat_bpf, SkelDeleter> skel_;
+  sdk::Skeleton<biolat_bpf> skel_;
   std::uint32_t mechanism_ = BIO_MECH_TP_BTF;
   bpf_program* chosen_[3] = {};
   bool per_process_ = true;

@@ -23,6 +23,7 @@
 #include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/records.hpp"
 #include "loupe/sdk/ring.hpp"
+#include "loupe/sdk/skeleton.hpp"
 #include "loupe/sdk/target_filter.hpp"
 #include "loupe/sdk/unwind.hpp"
 #include "loupe/sdk/ustack.hpp"
@@ -69,10 +70,6 @@ class DwarfDecoder {
   StackReporter& reporter_;
   bool user_;
   std::vector<std::uint64_t> addrs_;  // reused: one decode at a time
-};
-
-struct SkelDeleter {
-  void operator()(cpusample_bpf* s) const { cpusample_bpf__destroy(s); }
 };
 
 }  // namespace
@@ -220,7 +217,7 @@ class CpuSampleProfiler : public sdk::Profiler {
 
  private:
   std::unique_ptr<sdk::Host> host_;
-  std::unique_ptr<cpusample_bpf, SkelDeleter> skel_;
+  sdk::Skeleton<cpusample_bpf> skel_;
   sdk::SamplingSpec spec_;
   ReporterOptions opts_;
   std::int64_t warm_every_ms_ = 250;

@@ -18,6 +18,7 @@
 #include "fileio_reporter.hpp"
 #include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/ring.hpp"
+#include "loupe/sdk/skeleton.hpp"
 #include "loupe/sdk/target_filter.hpp"
 #include "loupe/sdk/unwind.hpp"
 #include "loupe/sdk/ustack.hpp"
@@ -48,10 +49,6 @@ constexpr loupe_config_key kOwnKeys[] = {
      0, 3600000000LL},
 };
 constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kUstackKeys, sdk::kTargetFilterKeys);
-
-struct SkelDeleter {
-  void operator()(fileio_bpf* s) const { fileio_bpf__destroy(s); }
-};
 
 }  // namespace
 
@@ -196,7 +193,7 @@ class FileioProfiler : public sdk::Profiler {
   std::vector<std::pair<bpf_program*, std::string>> hooks_;
   std::vector<const char*> kretprobe_more_;
   std::unique_ptr<sdk::Host> host_;
-  std::unique_ptr<fileio_bpf, SkelDeleter> skel_;
+  sdk::Skeleton<fileio_bpf> skel_;
   std::size_t top_ = 20;
   bool slow_on_ = false;
   bool dwarf_ = false;

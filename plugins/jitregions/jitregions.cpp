@@ -16,6 +16,7 @@
 #include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/records.hpp"
 #include "loupe/sdk/ring.hpp"
+#include "loupe/sdk/skeleton.hpp"
 #include "loupe/sdk/target_filter.hpp"
 
 namespace loupe::jitregions {
@@ -38,10 +39,6 @@ constexpr loupe_config_key kOwnKeys[] = {
 // No tid filter: a region one thread maps is executed by the others.
 constexpr auto kKeys =
     sdk::concat_keys(sdk::kSamplingKeys, kOwnKeys, sdk::kPidKey, sdk::kCommKey, sdk::kCgroupKey);
-
-struct SkelDeleter {
-  void operator()(jitregions_bpf* s) const { jitregions_bpf__destroy(s); }
-};
 
 }  // namespace
 
@@ -163,7 +160,7 @@ class JitRegionsProfiler : public sdk::Profiler {
 
  private:
   std::unique_ptr<sdk::Host> host_;
-  std::unique_ptr<jitregions_bpf, SkelDeleter> skel_;
+  sdk::Skeleton<jitregions_bpf> skel_;
   sdk::SamplingSpec spec_;
   TableLimits limits_;
   bool sample_ = true;

@@ -21,6 +21,7 @@
 #include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/records.hpp"
 #include "loupe/sdk/ring.hpp"
+#include "loupe/sdk/skeleton.hpp"
 #include "loupe/sdk/target_filter.hpp"
 #include "loupe/sdk/unwind.hpp"
 #include "loupe/sdk/ustack.hpp"
@@ -31,6 +32,9 @@
 
 namespace loupe::latency {
 namespace {
+
+// No default: a label_type without label_arg is refused, which a default would hide.
+constexpr const char* kLabelTypeChoices[] = {"int", "string", nullptr};
 
 constexpr loupe_config_key kTargetFields[] = {
     {"name", LOUPE_CFG_STRING, 0, nullptr,
@@ -51,7 +55,8 @@ constexpr loupe_config_key kTargetFields[] = {
      "USDT targets: this argument of the (entry) probe, 0-based, becomes a label", 0, 11},
     {"label", LOUPE_CFG_STRING, 0, nullptr, "the label's name (default arg<N>)"},
     {"label_type", LOUPE_CFG_STRING, 0, nullptr,
-     "\"int\" (default), or \"string\": the argument points to a string (first 47 bytes)"},
+     "\"int\" (default), or \"string\": the argument points to a string (first 47 bytes)", 0, 0,
+     nullptr, 0, 0, kLabelTypeChoices},
 };
 
 constexpr const char* kNestingChoices[] = {"outermost", "every", nullptr};
@@ -88,10 +93,6 @@ constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kUstackKeys, sdk::kTarget
 std::optional<std::string> opt_string(const sdk::Config& c, const char* key) {
   return c.get_string(key);
 }
-
-struct SkelDeleter {
-  void operator()(latency_bpf* s) const { latency_bpf__destroy(s); }
-};
 
 }  // namespace
 
@@ -357,16 +358,13 @@ class LatencyProfiler : public sdk::Profiler {
     if (spec.kind != TargetKind::kUsdtPair && spec.kind != TargetKind::kUsdtCount)
       throw sdk::Error(LOUPE_ERR_INVALID_ARG,
                        where + ": label_arg reads a USDT probe's argument: usdt targets only");
-    if (type && *type != "int" && *type != "string")
-      throw sdk::Error(LOUPE_ERR_INVALID_ARG,
-                       where + ": label_type is \"int\" or \"string\", not \"" + *type + "\"");
     spec.label_arg = static_cast<int>(*arg);
     spec.label_name = name ? *name : "arg" + std::to_string(*arg);
     spec.label_string = type && *type == "string";
   }
 
   std::unique_ptr<sdk::Host> host_;
-  std::unique_ptr<latency_bpf, SkelDeleter> skel_;
+  sdk::Skeleton<latency_bpf> skel_;
   std::vector<ResolvedTarget> targets_;
   std::vector<std::pair<std::string, std::string>> skipped_;
   std::vector<TargetLabels> labels_;

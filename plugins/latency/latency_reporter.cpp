@@ -3,7 +3,6 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -16,12 +15,6 @@
 
 namespace loupe::latency {
 namespace {
-
-std::uint64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);  // the clock bpf_ktime_get_ns() reads
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
-}
 
 std::string comm_of(std::uint32_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
@@ -47,7 +40,7 @@ LatencyReporter::LatencyReporter(const sdk::Host& host, ReporterMaps maps, Repor
 LatencyReporter::Swept LatencyReporter::sweep_starts(bool is_final) {
   Swept s{std::vector<std::uint64_t>(targets_.size(), 0),
           std::vector<std::uint64_t>(targets_.size(), 0)};
-  std::uint64_t now = monotonic_ns();
+  std::uint64_t now = host_.now_ns();
   lat_start_key key{}, next{};
   std::vector<lat_start_key> stale;
   bool first = true;

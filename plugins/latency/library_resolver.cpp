@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <iterator>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -44,9 +45,8 @@ LibraryResolver LibraryResolver::from_system() {
     while ((n = std::fread(buf, 1, sizeof(buf), p.get())) > 0) out.append(buf, n);
     if (!out.empty()) break;
   }
-  return LibraryResolver(
-      std::move(out), {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64",
-                       "/lib", "/usr/lib", "/usr/local/lib"});
+  return LibraryResolver(std::move(out),
+                         {std::begin(sdk::kLibraryDirs), std::end(sdk::kLibraryDirs)});
 }
 
 std::string LibraryResolver::from_cache(const std::string& prefix) const {

@@ -16,7 +16,7 @@ class LibraryResolver {
   // `search_dirs` are scanned when the cache has no match.
   LibraryResolver(std::string ldconfig_output, std::vector<std::string> search_dirs);
 
-  // Reads `ldconfig -p` and uses the usual multiarch directories.
+  // Reads `ldconfig -p` and searches sdk::kLibraryDirs.
   static LibraryResolver from_system();
 
   // A library name is looked up first in the mappings of `pid` (when > 0), then in loupe's

@@ -3,7 +3,6 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -17,12 +16,6 @@
 namespace loupe::lockwait {
 namespace {
 
-std::uint64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);  // the clock bpf_ktime_get_ns() reads
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
-}
-
 std::string hex(std::uint64_t v) {
   char buf[24];
   std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
@@ -31,20 +24,6 @@ std::string hex(std::uint64_t v) {
 
 const char* kind_name(std::uint32_t kind) {
   return kind == LW_KIND_KERNEL ? "kernel" : "futex";
-}
-
-template <typename K, typename V>
-std::vector<std::pair<K, V>> dump_hash(int fd) {
-  std::vector<std::pair<K, V>> out;
-  K key{}, next{};
-  bool first = true;
-  while (bpf_map_get_next_key(fd, first ? nullptr : &key, &next) == 0) {
-    first = false;
-    key = next;
-    V v{};
-    if (bpf_map_lookup_elem(fd, &key, &v) == 0) out.emplace_back(key, v);
-  }
-  return out;
 }
 
 }  // namespace
@@ -61,58 +40,39 @@ std::vector<std::uint64_t> LockReporter::read_counters() const {
 }
 
 std::uint64_t LockReporter::sweep_inflight() {
-  std::uint64_t now = monotonic_ns(), in_flight = 0;
+  std::uint64_t now = host_.now_ns(), in_flight = 0;
   std::vector<lw_inflight_key> stale;
   std::uint64_t expired = 0;
-  for (const auto& [k, v] : dump_hash<lw_inflight_key, lw_inflight_val>(maps_.inflight_fd)) {
-    bool old = now > v.start_ns && now - v.start_ns > opts_.max_age_ns;
-    if (v.idle) {
-      // A thread's slot between waits; one whose thread stayed away (or died) longer
-      // than max_age is dropped, losing nothing.
-      if (old) stale.push_back(k);
-    } else if (old) {
-      stale.push_back(k);
-      ++expired;
-    } else {
-      ++in_flight;
-    }
-  }
+  sdk::for_each_entry<lw_inflight_key, lw_inflight_val>(
+      maps_.inflight_fd, [&](const lw_inflight_key& k, const lw_inflight_val& v) {
+        bool old = now > v.start_ns && now - v.start_ns > opts_.max_age_ns;
+        if (v.idle) {
+          // A thread's slot between waits; one whose thread stayed away (or died) longer
+          // than max_age is dropped, losing nothing.
+          if (old) stale.push_back(k);
+        } else if (old) {
+          stale.push_back(k);
+          ++expired;
+        } else {
+          ++in_flight;
+        }
+      });
   // Deleting after the walk keeps get_next_key from restarting at the head.
   for (const auto& k : stale) bpf_map_delete_elem(maps_.inflight_fd, &k);
   expired_swept_ += expired;
   return in_flight;
 }
 
-namespace {
-
-// Frames that point into `cached` (which must outlive them), for a record.
-std::vector<loupe_frame> as_frames(const std::vector<CachedFrame>& cached) {
-  std::vector<loupe_frame> frames(cached.size());
-  for (std::size_t i = 0; i < cached.size(); ++i) {
-    const auto& c = cached[i];
-    frames[i] = {c.address,
-                 c.symbol.empty() ? nullptr : c.symbol.c_str(),
-                 c.module.empty() ? nullptr : c.module.c_str(),
-                 c.offset,
-                 c.kind,
-                 c.resolution};
-  }
-  return frames;
-}
-
-}  // namespace
-
 void LockReporter::emit_stacks(const LockSummary& s, const std::string& lock_label) {
   std::uint32_t n = 0;
   for (const auto& st : s.stacks) {
     if (opts_.stacks_per_lock && n++ >= opts_.stacks_per_lock) break;
-    std::vector<CachedFrame> cached;
-    if (st.kernel_stack_id >= 0) cached = symbols_.kernel_stack(st.kernel_stack_id);
+    SymbolCache::Frames frames;
+    if (st.kernel_stack_id >= 0) frames = symbols_.kernel_stack(st.kernel_stack_id);
     if (st.user_stack_id >= 0) {
       auto u = symbols_.user_stack(s.key.tgid, st.user_stack_id, st.caller_ip);
-      cached.insert(cached.end(), u.begin(), u.end());  // leaf first: kernel, then user
+      frames.insert(frames.end(), u.begin(), u.end());  // leaf first: kernel, then user
     }
-    const std::vector<loupe_frame> frames = as_frames(cached);
     sdk::RecordBuilder rb(LOUPE_RECORD_STACK_SAMPLE, "lock_wait");
     rb.label("lock", lock_label)
         .label("addr", hex(s.key.addr))
@@ -138,16 +98,15 @@ void LockReporter::emit_holders(const LockSummary& s, const std::string& lock_la
   std::uint32_t n = 0;
   for (const auto* h : rows) {
     if (opts_.stacks_per_lock && n++ >= opts_.stacks_per_lock) break;
-    const auto cached = h->first.user_stack_id >= 0
-                            ? symbols_.user_stack(s.key.tgid, h->first.user_stack_id)
-                            : std::vector<CachedFrame>{};
-    const std::vector<loupe_frame> frames = as_frames(cached);
+    const SymbolCache::Frames frames = h->first.user_stack_id >= 0
+                                           ? symbols_.user_stack(s.key.tgid, h->first.user_stack_id)
+                                           : SymbolCache::Frames{};
     const std::string comm(h->second.comm, strnlen(h->second.comm, sizeof(h->second.comm)));
     sdk::RecordBuilder rb(LOUPE_RECORD_STACK_SAMPLE, "lock_holder");
     rb.label("lock", lock_label).label("addr", hex(s.key.addr)).label("kind", "futex");
     rb.label("pid", std::to_string(s.key.tgid));
     if (!comm.empty()) rb.label("comm", comm);
-    if (cached.empty()) rb.label("stack", "unavailable");
+    if (frames.empty()) rb.label("stack", "unavailable");
     rb.final(is_final_).window(window_start_, window_end_);
     rb.frames(frames.data(), static_cast<std::uint32_t>(frames.size()));
     rb.value("wait_ns", "ns", static_cast<std::int64_t>(h->second.total_ns));
@@ -347,10 +306,10 @@ void LockReporter::collect(bool is_final, std::uint64_t window_start_ns,
   window_start_ = first_window_start_;  // cumulative since start
   window_end_ = window_end_ns;
   std::uint64_t in_flight = sweep_inflight();
-  auto locks = dump_hash<lw_lock_key, lw_lock_val>(maps_.locks_fd);
-  holders_ = opts_.holders ? dump_hash<lw_holder_key, lw_holder_val>(maps_.holders_fd)
+  auto locks = sdk::map_entries<lw_lock_key, lw_lock_val>(maps_.locks_fd);
+  holders_ = opts_.holders ? sdk::map_entries<lw_holder_key, lw_holder_val>(maps_.holders_fd)
                            : decltype(holders_){};
-  auto waiters = dump_hash<lw_waiter_key, lw_waiter_val>(maps_.waiters_fd);
+  auto waiters = sdk::map_entries<lw_waiter_key, lw_waiter_val>(maps_.waiters_fd);
   if (extra_waiters_)
     for (auto& row : extra_waiters_()) waiters.push_back(std::move(row));
   auto table = build_lock_table(locks, waiters);

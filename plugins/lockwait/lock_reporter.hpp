@@ -28,12 +28,13 @@ struct ReporterMaps {
   int holders_fd = -1;
 };
 
+// Filled from the config by setup(): the schema's defaults are the only ones.
 struct ReporterOptions {
-  std::uint32_t top = 10;
-  std::uint32_t stacks_per_lock = 5;
-  std::uint32_t threads_per_lock = 16;
+  std::uint32_t top = 0;
+  std::uint32_t stacks_per_lock = 0;
+  std::uint32_t threads_per_lock = 0;
   std::uint64_t max_age_ns = 0;
-  bool futex = true, kernel = true, pthread_stacks = false, holders = false;
+  bool futex = false, kernel = false, pthread_stacks = false, holders = false;
   std::string kernel_mechanism;  // "tp_btf" or "tracepoint"
 };
 

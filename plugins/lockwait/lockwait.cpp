@@ -16,6 +16,7 @@
 #include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/records.hpp"
 #include "loupe/sdk/ring.hpp"
+#include "loupe/sdk/skeleton.hpp"
 #include "loupe/sdk/target_filter.hpp"
 #include "loupe/sdk/unwind.hpp"
 #include "loupe/sdk/uprobe.hpp"
@@ -54,10 +55,6 @@ constexpr loupe_config_key kOwnKeys[] = {
 };
 constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kUstackKeys, sdk::kTargetFilterKeys);
 
-struct SkelDeleter {
-  void operator()(lockwait_bpf* s) const { lockwait_bpf__destroy(s); }
-};
-
 }  // namespace
 
 class LockwaitProfiler : public sdk::Profiler {
@@ -95,7 +92,7 @@ class LockwaitProfiler : public sdk::Profiler {
       throw sdk::Error(LOUPE_ERR_UNSUPPORTED,
                        "unwind = \"dwarf\" needs a host with the unwind_user service (ABI 1.2)");
     if (dwarf_) opts_.pthread_stacks = false;
-    max_waiters_ = static_cast<std::size_t>(cfg.get_int("max_waiters", 16384));
+    max_waiters_ = static_cast<std::size_t>(cfg.value_int("max_waiters"));
     ro->targ_dwarf = dwarf_;
     ro->loupe_ustack_stack_bytes =
         dwarf_ ? static_cast<std::uint32_t>(cfg.value_int("stack_bytes")) : 0;
@@ -105,23 +102,21 @@ class LockwaitProfiler : public sdk::Profiler {
               sdk::use_unwind_tables(cfg, *host_, "lockwait");
     ro->targ_unwind_tables = tables_;
     sdk::size_unwind_maps(skel_.get(), tables_ ? sdk::unwind_rows(cfg, args.session) : 0,
-                          static_cast<std::uint32_t>(cfg.get_int("max_stacks", 8192)));
+                          static_cast<std::uint32_t>(cfg.value_int("max_stacks")));
     ro->targ_pthread_stacks = opts_.pthread_stacks;
     ro->targ_holders = opts_.holders;
     sdk::write_target_filter(filter, skel_.get());
     target_pid_ = static_cast<int>(filter.pid);
     uprobe_pid_ = filter.uprobe_pid();  // -1 when following the tree: children too
-    auto size = [&](bpf_map* m, const char* key, std::int64_t def) {
-      bpf_map__set_max_entries(m, static_cast<std::uint32_t>(cfg.get_int(key, def)));
-    };
-    size(skel_->maps.inflight, "max_inflight", 10240);
-    size(skel_->maps.pending, "max_inflight", 10240);
-    size(skel_->maps.locks, "max_locks", 4096);
-    size(skel_->maps.holders, "max_locks", 4096);
-    bpf_map__set_max_entries(skel_->maps.wakes,
-                             4 * static_cast<std::uint32_t>(cfg.get_int("max_locks", 4096)));
-    size(skel_->maps.waiters, "max_waiters", 16384);
-    size(skel_->maps.stacks, "max_stacks", 8192);
+    // The schema bounds every max_* key below 2^32 and supplies its default.
+    auto entries = [&](const char* key) { return static_cast<std::uint32_t>(cfg.value_int(key)); };
+    bpf_map__set_max_entries(skel_->maps.inflight, entries("max_inflight"));
+    bpf_map__set_max_entries(skel_->maps.pending, entries("max_inflight"));
+    bpf_map__set_max_entries(skel_->maps.locks, entries("max_locks"));
+    bpf_map__set_max_entries(skel_->maps.holders, entries("max_locks"));
+    bpf_map__set_max_entries(skel_->maps.wakes, 4 * entries("max_locks"));
+    bpf_map__set_max_entries(skel_->maps.waiters, entries("max_waiters"));
+    bpf_map__set_max_entries(skel_->maps.stacks, entries("max_stacks"));
     choose_programs();
     if (opts_.pthread_stacks) {
       libc_ = cfg.value_string("libc");
@@ -282,7 +277,7 @@ class LockwaitProfiler : public sdk::Profiler {
   }
 
   std::unique_ptr<sdk::Host> host_;
-  std::unique_ptr<lockwait_bpf, SkelDeleter> skel_;
+  sdk::Skeleton<lockwait_bpf> skel_;
   ReporterOptions opts_;
   bool futex_wait_ = false, futex_waitv_ = false;
   int target_pid_ = 0;
@@ -293,7 +288,7 @@ class LockwaitProfiler : public sdk::Profiler {
   std::unique_ptr<DwarfWaits> dwarf_waits_;
   bool dwarf_ = false;
   bool tables_ = false;
-  std::size_t max_waiters_ = 16384;
+  std::size_t max_waiters_ = 0;
 };
 
 }  // namespace loupe::lockwait

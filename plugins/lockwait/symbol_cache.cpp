@@ -1,14 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "symbol_cache.hpp"
 
-#include <bpf/bpf.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 
 #include "lockwait.h"
-#include "loupe/unwind.h"
 
 namespace loupe::lockwait {
 
@@ -41,65 +38,38 @@ LockName SymbolCache::lock_name(std::uint32_t tgid, std::uint64_t addr) {
   return n;
 }
 
-std::vector<CachedFrame> SymbolCache::user_stack(std::uint32_t tgid, std::int32_t id,
-                                                 std::uint64_t caller_ip) {
-  return resolve_stack(tgid, id, true, caller_ip);
-}
+SymbolCache::SymbolCache(const sdk::Host& host, int stacks_fd, int user_stacks_fd,
+                         std::uint32_t user_depth)
+    : host_(host),
+      kernel_frames_(host, stacks_fd, LW_STACK_DEPTH),
+      user_frames_(host, user_stacks_fd, user_depth) {}
 
-std::vector<CachedFrame> SymbolCache::kernel_stack(std::int32_t id) {
-  return resolve_stack(0, id, false, 0);
-}
-
-std::vector<CachedFrame> SymbolCache::resolve_stack(std::uint32_t pid, std::int32_t id, bool user,
-                                                    std::uint64_t caller_ip) {
-  if (id < 0) return {};
+SymbolCache::Frames SymbolCache::user_stack(std::uint32_t tgid, std::int32_t id,
+                                            std::uint64_t caller_ip) {
   std::lock_guard lock(mu_);
-  auto key = std::make_tuple(user ? pid : 0u, id, caller_ip);
-  if (auto it = stacks_.find(key); it != stacks_.end()) return it->second;
-  // One more than the deepest stack: room for caller_ip.
-  std::uint64_t ips[LOUPE_UNWIND_MAX_DEPTH + 1] = {};
-  const std::uint32_t depth =
-      std::min<std::uint32_t>(user ? user_depth_ : LW_STACK_DEPTH, LOUPE_UNWIND_MAX_DEPTH);
-  if (bpf_map_lookup_elem(user ? user_stacks_fd_ : stacks_fd_, &id, ips) != 0) return {};
-  std::uint32_t n = 0;
-  while (n < depth && ips[n]) ++n;
-  if (caller_ip && n >= 1 && (n == 1 || ips[1] != caller_ip)) {
-    std::memmove(ips + 2, ips + 1, (n - 1) * sizeof(ips[0]));
-    ips[1] = caller_ip;
-    ++n;
+  Frames out = user_frames_.user(tgid, id);
+  // pthread_stacks: the return address the uprobe read at pthread_*lock's entry, which the
+  // frame-pointer walk skips (the libc leaf resumes at its caller's caller).
+  if (caller_ip && !out.empty() && (out.size() == 1 || out[1].address != caller_ip)) {
+    auto [it, inserted] = callers_.try_emplace({tgid, caller_ip});
+    if (inserted) host_.symbolize(tgid, LOUPE_FRAME_USER, &caller_ip, 1, &it->second);
+    out.insert(out.begin() + 1, it->second);
   }
-  bool resolved_any = false;
-  std::vector<CachedFrame> out = symbolize_frames(pid, user, ips, n, &resolved_any);
-  if (resolved_any || !user) stacks_[key] = out;
   return out;
 }
 
-std::vector<CachedFrame> SymbolCache::symbolize_frames(std::uint32_t pid, bool user,
-                                                       const std::uint64_t* ips, std::uint32_t n,
-                                                       bool* resolved_any) {
-  std::vector<loupe_frame> frames(n);
-  host_.symbolize(user ? pid : 0, user ? LOUPE_FRAME_USER : LOUPE_FRAME_KERNEL, ips, n,
-                  frames.data());
-  std::vector<CachedFrame> out(n);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    out[i].address = ips[i];
-    out[i].symbol = frames[i].symbol ? frames[i].symbol : "";
-    out[i].module = frames[i].module ? frames[i].module : "";
-    out[i].offset = frames[i].offset;
-    out[i].kind = user ? LOUPE_FRAME_USER : LOUPE_FRAME_KERNEL;
-    out[i].resolution = frames[i].resolution;
-    *resolved_any |= !out[i].symbol.empty();
-  }
-  return out;
+SymbolCache::Frames SymbolCache::kernel_stack(std::int32_t id) {
+  std::lock_guard lock(mu_);
+  return kernel_frames_.kernel(id);
 }
 
 void SymbolCache::put_user_stack(std::uint32_t tgid, std::int32_t id,
                                  const std::vector<std::uint64_t>& addrs) {
-  const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(addrs.size(), LW_STACK_DEPTH));
-  bool resolved_any = false;
-  std::vector<CachedFrame> out = symbolize_frames(tgid, true, addrs.data(), n, &resolved_any);
+  const std::vector<std::uint64_t> ips(
+      addrs.begin(), addrs.begin() + static_cast<std::ptrdiff_t>(
+                                         std::min<std::size_t>(addrs.size(), LW_STACK_DEPTH)));
   std::lock_guard lock(mu_);
-  stacks_[std::make_tuple(tgid, id, std::uint64_t{0})] = std::move(out);
+  user_frames_.put_user(tgid, id, ips);
 }
 
 std::string SymbolCache::label(const LockName& n, std::uint64_t addr) {

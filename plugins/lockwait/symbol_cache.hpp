@@ -3,6 +3,8 @@
 // Names of locks and frames of stacks, resolved as soon as the kernel first reports them
 // (the first-seen ring, decoded on a core worker thread) while the waiting process still
 // exists; collect() then reads the cache, and resolves late whatever the ring missed.
+// Stack frames come from sdk::StackMapFrames, like every profiler's; this class adds the
+// lock names, the lock both threads take, and pthread_stacks' caller frame.
 #ifndef LOUPE_LOCKWAIT_SYMBOL_CACHE_HPP
 #define LOUPE_LOCKWAIT_SYMBOL_CACHE_HPP
 
@@ -10,10 +12,10 @@
 #include <map>
 #include <mutex>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "loupe/sdk/host.hpp"
+#include "loupe/sdk/stack_map.hpp"
 
 namespace loupe::lockwait {
 
@@ -23,25 +25,14 @@ struct LockName {
   std::uint64_t offset = 0;  // from the symbol's start
 };
 
-// Frames own their strings (the host's are valid until destroy(), but a copy keeps the
-// cache independent of it).
-struct CachedFrame {
-  std::uint64_t address = 0;
-  std::string symbol, module;
-  std::uint64_t offset = 0;
-  std::uint32_t kind = 0, resolution = 0;
-};
-
 class SymbolCache {
  public:
+  using Frames = sdk::StackMapFrames::Frames;  // strings are the host's, valid until destroy()
+
   // Kernel stack ids are in `stacks_fd` (a stack map of LW_STACK_DEPTH frames); user ones in
   // `user_stacks_fd`, `user_depth` frames each: the same map, or the in-kernel unwinder's
   // loupe_unwind_stacks with unwind = "tables" (LOUPE_UNWIND_MAX_DEPTH frames).
-  SymbolCache(const sdk::Host& host, int stacks_fd, int user_stacks_fd, std::uint32_t user_depth)
-      : host_(host),
-        stacks_fd_(stacks_fd),
-        user_stacks_fd_(user_stacks_fd),
-        user_depth_(user_depth) {}
+  SymbolCache(const sdk::Host& host, int stacks_fd, int user_stacks_fd, std::uint32_t user_depth);
 
   // The ring's decoder (sdk::register_fixed_ring): one first-seen record.
   int decode(const void* data, std::uint32_t len);
@@ -49,9 +40,8 @@ class SymbolCache {
   // tgid 0 = a kernel address.
   LockName lock_name(std::uint32_t tgid, std::uint64_t addr);
   // caller_ip != 0: inserted after the leaf unless the unwinder already has it.
-  std::vector<CachedFrame> user_stack(std::uint32_t tgid, std::int32_t id,
-                                      std::uint64_t caller_ip = 0);
-  std::vector<CachedFrame> kernel_stack(std::int32_t id);
+  Frames user_stack(std::uint32_t tgid, std::int32_t id, std::uint64_t caller_ip = 0);
+  Frames kernel_stack(std::int32_t id);
   // A user stack unwound in user space (unwind = "dwarf"), named now and kept under `id`
   // (an id the kernel's stack map never hands out) for user_stack().
   void put_user_stack(std::uint32_t tgid, std::int32_t id, const std::vector<std::uint64_t>& addrs);
@@ -60,20 +50,12 @@ class SymbolCache {
   static std::string label(const LockName& n, std::uint64_t addr);
 
  private:
-  std::vector<CachedFrame> symbolize_frames(std::uint32_t pid, bool user, const std::uint64_t* ips,
-                                            std::uint32_t n, bool* resolved_any);
-  std::vector<CachedFrame> resolve_stack(std::uint32_t pid, std::int32_t id, bool user,
-                                         std::uint64_t caller_ip);
-
   sdk::Host host_;
-  int stacks_fd_;
-  int user_stacks_fd_;
-  std::uint32_t user_depth_;
-  std::mutex mu_;
+  std::mutex mu_;  // the ring's worker thread and collect()
+  sdk::StackMapFrames kernel_frames_;
+  sdk::StackMapFrames user_frames_;
   std::map<std::pair<std::uint32_t, std::uint64_t>, LockName> locks_;
-  // (pid or 0 for kernel, stack id)
-  std::map<std::tuple<std::uint32_t, std::int32_t, std::uint64_t>, std::vector<CachedFrame>>
-      stacks_;
+  std::map<std::pair<std::uint32_t, std::uint64_t>, loupe_frame> callers_;  // (tgid, caller_ip)
 };
 
 }  // namespace loupe::lockwait

@@ -26,6 +26,7 @@
 #include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/records.hpp"
 #include "loupe/sdk/ring.hpp"
+#include "loupe/sdk/skeleton.hpp"
 #include "loupe/sdk/target_filter.hpp"
 #include "loupe/sdk/unwind.hpp"
 #include "loupe/sdk/ustack.hpp"
@@ -78,12 +79,9 @@ constexpr loupe_config_key kOwnKeys[] = {
 // report their blocks as leaks.
 constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kUstackKeys, sdk::kPidKey);
 
-struct SkelDeleter {
-  void operator()(memalloc_bpf* s) const { memalloc_bpf__destroy(s); }
-};
-
-std::uint32_t u32_key(const sdk::Config& cfg, const char* key, std::int64_t fallback) {
-  return static_cast<std::uint32_t>(cfg.get_int(key, fallback));
+// Map sizes: the schema bounds each key below 2^32 and supplies its default.
+std::uint32_t u32_key(const sdk::Config& cfg, const char* key) {
+  return static_cast<std::uint32_t>(cfg.value_int(key));
 }
 
 }  // namespace
@@ -171,7 +169,7 @@ class MemallocProfiler : public sdk::Profiler {
               sdk::use_unwind_tables(cfg, *host_, "memalloc");
     ro->targ_unwind_tables = tables_;
     sdk::size_unwind_maps(skel_.get(), tables_ ? sdk::unwind_rows(cfg, args.session) : 0,
-                          u32_key(cfg, "max_stacks", 16384));
+                          u32_key(cfg, "max_stacks"));
     ro->loupe_ustack_stack_bytes =
         dwarf_ ? static_cast<std::uint32_t>(cfg.value_int("stack_bytes")) : 0;
     if (!dwarf_) bpf_map__set_max_entries(skel_->maps.dwarf_events, 4096);
@@ -180,13 +178,13 @@ class MemallocProfiler : public sdk::Profiler {
     opts_.top = static_cast<std::size_t>(cfg.value_int("top"));
     opts_.min_age_ns = static_cast<std::uint64_t>(cfg.value_int("min_age_ms")) * 1000000ull;
     opts_.leak_age_ns = static_cast<std::uint64_t>(cfg.value_int("leak_age_ms")) * 1000000ull;
-    opts_.max_sites = u32_key(cfg, "max_sites", 16384);
-    opts_.max_outstanding = u32_key(cfg, "max_outstanding", 131072);
+    opts_.max_sites = u32_key(cfg, "max_sites");
+    opts_.max_outstanding = u32_key(cfg, "max_outstanding");
     bpf_map__set_max_entries(skel_->maps.sites, opts_.max_sites);
     bpf_map__set_max_entries(skel_->maps.outstanding, opts_.max_outstanding);
-    bpf_map__set_max_entries(skel_->maps.stacks, u32_key(cfg, "max_stacks", 16384));
-    bpf_map__set_max_entries(skel_->maps.pending, u32_key(cfg, "max_threads", 16384));
-    bpf_map__set_max_entries(skel_->maps.seen_pids, u32_key(cfg, "max_processes", 4096));
+    bpf_map__set_max_entries(skel_->maps.stacks, u32_key(cfg, "max_stacks"));
+    bpf_map__set_max_entries(skel_->maps.pending, u32_key(cfg, "max_threads"));
+    bpf_map__set_max_entries(skel_->maps.seen_pids, u32_key(cfg, "max_processes"));
 
     auto& p = skel_->progs;
     for (bpf_program* prog :
@@ -326,7 +324,7 @@ class MemallocProfiler : public sdk::Profiler {
   }
 
   std::unique_ptr<sdk::Host> host_;
-  std::unique_ptr<memalloc_bpf, SkelDeleter> skel_;
+  sdk::Skeleton<memalloc_bpf> skel_;
   int pid_ = 0;
   int uprobe_pid_ = -1;
   bool user_ = true, kernel_ = false, kernel_pages_ = false;

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "stack_frames.hpp"
 
-#include <bpf/bpf.h>
-
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -14,21 +12,12 @@ namespace loupe::memalloc {
 // One read serves both maps: a stack map's value and the unwinder's stack are alike.
 static_assert(MA_STACK_DEPTH == LOUPE_UNWIND_MAX_DEPTH);
 
-std::vector<std::uint64_t> StackFrames::read(int fd, std::int32_t id) const {
-  std::vector<std::uint64_t> ips(MA_STACK_DEPTH, 0);
-  if (id < 0 || bpf_map_lookup_elem(fd, &id, ips.data()) != 0) return {};
-  std::size_t n = 0;
-  while (n < ips.size() && ips[n] != 0) ++n;
-  ips.resize(n);
-  return ips;
-}
-
 void StackFrames::append(std::uint32_t pid, loupe_frame_kind kind, std::int32_t id,
                          std::vector<loupe_frame>& out) const {
   auto u = kind == LOUPE_FRAME_USER ? unwound_.find({pid, id}) : unwound_.end();
   auto ips = u != unwound_.end()
                  ? u->second
-                 : read(kind == LOUPE_FRAME_USER ? user_stacks_fd_ : stacks_fd_, id);
+                 : (kind == LOUPE_FRAME_USER ? user_map_ : kernel_map_).addresses(id);
   if (ips.empty()) return;
   std::vector<loupe_frame> f(ips.size());
   if (host_.symbolize(pid, kind, ips.data(), static_cast<std::uint32_t>(ips.size()), f.data()) !=
@@ -42,7 +31,10 @@ void StackFrames::append(std::uint32_t pid, loupe_frame_kind kind, std::int32_t 
                          static_cast<std::uint32_t>(kind),
                          LOUPE_UNRESOLVED_NOT_ATTEMPTED};
   }
-  out.insert(out.end(), f.begin(), f.end());
+  std::size_t skip = 0;
+  if (kind == LOUPE_FRAME_KERNEL)
+    while (skip < f.size() && sdk::StackMapFrames::is_tracing_frame(f[skip].symbol)) ++skip;
+  out.insert(out.end(), f.begin() + static_cast<std::ptrdiff_t>(skip), f.end());
 }
 
 const std::vector<loupe_frame>& StackFrames::frames(const ma_stack_key& key) {

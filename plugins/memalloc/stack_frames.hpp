@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "loupe/sdk/host.hpp"
+#include "loupe/sdk/stack_map.hpp"
 #include "memalloc.h"
 
 namespace loupe::memalloc {
@@ -21,10 +22,13 @@ class StackFrames {
   // User stack ids live in `user_stacks_fd` (the unwinder's loupe_unwind_stacks with unwind =
   // "tables", same value layout), kernel ones in `stacks_fd`; one map serves both otherwise.
   StackFrames(const sdk::Host& host, int stacks_fd, int user_stacks_fd)
-      : host_(host), stacks_fd_(stacks_fd), user_stacks_fd_(user_stacks_fd) {}
+      : host_(host),
+        kernel_map_(host, stacks_fd, MA_STACK_DEPTH),
+        user_map_(host, user_stacks_fd, MA_STACK_DEPTH) {}
 
-  // Kernel frames (leaf first), then user frames; an unavailable half is left out. Valid
-  // until forget_frames().
+  // Kernel frames (leaf first, without the tracing machinery's: see
+  // sdk::StackMapFrames::kernel()), then user frames; an unavailable half is left out.
+  // Valid until forget_frames().
   const std::vector<loupe_frame>& frames(const ma_stack_key& key);
   // Drops the named stacks once a report is out: a report names only the sites that
   // changed (the final one all of them, once), and the names of every site of every
@@ -45,13 +49,14 @@ class StackFrames {
   void put_user_stack(std::uint32_t tgid, std::int32_t id, const std::vector<std::uint64_t>& addrs);
 
  private:
-  std::vector<std::uint64_t> read(int fd, std::int32_t id) const;
   void append(std::uint32_t pid, loupe_frame_kind kind, std::int32_t id,
               std::vector<loupe_frame>& out) const;
 
   const sdk::Host& host_;
-  int stacks_fd_;
-  int user_stacks_fd_;
+  // Readers of the two maps only: this class keeps its own cache, which forget_frames()
+  // empties, where StackMapFrames keeps every stack for the session.
+  sdk::StackMapFrames kernel_map_;
+  sdk::StackMapFrames user_map_;
   std::mutex mu_;  // collect() and the warm-up thread
   std::map<std::tuple<std::uint32_t, std::int32_t, std::int32_t>, std::vector<loupe_frame>> cache_;
   std::map<std::uint32_t, std::vector<std::uint64_t>> warmed_;  // executable mappings seen

@@ -13,6 +13,7 @@
 
 #include "loupe/sdk/flavour.hpp"
 #include "loupe/sdk/plugin.hpp"
+#include "loupe/sdk/skeleton.hpp"
 #include "loupe/sdk/target_filter.hpp"
 #include "loupe/sdk/unwind.hpp"
 #include "offcpu.h"
@@ -48,10 +49,6 @@ constexpr loupe_config_key kOwnKeys[] = {
 };
 constexpr auto kKeys =
     sdk::concat_keys(kOwnKeys, sdk::kUnwindKeys, sdk::kMechanismKey, sdk::kTargetFilterKeys);
-
-struct SkelDeleter {
-  void operator()(offcpu_bpf* s) const { offcpu_bpf__destroy(s); }
-};
 
 constexpr const char* kHooks[] = {"sched_switch", "sched_waking"};
 
@@ -134,7 +131,7 @@ class OffcpuProfiler : public sdk::Profiler {
 
  private:
   std::unique_ptr<sdk::Host> host_;
-  std::unique_ptr<offcpu_bpf, SkelDeleter> skel_;
+  sdk::Skeleton<offcpu_bpf> skel_;
   std::uint32_t mechanism_ = sdk::kTpBtf;
   bool tables_ = false;
   bpf_program* chosen_[2] = {};

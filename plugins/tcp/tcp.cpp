@@ -15,6 +15,7 @@
 
 #include "loupe/sdk/plugin.hpp"
 #include "loupe/sdk/ring.hpp"
+#include "loupe/sdk/skeleton.hpp"
 #include "loupe/sdk/target_filter.hpp"
 #include "tcp.h"
 #include "tcp.skel.h"
@@ -42,10 +43,6 @@ constexpr loupe_config_key kOwnKeys[] = {
      0, 0, nullptr, 0, 0, kAcceptHooks},
 };
 constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kTargetFilterKeys);
-
-struct SkelDeleter {
-  void operator()(tcp_bpf* s) const { tcp_bpf__destroy(s); }
-};
 
 }  // namespace
 
@@ -195,7 +192,7 @@ class TcpProfiler : public sdk::Profiler {
 
   std::unique_ptr<sdk::Host> host_;
   std::string accept_hook_ = "off";
-  std::unique_ptr<tcp_bpf, SkelDeleter> skel_;
+  sdk::Skeleton<tcp_bpf> skel_;
   std::vector<std::pair<bpf_program*, std::string>> hooks_;
   std::size_t max_peers_ = 1024;
   std::unique_ptr<TcpReporter> reporter_;

@@ -212,6 +212,20 @@ std::vector<Row> rows() {
        {"profile.toml:3:11: error: plugin 'latency'.nesting: \"sometimes\" is not allowed "
         "(expected \"outermost\" or "
         "\"every\")"}},
+      {"label_type_not_a_choice",
+       "[[plugins]]\nname = \"latency\"\n[[plugins.targets]]\nsyscall = \"read\"\nlabel_arg = "
+       "0\nlabel_type = \"str\"\n" +
+           kSinkJsonl,
+       validate,
+       3,
+       {"profile.toml:6:14: error: plugin 'latency'.targets[0].label_type: \"str\" is not allowed "
+        "(expected \"int\" or \"string\")"}},
+      {"mechanism_not_a_choice",
+       "[[plugins]]\nname = \"offcpu\"\nmechanism = \"kprobe\"\n" + kSinkJsonl,
+       validate,
+       3,
+       {"profile.toml:3:13: error: plugin 'offcpu'.mechanism: \"kprobe\" is not allowed (expected "
+        "\"auto\", \"tp_btf\", \"raw_tp\" or \"tracepoint\")"}},
       // A misspelled plugin name does not hide the errors after it: all are reported.
       {"every_error_at_once",
        "[[plugins]]\nname = \"testprfo\"\n" + kTestprof +

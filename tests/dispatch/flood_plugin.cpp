@@ -15,6 +15,7 @@
 #include "flood.h"
 #include "flood.skel.h"
 #include "loupe/sdk.hpp"
+#include "loupe/sdk/skeleton.hpp"
 
 namespace {
 
@@ -60,10 +61,6 @@ constexpr loupe_config_key kKeys[] = {
      .type = LOUPE_CFG_BOOL,
      .default_value = "true",
      .help = "let the core raise the in-kernel sampling divisor"},
-};
-
-struct SkelDeleter {
-  void operator()(flood_bpf* s) const { flood_bpf__destroy(s); }
 };
 
 std::uint64_t mono_ns() {
@@ -178,7 +175,7 @@ class FloodProfiler : public loupe::sdk::Profiler {
   }
 
   std::optional<loupe::sdk::Host> host_;
-  std::unique_ptr<flood_bpf, SkelDeleter> skel_;
+  loupe::sdk::Skeleton<flood_bpf> skel_;
   bool replay_ = false, emit_events_ = false, feedback_ = true;
   std::uint32_t policy_ = LOUPE_BP_DROP_NEWEST;
   std::uint64_t spin_ns_ = 0;

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "loupe/sdk/skeleton.hpp"
 #include "loupe/symbolizer.hpp"
 #include "session/unwind_tables.hpp"
 #include "unwind_probe.h"
@@ -128,8 +129,7 @@ void run(const char* workload, bool frame_pointers) {
   const std::uint32_t pid = static_cast<std::uint32_t>(field(w.line(), "pid"));
   ASSERT_GT(pid, 0u);
 
-  std::unique_ptr<unwind_probe_bpf, void (*)(unwind_probe_bpf*)> skel(unwind_probe_bpf__open(),
-                                                                      unwind_probe_bpf__destroy);
+  loupe::sdk::Skeleton<unwind_probe_bpf> skel(unwind_probe_bpf__open());
   ASSERT_TRUE(skel);
   bpf_map__set_max_entries(skel->maps.loupe_unwind_rows, 1u << 16);
   ASSERT_EQ(unwind_probe_bpf__load(skel.get()), 0) << "the verifier refused unwind.bpf.h";

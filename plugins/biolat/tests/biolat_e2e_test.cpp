@@ -414,6 +414,8 @@ TEST_F(BiolatE2E, BadInputIsRefusedWithTheReason) {
   EXPECT_NE(r.output.find("no such block device"), std::string::npos) << r.output;
   r = run("mechanism = \"kprobe\"\n", data_, 1);
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.output.find("expected auto, tp_btf, raw_tp or tracepoint"), std::string::npos)
+  EXPECT_NE(r.output.find("\"kprobe\" is not allowed (expected \"auto\", \"tp_btf\", \"raw_tp\" or "
+                          "\"tracepoint\")"),
+            std::string::npos)
       << r.output;
 }

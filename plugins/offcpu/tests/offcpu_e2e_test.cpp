@@ -468,7 +468,9 @@ class OffcpuBadInput : public loupe::test::CliRun {};
 TEST_F(OffcpuBadInput, AnUnknownMechanismIsRefusedWithTheChoices) {
   RunResult r = run("[[plugins]]\nname = \"offcpu\"\nmechanism = \"kprobe\"\n", {"true"});
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.output.find("expected auto, tp_btf, raw_tp or tracepoint"), std::string::npos)
+  EXPECT_NE(r.output.find("\"kprobe\" is not allowed (expected \"auto\", \"tp_btf\", \"raw_tp\" or "
+                          "\"tracepoint\")"),
+            std::string::npos)
       << r.output;
 }
 

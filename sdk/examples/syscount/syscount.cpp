@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "loupe/sdk.hpp"
+#include "loupe/sdk/skeleton.hpp"
 #include "loupe/sdk/target_filter.hpp"
 #include "syscall_names.hpp"
 #include "syscount.h"
@@ -42,10 +43,6 @@ constexpr loupe_config_key kOwnKeys[] = {
 };
 // The pid, tid, comm and cgroup filters of loupe/filter.bpf.h, declared by the SDK.
 constexpr auto kKeys = loupe::sdk::concat_keys(kOwnKeys, loupe::sdk::kTargetFilterKeys);
-
-struct SkelDeleter {
-  void operator()(syscount_bpf* s) const { syscount_bpf__destroy(s); }
-};
 
 struct Row {
   syscount_key key;
@@ -155,7 +152,7 @@ class SyscountProfiler : public loupe::sdk::Profiler {
   }
 
   std::optional<loupe::sdk::Host> host_;
-  std::unique_ptr<syscount_bpf, SkelDeleter> skel_;
+  loupe::sdk::Skeleton<syscount_bpf> skel_;
   bool per_process_ = false;
   std::size_t top_ = 20;
 };

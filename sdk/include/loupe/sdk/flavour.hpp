@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <stdexcept>
 #include <string>
 
 #include "loupe/abi/config.h"
@@ -27,14 +28,27 @@ inline constexpr std::uint32_t kRawTp = 1;
 inline constexpr std::uint32_t kTracepoint = 2;
 inline constexpr const char* kFlavourNames[] = {"tp_btf", "raw_tp", "tracepoint"};
 
+inline constexpr const char* kMechanismChoices[] = {"auto", "tp_btf", "raw_tp", "tracepoint",
+                                                    nullptr};
+// The host refuses any other value before setup(), with the profile's file:line:col.
 inline constexpr loupe_config_key kMechanismKey = {
-    "mechanism", LOUPE_CFG_STRING, 0, "\"auto\"",
-    "hook flavour: \"auto\" (tp_btf, else raw_tp, else tracepoint), or force one of them"};
+    "mechanism",
+    LOUPE_CFG_STRING,
+    0,
+    "\"auto\"",
+    "hook flavour: \"auto\" (tp_btf, else raw_tp, else tracepoint), or force one of them",
+    0,
+    0,
+    nullptr,
+    0,
+    0,
+    kMechanismChoices};
 
 // The first flavour the host can attach (or `wanted` when it can), for the tracepoints
-// `category`:`hooks`. Throws sdk::Error: INVALID_ARG for an unknown `wanted`,
+// `category`:`hooks`; `wanted` is the validated value of kMechanismKey. Throws sdk::Error:
 // UNSUPPORTED with every flavour's reason when none works, NOT_FOUND when the classic
-// tracepoint is the choice and one of the events is absent.
+// tracepoint is the choice and one of the events is absent; std::logic_error for a
+// `wanted` outside kMechanismChoices (the schema lets none through).
 inline std::uint32_t choose_flavour(const Host& host, const std::string& wanted,
                                     const std::string& category,
                                     std::initializer_list<const char*> hooks) {
@@ -54,8 +68,7 @@ inline std::uint32_t choose_flavour(const Host& host, const std::string& wanted,
     reasons += std::string(reasons.empty() ? "" : "; ") + feature + ": " + why;
   }
   if (reasons.empty())
-    throw Error(LOUPE_ERR_INVALID_ARG,
-                "mechanism = \"" + wanted + "\": expected auto, tp_btf, raw_tp or tracepoint");
+    throw std::logic_error("choose_flavour: \"" + wanted + "\" is not one of kMechanismChoices");
   throw Error(LOUPE_ERR_UNSUPPORTED,
               "no usable hook for the " + category + " tracepoints (" + reasons + ")");
 }

@@ -21,6 +21,23 @@
 
 namespace loupe::sdk {
 
+// Where a distribution installs libraries, for one neither the target nor loupe maps and
+// the ldconfig cache does not name: this architecture's multiarch directories (Debian),
+// then lib64 (Fedora), then the plain ones.
+inline constexpr const char* kLibraryDirs[] = {
+#if defined(__x86_64__)
+    "/lib/x86_64-linux-gnu",
+    "/usr/lib/x86_64-linux-gnu",
+#elif defined(__aarch64__)
+    "/lib/aarch64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+#endif
+    "/lib64",
+    "/usr/lib64",
+    "/lib",
+    "/usr/lib",
+    "/usr/local/lib"};
+
 // "libc" / "c" / "libc.so" -> "libc.so"; "libc.so.6" stays as it is.
 inline std::string soname_prefix(const std::string& name) {
   std::string n = name.rfind("lib", 0) == 0 ? name : "lib" + name;

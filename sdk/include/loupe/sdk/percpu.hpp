@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace loupe::sdk {
@@ -61,6 +62,14 @@ void for_each_entry(int fd, Fn&& fn) {
     key = next;
     prev = &key;
   }
+}
+
+// for_each_entry's (key, value) pairs in one vector, for code that sorts or joins them.
+template <typename K, typename V>
+std::vector<std::pair<K, V>> map_entries(int fd) {
+  std::vector<std::pair<K, V>> out;
+  for_each_entry<K, V>(fd, [&](const K& k, const V& v) { out.emplace_back(k, v); });
+  return out;
 }
 
 // The same over a per-CPU hash map: `fn(key, values)` with one value per possible CPU.

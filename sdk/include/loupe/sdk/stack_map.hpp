@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -31,11 +32,27 @@ class StackMapFrames {
       : host_(host), fd_(stacks_fd), max_depth_(max_depth) {}
 
   // The user stack `id` of process `tgid`, leaf first; empty when id < 0 or it is gone.
+  // A stack none of whose frames has a name is read again at the next call while its
+  // process lives: it may be code the host has not seen mapped yet (a dlopen, a JIT's
+  // perf map), and naming it once costs one symbolize call.
   const Frames& user(std::uint32_t tgid, std::int32_t id) {
     if (id < 0) return empty_;
     auto [it, inserted] = user_.try_emplace({tgid, id});
-    if (inserted) it->second = symbolized(tgid, LOUPE_FRAME_USER, id);
+    if (inserted || unnamed_.count({tgid, id})) {
+      if (auto ips = addresses(id); !ips.empty() || inserted)
+        it->second = symbolized(tgid, LOUPE_FRAME_USER, ips);
+      remember_unnamed(tgid, id, it->second);
+    }
     return it->second;
+  }
+  // A user stack unwound in user space (unwind = "dwarf"), named now, while its process
+  // lives, and kept under `id`: an id the stack map never hands out.
+  const Frames& put_user(std::uint32_t tgid, std::int32_t id,
+                         const std::vector<std::uint64_t>& ips) {
+    Frames& f = user_[{tgid, id}];
+    f = symbolized(tgid, LOUPE_FRAME_USER, ips);
+    unnamed_.erase({tgid, id});
+    return f;
   }
   // Leading frames of the tracing machinery that took the stack (the BPF program,
   // bpf_trace_run*, perf_trace_*, ...) are left out: they differ by hook flavour and say
@@ -44,7 +61,7 @@ class StackMapFrames {
     if (id < 0) return empty_;
     auto [it, inserted] = kernel_.try_emplace(id);
     if (inserted) {
-      Frames all = symbolized(0, LOUPE_FRAME_KERNEL, id);
+      Frames all = symbolized(0, LOUPE_FRAME_KERNEL, addresses(id));
       std::size_t skip = 0;
       while (skip < all.size() && is_tracing_frame(all[skip].symbol)) ++skip;
       it->second.assign(all.begin() + static_cast<std::ptrdiff_t>(skip), all.end());
@@ -74,12 +91,24 @@ class StackMapFrames {
   std::uint32_t max_depth() const { return max_depth_; }
 
  private:
-  Frames symbolized(std::uint32_t pid, loupe_frame_kind kind, std::int32_t id) const {
-    auto ips = addresses(id);
+  Frames symbolized(std::uint32_t pid, loupe_frame_kind kind,
+                    const std::vector<std::uint64_t>& ips) const {
     Frames out(ips.size());
     if (!ips.empty())
       host_.symbolize(pid, kind, ips.data(), static_cast<std::uint32_t>(ips.size()), out.data());
     return out;
+  }
+
+  void remember_unnamed(std::uint32_t tgid, std::int32_t id, const Frames& f) {
+    bool named = false, gone = false;
+    for (const loupe_frame& fr : f) {
+      named |= fr.symbol != nullptr;
+      gone |= fr.resolution == LOUPE_UNRESOLVED_PROCESS_GONE;
+    }
+    if (named || gone || f.empty())
+      unnamed_.erase({tgid, id});
+    else
+      unnamed_.insert({tgid, id});
   }
 
   Host host_;
@@ -87,6 +116,7 @@ class StackMapFrames {
   std::uint32_t max_depth_;
   std::map<std::pair<std::uint32_t, std::int32_t>, Frames> user_;
   std::map<std::int32_t, Frames> kernel_;
+  std::set<std::pair<std::uint32_t, std::int32_t>> unnamed_;  // user_ keys read again
   const Frames empty_;
 };
 
