@@ -73,11 +73,15 @@ case_plugin_errors() {
   "$LOUPE" describe nosuch 2>/dev/null; expect_rc 4 $? "describe missing"
   "$LOUPE" run 2>/dev/null; expect_rc 2 $? "usage error"
   if [[ $(id -u) -eq 0 ]]; then
-    # A setup error stands alone: no empty report (records 0, no health) before it.
-    printf '[[plugins]]\nname = "offcpu"\nmechanism = "kprobe"\n[[sinks]]\nname = "console"\n' \
+    # A setup error stands alone: no empty report (records 0, no health) before it. The
+    # hook the profile names is one the kernel is made to lack (a value the schema refuses
+    # never reaches setup).
+    printf '[[plugins]]\nname = "offcpu"\nmechanism = "tp_btf"\n[[sinks]]\nname = "console"\n' \
       >"$TMP/setup.toml"
-    "$LOUPE" run "$TMP/setup.toml" -- true >"$TMP/out" 2>&1 && fail "a setup error ran"
-    grep -q 'mechanism = "kprobe": expected auto' "$TMP/out" || fail "error not said: $(cat "$TMP/out")"
+    "$LOUPE" --disable-feature tp_btf run "$TMP/setup.toml" -- true >"$TMP/out" 2>&1 &&
+      fail "a setup error ran"
+    grep -q "offcpu': setup() failed.*tp_btf: disabled by --disable-feature" "$TMP/out" ||
+      fail "error not said: $(cat "$TMP/out")"
     ! grep -qE "records 0|0 records|VERDICT|loupe report" "$TMP/out" || fail "an empty report came with the error: $(cat "$TMP/out")"
   fi
 }

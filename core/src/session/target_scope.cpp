@@ -246,7 +246,8 @@ void TargetScope::report_health(HealthReport& health) const {
     health.symbol_cache(st);
     if (mappings_followed_) health.mapping_records(&st, "");
   }
-  if (!mappings_followed_ && !mappings_error_.empty()) health.mapping_records(nullptr, mappings_error_);
+  if (!mappings_followed_ && !mappings_error_.empty())
+    health.mapping_records(nullptr, mappings_error_);
   if (tree_) {
     auto c = tree_->counters();
     health.process_tree(&c, "");

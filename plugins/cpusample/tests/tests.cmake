@@ -7,13 +7,13 @@ set_target_properties(cpu_spin PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINAR
 
 loupe_cli_e2e_test(cpusample_e2e_test SOURCE ${CMAKE_CURRENT_LIST_DIR}/cpusample_e2e_test.cpp
   DEFINITIONS CPU_SPIN_WORKLOAD="$<TARGET_FILE:cpu_spin>"
-  DEPENDS cpu_spin loupe-cpusample ONE_ENTRY PROPERTIES TIMEOUT 120)
+  DEPENDS cpu_spin loupe-cpusample ONE_ENTRY PROPERTIES TIMEOUT ${LOUPE_KERNEL_TEST_TIMEOUT})
 
 # The session's process tree: forked workers' samples by pid and comm, --no-follow.
 loupe_cli_e2e_test(cpusample_tree_e2e_test
   SOURCE ${CMAKE_CURRENT_LIST_DIR}/cpusample_tree_e2e_test.cpp
-  DEPENDS tree_workload loupe-cpusample PROPERTIES TIMEOUT 120)
+  DEPENDS tree_workload loupe-cpusample PROPERTIES TIMEOUT ${LOUPE_KERNEL_TEST_TIMEOUT})
 # unwind = "dwarf" on Debian's own xz (no frame pointers), against unwind = "fp".
 loupe_cli_e2e_test(cpusample_dwarf_e2e_test SOURCE ${CMAKE_CURRENT_LIST_DIR}/cpusample_dwarf_e2e_test.cpp
   DEFINITIONS CPU_SPIN_WORKLOAD="$<TARGET_FILE:cpu_spin>"
-  DEPENDS cpu_spin loupe-cpusample ONE_ENTRY PROPERTIES TIMEOUT 240)
+  DEPENDS cpu_spin loupe-cpusample ONE_ENTRY PROPERTIES TIMEOUT ${LOUPE_KERNEL_TEST_TIMEOUT})

@@ -5,7 +5,7 @@ set_target_properties(fileio_workload PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAK
 
 loupe_cli_e2e_test(fileio_e2e_test SOURCE ${CMAKE_CURRENT_LIST_DIR}/fileio_e2e_test.cpp
   DEFINITIONS FILEIO_WORKLOAD="$<TARGET_FILE:fileio_workload>"
-  DEPENDS fileio_workload loupe-fileio PROPERTIES TIMEOUT 120)
+  DEPENDS fileio_workload loupe-fileio PROPERTIES TIMEOUT ${LOUPE_KERNEL_TEST_TIMEOUT})
 
 # Slow-event stacks under the default unwind = "tables": a workload without frame pointers
 # whose slow reads and writes come straight from named sites (tests/unwind), and Debian's
@@ -13,4 +13,4 @@ loupe_cli_e2e_test(fileio_e2e_test SOURCE ${CMAKE_CURRENT_LIST_DIR}/fileio_e2e_t
 loupe_cli_e2e_test(fileio_unwind_e2e_test SOURCE ${CMAKE_CURRENT_LIST_DIR}/fileio_unwind_e2e_test.cpp
   DEFINITIONS SLOW_CALLS_WORKLOAD="$<TARGET_FILE:unwind_slow_calls_workload>"
   LOUPE_PROFILES_DIR="${CMAKE_SOURCE_DIR}/profiles"
-  DEPENDS unwind_slow_calls_workload loupe-fileio PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)
+  DEPENDS unwind_slow_calls_workload loupe-fileio PROPERTIES TIMEOUT ${LOUPE_KERNEL_TEST_TIMEOUT} RUN_SERIAL TRUE)

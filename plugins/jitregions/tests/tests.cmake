@@ -12,4 +12,4 @@ set_tests_properties(jitregions_unit_test PROPERTIES LABELS "unit" TIMEOUT 30)
 
 loupe_cli_e2e_test(jitregions_e2e_test SOURCE ${CMAKE_CURRENT_LIST_DIR}/jitregions_e2e_test.cpp
   DEFINITIONS JIT_HOT_LOOP_WORKLOAD="$<TARGET_FILE:jit_hot_loop>"
-  DEPENDS jit_hot_loop loupe-jitregions ONE_ENTRY PROPERTIES TIMEOUT 120)
+  DEPENDS jit_hot_loop loupe-jitregions ONE_ENTRY PROPERTIES TIMEOUT ${LOUPE_KERNEL_TEST_TIMEOUT})

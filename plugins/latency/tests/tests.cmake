@@ -59,4 +59,4 @@ loupe_cli_e2e_test(latency_usdt_fork_e2e_test SOURCE ${_lat_dir}/latency_usdt_fo
 loupe_cli_e2e_test(latency_unwind_e2e_test SOURCE ${_lat_dir}/latency_unwind_e2e_test.cpp
   DEFINITIONS SLOW_CALLS_WORKLOAD="$<TARGET_FILE:unwind_slow_calls_workload>"
   LOUPE_PROFILES_DIR="${CMAKE_SOURCE_DIR}/profiles"
-  DEPENDS unwind_slow_calls_workload loupe-latency PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)
+  DEPENDS unwind_slow_calls_workload loupe-latency PROPERTIES TIMEOUT ${LOUPE_KERNEL_TEST_TIMEOUT} RUN_SERIAL TRUE)

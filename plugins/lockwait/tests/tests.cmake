@@ -30,11 +30,11 @@ loupe_cli_e2e_test(lockwait_e2e_test SOURCE ${_lw_dir}/lockwait_e2e_test.cpp
   DEFINITIONS LOCKWAIT_MUTEX="$<TARGET_FILE:lockwait_mutex>"
               LOCKWAIT_MUTEX_NOFP="$<TARGET_FILE:lockwait_mutex_nofp>"
               LOCKWAIT_KERNEL="$<TARGET_FILE:lockwait_kernel>"
-  DEPENDS lockwait_mutex lockwait_mutex_nofp lockwait_kernel loupe-lockwait PROPERTIES TIMEOUT 120)
+  DEPENDS lockwait_mutex lockwait_mutex_nofp lockwait_kernel loupe-lockwait PROPERTIES TIMEOUT ${LOUPE_KERNEL_TEST_TIMEOUT})
 
 # The session's process tree: forked workers' mutex contention, --no-follow.
 loupe_cli_e2e_test(lockwait_tree_e2e_test SOURCE ${_lw_dir}/lockwait_tree_e2e_test.cpp
-  DEPENDS tree_workload loupe-lockwait PROPERTIES TIMEOUT 120)
+  DEPENDS tree_workload loupe-lockwait PROPERTIES TIMEOUT ${LOUPE_KERNEL_TEST_TIMEOUT})
 
 # The default unwind = "tables" on tests/unwind's direct_alloc_lock (pthread_mutex_lock and
 # unlock called straight from lock_site and release_site), with and without frame pointers.
@@ -42,4 +42,4 @@ loupe_cli_e2e_test(lockwait_unwind_e2e_test SOURCE ${_lw_dir}/lockwait_unwind_e2
   DEFINITIONS UNWIND_ALLOC_LOCK_NOFP="$<TARGET_FILE:unwind_direct_alloc_lock_nofp>"
               UNWIND_ALLOC_LOCK_FP="$<TARGET_FILE:unwind_direct_alloc_lock_fp>"
   DEPENDS unwind_direct_alloc_lock_nofp unwind_direct_alloc_lock_fp loupe-lockwait
-  PROPERTIES TIMEOUT 300)
+  PROPERTIES TIMEOUT ${LOUPE_KERNEL_TEST_TIMEOUT})

@@ -27,4 +27,4 @@ loupe_cli_e2e_test(memalloc_unwind_e2e_test SOURCE ${_ma_dir}/memalloc_unwind_e2
   DEFINITIONS UNWIND_ALLOC_LOCK_NOFP="$<TARGET_FILE:unwind_direct_alloc_lock_nofp>"
               UNWIND_ALLOC_LOCK_FP="$<TARGET_FILE:unwind_direct_alloc_lock_fp>"
   DEPENDS unwind_direct_alloc_lock_nofp unwind_direct_alloc_lock_fp loupe-memalloc
-  PROPERTIES TIMEOUT 300)
+  PROPERTIES TIMEOUT ${LOUPE_KERNEL_TEST_TIMEOUT})

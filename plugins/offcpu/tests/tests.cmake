@@ -10,7 +10,7 @@ set_target_properties(offcpu_workload PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAK
 
 loupe_cli_e2e_test(offcpu_e2e_test SOURCE ${CMAKE_CURRENT_LIST_DIR}/offcpu_e2e_test.cpp
   DEFINITIONS OFFCPU_WORKLOAD="$<TARGET_FILE:offcpu_workload>"
-  DEPENDS offcpu_workload loupe-offcpu PROPERTIES TIMEOUT 180 RUN_SERIAL TRUE)
+  DEPENDS offcpu_workload loupe-offcpu PROPERTIES TIMEOUT ${LOUPE_KERNEL_TEST_TIMEOUT} RUN_SERIAL TRUE)
 
 # unwind = "tables" on tests/unwind's direct_workload, with and without frame pointers.
 loupe_cli_e2e_test(offcpu_unwind_e2e_test
@@ -18,4 +18,4 @@ loupe_cli_e2e_test(offcpu_unwind_e2e_test
   DEFINITIONS UNWIND_WORKLOAD_NOFP="$<TARGET_FILE:unwind_direct_workload_nofp>"
               UNWIND_WORKLOAD_FP="$<TARGET_FILE:unwind_direct_workload_fp>"
   DEPENDS unwind_direct_workload_nofp unwind_direct_workload_fp loupe-offcpu
-  PROPERTIES TIMEOUT 180 RUN_SERIAL TRUE)
+  PROPERTIES TIMEOUT ${LOUPE_KERNEL_TEST_TIMEOUT} RUN_SERIAL TRUE)

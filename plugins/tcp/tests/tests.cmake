@@ -6,7 +6,7 @@ set_target_properties(tcp_workload PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_B
 
 loupe_cli_e2e_test(tcp_e2e_test SOURCE ${CMAKE_CURRENT_LIST_DIR}/tcp_e2e_test.cpp
   DEFINITIONS TCP_WORKLOAD="$<TARGET_FILE:tcp_workload>"
-  DEPENDS tcp_workload loupe-tcp PROPERTIES TIMEOUT 120)
+  DEPENDS tcp_workload loupe-tcp PROPERTIES TIMEOUT ${LOUPE_KERNEL_TEST_TIMEOUT})
 
 # Pre-fork servers: connections accepted by a listener and served by forked children or by
 # workers the fd was passed to; and a connection table set tiny against many open at once.
@@ -15,4 +15,4 @@ set_target_properties(tcp_server_workload PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${
 
 loupe_cli_e2e_test(tcp_server_e2e_test SOURCE ${CMAKE_CURRENT_LIST_DIR}/tcp_server_e2e_test.cpp
   DEFINITIONS TCP_SERVER_WORKLOAD="$<TARGET_FILE:tcp_server_workload>"
-  DEPENDS tcp_server_workload loupe-tcp PROPERTIES TIMEOUT 300)
+  DEPENDS tcp_server_workload loupe-tcp PROPERTIES TIMEOUT ${LOUPE_KERNEL_TEST_TIMEOUT})

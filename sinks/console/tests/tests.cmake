@@ -17,7 +17,7 @@ if(TARGET loupe-latency)
 loupe_cli_e2e_test(console_report_e2e_test
   SOURCE ${CMAKE_CURRENT_LIST_DIR}/console_report_e2e_test.cpp
   DEPENDS loupe-console loupe-latency
-  DEFINITIONS LOUPE_PROFILES_DIR="${CMAKE_SOURCE_DIR}/profiles" PROPERTIES TIMEOUT 120)
+  DEFINITIONS LOUPE_PROFILES_DIR="${CMAKE_SOURCE_DIR}/profiles" PROPERTIES TIMEOUT ${LOUPE_KERNEL_TEST_TIMEOUT})
 endif()
 
 # Every bundled profile's report on a short command of Debian's binaries fits 120 columns;
@@ -38,5 +38,5 @@ loupe_cli_e2e_test(console_width_e2e_test
   SOURCE ${CMAKE_CURRENT_LIST_DIR}/console_width_e2e_test.cpp
   LABEL report
   DEPENDS ${_console_width_plugins}
-  DEFINITIONS LOUPE_PROFILES_DIR="${CMAKE_SOURCE_DIR}/profiles" PROPERTIES TIMEOUT 300)
+  DEFINITIONS LOUPE_PROFILES_DIR="${CMAKE_SOURCE_DIR}/profiles" PROPERTIES TIMEOUT ${LOUPE_KERNEL_TEST_TIMEOUT})
 endif()

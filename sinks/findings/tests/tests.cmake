@@ -3,4 +3,4 @@
 loupe_cli_e2e_test(findings_e2e_test SOURCE ${CMAKE_CURRENT_LIST_DIR}/findings_e2e_test.cpp
   DEFINITIONS OFFCPU_WORKLOAD="$<TARGET_FILE:offcpu_workload>"
   DEPENDS offcpu_workload loupe-findings loupe-cpusample loupe-offcpu loupe-latency
-  PROPERTIES TIMEOUT 120)
+  PROPERTIES TIMEOUT ${LOUPE_KERNEL_TEST_TIMEOUT})

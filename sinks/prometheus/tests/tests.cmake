@@ -29,7 +29,7 @@ endif()
 if(TARGET loupe-latency AND TARGET loupe-prometheus)
 loupe_cli_e2e_test(prometheus_native_e2e_test
   SOURCE ${CMAKE_CURRENT_LIST_DIR}/prometheus_native_e2e_test.cpp
-  DEPENDS loupe-prometheus loupe-latency PROPERTIES RUN_SERIAL TRUE TIMEOUT 90)
+  DEPENDS loupe-prometheus loupe-latency PROPERTIES RUN_SERIAL TRUE TIMEOUT ${LOUPE_KERNEL_TEST_TIMEOUT})
 target_link_libraries(prometheus_native_e2e_test PRIVATE PkgConfig::HTTPLIB Threads::Threads)
 endif()
 
@@ -39,6 +39,6 @@ endif()
 if(TARGET loupe-latency AND TARGET loupe-prometheus AND TARGET loupe-syscount)
 loupe_cli_e2e_test(prometheus_cumulative_e2e_test
   SOURCE ${CMAKE_CURRENT_LIST_DIR}/prometheus_cumulative_e2e_test.cpp
-  DEPENDS loupe-prometheus loupe-latency loupe-syscount PROPERTIES RUN_SERIAL TRUE TIMEOUT 120)
+  DEPENDS loupe-prometheus loupe-latency loupe-syscount PROPERTIES RUN_SERIAL TRUE TIMEOUT ${LOUPE_KERNEL_TEST_TIMEOUT})
 target_link_libraries(prometheus_cumulative_e2e_test PRIVATE PkgConfig::HTTPLIB Threads::Threads)
 endif()
