@@ -129,20 +129,22 @@ name = "jsonl"
 TOML
   "$LOUPE" run "$TMP/p.toml" >/dev/null 2>&1 &
   pid=$!
-  sleep 1.5
-  [[ "$(our_progs)" != "$before" ]] || fail "no program loaded while running"
+  # Until its programs are loaded (a fixed sleep was too short on a busy emulated guest).
+  for _ in $(seq 600); do [[ "$(our_progs)" != "$before" ]] && break; sleep 0.1; done
+  [[ "$(our_progs)" != "$before" ]] || fail "no program loaded within 60 s of the start"
   kill -INT $pid
   start=$(date +%s%N)
   wait $pid; rc=$?
   took=$(( ($(date +%s%N) - start) / 1000000 ))
   expect_rc 130 $rc "SIGINT"
-  (( took < 5000 )) || fail "SIGINT took ${took} ms"
+  # The bound docs/reliability.md states for a signal (drain_timeout is 2 s of it).
+  (( took < 15000 )) || fail "SIGINT took ${took} ms"
   grep -q '"kind":"metric"' "$TMP/out/records.jsonl" || fail "interrupted run must still write its report"
   [[ "$(our_progs)" == "$before" ]] || fail "programs left after SIGINT: $(our_progs)"
   # SIGKILL: nothing is pinned, so the kernel frees everything with our fds.
   "$LOUPE" run "$TMP/p.toml" >/dev/null 2>&1 &
   pid=$!
-  sleep 1.5
+  for _ in $(seq 600); do [[ "$(our_progs)" != "$before" ]] && break; sleep 0.1; done
   kill -KILL $pid; wait $pid 2>/dev/null
   for _ in $(seq 50); do [[ "$(our_progs)" == "$before" ]] && break; sleep 0.1; done
   [[ "$(our_progs)" == "$before" ]] || fail "programs left after SIGKILL: $(our_progs)"

@@ -22,24 +22,11 @@
 #include <string>
 #include <vector>
 
+#include "loupe/exit_code.hpp"
 #include "loupe/features.hpp"
 #include "loupe/program_stats.hpp"
 
 namespace loupe {
-
-// Documented in docs/cli.md; the CLI returns these.
-enum class ExitCode : int {
-  kOk = 0,
-  kRuntime = 1,        // a plugin or sink failed during the run; internal errors
-  kUsage = 2,          // bad command line
-  kProfile = 3,        // profile syntax or schema error (file:line:col printed)
-  kPlugin = 4,         // plugin not found, not a plugin, wrong ABI, duplicate name
-  kKernel = 5,         // the kernel refused: missing feature, attach target, verifier
-  kPrivilege = 6,      // missing capabilities (named)
-  kTarget = 7,         // the command to profile could not be started; no process has the pid
-  kDiffChanged = 8,    // loupe diff: something shifted between the two runs
-  kInterrupted = 130,  // SIGINT/SIGTERM ended the session early (report still written)
-};
 
 struct SessionOptions {
   std::string profile_path;  // a TOML file, or:

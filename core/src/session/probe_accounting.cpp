@@ -23,12 +23,13 @@ void ProbeAccounting::start(std::uint64_t mono_ns, std::uint64_t wall_ns) {
   if (reporter_) reporter_->start(mono_ns, wall_ns);
 }
 
-void ProbeAccounting::snapshot(const LinkSet& links, SessionResult& result) {
+void ProbeAccounting::snapshot(const LinkSet& links) {
   final_ = links.program_stats();
-  if (!reporter_) return;
   final_ns_ = clock_ns(LOUPE_CLOCK_MONOTONIC);
-  result.probe_stats = final_;
-  result.probes_attached_s = static_cast<double>(final_ns_ - reporter_->start_ns()) / 1e9;
+}
+
+double ProbeAccounting::attached_s() const {
+  return reporter_ ? static_cast<double>(final_ns_ - reporter_->start_ns()) / 1e9 : 0;
 }
 
 void ProbeAccounting::report(const LinkSet& links, bool is_final) {

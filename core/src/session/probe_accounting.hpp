@@ -14,7 +14,6 @@
 
 #include "kernel/bpf_lifecycle.hpp"
 #include "kernel/probe_stats.hpp"
-#include "loupe/session.hpp"
 #include "session/probe_stats_reporter.hpp"
 
 namespace loupe {
@@ -29,9 +28,12 @@ class ProbeAccounting {
   void enable();
   // Every probe is attached: windows count from here.
   void start(std::uint64_t mono_ns, std::uint64_t wall_ns);
-  // Just before the detach closes the programs: their last counts, kept for the final
-  // report and, with statistics, in `result`.
-  void snapshot(const LinkSet& links, SessionResult& result);
+  // Just before the detach closes the programs: their last counts, for the final report.
+  void snapshot(const LinkSet& links);
+  // With statistics: the last counts and how long the probes were attached (seconds).
+  bool counting() const { return reporter_ != nullptr; }
+  const std::vector<ProgramStats>& final_stats() const { return final_; }
+  double attached_s() const;
   void report(const LinkSet& links, bool is_final);
   const std::string& error() const { return error_; }
 

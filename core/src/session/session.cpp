@@ -345,7 +345,11 @@ Status Session::Impl::shutdown() {
   const auto deadline = Clock::now() + seconds(drain_s);
   // Read before the detach closes the programs: with --stats every count, without them
   // still each program's recursion misses (events the kernel skipped, always counted).
-  probes_.snapshot(links_, result_);
+  probes_.snapshot(links_);
+  if (probes_.counting()) {
+    result_.probe_stats = probes_.final_stats();
+    result_.probes_attached_s = probes_.attached_s();
+  }
   links_.detach_all();  // nothing new enters the rings from here on
   plugins_.stop_profilers(clock_ns(LOUPE_CLOCK_MONOTONIC) +
                           static_cast<std::uint64_t>(drain_s * 1e9));

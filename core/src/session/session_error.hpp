@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "loupe/session.hpp"
+#include "loupe/exit_code.hpp"
 #include "util/result.hpp"
 
 namespace loupe {
