@@ -254,8 +254,17 @@ TEST_F(DispatchFlood, ReplayOfACaptureReproducesTheRecords) {
   auto ea = events(a), eb = events(b);
   auto va = final_values(a), vb = final_values(b);
   ASSERT_GT(ea.size(), 0u);
-  EXPECT_EQ(ea, eb) << "the same records, in the same order";
-  EXPECT_EQ(va["flood_decoded"], vb["flood_decoded"]);
+  // The capture holds every record read from the ring, before the decode queue: a live run
+  // that dropped some there (counted; seen on a loaded guest) replays them all, and
+  // otherwise the same records in the same order.
+  const auto dropped = static_cast<std::size_t>(va["ring_dropped_queue"]);
+  EXPECT_EQ(eb.size(), ea.size() + dropped);
+  std::size_t in_order = 0;  // the live run's records found, in order, among the replay's
+  for (const auto& e : eb)
+    if (in_order < ea.size() && e == ea[in_order]) ++in_order;
+  EXPECT_EQ(in_order, ea.size());
+  if (dropped == 0) EXPECT_EQ(ea, eb) << "the same records, in the same order";
+  EXPECT_EQ(va["flood_decoded"] + va["ring_dropped_queue"], vb["flood_decoded"]);
   EXPECT_EQ(va["ring_received"], vb["ring_received"]);
   EXPECT_EQ(va["ring_malformed"], vb["ring_malformed"]);
   EXPECT_GT(vb["ring_malformed"], 0);

@@ -129,8 +129,8 @@ TEST_F(PrometheusCumulativeE2E, RateAndQuantilesOverIntervalReportsSeeNoCounterR
       prev_top = up - 1;
     }
     ASSERT_GT(upper, 0u) << h.dump();
-    std::printf("  p%g: Prometheus %.3g s, loupe %.3g s in (%.3g, %.3g] (max %.3g s)\n",
-                q * 100, got, v / 1e9, below / 1e9, (upper - 1) / 1e9, max_s);
+    std::printf("  p%g: Prometheus %.3g s, loupe %.3g s in (%.3g, %.3g] (max %.3g s)\n", q * 100,
+                got, v / 1e9, below / 1e9, (upper - 1) / 1e9, max_s);
     EXPECT_GT(got * 1e9, static_cast<double>(below) * (1 - 1e-9));
     EXPECT_LE(got * 1e9, static_cast<double>(upper - 1) * (1 + 1e-9));
     EXPECT_LE(got, 2 * max_s);
