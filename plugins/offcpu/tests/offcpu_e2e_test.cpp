@@ -297,14 +297,15 @@ TEST_P(OffcpuMechanisms, TimeStillOffTheCpuAtTheEndIsReportedInFlightUpToTheStop
   RunResult r = run_offcpu("",
                            {"sh", "-c",
                             "'sleep 0.2 & echo first_pid=$!; wait; echo start_ns=$(date +%s%N); "
-                            "sleep 4 >/dev/null 2>&1 & wait'"},
-                           "--duration 2");
+                            "sleep 8 >/dev/null 2>&1 & wait'"},
+                           "--duration 4");
   if (unavailable_) GTEST_SKIP() << GetParam() << " is not available here: " << r.output;
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string first =
       std::to_string(static_cast<long>(workload_figure(r.output, "first_pid")));
   const double start = workload_figure(r.output, "start_ns");
-  // (An emulated kernel takes a good part of a second to start the shell and its children.)
+  // (An emulated kernel takes a good part of a second to start the shell and its children,
+  // and over two seconds beside two CPU hogs: hence a 4 s session.)
   ASSERT_GT(start, 0) << "the session ended before the second child started: " << r.output;
   double in_flight = 0, window_end = 0;
   for (const json* rec : r.all("stack", "offcpu_in_flight")) {
@@ -315,7 +316,7 @@ TEST_P(OffcpuMechanisms, TimeStillOffTheCpuAtTheEndIsReportedInFlightUpToTheStop
     }
   }
   std::printf(
-      "  [%s] sleep 4 under a 2 s session: %.1f ms in flight at the end, %.1f ms "
+      "  [%s] sleep 8 under a 4 s session: %.1f ms in flight at the end, %.1f ms "
       "from its start to the stop\n",
       GetParam(), in_flight / 1e6, (window_end - start) / 1e6);
   ASSERT_GT(window_end, start) << "no in-flight sleep: " << r.output;
