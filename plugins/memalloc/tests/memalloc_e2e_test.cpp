@@ -164,7 +164,21 @@ TEST_F(MemallocE2E, OldLiveAllocationsAreAFindingAndYoungOnesAreNot) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::vector<json> found;
   for (const auto& rec : r.records)
-    if (rec["kind"] == "finding" && rec["name"] == "old_allocations") found.push_back(rec);
+    if (rec["kind"] == "finding" && rec["name"] == "old_allocations") {
+      // The young site is young unless the session ended 700 ms or more after its first
+      // allocation (a loaded machine can take that long to notice the exit): then it is
+      // rightly a finding too, and the old one is still the subject.
+      const auto at = r.output.find("young_start_ns=");
+      ASSERT_NE(at, std::string::npos) << r.output;
+      const double young_start = std::stod(r.output.substr(at + 15));
+      const double end = rec["window"]["end_ns"].get<double>();
+      if (rec["finding"]["evidence"]["site"] == "ma_young_leak" && end - young_start >= 700e6) {
+        std::printf("  the young site was %.0f ms old at the end: a finding too\n",
+                    (end - young_start) / 1e6);
+        continue;
+      }
+      found.push_back(rec);
+    }
   ASSERT_EQ(found.size(), 1u) << r.output;
   const json& f = found[0]["finding"];
   const json& ev = f["evidence"];

@@ -22,6 +22,7 @@
 //     50 x malloc(512) never freed in ma_thread_leak
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -134,6 +135,12 @@ int main(int argc, char** argv) {
 
     ma_leak_4k(1000);
     nanosleep(&ts, NULL);
+    /* When the young allocations began (CLOCK_REALTIME, as loupe's windows): on a loaded
+     * machine the session may end long after the exit, and then they are old too. */
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    printf("young_start_ns=%lld\n", (long long)now.tv_sec * 1000000000LL + now.tv_nsec);
+    fflush(stdout);
     ma_young_leak(1000);
     return 0;
   }
