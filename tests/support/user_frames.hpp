@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -71,6 +72,25 @@ inline double final_metric(const std::vector<nlohmann::json>& records, const std
         r.value("is_final", false))
       return r["metric"].value("value", 0.0);
   return 0;
+}
+
+// Every user stack the in-kernel unwinder cut and said why (sdk::emit_unwind_health): walked
+// by frame pointers from a frame no table covered, stopped at a frame it does not follow,
+// at a signal trampoline, at an unreadable or impossible frame, or at its depth bound.
+inline double counted_cut_stacks(const std::vector<nlohmann::json>& records) {
+  double n = final_metric(records, "unwind_fp_only_stacks");
+  for (const auto& r : records) {
+    if (r.value("kind", "") != "health" || r.value("name", "") != "stacks" ||
+        !r.value("is_final", false))
+      continue;
+    const std::string c = r["health"].value("component", "");
+    for (const char* why : {"/unwind_depth_bound", "/unwind_unsupported", "/unwind_signal_frames",
+                            "/unwind_read_failed", "/unwind_bad_frame"})
+      if (c.size() > std::strlen(why) &&
+          c.compare(c.size() - std::strlen(why), std::string::npos, why) == 0)
+        n += r["health"].value("value", 0.0);
+  }
+  return n;
 }
 
 // What tests/unwind/slow_calls_workload counted, by "site.function": its slow calls, and
