@@ -33,10 +33,10 @@ void size_self_unwind_maps(Skel* s, std::uint32_t rows = 262144, std::uint32_t s
 template <typename Skel>
 std::unique_ptr<loupe::UnwindTables> load_self_unwind_tables(Skel* s) {
   auto t = std::make_unique<loupe::UnwindTables>();
-  std::string err;
-  if (!t->attach(bpf_map__fd(s->maps.loupe_unwind_rows), bpf_map__fd(s->maps.loupe_unwind_procs),
-                 &err))
-    throw std::runtime_error("unwind tables: " + err);
+  if (auto st = t->attach(bpf_map__fd(s->maps.loupe_unwind_rows),
+                          bpf_map__fd(s->maps.loupe_unwind_procs));
+      !st)
+    throw std::runtime_error("unwind tables: " + st.error());
   t->track(static_cast<std::uint32_t>(getpid()));
   t->refresh();
   if (t->counters().processes != 1) throw std::runtime_error("unwind tables: none written");

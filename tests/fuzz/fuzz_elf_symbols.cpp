@@ -13,14 +13,14 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   FuzzFile file(data, size);
-  std::string error;
   // A debug root that does not exist: the fuzzed build-id must not lead to reading
   // anything of the real system's /usr/lib/debug.
-  auto table = loupe::ElfSymbolTable::load(file.fd(), "/nonexistent-loupe-fuzz", &error);
-  if (!table) {
-    if (error.empty()) __builtin_trap();  // a refusal says why
+  auto loaded = loupe::ElfSymbolTable::load(file.fd(), "/nonexistent-loupe-fuzz");
+  if (!loaded) {
+    if (loaded.error().empty()) __builtin_trap();  // a refusal says why
     return 0;
   }
+  const auto& table = loaded.value();
   std::uint64_t probes[6] = {0, 0x1000, 0x401000, UINT64_MAX};
   if (size >= 0x30) std::memcpy(&probes[4], data + 0x18, 16);  // e_entry and e_phoff
   for (std::uint64_t addr : probes) {

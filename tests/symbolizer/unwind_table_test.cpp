@@ -117,9 +117,8 @@ Agreement check_against_libdw(const std::string& path, const UnwindTable& t, std
 void check_file(const std::string& path) {
   if (::access(path.c_str(), R_OK) != 0) GTEST_SKIP() << path << " is not installed";
   UnwindTable t;
-  std::string err;
   const auto t0 = std::chrono::steady_clock::now();
-  ASSERT_TRUE(loupe::build_unwind_table(path, &t, &err)) << err;
+  ASSERT_TRUE(loupe::build_unwind_table(path, &t)) << path;
   const auto ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_GT(t.rows.size(), 100u) << path;
@@ -154,8 +153,8 @@ TEST(UnwindTable, Python3RowsAgreeWithLibdw) {
 
 TEST(UnwindTable, PltStubsGetThePltRule) {
   UnwindTable t;
-  std::string err;
-  ASSERT_TRUE(loupe::build_unwind_table("/lib/x86_64-linux-gnu/libc.so.6", &t, &err)) << err;
+  ASSERT_TRUE(loupe::build_unwind_table("/lib/x86_64-linux-gnu/libc.so.6", &t))
+      << "/lib/x86_64-linux-gnu/libc.so.6";
   EXPECT_GT(t.stats.plt, 0u);
   bool found = false;
   for (const auto& r : t.rows)
@@ -173,8 +172,7 @@ TEST(UnwindTable, VforkKeepsItsReturnAddressInRdi) {
   // is rdi, which a blocked vfork parent's saved registers hold.
   const std::string libc = "/lib/x86_64-linux-gnu/libc.so.6";
   UnwindTable t;
-  std::string err;
-  ASSERT_TRUE(loupe::build_unwind_table(libc, &t, &err)) << err;
+  ASSERT_TRUE(loupe::build_unwind_table(libc, &t)) << libc;
   Elf* elf = nullptr;
   int fd = ::open(libc.c_str(), O_RDONLY);
   ASSERT_GE(fd, 0);
@@ -209,10 +207,10 @@ TEST(UnwindTable, VforkKeepsItsReturnAddressInRdi) {
 
 TEST(UnwindTable, AFileWithoutEhFrameIsAnError) {
   UnwindTable t;
-  std::string err;
-  EXPECT_FALSE(loupe::build_unwind_table("/etc/passwd", &t, &err));
-  EXPECT_FALSE(err.empty());
-  EXPECT_FALSE(loupe::build_unwind_table("/nonexistent", &t, &err));
+  const loupe::Status text = loupe::build_unwind_table("/etc/passwd", &t);
+  EXPECT_FALSE(text);
+  EXPECT_NE(text.error().find("/etc/passwd: not an ELF file"), std::string::npos) << text.error();
+  EXPECT_FALSE(loupe::build_unwind_table("/nonexistent", &t));
 }
 
 // The kernel's row lookup (loupe_unwind_row_index): the rows between the page index's
@@ -240,8 +238,7 @@ const loupe_unwind_row* page_lookup(const std::vector<loupe_unwind_row>& rows,
 
 void check_page_index(const std::string& file) {
   UnwindTable t;
-  std::string err;
-  ASSERT_TRUE(loupe::build_unwind_table(file, &t, &err)) << err;
+  ASSERT_TRUE(loupe::build_unwind_table(file, &t)) << file;
   std::uint32_t base = 0;
   const auto index = loupe::unwind_page_index(t.rows, &base);
   ASSERT_FALSE(index.empty());
@@ -323,8 +320,8 @@ TEST(UnwindTable, TheKernelsWalkMatchesLibdwflOnAStackWithoutFramePointers) {
   ASSERT_NE(unwind_chain_level3(capture.get(), 5), -1);
   loupe::UnwindTableStore store;
   loupe_unwind_proc proc{};
-  std::string err;
-  ASSERT_TRUE(store.load_process(static_cast<std::uint32_t>(getpid()), &proc, &err)) << err;
+  const loupe::Status loaded = store.load_process(static_cast<std::uint32_t>(getpid()), &proc);
+  ASSERT_TRUE(loaded) << loaded.error();
   ASSERT_GT(proc.count, 1u);  // this test's executable and libc at least
 
   auto ours = table_walk(store, proc, *capture);

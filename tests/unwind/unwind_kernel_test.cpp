@@ -137,10 +137,9 @@ void run(const char* workload, bool frame_pointers) {
 
   // What the session does for a plugin that asked for tables (unwind_tables_attach).
   loupe::UnwindTables tables;
-  std::string err;
-  ASSERT_TRUE(tables.attach(bpf_map__fd(skel->maps.loupe_unwind_rows),
-                            bpf_map__fd(skel->maps.loupe_unwind_procs), &err))
-      << err;
+  const loupe::Status attached = tables.attach(bpf_map__fd(skel->maps.loupe_unwind_rows),
+                                               bpf_map__fd(skel->maps.loupe_unwind_procs));
+  ASSERT_TRUE(attached) << attached.error();
   tables.track(pid);
   // Refreshed as the session does at each tick until the workload and libc both have
   // tables: each refresh builds within a time budget, and on a loaded machine libc's

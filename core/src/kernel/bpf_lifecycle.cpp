@@ -51,7 +51,7 @@ void install_libbpf_logging() {
   std::call_once(once, [] { libbpf_set_print(libbpf_print); });
 }
 
-std::string load_with_verifier_log(bpf_object* obj, std::size_t tail_lines) {
+Status load_with_verifier_log(bpf_object* obj, std::size_t tail_lines) {
   install_libbpf_logging();
   constexpr std::size_t kLogSize = 1 << 20;
   struct Buf {
@@ -81,7 +81,8 @@ std::string load_with_verifier_log(bpf_object* obj, std::size_t tail_lines) {
     if (report.empty()) report = fmt::format("bpf_object__load failed: {}", std::strerror(-err));
   }
   for (auto& b : bufs) bpf_program__set_log_buf(b.prog, nullptr, 0);
-  return report;
+  if (report.empty()) return {};
+  return make_error(std::move(report));
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernel/probe_stats.hpp"
+#include "util/result.hpp"
 
 struct bpf_object;
 struct bpf_program;
@@ -16,9 +17,8 @@ struct bpf_link;
 
 namespace loupe {
 
-// Loads `obj`; on failure returns the failing program's name and the useful tail of its
-// verifier log (empty string on success).
-std::string load_with_verifier_log(bpf_object* obj, std::size_t tail_lines = 25);
+// Loads `obj`; the error names the failing program with the useful tail of its verifier log.
+Status load_with_verifier_log(bpf_object* obj, std::size_t tail_lines = 25);
 
 // Routes libbpf's own messages into spdlog once per process.
 void install_libbpf_logging();

@@ -100,8 +100,8 @@ Result<std::unique_ptr<ProcessTree>> ProcessTree::start(FeatureSet& features, co
   t->mechanism_ = chosen->feature;
   t->max_processes_ = opts.max_processes ? opts.max_processes : 1;
   bpf_map__set_max_entries(s->maps.loupe_tree, t->max_processes_);
-  std::string err = load_with_verifier_log(s->obj);
-  if (!err.empty()) return make_error(fmt::format("loading the process-tree object: {}", err));
+  if (Status loaded = load_with_verifier_log(s->obj); !loaded)
+    return make_error(fmt::format("loading the process-tree object: {}", loaded.error()));
   for (bpf_program* p : {chosen->fork, chosen->exit}) {
     bpf_link* link = bpf_program__attach(p);
     if (!link)

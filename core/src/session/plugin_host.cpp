@@ -71,10 +71,10 @@ int refuse_in_replay(const char* what) {
 int svc_bpf_load(loupe_host* h, bpf_object* obj) {
   if (h->ctx.replay) return refuse_in_replay("bpf_load");
   if (!obj) return fail(LOUPE_ERR_INVALID_ARG, "bpf_load: NULL object");
-  std::string report = load_with_verifier_log(obj);
-  if (report.empty()) return LOUPE_OK;
-  spdlog::error("[{}] {}", h->instance, report);
-  return fail(LOUPE_ERR_KERNEL, report);
+  const Status loaded = load_with_verifier_log(obj);
+  if (loaded) return LOUPE_OK;
+  spdlog::error("[{}] {}", h->instance, loaded.error());
+  return fail(LOUPE_ERR_KERNEL, loaded.error());
 }
 
 int svc_bpf_attach(loupe_host* h, bpf_program* prog, const char* probe) {
@@ -164,18 +164,16 @@ int svc_unwind_user(loupe_host* h, std::uint32_t pid, const loupe_user_regs* reg
 int svc_unwind_tables_attach(loupe_host* h, int rows_fd, int procs_fd) {
   if (h->ctx.replay || !h->ctx.unwind_tables)
     return fail(LOUPE_ERR_UNSUPPORTED, "unwind_tables_attach: no unwind tables in this session");
-  std::string err;
-  if (!h->ctx.unwind_tables->attach(rows_fd, procs_fd, &err))
-    return fail(LOUPE_ERR_INVALID_ARG, err);
+  if (Status st = h->ctx.unwind_tables->attach(rows_fd, procs_fd); !st)
+    return fail(LOUPE_ERR_INVALID_ARG, st.error());
   return LOUPE_OK;
 }
 
 int svc_unwind_files_attach(loupe_host* h, int procs_fd, int files_fd) {
   if (h->ctx.replay || !h->ctx.unwind_tables)
     return fail(LOUPE_ERR_UNSUPPORTED, "unwind_files_attach: no unwind tables in this session");
-  std::string err;
-  if (!h->ctx.unwind_tables->attach_files(procs_fd, files_fd, &err))
-    return fail(LOUPE_ERR_INVALID_ARG, err);
+  if (Status st = h->ctx.unwind_tables->attach_files(procs_fd, files_fd); !st)
+    return fail(LOUPE_ERR_INVALID_ARG, st.error());
   return LOUPE_OK;
 }
 

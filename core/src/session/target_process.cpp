@@ -54,12 +54,10 @@ TargetProcess::~TargetProcess() {
   if (pid_ > 0 && !status_) terminate(std::chrono::milliseconds(500));
 }
 
-bool TargetProcess::release(std::string* error) {
+Status TargetProcess::release() {
   char c = 'g';
-  if (write(go_fd_, &c, 1) != 1) {
-    if (error) *error = fmt::format("cannot release the target: {}", std::strerror(errno));
-    return false;
-  }
+  if (write(go_fd_, &c, 1) != 1)
+    return make_error(fmt::format("cannot release the target: {}", std::strerror(errno)));
   close(go_fd_);
   go_fd_ = -1;
   int err = 0;
@@ -70,11 +68,10 @@ bool TargetProcess::release(std::string* error) {
   close(exec_fd_);
   exec_fd_ = -1;
   if (n == sizeof(err)) {
-    if (error) *error = std::strerror(err);
     poll_exit();
-    return false;
+    return make_error(std::strerror(err));
   }
-  return true;
+  return {};
 }
 
 std::optional<int> TargetProcess::poll_exit() {

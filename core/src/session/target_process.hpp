@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "util/result.hpp"
+
 namespace loupe {
 
 class TargetProcess {
@@ -23,8 +25,8 @@ class TargetProcess {
   TargetProcess& operator=(const TargetProcess&) = delete;
 
   pid_t pid() const { return pid_; }
-  // Lets the child exec. Returns false with `error` when exec failed (reported by the child).
-  bool release(std::string* error);
+  // Lets the child exec; the error says why exec failed (reported by the child).
+  Status release();
   // Non-blocking: the exit status once the child has exited.
   std::optional<int> poll_exit();
   // SIGTERM, then SIGKILL after `grace`; reaps.

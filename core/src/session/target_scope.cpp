@@ -77,10 +77,9 @@ void TargetScope::describe(loupe_session_info& info) const {
 Status TargetScope::release() {
   prebuild_tables();
   if (target_) {
-    std::string err;
-    if (!target_->release(&err))
-      return session_error(ExitCode::kTarget,
-                           fmt::format("cannot start '{}': {}", spec_.command[0], err));
+    if (Status released = target_->release(); !released)
+      return session_error(ExitCode::kTarget, fmt::format("cannot start '{}': {}", spec_.command[0],
+                                                          released.error()));
   }
   track_tables();
   return {};

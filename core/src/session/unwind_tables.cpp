@@ -38,20 +38,16 @@ std::uint64_t cpu_ticks(const std::string& proc_root, std::uint32_t pid) {
 
 }  // namespace
 
-bool UnwindTables::attach(int rows_fd, int procs_fd, std::string* err) {
+Status UnwindTables::attach(int rows_fd, int procs_fd) {
   bpf_map_info rows{}, procs{};
   __u32 len = sizeof(rows);
   if (bpf_obj_get_info_by_fd(rows_fd, &rows, &len) != 0 ||
-      rows.value_size != sizeof(loupe_unwind_row) || rows.type != BPF_MAP_TYPE_ARRAY) {
-    *err = "unwind_tables_attach: rows_fd is not an array of loupe_unwind_row";
-    return false;
-  }
+      rows.value_size != sizeof(loupe_unwind_row) || rows.type != BPF_MAP_TYPE_ARRAY)
+    return make_error("unwind_tables_attach: rows_fd is not an array of loupe_unwind_row");
   len = sizeof(procs);
   if (bpf_obj_get_info_by_fd(procs_fd, &procs, &len) != 0 ||
-      procs.value_size != sizeof(loupe_unwind_proc) || procs.key_size != 4) {
-    *err = "unwind_tables_attach: procs_fd is not a map of loupe_unwind_proc by tgid";
-    return false;
-  }
+      procs.value_size != sizeof(loupe_unwind_proc) || procs.key_size != 4)
+    return make_error("unwind_tables_attach: procs_fd is not a map of loupe_unwind_proc by tgid");
   // One store for all: its row numbers must fit the smallest consumer.
   if (!store_) store_ = std::make_unique<UnwindTableStore>(proc_root_, rows.max_entries);
   consumers_.push_back({rows_fd, procs_fd, rows.max_entries});
@@ -62,28 +58,26 @@ bool UnwindTables::attach(int rows_fd, int procs_fd, std::string* err) {
   write_rows(consumers_.back());
   for (const auto& [pid, p] : written_)
     if (bpf_map_update_elem(procs_fd, &pid, p.get(), BPF_ANY) != 0) ++write_errors_;
-  return true;
+  return {};
 }
 
-bool UnwindTables::attach_files(int procs_fd, int files_fd, std::string* err) {
+Status UnwindTables::attach_files(int procs_fd, int files_fd) {
   bpf_map_info files{};
   __u32 len = sizeof(files);
   if (bpf_obj_get_info_by_fd(files_fd, &files, &len) != 0 ||
       files.value_size != sizeof(loupe_unwind_file) ||
-      files.key_size != sizeof(loupe_unwind_file_key)) {
-    *err = "unwind_files_attach: files_fd is not a map of loupe_unwind_file by file key";
-    return false;
-  }
+      files.key_size != sizeof(loupe_unwind_file_key))
+    return make_error(
+        "unwind_files_attach: files_fd is not a map of loupe_unwind_file by file key");
   auto c = std::find_if(consumers_.begin(), consumers_.end(),
                         [procs_fd](const Consumer& x) { return x.procs_fd == procs_fd; });
-  if (c == consumers_.end()) {
-    *err = "unwind_files_attach: procs_fd was not attached (unwind_tables_attach first)";
-    return false;
-  }
+  if (c == consumers_.end())
+    return make_error(
+        "unwind_files_attach: procs_fd was not attached (unwind_tables_attach first)");
   c->files_fd = files_fd;
   c->files_written = 0;
   write_rows(*c);
-  return true;
+  return {};
 }
 
 void UnwindTables::write_rows(Consumer& c) {
@@ -220,8 +214,7 @@ bool UnwindTables::refresh() {
   auto proc = std::make_unique<loupe_unwind_proc>();
   for (const auto& [ran, pid] : order) {
     std::uint64_t& due = tracked_[pid];
-    std::string err;
-    if (!store_->load_process(pid, proc.get(), &err)) {
+    if (!store_->load_process(pid, proc.get())) {
       // Its maps can be unreadable for a moment (mid-exec): only a process that is gone
       // is forgotten; the others are read again at the next tick.
       if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) gone.push_back(pid);

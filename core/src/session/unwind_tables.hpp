@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "symbols/unwind_table_store.hpp"
+#include "util/result.hpp"
 
 namespace loupe {
 
@@ -43,11 +44,11 @@ class UnwindTables {
 
   // A consumer's maps (loupe_unwind_rows, loupe_unwind_procs), loaded. False with `*err`
   // when they are not such maps.
-  bool attach(int rows_fd, int procs_fd, std::string* err);
+  Status attach(int rows_fd, int procs_fd);
   bool attached() const { return !consumers_.empty(); }
   // Its loupe_unwind_files, for the consumer attached with `procs_fd`: an entry for every
   // file with rows, written with them.
-  bool attach_files(int procs_fd, int files_fd, std::string* err);
+  Status attach_files(int procs_fd, int files_fd);
 
   void track(std::uint32_t pid) { tracked_[pid] = 0; }
   // A system-wide session: every process of the machine, found in /proc once a second,

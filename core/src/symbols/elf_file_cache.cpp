@@ -13,9 +13,10 @@ std::shared_ptr<const ElfSymbolTable> ElfFileCache::get(int fd) {
     lru_.splice(lru_.begin(), lru_, it->second);
     return it->second->table;
   }
-  std::string error;
   ++loads_;
-  auto table = ElfSymbolTable::load(fd, debug_root_, &error, debug_lookup_);
+  // A file that is not ELF is remembered as such (nullptr), so it is not read again.
+  auto loaded = ElfSymbolTable::load(fd, debug_root_, debug_lookup_);
+  std::shared_ptr<const ElfSymbolTable> table = loaded ? loaded.value() : nullptr;
   lru_.push_front({key, table});
   index_[key] = lru_.begin();
   while (lru_.size() > max_files_) {

@@ -163,14 +163,12 @@ struct ElfSymbolTable::Builder {
   }
 };
 
-std::shared_ptr<const ElfSymbolTable> ElfSymbolTable::load(int fd, const std::string& debug_root,
-                                                           std::string* error,
-                                                           const DebugLookup& fetched_debug) {
+Result<std::shared_ptr<const ElfSymbolTable>> ElfSymbolTable::load(
+    int fd, const std::string& debug_root, const DebugLookup& fetched_debug) {
   init_libelf();
   ElfHandle elf(fd);
   if (!elf.get() || elf_kind(elf.get()) != ELF_K_ELF) {
-    *error = std::string("not an ELF file: ") + elf_errmsg(-1);
-    return nullptr;
+    return make_error(std::string("not an ELF file: ") + elf_errmsg(-1));
   }
   auto table = std::make_shared<ElfSymbolTable>();
   Builder b{*table, {}, {}};
@@ -197,7 +195,7 @@ std::shared_ptr<const ElfSymbolTable> ElfSymbolTable::load(int fd, const std::st
   table->functions_ = Builder::finish(b.functions);
   table->objects_ = Builder::finish(b.objects);
   table->names_.shrink_to_fit();
-  return table;
+  return std::shared_ptr<const ElfSymbolTable>(std::move(table));
 }
 
 std::optional<std::uint64_t> ElfSymbolTable::bias_for(std::uint64_t map_start,

@@ -19,6 +19,7 @@
 #include "loupe/symbolizer.hpp"
 #include "symbols/eh_frame_ranges.hpp"
 #include "symbols/elf_dwarf_lines.hpp"
+#include "util/result.hpp"
 
 namespace loupe {
 
@@ -44,12 +45,10 @@ class ElfSymbolTable {
   // Reads the ELF open on `fd` (the caller keeps ownership of fd). When the file has no
   // .symtab, the separate debug file /usr/lib/debug/.build-id/xx/yyyy.debug is tried
   // (`debug_root` prefixes that path), then `fetched_debug(build_id)` when given (a file
-  // debuginfod delivered; "" = none). Returns nullptr and sets `*error` when `fd` is not
-  // a readable ELF file.
+  // debuginfod delivered; "" = none). An error when `fd` is not a readable ELF file.
   using DebugLookup = std::function<std::string(const std::string& build_id)>;
-  static std::shared_ptr<const ElfSymbolTable> load(int fd, const std::string& debug_root,
-                                                    std::string* error,
-                                                    const DebugLookup& fetched_debug = {});
+  static Result<std::shared_ptr<const ElfSymbolTable>> load(int fd, const std::string& debug_root,
+                                                            const DebugLookup& fetched_debug = {});
 
   // Load bias for a mapping of this file that starts at `map_start` with file offset
   // `file_offset` (from /proc/PID/maps): link-time address = runtime address - bias.

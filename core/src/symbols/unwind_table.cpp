@@ -172,24 +172,21 @@ struct ElfHandle {
 
 }  // namespace
 
-bool build_unwind_table(const std::string& path, UnwindTable* out, std::string* err) {
+Status build_unwind_table(const std::string& path, UnwindTable* out) {
   *out = {};
   elf_version(EV_CURRENT);
   ElfHandle h;
   h.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (h.fd < 0) {
-    *err = path + ": " + std::strerror(errno);
-    return false;
+    return make_error(path + ": " + std::strerror(errno));
   }
   h.elf = elf_begin(h.fd, ELF_C_READ_MMAP, nullptr);
   GElf_Ehdr ehdr;
   if (!h.elf || !gelf_getehdr(h.elf, &ehdr)) {
-    *err = path + ": not an ELF file";
-    return false;
+    return make_error(path + ": not an ELF file");
   }
   if (ehdr.e_machine != EM_X86_64) {
-    *err = path + ": not x86-64";
-    return false;
+    return make_error(path + ": not x86-64");
   }
   std::size_t nphdr = 0;
   if (elf_getphdrnum(h.elf, &nphdr) == 0)
@@ -200,8 +197,7 @@ bool build_unwind_table(const std::string& path, UnwindTable* out, std::string* 
     }
   std::size_t shstrndx = 0;
   if (elf_getshdrstrndx(h.elf, &shstrndx) != 0) {
-    *err = path + ": no section names";
-    return false;
+    return make_error(path + ": no section names");
   }
   std::vector<FdeRange> fdes;
   for (Elf_Scn* scn = elf_nextscn(h.elf, nullptr); scn; scn = elf_nextscn(h.elf, scn)) {
@@ -216,8 +212,7 @@ bool build_unwind_table(const std::string& path, UnwindTable* out, std::string* 
   }
   h.cfi = dwarf_getcfi_elf(h.elf);
   if (fdes.empty() || !h.cfi) {
-    *err = path + ": no .eh_frame";
-    return false;
+    return make_error(path + ": no .eh_frame");
   }
 
   auto& st = out->stats;
@@ -256,15 +251,14 @@ bool build_unwind_table(const std::string& path, UnwindTable* out, std::string* 
     push(f.end, gap);
   }
   out->rows = std::move(rows);
-  return true;
+  return {};
 }
 
 #else
 
-bool build_unwind_table(const std::string& path, UnwindTable* out, std::string* err) {
+Status build_unwind_table(const std::string& path, UnwindTable* out) {
   *out = {};
-  *err = path + ": loupe was built without libdw (no unwind tables)";
-  return false;
+  return make_error(path + ": loupe was built without libdw (no unwind tables)");
 }
 
 #endif

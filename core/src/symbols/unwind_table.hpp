@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "loupe/unwind.h"
+#include "util/result.hpp"
 
 namespace loupe {
 
@@ -54,9 +55,9 @@ struct UnwindTable {
 std::vector<loupe_unwind_row> unwind_page_index(const std::vector<loupe_unwind_row>& rows,
                                                 std::uint32_t* base);
 
-// Builds the table of the ELF file at `path` from its .eh_frame. False with `*err` set when
-// the file cannot be read, has no .eh_frame, is not x86-64, or loupe was built without libdw.
-bool build_unwind_table(const std::string& path, UnwindTable* out, std::string* err);
+// Builds the table of the ELF file at `path` from its .eh_frame. An error when the file
+// cannot be read, has no .eh_frame, is not x86-64, or loupe was built without libdw.
+Status build_unwind_table(const std::string& path, UnwindTable* out);
 
 }  // namespace loupe
 

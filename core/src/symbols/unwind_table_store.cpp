@@ -130,7 +130,8 @@ const UnwindTableStore::FileEntry* UnwindTableStore::file(std::uint32_t pid, std
   f.path = path;
   ++stats_.files;
   const auto t0 = std::chrono::steady_clock::now();
-  if (!build_unwind_table(at, &f.table, &f.error)) {
+  if (Status built = build_unwind_table(at, &f.table); !built) {
+    f.error = built.error();
     ++stats_.files_failed;
   } else if (const auto pages = unwind_page_index(f.table.rows, &f.page_base);
              rows_.size() + f.table.rows.size() + pages.size() > max_rows_) {
@@ -153,13 +154,11 @@ const UnwindTableStore::FileEntry* UnwindTableStore::file(std::uint32_t pid, std
   return &f;
 }
 
-bool UnwindTableStore::load_process(std::uint32_t pid, loupe_unwind_proc* out, std::string* err) {
+Status UnwindTableStore::load_process(std::uint32_t pid, loupe_unwind_proc* out) {
   std::vector<MapsEntry> maps;
   int e = 0;
-  if (!read_process_maps(proc_root_, pid, &maps, &e)) {
-    *err = "pid " + std::to_string(pid) + ": " + std::strerror(e);
-    return false;
-  }
+  if (!read_process_maps(proc_root_, pid, &maps, &e))
+    return make_error("pid " + std::to_string(pid) + ": " + std::strerror(e));
   std::memset(out, 0, sizeof(*out));
   deferred_ = false;
   for (const auto& m : maps) {
@@ -184,7 +183,7 @@ bool UnwindTableStore::load_process(std::uint32_t pid, loupe_unwind_proc* out, s
     dst.page_count = f.page_count;
     dst.page_base = f.page_base;
   }
-  return true;
+  return {};
 }
 
 }  // namespace loupe

@@ -18,6 +18,7 @@
 
 #include "loupe/unwind.h"
 #include "symbols/unwind_table.hpp"
+#include "util/result.hpp"
 
 namespace loupe {
 
@@ -52,8 +53,8 @@ class UnwindTableStore {
   std::size_t prebuild(const std::string& path);
 
   // The executable file mappings of `pid` with rows, building the tables of files not seen
-  // yet. False with `*err` when its maps cannot be read (the process is gone).
-  bool load_process(std::uint32_t pid, loupe_unwind_proc* out, std::string* err);
+  // yet. An error when its maps cannot be read (the process is gone).
+  Status load_process(std::uint32_t pid, loupe_unwind_proc* out);
 
   // The tables of a file some process mapped executable (the kernel's mmap records): a
   // command too short-lived for its maps to be read still gets them, for the next process
