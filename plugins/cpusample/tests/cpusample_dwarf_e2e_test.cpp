@@ -30,11 +30,11 @@ namespace {
 const std::string kXz = "/usr/bin/xz";
 
 struct Attribution {
-  std::int64_t xz = 0;         // samples of the xz process
-  std::int64_t rooted = 0;     // ... whose user stack reaches main
-  std::int64_t lzma_code = 0;  // ... with lzma_code on the stack
-  std::int64_t eh_frame = 0;   // ... with a frame named by its FDE (stripped code)
-  std::int64_t outside_main = 0;  // ... whole, but of a time main was not running
+  std::int64_t xz = 0;                // samples of the xz process
+  std::int64_t rooted = 0;            // ... whose user stack reaches main
+  std::int64_t lzma_code = 0;         // ... with lzma_code on the stack
+  std::int64_t eh_frame = 0;          // ... with a frame named by its FDE (stripped code)
+  std::int64_t outside_main = 0;      // ... whole, but of a time main was not running
   std::vector<std::string> unrooted;  // the stacks that do not reach main, leaf first
   std::int64_t unrooted_samples() const { return xz - rooted - outside_main; }
 };
