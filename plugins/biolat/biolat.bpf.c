@@ -258,8 +258,12 @@ static __always_inline int on_insert(struct rq_info *ri)
 		c->map_full++;
 		return 0;
 	}
-	if (old->issue_ns)
+	if (old->issue_ns) {
 		c->requeued++; /* re-inserted after a requeue: times restart */
+		/* Its place in the dispatch order was counted at its first issue. */
+		s.pattern = old->pattern;
+		s.classified = old->classified;
+	}
 	*old = s;
 	return 0;
 }
@@ -295,7 +299,12 @@ static __always_inline int on_issue(struct rq_info *ri, struct request *rq, bool
 		s->sector = ri->sector;
 		s->bytes = ri->bytes;
 		s->done = 0;
-		s->pattern = pattern_of(ri, c);
+		/* Once a request: under a busy device the driver refuses a request
+		 * (BLK_STS_RESOURCE) and it is issued again, its sector unchanged. */
+		if (!s->classified) {
+			s->pattern = pattern_of(ri, c);
+			s->classified = 1;
+		}
 		return 0;
 	}
 	/* Direct issue (no scheduler queueing): the submitter issues in its own context. */
@@ -316,6 +325,7 @@ static __always_inline int on_issue(struct rq_info *ri, struct request *rq, bool
 		init.op = ri->op;
 		init.sync = ri->sync;
 		init.pattern = pattern_of(ri, c);
+		init.classified = 1;
 		fill_task(&init, pid_tgid);
 		c->issue_no_insert++;
 		if (bpf_map_update_elem(&starts, &ri->key, &init, BPF_ANY))

@@ -57,7 +57,7 @@ struct bio_start {
   __u32 bytes; /* request size at issue (at insert until then) */
   __u32 done;  /* bytes completed by partial completions so far */
   __u32 dev;   /* kernel dev_t of the disk */
-  __u32 pad2;
+  __u32 classified; /* pattern decided: a requeued request's issue again keeps it */
   __u32 pid; /* tgid of the task that inserted it, else the one that issued it */
   __u32 tid;
   __u8 op; /* enum bio_op */

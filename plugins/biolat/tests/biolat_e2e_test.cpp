@@ -245,8 +245,13 @@ TEST_P(BiolatMechanisms, FileIoAttributedToPidWithExactCountsAndBytes) {
     writes += f["op"] == "write";
     reads += f["op"] == "read";
   }
-  EXPECT_EQ(writes, kN);
-  EXPECT_EQ(reads, kN);
+  // As the counts: short by a request only as often as the kernel counted a skipped
+  // program run (a classic tracepoint shares its guard with every other tracer's: a
+  // bpftrace script on the block tracepoints beside this test made it skip completions).
+  const int missed = static_cast<int>(recursion_misses(r));
+  EXPECT_LE(writes, kN);
+  EXPECT_LE(reads, kN);
+  EXPECT_GE(writes + reads, 2 * kN - missed);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllHooks, BiolatMechanisms,
