@@ -238,7 +238,10 @@ TEST_P(BiolatMechanisms, FileIoAttributedToPidWithExactCountsAndBytes) {
   int writes = 0, reads = 0;
   for (const json* e : events) {
     const auto& f = (*e)["event"]["fields"];
-    if (f["comm"] != "biolat_workload") continue;
+    // A request of no data in the workload's name (seen once in 30 runs beside a writer
+    // of 300 MB files: 0 bytes, neither read nor write) is a right event, not one of the
+    // reads and writes counted here.
+    if (f["comm"] != "biolat_workload" || (f["op"] != "write" && f["op"] != "read")) continue;
     EXPECT_EQ(std::to_string(f["pid"].get<int>()), pid);
     EXPECT_EQ(f["bytes"].get<std::uint64_t>(), kSize);
     EXPECT_GE(f["latency_ns"].get<std::uint64_t>(), f["service_ns"].get<std::uint64_t>());
