@@ -54,11 +54,11 @@ struct bio_start {
   __u64 insert_ns; /* 0: no insert seen (direct issue, or queued before tracing) */
   __u64 issue_ns;  /* 0: not issued yet */
   __u64 sector;
-  __u32 bytes; /* request size at issue (at insert until then) */
-  __u32 done;  /* bytes completed by partial completions so far */
-  __u32 dev;   /* kernel dev_t of the disk */
+  __u32 bytes;      /* request size at issue (at insert until then) */
+  __u32 done;       /* bytes completed by partial completions so far */
+  __u32 dev;        /* kernel dev_t of the disk */
   __u32 classified; /* pattern decided: a requeued request's issue again keeps it */
-  __u32 pid; /* tgid of the task that inserted it, else the one that issued it */
+  __u32 pid;        /* tgid of the task that inserted it, else the one that issued it */
   __u32 tid;
   __u8 op; /* enum bio_op */
   __u8 sync;

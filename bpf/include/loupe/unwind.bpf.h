@@ -357,8 +357,8 @@ __attribute__((noinline)) int loupe_unwind_row_index(__u32 tgid, __u64 pc, __u32
 		return -1;
 	cache = bpf_map_lookup_elem(&loupe_unwind_row_cache, &zero);
 	if (cache) {
-		slot = (__u32)((pc ^ ((__u64)m->row_first << 7)) * 0x9e3779b1u) >>
-		       (32 - 10) & (LOUPE_UNWIND_ROW_CACHE - 1);
+		slot = (__u32)((pc ^ ((__u64)m->row_first << 7)) * 0x9e3779b1u) >> (32 - 10) &
+		       (LOUPE_UNWIND_ROW_CACHE - 1);
 		hit = &cache->e[slot];
 		if (hit->file == m->row_first + 1 && hit->pc == (__u32)pc &&
 		    loupe_unwind_row_holds(m, hit->idx, pc))
@@ -397,20 +397,18 @@ __attribute__((noinline)) int loupe_unwind_row_index(__u32 tgid, __u64 pc, __u32
 }
 
 /* 8 bytes of the stack at addr: from the copied pages when they hold them, else read. */
-static __always_inline bool loupe_unwind_read(struct loupe_unwind_state *st, __u64 *dst,
-					      __u64 addr)
+static __always_inline bool loupe_unwind_read(struct loupe_unwind_state *st, __u64 *dst, __u64 addr)
 {
 	__u64 off;
 
 	/* The page above sp's, copied whole on the first read that needs it. */
-	if (st->win_base[1] == 0 && st->win_base[0] &&
-	    addr >= st->win_base[0] + st->win_len[0] &&
+	if (st->win_base[1] == 0 && st->win_base[0] && addr >= st->win_base[0] + st->win_len[0] &&
 	    addr < st->win_base[0] + st->win_len[0] + LOUPE_UNWIND_PAGE) {
 		st->win_base[1] = st->win_base[0] + st->win_len[0];
-		st->win_len[1] = bpf_probe_read_user(st->win[1], LOUPE_UNWIND_PAGE,
-						     (void *)st->win_base[1]) == 0
-					 ? LOUPE_UNWIND_PAGE
-					 : 0;
+		st->win_len[1] =
+		    bpf_probe_read_user(st->win[1], LOUPE_UNWIND_PAGE, (void *)st->win_base[1]) == 0
+			? LOUPE_UNWIND_PAGE
+			: 0;
 	}
 	off = addr - st->win_base[0];
 	if (addr >= st->win_base[0] && off + sizeof(*dst) <= st->win_len[0] &&
