@@ -519,22 +519,16 @@ static long loupe_unwind_step(__u32 i, void *arg)
 			st->done = 1;
 			return 1;
 		}
-		if (row->cfa == LOUPE_UNWIND_CFA_RSP_RA_RDI) {
-			ra = st->leaf_di;
-			ok = row->rbp != LOUPE_UNWIND_RBP_AT_CFA ||
-			     loupe_unwind_read(st, &bp, cfa + row->rbp_off);
-		} else if (row->rbp == LOUPE_UNWIND_RBP_AT_CFA && row->rbp_off == -16) {
-			/* rbp pushed first thing after the call (most frames that save it):
-			 * it and the return address are one read. */
-			ok = loupe_unwind_read(st, &st->pair[0], cfa - 16) &&
-			     loupe_unwind_read(st, &st->pair[1], cfa - 8);
-			bp = st->pair[0];
-			ra = st->pair[1];
-		} else {
-			ok = loupe_unwind_read(st, &ra, cfa - 8) &&
-			     (row->rbp != LOUPE_UNWIND_RBP_AT_CFA ||
-			      loupe_unwind_read(st, &bp, cfa + row->rbp_off));
-		}
+		/* The return address at CFA - 8 (in rdi at a vfork leaf) and the caller's rbp
+		 * where the row saved it, read into the scratch: a local whose address is taken
+		 * lives on the BPF stack, and 6.1 bounds the whole call chain's at 512 bytes. */
+		st->pair[0] = bp;
+		ok = (row->cfa == LOUPE_UNWIND_CFA_RSP_RA_RDI ||
+		      loupe_unwind_read(st, &st->pair[1], cfa - 8)) &&
+		     (row->rbp != LOUPE_UNWIND_RBP_AT_CFA ||
+		      loupe_unwind_read(st, &st->pair[0], cfa + row->rbp_off));
+		ra = row->cfa == LOUPE_UNWIND_CFA_RSP_RA_RDI ? st->leaf_di : st->pair[1];
+		bp = st->pair[0];
 		if (!ok) {
 			st->stop = LOUPE_UNWIND_STOP_READ_FAILED;
 			st->done = 1;
