@@ -170,6 +170,30 @@ static __always_inline void switch_out(void *ctx, __u32 reason)
 			add_offcpu(c, last, tid, wall - cpu);
 		}
 	}
+	if (last && last->running) {
+		/* The common case: the entry its last switch-in left, rewritten in place
+		 * instead of replaced (a second hash, bucket lock and element swap a switch).
+		 * Wakers leave an entry alone while it says running, so it says off the CPU
+		 * only once whole; the barrier keeps that store last (x86-64 keeps stores in
+		 * order). */
+		last->ts_out = b.ts_out;
+		last->runtime = b.runtime;
+		last->ts_wake = 0;
+		last->ts_in = 0;
+		last->tgid = id >> 32;
+		last->reason = reason;
+		last->waker_tgid = 0;
+		last->waker_tid = 0;
+		last->waker_user_stack_id = -1;
+		last->waker_kernel_stack_id = -1;
+		bpf_get_current_comm(last->comm, sizeof(last->comm));
+		take_stacks(ctx, targ_user_stacks, targ_kernel_stacks, &last->user_stack_id,
+			    &last->kernel_stack_id, &c->user_stack_fail, &c->kernel_stack_fail);
+		c->switches_out++;
+		asm volatile("" ::: "memory");
+		last->running = 0;
+		return;
+	}
 	b.tgid = id >> 32;
 	b.reason = reason;
 	b.waker_user_stack_id = -1;
