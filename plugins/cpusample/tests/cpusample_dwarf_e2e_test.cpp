@@ -61,8 +61,11 @@ bool reaches_main(const json& frames) {
 // stack is right; it is not an unwinding loss to be counted.
 bool whole_outside_main(const json& frames) {
   const json* outermost = nullptr;
+  std::string callee;  // the symbol of the frame below the outermost (ld.so's _start is
+                       // unnamed where its .symtab is gone: it is the one that calls _dl_start)
   for (std::size_t i = 0; i < frames.size(); ++i) {
     if (str(frames[i], "module") == "[kernel]") continue;
+    if (outermost != nullptr) callee = str(*outermost, "symbol");
     outermost = &frames[i];
     if (i + 1 < frames.size() && str(frames[i], "symbol") == "exit" &&
         str(frames[i + 1], "symbol") == "__libc_start_call_main")
@@ -72,7 +75,7 @@ bool whole_outside_main(const json& frames) {
   const std::string module = str(*outermost, "module");
   const std::string symbol = str(*outermost, "symbol");
   return module.find("/ld-linux") != std::string::npos &&
-         (symbol == "_start" || symbol == "_dl_start_user");
+         (symbol == "_start" || symbol == "_dl_start_user" || callee == "_dl_start");
 }
 
 Attribution attribute(const RunResult& r) {
@@ -272,7 +275,8 @@ TEST_F(CpuSampleDwarfE2E, SamplesInTheVdsoUnwindThroughItToMain) {
   RunResult r = run("[[plugins]]\nname = \"cpusample\"\nunwind = \"dwarf\"\n",
                     {CPU_SPIN_WORKLOAD, "1.5", "clock"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  std::int64_t total = 0, in_vdso = 0, rooted_vdso = 0, rooted = 0;
+  std::int64_t total = 0, in_vdso = 0, rooted_vdso = 0, rooted = 0, outside_main = 0;
+  std::vector<std::string> unrooted;
   for (const auto* rec : r.all("stack", "cpu")) {
     if ((*rec)["labels"]["comm"] != "cpu_spin") continue;
     const std::int64_t n = (*rec)["stack"]["values"][0]["value"].get<std::int64_t>();
@@ -284,7 +288,16 @@ TEST_F(CpuSampleDwarfE2E, SamplesInTheVdsoUnwindThroughItToMain) {
     total += n;
     if (vdso) in_vdso += n;
     if (vdso && main_found) rooted_vdso += n;
-    if (main_found) rooted += n;
+    if (main_found) {
+      rooted += n;
+    } else if (whole_outside_main((*rec)["stack"]["frames"])) {
+      outside_main += n;  // start-up or exit: whole, with no main to reach
+    } else {
+      std::string line;
+      for (const auto& f : (*rec)["stack"]["frames"])
+        line += str(f, "symbol") + "@" + str(f, "module") + ";";
+      unrooted.push_back(std::to_string(n) + " " + line);
+    }
   }
   std::printf(
       "  clock loop: samples=%lld in the vdso=%lld of which reaching main=%lld; all "
@@ -299,11 +312,18 @@ TEST_F(CpuSampleDwarfE2E, SamplesInTheVdsoUnwindThroughItToMain) {
         c == "cpusample/ustack_copy_failed")
       counted += (*rec)["health"]["value"].get<double>();
   }
-  std::printf("  stacks the unwinder could not finish (counted): %.0f\n", counted);
+  std::printf(
+      "  stacks the unwinder could not finish (counted): %.0f; whole stacks of "
+      "start-up or exit: %lld\n",
+      counted, (long long)outside_main);
+  for (const auto& u : unrooted) std::printf("  not reaching main: %s\n", u.c_str());
   ASSERT_GE(total, 10);
   EXPECT_GT(in_vdso, 0) << "no sample landed in the vdso: nothing was tested";
   EXPECT_GE(rooted_vdso * 100, in_vdso * 90);
   // Alone, 96-97 % of every sample reaches main in the emulated guests; beside other tests
   // 87-90 %: what does not is counted, bar one stack in a hundred.
-  EXPECT_LE(static_cast<double>(total - rooted), counted + static_cast<double>(total) / 100);
+  // (A 6.12 guest under two busy loops: 55 samples, 50 rooted, 4 counted: the fifth was
+  // not told apart from a cut one before start-up and exit stacks were.)
+  EXPECT_LE(static_cast<double>(total - rooted - outside_main),
+            counted + static_cast<double>(total) / 100);
 }
