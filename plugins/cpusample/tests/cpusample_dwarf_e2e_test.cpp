@@ -55,6 +55,13 @@ bool reaches_main(const json& frames) {
   return false;
 }
 
+// "COUNT symbol@module;..." leaf first: a stack that missed main, as a failure prints it.
+std::string described(std::int64_t n, const json& frames) {
+  std::string line = std::to_string(n) + " ";
+  for (const auto& f : frames) line += str(f, "symbol") + "@" + str(f, "module") + ";";
+  return line;
+}
+
 // A stack that is whole and still has no main: the dynamic loader's start-up (its outermost
 // frame is ld.so's entry), exit handlers (exit called by __libc_start_call_main after main
 // returned), or a sample with no user frames at all (the kernel's side of exec). Such a
@@ -90,9 +97,7 @@ Attribution attribute(const RunResult& r) {
     } else if (whole_outside_main(frames)) {
       a.outside_main += n;
     } else {
-      std::string line;
-      for (const auto& f : frames) line += str(f, "symbol") + "@" + str(f, "module") + ";";
-      a.unrooted.push_back(std::to_string(n) + " " + line);
+      a.unrooted.push_back(described(n, frames));
     }
     bool lzma = false, eh = false;
     for (const auto& f : frames) {
@@ -293,10 +298,7 @@ TEST_F(CpuSampleDwarfE2E, SamplesInTheVdsoUnwindThroughItToMain) {
     } else if (whole_outside_main((*rec)["stack"]["frames"])) {
       outside_main += n;  // start-up or exit: whole, with no main to reach
     } else {
-      std::string line;
-      for (const auto& f : (*rec)["stack"]["frames"])
-        line += str(f, "symbol") + "@" + str(f, "module") + ";";
-      unrooted.push_back(std::to_string(n) + " " + line);
+      unrooted.push_back(described(n, (*rec)["stack"]["frames"]));
     }
   }
   std::printf(
