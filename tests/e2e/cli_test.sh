@@ -489,9 +489,14 @@ TOML
   tmux -S "$sock" new-session -d -x 120 -y 50 \
     "env LOUPE_PLUGIN_DIR='$LOUPE_PLUGIN_DIR' '$LOUPE' run '$TMP/live.toml' -- '${LOUPE_BUILD_DIR}/bin/loupe-demo' 10; echo LIVE-DONE; sleep 60" ||
     fail "tmux did not start"
-  # Screens are read when they hold a frame, not at fixed times: start-up under emulation
-  # (the kernel matrix's guests) takes seconds of its own.
-  frame_no() { sed -n 's/.*loupe interval #\([0-9]*\).*/\1/p' "$1" | head -n 1; }
+  # Screens are read when they hold a whole frame, not at fixed times: start-up under
+  # emulation (the kernel matrix's guests) takes seconds of its own, and a terminal shows a
+  # frame as the pty delivers it, so a capture can land between its header and the rest
+  # (seen on 6.1 under TCG). A frame is whole once its last line, the verdict, is drawn.
+  frame_no() {
+    grep -q '^VERDICT so far' "$1" || return 0
+    sed -n 's/.*loupe interval #\([0-9]*\).*/\1/p' "$1" | head -n 1
+  }
   for _ in $(seq 100); do
     tmux -S "$sock" capture-pane -p >"$TMP/screen1"
     [ -n "$(frame_no "$TMP/screen1")" ] && break
