@@ -178,6 +178,15 @@ TEST_P(DispatchPolicy, EveryProducedRecordIsDeliveredOrCounted) {
   constexpr double kQueueRecords = 1 << 16;  // RingDispatcher::Options::queue_capacity
   EXPECT_TRUE(v[handled] > 0 || v["ring_queue_high_water"] < kQueueRecords)
       << handled << " = 0 although the queue reached " << v["ring_queue_high_water"];
+  // A drop says why: the queue was full, or the drain at the end ran out of time.
+  for (const auto& r : recs)
+    if (r["is_final"].get<bool>() && r["name"] == "ring_dropped_queue" &&
+        r["health"]["value"].get<double>() > 0) {
+      const std::string why = r["health"].value("message", "");
+      EXPECT_TRUE(why.find("with the queue full") != std::string::npos ||
+                  why.find("drain_timeout") != std::string::npos)
+          << r.dump();
+    }
   if (GetParam() == "coalesce") {
     // The merged records keep their key: per-key counters add up to the coalesced total.
     double keyed = 0;

@@ -367,8 +367,10 @@ void RingDispatcher::stop(std::chrono::steady_clock::time_point deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   if (queue_->size() > 0) {
-    spdlog::warn("ring drain deadline passed with {} records queued; they are counted as dropped",
-                 queue_->size());
+    spdlog::warn(
+        "ring drain deadline passed with {} records queued; they are counted as dropped "
+        "([session] drain_timeout raises it)",
+        queue_->size());
     abandon_.store(true);
   }
   stop_worker_.store(true, std::memory_order_release);
@@ -388,7 +390,8 @@ std::vector<RingStats> RingDispatcher::stats() const {
     s.lost_kernel = r->lost_kernel();
     s.received = r->received.load();
     s.malformed = r->malformed.load();
-    s.dropped_queue = r->dropped.load() + r->abandoned.load();
+    s.abandoned = r->abandoned.load();
+    s.dropped_queue = r->dropped.load() + s.abandoned;
     s.coalesced = r->coalesced.load();
     s.count_only = r->count_only.load();
     s.decode_errors = r->decode_errors.load();

@@ -40,6 +40,7 @@ struct RingStats {
   std::uint64_t malformed = 0;     // failed the header checks
   std::uint64_t dropped_queue =
       0;                         // queue full (drop newest), or still queued at the drain deadline
+  std::uint64_t abandoned = 0;   // of dropped_queue: still queued at the drain deadline
   std::uint64_t coalesced = 0;   // queue full, merged into per-key counts
   std::uint64_t count_only = 0;  // counted while the ring was degraded to count-only
   std::uint64_t decode_errors = 0;  // plugin decode returned an error

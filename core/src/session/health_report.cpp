@@ -39,7 +39,14 @@ void HealthReport::rings(const std::vector<RingStats>& stats, std::vector<Coales
     else if (!replay_)
       h("ring_lost_kernel_unknown", 0, LOUPE_HEALTH_WARN,
         "the plugin does not count reserve failures");
-    h("ring_dropped_queue", st.dropped_queue, warn_if(st.dropped_queue));
+    std::string why;
+    if (st.dropped_queue > st.abandoned)
+      why = std::to_string(st.dropped_queue - st.abandoned) +
+            " dropped with the queue full (decoders and sinks fell behind)";
+    if (st.abandoned)
+      why += (why.empty() ? "" : "; ") + std::to_string(st.abandoned) +
+             " still queued when the drain ended ([session] drain_timeout gives it more time)";
+    h("ring_dropped_queue", st.dropped_queue, warn_if(st.dropped_queue), why);
     h("ring_coalesced", st.coalesced, warn_if(st.coalesced));
     h("ring_count_only", st.count_only, warn_if(st.count_only),
       st.count_only ? "queue full: the ring was degraded to counting records" : "");

@@ -134,7 +134,15 @@ TEST_F(LatencyE2E, WorkloadGivesExactCountsZeroUnmatchedAndRightBuckets) {
     if (rec.value("kind", "") == "health" && rec.value("name", "") == "outliers_sampled_out" &&
         rec.value("is_final", false) && rec["labels"].value("target", "") == "nanosleep")
       sampled_out = rec["health"].value("value", std::uint64_t{0});
-  EXPECT_EQ(outliers + static_cast<int>(sampled_out), kK) << sampled_out << " sampled out";
+  // On a miss, what the probe says it sent and every loss the run counted (ring, queue).
+  std::string losses;
+  for (const auto& rec : r.records)
+    if (rec.value("kind", "") == "health" && rec.value("is_final", false) &&
+        rec["health"].value("severity", "") != "ok")
+      losses += "\n  " + rec.dump();
+  EXPECT_EQ(outliers + static_cast<int>(sampled_out), kK)
+      << sampled_out << " sampled out; the probe sent " << metric(r, "outliers", "nanosleep")
+      << "; warnings:" << (losses.empty() ? " none" : losses);
 }
 
 TEST_F(LatencyE2E, KernelFunctionOnThisKernelSaysPreciselyWhy) {
