@@ -28,6 +28,7 @@ const volatile bool targ_user_stacks = true;
 const volatile bool targ_kernel_stacks = true;
 const volatile bool targ_per_thread = false;
 const volatile bool targ_wakers = true;
+const volatile bool targ_run_queue = true;
 const volatile __u64 targ_min_block_ns = 1000;
 const volatile __u64 targ_runq_threshold_ns = 0;
 /* unwind = "tables": user stacks by the in-kernel unwinder (ids in loupe_unwind_stacks). */
@@ -341,7 +342,7 @@ static __always_inline void switch_in(void *ctx, __u32 tid, struct task_struct *
 		runq_from = b.ts_wake;
 	else if (b.reason == OC_REASON_PREEMPTED)
 		runq_from = b.ts_out;
-	if (runq_from && now >= runq_from) {
+	if (targ_run_queue && runq_from && now >= runq_from) {
 		add_runq(c, &b, now - runq_from);
 		if (targ_runq_threshold_ns && now - runq_from >= targ_runq_threshold_ns)
 			add_blocker(ctx, c, now - runq_from);

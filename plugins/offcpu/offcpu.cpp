@@ -28,6 +28,9 @@ constexpr loupe_config_key kOwnKeys[] = {
      "blocks shorter than this are counted but not aggregated by stack", 0, INT64_MAX},
     {"wakers", LOUPE_CFG_BOOL, 0, "true",
      "take the stack of the task that wakes each blocked thread (offcpu_wakers records)"},
+    {"run_queue", LOUPE_CFG_BOOL, 0, "true",
+     "run-queue latency per process and CPU, and its blockers (false: off-CPU stacks only, "
+     "and without wakers no sched_waking hook: the cheapest switch)"},
     {"runq_threshold_ns", LOUPE_CFG_INT, 0, "1000000",
      "run-queue waits at least this long record the stack of the task that held the CPU "
      "(runq_blockers; 0 = off)",
@@ -69,7 +72,9 @@ class OffcpuProfiler : public sdk::Profiler {
     auto* ro = skel_->rodata;
     ro->targ_min_block_ns = static_cast<std::uint64_t>(cfg.value_int("min_block_ns"));
     ro->targ_wakers = cfg.value_bool("wakers");
-    ro->targ_runq_threshold_ns = static_cast<std::uint64_t>(cfg.value_int("runq_threshold_ns"));
+    ro->targ_run_queue = cfg.value_bool("run_queue");
+    ro->targ_runq_threshold_ns =
+        ro->targ_run_queue ? static_cast<std::uint64_t>(cfg.value_int("runq_threshold_ns")) : 0;
     ro->targ_per_thread = cfg.value_bool("per_thread");
     ro->targ_user_stacks = cfg.value_bool("user_stacks");
     ro->targ_kernel_stacks = cfg.value_bool("kernel_stacks");
@@ -81,14 +86,19 @@ class OffcpuProfiler : public sdk::Profiler {
 
     opts_.per_thread = ro->targ_per_thread;
     opts_.wakers = ro->targ_wakers;
+    opts_.run_queue = ro->targ_run_queue;
     opts_.runq_threshold_ns = ro->targ_runq_threshold_ns;
+    // A wake-up matters only to run-queue waits and wakers: without both, the sched_waking
+    // program (a run per wake-up) is not loaded at all.
+    hooks_ = ro->targ_run_queue || ro->targ_wakers ? 2 : 1;
     opts_.mechanism = sdk::kFlavourNames[mechanism_];
 
     bpf_program* progs[3][2] = {{skel_->progs.oc_btf_switch, skel_->progs.oc_btf_waking},
                                 {skel_->progs.oc_raw_switch, skel_->progs.oc_raw_waking},
                                 {skel_->progs.oc_tp_switch, skel_->progs.oc_tp_waking}};
     for (std::uint32_t m = 0; m < 3; ++m)
-      for (std::uint32_t h = 0; h < 2; ++h) bpf_program__set_autoload(progs[m][h], m == mechanism_);
+      for (std::uint32_t h = 0; h < 2; ++h)
+        bpf_program__set_autoload(progs[m][h], m == mechanism_ && h < hooks_);
     for (std::uint32_t h = 0; h < 2; ++h) chosen_[h] = progs[mechanism_][h];
 
     auto size = [&](bpf_map* m, const char* key) {
@@ -99,13 +109,16 @@ class OffcpuProfiler : public sdk::Profiler {
     size(skel_->maps.stacks, "max_stacks");
     size(skel_->maps.runq_procs, "process_limit");
     size(skel_->maps.blockers, "max_blockers");
+    if (!opts_.run_queue)
+      for (bpf_map* m : {skel_->maps.runq_procs, skel_->maps.blockers})
+        bpf_map__set_max_entries(m, 1);
     host_->debug(std::string("offcpu: mechanism=") + sdk::kFlavourNames[mechanism_]);
   }
 
   void start(const sdk::StartArgs&) override {
     if (host_->bpf_load(skel_->obj) != LOUPE_OK)
       throw sdk::Error(LOUPE_ERR_KERNEL, "loading the offcpu BPF object: " + host_->last_error());
-    for (std::uint32_t h = 0; h < 2; ++h)
+    for (std::uint32_t h = 0; h < hooks_; ++h)
       if (host_->bpf_attach(chosen_[h], kHooks[h]) != LOUPE_OK)
         throw sdk::Error(LOUPE_ERR_KERNEL,
                          std::string("attaching ") + kHooks[h] + ": " + host_->last_error());
@@ -135,6 +148,7 @@ class OffcpuProfiler : public sdk::Profiler {
   std::uint32_t mechanism_ = sdk::kTpBtf;
   bool tables_ = false;
   bpf_program* chosen_[2] = {};
+  std::uint32_t hooks_ = 2;  // sched_switch, and sched_waking unless nothing needs it
   ReporterOptions opts_;
   std::unique_ptr<OffcpuReporter> reporter_;
 };

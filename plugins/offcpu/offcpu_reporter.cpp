@@ -154,6 +154,7 @@ void OffcpuReporter::emit_in_flight() {
 }
 
 void OffcpuReporter::emit_runq(bool is_final) {
+  if (!opts_.run_queue) return;
   auto emit = [&](const std::string& key, const oc_hist& total, const char* label,
                   const std::string& value, const std::string* comm) {
     oc_hist h = total;
@@ -215,8 +216,8 @@ void OffcpuReporter::emit_health(bool is_final) {
   // Every block that ended: kept in a row (offcpu_blocks) or counted in offcpu/keys_full.
   metric("blocks_ended", static_cast<double>(c.blocks));
   metric("blocks_below_min", static_cast<double>(c.below_min));
-  metric("wakeups", static_cast<double>(c.wakeups));
-  metric("runq_waits", static_cast<double>(c.runq_waits));
+  if (opts_.run_queue || opts_.wakers) metric("wakeups", static_cast<double>(c.wakeups));
+  if (opts_.run_queue) metric("runq_waits", static_cast<double>(c.runq_waits));
   // A missed switch-in loses nothing: the block's time is what the thread's CPU time did not
   // take until its next switch-out, and is counted under the block's stacks.
   metric("missed_switch_ins_recovered", static_cast<double>(c.missed_ins));

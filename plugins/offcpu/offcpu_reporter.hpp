@@ -43,6 +43,7 @@ struct ReporterMaps {
 struct ReporterOptions {
   bool per_thread = false;
   bool wakers = true;
+  bool run_queue = true;
   std::uint64_t runq_threshold_ns = 0;
   std::string mechanism;
 };
