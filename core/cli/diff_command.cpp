@@ -4,8 +4,9 @@
 // holds it) side by side.
 //   - histograms: count, and p50/p90/p99 with the bounds the buckets allow; a percentile
 //     has shifted only when the two runs' bounds no longer overlap (a move inside one
-//     bucket's error is not a shift), and is judged only when at least 5 values lie above
-//     it in each run;
+//     bucket's error is not a shift) and a rank test of the two runs' bucketed values
+//     agrees (a median moving one bucket between two runs of 15 alike sleeps on a busy
+//     machine is noise), and is judged only when at least 5 values lie above it in each run;
 //   - stacks: each stack's share of its record's total weight, flagged when it moved by at
 //     least --threshold percentage points; --folded-diff writes flamegraph's difffolded
 //     input ("stack base new") for a differential flame graph;
@@ -115,6 +116,9 @@ bool load(const std::string& where, const std::string& value, Run* run, std::str
   return true;
 }
 
+// p < 0.001 two-sided: a diff is a regression gate, and a false alarm costs a CI run.
+constexpr double kShiftZ = 3.3;
+
 struct Bounds {
   double value = 0, lower = 0, upper = 0;
   bool ok = false;
@@ -134,6 +138,37 @@ Bounds percentile(const json& h, double q) {
   return b;
 }
 
+// Mann-Whitney U of the two runs' values as their histograms keep them (a bucket's values
+// tie), as a z score: > 0 when NEW's values rank above BASE's. Ties shrink the variance
+// (the usual correction); 0 when either run has no values.
+double rank_shift_z(const json& base, const json& next) {
+  std::map<std::pair<double, double>, std::pair<double, double>> counts;  // bucket -> (b, n)
+  double nb = 0, nn = 0;
+  auto add = [&](const json& h, bool is_next) {
+    const json& buckets = member(h, "buckets");
+    if (!buckets.is_array()) return;
+    for (const auto& b : buckets) {
+      const double c = report::number_field(b, "count");
+      auto& slot = counts[{report::number_field(b, "lower"), report::number_field(b, "upper")}];
+      (is_next ? slot.second : slot.first) += c;
+      (is_next ? nn : nb) += c;
+    }
+  };
+  add(base, false);
+  add(next, true);
+  if (nb == 0 || nn == 0) return 0;
+  double u = 0, base_below = 0, ties = 0;
+  for (const auto& [bucket, c] : counts) {
+    u += c.second * (base_below + c.first / 2);
+    base_below += c.first;
+    const double t = c.first + c.second;
+    ties += t * t * t - t;
+  }
+  const double n = nb + nn;
+  const double var = nb * nn / 12 * ((n + 1) - ties / (n * (n - 1)));
+  return var > 0 ? (u - nb * nn / 2) / std::sqrt(var) : 0;
+}
+
 }  // namespace
 
 int cmd_diff(const DiffOptions& o) {
@@ -148,7 +183,8 @@ int cmd_diff(const DiffOptions& o) {
 
   std::printf(
       "\nhistograms (a percentile shifted when the two runs' bucket bounds no longer "
-      "overlap)\n");
+      "overlap and a rank test of their values agrees, |z| >= %.1f)\n",
+      kShiftZ);
   int shown = 0;
   for (const auto& [key, hb] : base.histograms) {
     auto it = next.histograms.find(key);
@@ -158,6 +194,8 @@ int cmd_diff(const DiffOptions& o) {
     std::string line;
     bool shift = false;
     const double cb = report::number_field(hb, "count"), cn = report::number_field(hn, "count");
+    const double z = rank_shift_z(hb, hn);
+    bool noise = false;
     for (double q : {0.5, 0.9, 0.99}) {
       Bounds b = percentile(hb, q), n = percentile(hn, q);
       if (!b.ok || !n.ok) continue;
@@ -165,8 +203,10 @@ int cmd_diff(const DiffOptions& o) {
       // with fewer (p99 of 15 values is the maximum) one outlier moves it.
       constexpr double kAbove = 5;
       const bool judged = cb * (1 - q) >= kAbove && cn * (1 - q) >= kAbove;
-      const bool up = judged && n.lower >= b.upper && n.value > b.value;
-      const bool down = judged && n.upper <= b.lower && n.value < b.value;
+      const bool apart_up = judged && n.lower >= b.upper && n.value > b.value;
+      const bool apart_down = judged && n.upper <= b.lower && n.value < b.value;
+      const bool up = apart_up && z >= kShiftZ, down = apart_down && z <= -kShiftZ;
+      noise |= (apart_up || apart_down) && !up && !down;
       char buf[192];
       std::snprintf(buf, sizeof(buf), "  p%g %s -> %s%s", q * 100,
                     sdk::human_amount(b.value, unit).c_str(),
@@ -178,9 +218,16 @@ int cmd_diff(const DiffOptions& o) {
       line += buf;
       shift |= up || down;
     }
-    if (!shift && !o.all) continue;
+    if (shift || noise) {
+      char buf[96];
+      std::snprintf(
+          buf, sizeof(buf),
+          shift ? "  (rank test z %.1f)" : "  (apart, but rank test z %.1f: within noise)", z);
+      line += buf;
+    }
+    if (!shift && !noise && !o.all) continue;
     flagged += shift;
-    ++shown;
+    shown += shift;
     std::printf("  %s  count %.0f -> %.0f%s\n", key.c_str(), cb, cn, line.c_str());
   }
   for (const auto& [key, h] : next.histograms)
