@@ -12,8 +12,10 @@
 #    stacks by function name) and run-queue waits of the crowd are printed side by side
 #    with the workload's own figures.
 # 2. Cost: a pipe ping-pong between two threads on one CPU (2 switches per round trip),
-#    timed with nothing attached, under loupe's offcpu (wakers on, then off) and under
-#    offcputime; ns added per round trip, median of 5 rounds, all in this one run.
+#    timed with nothing attached, under loupe's offcpu (wakers on, then off, then off-CPU
+#    stacks alone: run_queue = false) and under offcputime, then offcputime and runqlat -P
+#    together (the function set of offcpu without wakers); ns added per round trip, median
+#    of 5 rounds, all in this one run.
 # 3. User stacks by the in-kernel unwinder's tables vs frame pointers: the same ping-pong,
 #    now the session's target (tables are loaded for the processes loupe follows), under
 #    offcpu with unwind = "fp" and "tables" (wakers off); ns added per round trip beside
@@ -151,17 +153,32 @@ measure() {  # measure LABEL [command that attaches, run in the background]
 }
 profile "$tmp/all.toml" "wakers = true"
 profile "$tmp/nowake.toml" "wakers = false"
+# offcputime's function set: off-CPU stacks only (no run queue, no wakers, no sched_waking).
+profile "$tmp/stacks.toml" $'wakers = false\nrun_queue = false'
 {
   measure none
   measure loupe_wakers "$loupe" run "$tmp/all.toml" --duration 60
   measure loupe_no_wakers "$loupe" run "$tmp/nowake.toml" --duration 60
+  measure loupe_stacks "$loupe" run "$tmp/stacks.toml" --duration 60
   if have offcputime; then measure offcputime offcputime 60; fi
+  # loupe_no_wakers' function set from the peers: off-CPU stacks and run-queue latency.
+  if have offcputime && have runqlat; then
+    offcputime 60 >/dev/null 2>&1 &
+    p1=$!
+    runqlat -P 60 1 >/dev/null 2>&1 &
+    p2=$!
+    sleep 3
+    echo "offcputime+runqlat $(for _ in 1 2 3 4 5; do pingpong; done | median)"
+    kill -INT $p1 $p2 2>/dev/null
+    wait $p1 $p2 2>/dev/null
+  fi
 } >"$tmp/cost.txt"
-awk 'NR == 1 {base = $2} {printf "%-16s %8.0f ns per round trip (2 switches)  +%6.0f ns  x%.2f\n", $1, $2, $2 - base, $2 / base}' "$tmp/cost.txt"
+awk 'NR == 1 {base = $2} {printf "%-19s %8.0f ns per round trip (2 switches)  +%6.0f ns  x%.2f\n", $1, $2, $2 - base, $2 / base}' "$tmp/cost.txt"
 
 # ---- 3. unwind = "tables" vs "fp", the ping-pong as the target ------------------------
 profile "$tmp/fp.toml" $'wakers = false\nunwind = "fp"'
 profile "$tmp/tables.toml" $'wakers = false\nunwind = "tables"'
+profile "$tmp/tables_stacks.toml" $'wakers = false\nunwind = "tables"\nrun_queue = false'
 as_target() {  # as_target LABEL [profile]: the ping-pong run 5 times, median ns per round trip
   local label=$1 m
   m=$(for _ in 1 2 3 4 5; do
@@ -174,6 +191,7 @@ as_target() {  # as_target LABEL [profile]: the ping-pong run 5 times, median ns
   as_target none
   as_target offcpu_fp "$tmp/fp.toml"
   as_target offcpu_tables "$tmp/tables.toml"
+  as_target tables_stacks "$tmp/tables_stacks.toml"
 } >"$tmp/tables.txt"
 echo "the ping-pong as the target (offcpu, wakers off):"
-awk 'NR == 1 {base = $2} {printf "%-16s %8.0f ns per round trip (2 switches)  +%6.0f ns  x%.2f\n", $1, $2, $2 - base, $2 / base}' "$tmp/tables.txt"
+awk 'NR == 1 {base = $2} {printf "%-19s %8.0f ns per round trip (2 switches)  +%6.0f ns  x%.2f\n", $1, $2, $2 - base, $2 / base}' "$tmp/tables.txt"
