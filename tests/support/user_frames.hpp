@@ -93,6 +93,32 @@ inline double counted_cut_stacks(const std::vector<nlohmann::json>& records) {
   return n;
 }
 
+// The unwinder's final counters and the table builder's of a run, "name=value ...": what a
+// failing unwinder test prints, so that the next failure says which way its stacks went.
+inline std::string unwind_counters(const std::vector<nlohmann::json>& records) {
+  std::string out;
+  for (const auto& r : records) {
+    if (!r.value("is_final", false)) continue;
+    const std::string name = r.value("name", "");
+    std::string what;
+    double v = 0;
+    if (r.value("kind", "") == "metric" && name.rfind("unwind_", 0) == 0) {
+      what = name;
+      v = r["metric"].value("value", 0.0);
+    } else if (r.value("kind", "") == "health" && r.contains("health")) {
+      const std::string c = r["health"].value("component", "");
+      if (c.find("unwind") == std::string::npos && name.find("unwind") == std::string::npos)
+        continue;
+      what = c.find('/') != std::string::npos ? c : name;
+      v = r["health"].value("value", 0.0);
+      if (r["health"]["message"].is_string())
+        what += "(" + r["health"]["message"].get<std::string>() + ")";
+    }
+    if (!what.empty()) out += " " + what + "=" + std::to_string(static_cast<long long>(v));
+  }
+  return out.empty() ? " (none)" : out;
+}
+
 // What tests/unwind/slow_calls_workload counted, by "site.function": its slow calls, and
 // how many of them were near the threshold (ones a profiler timing inside the kernel may
 // rightly not see as slow). pid 0 when the workload's line is missing from `output`.

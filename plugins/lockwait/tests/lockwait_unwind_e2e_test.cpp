@@ -44,6 +44,7 @@ struct Figures {
   double rooted = 0;                       // ... reaching start_thread through worker
   double released = 0, by_release_site = 0;
   std::string wait_example, holder_example;
+  std::string counters;  // the unwinder's and the table builder's, for a failure
 };
 
 class LockwaitUnwind : public loupe::test::CliRun {
@@ -59,6 +60,7 @@ class LockwaitUnwind : public loupe::test::CliRun {
     const std::string addr = workload_field(r.output, "lock_addr");
     const std::string want = workload_field(r.output, "lock_wait_ns");
     f.want_wait = want.empty() ? 0 : std::stod(want);
+    f.counters = "\n    unwinder:" + loupe::test::unwind_counters(r.records);
     for (const json* h : r.all("histogram", "lock_wait"))
       if ((*h)["labels"].value("addr", "") == addr) f.hist = (*h)["histogram"]["sum"].get<double>();
     for (const json* rec : r.all("stack", "lock_wait")) {
@@ -88,21 +90,23 @@ class LockwaitUnwind : public loupe::test::CliRun {
     std::printf(
         "  %s, unwind = %s: workload waited %.1f ms; g_lock %.1f ms, under lock_site %.1f ms "
         "(%.1f reach start_thread); ended by a wake %.1f ms, by release_site %.1f ms\n    %s\n"
-        "    %s\n",
+        "    %s%s\n",
         fs::path(workload).filename().c_str(), mode.empty() ? "(default)" : mode.c_str(),
         f.want_wait / 1e6, f.hist / 1e6, f.under_lock_site / 1e6, f.rooted / 1e6, f.released / 1e6,
-        f.by_release_site / 1e6, f.wait_example.c_str(), f.holder_example.c_str());
+        f.by_release_site / 1e6, f.wait_example.c_str(), f.holder_example.c_str(),
+        f.counters.c_str());
     return f;
   }
 
   void expect_right(const Figures& f) {
     ASSERT_GT(f.want_wait, 0);
-    EXPECT_NEAR(f.under_lock_site, f.want_wait, 0.10 * f.want_wait) << f.wait_example;
-    EXPECT_NEAR(f.rooted, f.under_lock_site, 0.01 * f.under_lock_site) << f.wait_example;
+    EXPECT_NEAR(f.under_lock_site, f.want_wait, 0.10 * f.want_wait) << f.wait_example << f.counters;
+    EXPECT_NEAR(f.rooted, f.under_lock_site, 0.01 * f.under_lock_site)
+        << f.wait_example << f.counters;
     // A wait may end without a wake (the lock came free before the thread slept), so not
     // all of it; but the releases of a contended mutex end most of it.
     EXPECT_GE(f.released, 0.8 * f.hist);
-    EXPECT_GE(f.by_release_site, 0.9 * f.released) << f.holder_example;
+    EXPECT_GE(f.by_release_site, 0.9 * f.released) << f.holder_example << f.counters;
   }
 };
 
