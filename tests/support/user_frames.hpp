@@ -93,6 +93,34 @@ inline double counted_cut_stacks(const std::vector<nlohmann::json>& records) {
   return n;
 }
 
+// A frame's string field ("" when absent or null: a frame the symbolizer could not name).
+inline std::string frame_str(const nlohmann::json& f, const char* key) {
+  return f.contains(key) && f[key].is_string() ? f[key].get<std::string>() : "";
+}
+
+// A stack that is whole and still has no main: the dynamic loader's start-up (its outermost
+// frame is ld.so's entry), exit handlers (exit called by __libc_start_call_main after main
+// returned), or a sample with no user frames at all (the kernel's side of exec). Such a
+// stack is right; it is not an unwinding loss to be counted.
+inline bool whole_outside_main(const nlohmann::json& frames) {
+  const nlohmann::json* outermost = nullptr;
+  std::string callee;  // the symbol of the frame below the outermost (ld.so's _start is
+                       // unnamed where its .symtab is gone: it is the one that calls _dl_start)
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    if (frame_str(frames[i], "module") == "[kernel]") continue;
+    if (outermost != nullptr) callee = frame_str(*outermost, "symbol");
+    outermost = &frames[i];
+    if (i + 1 < frames.size() && frame_str(frames[i], "symbol") == "exit" &&
+        frame_str(frames[i + 1], "symbol") == "__libc_start_call_main")
+      return true;
+  }
+  if (outermost == nullptr) return true;
+  const std::string module = frame_str(*outermost, "module");
+  const std::string symbol = frame_str(*outermost, "symbol");
+  return module.find("/ld-linux") != std::string::npos &&
+         (symbol == "_start" || symbol == "_dl_start_user" || callee == "_dl_start");
+}
+
 // The unwinder's final counters and the table builder's of a run, "name=value ...": what a
 // failing unwinder test prints, so that the next failure says which way its stacks went.
 inline std::string unwind_counters(const std::vector<nlohmann::json>& records) {

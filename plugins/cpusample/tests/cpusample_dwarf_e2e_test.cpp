@@ -39,17 +39,13 @@ struct Attribution {
   std::int64_t unrooted_samples() const { return xz - rooted - outside_main; }
 };
 
-std::string str(const json& f, const char* key) {
-  return f.contains(key) && f[key].is_string() ? f[key].get<std::string>() : "";
-}
-
 // main's frame: the one __libc_start_call_main (libc6-dbg names it) or, without debug
 // symbols, __libc_start_main called, lying in the executable.
 bool reaches_main(const json& frames) {
   for (std::size_t i = 1; i < frames.size(); ++i) {
-    const std::string caller = str(frames[i], "symbol");
+    const std::string caller = loupe::test::frame_str(frames[i], "symbol");
     if (caller != "__libc_start_call_main" && caller.rfind("__libc_start_main", 0) != 0) continue;
-    const std::string module = str(frames[i - 1], "module");
+    const std::string module = loupe::test::frame_str(frames[i - 1], "module");
     if (module.size() >= 3 && module.compare(module.size() - 3, 3, "/xz") == 0) return true;
   }
   return false;
@@ -58,31 +54,9 @@ bool reaches_main(const json& frames) {
 // "COUNT symbol@module;..." leaf first: a stack that missed main, as a failure prints it.
 std::string described(std::int64_t n, const json& frames) {
   std::string line = std::to_string(n) + " ";
-  for (const auto& f : frames) line += str(f, "symbol") + "@" + str(f, "module") + ";";
+  for (const auto& f : frames)
+    line += loupe::test::frame_str(f, "symbol") + "@" + loupe::test::frame_str(f, "module") + ";";
   return line;
-}
-
-// A stack that is whole and still has no main: the dynamic loader's start-up (its outermost
-// frame is ld.so's entry), exit handlers (exit called by __libc_start_call_main after main
-// returned), or a sample with no user frames at all (the kernel's side of exec). Such a
-// stack is right; it is not an unwinding loss to be counted.
-bool whole_outside_main(const json& frames) {
-  const json* outermost = nullptr;
-  std::string callee;  // the symbol of the frame below the outermost (ld.so's _start is
-                       // unnamed where its .symtab is gone: it is the one that calls _dl_start)
-  for (std::size_t i = 0; i < frames.size(); ++i) {
-    if (str(frames[i], "module") == "[kernel]") continue;
-    if (outermost != nullptr) callee = str(*outermost, "symbol");
-    outermost = &frames[i];
-    if (i + 1 < frames.size() && str(frames[i], "symbol") == "exit" &&
-        str(frames[i + 1], "symbol") == "__libc_start_call_main")
-      return true;
-  }
-  if (outermost == nullptr) return true;
-  const std::string module = str(*outermost, "module");
-  const std::string symbol = str(*outermost, "symbol");
-  return module.find("/ld-linux") != std::string::npos &&
-         (symbol == "_start" || symbol == "_dl_start_user" || callee == "_dl_start");
 }
 
 Attribution attribute(const RunResult& r) {
@@ -94,15 +68,15 @@ Attribution attribute(const RunResult& r) {
     a.xz += n;
     if (reaches_main(frames)) {
       a.rooted += n;
-    } else if (whole_outside_main(frames)) {
+    } else if (loupe::test::whole_outside_main(frames)) {
       a.outside_main += n;
     } else {
       a.unrooted.push_back(described(n, frames));
     }
     bool lzma = false, eh = false;
     for (const auto& f : frames) {
-      lzma = lzma || str(f, "symbol") == "lzma_code";
-      eh = eh || str(f, "resolution") == "eh_frame";
+      lzma = lzma || loupe::test::frame_str(f, "symbol") == "lzma_code";
+      eh = eh || loupe::test::frame_str(f, "resolution") == "eh_frame";
     }
     if (lzma) a.lzma_code += n;
     if (eh) a.eh_frame += n;
@@ -287,15 +261,15 @@ TEST_F(CpuSampleDwarfE2E, SamplesInTheVdsoUnwindThroughItToMain) {
     const std::int64_t n = (*rec)["stack"]["values"][0]["value"].get<std::int64_t>();
     bool vdso = false, main_found = false;
     for (const auto& f : (*rec)["stack"]["frames"]) {
-      vdso = vdso || str(f, "module") == "[vdso]";
-      main_found = main_found || str(f, "symbol") == "main";
+      vdso = vdso || loupe::test::frame_str(f, "module") == "[vdso]";
+      main_found = main_found || loupe::test::frame_str(f, "symbol") == "main";
     }
     total += n;
     if (vdso) in_vdso += n;
     if (vdso && main_found) rooted_vdso += n;
     if (main_found) {
       rooted += n;
-    } else if (whole_outside_main((*rec)["stack"]["frames"])) {
+    } else if (loupe::test::whole_outside_main((*rec)["stack"]["frames"])) {
       outside_main += n;  // start-up or exit: whole, with no main to reach
     } else {
       unrooted.push_back(described(n, (*rec)["stack"]["frames"]));

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli_run.hpp"
+#include "user_frames.hpp"
 
 using loupe::test::CliRun;
 using loupe::test::RunResult;
@@ -48,7 +49,7 @@ class CpuSampleE2E : public CliRun {};
 TEST_F(CpuSampleE2E, UserSpinLandsInItsFunctionWithRootedStacks) {
   auto r = run("[[plugins]]\nname = \"cpusample\"\n", {kSpin, "1.5", "user"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  std::int64_t total = 0, in_spin = 0, rooted = 0, before_exec = 0;
+  std::int64_t total = 0, in_spin = 0, rooted = 0, before_exec = 0, outside_main = 0;
   for (const auto* rec : r.all("stack", "cpu")) {
     std::int64_t n = samples_of(*rec);
     // The session's pid filter: the command, and the same pid between fork and exec,
@@ -59,12 +60,25 @@ TEST_F(CpuSampleE2E, UserSpinLandsInItsFunctionWithRootedStacks) {
     }
     EXPECT_EQ((*rec)["labels"]["comm"], "cpu_spin");
     total += n;
-    if (!has_frame(*rec, "main")) continue;  // start-up (ld.so): long under emulation
+    if (!has_frame(*rec, "main")) {
+      // ld.so's start-up or exit handlers: whole stacks with no main, long under emulation
+      if (loupe::test::whole_outside_main((*rec)["stack"]["frames"])) {
+        outside_main += n;
+      } else {
+        std::string line = "  not reaching main: " + std::to_string(n) + " ";
+        for (const auto& f : (*rec)["stack"]["frames"])
+          line += loupe::test::frame_str(f, "symbol") + ";";
+        std::printf("%s\n", line.c_str());
+      }
+      continue;
+    }
     rooted += n;
     if (leaf(*rec) == "cpu_spin_inner") in_spin += n;
   }
-  std::printf("  samples=%lld in cpu_spin_inner=%lld with main=%lld before exec=%lld\n",
-              (long long)total, (long long)in_spin, (long long)rooted, (long long)before_exec);
+  std::printf(
+      "  samples=%lld in cpu_spin_inner=%lld with main=%lld start-up/exit=%lld before exec=%lld\n",
+      (long long)total, (long long)in_spin, (long long)rooted, (long long)outside_main,
+      (long long)before_exec);
   // Between its release and its exec the held child runs only the exec itself (tearing
   // down its copy of loupe's address space): a fixed cost, tens of ms under emulation, so
   // bounded in samples (6 = ~60 ms at 99 Hz) or 5 % of a long run, not a share alone.
@@ -74,7 +88,9 @@ TEST_F(CpuSampleE2E, UserSpinLandsInItsFunctionWithRootedStacks) {
   ASSERT_GE(total, 10);
   EXPECT_EQ(metric(r, "samples"), static_cast<double>(total + before_exec));
   EXPECT_GE(in_spin * 10, rooted * 8);  // of main's call tree, >= 80% in the hot function
-  EXPECT_GE(rooted * 10, total * 8);    // frame-pointer stacks reach main
+  // Stacks of main's time reach main (on a loaded, emulated machine ld.so's start-up alone
+  // was a third of 1.5 s: 21 of 66 samples, on both guests).
+  EXPECT_GE(rooted * 10, (total - outside_main) * 8);
   EXPECT_EQ(metric(r, "cpus_sampled"), static_cast<double>(sysconf(_SC_NPROCESSORS_ONLN)));
 }
 
