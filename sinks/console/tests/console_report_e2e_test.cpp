@@ -130,7 +130,7 @@ TEST_F(ConsoleReportE2E, IntervalReportsKeepOneWindowAndTheFinalOneTheSession) {
   };
   std::istringstream lines(text);
   int intervals = 0, compared = 0;
-  long calls = -1, sum_calls = 0;
+  long calls = -1, sum_calls = 0, sum_counts = 0;
   bool in_final = false, calls_before = false;
   for (std::string line; std::getline(lines, line);) {
     std::smatch m;
@@ -149,15 +149,20 @@ TEST_F(ConsoleReportE2E, IntervalReportsKeepOneWindowAndTheFinalOneTheSession) {
     // (slow when emulated: the 6.12 guest counted 12 calls beside a histogram of 6 there,
     // and once 16 beside 12 in an interval after one the interpreter spent starting), so
     // the steady intervals after it are compared.
+    // Across intervals the edges telescope: the compared intervals' calls and counts add up
+    // to within the calls in flight at the first and last edge (under two hogs on 6.12 one
+    // interval had 6 calls beside a count of 9, the next the other way round).
     if (!in_final && calls_before && std::regex_search(line, m, count) && calls >= 0) {
       const long n = number(m[1]);
-      EXPECT_NEAR(calls, n, 2 + n / 10) << "interval " << intervals << ":\n" << text;
+      EXPECT_LE(calls, 2 * n + 3) << "interval " << intervals << ":\n" << text;
       sum_calls += calls;
+      sum_counts += n;
       ++compared;
     }
   }
   EXPECT_GE(intervals, 2) << text;
   EXPECT_GE(compared, 2) << text;
+  EXPECT_NEAR(sum_calls, sum_counts, 4 + sum_counts / 20) << text;
   auto final_metric = [&](const char* name) {
     double v = -1;
     for (const json* m : r.all("metric", name))
