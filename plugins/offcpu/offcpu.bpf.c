@@ -113,9 +113,7 @@ static __always_inline void take_stacks(void *ctx, bool user, bool kernel, __s32
 	*ustack = -1;
 	*kstack = -1;
 	if (user) {
-		struct task_struct *task = (void *)bpf_get_current_task();
-
-		if (BPF_CORE_READ(task, mm)) {
+		if (bpf_get_current_task_btf()->mm) {
 			if (targ_unwind_tables)
 				err = loupe_unwind_user_stack();
 			else
@@ -157,7 +155,8 @@ static __always_inline void switch_out(void *ctx, __u32 reason)
 	if (!c)
 		return;
 	b.ts_out = bpf_ktime_get_ns();
-	b.runtime = runtime_of((struct task_struct *)bpf_get_current_task());
+	/* A plain load through the current task's BTF pointer: no probe-read helper call. */
+	b.runtime = bpf_get_current_task_btf()->se.sum_exec_runtime;
 	last = bpf_map_lookup_elem(&blocked, &tid);
 	if (last && !last->running) {
 		/* Its switch-in was never delivered: it left the CPU at last->ts_out, came back

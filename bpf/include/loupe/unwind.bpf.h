@@ -601,15 +601,18 @@ __attribute__((noinline)) int loupe_unwind_user_walk(void)
 	st = bpf_map_lookup_elem(&loupe_unwind_scratch, &zero);
 	if (!st || !c)
 		return -1;
-	if (!BPF_CORE_READ(task, mm)) {
+	/* Plain loads, not BPF_CORE_READ: the task and its registers are BTF pointers the
+	 * verifier lets a program read directly, and each helper call of a probe read cost
+	 * about as much as a row lookup (five of them a walk). */
+	if (!task->mm) {
 		c->no_regs++;
 		return -1;
 	}
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	st->pc = BPF_CORE_READ(regs, ip);
-	st->sp = BPF_CORE_READ(regs, sp);
-	st->bp = BPF_CORE_READ(regs, bp);
-	st->leaf_di = BPF_CORE_READ(regs, di);
+	st->pc = regs->ip;
+	st->sp = regs->sp;
+	st->bp = regs->bp;
+	st->leaf_di = regs->di;
 	st->tgid = bpf_get_current_pid_tgid() >> 32;
 	st->depth = 0;
 	st->done = 0;
