@@ -16,6 +16,9 @@ loupe_cli_e2e_test(cpusample_tree_e2e_test
 # unwind = "dwarf" on Debian's own xz (no frame pointers), against unwind = "fp". One entry:
 # its system-wide case must not see another case's xz. Its four cases take 70 s in a quiet
 # guest and took over 300 s under two hogs beside a busy host: three hang timeouts' worth.
+# Run alone: its system-wide session builds the tables of every process of the machine,
+# one file at a time on the session's thread, and a neighbouring test's JVM (libjvm's
+# tables take seconds to build under emulation) kept it from reaching xz within 5 s.
 loupe_cli_e2e_test(cpusample_dwarf_e2e_test SOURCE ${CMAKE_CURRENT_LIST_DIR}/cpusample_dwarf_e2e_test.cpp
   DEFINITIONS CPU_SPIN_WORKLOAD="$<TARGET_FILE:cpu_spin>"
-  DEPENDS cpu_spin loupe-cpusample ONE_ENTRY PROPERTIES TIMEOUT 900)
+  DEPENDS cpu_spin loupe-cpusample ONE_ENTRY PROPERTIES TIMEOUT 900 RUN_SERIAL TRUE)
