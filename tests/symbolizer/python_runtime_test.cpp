@@ -41,20 +41,22 @@ TEST(PythonRuntime, DebiansInterpreterIsReadFromItsFileAsItSaysWhenItRuns) {
   // The running interpreter: its version, and (a non-PIE executable: load bias 0) its
   // addresses; the key's thread state against the one the interpreter gives its thread.
   const std::string key_off = rt->layout ? std::to_string(rt->layout->runtime_tss_key) : "0";
-  auto own = ask(
-      "import sys, ctypes\n"
-      "api = ctypes.pythonapi\n"
-      "rt = ctypes.addressof(ctypes.c_char.in_dll(api, \"_PyRuntime\"))\n"
-      "ev = ctypes.cast(api._PyEval_EvalFrameDefault, ctypes.c_void_p).value\n"
-      "key = ctypes.c_uint.from_address(rt + " + key_off + ").value\n"
-      "libc = ctypes.CDLL(None)\n"
-      "libc.pthread_getspecific.restype = ctypes.c_void_p\n"
-      "api.PyGILState_GetThisThreadState.restype = ctypes.c_void_p\n"
-      "print(\"hexversion=%d\" % sys.hexversion)\n"
-      "print(\"runtime=%d\" % rt)\n"
-      "print(\"eval=%d\" % ev)\n"
-      "print(\"by_key=%d\" % (libc.pthread_getspecific(key) or 0))\n"
-      "print(\"tstate=%d\" % api.PyGILState_GetThisThreadState())\n");
+  auto own =
+      ask("import sys, ctypes\n"
+          "api = ctypes.pythonapi\n"
+          "rt = ctypes.addressof(ctypes.c_char.in_dll(api, \"_PyRuntime\"))\n"
+          "ev = ctypes.cast(api._PyEval_EvalFrameDefault, ctypes.c_void_p).value\n"
+          "key = ctypes.c_uint.from_address(rt + " +
+          key_off +
+          ").value\n"
+          "libc = ctypes.CDLL(None)\n"
+          "libc.pthread_getspecific.restype = ctypes.c_void_p\n"
+          "api.PyGILState_GetThisThreadState.restype = ctypes.c_void_p\n"
+          "print(\"hexversion=%d\" % sys.hexversion)\n"
+          "print(\"runtime=%d\" % rt)\n"
+          "print(\"eval=%d\" % ev)\n"
+          "print(\"by_key=%d\" % (libc.pthread_getspecific(key) or 0))\n"
+          "print(\"tstate=%d\" % api.PyGILState_GetThisThreadState())\n");
   ASSERT_EQ(own.size(), 5u) << "the interpreter did not answer";
   EXPECT_EQ(rt->hexversion, std::stoul(own["hexversion"]));
   EXPECT_EQ(rt->version(), "3.11." + std::to_string((std::stoul(own["hexversion"]) >> 8) & 0xff));
@@ -81,8 +83,7 @@ TEST(PythonRuntime, DebiansInterpreterIsReadFromItsFileAsItSaysWhenItRuns) {
 TEST(PythonRuntime, AFileWithoutAnInterpreterSaysSo) {
   auto rt = loupe::read_python_runtime("/bin/true");
   ASSERT_FALSE(rt);
-  EXPECT_NE(rt.error().find("no CPython interpreter"), std::string::npos)
-      << rt.error();
+  EXPECT_NE(rt.error().find("no CPython interpreter"), std::string::npos) << rt.error();
   EXPECT_FALSE(loupe::read_python_runtime("/nonexistent/python"));
 }
 

@@ -50,7 +50,7 @@ class Elf {
 };
 
 struct Symbols {
-  std::map<std::string, GElf_Sym> wanted;  // the names asked for, found
+  std::map<std::string, GElf_Sym> wanted;      // the names asked for, found
   std::vector<std::uint64_t> function_starts;  // every function symbol's address, sorted
 };
 
@@ -59,8 +59,7 @@ Symbols read_symbols(::Elf* elf, const std::vector<std::string>& names) {
   Elf_Scn* scn = nullptr;
   while ((scn = elf_nextscn(elf, scn)) != nullptr) {
     GElf_Shdr sh;
-    if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM))
-      continue;
+    if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM)) continue;
     Elf_Data* data = elf_getdata(scn, nullptr);
     if (!data || sh.sh_entsize == 0) continue;
     const std::size_t n = sh.sh_size / sh.sh_entsize;
@@ -130,8 +129,10 @@ std::vector<CodeRange> cold_parts(int fd, ::Elf* elf, std::uint64_t start, std::
   };
   for (std::size_t i = 0; i + 5 <= code.size(); ++i) {
     std::size_t len = 0;
-    if (code[i] == 0xe9) len = 5;                                            // jmp rel32
-    else if (code[i] == 0x0f && (code[i + 1] & 0xf0) == 0x80) len = 6;     // jcc rel32
+    if (code[i] == 0xe9)
+      len = 5;  // jmp rel32
+    else if (code[i] == 0x0f && (code[i + 1] & 0xf0) == 0x80)
+      len = 6;  // jcc rel32
     if (len == 0 || i + len > code.size()) continue;
     std::int32_t rel;
     std::memcpy(&rel, &code[i + len - 4], 4);

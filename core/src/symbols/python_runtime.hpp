@@ -49,9 +49,9 @@ struct CodeRange {
 };
 
 struct PythonRuntime {
-  std::uint32_t hexversion = 0;  // Py_Version: 0x030b02f0 is 3.11.2 final
-  std::uint64_t runtime = 0;     // _PyRuntime, link-time
-  std::vector<CodeRange> eval;   // _PyEval_EvalFrameDefault, then its .cold part(s)
+  std::uint32_t hexversion = 0;          // Py_Version: 0x030b02f0 is 3.11.2 final
+  std::uint64_t runtime = 0;             // _PyRuntime, link-time
+  std::vector<CodeRange> eval;           // _PyEval_EvalFrameDefault, then its .cold part(s)
   const PythonLayout* layout = nullptr;  // nullptr: a version loupe has no layout for
 
   std::uint32_t major() const { return hexversion >> 24; }
