@@ -4,10 +4,15 @@
 // itself when it runs: its version, where _PyRuntime and the evaluation loop are, and that
 // the pthread key at the layout's offset gives each thread its own PyThreadState.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
+
+#include <array>
+#include <vector>
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -78,6 +83,87 @@ TEST(PythonRuntime, DebiansInterpreterIsReadFromItsFileAsItSaysWhenItRuns) {
   for (const auto& r : rt->eval)
     std::printf(" [0x%llx, 0x%llx)", (unsigned long long)r.start, (unsigned long long)r.end);
   std::printf("\n");
+}
+
+// Code objects of a running 3.11: names, file and every instruction's line, read from its
+// memory, against what the interpreter says of the same objects (id() is the address;
+// co_lines() gives each byte range's line).
+TEST(PythonRuntime, CodeObjectsOfARunningInterpreterGiveTheirNamesAndLines) {
+  if (::access(kPython, X_OK) != 0) GTEST_SKIP() << kPython << " is not installed";
+  if (::geteuid() != 0) GTEST_SKIP() << "reads another process's memory: needs root";
+  auto rt = loupe::read_python_runtime(kPython);
+  ASSERT_TRUE(rt && rt->layout) << (rt ? "no layout" : rt.error());
+  // Non-ASCII names too (PEP 393's compact UCS-1/2 strings): the reader turns them to UTF-8.
+  const std::string script = "/tmp/loupe-python-runtime-test-" + std::to_string(::getpid()) + ".py";
+  std::ofstream(script) << R"(import os, sys, time
+def outer(x):
+    y = x + 1
+    for i in range(3):
+        y += i
+    return inner(y)
+def inner(z):
+    return [z * k
+            for k in range(2)]
+class Knot:
+    def té(self, v=1):
+        return v
+class Ж:
+    def ш(self):
+        return 2
+print("pid=%d" % os.getpid())
+for f in (outer, inner, Knot.té, Ж.ш):
+    c = f.__code__
+    print("code=%d %s %s" % (id(c), c.co_qualname, c.co_filename))
+    for start, end, line in c.co_lines():
+        if line is not None: print("line=%d %d %d %d" % (id(c), start, end, line))
+print("done")
+sys.stdout.flush()
+time.sleep(60)
+)";
+  FILE* p = ::popen((std::string("PYTHONIOENCODING=utf-8 ") + kPython + " " + script).c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  long pid = 0;
+  std::map<std::uint64_t, std::pair<std::string, std::string>> codes;  // id -> qualname, file
+  std::vector<std::array<std::uint64_t, 4>> lines;                     // id, start, end, line
+  char buf[1024];
+  while (std::fgets(buf, sizeof(buf), p) && std::string(buf) != "done\n") {
+    std::istringstream in(buf);
+    std::string tag;
+    std::getline(in, tag, '=');
+    if (tag == "pid") {
+      in >> pid;
+    } else if (tag == "code") {
+      std::uint64_t id;
+      std::string q, f;
+      in >> id >> q >> f;
+      codes[id] = {q, f};
+    } else if (tag == "line") {
+      std::array<std::uint64_t, 4> l{};
+      in >> l[0] >> l[1] >> l[2] >> l[3];
+      lines.push_back(l);
+    }
+  }
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(codes.size(), 4u);
+  for (const auto& [id, names] : codes) {
+    auto code = loupe::read_python_code(static_cast<int>(pid), id, *rt->layout);
+    ASSERT_TRUE(code) << code.error();
+    EXPECT_EQ(code->qualname, names.first);
+    EXPECT_EQ(code->filename, names.second);
+    std::size_t checked = 0;
+    for (const auto& l : lines) {
+      if (l[0] != id) continue;
+      for (std::uint64_t at = l[1]; at < l[2]; at += 2, ++checked)
+        EXPECT_EQ(loupe::python_line(*code, static_cast<std::uint32_t>(at / 2), *rt->layout), l[3])
+            << names.first << " at byte " << at;
+    }
+    EXPECT_GT(checked, 0u) << names.first;
+    std::printf("  %s (%s): %zu instructions' lines checked\n", code->qualname.c_str(),
+                code->filename.c_str(), checked);
+  }
+  ::kill(static_cast<pid_t>(pid), SIGKILL);
+  ::pclose(p);
+  std::remove(script.c_str());
 }
 
 TEST(PythonRuntime, AFileWithoutAnInterpreterSaysSo) {

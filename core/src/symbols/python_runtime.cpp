@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,10 +26,11 @@ constexpr std::uint32_t kNone = UINT32_MAX;
 // runtime-data layouts); 3.11's checked against Debian's 3.11.2 (PyCode_Type's members,
 // PyThreadState_GetFrame, _PyFrame_IsEntryFrame, PyGILState_GetThisThreadState).
 constexpr PythonLayout kLayouts[] = {
-    // major minor key   tstate cframe code prev instr entry  first file name qual line adapt ascii
-    {3, 10, 588, 24, kNone, 32, 24, 96, 0, 40, 104, 112, 0, 120, 0, 48},
-    {3, 11, 596, 56, 8, 32, 48, 56, 68, 72, 112, 120, 128, 136, 184, 48},
-    {3, 12, 1548, 56, 0, 0, 8, 56, 70, 68, 112, 120, 128, 136, 192, 40},
+    // major minor key tstate cframe code prev instr entry first file name qual line adapt ascii
+    // compact
+    {3, 10, 588, 24, kNone, 32, 24, 96, 0, 40, 104, 112, 0, 120, 0, 48, 72},
+    {3, 11, 596, 56, 8, 32, 48, 56, 68, 72, 112, 120, 128, 136, 184, 48, 72},
+    {3, 12, 1548, 56, 0, 0, 8, 56, 70, 68, 112, 120, 128, 136, 192, 40, 56},
 };
 
 class Elf {
@@ -147,7 +149,140 @@ std::vector<CodeRange> cold_parts(int fd, ::Elf* elf, std::uint64_t start, std::
   return out;
 }
 
+bool read_mem(int pid, std::uint64_t addr, void* out, std::size_t len) {
+  iovec local{out, len};
+  iovec remote{reinterpret_cast<void*>(addr), len};
+  return ::process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(len);
+}
+
+template <typename T>
+bool read_value(int pid, std::uint64_t addr, T* out) {
+  return read_mem(pid, addr, out, sizeof(T));
+}
+
+// A str object as UTF-8: compact ASCII, or compact UCS-1/2/4 (PEP 393). Names and paths
+// longer than kMaxString are cut (a frame name is for reading, not for round trips).
+constexpr std::uint64_t kMaxString = 4096;
+bool read_str(int pid, std::uint64_t obj, const PythonLayout& l, std::string* out) {
+  std::int64_t length = 0;
+  std::uint32_t state = 0;
+  if (!obj || !read_value(pid, obj + 16, &length) || !read_value(pid, obj + 32, &state) ||
+      length < 0)
+    return false;
+  const std::uint64_t n = std::min<std::uint64_t>(static_cast<std::uint64_t>(length), kMaxString);
+  const unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+  if (!compact || kind == 0 || kind == 3 || kind > 4) return false;
+  std::string raw(n * kind, '\0');
+  if (!read_mem(pid, obj + (ascii ? l.ascii_data : l.compact_data), raw.data(), raw.size()))
+    return false;
+  out->clear();
+  for (std::uint64_t i = 0; i < n; ++i) {
+    std::uint32_t c = 0;
+    std::memcpy(&c, raw.data() + i * kind, kind);
+    if (c < 0x80) {
+      out->push_back(static_cast<char>(c));
+    } else if (c < 0x800) {
+      out->push_back(static_cast<char>(0xc0 | (c >> 6)));
+      out->push_back(static_cast<char>(0x80 | (c & 0x3f)));
+    } else if (c < 0x10000) {
+      out->push_back(static_cast<char>(0xe0 | (c >> 12)));
+      out->push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3f)));
+      out->push_back(static_cast<char>(0x80 | (c & 0x3f)));
+    } else {
+      out->push_back(static_cast<char>(0xf0 | (c >> 18)));
+      out->push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3f)));
+      out->push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3f)));
+      out->push_back(static_cast<char>(0x80 | (c & 0x3f)));
+    }
+  }
+  return true;
+}
+
+// A bytes object's contents (ob_size at 16, ob_sval at 32 in every supported version).
+bool read_bytes(int pid, std::uint64_t obj, std::string* out) {
+  std::int64_t size = 0;
+  if (!obj || !read_value(pid, obj + 16, &size) || size < 0 || size > (1 << 20)) return false;
+  out->assign(static_cast<std::size_t>(size), '\0');
+  return size == 0 || read_mem(pid, obj + 32, out->data(), out->size());
+}
+
 }  // namespace
+
+Result<PythonCode> read_python_code(int pid, std::uint64_t code, const PythonLayout& l) {
+  PythonCode c;
+  std::uint64_t name = 0, file = 0, table = 0;
+  std::int32_t first = 0;
+  const std::uint32_t name_at = l.code_qualname ? l.code_qualname : l.code_name;
+  if (!read_value(pid, code + name_at, &name) || !read_value(pid, code + l.code_filename, &file) ||
+      !read_value(pid, code + l.code_linetable, &table) ||
+      !read_value(pid, code + l.code_firstlineno, &first))
+    return make_error("pid " + std::to_string(pid) + ": code object unreadable");
+  if (!read_str(pid, name, l, &c.qualname) || !read_str(pid, file, l, &c.filename))
+    return make_error("pid " + std::to_string(pid) + ": code object's names unreadable");
+  read_bytes(pid, table, &c.linetable);
+  c.firstlineno = first > 0 ? static_cast<std::uint32_t>(first) : 0;
+  return c;
+}
+
+std::uint32_t python_line(const PythonCode& code, std::uint32_t index, const PythonLayout& l) {
+  const auto& t = code.linetable;
+  std::int64_t line = code.firstlineno;
+  if (l.minor < 11) {
+    // 3.10: (bytes, line delta) pairs over byte offsets; a delta of -128 is "no line".
+    const std::uint64_t at = 2ull * index;
+    std::uint64_t end = 0;
+    for (std::size_t i = 0; i + 1 < t.size(); i += 2) {
+      const std::uint64_t start = end;
+      end += static_cast<std::uint8_t>(t[i]);
+      const auto delta = static_cast<std::int8_t>(t[i + 1]);
+      if (delta != -128) line += delta;
+      if (at >= start && at < end) return delta == -128 ? 0 : static_cast<std::uint32_t>(line);
+    }
+    return 0;
+  }
+  // 3.11+: entries of a first byte (bit 7 set; code in bits 3-6, length-1 in bits 0-2)
+  // and the code's extra bytes (Objects/locations.md).
+  std::size_t i = 0;
+  auto varint = [&]() {
+    std::uint64_t v = 0;
+    for (unsigned shift = 0; i < t.size(); shift += 6) {
+      const auto b = static_cast<std::uint8_t>(t[i++]);
+      v |= static_cast<std::uint64_t>(b & 63) << shift;
+      if (!(b & 64)) break;
+    }
+    return v;
+  };
+  auto svarint = [&]() {
+    const std::uint64_t u = varint();
+    return (u & 1) ? -static_cast<std::int64_t>(u >> 1) : static_cast<std::int64_t>(u >> 1);
+  };
+  std::uint64_t start = 0;
+  while (i < t.size()) {
+    const auto b = static_cast<std::uint8_t>(t[i++]);
+    if (!(b & 0x80)) continue;  // lost sync: on to the next entry's first byte
+    const unsigned what = (b >> 3) & 15, len = (b & 7) + 1;
+    bool none = false;
+    if (what == 15) {
+      none = true;
+    } else if (what == 14) {
+      line += svarint();
+      varint();
+      varint();
+      varint();
+    } else if (what == 13) {
+      line += svarint();
+    } else if (what >= 10) {
+      line += what - 10;
+      i += 2;
+    } else {
+      i += 1;
+    }
+    if (index >= start && index < start + len)
+      return none || line <= 0 ? 0 : static_cast<std::uint32_t>(line);
+    start += len;
+  }
+  return 0;
+}
 
 const PythonLayout* python_layout(std::uint32_t major, std::uint32_t minor) {
   for (const auto& l : kLayouts)

@@ -39,6 +39,7 @@ struct PythonLayout {
   std::uint32_t code_firstlineno, code_filename, code_name, code_qualname, code_linetable;
   std::uint32_t code_adaptive;  // start of the bytecode in the code object (3.11+); 0 = 3.10
   std::uint32_t ascii_data;     // compact ASCII string: where its characters start
+  std::uint32_t compact_data;   // compact non-ASCII string: where its code units start
 };
 
 // The layout for `major`.`minor`, or nullptr when loupe has none.
@@ -59,6 +60,21 @@ struct PythonRuntime {
   std::uint32_t micro() const { return (hexversion >> 8) & 0xff; }
   std::string version() const;  // "3.11.2"
 };
+
+// A code object of a running interpreter, read from its process's memory: what a Python
+// frame of a stack is named by. The line table stays raw; python_line() decodes it.
+struct PythonCode {
+  std::string qualname;  // co_qualname (3.11+), co_name before
+  std::string filename;
+  std::uint32_t firstlineno = 0;
+  std::string linetable;  // co_linetable's bytes
+};
+Result<PythonCode> read_python_code(int pid, std::uint64_t code, const PythonLayout& layout);
+
+// The source line of the instruction at code unit `index` (3.11+: 2-byte units from the
+// start of the bytecode), from the location table as CPython's own decoder reads it; 0 when
+// the table has no line there.
+std::uint32_t python_line(const PythonCode& code, std::uint32_t index, const PythonLayout& layout);
 
 // Reads the interpreter in the ELF file `path`. An error when the file holds none (no
 // _PyRuntime, no Py_Version or no evaluation loop): most files a process maps.
