@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -163,6 +164,57 @@ time.sleep(60)
   }
   ::kill(static_cast<pid_t>(pid), SIGKILL);
   ::pclose(p);
+  std::remove(script.c_str());
+}
+
+// A running interpreter found from its maps, where it was loaded: Debian's python3.11
+// (non-PIE, libpython linked in) and, when PATH has another one (a pyenv build here: a PIE
+// python on a shared libpython3.X.so), that one too; against the interpreter's own ctypes.
+TEST(PythonRuntime, RunningInterpretersAreFoundWhereTheyWereLoaded) {
+  if (::geteuid() != 0) GTEST_SKIP() << "reads another process's maps and root: needs root";
+  std::vector<std::string> pythons;
+  if (::access(kPython, X_OK) == 0) pythons.push_back(kPython);
+  if (FILE* p = ::popen("python3 -c 'import sys; print(sys.executable)' 2>/dev/null", "r")) {
+    char buf[512] = {};
+    if (std::fgets(buf, sizeof(buf), p)) {
+      std::string exe(buf, std::strcspn(buf, "\n"));
+      if (!exe.empty() && exe != kPython) pythons.push_back(exe);
+    }
+    ::pclose(p);
+  }
+  if (pythons.empty()) GTEST_SKIP() << "no python here";
+  const std::string script = "/tmp/loupe-python-process-test-" + std::to_string(::getpid()) + ".py";
+  std::ofstream(script) << R"(import ctypes, os, sys, time
+api = ctypes.pythonapi
+rt = ctypes.addressof(ctypes.c_char.in_dll(api, "_PyRuntime"))
+ev = ctypes.cast(api._PyEval_EvalFrameDefault, ctypes.c_void_p).value
+print("pid=%d runtime=%d eval=%d version=%d" % (os.getpid(), rt, ev, sys.hexversion))
+sys.stdout.flush()
+time.sleep(60)
+)";
+  for (const auto& python : pythons) {
+    SCOPED_TRACE(python);
+    FILE* p = ::popen((python + " " + script).c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    char buf[512] = {};
+    ASSERT_NE(std::fgets(buf, sizeof(buf), p), nullptr);
+    unsigned long long pid = 0, runtime = 0, eval = 0, version = 0;
+    ASSERT_EQ(std::sscanf(buf, "pid=%llu runtime=%llu eval=%llu version=%llu", &pid, &runtime,
+                          &eval, &version),
+              4)
+        << buf;
+    auto proc = loupe::find_python_process("/proc", static_cast<std::uint32_t>(pid));
+    ::kill(static_cast<pid_t>(pid), SIGKILL);
+    ::pclose(p);
+    ASSERT_TRUE(proc) << proc.error();
+    EXPECT_EQ(proc->runtime.hexversion, version);
+    EXPECT_EQ(proc->runtime_addr(), runtime);
+    ASSERT_FALSE(proc->eval().empty());
+    EXPECT_EQ(proc->eval()[0].start, eval);
+    std::printf("  %s: %s %s, bias 0x%llx, _PyRuntime 0x%llx\n", python.c_str(),
+                proc->runtime.path.c_str(), proc->runtime.version().c_str(),
+                (unsigned long long)proc->bias, (unsigned long long)proc->runtime_addr());
+  }
   std::remove(script.c_str());
 }
 

@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "symbols/eh_frame_ranges.hpp"
+#include "symbols/process_maps.hpp"
 #include "util/unique_fd.hpp"
 
 namespace loupe {
@@ -311,6 +312,7 @@ Result<PythonRuntime> read_python_runtime(const std::string& path) {
   if (!runtime || !eval || eval->st_size == 0)
     return make_error(path + ": no CPython interpreter (_PyRuntime, _PyEval_EvalFrameDefault)");
   PythonRuntime rt;
+  rt.path = path;
   rt.runtime = runtime->st_value;
   // Py_Version is exported from 3.11 on; an older interpreter is a version loupe has no
   // layout for yet unless its file says otherwise (3.10: the name, left to the caller).
@@ -327,6 +329,53 @@ Result<PythonRuntime> read_python_runtime(const std::string& path) {
     rt.eval.push_back(cold);
   rt.layout = rt.hexversion ? python_layout(rt.major(), rt.minor()) : nullptr;
   return rt;
+}
+
+std::vector<CodeRange> PythonProcess::eval() const {
+  std::vector<CodeRange> out;
+  for (const auto& r : runtime.eval) out.push_back({r.start + bias, r.end + bias});
+  return out;
+}
+
+Result<PythonProcess> find_python_process(const std::string& proc_root, std::uint32_t pid) {
+  std::vector<MapsEntry> maps;
+  int err = 0;
+  if (!read_process_maps(proc_root, pid, &maps, &err))
+    return make_error("pid " + std::to_string(pid) + ": " + std::strerror(err));
+  std::vector<std::string> tried;
+  for (const auto& m : maps) {
+    if (!m.executable || !m.file_backed() || m.deleted ||
+        std::find(tried.begin(), tried.end(), m.path) != tried.end())
+      continue;
+    tried.push_back(m.path);
+    // Only files named like an interpreter are opened: a process maps dozens of libraries.
+    const std::string base = m.path.substr(m.path.rfind('/') + 1);
+    if (base.rfind("python", 0) != 0 && base.rfind("libpython", 0) != 0) continue;
+    // Through the process's root: the file as it sees it, in its own mount namespace.
+    const std::string at = proc_root + "/" + std::to_string(pid) + "/root" + m.path;
+    auto rt = read_python_runtime(at);
+    if (!rt) continue;
+    // The executable mapping's first byte is file offset m.offset: the segment holding it
+    // gives its link-time address, and the bias is what moved it.
+    UniqueFd fd(::open(at.c_str(), O_RDONLY | O_CLOEXEC));
+    Elf elf(fd.get());
+    std::size_t n = 0;
+    if (!elf.get() || elf_getphdrnum(elf.get(), &n) != 0) continue;
+    for (std::size_t i = 0; i < n; ++i) {
+      GElf_Phdr ph;
+      if (!gelf_getphdr(elf.get(), static_cast<int>(i), &ph) || ph.p_type != PT_LOAD ||
+          !(ph.p_flags & PF_X))
+        continue;
+      const std::uint64_t aligned = ph.p_offset & ~std::uint64_t{0xfff};
+      if (m.offset < aligned || m.offset >= ph.p_offset + ph.p_filesz) continue;
+      PythonProcess p;
+      p.runtime = std::move(*rt);
+      p.runtime.path = m.path;
+      p.bias = m.start - (ph.p_vaddr + m.offset - ph.p_offset);
+      return p;
+    }
+  }
+  return make_error("pid " + std::to_string(pid) + ": no CPython interpreter mapped");
 }
 
 }  // namespace loupe

@@ -50,6 +50,7 @@ struct CodeRange {
 };
 
 struct PythonRuntime {
+  std::string path;                      // the file: python, or libpython3.X.so
   std::uint32_t hexversion = 0;          // Py_Version: 0x030b02f0 is 3.11.2 final
   std::uint64_t runtime = 0;             // _PyRuntime, link-time
   std::vector<CodeRange> eval;           // _PyEval_EvalFrameDefault, then its .cold part(s)
@@ -79,6 +80,23 @@ std::uint32_t python_line(const PythonCode& code, std::uint32_t index, const Pyt
 // Reads the interpreter in the ELF file `path`. An error when the file holds none (no
 // _PyRuntime, no Py_Version or no evaluation loop): most files a process maps.
 Result<PythonRuntime> read_python_runtime(const std::string& path);
+
+// A process's interpreter where it is loaded: the file's link-time addresses moved by the
+// mapping's load bias (0 for a non-PIE python; a libpython's wherever ld.so put it).
+struct PythonProcess {
+  PythonRuntime runtime;  // link-time
+  std::uint64_t bias = 0;
+  std::uint64_t runtime_addr() const { return runtime.runtime + bias; }
+  // Where the thread-state key lives (0: no layout for this version).
+  std::uint64_t tss_key_addr() const {
+    return runtime.layout ? runtime_addr() + runtime.layout->runtime_tss_key : 0;
+  }
+  std::vector<CodeRange> eval() const;  // the evaluation loop's ranges, loaded
+};
+
+// The interpreter process `pid` runs, found in its maps (through `proc_root`, e.g. "/proc").
+// An error when it maps none.
+Result<PythonProcess> find_python_process(const std::string& proc_root, std::uint32_t pid);
 
 }  // namespace loupe
 
