@@ -17,6 +17,7 @@
 
 #include "dispatch/ring_dispatcher.hpp"
 #include "dispatch/sink_runner.hpp"
+#include "session/python_frames.hpp"
 #include "kernel/bpf_lifecycle.hpp"
 #include "kernel/process_tree.hpp"
 #include "loupe/abi/records.h"
@@ -63,6 +64,7 @@ class HealthReport {
   void mapping_records(const SymbolizerStats* stats, const std::string& unavailable);
   // At the end, when a plugin uses the in-kernel unwinder: the tables kept for it, and the
   // files left without rows (the rows map was full: their frames unwind by frame pointers).
+  void python_frames(const PythonFrames::Counters& c);
   void unwind_tables(std::uint64_t processes, std::uint64_t files, std::uint64_t rows,
                      std::uint64_t rows_full, std::uint64_t write_errors, std::uint64_t build_ns);
   // At the end, when debuginfod was asked: what it delivered and what it could not.

@@ -45,6 +45,16 @@ Status TargetScope::check_pid() const {
 
 Status TargetScope::start(FeatureSet& features, Symbolizer* symbolizer) {
   symbolizer_ = symbolizer;
+  if (symbolizer_)
+    symbolizer_->name_python_frames(
+        [this](std::uint32_t pid, std::uint64_t frame, Symbolizer::PythonName* out) {
+          PythonFrames::Name n;
+          if (!unwind_tables_.python().name(pid, frame, &n)) return false;
+          out->qualname = std::move(n.qualname);
+          out->file = std::move(n.file);
+          out->line = n.line;
+          return true;
+        });
   if (!spec_.command.empty()) {
     try {
       target_ = std::make_unique<TargetProcess>(spec_.command);
@@ -238,6 +248,7 @@ void TargetScope::report_health(HealthReport& health) const {
   if (unwind_tables_.attached()) {
     const auto c = unwind_tables_.counters();
     health.unwind_tables(c.processes, c.files, c.rows, c.rows_full, c.write_errors, c.build_ns);
+    if (unwind_tables_.python().attached()) health.python_frames(unwind_tables_.python().counters());
   }
   if (symbolizer_) {
     SymbolizerStats st = symbolizer_->stats();

@@ -337,7 +337,8 @@ std::vector<CodeRange> PythonProcess::eval() const {
   return out;
 }
 
-Result<PythonProcess> find_python_process(const std::string& proc_root, std::uint32_t pid) {
+Result<PythonProcess> find_python_process(const std::string& proc_root, std::uint32_t pid,
+                                          PythonRuntimeCache* cache) {
   std::vector<MapsEntry> maps;
   int err = 0;
   if (!read_process_maps(proc_root, pid, &maps, &err))
@@ -353,7 +354,17 @@ Result<PythonProcess> find_python_process(const std::string& proc_root, std::uin
     if (base.rfind("python", 0) != 0 && base.rfind("libpython", 0) != 0) continue;
     // Through the process's root: the file as it sees it, in its own mount namespace.
     const std::string at = proc_root + "/" + std::to_string(pid) + "/root" + m.path;
-    auto rt = read_python_runtime(at);
+    const std::pair<std::uint64_t, std::uint64_t> key{
+        (std::uint64_t{m.dev_major} << 32) | m.dev_minor, m.inode};
+    std::shared_ptr<const PythonRuntime> rt;
+    if (auto hit = cache ? cache->find(key) : PythonRuntimeCache::iterator{};
+        cache && hit != cache->end()) {
+      rt = hit->second;
+    } else {
+      auto read = read_python_runtime(at);
+      if (read) rt = std::make_shared<const PythonRuntime>(std::move(read).value());
+      if (cache) cache->emplace(key, rt);
+    }
     if (!rt) continue;
     // The executable mapping's first byte is file offset m.offset: the segment holding it
     // gives its link-time address, and the bias is what moved it.
@@ -369,7 +380,7 @@ Result<PythonProcess> find_python_process(const std::string& proc_root, std::uin
       const std::uint64_t aligned = ph.p_offset & ~std::uint64_t{0xfff};
       if (m.offset < aligned || m.offset >= ph.p_offset + ph.p_filesz) continue;
       PythonProcess p;
-      p.runtime = std::move(*rt);
+      p.runtime = *rt;
       p.runtime.path = m.path;
       p.bias = m.start - (ph.p_vaddr + m.offset - ph.p_offset);
       return p;

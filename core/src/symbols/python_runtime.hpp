@@ -19,6 +19,8 @@
 #define LOUPE_CORE_PYTHON_RUNTIME_HPP
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -94,9 +96,15 @@ struct PythonProcess {
   std::vector<CodeRange> eval() const;  // the evaluation loop's ranges, loaded
 };
 
+// What read_python_runtime found in each file, by (device, inode): a file is read once
+// however many processes map it (nullptr: not an interpreter).
+using PythonRuntimeCache =
+    std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<const PythonRuntime>>;
+
 // The interpreter process `pid` runs, found in its maps (through `proc_root`, e.g. "/proc").
 // An error when it maps none.
-Result<PythonProcess> find_python_process(const std::string& proc_root, std::uint32_t pid);
+Result<PythonProcess> find_python_process(const std::string& proc_root, std::uint32_t pid,
+                                          PythonRuntimeCache* cache = nullptr);
 
 }  // namespace loupe
 
