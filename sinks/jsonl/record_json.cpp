@@ -18,7 +18,7 @@ Json enum_name(std::uint32_t v, const char* const (&names)[N], std::uint32_t fir
 const char* kKinds[] = {"histogram", "stack", "event", "metric", "health", "finding"};
 const char* kSchemes[] = {"log2", "log2_linear", "explicit"};
 const char* kFrameKinds[] = {"user", "kernel", "jit", "python"};
-const char* kResolved[] = {"symtab", "dynsym",   "kallsyms", "perf_map",
+const char* kResolved[] = {"symtab",  "dynsym",   "kallsyms", "perf_map",
                            "jitdump", "eh_frame", "python"};
 const char* kUnresolved[] = {"no_symbol", "no_module", "process_gone", "not_attempted"};
 const char* kMetricTypes[] = {"counter", "gauge"};

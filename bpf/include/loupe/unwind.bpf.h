@@ -161,13 +161,14 @@ struct loupe_unwind_state {
 	__u32 py_init;
 	__u32 py_done_pc;
 	__u32 py_frames;
-	__u32 py_stop; /* 1: no thread state, 2: a frame unreadable */
-	__u32 py_lost; /* code objects whose sighting the ring had no room for */
-	__u32 nat;     /* native frames recorded: the first is the leaf, unwound by its own pc */
+	__u32 py_stop;	/* 1: no thread state, 2: a frame unreadable */
+	__u32 py_lost;	/* code objects whose sighting the ring had no room for */
+	__u32 nat;	/* native frames recorded: the first is the leaf, unwound by its own pc */
 	__u64 py_frame; /* the next Python frame to record; 0: none left */
 	struct loupe_python_proc py;
 	struct loupe_python_code_key py_key;
 	__u8 py_buf[LOUPE_PYTHON_FRAME_BYTES];
+	__u8 py_code[LOUPE_PYTHON_CODE_BYTES];
 	struct loupe_unwind_file_key file_key;
 	/* A saved rbp and the return address above it, read at once: here, not on the BPF
 	 * stack, whose 512 bytes the walk's calls share (6.1 counted 544 with it there). */
@@ -509,9 +510,19 @@ static __always_inline __u64 loupe_python_field(const struct loupe_unwind_state 
  * dropped, so the next sighting tries again. */
 static __always_inline void loupe_python_seen(struct loupe_unwind_state *st, __u64 code)
 {
+	__u32 off = st->py.code_name - st->py.code_first;
+
 	st->py_key.tgid = st->tgid;
 	st->py_key.pad = 0;
 	st->py_key.code = code;
+	st->py_key.token = 0;
+	/* The token: a code object freed and another allocated at its address must be told
+	 * again, or the first one's name would stay on the second's frames. */
+	if (off <= LOUPE_PYTHON_CODE_BYTES - sizeof(__u64) &&
+	    bpf_probe_read_user(st->py_code, sizeof(st->py_code),
+				(void *)(code + st->py.code_first)) == 0)
+		st->py_key.token =
+		    *(const __u64 *)&st->py_code[off] ^ *(const __u32 *)&st->py_code[0];
 	if (bpf_map_lookup_elem(&loupe_python_codes, &st->py_key))
 		return;
 	/* The value is a byte nobody reads: the key's own first one. */
@@ -568,7 +579,8 @@ static __always_inline int loupe_python_step(struct loupe_unwind_state *st, __u3
 		/* The last instruction begun, in 2-byte code units from the bytecode's start;
 		 * one before it (-1) at a frame's entry. */
 		index = ((__s64)loupe_python_field(st, st->py.frame_instr) - (__s64)code -
-			 (__s64)st->py.code_adaptive) >> 1;
+			 (__s64)st->py.code_adaptive) >>
+			1;
 	}
 	if (index < 0)
 		index = 0;

@@ -17,11 +17,11 @@
 
 #include "dispatch/ring_dispatcher.hpp"
 #include "dispatch/sink_runner.hpp"
-#include "session/python_frames.hpp"
 #include "kernel/bpf_lifecycle.hpp"
 #include "kernel/process_tree.hpp"
 #include "loupe/abi/records.h"
 #include "loupe/symbolizer.hpp"
+#include "session/python_frames.hpp"
 
 namespace loupe {
 

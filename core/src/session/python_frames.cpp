@@ -14,7 +14,9 @@ namespace {
 // pthread_getspecific reads for a key below 32).
 constexpr std::uint32_t kGlibcTsdOffset = 0x318;
 
-std::uint16_t u16(std::uint32_t v) { return v == UINT32_MAX ? 0xffff : static_cast<std::uint16_t>(v); }
+std::uint16_t u16(std::uint32_t v) {
+  return v == UINT32_MAX ? 0xffff : static_cast<std::uint16_t>(v);
+}
 
 // What the walk needs of one interpreter process, from its version's layout.
 loupe_python_proc bpf_entry(const PythonProcess& p) {
@@ -34,6 +36,8 @@ loupe_python_proc bpf_entry(const PythonProcess& p) {
   e.frame_instr = u16(l.frame_instr);
   e.frame_entry = u16(l.frame_entry);
   e.code_adaptive = u16(l.code_adaptive);
+  e.code_first = u16(l.code_firstlineno);
+  e.code_name = u16(l.code_qualname ? l.code_qualname : l.code_name);
   e.entry_kind = l.minor <= 10   ? LOUPE_PYTHON_ENTRY_ONE
                  : l.minor == 11 ? LOUPE_PYTHON_ENTRY_FLAG
                                  : LOUPE_PYTHON_ENTRY_SHIM;
@@ -69,12 +73,14 @@ bool PythonFrames::update(std::uint32_t pid) {
   if (consumers_.empty()) return false;
   auto found = find_python_process(proc_root_, pid, &runtimes_);
   if (!found || !found->runtime.layout) {
-    if (found && unsupported_
-                     .insert("CPython " + found->runtime.version() + " (" + found->runtime.path + ")")
-                     .second)
-      spdlog::warn("pid {} runs CPython {} ({}), which loupe has no layout for: its stacks keep "
-                   "their native frames only",
-                   pid, found->runtime.version(), found->runtime.path);
+    if (found &&
+        unsupported_
+            .insert("CPython " + found->runtime.version() + " (" + found->runtime.path + ")")
+            .second)
+      spdlog::warn(
+          "pid {} runs CPython {} ({}), which loupe has no layout for: its stacks keep "
+          "their native frames only",
+          pid, found->runtime.version(), found->runtime.path);
     forget(pid);
     return false;
   }
@@ -106,17 +112,19 @@ void PythonFrames::poll() {
 int PythonFrames::on_record(void* self, void* data, std::size_t size) {
   if (size < sizeof(loupe_python_code_key)) return 0;
   const auto* key = static_cast<const loupe_python_code_key*>(data);
-  static_cast<PythonFrames*>(self)->seen(key->tgid, key->code);
+  static_cast<PythonFrames*>(self)->seen(key->tgid, key->code, key->token);
   return 0;
 }
 
 // Read now, while the process lives: most are gone by the time their stacks are named.
-void PythonFrames::seen(std::uint32_t pid, std::uint64_t code) {
+void PythonFrames::seen(std::uint32_t pid, std::uint64_t code, std::uint64_t token) {
   auto p = processes_.find(pid);
   if (p == processes_.end()) return;
   {
     std::lock_guard lock(mu_);
-    if (codes_.count({pid, code})) return;  // told again after the kernel's LRU evicted it
+    // Told again after the kernel's LRU evicted it: the same object. Another token: another
+    // code object now lives at that address; its name replaces the first's.
+    if (auto it = codes_.find({pid, code}); it != codes_.end() && it->second.token == token) return;
   }
   auto read = read_python_code(static_cast<int>(pid), code, *p->second);
   std::lock_guard lock(mu_);
@@ -125,7 +133,8 @@ void PythonFrames::seen(std::uint32_t pid, std::uint64_t code) {
     spdlog::debug("pid {}: code object {:#x}: {}", pid, code, read.error());
     return;
   }
-  codes_.emplace(std::make_pair(pid, code), Code{std::move(read).value(), p->second});
+  codes_.insert_or_assign(std::make_pair(pid, code),
+                          Code{std::move(read).value(), p->second, token});
 }
 
 bool PythonFrames::name(std::uint32_t pid, std::uint64_t frame, Name* out) const {

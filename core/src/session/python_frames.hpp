@@ -7,8 +7,9 @@
 // walks report while its process lives, and names the tagged frames for the symbolizer
 // (`qualname`, file and line), also after the process is gone.
 //
-// Limits: glibc's thread descriptor (the first 32 pthread keys); a code object freed and
-// another allocated at its address in the same process keeps the first one's name; x86-64.
+// Limits: glibc's thread descriptor (the first 32 pthread keys); x86-64; a code object
+// freed and another allocated at its address is told apart by its first line and name
+// (the walk's token), and its frames sampled before then take the newer one's name.
 #ifndef LOUPE_CORE_SESSION_PYTHON_FRAMES_HPP
 #define LOUPE_CORE_SESSION_PYTHON_FRAMES_HPP
 
@@ -69,9 +70,10 @@ class PythonFrames {
   struct Code {
     PythonCode code;
     const PythonLayout* layout;
+    std::uint64_t token;  // as the walk read it (loupe_python_code_key)
   };
   static int on_record(void* self, void* data, std::size_t size);
-  void seen(std::uint32_t pid, std::uint64_t code);
+  void seen(std::uint32_t pid, std::uint64_t code, std::uint64_t token);
 
   std::string proc_root_;
   std::vector<Consumer> consumers_;

@@ -248,7 +248,8 @@ void TargetScope::report_health(HealthReport& health) const {
   if (unwind_tables_.attached()) {
     const auto c = unwind_tables_.counters();
     health.unwind_tables(c.processes, c.files, c.rows, c.rows_full, c.write_errors, c.build_ns);
-    if (unwind_tables_.python().attached()) health.python_frames(unwind_tables_.python().counters());
+    if (unwind_tables_.python().attached())
+      health.python_frames(unwind_tables_.python().counters());
   }
   if (symbolizer_) {
     SymbolizerStats st = symbolizer_->stats();

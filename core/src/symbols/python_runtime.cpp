@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -292,8 +293,25 @@ const PythonLayout* python_layout(std::uint32_t major, std::uint32_t minor) {
 }
 
 std::string PythonRuntime::version() const {
-  return std::to_string(major()) + "." + std::to_string(minor()) + "." + std::to_string(micro());
+  const std::string mm = std::to_string(major()) + "." + std::to_string(minor());
+  // A version from the file's name has no micro or release level (Py_Version always has one).
+  return (hexversion & 0xffff) == 0 ? mm : mm + "." + std::to_string(micro());
 }
+
+namespace {
+
+// "python3.10", "libpython3.10.so.1.0": the version a file's name says, as a hexversion
+// without micro and release level; 0 when it says none.
+std::uint32_t version_from_name(const std::string& path) {
+  std::string base = path.substr(path.rfind('/') + 1);
+  if (base.rfind("lib", 0) == 0) base.erase(0, 3);
+  unsigned major = 0, minor = 0;
+  if (std::sscanf(base.c_str(), "python%u.%u", &major, &minor) != 2 || major > 255 || minor > 255)
+    return 0;
+  return (major << 24) | (minor << 16);
+}
+
+}  // namespace
 
 Result<PythonRuntime> read_python_runtime(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -314,8 +332,9 @@ Result<PythonRuntime> read_python_runtime(const std::string& path) {
   PythonRuntime rt;
   rt.path = path;
   rt.runtime = runtime->st_value;
-  // Py_Version is exported from 3.11 on; an older interpreter is a version loupe has no
-  // layout for yet unless its file says otherwise (3.10: the name, left to the caller).
+  // Py_Version is exported from 3.11 on; before, the file's name says which (python3.10,
+  // libpython3.10.so: the names every build installs).
+  rt.hexversion = version_from_name(path);
   if (version) {
     const long long off = file_offset_of(elf.get(), version->st_value, 4);
     std::uint32_t v = 0;

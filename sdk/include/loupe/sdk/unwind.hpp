@@ -52,7 +52,9 @@ inline constexpr loupe_config_key kPythonFramesKey = {
     "interpreter without restarting it; false: native frames only",
     0,
     0};
-inline bool python_frames(const Config& cfg) { return cfg.value_bool("python_frames"); }
+inline bool python_frames(const Config& cfg) {
+  return cfg.value_bool("python_frames");
+}
 
 // The rows to size the tables for: the key, or its default for this session's target.
 inline std::uint32_t unwind_rows(const Config& cfg, const loupe_session_info* session) {
@@ -134,10 +136,9 @@ void attach_unwind_tables(const Host& host, Skel* skel) {
   // Python frames, unless size_unwind_maps() left their maps at one entry (switched off).
   // An older host names none: the walk then meets no interpreter and records native frames.
   if (bpf_map__max_entries(skel->maps.loupe_python_procs) > 1)
-    host.attach_unwind_python(bpf_map__fd(skel->maps.loupe_unwind_procs),
-                              bpf_map__fd(skel->maps.loupe_python_procs),
-                              bpf_map__fd(skel->maps.loupe_python_codes),
-                              bpf_map__fd(skel->maps.loupe_python_code_ring));
+    host.attach_unwind_python(
+        bpf_map__fd(skel->maps.loupe_unwind_procs), bpf_map__fd(skel->maps.loupe_python_procs),
+        bpf_map__fd(skel->maps.loupe_python_codes), bpf_map__fd(skel->maps.loupe_python_code_ring));
 }
 
 // How the walks ended (loupe_unwind_stats), as health records "<component>/unwind_*" and
