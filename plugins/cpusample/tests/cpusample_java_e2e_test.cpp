@@ -102,6 +102,8 @@ class CpuSampleJava : public CliRun {
       ::waitpid(jvm_, nullptr, 0);
     }
     if (!classes_.empty()) std::filesystem::remove_all(classes_);
+    // The map the JVM wrote stays after it, as with jcmd: not in a test.
+    for (const auto& pid : jvm_pids_) std::filesystem::remove("/tmp/perf-" + pid + ".map");
     CliRun::TearDown();
   }
 
@@ -131,8 +133,15 @@ class CpuSampleJava : public CliRun {
     EXPECT_LE(ratio, 2.8);
   }
 
+  Split split(const RunResult& r) {
+    Split s = split_of(r);
+    if (!s.pid.empty()) jvm_pids_.push_back(s.pid);
+    return s;
+  }
+
   std::string java_, classes_;
   pid_t jvm_ = -1;
+  std::vector<std::string> jvm_pids_;
 };
 
 const std::string kProfile = "[[plugins]]\nname = \"cpusample\"\nper_thread = true\n";
@@ -142,7 +151,7 @@ const std::string kProfile = "[[plugins]]\nname = \"cpusample\"\nper_thread = tr
 TEST_F(CpuSampleJava, CommandJvmMethodsAreNamedFromItsPerfMap) {
   auto r = run(kProfile, java("6"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const Split s = split_of(r);
+  const Split s = split(r);
   expect_methods_named(s);
   const json* h = health(r, "jvm_perf_map");
   ASSERT_NE(h, nullptr) << r.output;
@@ -162,7 +171,7 @@ TEST_F(CpuSampleJava, RunningJvmGivenByPidIsNamedToo) {
   std::this_thread::sleep_for(std::chrono::seconds(2));
   auto r = run(kProfile, {}, "--pid " + std::to_string(jvm_) + " --duration 6");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const Split s = split_of(r);
+  const Split s = split(r);
   EXPECT_EQ(s.pid, std::to_string(jvm_));
   expect_methods_named(s);
   const json* h = health(r, "jvm_perf_map");
@@ -178,7 +187,7 @@ TEST_F(CpuSampleJava, JvmWithAttachDisabledIsAHealthRecordNotAFailure) {
   auto r = run(kProfile, java("3", "-XX:+DisableAttachMechanism"));
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const Split s = split_of(r);
+  const Split s = split(r);
   const json* h = health(r, "jvm_perf_map_failed");
   ASSERT_NE(h, nullptr) << r.output;
   const auto& hv = (*h)["health"];
