@@ -69,6 +69,11 @@ class HealthReport {
                      std::uint64_t rows_full, std::uint64_t write_errors, std::uint64_t build_ns);
   // At the end, when debuginfod was asked: what it delivered and what it could not.
   void debuginfod(const SymbolizerStats& stats);
+  // At the end, per JVM of the target asked for its perf map ([session] jvm_perf_map): how
+  // often it wrote one and how long the first took, or why it did not (WARN: its JIT
+  // frames stay [anon]).
+  void jvm_perf_map(std::uint32_t pid, std::uint64_t answers, double first_ms,
+                    const std::string& failure);
   // A change the ring reader made on its own (sampling divisor, count-only mode).
   void dispatch_event(const DispatchEvent& ev, std::uint64_t wall_ns);
 

@@ -116,6 +116,15 @@ bool TargetScope::ended(std::optional<int>* exit_status) {
   return false;
 }
 
+std::vector<pid_t> TargetScope::processes() const {
+  std::vector<pid_t> out;
+  if (pid() <= 0) return out;
+  out.push_back(pid());
+  for (pid_t p : descendants_)
+    if (p != pid()) out.push_back(p);
+  return out;
+}
+
 void TargetScope::end(std::chrono::milliseconds grace) {
   if (target_ && !target_->poll_exit()) target_->terminate(grace);
 }
@@ -134,6 +143,8 @@ void TargetScope::start_tree(FeatureSet& features, pid_t root, bool seed_from_pr
     return;
   }
   tree_ = std::move(tree).value();
+  if (seed_from_proc)
+    for (pid_t p : descendants_of(root, read_parent_links())) descendants_.insert(p);
   std::size_t seeded = seed_from_proc ? tree_->seed_from_proc(root) : 0;
   spdlog::info("following pid {} and its descendants ({}{})", root, tree_->mechanism(),
                seed_from_proc ? fmt::format(", {} existing descendant(s) from /proc", seeded)
@@ -149,11 +160,13 @@ void TargetScope::poll_tree() {
   if (!tree_) return;
   tree_->poll([&](const loupe_tree_event& ev) {
     if (ev.kind == LOUPE_TREE_FORK) {
+      descendants_.insert(static_cast<pid_t>(ev.tgid));
       unwind_tables_.track(ev.tgid);
       // With mmap records the symbolizer learnt the fork itself, in order: dropping the
       // child's space now could lose mappings of a process that is already gone.
       if (symbolizer_ && !mappings_followed_) symbolizer_->forget(ev.tgid);
     } else if (ev.kind == LOUPE_TREE_EXIT) {
+      descendants_.erase(static_cast<pid_t>(ev.tgid));
       unwind_tables_.forget(ev.tgid);
     }
   });

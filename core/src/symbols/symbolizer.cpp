@@ -403,7 +403,7 @@ class ElfSymbolizer final : public Symbolizer {
       space.perf_map_checked_call = call_;
       space.perf_map_present = map.refresh();
       if (space.perf_map_present && !space.perf_map_module)
-        space.perf_map_module = strings_.intern(map.path());
+        space.perf_map_module = strings_.intern(map.name());
     }
     PerfMap::Hit hit;
     if (!space.perf_map_present || !map.lookup(addr, &hit)) return false;
