@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cli_run.hpp"
+#include "user_frames.hpp"
 
 using loupe::test::CliRun;
 using loupe::test::RunResult;
@@ -31,6 +32,10 @@ using nlohmann::json;
 namespace {
 
 const std::string kWorkload = PY_WORKLOAD;
+// 99 samples per second of a thread's CPU time: what the workload's own CPU seconds in a
+// function are worth in samples.
+constexpr double kHz = 99;
+const std::string kCpuProfile = "[[plugins]]\nname = \"cpusample\"\nfrequency = 99\n";
 
 // Interpreters with a layout: Debian's, then other builds found under the usual prefixes.
 std::vector<std::string> interpreters() {
@@ -66,7 +71,9 @@ bool has(const std::vector<std::string>& frames, const std::string& fn) {
   return false;
 }
 
-std::int64_t value(const json& rec) { return rec["stack"]["values"][0]["value"].get<std::int64_t>(); }
+std::int64_t value(const json& rec) {
+  return rec["stack"]["values"][0]["value"].get<std::int64_t>();
+}
 
 // The workload's own JSON line (the last line of the run's output that parses).
 json workload_said(const RunResult& r) {
@@ -105,7 +112,7 @@ class PythonFramesE2E : public CliRun, public ::testing::WithParamInterface<std:
 };
 
 TEST_P(PythonFramesE2E, EachFunctionsShareOfSamplesIsItsOwnShareOfCpu) {
-  RunResult r = run("[[plugins]]\nname = \"cpusample\"\n", {GetParam(), kWorkload, "cpu", "3"});
+  RunResult r = run(kCpuProfile, {GetParam(), kWorkload, "cpu", "3"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json own = workload_said(r);
   ASSERT_TRUE(own.contains("heavy")) << r.output;
@@ -130,21 +137,28 @@ TEST_P(PythonFramesE2E, EachFunctionsShareOfSamplesIsItsOwnShareOfCpu) {
       }
   }
   const double share = heavy + light ? static_cast<double>(heavy) / (heavy + light) : 0;
-  std::printf("  %s: %lld samples, %lld with Python frames; heavy %lld, light %lld: %.1f%% "
-              "heavy (its own: %.1f%%)\n",
-              GetParam().c_str(), (long long)total, (long long)with_python, (long long)heavy,
-              (long long)light, 100 * share, 100 * own_heavy);
-  ASSERT_GE(heavy + light, 100) << "too few samples in the two functions to judge";
+  std::printf(
+      "  %s: %lld samples, %lld with Python frames; heavy %lld, light %lld: %.1f%% "
+      "heavy (its own: %.1f%%)\n",
+      GetParam().c_str(), (long long)total, (long long)with_python, (long long)heavy,
+      (long long)light, 100 * share, 100 * own_heavy);
+  // The thread's CPU seconds in the two functions, in samples: a share of the run would
+  // depend on how long start-up took (a quarter of it in an emulated guest).
+  const double expected = kHz * (own["heavy"].get<double>() + own["light"].get<double>());
+  std::printf("  samples in the two functions: %lld; their CPU time's worth: %.0f\n",
+              (long long)(heavy + light), expected);
+  ASSERT_GE(heavy + light, 50) << "too few samples in the two functions to judge";
   EXPECT_NEAR(share, own_heavy, 0.05);
-  // Nearly all of the run is in the two functions: the rest is start-up and exit.
-  EXPECT_GE((heavy + light) * 100, total * 80);
+  // Every sample of their time names one of them: none lost or misnamed.
+  EXPECT_GE(static_cast<double>(heavy + light), 0.9 * expected);
+  EXPECT_LE(static_cast<double>(heavy + light), 1.1 * expected);
   EXPECT_EQ(files, std::set<std::string>{kWorkload});
   EXPECT_GE(health(r, "python_processes"), 1);
   EXPECT_EQ(health(r, "python_unsupported"), 0);
 }
 
 TEST_P(PythonFramesE2E, FourThreadsEachNamedInItsOwnFunction) {
-  RunResult r = run("[[plugins]]\nname = \"cpusample\"\n", {GetParam(), kWorkload, "threads", "2"});
+  RunResult r = run(kCpuProfile, {GetParam(), kWorkload, "threads", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::vector<std::string> workers = {"worker_alpha", "worker_beta", "worker_gamma",
                                             "worker_delta"};
@@ -214,8 +228,7 @@ TEST_F(PythonAttachE2E, PidOnARunningInterpreterNamesItsFunctions) {
   ::close(out[1]);
   char buf[256] = {};
   ASSERT_GT(::read(out[0], buf, sizeof(buf) - 1), 0);  // its pid line: the loop is running
-  RunResult r = run("[[plugins]]\nname = \"cpusample\"\n", {},
-                    "--pid " + std::to_string(pid) + " --duration 2");
+  RunResult r = run(kCpuProfile, {}, "--pid " + std::to_string(pid) + " --duration 2");
   ::close(in[1]);  // ends the workload
   int status = 0;
   ::waitpid(pid, &status, 0);
@@ -228,8 +241,13 @@ TEST_F(PythonAttachE2E, PidOnARunningInterpreterNamesItsFunctions) {
   }
   std::printf("  --pid %d: %lld samples, %lld under wait() > spin_for()\n", pid, (long long)total,
               (long long)named);
+  // Attached to a running process, its files' tables are built after the start: the
+  // samples before are walked by frame pointers, counted, and may miss the loop's frames.
+  const double cut = loupe::test::counted_cut_stacks(r.records);
+  std::printf("  stacks cut and counted: %.0f\n", cut);
   ASSERT_GE(total, 50);
-  EXPECT_GE(named * 100, total * 90);
+  EXPECT_GE(static_cast<double>(named) + cut, 0.9 * static_cast<double>(total));
+  EXPECT_GE(named * 4, total) << "the loop is named in few samples";
 }
 
 // 3.13 has no layout yet: said once, by version, and the native frames stay.
@@ -251,7 +269,8 @@ TEST_F(PythonAttachE2E, AnInterpreterWithoutALayoutIsSaidAndKeepsNativeFrames) {
   for (const json* rec : r.all("stack", "cpu")) {
     EXPECT_TRUE(python_frames(*rec).empty());
     for (const auto& f : (*rec)["stack"]["frames"])
-      if (f["symbol"].is_string() && f["symbol"].get<std::string>().find("EvalFrame") != std::string::npos) {
+      if (f["symbol"].is_string() &&
+          f["symbol"].get<std::string>().find("EvalFrame") != std::string::npos) {
         eval += value(*rec);
         break;
       }
