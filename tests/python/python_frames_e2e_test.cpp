@@ -228,7 +228,8 @@ TEST_F(PythonAttachE2E, PidOnARunningInterpreterNamesItsFunctions) {
   ::close(out[1]);
   char buf[256] = {};
   ASSERT_GT(::read(out[0], buf, sizeof(buf) - 1), 0);  // its pid line: the loop is running
-  RunResult r = run(kCpuProfile, {}, "--pid " + std::to_string(pid) + " --duration 2");
+  // 6 s: in an emulated guest, python3.11's tables (65k rows) took over 2 s to build.
+  RunResult r = run(kCpuProfile, {}, "--pid " + std::to_string(pid) + " --duration 6");
   ::close(in[1]);  // ends the workload
   int status = 0;
   ::waitpid(pid, &status, 0);
