@@ -5,6 +5,9 @@
 #   threads SECONDS    four threads, each spinning in its own function
 #   sleep SECONDS      sleeper() blocks in time.sleep; the time it spent there
 #   wait               prints its pid, spins in waiting_loop() until stdin closes
+#   alloc              allocate() makes 64 buffers of 1 MiB (kept until the end)
+#   lock SECONDS       four threads in contend() take one threading.Lock, holding it 2 ms;
+#                      the time they waited for it
 import json
 import sys
 import threading
@@ -97,8 +100,39 @@ def wait(_):
     return {}
 
 
+def allocate(n, size):
+    return [bytearray(size) for _ in range(n)]
+
+
+def alloc(_):
+    kept = allocate(64, 1 << 20)
+    return {"buffers": len(kept), "bytes_each": len(kept[0])}
+
+
+def contend(lock, end, waited, i):
+    while time.monotonic() < end:
+        t0 = time.monotonic()
+        lock.acquire()
+        waited[i] += time.monotonic() - t0
+        spin_for(0.002)
+        lock.release()
+
+
+def lock(seconds):
+    the_lock = threading.Lock()
+    end = time.monotonic() + seconds
+    waited = [0.0] * 4
+    ts = [threading.Thread(target=contend, args=(the_lock, end, waited, i)) for i in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return {"waited_s": sum(waited)}
+
+
 if __name__ == "__main__":
     mode = sys.argv[1]
     seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 0
-    out = {"cpu": cpu, "threads": threads, "sleep": sleep, "wait": wait}[mode](seconds)
+    out = {"cpu": cpu, "threads": threads, "sleep": sleep, "wait": wait, "alloc": alloc,
+           "lock": lock}[mode](seconds)
     print(json.dumps(out), flush=True)

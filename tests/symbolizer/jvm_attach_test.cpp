@@ -18,24 +18,15 @@
 #include <sstream>
 #include <thread>
 
+#include "on_path.hpp"
+
 namespace {
 
 using loupe::JvmAttachError;
 using loupe::JvmAttachOptions;
 using namespace std::chrono_literals;
 
-std::string on_path(const std::string& tool) {
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/bin:/bin";
-  for (std::size_t at = 0; at <= dirs.size();) {
-    std::size_t colon = dirs.find(':', at);
-    if (colon == std::string::npos) colon = dirs.size();
-    std::string cand = dirs.substr(at, colon - at) + "/" + tool;
-    if (::access(cand.c_str(), X_OK) == 0) return cand;
-    at = colon + 1;
-  }
-  return "";
-}
+using loupe::test::on_path;
 
 class JvmAttach : public ::testing::Test {
  protected:

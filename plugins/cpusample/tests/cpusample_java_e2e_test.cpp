@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "cli_run.hpp"
+#include "on_path.hpp"
 
 extern char** environ;
 
@@ -23,18 +24,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string on_path(const std::string& tool) {
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/bin:/bin";
-  for (std::size_t at = 0; at <= dirs.size();) {
-    std::size_t colon = dirs.find(':', at);
-    if (colon == std::string::npos) colon = dirs.size();
-    std::string cand = dirs.substr(at, colon - at) + "/" + tool;
-    if (::access(cand.c_str(), X_OK) == 0) return cand;
-    at = colon + 1;
-  }
-  return "";
-}
+using loupe::test::on_path;
 
 // Samples of the JVM's main thread (comm "java" like the process; its other threads have
 // their own names, and the launcher's first thread only waits for it) and those whose
