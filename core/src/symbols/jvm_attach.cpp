@@ -138,6 +138,23 @@ int connect_socket(const sockaddr_un& addr, Clock::time_point deadline) {
   return fd;
 }
 
+// One byte carrying one file descriptor (SCM_RIGHTS), as sent and as received. Not
+// movable: msg points into the object itself.
+struct FdMessage {
+  char byte = 0;
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  FdMessage() {
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+  }
+  FdMessage(const FdMessage&) = delete;
+  FdMessage& operator=(const FdMessage&) = delete;
+};
+
 // The listener takes the peer's credentials at connect(): a child process that holds the
 // JVM's euid/egid connects and hands the socket back over a socket pair. Switching this
 // process's credentials instead would switch every thread's.
@@ -158,35 +175,21 @@ Result<UniqueFd> connect_as(const sockaddr_un& addr, uid_t uid, gid_t gid,
     else
       fd = -errno;
     if (fd < 0) ::_exit(-fd & 0xff);
-    char byte = 0;
-    iovec iov{&byte, 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    FdMessage m;
+    cmsghdr* c = CMSG_FIRSTHDR(&m.msg);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
     c->cmsg_len = CMSG_LEN(sizeof(int));
     std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
-    ::_exit(::sendmsg(theirs.get(), &msg, 0) == 1 ? 0 : (errno & 0xff));
+    ::_exit(::sendmsg(theirs.get(), &m.msg, 0) == 1 ? 0 : (errno & 0xff));
   }
   theirs.reset();
   UniqueFd got;
   pollfd p{ours.get(), POLLIN, 0};
   if (::poll(&p, 1, remaining_ms(deadline)) == 1) {
-    char byte;
-    iovec iov{&byte, 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    if (::recvmsg(ours.get(), &msg, MSG_CMSG_CLOEXEC) == 1)
-      for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+    FdMessage m;
+    if (::recvmsg(ours.get(), &m.msg, MSG_CMSG_CLOEXEC) == 1)
+      for (cmsghdr* c = CMSG_FIRSTHDR(&m.msg); c; c = CMSG_NXTHDR(&m.msg, c))
         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
           int fd;
           std::memcpy(&fd, CMSG_DATA(c), sizeof(int));
