@@ -171,6 +171,11 @@ void HealthReport::python_frames(const PythonFrames::Counters& c) {
                           "exited first): those frames keep the code object's address"
                         : "",
          true);
+  health("python_codes_dropped", comp, c.codes_dropped, warn_if(c.codes_dropped),
+         c.codes_dropped ? "code objects not named: the session keeps the names of 262144, "
+                           "and more were seen; those frames keep the code object's address"
+                         : "",
+         true);
   health("python_entries_refused", comp, c.write_errors, warn_if(c.write_errors),
          c.write_errors ? "interpreters the kernel's map refused (it holds 1024): their stacks "
                           "keep native frames only"

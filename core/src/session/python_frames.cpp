@@ -126,6 +126,13 @@ void PythonFrames::seen(std::uint32_t pid, std::uint64_t code, std::uint64_t tok
     // code object now lives at that address; its name replaces the first's.
     if (auto it = codes_.find({pid, code}); it != codes_.end() && it->second.token == token) return;
   }
+  {
+    std::lock_guard lock(mu_);
+    if (codes_.size() >= kMaxCodes && !codes_.count({pid, code})) {
+      ++codes_dropped_;  // their frames keep the code object's address, counted
+      return;
+    }
+  }
   auto read = read_python_code(static_cast<int>(pid), code, *p->second);
   std::lock_guard lock(mu_);
   if (!read) {
@@ -155,6 +162,7 @@ PythonFrames::Counters PythonFrames::counters() const {
   std::lock_guard lock(mu_);
   c.codes_read = codes_.size();
   c.codes_failed = codes_failed_;
+  c.codes_dropped = codes_dropped_;
   c.write_errors = write_errors_;
   return c;
 }

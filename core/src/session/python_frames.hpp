@@ -35,6 +35,7 @@ class PythonFrames {
     std::uint64_t processes = 0;     // interpreter processes whose frames are walked
     std::uint64_t codes_read = 0;    // code objects named
     std::uint64_t codes_failed = 0;  // reported, but unreadable (the process was gone)
+    std::uint64_t codes_dropped = 0;  // not kept: kMaxCodes were (a long system-wide run)
     std::uint64_t write_errors = 0;  // entries the kernel refused (1024 interpreters)
     // CPython versions found without a layout, e.g. "3.9.2 (/usr/bin/python3.9, pid 12)".
     std::vector<std::string> unsupported;
@@ -83,7 +84,9 @@ class PythonFrames {
   std::set<std::string> unsupported_;
   mutable std::mutex mu_;  // codes_ and the counters name() and counters() read
   std::map<std::pair<std::uint32_t, std::uint64_t>, Code> codes_;
-  std::uint64_t codes_failed_ = 0, write_errors_ = 0;
+  std::uint64_t codes_failed_ = 0, codes_dropped_ = 0, write_errors_ = 0;
+  // Names kept for the run (a few hundred bytes each): bounded, the rest counted.
+  static constexpr std::size_t kMaxCodes = 262144;
 };
 
 }  // namespace loupe
