@@ -32,11 +32,11 @@ namespace loupe {
 class PythonFrames {
  public:
   struct Counters {
-    std::uint64_t processes = 0;     // interpreter processes whose frames are walked
-    std::uint64_t codes_read = 0;    // code objects named
-    std::uint64_t codes_failed = 0;  // reported, but unreadable (the process was gone)
+    std::uint64_t processes = 0;      // interpreter processes whose frames are walked
+    std::uint64_t codes_read = 0;     // code objects named
+    std::uint64_t codes_failed = 0;   // reported, but unreadable (the process was gone)
     std::uint64_t codes_dropped = 0;  // not kept: kMaxCodes were (a long system-wide run)
-    std::uint64_t write_errors = 0;  // entries the kernel refused (1024 interpreters)
+    std::uint64_t write_errors = 0;   // entries the kernel refused (1024 interpreters)
     // CPython versions found without a layout, e.g. "3.9.2 (/usr/bin/python3.9, pid 12)".
     std::vector<std::string> unsupported;
   };
