@@ -83,7 +83,7 @@ TEST_F(JvmAttach, PerfmapIsWrittenAndTheListenerIsReused) {
   start_jvm();
   std::this_thread::sleep_for(1500ms);  // heavy() and light() compiled
   JvmAttachOptions opts;
-  opts.timeout = 5s;
+  opts.timeout = 20s;  // a hang bound: beside other JVMs starting, 5 s was passed
   auto first = loupe::jvm_command(jvm_, "Compiler.perfmap", opts);
   ASSERT_TRUE(first) << first.error();
   EXPECT_TRUE(first->started_listener);
@@ -127,7 +127,7 @@ TEST_F(JvmAttach, AHelperConnectsWithTheCredentialsOfAnotherUsersJvm) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root: runs the JVM as nobody";
   start_jvm(65534);
   JvmAttachOptions opts;
-  opts.timeout = 5s;
+  opts.timeout = 20s;  // a hang bound: beside other JVMs starting, 5 s was passed
   opts.connect_as_owner = true;
   auto r = loupe::jvm_command(jvm_, "Compiler.perfmap", opts);
   ASSERT_TRUE(r) << r.error();
