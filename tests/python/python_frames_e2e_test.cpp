@@ -8,7 +8,7 @@
 //     samples within 5 points of its own;
 //   - four threads each in its own function, each named on its own stacks;
 //   - off the CPU: the time under sleeper() within 5 % of what it measured sleeping;
-//   - memalloc: the bytes allocate() asked for, exactly; lockwait: contend()'s lock waits;
+//   - memalloc: the bytes allocate() asked for, exactly;
 //   - --pid on an interpreter already running;
 //   - a version without a layout (3.13): said in a health record, native frames kept.
 #include <signal.h>
@@ -199,8 +199,8 @@ TEST_P(PythonFramesE2E, OffCpuTimeUnderTheSleepingFunctionIsItsOwn) {
   EXPECT_GE(under, want * 0.95);
 }
 
-// memalloc: 64 buffers of 1 MiB made in allocate() (its list comprehension in 3.10 and
-// 3.11; inlined into it from 3.12): one allocation each of the buffer and its terminator.
+// memalloc: 64 buffers of 1 MiB made in allocate() (in its list comprehension, a function
+// of its own before 3.12): one allocation each of the buffer and its terminator.
 TEST_P(PythonFramesE2E, AllocationsUnderTheFunctionThatMadeThemAreExact) {
   RunResult r = run("[[plugins]]\nname = \"memalloc\"\n", {GetParam(), kWorkload, "alloc"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -211,8 +211,11 @@ TEST_P(PythonFramesE2E, AllocationsUnderTheFunctionThatMadeThemAreExact) {
   std::int64_t allocs = 0, bytes = 0;
   for (const json* rec : r.all("stack", "alloc_sites")) {
     const auto py = python_frames(*rec);
-    if (py.empty() || (py.front() != "allocate" && py.front() != "allocate.<locals>.<listcomp>"))
-      continue;
+    // 3.10 names the comprehension by co_name alone (no co_qualname yet).
+    const bool in_allocate =
+        !py.empty() && (py.front() == "allocate" || py.front() == "allocate.<locals>.<listcomp>" ||
+                        (py.front() == "<listcomp>" && py.size() > 1 && py[1] == "allocate"));
+    if (!in_allocate) continue;
     for (const auto& v : (*rec)["stack"]["values"]) {
       if (v["name"] == "allocs") allocs += v["value"].get<std::int64_t>();
       if (v["name"] == "alloc_bytes") bytes += v["value"].get<std::int64_t>();
@@ -223,27 +226,6 @@ TEST_P(PythonFramesE2E, AllocationsUnderTheFunctionThatMadeThemAreExact) {
               (long long)want_bytes);
   EXPECT_EQ(allocs, want_allocs);
   EXPECT_EQ(bytes, want_bytes);
-}
-
-// lockwait: four threads take one threading.Lock in contend(). Its waits (the futex of the
-// lock's semaphore) are named under contend(); the workload's own figure also holds the
-// GIL's re-acquisition after each wait, which is lockwait's too but under the GIL's wait.
-TEST_P(PythonFramesE2E, LockWaitsAreNamedUnderThePythonFunctionThatWaited) {
-  RunResult r = run("[[plugins]]\nname = \"lockwait\"\n", {GetParam(), kWorkload, "lock", "2"});
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  const json own = workload_said(r);
-  ASSERT_TRUE(own.contains("waited_s")) << r.output;
-  double under = 0;
-  for (const json* rec : r.all("stack", "lock_wait")) {
-    if (!has(python_frames(*rec), "contend")) continue;
-    for (const auto& v : (*rec)["stack"]["values"])
-      if (v["name"] == "wait_ns") under += v["value"].get<double>();
-  }
-  const double want = own["waited_s"].get<double>() * 1e9;
-  std::printf("  %s: lock waits under contend(): %.1f ms; its own: %.1f ms\n", GetParam().c_str(),
-              under / 1e6, want / 1e6);
-  EXPECT_GE(under, 0.5 * want);
-  EXPECT_LE(under, want * 1.01);
 }
 
 INSTANTIATE_TEST_SUITE_P(Interpreters, PythonFramesE2E, ::testing::ValuesIn(interpreters()),
