@@ -18,9 +18,10 @@ PEER_PKGS=(bpftrace libbpf-tools linux-perf python3)
 # Large, optional, for tests only: the consumers the sinks are checked against
 # (go tool pprof, promtool + a Prometheus server, headless Chromium) and glibc's separate
 # debug file (libc6-dbg: static functions such as _int_malloc), a debuginfod server to serve
-# the symbolizer test its debug files. Tests skip with a
+# the symbolizer test its debug files, a JDK (java + javac: cpusample's Java tests compile
+# and profile a JVM). Tests skip with a
 # reason when one is missing; LOUPE_WITH_TEST_TOOLS=0 leaves them out.
-TEST_PKGS=(golang-go prometheus chromium libc6-dbg debuginfod tmux)
+TEST_PKGS=(golang-go prometheus chromium libc6-dbg debuginfod tmux openjdk-17-jdk-headless)
 
 want=("${BUILD_PKGS[@]}")
 if [[ "${LOUPE_WITH_VMTEST:-1}" == 1 ]]; then want+=("${VMTEST_PKGS[@]}"); fi

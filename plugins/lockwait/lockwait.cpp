@@ -102,7 +102,8 @@ class LockwaitProfiler : public sdk::Profiler {
               sdk::use_unwind_tables(cfg, *host_, "lockwait");
     ro->targ_unwind_tables = tables_;
     sdk::size_unwind_maps(skel_.get(), tables_ ? sdk::unwind_rows(cfg, args.session) : 0,
-                          static_cast<std::uint32_t>(cfg.value_int("max_stacks")));
+                          static_cast<std::uint32_t>(cfg.value_int("max_stacks")),
+                          sdk::python_frames(cfg));
     ro->targ_pthread_stacks = opts_.pthread_stacks;
     ro->targ_holders = opts_.holders;
     sdk::write_target_filter(filter, skel_.get());

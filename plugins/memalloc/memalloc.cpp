@@ -169,7 +169,7 @@ class MemallocProfiler : public sdk::Profiler {
               sdk::use_unwind_tables(cfg, *host_, "memalloc");
     ro->targ_unwind_tables = tables_;
     sdk::size_unwind_maps(skel_.get(), tables_ ? sdk::unwind_rows(cfg, args.session) : 0,
-                          u32_key(cfg, "max_stacks"));
+                          u32_key(cfg, "max_stacks"), sdk::python_frames(cfg));
     ro->loupe_ustack_stack_bytes =
         dwarf_ ? static_cast<std::uint32_t>(cfg.value_int("stack_bytes")) : 0;
     if (!dwarf_) bpf_map__set_max_entries(skel_->maps.dwarf_events, 4096);

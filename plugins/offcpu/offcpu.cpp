@@ -82,7 +82,8 @@ class OffcpuProfiler : public sdk::Profiler {
     tables_ = ro->targ_user_stacks && sdk::use_unwind_tables(cfg, *host_, "offcpu");
     ro->targ_unwind_tables = tables_;
     sdk::size_unwind_maps(skel_.get(), tables_ ? sdk::unwind_rows(cfg, args.session) : 0,
-                          static_cast<std::uint32_t>(cfg.value_int("max_stacks")));
+                          static_cast<std::uint32_t>(cfg.value_int("max_stacks")),
+                          sdk::python_frames(cfg));
 
     opts_.per_thread = ro->targ_per_thread;
     opts_.wakers = ro->targ_wakers;

@@ -2,17 +2,39 @@
 #include "loupe/report/frame_name.hpp"
 
 #include <cstdio>
+#include <string>
 #include <string_view>
 
 namespace loupe::report {
 
+namespace {
+
+std::string_view base_name(std::string_view path) {
+  if (auto slash = path.rfind('/'); slash != std::string_view::npos && slash + 1 < path.size())
+    path.remove_prefix(slash + 1);
+  return path;
+}
+
+// "qualname (file.py:line)": the function as its source names it, and where it was.
+std::string python_frame_name(const loupe_frame& frame) {
+  if (!frame.symbol || !*frame.symbol) return "[python]";
+  std::string out = frame.symbol;
+  if (frame.module && *frame.module) {
+    out += " (";
+    out += base_name(frame.module);
+    if (frame.offset) out += ":" + std::to_string(frame.offset);
+    out += ")";
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string frame_name(const loupe_frame& frame) {
+  if (frame.kind == LOUPE_FRAME_PYTHON) return python_frame_name(frame);
   if (frame.symbol && *frame.symbol) return frame.symbol;
   if (frame.module && *frame.module) {
-    std::string_view module(frame.module);
-    if (auto slash = module.rfind('/');
-        slash != std::string_view::npos && slash + 1 < module.size())
-      module.remove_prefix(slash + 1);
+    std::string_view module = base_name(frame.module);
     char off[32];
     std::snprintf(off, sizeof(off), "+0x%llx", static_cast<unsigned long long>(frame.offset));
     return std::string(module) + off;

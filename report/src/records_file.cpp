@@ -71,9 +71,10 @@ loupe_frame frame_from_json(const nlohmann::json& f) {
   lf.module = text("module");
   lf.offset = u64("offset");
   const std::string kind = text_field(f, "kind", "user");
-  lf.kind = kind == "kernel" ? LOUPE_FRAME_KERNEL
-            : kind == "jit"  ? LOUPE_FRAME_JIT
-                             : LOUPE_FRAME_USER;
+  lf.kind = kind == "kernel"   ? LOUPE_FRAME_KERNEL
+            : kind == "jit"    ? LOUPE_FRAME_JIT
+            : kind == "python" ? LOUPE_FRAME_PYTHON
+                               : LOUPE_FRAME_USER;
   return lf;
 }
 

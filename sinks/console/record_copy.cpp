@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iterator>
 
+#include "loupe/report/frame_name.hpp"
 #include "report_text.hpp"
 
 namespace loupe::sinks {
@@ -113,18 +114,20 @@ std::string series_name(const std::string& name, const Labels& labels) {
   return name + '{' + labels_text(labels) + '}';
 }
 
+// As every other output names it (report::frame_name), but an address alone.
 std::string frame_text(const FrameCopy& f) {
-  char buf[64];
-  if (f.symbol && !f.symbol->empty()) return *f.symbol;
-  if (f.module && !f.module->empty()) {
-    std::snprintf(buf, sizeof buf, "+0x%llx", static_cast<unsigned long long>(f.offset));
-    std::string mod = *f.module;
-    auto slash = mod.rfind('/');
-    if (slash != std::string::npos) mod = mod.substr(slash + 1);
-    return mod + buf;
+  if (!f.symbol && !f.module && f.kind != LOUPE_FRAME_PYTHON) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(f.address));
+    return buf;
   }
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(f.address));
-  return buf;
+  loupe_frame lf{};
+  lf.address = f.address;
+  lf.symbol = f.symbol ? f.symbol->c_str() : nullptr;
+  lf.module = f.module ? f.module->c_str() : nullptr;
+  lf.offset = f.offset;
+  lf.kind = f.kind;
+  return report::frame_name(lf);
 }
 
 std::string folded_frames(const std::vector<FrameCopy>& frames, std::size_t max_frames) {

@@ -17,8 +17,9 @@ Json enum_name(std::uint32_t v, const char* const (&names)[N], std::uint32_t fir
 
 const char* kKinds[] = {"histogram", "stack", "event", "metric", "health", "finding"};
 const char* kSchemes[] = {"log2", "log2_linear", "explicit"};
-const char* kFrameKinds[] = {"user", "kernel", "jit"};
-const char* kResolved[] = {"symtab", "dynsym", "kallsyms", "perf_map", "jitdump", "eh_frame"};
+const char* kFrameKinds[] = {"user", "kernel", "jit", "python"};
+const char* kResolved[] = {"symtab",  "dynsym",   "kallsyms", "perf_map",
+                           "jitdump", "eh_frame", "python"};
 const char* kUnresolved[] = {"no_symbol", "no_module", "process_gone", "not_attempted"};
 const char* kMetricTypes[] = {"counter", "gauge"};
 const char* kSeverities[] = {"ok", "warn", "error"};
@@ -36,12 +37,18 @@ Json frames_json(const loupe_frame* frames, std::uint32_t n) {
   Json out = Json::array();
   for (std::uint32_t i = 0; frames && i < n; ++i) {
     const loupe_frame& f = frames[i];
-    out.push_back({{"address", f.address},
-                   {"symbol", str_or_null(f.symbol)},
-                   {"module", str_or_null(f.module)},
-                   {"offset", f.offset},
-                   {"kind", enum_name(f.kind, kFrameKinds, LOUPE_FRAME_USER)},
-                   {"resolution", resolution_name(f.resolution)}});
+    Json frame = {{"address", f.address},
+                  {"symbol", str_or_null(f.symbol)},
+                  {"module", str_or_null(f.module)},
+                  {"offset", f.offset},
+                  {"kind", enum_name(f.kind, kFrameKinds, LOUPE_FRAME_USER)},
+                  {"resolution", resolution_name(f.resolution)}};
+    // A Python frame's module and offset are its source file and line: said by name too.
+    if (f.kind == LOUPE_FRAME_PYTHON) {
+      frame["file"] = str_or_null(f.module);
+      frame["line"] = f.offset;
+    }
+    out.push_back(std::move(frame));
   }
   return out;
 }

@@ -30,7 +30,8 @@ std::int64_t ProfileBuilder::str(const std::string& s) {
 }
 
 std::uint64_t ProfileBuilder::mapping(const loupe_frame& f) {
-  if (!f.module || !*f.module) return 0;
+  // A Python frame's module is its source file: no mapping of the process's memory.
+  if (!f.module || !*f.module || f.kind == LOUPE_FRAME_PYTHON) return 0;
   auto [it, inserted] = mappings_.try_emplace(f.module, mappings_.size() + 1);
   if (inserted) {
     pb::Mapping* m = tables_.add_mapping();
@@ -44,7 +45,9 @@ std::uint64_t ProfileBuilder::mapping(const loupe_frame& f) {
 }
 
 std::uint64_t ProfileBuilder::function(const loupe_frame& f) {
-  std::string name = report::frame_name(f);
+  // A Python function is named as written; its file and line go in their own fields.
+  std::string name =
+      f.kind == LOUPE_FRAME_PYTHON && f.symbol ? std::string(f.symbol) : report::frame_name(f);
   std::string file = f.module ? f.module : "";
   auto [it, inserted] = functions_.try_emplace({name, file}, functions_.size() + 1);
   if (inserted) {
@@ -60,13 +63,17 @@ std::uint64_t ProfileBuilder::function(const loupe_frame& f) {
 std::uint64_t ProfileBuilder::location(const loupe_frame& f) {
   std::uint64_t map_id = mapping(f);
   std::uint64_t fn_id = function(f);
-  auto [it, inserted] = locations_.try_emplace({map_id, f.address, fn_id}, locations_.size() + 1);
+  const std::uint64_t line = f.kind == LOUPE_FRAME_PYTHON ? f.offset : 0;
+  auto [it, inserted] =
+      locations_.try_emplace({map_id, f.address, fn_id, line}, locations_.size() + 1);
   if (inserted) {
     pb::Location* loc = tables_.add_location();
     loc->set_id(it->second);
     loc->set_mapping_id(map_id);
     loc->set_address(f.address);
-    loc->add_line()->set_function_id(fn_id);
+    pb::Line* l = loc->add_line();
+    l->set_function_id(fn_id);
+    if (line) l->set_line(static_cast<std::int64_t>(line));
   }
   return it->second;
 }

@@ -46,7 +46,10 @@ class ProfileBuilder {
   std::unordered_map<std::string, std::int64_t> strings_;
   std::map<std::string, std::uint64_t> mappings_;
   std::map<std::pair<std::string, std::string>, std::uint64_t> functions_;
-  std::map<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>, std::uint64_t> locations_;
+  // (mapping, address, function, line): a Python frame's address is its code object's, one
+  // location per line of it.
+  std::map<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t>, std::uint64_t>
+      locations_;
   std::map<std::pair<std::string, std::string>, std::size_t> types_;
 
   struct SampleKey {

@@ -12,7 +12,7 @@
 
 TEST(AbiLayout, VersionIsOneSix) {
   EXPECT_EQ(LOUPE_ABI_MAJOR, 1);
-  EXPECT_EQ(LOUPE_ABI_MINOR, 6);
+  EXPECT_EQ(LOUPE_ABI_MINOR, 7);
   EXPECT_STREQ(LOUPE_PLUGIN_ENTRY_SYMBOL, "loupe_plugin_entry");
 }
 
@@ -184,7 +184,8 @@ TEST(AbiLayout, EveryFieldOffsetIsPinned) {
   EXPECT_EQ(offsetof(loupe_host_services, unwind_user), 208u);           // 1.2
   EXPECT_EQ(offsetof(loupe_host_services, unwind_tables_attach), 216u);  // 1.5
   EXPECT_EQ(offsetof(loupe_host_services, unwind_files_attach), 224u);   // 1.6
-  EXPECT_EQ(sizeof(loupe_host_services), 232u);
+  EXPECT_EQ(offsetof(loupe_host_services, unwind_python_attach), 232u);  // 1.7
+  EXPECT_EQ(sizeof(loupe_host_services), 240u);
   // loupe_user_regs (ABI 1.2)
   EXPECT_EQ(offsetof(loupe_user_regs, size), 0u);
   EXPECT_EQ(offsetof(loupe_user_regs, arch), 4u);

@@ -110,6 +110,30 @@ struct {
 	__type(value, struct loupe_unwind_row_cache);
 } loupe_unwind_row_cache SEC(".maps");
 
+/* Python frames (loupe/unwind.h): the interpreters, written by user space; the code objects
+ * seen in stacks, so each one's first sighting is told once (a ring record) and user space
+ * reads it while its process lives. LRU: a code object evicted is told again, and user space
+ * finds it cached. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* written by user space only */
+	__type(key, __u32);		      /* tgid */
+	__type(value, struct loupe_python_proc);
+} loupe_python_procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct loupe_python_code_key);
+	__type(value, __u8);
+} loupe_python_codes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} loupe_python_code_ring SEC(".maps");
+
 #define LOUPE_UNWIND_WINDOWS 2
 #define LOUPE_UNWIND_PAGE 4096
 
@@ -131,7 +155,20 @@ struct loupe_unwind_state {
 	__u32 vma_frames;
 	/* The process has no loupe_unwind_procs entry: each mapping is found from its VMA. */
 	__u32 no_proc;
-	__u32 pad;
+	/* Python: the process runs an interpreter (py, copied at the walk's start); the
+	 * thread's frames were looked up; the activation at pc has had its frames. */
+	__u32 py_on;
+	__u32 py_init;
+	__u32 py_done_pc;
+	__u32 py_frames;
+	__u32 py_stop;	/* 1: no thread state, 2: a frame unreadable */
+	__u32 py_lost;	/* code objects whose sighting the ring had no room for */
+	__u32 nat;	/* native frames recorded: the first is the leaf, unwound by its own pc */
+	__u64 py_frame; /* the next Python frame to record; 0: none left */
+	struct loupe_python_proc py;
+	struct loupe_python_code_key py_key;
+	__u8 py_buf[LOUPE_PYTHON_FRAME_BYTES];
+	__u8 py_code[LOUPE_PYTHON_CODE_BYTES];
 	struct loupe_unwind_file_key file_key;
 	/* A saved rbp and the return address above it, read at once: here, not on the BPF
 	 * stack, whose 512 bytes the walk's calls share (6.1 counted 544 with it there). */
@@ -425,6 +462,147 @@ static __always_inline bool loupe_unwind_read(struct loupe_unwind_state *st, __u
 	return bpf_probe_read_user(dst, sizeof(*dst), (void *)addr) == 0;
 }
 
+/* Whether pc lies in the interpreter's evaluation loop (either of its parts). */
+static __always_inline bool loupe_python_in_eval(const struct loupe_unwind_state *st, __u64 pc)
+{
+	return (pc >= st->py.eval_start[0] && pc < st->py.eval_end[0]) ||
+	       (pc >= st->py.eval_start[1] && pc < st->py.eval_end[1]);
+}
+
+/* The current thread's innermost Python frame, or 0: its PyThreadState is the value of the
+ * interpreter's pthread key in the thread's own TLS (glibc keeps the first 32 keys' values
+ * in the thread descriptor at fsbase), so a thread that released the GIL (blocked in I/O,
+ * off the CPU) is found too, not only the GIL's holder. */
+static __always_inline __u64 loupe_python_first_frame(struct loupe_unwind_state *st)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 addr;
+
+	/* Py_tss_t: {int _is_initialized; pthread_key_t _key}, read whole: before the
+	 * interpreter made its key, key 0 is some other library's. */
+	if (bpf_probe_read_user(&st->pair[0], sizeof(__u64), (void *)(st->py.tss_key_addr - 4)) ||
+	    (__u32)st->pair[0] == 0 || (st->pair[0] >> 32) >= 32)
+		return 0;
+	addr = task->thread.fsbase + st->py.tsd_offset + 16 * (st->pair[0] >> 32);
+	if (bpf_probe_read_user(&st->pair[0], sizeof(__u64), (void *)addr) || !st->pair[0])
+		return 0;
+	addr = st->pair[0] + st->py.tstate_frame;
+	if (bpf_probe_read_user(&st->pair[0], sizeof(__u64), (void *)addr) || !st->pair[0])
+		return 0;
+	if (st->py.cframe_current != 0xffff) {
+		addr = st->pair[0] + st->py.cframe_current;
+		if (bpf_probe_read_user(&st->pair[0], sizeof(__u64), (void *)addr))
+			return 0;
+	}
+	return st->pair[0];
+}
+
+/* 8 bytes of the frame read into py_buf, at a layout offset. */
+static __always_inline __u64 loupe_python_field(const struct loupe_unwind_state *st, __u32 off)
+{
+	if (off > LOUPE_PYTHON_FRAME_BYTES - sizeof(__u64))
+		return 0;
+	return *(const __u64 *)&st->py_buf[off];
+}
+
+/* Tells user space of a code object the first time it is seen (its LRU entry), so it is
+ * read while its process lives. A record the ring has no room for is counted and its entry
+ * dropped, so the next sighting tries again. */
+static __always_inline void loupe_python_seen(struct loupe_unwind_state *st, __u64 code)
+{
+	__u32 off = st->py.code_name - st->py.code_first;
+
+	st->py_key.tgid = st->tgid;
+	st->py_key.pad = 0;
+	st->py_key.code = code;
+	st->py_key.token = 0;
+	/* The token: a code object freed and another allocated at its address must be told
+	 * again, or the first one's name would stay on the second's frames. */
+	if (off <= LOUPE_PYTHON_CODE_BYTES - sizeof(__u64) &&
+	    bpf_probe_read_user(st->py_code, sizeof(st->py_code),
+				(void *)(code + st->py.code_first)) == 0)
+		st->py_key.token =
+		    *(const __u64 *)&st->py_code[off] ^ *(const __u32 *)&st->py_code[0];
+	if (bpf_map_lookup_elem(&loupe_python_codes, &st->py_key))
+		return;
+	/* The value is a byte nobody reads: the key's own first one. */
+	if (bpf_map_update_elem(&loupe_python_codes, &st->py_key, &st->py_key, BPF_NOEXIST))
+		return; /* another CPU's sighting won, or the LRU had no free node: seen again */
+	if (bpf_ringbuf_output(&loupe_python_code_ring, &st->py_key, sizeof(st->py_key),
+			       BPF_RB_NO_WAKEUP)) {
+		bpf_map_delete_elem(&loupe_python_codes, &st->py_key);
+		st->py_lost++;
+	}
+}
+
+/* One Python frame of the evaluation-loop activation at the walk's pc, at depth d: recorded
+ * (0), and the cursor moved to the frame that called it. 1 when the activation has no more:
+ * its native frame comes next, and the cursor stays at the next activation's first frame. */
+static __always_inline int loupe_python_step(struct loupe_unwind_state *st, __u32 d)
+{
+	__u64 frame, code, prev;
+	__s64 index;
+	__u32 off;
+	__u8 entry;
+
+	if (!st->py_init) {
+		st->py_init = 1;
+		st->py_frame = loupe_python_first_frame(st);
+		if (!st->py_frame)
+			st->py_stop = 1;
+	}
+	frame = st->py_frame;
+	if (!frame)
+		goto done;
+	if (bpf_probe_read_user(st->py_buf, sizeof(st->py_buf), (void *)frame)) {
+		st->py_stop = 2;
+		st->py_frame = 0;
+		goto done;
+	}
+	code = loupe_python_field(st, st->py.frame_code);
+	prev = loupe_python_field(st, st->py.frame_previous);
+	off = st->py.frame_entry;
+	if (off >= LOUPE_PYTHON_FRAME_BYTES)
+		off = 0;
+	entry = st->py_buf[off];
+	/* 3.12: the shim an activation pushes below its first frame is not Python code. */
+	if (st->py.entry_kind == LOUPE_PYTHON_ENTRY_SHIM && entry == 3) {
+		st->py_frame = prev;
+		goto done;
+	}
+	if (st->py.entry_kind == LOUPE_PYTHON_ENTRY_ONE) {
+		off = st->py.frame_instr;
+		if (off > LOUPE_PYTHON_FRAME_BYTES - sizeof(__s32))
+			off = 0;
+		index = *(const __s32 *)&st->py_buf[off];
+	} else {
+		/* The last instruction begun, in 2-byte code units from the bytecode's start;
+		 * one before it (-1) at a frame's entry. */
+		index = ((__s64)loupe_python_field(st, st->py.frame_instr) - (__s64)code -
+			 (__s64)st->py.code_adaptive) >>
+			1;
+	}
+	if (index < 0)
+		index = 0;
+	if (index > (__s64)LOUPE_PYTHON_INDEX_MAX)
+		index = LOUPE_PYTHON_INDEX_MAX;
+	if (d >= LOUPE_UNWIND_MAX_DEPTH)
+		return 1;
+	st->stack.addrs[d] = LOUPE_PYTHON_FRAME(code, index);
+	st->depth = d + 1;
+	st->hash = (st->hash ^ st->stack.addrs[d]) * 0x100000001b3ULL;
+	st->py_frames++;
+	loupe_python_seen(st, code);
+	st->py_frame = prev;
+	if (st->py.entry_kind == LOUPE_PYTHON_ENTRY_ONE ||
+	    (st->py.entry_kind == LOUPE_PYTHON_ENTRY_FLAG && entry))
+		st->py_done_pc = 1;
+	return 0;
+done:
+	st->py_done_pc = 1;
+	return 1;
+}
+
 /* One frame: records pc, then moves the state to the caller. 1 ends the walk. The state is
  * looked up again here: bpf_loop() passes only a pointer to the caller's stack. */
 static long loupe_unwind_step(__u32 i, void *arg)
@@ -434,7 +612,7 @@ static long loupe_unwind_step(__u32 i, void *arg)
 	struct loupe_unwind_row *row = NULL;
 	__u64 pc, cfa, ra = 0, bp;
 	bool ok;
-	__u32 d, key;
+	__u32 d, key, ret;
 	int idx;
 
 	if (!st)
@@ -444,9 +622,16 @@ static long loupe_unwind_step(__u32 i, void *arg)
 	d = st->depth;
 	if (d >= LOUPE_UNWIND_MAX_DEPTH)
 		return 1;
+	/* An activation of the evaluation loop: its Python frames first, one an iteration,
+	 * then its native frame (so C code it called sits below the Python that called it). */
+	if (st->py_on && !st->py_done_pc && loupe_python_in_eval(st, st->nat ? pc - 1 : pc) &&
+	    loupe_python_step(st, d) == 0)
+		return 0;
 	st->stack.addrs[d] = pc;
 	st->depth = d + 1;
 	st->hash = (st->hash ^ pc) * 0x100000001b3ULL;
+	ret = st->nat > 0;
+	st->nat++;
 
 	/* No entry for the process yet: the mapping holding pc from its VMA, when its file has
 	 * rows (into last_map, which the row lookup tries first). Called here, not in the row
@@ -457,7 +642,7 @@ static long loupe_unwind_step(__u32 i, void *arg)
 		bpf_find_vma(bpf_get_current_task_btf(), pc, loupe_unwind_vma_mapping, &zero, 0);
 	}
 	/* A return address is the instruction after the call: look up the call's row. */
-	idx = loupe_unwind_row_index(st->tgid, pc, d > 0);
+	idx = loupe_unwind_row_index(st->tgid, pc, ret);
 	if (idx >= 0) {
 		key = (__u32)idx;
 		row = bpf_map_lookup_elem(&loupe_unwind_rows, &key);
@@ -488,7 +673,7 @@ static long loupe_unwind_step(__u32 i, void *arg)
 			cfa = st->bp + row->cfa_off;
 			break;
 		case LOUPE_UNWIND_CFA_RSP_RA_RDI:
-			if (d > 0) {
+			if (ret) {
 				st->stop = LOUPE_UNWIND_STOP_UNSUPPORTED;
 				st->done = 1;
 				return 1;
@@ -539,6 +724,7 @@ static long loupe_unwind_step(__u32 i, void *arg)
 	st->pc = ra;
 	st->sp = cfa;
 	st->bp = bp;
+	st->py_done_pc = 0;
 	if (ra == 0) {
 		st->stop = LOUPE_UNWIND_STOP_END;
 		st->done = 1;
@@ -594,6 +780,8 @@ __attribute__((noinline)) int loupe_unwind_user_walk(void)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct loupe_unwind_counters *c = loupe_unwind_counters();
+	const struct loupe_unwind_proc *proc;
+	const struct loupe_python_proc *py;
 	struct loupe_unwind_state *st;
 	struct pt_regs *regs;
 	__u32 zero = 0;
@@ -627,7 +815,19 @@ __attribute__((noinline)) int loupe_unwind_user_walk(void)
 	if (st->win_len[0] > LOUPE_UNWIND_PAGE ||
 	    bpf_probe_read_user(st->win[0], st->win_len[0], (void *)st->sp))
 		st->win_len[0] = 0;
-	st->no_proc = bpf_map_lookup_elem(&loupe_unwind_procs, &st->tgid) == NULL;
+	proc = bpf_map_lookup_elem(&loupe_unwind_procs, &st->tgid);
+	st->no_proc = proc == NULL;
+	st->py_on = 0;
+	if (proc && (proc->flags & LOUPE_UNWIND_PROC_PYTHON)) {
+		py = bpf_map_lookup_elem(&loupe_python_procs, &st->tgid);
+		if (py) {
+			__builtin_memcpy(&st->py, py, sizeof(st->py));
+			st->py_on = 1;
+		}
+	}
+	st->py_init = st->py_done_pc = st->py_frames = st->py_stop = st->py_lost = 0;
+	st->py_frame = 0;
+	st->nat = 0;
 	st->hash = 0xcbf29ce484222325ULL ^ st->tgid;
 	c->walks++;
 	bpf_loop(LOUPE_UNWIND_MAX_DEPTH, loupe_unwind_step, &zero, 0);
@@ -639,6 +839,11 @@ __attribute__((noinline)) int loupe_unwind_user_walk(void)
 	c->plt_frames += st->plt_frames;
 	c->vma_frames += st->vma_frames;
 	c->no_process += st->fp_walked;
+	c->python_frames += st->py_frames;
+	c->python_stacks += st->py_frames > 0;
+	c->python_no_thread += st->py_stop == 1;
+	c->python_read_failed += st->py_stop == 2;
+	c->python_codes_lost += st->py_lost;
 	switch (st->stop) {
 	case LOUPE_UNWIND_STOP_END:
 		c->end_of_stack++;

@@ -69,9 +69,12 @@ struct loupe_unwind_mapping {
 	__u32 pad;
 };
 
+/* loupe_unwind_proc.flags */
+#define LOUPE_UNWIND_PROC_PYTHON 1 /* a CPython interpreter: loupe_python_procs has it */
+
 struct loupe_unwind_proc {
 	__u32 count;
-	__u32 pad;
+	__u32 flags; /* LOUPE_UNWIND_PROC_* */
 	struct loupe_unwind_mapping maps[LOUPE_UNWIND_MAX_MAPPINGS];
 };
 
@@ -118,23 +121,92 @@ struct loupe_unwind_stack {
 
 /* Per-CPU counters of the walks (unwind.bpf.h's loupe_unwind_stats, key 0). */
 struct loupe_unwind_counters {
-	__u64 walks;	     /* stacks walked */
-	__u64 frames;	     /* addresses recorded */
-	__u64 table_frames;  /* frames unwound by a row */
-	__u64 fp_frames;     /* frames unwound by the frame pointer (no rows for the pc) */
-	__u64 plt_frames;    /* frames in a PLT stub */
-	__u64 end_of_stack;  /* walks that reached the outermost frame (CFA_END or ra 0) */
-	__u64 depth_bound;   /* walks cut at LOUPE_UNWIND_MAX_DEPTH */
-	__u64 no_process;    /* stacks with a frame no row covered (no tables for the process
-			      * or the file yet, JIT code, the vdso): walked on by rbp there */
-	__u64 unsupported;   /* walks stopped at a row the unwinder does not follow */
-	__u64 signal_frames; /* walks stopped at a signal trampoline */
-	__u64 read_failed;   /* a stack read faulted: the walk stops there */
-	__u64 fp_stopped;    /* frame-pointer fallback ended (rbp 0 or not a stack address) */
-	__u64 bad_frame;     /* a rule gave a CFA at or below sp (a wrong row or garbage) */
-	__u64 ids_full;	     /* the stack store had no free slot near the hash: no stack id */
-	__u64 no_regs;	     /* no user registers (kernel thread) */
-	__u64 vma_frames;    /* frames whose file was found from the VMA (no process entry) */
+	__u64 walks;		  /* stacks walked */
+	__u64 frames;		  /* addresses recorded */
+	__u64 table_frames;	  /* frames unwound by a row */
+	__u64 fp_frames;	  /* frames unwound by the frame pointer (no rows for the pc) */
+	__u64 plt_frames;	  /* frames in a PLT stub */
+	__u64 end_of_stack;	  /* walks that reached the outermost frame (CFA_END or ra 0) */
+	__u64 depth_bound;	  /* walks cut at LOUPE_UNWIND_MAX_DEPTH */
+	__u64 no_process;	  /* stacks with a frame no row covered (no tables for the process
+				   * or the file yet, JIT code, the vdso): walked on by rbp there */
+	__u64 unsupported;	  /* walks stopped at a row the unwinder does not follow */
+	__u64 signal_frames;	  /* walks stopped at a signal trampoline */
+	__u64 read_failed;	  /* a stack read faulted: the walk stops there */
+	__u64 fp_stopped;	  /* frame-pointer fallback ended (rbp 0 or not a stack address) */
+	__u64 bad_frame;	  /* a rule gave a CFA at or below sp (a wrong row or garbage) */
+	__u64 ids_full;		  /* the stack store had no free slot near the hash: no stack id */
+	__u64 no_regs;		  /* no user registers (kernel thread) */
+	__u64 vma_frames;	  /* frames whose file was found from the VMA (no process entry) */
+	__u64 python_frames;	  /* Python frames recorded */
+	__u64 python_stacks;	  /* stacks with Python frames */
+	__u64 python_no_thread;	  /* an evaluation loop without a thread state (unsupported key,
+				   * unreadable TLS): its Python frames are missing */
+	__u64 python_read_failed; /* a Python frame could not be read: the rest are missing */
+	__u64 python_codes_lost;  /* a code object's first sighting not told to user space
+				   * (its ring was full): its frames unnamed until told again */
+};
+
+/*
+ * Python frames (unwind.bpf.h, for a process whose loupe_unwind_proc has
+ * LOUPE_UNWIND_PROC_PYTHON): where the native walk meets the evaluation loop
+ * (_PyEval_EvalFrameDefault), the Python frames that activation runs are recorded before its
+ * native frame, innermost first, each in one stack slot: the code object's address and the
+ * instruction, tagged by bit 62 (no user or kernel address has bit 62 without bit 63), so a
+ * stack stays an array of __u64 and user space names the frame from the code object.
+ */
+#define LOUPE_PYTHON_TAG (1ULL << 62)
+#define LOUPE_PYTHON_CODE_BITS 44 /* code >> 3: objects are 8-aligned, below 2^47 */
+#define LOUPE_PYTHON_INDEX_MAX 0x3ffffULL
+#define LOUPE_PYTHON_FRAME(code, index)                                                            \
+	(LOUPE_PYTHON_TAG | ((__u64)(index) << LOUPE_PYTHON_CODE_BITS) |                           \
+	 (((__u64)(code) >> 3) & ((1ULL << LOUPE_PYTHON_CODE_BITS) - 1)))
+#define LOUPE_PYTHON_IS_FRAME(v) (((__u64)(v) >> 62) == 1)
+#define LOUPE_PYTHON_CODE(v) (((__u64)(v) & ((1ULL << LOUPE_PYTHON_CODE_BITS) - 1)) << 3)
+#define LOUPE_PYTHON_INDEX(v) (((__u64)(v) >> LOUPE_PYTHON_CODE_BITS) & LOUPE_PYTHON_INDEX_MAX)
+
+/* loupe_python_proc.entry: how the frames of one evaluation-loop activation end. */
+#define LOUPE_PYTHON_ENTRY_ONE 0  /* 3.10: one frame object per activation */
+#define LOUPE_PYTHON_ENTRY_FLAG 1 /* 3.11: the activation's first frame has is_entry set */
+#define LOUPE_PYTHON_ENTRY_SHIM 2 /* 3.12: a C-stack shim frame (owner 3) below its first */
+
+/* Bytes of a frame read at once: every field the walk needs lies within them. */
+#define LOUPE_PYTHON_FRAME_BYTES 104
+
+/* One interpreter process, written by user space (core/src/session/python_frames.cpp):
+ * runtime addresses and the layout of its CPython version. */
+struct loupe_python_proc {
+	__u64 tss_key_addr;  /* the pthread key (an int) under which threads keep their state */
+	__u64 eval_start[2]; /* _PyEval_EvalFrameDefault and its .cold part, loaded, [start, end) */
+	__u64 eval_end[2];
+	__u32 tsd_offset;     /* glibc: a key's value at fsbase + tsd_offset + 16 * key */
+	__u16 tstate_frame;   /* PyThreadState -> cframe (3.11, 3.12) or frame (3.10) */
+	__u16 cframe_current; /* _PyCFrame -> current_frame; 0xffff: none (3.10) */
+	__u16 frame_code;     /* frame -> code object (each < LOUPE_PYTHON_FRAME_BYTES) */
+	__u16 frame_previous;
+	__u16 frame_instr;   /* prev_instr (3.11+, a pointer) or f_lasti (3.10, an int index) */
+	__u16 frame_entry;   /* is_entry (3.11) or owner (3.12) */
+	__u16 code_adaptive; /* where the bytecode starts in a code object (3.11+) */
+	__u8 entry_kind;     /* LOUPE_PYTHON_ENTRY_* */
+	__u8 pad;
+	/* What tells two code objects at one address apart (one freed, another allocated
+	 * there): co_firstlineno, and the name object co_qualname (co_name in 3.10) points to,
+	 * read at once from code + code_first (code_name - code_first < LOUPE_PYTHON_CODE_BYTES).
+	 */
+	__u16 code_first;
+	__u16 code_name;
+	__u32 pad2;
+};
+
+#define LOUPE_PYTHON_CODE_BYTES 80
+
+/* A code object seen in a stack, told to user space to be read while it lives: once per
+ * code object, and again when another one takes its address (a different token). */
+struct loupe_python_code_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 code;
+	__u64 token;
 };
 
 #endif /* LOUPE_UNWIND_H */

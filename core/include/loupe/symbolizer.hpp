@@ -108,6 +108,15 @@ class Symbolizer {
     std::uint64_t inode;
   };
   virtual void on_code_mapping(std::function<void(const CodeMapping&)> listener) = 0;
+  // Names the in-kernel unwinder's Python frames (addresses with LOUPE_PYTHON_IS_FRAME, in
+  // user stacks): the session's, from the code objects it read while their processes lived.
+  // Called under the symbolizer's lock, from any thread that symbolizes.
+  struct PythonName {
+    std::string qualname, file;
+    std::uint32_t line = 0;
+  };
+  using PythonNamer = std::function<bool(std::uint32_t pid, std::uint64_t frame, PythonName*)>;
+  virtual void name_python_frames(PythonNamer namer) { (void)namer; }
   // Resolves `n` addresses of `pid` (kind KERNEL ignores pid) into `out`. Thread-safe.
   // Strings in `out` are owned by the symbolizer and valid until it is destroyed.
   // Unresolved frames keep module+offset where known and say why in `resolution`.

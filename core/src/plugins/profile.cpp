@@ -91,6 +91,9 @@ const loupe_config_key kSessionKeys[] = {
      "processes whose symbols are kept, exited ones included (reports name their stacks "
      "after they exit)",
      16, 1 << 20},
+    {"jvm_perf_map", LOUPE_CFG_BOOL, 0, "true",
+     "ask the target's HotSpot JVMs (JDK 17+) for their perf map, so JIT frames name Java "
+     "methods"},
 };
 
 struct SecondsKey {
@@ -116,6 +119,7 @@ void parse_session(const toml::table& t, SessionSpec& s, Checker& c) {
   s.allow_insecure_plugins = v["allow_insecure_plugins"].b;
   s.stats = v["stats"].b;
   s.symbol_processes = static_cast<std::size_t>(v["symbol_processes"].i);
+  s.jvm_perf_map = v["jvm_perf_map"].b;
   // What the schema cannot say: bounds of seconds, non-empty strings, string-or-array.
   for (const auto& k : kSecondsKeys)
     if (auto node = t.get(k.name); node && node->is_number())

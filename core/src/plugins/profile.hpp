@@ -55,6 +55,9 @@ struct SessionSpec {
   // Processes the symbolizer keeps, exited ones included (their stacks are named at
   // reports after they exit); past it the least recently used go, counted.
   std::size_t symbol_processes = 1024;
+  // HotSpot JVMs of the target are asked for their perf map (Compiler.perfmap through
+  // their attach listener), so their JIT frames are named.
+  bool jvm_perf_map = true;
 };
 
 struct PluginSpec {

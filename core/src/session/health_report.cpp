@@ -160,6 +160,37 @@ void HealthReport::unwind_tables(std::uint64_t processes, std::uint64_t files, s
          true);
 }
 
+void HealthReport::python_frames(const PythonFrames::Counters& c) {
+  const std::string comp = "python_frames";
+  health("python_processes", comp, c.processes, LOUPE_HEALTH_OK,
+         fmt::format("CPython processes whose Python frames were walked; {} code object(s) named",
+                     c.codes_read),
+         true);
+  health("python_codes_unread", comp, c.codes_failed, warn_if(c.codes_failed),
+         c.codes_failed ? "code objects the stacks met that could not be read (their process "
+                          "exited first): those frames keep the code object's address"
+                        : "",
+         true);
+  health("python_codes_dropped", comp, c.codes_dropped, warn_if(c.codes_dropped),
+         c.codes_dropped ? "code objects not named: the session keeps the names of 262144, "
+                           "and more were seen; those frames keep the code object's address"
+                         : "",
+         true);
+  health("python_entries_refused", comp, c.write_errors, warn_if(c.write_errors),
+         c.write_errors ? "interpreters the kernel's map refused (it holds 1024): their stacks "
+                          "keep native frames only"
+                        : "",
+         true);
+  std::string versions;
+  for (const auto& v : c.unsupported) versions += (versions.empty() ? "" : ", ") + v;
+  health("python_unsupported", comp, c.unsupported.size(), warn_if(c.unsupported.size()),
+         c.unsupported.empty()
+             ? ""
+             : "interpreters loupe has no layout for (3.10, 3.11 and 3.12 have one): " + versions +
+                   "; their stacks keep native frames only",
+         true);
+}
+
 void HealthReport::debuginfod(const SymbolizerStats& s) {
   const std::string comp = "symbolizer";
   health("debuginfod_fetched", comp, s.debuginfod_fetched, LOUPE_HEALTH_OK,
@@ -204,6 +235,27 @@ void HealthReport::final_failures(const std::vector<ProbeResult>& probes,
                          st.disabled ? st.last_error : ""),
              true);
   }
+}
+
+void HealthReport::jvm_perf_map(std::uint32_t pid, std::uint64_t answers, double first_ms,
+                                const std::string& failure) {
+  const std::string comp = "jvm_perf_map";
+  if (!failure.empty())
+    health("jvm_perf_map_failed", comp, pid, LOUPE_HEALTH_WARN,
+           fmt::format("pid {}: {}; its JIT frames stay unnamed", pid, failure), true);
+  else if (answers == 0)
+    health("jvm_perf_map_failed", comp, pid, LOUPE_HEALTH_WARN,
+           fmt::format("pid {}: it did not catch SIGQUIT before it exited or the session ended "
+                       "(a JVM still starting, or one started with -Xrs); its JIT frames stay "
+                       "unnamed",
+                       pid),
+           true);
+  else
+    health("jvm_perf_map", comp, answers, LOUPE_HEALTH_OK,
+           fmt::format("pid {}: its perf map was written {} time(s) (Compiler.perfmap); the "
+                       "first took {:.1f} ms",
+                       pid, answers, first_ms),
+           true);
 }
 
 void HealthReport::dispatch_event(const DispatchEvent& ev, std::uint64_t wall_ns) {

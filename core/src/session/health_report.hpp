@@ -21,6 +21,7 @@
 #include "kernel/process_tree.hpp"
 #include "loupe/abi/records.h"
 #include "loupe/symbolizer.hpp"
+#include "session/python_frames.hpp"
 
 namespace loupe {
 
@@ -63,10 +64,16 @@ class HealthReport {
   void mapping_records(const SymbolizerStats* stats, const std::string& unavailable);
   // At the end, when a plugin uses the in-kernel unwinder: the tables kept for it, and the
   // files left without rows (the rows map was full: their frames unwind by frame pointers).
+  void python_frames(const PythonFrames::Counters& c);
   void unwind_tables(std::uint64_t processes, std::uint64_t files, std::uint64_t rows,
                      std::uint64_t rows_full, std::uint64_t write_errors, std::uint64_t build_ns);
   // At the end, when debuginfod was asked: what it delivered and what it could not.
   void debuginfod(const SymbolizerStats& stats);
+  // At the end, per JVM of the target asked for its perf map ([session] jvm_perf_map): how
+  // often it wrote one and how long the first took, or why it did not (WARN: its JIT
+  // frames stay [anon]).
+  void jvm_perf_map(std::uint32_t pid, std::uint64_t answers, double first_ms,
+                    const std::string& failure);
   // A change the ring reader made on its own (sampling divisor, count-only mode).
   void dispatch_event(const DispatchEvent& ev, std::uint64_t wall_ns);
 

@@ -177,6 +177,16 @@ int svc_unwind_files_attach(loupe_host* h, int procs_fd, int files_fd) {
   return LOUPE_OK;
 }
 
+int svc_unwind_python_attach(loupe_host* h, int procs_fd, int python_procs_fd, int codes_fd,
+                             int ring_fd) {
+  if (h->ctx.replay || !h->ctx.unwind_tables)
+    return fail(LOUPE_ERR_UNSUPPORTED, "unwind_python_attach: no unwind tables in this session");
+  if (Status st = h->ctx.unwind_tables->attach_python(procs_fd, python_procs_fd, codes_fd, ring_fd);
+      !st)
+    return fail(LOUPE_ERR_INVALID_ARG, st.error());
+  return LOUPE_OK;
+}
+
 void svc_symbols_invalidate(loupe_host* h, std::uint32_t pid) {
   if (h->ctx.symbolizer) h->ctx.symbolizer->invalidate(pid);
 }
@@ -234,4 +244,5 @@ loupe_host::loupe_host(loupe::HostContext& c, std::string inst, std::string plug
   services.unwind_user = svc_unwind_user;
   services.unwind_tables_attach = svc_unwind_tables_attach;
   services.unwind_files_attach = svc_unwind_files_attach;
+  services.unwind_python_attach = svc_unwind_python_attach;
 }

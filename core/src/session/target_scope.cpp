@@ -45,6 +45,16 @@ Status TargetScope::check_pid() const {
 
 Status TargetScope::start(FeatureSet& features, Symbolizer* symbolizer) {
   symbolizer_ = symbolizer;
+  if (symbolizer_)
+    symbolizer_->name_python_frames(
+        [this](std::uint32_t pid, std::uint64_t frame, Symbolizer::PythonName* out) {
+          PythonFrames::Name n;
+          if (!unwind_tables_.python().name(pid, frame, &n)) return false;
+          out->qualname = std::move(n.qualname);
+          out->file = std::move(n.file);
+          out->line = n.line;
+          return true;
+        });
   if (!spec_.command.empty()) {
     try {
       target_ = std::make_unique<TargetProcess>(spec_.command);
@@ -106,6 +116,15 @@ bool TargetScope::ended(std::optional<int>* exit_status) {
   return false;
 }
 
+std::vector<pid_t> TargetScope::processes() const {
+  std::vector<pid_t> out;
+  if (pid() <= 0) return out;
+  out.push_back(pid());
+  for (pid_t p : descendants_)
+    if (p != pid()) out.push_back(p);
+  return out;
+}
+
 void TargetScope::end(std::chrono::milliseconds grace) {
   if (target_ && !target_->poll_exit()) target_->terminate(grace);
 }
@@ -124,6 +143,8 @@ void TargetScope::start_tree(FeatureSet& features, pid_t root, bool seed_from_pr
     return;
   }
   tree_ = std::move(tree).value();
+  if (seed_from_proc)
+    for (pid_t p : descendants_of(root, read_parent_links())) descendants_.insert(p);
   std::size_t seeded = seed_from_proc ? tree_->seed_from_proc(root) : 0;
   spdlog::info("following pid {} and its descendants ({}{})", root, tree_->mechanism(),
                seed_from_proc ? fmt::format(", {} existing descendant(s) from /proc", seeded)
@@ -139,11 +160,13 @@ void TargetScope::poll_tree() {
   if (!tree_) return;
   tree_->poll([&](const loupe_tree_event& ev) {
     if (ev.kind == LOUPE_TREE_FORK) {
+      descendants_.insert(static_cast<pid_t>(ev.tgid));
       unwind_tables_.track(ev.tgid);
       // With mmap records the symbolizer learnt the fork itself, in order: dropping the
       // child's space now could lose mappings of a process that is already gone.
       if (symbolizer_ && !mappings_followed_) symbolizer_->forget(ev.tgid);
     } else if (ev.kind == LOUPE_TREE_EXIT) {
+      descendants_.erase(static_cast<pid_t>(ev.tgid));
       unwind_tables_.forget(ev.tgid);
     }
   });
@@ -238,6 +261,8 @@ void TargetScope::report_health(HealthReport& health) const {
   if (unwind_tables_.attached()) {
     const auto c = unwind_tables_.counters();
     health.unwind_tables(c.processes, c.files, c.rows, c.rows_full, c.write_errors, c.build_ns);
+    if (unwind_tables_.python().attached())
+      health.python_frames(unwind_tables_.python().counters());
   }
   if (symbolizer_) {
     SymbolizerStats st = symbolizer_->stats();

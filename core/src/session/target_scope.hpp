@@ -13,6 +13,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,11 @@ class TargetScope {
   void drain() { poll_tree(); }
   void report_health(HealthReport& health) const;
 
+  // The target's live processes as the tree knows them: the command or pid, the
+  // descendants it had, and those it forked since (without a tree, the root alone). Empty
+  // when the session is system-wide.
+  std::vector<pid_t> processes() const;
+
   UnwindTables& unwind_tables() { return unwind_tables_; }
   pid_t pid() const { return target_ ? target_->pid() : spec_.pid; }
   bool started_command() const { return target_ != nullptr; }
@@ -76,6 +82,7 @@ class TargetScope {
   std::unique_ptr<ProcessTree> tree_;
   UnwindTables unwind_tables_;
   std::unique_ptr<TargetProcess> target_;
+  std::set<pid_t> descendants_;  // live, as the tree's fork and exit events say
   std::string command_text_;
   std::string tree_error_;      // why the session follows no tree although asked to
   std::string mappings_error_;  // why the symbolizer has no mmap records of the target

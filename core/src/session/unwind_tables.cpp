@@ -80,6 +80,28 @@ Status UnwindTables::attach_files(int procs_fd, int files_fd) {
   return {};
 }
 
+Status UnwindTables::attach_python(int procs_fd, int python_procs_fd, int codes_fd, int ring_fd) {
+  if (std::none_of(consumers_.begin(), consumers_.end(),
+                   [procs_fd](const Consumer& x) { return x.procs_fd == procs_fd; }))
+    return make_error(
+        "unwind_python_attach: procs_fd was not attached (unwind_tables_attach first)");
+  if (Status st = python_.attach(python_procs_fd, codes_fd, ring_fd); !st) return st;
+  // Processes whose entries are written already: their interpreters now.
+  for (auto& [pid, p] : written_) {
+    const std::uint32_t before = p->flags;
+    mark_python(pid, p.get());
+    if (p->flags != before)
+      for (auto& c : consumers_)
+        if (bpf_map_update_elem(c.procs_fd, &pid, p.get(), BPF_ANY) != 0) ++write_errors_;
+  }
+  return {};
+}
+
+void UnwindTables::mark_python(std::uint32_t pid, loupe_unwind_proc* proc) {
+  proc->flags &= ~LOUPE_UNWIND_PROC_PYTHON;
+  if (python_.attached() && python_.update(pid)) proc->flags |= LOUPE_UNWIND_PROC_PYTHON;
+}
+
 void UnwindTables::write_rows(Consumer& c) {
   write_new_rows(c);
   if (c.files_fd < 0) return;
@@ -147,12 +169,15 @@ void UnwindTables::learn_file(std::uint32_t pid, const std::string& path, std::u
 void UnwindTables::forget(std::uint32_t pid) {
   tracked_.erase(pid);
   cpu_.erase(pid);
+  python_.forget(pid);
   if (written_.erase(pid))
     for (auto& c : consumers_) bpf_map_delete_elem(c.procs_fd, &pid);
 }
 
 bool UnwindTables::refresh() {
   if (consumers_.empty()) return false;
+  // The code objects the walks met since the last tick, read while their processes live.
+  python_.poll();
   using Clock = std::chrono::steady_clock;
   // A system-wide session's first refresh meets every binary of the machine: building them
   // all at once would stall the session's loop for seconds. What is left waits for the
@@ -230,9 +255,12 @@ bool UnwindTables::refresh() {
     // waits to be built.
     due = all_ && !store_->deferred() ? now + kRereadEveryNs + (pid % 1000) * 1'000'000ull : 0;
     auto last = written_.find(pid);
+    // The mappings decide; the flags are this side's, set below when they changed.
+    if (last != written_.end()) proc->flags = last->second->flags;
     if (last != written_.end() && std::memcmp(last->second.get(), proc.get(), sizeof(*proc)) == 0)
       continue;
     if (last == written_.end() && proc->count == 0) continue;  // a kernel thread
+    mark_python(pid, proc.get());
     // Rows first: an entry must never point at rows a consumer does not have yet.
     for (auto& c : consumers_) write_rows(c);
     for (auto& c : consumers_)

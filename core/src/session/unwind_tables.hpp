@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "session/python_frames.hpp"
 #include "symbols/unwind_table_store.hpp"
 #include "util/result.hpp"
 
@@ -49,6 +50,9 @@ class UnwindTables {
   // Its loupe_unwind_files, for the consumer attached with `procs_fd`: an entry for every
   // file with rows, written with them.
   Status attach_files(int procs_fd, int files_fd);
+  // Its Python maps, for the consumer attached with `procs_fd` (PythonFrames).
+  Status attach_python(int procs_fd, int python_procs_fd, int codes_fd, int ring_fd);
+  const PythonFrames& python() const { return python_; }
 
   void track(std::uint32_t pid) { tracked_[pid] = 0; }
   // A system-wide session: every process of the machine, found in /proc once a second,
@@ -83,7 +87,11 @@ class UnwindTables {
   void write_rows(Consumer& c);
   void write_new_rows(Consumer& c);
 
+  // Sets LOUPE_UNWIND_PROC_PYTHON when pid runs an interpreter whose frames are walked.
+  void mark_python(std::uint32_t pid, loupe_unwind_proc* proc);
+
   std::string proc_root_;
+  PythonFrames python_{proc_root_};
   std::unique_ptr<UnwindTableStore> store_;
   std::vector<Consumer> consumers_;
   std::map<std::uint32_t, std::uint64_t> tracked_;  // pid -> when its maps are next read (ns)

@@ -22,6 +22,34 @@ bool parse_hex(std::string_view& s, std::uint64_t* out) {
 
 }  // namespace
 
+std::uint32_t namespace_pid(std::uint32_t pid, const std::string& proc_dir) {
+  std::ifstream in(proc_dir + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.starts_with("NSpid:")) continue;
+    auto last = line.find_last_of(" \t");
+    std::uint32_t ns = 0;
+    auto [p, ec] = std::from_chars(line.data() + last + 1, line.data() + line.size(), ns);
+    return ec == std::errc() && ns ? ns : pid;
+  }
+  return pid;
+}
+
+PerfMapLocation locate_perf_map(std::uint32_t pid, const std::string& proc_dir,
+                                const std::string& dir) {
+  const std::string inside = proc_dir + "/root" + dir;
+  struct stat theirs {
+  }, ours{};
+  if (::stat(inside.c_str(), &theirs) != 0)
+    return {dir + "/perf-" + std::to_string(pid) + ".map", {}};
+  const std::string name = dir + "/perf-" + std::to_string(namespace_pid(pid, proc_dir)) + ".map";
+  // A container's /tmp, or a service's PrivateTmp=yes, is another directory than ours.
+  if (::stat(dir.c_str(), &ours) == 0 && ours.st_dev == theirs.st_dev &&
+      ours.st_ino == theirs.st_ino)
+    return {name, name};
+  return {proc_dir + "/root" + name, name};
+}
+
 bool PerfMap::refresh() {
   struct stat st {};
   if (::stat(path_.c_str(), &st) != 0) {

@@ -17,7 +17,10 @@ ProcessSpace::ProcessSpace(std::uint32_t pid, const std::string& proc_root,
                            const std::string& perf_map_dir)
     : pid_(pid),
       proc_dir_(proc_root + "/" + std::to_string(pid)),
-      perf_map_(perf_map_dir + "/perf-" + std::to_string(pid) + ".map"),
+      perf_map_([&] {
+        auto at = locate_perf_map(pid, proc_dir_, perf_map_dir);
+        return PerfMap(std::move(at.path), std::move(at.name));
+      }()),
       fallback_jitdump_(perf_map_dir + "/jit-" + std::to_string(pid) + ".dump") {}
 
 namespace {

@@ -18,6 +18,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "loupe/unwind.h"
 #include "symbols/debuginfod_fetcher.hpp"
 #include "symbols/elf_file_cache.hpp"
 #include "symbols/kallsyms_table.hpp"
@@ -53,7 +54,17 @@ class ElfSymbolizer final : public Symbolizer {
     }
     ProcessSpace* space = process(pid);
     ++call_;
-    for (std::uint32_t i = 0; i < n; ++i) user_frame(space, kind, addrs[i], &out[i]);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      if (LOUPE_PYTHON_IS_FRAME(addrs[i]))
+        python_frame(pid, addrs[i], &out[i]);
+      else
+        user_frame(space, kind, addrs[i], &out[i]);
+    }
+  }
+
+  void name_python_frames(PythonNamer namer) override {
+    std::lock_guard lock(mu_);
+    python_namer_ = std::move(namer);
   }
 
   void symbolize_data(std::uint32_t pid, std::uint64_t addr, loupe_frame* out) override {
@@ -356,6 +367,18 @@ class ElfSymbolizer final : public Symbolizer {
     return space.reload(strings_, files_, &err);
   }
 
+  // A Python frame: its code object's name, file and line, as the session read them. One
+  // it could not read (the process was gone first) keeps the code object's address.
+  void python_frame(std::uint32_t pid, std::uint64_t frame, loupe_frame* out) {
+    *out = unresolved(LOUPE_PYTHON_CODE(frame), LOUPE_FRAME_PYTHON, LOUPE_UNRESOLVED_PROCESS_GONE);
+    PythonName name;
+    if (!python_namer_ || !python_namer_(pid, frame, &name)) return;
+    out->symbol = strings_.intern(name.qualname);
+    out->module = strings_.intern(name.file);
+    out->offset = name.line;
+    out->resolution = LOUPE_RESOLVED_PYTHON;
+  }
+
   void user_frame(ProcessSpace* space, loupe_frame_kind kind, std::uint64_t addr,
                   loupe_frame* out) {
     *out = unresolved(addr, kind, LOUPE_UNRESOLVED_PROCESS_GONE);
@@ -380,7 +403,7 @@ class ElfSymbolizer final : public Symbolizer {
       space.perf_map_checked_call = call_;
       space.perf_map_present = map.refresh();
       if (space.perf_map_present && !space.perf_map_module)
-        space.perf_map_module = strings_.intern(map.path());
+        space.perf_map_module = strings_.intern(map.name());
     }
     PerfMap::Hit hit;
     if (!space.perf_map_present || !map.lookup(addr, &hit)) return false;
@@ -488,6 +511,7 @@ class ElfSymbolizer final : public Symbolizer {
   std::uint64_t call_ = 0;  // numbers symbolize() calls, to check a perf map once per call
   std::unique_ptr<MappingEvents> mappings_;
   std::function<void(const CodeMapping&)> code_listener_;
+  PythonNamer python_namer_;
   // Declared last: its worker stops (within one lookup's bound) before the caches go.
   std::unique_ptr<DebuginfodFetcher> fetcher_;
   bool draining_ = false;  // a record's handling looks a parent up: no nested drain

@@ -250,6 +250,15 @@ typedef struct loupe_host_services {
    * unwinder finds a file's rows from the VMA (bpf_find_vma) in a process that has no
    * entry yet, such as a shell loop's short-lived commands. Same threading and errors. */
   int (*unwind_files_attach)(loupe_host* host, int procs_fd, int files_fd);
+
+  /* ABI 1.7. Python frames for the same consumer (unwind.bpf.h's loupe_python_procs,
+   * loupe_python_codes and loupe_python_code_ring): the host writes a loupe_python_proc for
+   * every process of the target that runs a CPython it has a layout for (and sets
+   * LOUPE_UNWIND_PROC_PYTHON in its loupe_unwind_proc), reads each code object the ring
+   * names while its process lives, and symbolize() then names the tagged frames
+   * (LOUPE_PYTHON_IS_FRAME) as LOUPE_FRAME_PYTHON. Same threading and errors. */
+  int (*unwind_python_attach)(loupe_host* host, int procs_fd, int python_procs_fd, int codes_fd,
+                              int ring_fd);
 } loupe_host_services;
 
 #ifdef __cplusplus

@@ -86,6 +86,10 @@ typedef enum loupe_frame_kind {
   LOUPE_FRAME_USER = 1,
   LOUPE_FRAME_KERNEL = 2,
   LOUPE_FRAME_JIT = 3,
+  /* ABI 1.7: a function of a CPython interpreter's program (the in-kernel unwinder's
+   * Python frames): `symbol` is its qualified name, `module` its source file, `offset` the
+   * line being run (0: unknown), `address` the code object's. */
+  LOUPE_FRAME_PYTHON = 4,
 } loupe_frame_kind;
 
 typedef enum loupe_frame_resolution {
@@ -98,6 +102,7 @@ typedef enum loupe_frame_resolution {
    * FDE that holds it ("liblzma.so.5.4.1 [fn@0x15b40]": module file name and the FDE's
    * link-time start), `offset` is from that start. Frames of one function share a name. */
   LOUPE_RESOLVED_EH_FRAME = 6,
+  LOUPE_RESOLVED_PYTHON = 7,       /* ABI 1.7: read from the running interpreter's code object */
   LOUPE_UNRESOLVED_NO_SYMBOL = 16, /* module known, no symbol covers the address */
   LOUPE_UNRESOLVED_NO_MODULE = 17, /* address outside every known mapping */
   LOUPE_UNRESOLVED_PROCESS_GONE = 18,

@@ -212,6 +212,15 @@ class Host {
       return false;
     return svc_->unwind_files_attach(svc_->host, procs_fd, files_fd) == LOUPE_OK;
   }
+  // And its Python maps (ABI 1.7): the host names the Python frames of the interpreters it
+  // finds. False on an older host: such stacks keep their native frames only.
+  bool attach_unwind_python(int procs_fd, int python_procs_fd, int codes_fd, int ring_fd) const {
+    if (!LOUPE_ABI_HAS_FIELD(svc_, loupe_host_services, unwind_python_attach) ||
+        !svc_->unwind_python_attach)
+      return false;
+    return svc_->unwind_python_attach(svc_->host, procs_fd, python_procs_fd, codes_fd, ring_fd) ==
+           LOUPE_OK;
+  }
   std::uint64_t now_ns(loupe_clock clock = LOUPE_CLOCK_MONOTONIC) const {
     return svc_->now_ns(svc_->host, clock);
   }

@@ -41,6 +41,21 @@ inline constexpr loupe_config_key kUnwindRowsKey = {
     0,
     16777216};
 
+// Python functions in the in-kernel unwinder's stacks, for every plugin that offers it.
+inline constexpr loupe_config_key kPythonFramesKey = {
+    "python_frames",
+    LOUPE_CFG_BOOL,
+    0,
+    "true",
+    "unwind = \"tables\": stacks of a CPython 3.10-3.12 process name its Python functions "
+    "(file and line) where the interpreter's evaluation loop ran them, read from the running "
+    "interpreter without restarting it; false: native frames only",
+    0,
+    0};
+inline bool python_frames(const Config& cfg) {
+  return cfg.value_bool("python_frames");
+}
+
 // The rows to size the tables for: the key, or its default for this session's target.
 inline std::uint32_t unwind_rows(const Config& cfg, const loupe_session_info* session) {
   const auto rows = static_cast<std::uint32_t>(cfg.value_int("unwind_rows"));
@@ -59,6 +74,7 @@ inline constexpr loupe_config_key kUnwindKeys[] = {
      "pointers)",
      0, 0, nullptr, 0, 0, kKernelUnwindChoices},
     kUnwindRowsKey,
+    kPythonFramesKey,
 };
 
 // Whether this kernel runs the in-kernel unwinder (bpf_loop, Linux 5.17+); else why not.
@@ -86,16 +102,24 @@ inline bool use_unwind_tables(const Config& cfg, const Host& host, const std::st
 // Sizes the unwinder's maps of an opened skeleton whose object includes unwind.bpf.h.
 // `rows` 0: the unwinder is not used, every map shrinks to one entry (an unused
 // unwind.bpf.h costs no memory). Otherwise room for `rows` table rows (12 bytes each; libc
-// alone has 28k) and `max_stacks` distinct stacks (1 KiB each).
+// alone has 28k) and `max_stacks` distinct stacks (1 KiB each), and with `python` the maps
+// of the interpreters and code objects whose Python frames the walk records.
 template <typename Skel>
-void size_unwind_maps(Skel* skel, std::uint32_t rows, std::uint32_t max_stacks) {
+void size_unwind_maps(Skel* skel, std::uint32_t rows, std::uint32_t max_stacks,
+                      bool python = true) {
   const bool on = rows > 0;
+  const bool py = on && python;
   bpf_map__set_max_entries(skel->maps.loupe_unwind_rows, on ? rows : 1);
   bpf_map__set_max_entries(skel->maps.loupe_unwind_procs, on ? 1024 : 1);
   bpf_map__set_max_entries(skel->maps.loupe_unwind_files, on ? 4096 : 1);
   bpf_map__set_max_entries(skel->maps.loupe_unwind_stacks, on ? max_stacks : 1);
   bpf_map__set_max_entries(skel->maps.loupe_unwind_slots, on ? max_stacks : 1);
   skel->rodata->loupe_unwind_max_stacks = on ? max_stacks : 1;
+  // Python frames: an interpreter per process, code objects seen (24 bytes each), and the
+  // ring that tells user space of new ones (a page when unused: the smallest ring).
+  bpf_map__set_max_entries(skel->maps.loupe_python_procs, py ? 1024 : 1);
+  bpf_map__set_max_entries(skel->maps.loupe_python_codes, py ? 16384 : 64);
+  bpf_map__set_max_entries(skel->maps.loupe_python_code_ring, py ? 256 * 1024 : 4096);
 }
 
 // After load: hands the skeleton's unwinder maps to the host, which from then on keeps the
@@ -109,6 +133,12 @@ void attach_unwind_tables(const Host& host, Skel* skel) {
   // An older host keeps no files: processes without an entry are walked by frame pointers.
   host.attach_unwind_files(bpf_map__fd(skel->maps.loupe_unwind_procs),
                            bpf_map__fd(skel->maps.loupe_unwind_files));
+  // Python frames, unless size_unwind_maps() left their maps at one entry (switched off).
+  // An older host names none: the walk then meets no interpreter and records native frames.
+  if (bpf_map__max_entries(skel->maps.loupe_python_procs) > 1)
+    host.attach_unwind_python(
+        bpf_map__fd(skel->maps.loupe_unwind_procs), bpf_map__fd(skel->maps.loupe_python_procs),
+        bpf_map__fd(skel->maps.loupe_python_codes), bpf_map__fd(skel->maps.loupe_python_code_ring));
 }
 
 // How the walks ended (loupe_unwind_stats), as health records "<component>/unwind_*" and

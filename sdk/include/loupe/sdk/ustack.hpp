@@ -40,6 +40,7 @@ inline constexpr loupe_config_key kUstackKeys[] = {
      "pointers), or from a stack copy unwound in user space (dwarf: costs a copy per stack)",
      0, 0, nullptr, 0, 0, kUnwindChoices},
     kUnwindRowsKey,
+    kPythonFramesKey,
     // 16 KiB, the largest slice: a copy stops at the top of the stack, so a bigger slice
     // costs only the stacks that need it. Measured on Debian's `sort -V` (cpusample, 99 Hz):
     // 8 KiB cut 72-91 of 82-99 stacks, 16 KiB 0-12, for 2.6-2.8 -> 2.9-3.8 us a sample.

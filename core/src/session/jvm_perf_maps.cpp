@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "session/jvm_perf_maps.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "session/health_report.hpp"
+#include "symbols/jvm_attach.hpp"
+#include "symbols/perf_map.hpp"
+
+namespace loupe {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A launcher maps libjvm.so within milliseconds of its exec: a process is looked at while
+// it is young or has just exec'd, not for ever (its maps can be long).
+constexpr auto kLookFor = 5s;
+constexpr auto kLookEvery = 100ms;
+// A JVM installs its SIGQUIT handler late in its start-up (hundreds of ms under load).
+constexpr auto kReadyWithin = 10s;
+constexpr auto kFirstInterval = 500ms;
+constexpr auto kMaxInterval = 10s;
+const std::string kCommand = "Compiler.perfmap";
+
+std::uint64_t exe_identity(pid_t pid) {
+  struct stat st {};
+  if (::stat(fmt::format("/proc/{}/exe", pid).c_str(), &st) != 0) return 0;
+  return (static_cast<std::uint64_t>(st.st_dev) << 40) ^ static_cast<std::uint64_t>(st.st_ino);
+}
+
+double ms(std::chrono::microseconds us) {
+  return static_cast<double>(us.count()) / 1000.0;
+}
+
+}  // namespace
+
+void JvmPerfMaps::tick(const std::vector<pid_t>& processes) {
+  if (!enabled_) return;
+  const auto now = Clock::now();
+  for (pid_t pid : processes) {
+    auto it = jvms_.find(pid);
+    if (it == jvms_.end()) {
+      if (!is_new_jvm(pid, now)) continue;
+      it = jvms_.emplace(pid, Jvm{now, now, kFirstInterval, 0, 0, false, {}}).first;
+      spdlog::debug("pid {} is a JVM: asking it for its perf map", pid);
+    }
+    if (!it->second.done && now >= it->second.next_ask) ask(pid, it->second, now);
+  }
+  if (others_.size() > processes.size()) {  // exited ones
+    std::vector<pid_t> live(processes);
+    std::sort(live.begin(), live.end());
+    std::erase_if(others_, [&](const auto& o) {
+      return !std::binary_search(live.begin(), live.end(), o.first);
+    });
+  }
+}
+
+bool JvmPerfMaps::is_new_jvm(pid_t pid, Clock::time_point now) {
+  auto [it, fresh] = others_.try_emplace(pid);
+  Candidate& c = it->second;
+  const std::uint64_t exe = exe_identity(pid);
+  if (!fresh && exe == c.exe && (now - c.since > kLookFor || now < c.next_look)) return false;
+  if (fresh || exe != c.exe) c.since = now;
+  c.exe = exe;
+  c.next_look = now + kLookEvery;
+  if (!exe || !maps_libjvm(static_cast<std::uint32_t>(pid))) return false;
+  others_.erase(it);
+  return true;
+}
+
+void JvmPerfMaps::ask(pid_t pid, Jvm& jvm, Clock::time_point now) {
+  auto got = jvm_command(static_cast<std::uint32_t>(pid), kCommand);
+  const auto after = Clock::now();
+  if (got) {
+    if (jvm.answers++ == 0) {
+      jvm.first_ms = ms(got->took);
+      spdlog::info("JVM pid {}: perf map written in {:.1f} ms{}{}", pid, jvm.first_ms,
+                   got->started_listener ? " (its attach listener started)" : "",
+                   got->through_helper ? " (as its owner)" : "");
+    } else {
+      spdlog::debug("JVM pid {}: perf map rewritten in {:.1f} ms", pid, ms(got->took));
+    }
+    jvm.next_ask = after + jvm.interval;
+    jvm.interval = std::min<Clock::duration>(jvm.interval * 2, kMaxInterval);
+    return;
+  }
+  switch (static_cast<JvmAttachError>(got.code())) {
+    case JvmAttachError::kGone: jvm.done = true; return;
+    case JvmAttachError::kNotReady:
+      if (now - jvm.found < kReadyWithin) return;  // asked again next tick
+      break;
+    default: break;
+  }
+  jvm.done = true;
+  jvm.failure = got.error();
+  spdlog::warn("JVM pid {}: no perf map ({}): its JIT frames stay unnamed", pid, jvm.failure);
+}
+
+void JvmPerfMaps::before_final_report(const std::vector<pid_t>& processes) {
+  if (!enabled_) return;
+  const auto now = Clock::now();
+  for (pid_t pid : processes)
+    if (auto it = jvms_.find(pid); it != jvms_.end() && !it->second.done) ask(pid, it->second, now);
+}
+
+void JvmPerfMaps::report_health(HealthReport& health) const {
+  for (const auto& [pid, jvm] : jvms_)
+    health.jvm_perf_map(static_cast<std::uint32_t>(pid), jvm.answers, jvm.first_ms, jvm.failure);
+}
+
+}  // namespace loupe

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "session/python_frames.hpp"
+
+#include <bpf/bpf.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace loupe {
+namespace {
+
+// glibc 2.x's thread descriptor keeps the values of the first 32 pthread keys in
+// specific_1stblock, at fsbase + 0x310, 16 bytes a key, the value at +8 (what
+// pthread_getspecific reads for a key below 32).
+constexpr std::uint32_t kGlibcTsdOffset = 0x318;
+
+std::uint16_t u16(std::uint32_t v) {
+  return v == UINT32_MAX ? 0xffff : static_cast<std::uint16_t>(v);
+}
+
+// What the walk needs of one interpreter process, from its version's layout.
+loupe_python_proc bpf_entry(const PythonProcess& p) {
+  const PythonLayout& l = *p.runtime.layout;
+  loupe_python_proc e{};
+  e.tss_key_addr = p.tss_key_addr();
+  const auto eval = p.eval();
+  for (std::size_t i = 0; i < eval.size() && i < 2; ++i) {
+    e.eval_start[i] = eval[i].start;
+    e.eval_end[i] = eval[i].end;
+  }
+  e.tsd_offset = kGlibcTsdOffset;
+  e.tstate_frame = u16(l.tstate_frame);
+  e.cframe_current = u16(l.cframe_current);
+  e.frame_code = u16(l.frame_code);
+  e.frame_previous = u16(l.frame_previous);
+  e.frame_instr = u16(l.frame_instr);
+  e.frame_entry = u16(l.frame_entry);
+  e.code_adaptive = u16(l.code_adaptive);
+  e.code_first = u16(l.code_firstlineno);
+  e.code_name = u16(l.code_qualname ? l.code_qualname : l.code_name);
+  e.entry_kind = l.minor <= 10   ? LOUPE_PYTHON_ENTRY_ONE
+                 : l.minor == 11 ? LOUPE_PYTHON_ENTRY_FLAG
+                                 : LOUPE_PYTHON_ENTRY_SHIM;
+  return e;
+}
+
+}  // namespace
+
+PythonFrames::~PythonFrames() {
+  for (auto& c : consumers_) ring_buffer__free(c.ring);
+}
+
+Status PythonFrames::attach(int procs_fd, int codes_fd, int ring_fd) {
+  bpf_map_info procs{}, codes{}, ring{};
+  __u32 len = sizeof(procs);
+  if (bpf_obj_get_info_by_fd(procs_fd, &procs, &len) != 0 ||
+      procs.value_size != sizeof(loupe_python_proc) || procs.key_size != 4)
+    return make_error("unwind_python_attach: python_procs_fd is not a map of loupe_python_proc");
+  len = sizeof(codes);
+  if (bpf_obj_get_info_by_fd(codes_fd, &codes, &len) != 0 ||
+      codes.key_size != sizeof(loupe_python_code_key))
+    return make_error("unwind_python_attach: codes_fd is not a map by loupe_python_code_key");
+  len = sizeof(ring);
+  if (bpf_obj_get_info_by_fd(ring_fd, &ring, &len) != 0 || ring.type != BPF_MAP_TYPE_RINGBUF)
+    return make_error("unwind_python_attach: ring_fd is not a ring buffer");
+  ring_buffer* rb = ring_buffer__new(ring_fd, &PythonFrames::on_record, this, nullptr);
+  if (!rb) return make_error("unwind_python_attach: cannot read the ring");
+  consumers_.push_back({procs_fd, codes_fd, rb});
+  return {};
+}
+
+bool PythonFrames::update(std::uint32_t pid) {
+  if (consumers_.empty()) return false;
+  auto found = find_python_process(proc_root_, pid, &runtimes_);
+  if (!found || !found->runtime.layout) {
+    if (found &&
+        unsupported_
+            .insert("CPython " + found->runtime.version() + " (" + found->runtime.path + ")")
+            .second)
+      spdlog::warn(
+          "pid {} runs CPython {} ({}), which loupe has no layout for: its stacks keep "
+          "their native frames only",
+          pid, found->runtime.version(), found->runtime.path);
+    forget(pid);
+    return false;
+  }
+  const loupe_python_proc entry = bpf_entry(*found);
+  for (auto& c : consumers_)
+    if (bpf_map_update_elem(c.procs_fd, &pid, &entry, BPF_ANY) != 0) {
+      std::lock_guard lock(mu_);
+      ++write_errors_;
+      return false;
+    }
+  // A process that exec'd another program: the code objects of the one before are not its.
+  if (auto [it, added] = processes_.insert_or_assign(pid, found->runtime.layout); added) {
+    ++processes_seen_;
+    spdlog::debug("pid {}: CPython {} ({}), Python frames on", pid, found->runtime.version(),
+                  found->runtime.path);
+  }
+  return true;
+}
+
+void PythonFrames::forget(std::uint32_t pid) {
+  if (!processes_.erase(pid)) return;
+  for (auto& c : consumers_) bpf_map_delete_elem(c.procs_fd, &pid);
+}
+
+void PythonFrames::poll() {
+  for (auto& c : consumers_) ring_buffer__consume(c.ring);
+}
+
+int PythonFrames::on_record(void* self, void* data, std::size_t size) {
+  if (size < sizeof(loupe_python_code_key)) return 0;
+  const auto* key = static_cast<const loupe_python_code_key*>(data);
+  static_cast<PythonFrames*>(self)->seen(key->tgid, key->code, key->token);
+  return 0;
+}
+
+// Read now, while the process lives: most are gone by the time their stacks are named.
+void PythonFrames::seen(std::uint32_t pid, std::uint64_t code, std::uint64_t token) {
+  auto p = processes_.find(pid);
+  if (p == processes_.end()) return;
+  {
+    std::lock_guard lock(mu_);
+    // Told again after the kernel's LRU evicted it: the same object. Another token: another
+    // code object now lives at that address; its name replaces the first's.
+    if (auto it = codes_.find({pid, code}); it != codes_.end() && it->second.token == token) return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    if (codes_.size() >= kMaxCodes && !codes_.count({pid, code})) {
+      ++codes_dropped_;  // their frames keep the code object's address, counted
+      return;
+    }
+  }
+  auto read = read_python_code(static_cast<int>(pid), code, *p->second);
+  std::lock_guard lock(mu_);
+  if (!read) {
+    ++codes_failed_;
+    spdlog::debug("pid {}: code object {:#x}: {}", pid, code, read.error());
+    return;
+  }
+  codes_.insert_or_assign(std::make_pair(pid, code),
+                          Code{std::move(read).value(), p->second, token});
+}
+
+bool PythonFrames::name(std::uint32_t pid, std::uint64_t frame, Name* out) const {
+  std::lock_guard lock(mu_);
+  auto it = codes_.find({pid, LOUPE_PYTHON_CODE(frame)});
+  if (it == codes_.end()) return false;
+  out->qualname = it->second.code.qualname;
+  out->file = it->second.code.filename;
+  out->line = python_line(it->second.code, static_cast<std::uint32_t>(LOUPE_PYTHON_INDEX(frame)),
+                          *it->second.layout);
+  return true;
+}
+
+PythonFrames::Counters PythonFrames::counters() const {
+  Counters c;
+  c.processes = processes_seen_;
+  c.unsupported.assign(unsupported_.begin(), unsupported_.end());
+  std::lock_guard lock(mu_);
+  c.codes_read = codes_.size();
+  c.codes_failed = codes_failed_;
+  c.codes_dropped = codes_dropped_;
+  c.write_errors = write_errors_;
+  return c;
+}
+
+}  // namespace loupe

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The host side of the in-kernel unwinder's Python frames (bpf/include/loupe/unwind.bpf.h):
+// finds the CPython each process of the target runs (its binary or libpython in its maps),
+// writes what the walk needs (the thread-state key, the evaluation loop's ranges, the
+// version's layout) into every consumer's loupe_python_procs, reads each code object the
+// walks report while its process lives, and names the tagged frames for the symbolizer
+// (`qualname`, file and line), also after the process is gone.
+//
+// Limits: glibc's thread descriptor (the first 32 pthread keys); x86-64; a code object
+// freed and another allocated at its address is told apart by its first line and name
+// (the walk's token), and its frames sampled before then take the newer one's name.
+#ifndef LOUPE_CORE_SESSION_PYTHON_FRAMES_HPP
+#define LOUPE_CORE_SESSION_PYTHON_FRAMES_HPP
+
+#include <bpf/libbpf.h>
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "loupe/unwind.h"
+#include "symbols/python_runtime.hpp"
+#include "util/result.hpp"
+
+namespace loupe {
+
+class PythonFrames {
+ public:
+  struct Counters {
+    std::uint64_t processes = 0;      // interpreter processes whose frames are walked
+    std::uint64_t codes_read = 0;     // code objects named
+    std::uint64_t codes_failed = 0;   // reported, but unreadable (the process was gone)
+    std::uint64_t codes_dropped = 0;  // not kept: kMaxCodes were (a long system-wide run)
+    std::uint64_t write_errors = 0;   // entries the kernel refused (1024 interpreters)
+    // CPython versions found without a layout, e.g. "3.9.2 (/usr/bin/python3.9, pid 12)".
+    std::vector<std::string> unsupported;
+  };
+  struct Name {
+    std::string qualname, file;
+    std::uint32_t line = 0;
+  };
+
+  explicit PythonFrames(std::string proc_root = "/proc") : proc_root_(std::move(proc_root)) {}
+  ~PythonFrames();
+  PythonFrames(const PythonFrames&) = delete;
+  PythonFrames& operator=(const PythonFrames&) = delete;
+
+  // A consumer's maps (loupe_python_procs, loupe_python_codes, loupe_python_code_ring).
+  Status attach(int procs_fd, int codes_fd, int ring_fd);
+  bool attached() const { return !consumers_.empty(); }
+  // A process whose code mappings changed (exec, dlopen): true when it runs an interpreter
+  // whose frames are walked; its entry is in every consumer's map before this returns.
+  bool update(std::uint32_t pid);
+  void forget(std::uint32_t pid);
+  // Reads the code objects the walks reported since the last call. Session thread.
+  void poll();
+  // The name of a tagged frame (LOUPE_PYTHON_IS_FRAME) of `pid`. Any thread.
+  bool name(std::uint32_t pid, std::uint64_t frame, Name* out) const;
+  Counters counters() const;
+
+ private:
+  struct Consumer {
+    int procs_fd, codes_fd;
+    ring_buffer* ring;
+  };
+  struct Code {
+    PythonCode code;
+    const PythonLayout* layout;
+    std::uint64_t token;  // as the walk read it (loupe_python_code_key)
+  };
+  static int on_record(void* self, void* data, std::size_t size);
+  void seen(std::uint32_t pid, std::uint64_t code, std::uint64_t token);
+
+  std::string proc_root_;
+  std::vector<Consumer> consumers_;
+  PythonRuntimeCache runtimes_;
+  std::map<std::uint32_t, const PythonLayout*> processes_;  // walked, with their layout
+  std::uint64_t processes_seen_ = 0;
+  std::set<std::string> unsupported_;
+  mutable std::mutex mu_;  // codes_ and the counters name() and counters() read
+  std::map<std::pair<std::uint32_t, std::uint64_t>, Code> codes_;
+  std::uint64_t codes_failed_ = 0, codes_dropped_ = 0, write_errors_ = 0;
+  // Names kept for the run (a few hundred bytes each): bounded, the rest counted.
+  static constexpr std::size_t kMaxCodes = 262144;
+};
+
+}  // namespace loupe
+
+#endif  // LOUPE_CORE_SESSION_PYTHON_FRAMES_HPP

@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Java methods named in cpusample's stacks of a HotSpot JVM started without any flag: the
+// session asks the JVM for its perf map through its attach listener ([session]
+// jvm_perf_map). TwoHot.java is compiled with javac at test time; without java and javac
+// the tests skip.
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "cli_run.hpp"
+#include "on_path.hpp"
+
+extern char** environ;
+
+using loupe::test::CliRun;
+using loupe::test::RunResult;
+using nlohmann::json;
+
+namespace {
+
+using loupe::test::on_path;
+
+// Samples of the JVM's main thread (comm "java" like the process; its other threads have
+// their own names, and the launcher's first thread only waits for it) and those whose
+// stack names each method.
+struct Split {
+  std::int64_t main_thread = 0, heavy = 0, light = 0;
+  std::string pid;                                // the JVM's, from the records
+  std::map<std::string, std::int64_t> elsewhere;  // leaf of the rest, for the message
+};
+
+Split split_of(const RunResult& r) {
+  Split s;
+  for (const auto* rec : r.all("stack", "cpu")) {
+    const auto& labels = (*rec)["labels"];
+    if (labels.value("comm", "") != "java" || labels.value("tid", "") == labels.value("pid", ""))
+      continue;
+    s.pid = labels.value("pid", "");
+    const std::int64_t n = (*rec)["stack"]["values"][0]["value"].get<std::int64_t>();
+    s.main_thread += n;
+    std::string named, leaf;
+    for (const auto& f : (*rec)["stack"]["frames"]) {
+      if (f.value("kind", "") == "kernel") continue;
+      std::string sym = f.contains("symbol") && f["symbol"].is_string() ? f["symbol"] : "?";
+      if (leaf.empty()) leaf = sym + " (" + f.value("module", "") + ")";
+      if (sym.find("TwoHot.heavy") != std::string::npos ||
+          sym.find("TwoHot.light") != std::string::npos) {
+        named = sym;
+        break;
+      }
+    }
+    if (named.find("heavy") != std::string::npos)
+      s.heavy += n;
+    else if (!named.empty())
+      s.light += n;
+    else
+      s.elsewhere[leaf] += n;
+  }
+  return s;
+}
+
+const json* health(const RunResult& r, const std::string& name) {
+  for (const auto& rec : r.records)
+    if (rec.value("kind", "") == "health" && rec.value("name", "") == name &&
+        rec.value("is_final", false))
+      return &rec;
+  return nullptr;
+}
+
+class CpuSampleJava : public CliRun {
+ protected:
+  void SetUp() override {
+    CliRun::SetUp();
+    if (IsSkipped()) return;
+    java_ = on_path("java");
+    const std::string javac = on_path("javac");
+    if (java_.empty() || javac.empty()) GTEST_SKIP() << "java or javac not on PATH";
+    classes_ = std::string(JAVA_CLASSES_DIR) + "/" + std::to_string(::getpid());
+    std::filesystem::create_directories(classes_);
+    const std::string cmd = javac + " -d " + classes_ + " " + JAVA_SOURCE + " 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  }
+  void TearDown() override {
+    if (jvm_ > 0) {
+      ::kill(jvm_, SIGKILL);
+      ::waitpid(jvm_, nullptr, 0);
+    }
+    if (!classes_.empty()) std::filesystem::remove_all(classes_);
+    // The map the JVM wrote stays after it, as with jcmd: not in a test.
+    for (const auto& pid : jvm_pids_) std::filesystem::remove("/tmp/perf-" + pid + ".map");
+    CliRun::TearDown();
+  }
+
+  std::vector<std::string> java(const std::string& seconds, const std::string& flag = "") const {
+    std::vector<std::string> cmd = {java_};
+    if (!flag.empty()) cmd.push_back(flag);
+    for (const char* a : {"-cp", classes_.c_str(), "TwoHot", seconds.c_str()}) cmd.push_back(a);
+    return cmd;
+  }
+
+  // Asserts the share of the main thread's samples in the two methods, and their split.
+  static void expect_methods_named(const Split& s) {
+    std::string rest;
+    for (const auto& [leaf, n] : s.elsewhere) rest += "\n    " + std::to_string(n) + " " + leaf;
+    std::printf(
+        "  main thread: %lld samples, heavy %lld, light %lld (%.0f%% named), ratio %.2f%s\n",
+        (long long)s.main_thread, (long long)s.heavy, (long long)s.light,
+        s.main_thread ? 100.0 * double(s.heavy + s.light) / double(s.main_thread) : 0.0,
+        s.light ? double(s.heavy) / double(s.light) : 0.0, rest.c_str());
+    ASSERT_GE(s.main_thread, 30) << "too few samples of the JVM's main thread";
+    EXPECT_GE((s.heavy + s.light) * 100, s.main_thread * 70);
+    // 2:1 by iterations of the same loop body; loose, for C1 and C2 code of each side
+    // running at different times on a shared machine.
+    ASSERT_GT(s.light, 0);
+    const double ratio = double(s.heavy) / double(s.light);
+    EXPECT_GE(ratio, 1.4);
+    EXPECT_LE(ratio, 2.8);
+  }
+
+  Split split(const RunResult& r) {
+    Split s = split_of(r);
+    if (!s.pid.empty()) jvm_pids_.push_back(s.pid);
+    return s;
+  }
+
+  std::string java_, classes_;
+  pid_t jvm_ = -1;
+  std::vector<std::string> jvm_pids_;
+};
+
+const std::string kProfile = "[[plugins]]\nname = \"cpusample\"\nper_thread = true\n";
+
+}  // namespace
+
+TEST_F(CpuSampleJava, CommandJvmMethodsAreNamedFromItsPerfMap) {
+  auto r = run(kProfile, java("6"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Split s = split(r);
+  expect_methods_named(s);
+  const json* h = health(r, "jvm_perf_map");
+  ASSERT_NE(h, nullptr) << r.output;
+  std::printf("  %s\n", (*h)["health"].value("message", "").c_str());
+  EXPECT_NE((*h)["health"].value("message", "").find("pid " + s.pid + ":"), std::string::npos)
+      << h->dump();
+  EXPECT_EQ(health(r, "jvm_perf_map_failed"), nullptr) << r.output;
+}
+
+TEST_F(CpuSampleJava, RunningJvmGivenByPidIsNamedToo) {
+  const auto cmd = java("40");
+  std::vector<char*> argv;
+  for (const auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  ASSERT_EQ(::posix_spawn(&jvm_, argv[0], nullptr, nullptr, argv.data(), environ), 0);
+  // Long enough for both methods to be compiled before the session begins.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  auto r = run(kProfile, {}, "--pid " + std::to_string(jvm_) + " --duration 6");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Split s = split(r);
+  EXPECT_EQ(s.pid, std::to_string(jvm_));
+  expect_methods_named(s);
+  const json* h = health(r, "jvm_perf_map");
+  ASSERT_NE(h, nullptr) << r.output;
+  std::printf("  %s\n", (*h)["health"].value("message", "").c_str());
+  EXPECT_NE((*h)["health"].value("message", "").find("pid " + std::to_string(jvm_) + ":"),
+            std::string::npos)
+      << h->dump();
+}
+
+TEST_F(CpuSampleJava, JvmWithAttachDisabledIsAHealthRecordNotAFailure) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = run(kProfile, java("3", "-XX:+DisableAttachMechanism"));
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Split s = split(r);
+  const json* h = health(r, "jvm_perf_map_failed");
+  ASSERT_NE(h, nullptr) << r.output;
+  const auto& hv = (*h)["health"];
+  std::printf("  %s (session %.1f s)\n", hv.value("message", "").c_str(), took);
+  EXPECT_EQ(hv.value("severity", ""), "warn");
+  EXPECT_NE(hv.value("message", "").find("pid " + s.pid + ":"), std::string::npos) << h->dump();
+  EXPECT_NE(hv.value("message", "").find("DisableAttachMechanism"), std::string::npos) << h->dump();
+  EXPECT_EQ(r.output.find("Full thread dump"), std::string::npos)
+      << "the JVM was sent SIGQUIT although its attach is disabled";
+}

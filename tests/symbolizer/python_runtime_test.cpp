@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// read_python_runtime() on Debian's own interpreter, held to what that interpreter says of
+// itself when it runs: its version, where _PyRuntime and the evaluation loop are, and that
+// the pthread key at the layout's offset gives each thread its own PyThreadState.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <array>
+#include <vector>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "symbols/python_runtime.hpp"
+
+namespace {
+
+const char* const kPython = "/usr/bin/python3.11";
+
+// name=value lines printed by `python -c code`.
+std::map<std::string, std::string> ask(const std::string& code) {
+  std::map<std::string, std::string> out;
+  FILE* p = ::popen((std::string(kPython) + " -c '" + code + "'").c_str(), "r");
+  if (!p) return out;
+  char line[512];
+  while (std::fgets(line, sizeof(line), p)) {
+    std::string s(line);
+    const auto eq = s.find('=');
+    if (eq == std::string::npos) continue;
+    out[s.substr(0, eq)] = s.substr(eq + 1, s.find_last_not_of("\n") - eq);
+  }
+  ::pclose(p);
+  return out;
+}
+
+TEST(PythonRuntime, DebiansInterpreterIsReadFromItsFileAsItSaysWhenItRuns) {
+  if (::access(kPython, X_OK) != 0) GTEST_SKIP() << kPython << " is not installed";
+  auto rt = loupe::read_python_runtime(kPython);
+  ASSERT_TRUE(rt) << rt.error();
+  // The running interpreter: its version, and (a non-PIE executable: load bias 0) its
+  // addresses; the key's thread state against the one the interpreter gives its thread.
+  const std::string key_off = rt->layout ? std::to_string(rt->layout->runtime_tss_key) : "0";
+  auto own =
+      ask("import sys, ctypes\n"
+          "api = ctypes.pythonapi\n"
+          "rt = ctypes.addressof(ctypes.c_char.in_dll(api, \"_PyRuntime\"))\n"
+          "ev = ctypes.cast(api._PyEval_EvalFrameDefault, ctypes.c_void_p).value\n"
+          "key = ctypes.c_uint.from_address(rt + " +
+          key_off +
+          ").value\n"
+          "libc = ctypes.CDLL(None)\n"
+          "libc.pthread_getspecific.restype = ctypes.c_void_p\n"
+          "api.PyGILState_GetThisThreadState.restype = ctypes.c_void_p\n"
+          "print(\"hexversion=%d\" % sys.hexversion)\n"
+          "print(\"runtime=%d\" % rt)\n"
+          "print(\"eval=%d\" % ev)\n"
+          "print(\"by_key=%d\" % (libc.pthread_getspecific(key) or 0))\n"
+          "print(\"tstate=%d\" % api.PyGILState_GetThisThreadState())\n");
+  ASSERT_EQ(own.size(), 5u) << "the interpreter did not answer";
+  EXPECT_EQ(rt->hexversion, std::stoul(own["hexversion"]));
+  EXPECT_EQ(rt->version(), "3.11." + std::to_string((std::stoul(own["hexversion"]) >> 8) & 0xff));
+  ASSERT_NE(rt->layout, nullptr) << "3.11 has a layout";
+  EXPECT_EQ(rt->runtime, std::stoull(own["runtime"]));
+  ASSERT_FALSE(rt->eval.empty());
+  EXPECT_EQ(rt->eval[0].start, std::stoull(own["eval"]));
+  // The thread state under the key at the layout's offset is the thread's own.
+  EXPECT_NE(own["tstate"], "0");
+  EXPECT_EQ(own["by_key"], own["tstate"]);
+  // Debian's build splits the loop: its .cold part is elsewhere, and unnamed.
+  ASSERT_GE(rt->eval.size(), 2u) << "no .cold part found";
+  for (std::size_t i = 1; i < rt->eval.size(); ++i) {
+    EXPECT_TRUE(rt->eval[i].end <= rt->eval[0].start || rt->eval[i].start >= rt->eval[0].end);
+    EXPECT_GT(rt->eval[i].end, rt->eval[i].start);
+  }
+  std::printf("  %s %s: _PyRuntime 0x%llx, eval", kPython, rt->version().c_str(),
+              (unsigned long long)rt->runtime);
+  for (const auto& r : rt->eval)
+    std::printf(" [0x%llx, 0x%llx)", (unsigned long long)r.start, (unsigned long long)r.end);
+  std::printf("\n");
+}
+
+// Code objects of a running 3.11: names, file and every instruction's line, read from its
+// memory, against what the interpreter says of the same objects (id() is the address;
+// co_lines() gives each byte range's line).
+TEST(PythonRuntime, CodeObjectsOfARunningInterpreterGiveTheirNamesAndLines) {
+  if (::access(kPython, X_OK) != 0) GTEST_SKIP() << kPython << " is not installed";
+  if (::geteuid() != 0) GTEST_SKIP() << "reads another process's memory: needs root";
+  auto rt = loupe::read_python_runtime(kPython);
+  ASSERT_TRUE(rt && rt->layout) << (rt ? "no layout" : rt.error());
+  // Non-ASCII names too (PEP 393's compact UCS-1/2 strings): the reader turns them to UTF-8.
+  const std::string script = "/tmp/loupe-python-runtime-test-" + std::to_string(::getpid()) + ".py";
+  std::ofstream(script) << R"(import os, sys, time
+def outer(x):
+    y = x + 1
+    for i in range(3):
+        y += i
+    return inner(y)
+def inner(z):
+    return [z * k
+            for k in range(2)]
+class Knot:
+    def té(self, v=1):
+        return v
+class Ж:
+    def ш(self):
+        return 2
+print("pid=%d" % os.getpid())
+for f in (outer, inner, Knot.té, Ж.ш):
+    c = f.__code__
+    print("code=%d %s %s" % (id(c), c.co_qualname, c.co_filename))
+    for start, end, line in c.co_lines():
+        if line is not None: print("line=%d %d %d %d" % (id(c), start, end, line))
+print("done")
+sys.stdout.flush()
+time.sleep(60)
+)";
+  FILE* p = ::popen((std::string("PYTHONIOENCODING=utf-8 ") + kPython + " " + script).c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  long pid = 0;
+  std::map<std::uint64_t, std::pair<std::string, std::string>> codes;  // id -> qualname, file
+  std::vector<std::array<std::uint64_t, 4>> lines;                     // id, start, end, line
+  char buf[1024];
+  while (std::fgets(buf, sizeof(buf), p) && std::string(buf) != "done\n") {
+    std::istringstream in(buf);
+    std::string tag;
+    std::getline(in, tag, '=');
+    if (tag == "pid") {
+      in >> pid;
+    } else if (tag == "code") {
+      std::uint64_t id;
+      std::string q, f;
+      in >> id >> q >> f;
+      codes[id] = {q, f};
+    } else if (tag == "line") {
+      std::array<std::uint64_t, 4> l{};
+      in >> l[0] >> l[1] >> l[2] >> l[3];
+      lines.push_back(l);
+    }
+  }
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(codes.size(), 4u);
+  for (const auto& [id, names] : codes) {
+    auto code = loupe::read_python_code(static_cast<int>(pid), id, *rt->layout);
+    ASSERT_TRUE(code) << code.error();
+    EXPECT_EQ(code->qualname, names.first);
+    EXPECT_EQ(code->filename, names.second);
+    std::size_t checked = 0;
+    for (const auto& l : lines) {
+      if (l[0] != id) continue;
+      for (std::uint64_t at = l[1]; at < l[2]; at += 2, ++checked)
+        EXPECT_EQ(loupe::python_line(*code, static_cast<std::uint32_t>(at / 2), *rt->layout), l[3])
+            << names.first << " at byte " << at;
+    }
+    EXPECT_GT(checked, 0u) << names.first;
+    std::printf("  %s (%s): %zu instructions' lines checked\n", code->qualname.c_str(),
+                code->filename.c_str(), checked);
+  }
+  ::kill(static_cast<pid_t>(pid), SIGKILL);
+  ::pclose(p);
+  std::remove(script.c_str());
+}
+
+// A running interpreter found from its maps, where it was loaded: Debian's python3.11
+// (non-PIE, libpython linked in) and, when PATH has another one (a pyenv build here: a PIE
+// python on a shared libpython3.X.so), that one too; against the interpreter's own ctypes.
+TEST(PythonRuntime, RunningInterpretersAreFoundWhereTheyWereLoaded) {
+  if (::geteuid() != 0) GTEST_SKIP() << "reads another process's maps and root: needs root";
+  std::vector<std::string> pythons;
+  if (::access(kPython, X_OK) == 0) pythons.push_back(kPython);
+  if (FILE* p = ::popen("python3 -c 'import sys; print(sys.executable)' 2>/dev/null", "r")) {
+    char buf[512] = {};
+    if (std::fgets(buf, sizeof(buf), p)) {
+      std::string exe(buf, std::strcspn(buf, "\n"));
+      if (!exe.empty() && exe != kPython) pythons.push_back(exe);
+    }
+    ::pclose(p);
+  }
+  if (pythons.empty()) GTEST_SKIP() << "no python here";
+  const std::string script = "/tmp/loupe-python-process-test-" + std::to_string(::getpid()) + ".py";
+  std::ofstream(script) << R"(import ctypes, os, sys, time
+api = ctypes.pythonapi
+rt = ctypes.addressof(ctypes.c_char.in_dll(api, "_PyRuntime"))
+ev = ctypes.cast(api._PyEval_EvalFrameDefault, ctypes.c_void_p).value
+print("pid=%d runtime=%d eval=%d version=%d" % (os.getpid(), rt, ev, sys.hexversion))
+sys.stdout.flush()
+time.sleep(60)
+)";
+  for (const auto& python : pythons) {
+    SCOPED_TRACE(python);
+    FILE* p = ::popen((python + " " + script).c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    char buf[512] = {};
+    ASSERT_NE(std::fgets(buf, sizeof(buf), p), nullptr);
+    unsigned long long pid = 0, runtime = 0, eval = 0, version = 0;
+    ASSERT_EQ(std::sscanf(buf, "pid=%llu runtime=%llu eval=%llu version=%llu", &pid, &runtime,
+                          &eval, &version),
+              4)
+        << buf;
+    auto proc = loupe::find_python_process("/proc", static_cast<std::uint32_t>(pid));
+    ::kill(static_cast<pid_t>(pid), SIGKILL);
+    ::pclose(p);
+    ASSERT_TRUE(proc) << proc.error();
+    EXPECT_EQ(proc->runtime.hexversion, version);
+    EXPECT_EQ(proc->runtime_addr(), runtime);
+    ASSERT_FALSE(proc->eval().empty());
+    EXPECT_EQ(proc->eval()[0].start, eval);
+    std::printf("  %s: %s %s, bias 0x%llx, _PyRuntime 0x%llx\n", python.c_str(),
+                proc->runtime.path.c_str(), proc->runtime.version().c_str(),
+                (unsigned long long)proc->bias, (unsigned long long)proc->runtime_addr());
+  }
+  std::remove(script.c_str());
+}
+
+TEST(PythonRuntime, AFileWithoutAnInterpreterSaysSo) {
+  auto rt = loupe::read_python_runtime("/bin/true");
+  ASSERT_FALSE(rt);
+  EXPECT_NE(rt.error().find("no CPython interpreter"), std::string::npos) << rt.error();
+  EXPECT_FALSE(loupe::read_python_runtime("/nonexistent/python"));
+}
+
+TEST(PythonRuntime, LayoutsExistFor310To312AndNotOtherwise) {
+  for (std::uint32_t minor : {10u, 11u, 12u}) EXPECT_NE(loupe::python_layout(3, minor), nullptr);
+  EXPECT_EQ(loupe::python_layout(3, 9), nullptr);
+  EXPECT_EQ(loupe::python_layout(2, 7), nullptr);
+}
+
+}  // namespace
