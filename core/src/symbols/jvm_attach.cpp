@@ -246,8 +246,18 @@ Status start_listener(std::uint32_t pid, const std::string& proc_dir, const JvmS
     result = attach_error(errno == ESRCH ? JvmAttachError::kGone : JvmAttachError::kRefused,
                           "SIGQUIT: " + errno_text(errno));
   } else {
-    while (!is_socket(socket_path) && Clock::now() < deadline)
+    // A JVM can miss the first signal while it starts (its signal thread handles it as a
+    // thread-dump request): HotSpot's own client signals once more half-way through its
+    // bound, and so does this (a JVM as nobody once never listened after one, 1 run in 3).
+    const auto again = Clock::now() + (deadline - Clock::now()) / 2;
+    bool resent = false;
+    while (!is_socket(socket_path) && Clock::now() < deadline) {
+      if (!resent && Clock::now() >= again) {
+        resent = true;
+        (void)::kill(static_cast<pid_t>(pid), SIGQUIT);
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
     if (!is_socket(socket_path))
       result = attach_error(::kill(static_cast<pid_t>(pid), 0) != 0 ? JvmAttachError::kGone
                                                                     : JvmAttachError::kTimeout,

@@ -27,8 +27,8 @@ loupe_cli_e2e_test(cpusample_dwarf_e2e_test SOURCE ${CMAKE_CURRENT_LIST_DIR}/cpu
 # time, into the build dir; the tests skip without java and javac. Host only (label jvm):
 # what they test, the JVM's attach listener and its perf map, is the same on every kernel,
 # and under emulation the JVM's start-up takes most of a run (6.1 and 6.12 guests: 53-54 %
-# of the main thread's samples in the two methods, 99 % on the host). Alone: a JVM starting
-# beside other JVMs once did not start its attach listener (tests/symbolizer).
+# of the main thread's samples in the two methods, 99 % on the host). Alone: each case
+# starts a JVM, whose start-up takes both cores for a second.
 loupe_cli_e2e_test(cpusample_java_e2e_test
   SOURCE ${CMAKE_CURRENT_LIST_DIR}/cpusample_java_e2e_test.cpp
   DEFINITIONS JAVA_SOURCE="${CMAKE_CURRENT_LIST_DIR}/TwoHot.java"
