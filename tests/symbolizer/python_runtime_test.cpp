@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -25,9 +26,10 @@ namespace {
 const char* const kPython = "/usr/bin/python3.11";
 
 // name=value lines printed by `python -c code`.
-std::map<std::string, std::string> ask(const std::string& code) {
+std::map<std::string, std::string> ask(const std::string& code,
+                                       const std::string& python = kPython) {
   std::map<std::string, std::string> out;
-  FILE* p = ::popen((std::string(kPython) + " -c '" + code + "'").c_str(), "r");
+  FILE* p = ::popen((python + " -c '" + code + "'").c_str(), "r");
   if (!p) return out;
   char line[512];
   while (std::fgets(line, sizeof(line), p)) {
@@ -225,8 +227,80 @@ TEST(PythonRuntime, AFileWithoutAnInterpreterSaysSo) {
   EXPECT_FALSE(loupe::read_python_runtime("/nonexistent/python"));
 }
 
-TEST(PythonRuntime, LayoutsExistFor310To312AndNotOtherwise) {
-  for (std::uint32_t minor : {10u, 11u, 12u}) EXPECT_NE(loupe::python_layout(3, minor), nullptr);
+// Every installed interpreter of a supported version (Debian's, pyenv's 3.10-3.13) against
+// itself: the thread state under the layout's key is the one the interpreter gives the
+// thread, and the frame chain's first link (the thread state's frame, through 3.11 and
+// 3.12's cframe) holds the code object of the frame that is running. 3.13's offsets come
+// from its own _Py_DebugOffsets: for a release build they are the table's.
+TEST(PythonRuntime, EachInstalledVersionsLayoutHoldsInItsRunningInterpreter) {
+  if (::geteuid() != 0) GTEST_SKIP() << "reads another process's memory: needs root";
+  std::vector<std::pair<std::string, std::string>> found;  // (python, file with _PyRuntime)
+  if (::access(kPython, X_OK) == 0) found.emplace_back(kPython, kPython);
+  for (const char* v : {"3.10", "3.11", "3.12", "3.13"}) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/root/.pyenv/versions", ec)) {
+      if (e.path().filename().string().rfind(std::string(v) + ".", 0) != 0) continue;
+      const std::string exe = (e.path() / ("bin/python" + std::string(v))).string();
+      const std::string lib = (e.path() / ("lib/libpython" + std::string(v) + ".so.1.0")).string();
+      if (::access(exe.c_str(), X_OK) != 0) continue;
+      found.emplace_back(exe, loupe::read_python_runtime(exe) ? exe : lib);
+    }
+  }
+  if (found.size() < 2) GTEST_SKIP() << "fewer than two interpreters installed";
+  for (const auto& [python, file] : found) {
+    SCOPED_TRACE(python);
+    auto rt = loupe::read_python_runtime(file);
+    ASSERT_TRUE(rt) << rt.error();
+    ASSERT_NE(rt->layout, nullptr) << rt->version() << ": " << rt->unsupported;
+    const loupe::PythonLayout& l = *rt->layout;
+    const std::string cframe = l.cframe_current == UINT32_MAX
+                                   ? ""
+                                   : "fr = ctypes.c_void_p.from_address(fr + " +
+                                         std::to_string(l.cframe_current) + ").value\n";
+    const std::string code =
+        "import sys, ctypes\n"
+        "api = ctypes.pythonapi\n"
+        "rt = ctypes.addressof(ctypes.c_char.in_dll(api, \"_PyRuntime\"))\n"
+        "key = ctypes.c_uint.from_address(rt + " +
+        std::to_string(l.runtime_tss_key) +
+        ").value\n"
+        "made = ctypes.c_int.from_address(rt + " +
+        std::to_string(l.runtime_tss_key - 4) +
+        ").value\n"
+        "libc = ctypes.CDLL(None)\n"
+        "libc.pthread_getspecific.restype = ctypes.c_void_p\n"
+        "api.PyGILState_GetThisThreadState.restype = ctypes.c_void_p\n"
+        "ts = api.PyGILState_GetThisThreadState()\n"
+        "fr = ctypes.c_void_p.from_address(ts + " +
+        std::to_string(l.tstate_frame) + ").value\n" + cframe +
+        "co = ctypes.c_void_p.from_address(fr + " + std::to_string(l.frame_code) +
+        ").value\n"
+        "print(\"tstate=%d\" % ts)\n"
+        "print(\"made=%d\" % made)\n"
+        "print(\"by_key=%d\" % (libc.pthread_getspecific(key) or 0))\n"
+        "print(\"code=%d\" % co)\n"
+        "print(\"own_code=%d\" % id(sys._getframe().f_code))\n";
+    auto own = ask(code, python);
+    ASSERT_EQ(own.size(), 5u) << "the interpreter did not answer";
+    // The key is Py_tss_t's second int: the first says it was made (1), as the walk checks.
+    EXPECT_EQ(own["made"], "1");
+    EXPECT_NE(own["tstate"], "0");
+    EXPECT_EQ(own["by_key"], own["tstate"]);
+    EXPECT_EQ(own["code"], own["own_code"]);
+    if (rt->minor() >= 13) {
+      const loupe::PythonLayout* table = loupe::python_layout(3, rt->minor());
+      ASSERT_NE(table, nullptr);
+      EXPECT_EQ(std::memcmp(table, &l, sizeof(l)), 0)
+          << "a release build's _Py_DebugOffsets differ from the table";
+    }
+    std::printf("  %s (%s): CPython %s, key and frame chain as it says\n", python.c_str(),
+                file.c_str(), rt->version().c_str());
+  }
+}
+
+TEST(PythonRuntime, LayoutsExistFor310To313AndNotOtherwise) {
+  for (std::uint32_t minor : {10u, 11u, 12u, 13u})
+    EXPECT_NE(loupe::python_layout(3, minor), nullptr);
   EXPECT_EQ(loupe::python_layout(3, 9), nullptr);
   EXPECT_EQ(loupe::python_layout(2, 7), nullptr);
 }

@@ -171,6 +171,11 @@ void HealthReport::python_frames(const PythonFrames::Counters& c) {
                           "exited first): those frames keep the code object's address"
                         : "",
          true);
+  health("python_frames_unnamed", comp, c.names_missed, warn_if(c.names_missed),
+         c.names_missed ? "Python frames named by their code object's address only: it could "
+                          "not be read (its process exited before the frame was first named)"
+                        : "",
+         true);
   health("python_codes_dropped", comp, c.codes_dropped, warn_if(c.codes_dropped),
          c.codes_dropped ? "code objects not named: the session keeps the names of 262144, "
                            "and more were seen; those frames keep the code object's address"
@@ -184,10 +189,9 @@ void HealthReport::python_frames(const PythonFrames::Counters& c) {
   std::string versions;
   for (const auto& v : c.unsupported) versions += (versions.empty() ? "" : ", ") + v;
   health("python_unsupported", comp, c.unsupported.size(), warn_if(c.unsupported.size()),
-         c.unsupported.empty()
-             ? ""
-             : "interpreters loupe has no layout for (3.10, 3.11 and 3.12 have one): " + versions +
-                   "; their stacks keep native frames only",
+         c.unsupported.empty() ? ""
+                               : "interpreters loupe has no layout for (3.10 to 3.13 have one): " +
+                                     versions + "; their stacks keep native frames only",
          true);
 }
 

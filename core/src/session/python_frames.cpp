@@ -73,14 +73,19 @@ bool PythonFrames::update(std::uint32_t pid) {
   if (consumers_.empty()) return false;
   auto found = find_python_process(proc_root_, pid, &runtimes_);
   if (!found || !found->runtime.layout) {
+    // Said once per build: the version, the file, and why when the version has a layout
+    // this build does not fit (3.13+: its _Py_DebugOffsets).
+    const std::string why = found && !found->runtime.unsupported.empty()
+                                ? ", " + found->runtime.unsupported
+                                : std::string();
     if (found &&
         unsupported_
-            .insert("CPython " + found->runtime.version() + " (" + found->runtime.path + ")")
+            .insert("CPython " + found->runtime.version() + " (" + found->runtime.path + why + ")")
             .second)
       spdlog::warn(
-          "pid {} runs CPython {} ({}), which loupe has no layout for: its stacks keep "
+          "pid {} runs CPython {} ({}{}), which loupe has no layout for: its stacks keep "
           "their native frames only",
-          pid, found->runtime.version(), found->runtime.path);
+          pid, found->runtime.version(), found->runtime.path, why);
     forget(pid);
     return false;
   }
@@ -92,7 +97,12 @@ bool PythonFrames::update(std::uint32_t pid) {
       return false;
     }
   // A process that exec'd another program: the code objects of the one before are not its.
-  if (auto [it, added] = processes_.insert_or_assign(pid, found->runtime.layout); added) {
+  bool added = false;
+  {
+    std::lock_guard lock(mu_);
+    added = processes_.insert_or_assign(pid, found->runtime.layout).second;
+  }
+  if (added) {
     ++processes_seen_;
     spdlog::debug("pid {}: CPython {} ({}), Python frames on", pid, found->runtime.version(),
                   found->runtime.path);
@@ -101,7 +111,10 @@ bool PythonFrames::update(std::uint32_t pid) {
 }
 
 void PythonFrames::forget(std::uint32_t pid) {
-  if (!processes_.erase(pid)) return;
+  {
+    std::lock_guard lock(mu_);
+    if (!processes_.erase(pid)) return;
+  }
   for (auto& c : consumers_) bpf_map_delete_elem(c.procs_fd, &pid);
 }
 
@@ -118,36 +131,55 @@ int PythonFrames::on_record(void* self, void* data, std::size_t size) {
 
 // Read now, while the process lives: most are gone by the time their stacks are named.
 void PythonFrames::seen(std::uint32_t pid, std::uint64_t code, std::uint64_t token) {
-  auto p = processes_.find(pid);
-  if (p == processes_.end()) return;
+  const PythonLayout* layout = nullptr;
   {
     std::lock_guard lock(mu_);
+    auto p = processes_.find(pid);
+    if (p == processes_.end()) return;
+    layout = p->second;
     // Told again after the kernel's LRU evicted it: the same object. Another token: another
-    // code object now lives at that address; its name replaces the first's.
+    // code object now lives at that address; its name replaces the first's. (Token 0: read
+    // by name() before the ring told it; the ring's record brings the token.)
     if (auto it = codes_.find({pid, code}); it != codes_.end() && it->second.token == token) return;
-  }
-  {
-    std::lock_guard lock(mu_);
     if (codes_.size() >= kMaxCodes && !codes_.count({pid, code})) {
       ++codes_dropped_;  // their frames keep the code object's address, counted
       return;
     }
   }
-  auto read = read_python_code(static_cast<int>(pid), code, *p->second);
+  auto read = read_python_code(static_cast<int>(pid), code, *layout);
   std::lock_guard lock(mu_);
   if (!read) {
     ++codes_failed_;
     spdlog::debug("pid {}: code object {:#x}: {}", pid, code, read.error());
     return;
   }
-  codes_.insert_or_assign(std::make_pair(pid, code),
-                          Code{std::move(read).value(), p->second, token});
+  codes_.insert_or_assign(std::make_pair(pid, code), Code{std::move(read).value(), layout, token});
 }
 
-bool PythonFrames::name(std::uint32_t pid, std::uint64_t frame, Name* out) const {
-  std::lock_guard lock(mu_);
-  auto it = codes_.find({pid, LOUPE_PYTHON_CODE(frame)});
-  if (it == codes_.end()) return false;
+bool PythonFrames::name(std::uint32_t pid, std::uint64_t frame, Name* out) {
+  const std::uint64_t code = LOUPE_PYTHON_CODE(frame);
+  std::unique_lock lock(mu_);
+  auto it = codes_.find({pid, code});
+  if (it == codes_.end()) {
+    // Told by a walk but not read yet: the ring is read at the session's tick, and a
+    // plugin that names a stack as soon as it first sees it (lockwait, offcpu) comes
+    // earlier. Read it now, while the process lives; its token comes with the ring's
+    // record, which reads it once more.
+    auto p = processes_.find(pid);
+    if (p == processes_.end() || codes_.size() >= kMaxCodes) {
+      ++names_missed_;
+      return false;
+    }
+    const PythonLayout* layout = p->second;
+    lock.unlock();
+    auto read = read_python_code(static_cast<int>(pid), code, *layout);
+    lock.lock();
+    if (!read) {
+      ++names_missed_;
+      return false;
+    }
+    it = codes_.insert_or_assign({pid, code}, Code{std::move(read).value(), layout, 0}).first;
+  }
   out->qualname = it->second.code.qualname;
   out->file = it->second.code.filename;
   out->line = python_line(it->second.code, static_cast<std::uint32_t>(LOUPE_PYTHON_INDEX(frame)),
@@ -163,6 +195,7 @@ PythonFrames::Counters PythonFrames::counters() const {
   c.codes_read = codes_.size();
   c.codes_failed = codes_failed_;
   c.codes_dropped = codes_dropped_;
+  c.names_missed = names_missed_;
   c.write_errors = write_errors_;
   return c;
 }

@@ -37,6 +37,7 @@ class PythonFrames {
     std::uint64_t codes_failed = 0;   // reported, but unreadable (the process was gone)
     std::uint64_t codes_dropped = 0;  // not kept: kMaxCodes were (a long system-wide run)
     std::uint64_t write_errors = 0;   // entries the kernel refused (1024 interpreters)
+    std::uint64_t names_missed = 0;   // frames named by address only (process gone first)
     // CPython versions found without a layout, e.g. "3.9.2 (/usr/bin/python3.9, pid 12)".
     std::vector<std::string> unsupported;
   };
@@ -60,7 +61,8 @@ class PythonFrames {
   // Reads the code objects the walks reported since the last call. Session thread.
   void poll();
   // The name of a tagged frame (LOUPE_PYTHON_IS_FRAME) of `pid`. Any thread.
-  bool name(std::uint32_t pid, std::uint64_t frame, Name* out) const;
+  // A code object the ring has not told yet is read then, from the process.
+  bool name(std::uint32_t pid, std::uint64_t frame, Name* out);
   Counters counters() const;
 
  private:
@@ -79,12 +81,13 @@ class PythonFrames {
   std::string proc_root_;
   std::vector<Consumer> consumers_;
   PythonRuntimeCache runtimes_;
-  std::map<std::uint32_t, const PythonLayout*> processes_;  // walked, with their layout
+  // Walked, with their layout: written on the session's thread, read by name() on any.
+  std::map<std::uint32_t, const PythonLayout*> processes_;
   std::uint64_t processes_seen_ = 0;
   std::set<std::string> unsupported_;
-  mutable std::mutex mu_;  // codes_ and the counters name() and counters() read
+  mutable std::mutex mu_;  // processes_, codes_ and the counters
   std::map<std::pair<std::uint32_t, std::uint64_t>, Code> codes_;
-  std::uint64_t codes_failed_ = 0, codes_dropped_ = 0, write_errors_ = 0;
+  std::uint64_t codes_failed_ = 0, codes_dropped_ = 0, write_errors_ = 0, names_missed_ = 0;
   // Names kept for the run (a few hundred bytes each): bounded, the rest counted.
   static constexpr std::size_t kMaxCodes = 262144;
 };

@@ -53,6 +53,7 @@ class UnwindTables {
   // Its Python maps, for the consumer attached with `procs_fd` (PythonFrames).
   Status attach_python(int procs_fd, int python_procs_fd, int codes_fd, int ring_fd);
   const PythonFrames& python() const { return python_; }
+  PythonFrames& python() { return python_; }
 
   void track(std::uint32_t pid) { tracked_[pid] = 0; }
   // A system-wide session: every process of the machine, found in /proc once a second,

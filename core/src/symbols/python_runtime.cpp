@@ -11,9 +11,11 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
 
+#include "loupe/unwind.h"
 #include "symbols/eh_frame_ranges.hpp"
 #include "symbols/process_maps.hpp"
 #include "util/unique_fd.hpp"
@@ -33,7 +35,24 @@ constexpr PythonLayout kLayouts[] = {
     {3, 10, 588, 24, kNone, 32, 24, 96, 0, 40, 104, 112, 0, 120, 0, 48, 72},
     {3, 11, 596, 56, 8, 32, 48, 56, 68, 72, 112, 120, 128, 136, 184, 48, 72},
     {3, 12, 1548, 56, 0, 0, 8, 56, 70, 68, 112, 120, 128, 136, 192, 40, 56},
+    // 3.13: the thread state's current_frame (no cframe); everything but the key and the
+    // compact string's data is replaced by the interpreter's own _Py_DebugOffsets when read
+    // (read_python_runtime). The key's offset is offsetof(_PyRuntimeState, autoTSSkey) in
+    // 3.13.0's internal headers (2160) plus _is_initialized before the key.
+    {3, 13, 2164, 72, kNone, 0, 8, 56, 70, 68, 112, 120, 128, 136, 200, 40, 56},
 };
+
+// Layouts made from an interpreter's _Py_DebugOffsets: kept for the program's life (a few
+// per run at most, one per build seen), so a layout pointer stays valid however the
+// runtime that found it is copied.
+const PythonLayout* intern_layout(const PythonLayout& l) {
+  static std::mutex mu;
+  static std::deque<PythonLayout> made;
+  std::lock_guard lock(mu);
+  for (const auto& m : made)
+    if (std::memcmp(&m, &l, sizeof(l)) == 0) return &m;
+  return &made.emplace_back(l);
+}
 
 class Elf {
  public:
@@ -311,6 +330,63 @@ std::uint32_t version_from_name(const std::string& path) {
   return (major << 24) | (minor << 16);
 }
 
+// 3.13's _Py_DebugOffsets (Include/internal/pycore_runtime.h), the first member of
+// _PyRuntime and statically initialised, so read from the file: uint64 fields, by index.
+// Its layout holds within a minor version only; 3.14 reorders it (another table entry).
+namespace dbg {
+constexpr int kCookie = 0, kVersion = 1, kFreeThreaded = 2;
+constexpr int kTstateCurrentFrame = 23;
+constexpr int kFramePrevious = 29, kFrameExecutable = 30, kFrameInstr = 31, kFrameOwner = 33;
+constexpr int kCodeFilename = 35, kCodeName = 36, kCodeQualname = 37, kCodeLinetable = 38,
+              kCodeFirstlineno = 39, kCodeAdaptive = 43;
+constexpr int kBytesObSize = 65, kBytesObSval = 66;
+constexpr int kUnicodeState = 68, kUnicodeLength = 69, kUnicodeAsciiSize = 70;
+constexpr int kCount = 73;
+}  // namespace dbg
+
+// The walk's offsets as the interpreter itself publishes them (a debug or other unusual
+// build of 3.13 moves them), checked for what loupe cannot take from them: the cookie and
+// version, a GIL build (free-threaded objects have another header), and the string and
+// bytes fields the name reader assumes.
+Result<PythonLayout> layout_from_debug_offsets(int fd, ::Elf* elf, std::uint64_t runtime,
+                                               std::uint32_t hexversion, const PythonLayout& base) {
+  std::uint64_t d[dbg::kCount] = {};
+  const long long off = file_offset_of(elf, runtime, sizeof(d));
+  if (off < 0 || ::pread(fd, d, sizeof(d), off) != static_cast<ssize_t>(sizeof(d)))
+    return make_error("_Py_DebugOffsets unreadable");
+  if (std::memcmp(&d[dbg::kCookie], "xdebugpy", 8) != 0)
+    return make_error("no _Py_DebugOffsets at _PyRuntime");
+  if ((d[dbg::kVersion] >> 16) != (hexversion >> 16))
+    return make_error("_Py_DebugOffsets of another version");
+  if (d[dbg::kFreeThreaded]) return make_error("a free-threaded build");
+  if (d[dbg::kUnicodeLength] != 16 || d[dbg::kUnicodeState] != 32 || d[dbg::kBytesObSize] != 16 ||
+      d[dbg::kBytesObSval] != 32)
+    return make_error("objects laid out unlike a release build");
+  const int frame_fields[] = {dbg::kFramePrevious, dbg::kFrameExecutable, dbg::kFrameInstr,
+                              dbg::kFrameOwner};
+  for (int f : frame_fields)
+    if (d[f] + 8 > LOUPE_PYTHON_FRAME_BYTES)
+      return make_error("frame fields beyond what the walk reads");
+  PythonLayout l = base;
+  auto u32 = [](std::uint64_t v) { return static_cast<std::uint32_t>(v); };
+  l.tstate_frame = u32(d[dbg::kTstateCurrentFrame]);
+  l.frame_code = u32(d[dbg::kFrameExecutable]);
+  l.frame_previous = u32(d[dbg::kFramePrevious]);
+  l.frame_instr = u32(d[dbg::kFrameInstr]);
+  l.frame_entry = u32(d[dbg::kFrameOwner]);
+  l.code_firstlineno = u32(d[dbg::kCodeFirstlineno]);
+  l.code_filename = u32(d[dbg::kCodeFilename]);
+  l.code_name = u32(d[dbg::kCodeName]);
+  l.code_qualname = u32(d[dbg::kCodeQualname]);
+  l.code_linetable = u32(d[dbg::kCodeLinetable]);
+  l.code_adaptive = u32(d[dbg::kCodeAdaptive]);
+  l.ascii_data = u32(d[dbg::kUnicodeAsciiSize]);
+  if (l.code_qualname < l.code_firstlineno ||
+      l.code_qualname - l.code_firstlineno > LOUPE_PYTHON_CODE_BYTES - 8)
+    return make_error("code object fields beyond what the walk reads");
+  return l;
+}
+
 }  // namespace
 
 Result<PythonRuntime> read_python_runtime(const std::string& path) {
@@ -347,6 +423,16 @@ Result<PythonRuntime> read_python_runtime(const std::string& path) {
                                      eval->st_value + eval->st_size, syms.function_starts))
     rt.eval.push_back(cold);
   rt.layout = rt.hexversion ? python_layout(rt.major(), rt.minor()) : nullptr;
+  if (rt.layout && rt.hexversion >= 0x030d0000) {
+    auto own = layout_from_debug_offsets(fd.get(), elf.get(), runtime->st_value, rt.hexversion,
+                                         *rt.layout);
+    if (!own) {
+      rt.unsupported = own.error();
+      rt.layout = nullptr;
+    } else {
+      rt.layout = intern_layout(*own);
+    }
+  }
   return rt;
 }
 

@@ -57,6 +57,8 @@ struct PythonRuntime {
   std::uint64_t runtime = 0;             // _PyRuntime, link-time
   std::vector<CodeRange> eval;           // _PyEval_EvalFrameDefault, then its .cold part(s)
   const PythonLayout* layout = nullptr;  // nullptr: a version loupe has no layout for
+  std::string unsupported;  // with no layout for a supported version: why (3.13+: its debug
+                            // offsets unreadable, a free-threaded build)
 
   std::uint32_t major() const { return hexversion >> 24; }
   std::uint32_t minor() const { return (hexversion >> 16) & 0xff; }

@@ -148,8 +148,10 @@ inline void emit_unwind_health(const Host& host, const std::string& component, i
   std::uint32_t zero = 0;
   const auto c = read_per_cpu_sum<loupe_unwind_counters>(stats_fd, &zero);
   const std::string p = component + "/unwind_";
-  const std::string names[] = {p + "depth_bound", p + "unsupported", p + "signal_frames",
-                               p + "read_failed", p + "bad_frame",   p + "ids_full"};
+  const std::string names[] = {
+      p + "depth_bound",      p + "unsupported",        p + "signal_frames",
+      p + "read_failed",      p + "bad_frame",          p + "ids_full",
+      p + "python_no_thread", p + "python_read_failed", p + "python_codes_lost"};
   const HealthRow rows[] = {
       {names[0].c_str(), c.depth_bound,
        "user stacks cut at the unwinder's bound (127 frames): their root is missing"},
@@ -161,6 +163,16 @@ inline void emit_unwind_health(const Host& host, const std::string& component, i
        "user stacks stopped where the stack could not be read (a page not resident)"},
       {names[4].c_str(), c.bad_frame, "user stacks stopped at a frame with an impossible CFA"},
       {names[5].c_str(), c.ids_full, "user stacks lost: the unwinder's stack store was full"},
+      // Python frames the walk met but could not record: the native frames stay, the
+      // Python functions of that activation are missing.
+      {names[6].c_str(), c.python_no_thread,
+       "evaluation-loop activations without a readable thread state: their Python frames "
+       "are missing (the interpreter's key not made yet, or its TLS unreadable)"},
+      {names[7].c_str(), c.python_read_failed,
+       "Python frame chains cut where a frame could not be read (a page not resident)"},
+      {names[8].c_str(), c.python_codes_lost,
+       "code objects not told to user space (their ring was full): their frames stay unnamed "
+       "until seen again"},
   };
   emit_health_rows(host, "stacks", rows, is_final, ws, we);
   RecordBuilder rb(LOUPE_RECORD_METRIC, "unwind_frames_per_stack");
