@@ -121,9 +121,15 @@ TEST_P(PythonFramesE2E, EachFunctionsShareOfSamplesIsItsOwnShareOfCpu) {
       own["heavy"].get<double>() / (own["heavy"].get<double>() + own["light"].get<double>());
   std::int64_t heavy = 0, light = 0, with_python = 0, total = 0;
   std::set<std::string> files;
+  std::map<std::string, std::int64_t> elsewhere;  // the other samples, by their Python frames
   for (const json* rec : r.all("stack", "cpu")) {
     const auto py = python_frames(*rec);
     total += value(*rec);
+    if (!has(py, "heavy") && !has(py, "light")) {
+      std::string k;
+      for (std::size_t i = 0; i < py.size() && i < 4; ++i) k += (i ? ";" : "") + py[i];
+      elsewhere[py.empty() ? "(no Python frames)" : k] += value(*rec);
+    }
     if (py.empty()) continue;
     with_python += value(*rec);
     if (has(py, "heavy")) heavy += value(*rec);
@@ -148,6 +154,10 @@ TEST_P(PythonFramesE2E, EachFunctionsShareOfSamplesIsItsOwnShareOfCpu) {
   const double expected = kHz * (own["heavy"].get<double>() + own["light"].get<double>());
   std::printf("  samples in the two functions: %lld; their CPU time's worth: %.0f\n",
               (long long)(heavy + light), expected);
+  // Where the rest went, and how the walks ended: what a failure here needs first.
+  for (const auto& [k, n] : elsewhere)
+    if (n * 50 >= total) std::printf("  elsewhere: %lld %s\n", (long long)n, k.c_str());
+  std::printf("  %s\n", loupe::test::unwind_counters(r.records).c_str());
   ASSERT_GE(heavy + light, 50) << "too few samples in the two functions to judge";
   EXPECT_NEAR(share, own_heavy, 0.05);
   // Every sample of their time names one of them: none lost or misnamed. The bounds allow

@@ -163,8 +163,9 @@ void HealthReport::unwind_tables(std::uint64_t processes, std::uint64_t files, s
 void HealthReport::python_frames(const PythonFrames::Counters& c) {
   const std::string comp = "python_frames";
   health("python_processes", comp, c.processes, LOUPE_HEALTH_OK,
-         fmt::format("CPython processes whose Python frames were walked; {} code object(s) named",
-                     c.codes_read),
+         fmt::format("CPython processes whose Python frames were walked; {} code object(s) "
+                     "named ({:.1f} KiB)",
+                     c.codes_read, static_cast<double>(c.code_bytes) / 1024.0),
          true);
   health("python_codes_unread", comp, c.codes_failed, warn_if(c.codes_failed),
          c.codes_failed ? "code objects the stacks met that could not be read (their process "

@@ -193,6 +193,9 @@ PythonFrames::Counters PythonFrames::counters() const {
   c.unsupported.assign(unsupported_.begin(), unsupported_.end());
   std::lock_guard lock(mu_);
   c.codes_read = codes_.size();
+  for (const auto& [key, code] : codes_)
+    c.code_bytes += sizeof(key) + sizeof(code) + code.code.qualname.capacity() +
+                    code.code.filename.capacity() + code.code.linetable.capacity();
   c.codes_failed = codes_failed_;
   c.codes_dropped = codes_dropped_;
   c.names_missed = names_missed_;

@@ -34,6 +34,7 @@ class PythonFrames {
   struct Counters {
     std::uint64_t processes = 0;      // interpreter processes whose frames are walked
     std::uint64_t codes_read = 0;     // code objects named
+    std::uint64_t code_bytes = 0;     // what their names, files and line tables hold
     std::uint64_t codes_failed = 0;   // reported, but unreadable (the process was gone)
     std::uint64_t codes_dropped = 0;  // not kept: kMaxCodes were (a long system-wide run)
     std::uint64_t write_errors = 0;   // entries the kernel refused (1024 interpreters)

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <gelf.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -117,13 +118,27 @@ const UnwindTableStore::FileEntry* UnwindTableStore::file(std::uint32_t pid, std
   // process gone since (a short command known from its mmap records) leaves its path in
   // loupe's namespace, used only when it is the same file.
   std::string at = proc_root_ + "/" + std::to_string(pid) + "/root" + path;
-  if (::access(at.c_str(), R_OK) != 0) {
-    struct stat st {};
+  struct stat st {};
+  if (::stat(at.c_str(), &st) != 0 || ::access(at.c_str(), R_OK) != 0) {
     if (::stat(path.c_str(), &st) != 0 ||
         ((std::uint64_t{major(st.st_dev)} << 32) | minor(st.st_dev)) != dev || st.st_ino != inode)
       return nullptr;
     at = path;
   }
+  // The same file under another key: on overlayfs (containers, a guest's overlay root) a
+  // process's maps name the lower file's device and inode while stat() gives the
+  // overlay's, so a file prebuilt by path comes back from the maps under a key of its
+  // own. It shares the rows already built (a second copy would fill the rows map: python
+  // and its libraries twice did, leaving libpython without rows).
+  const std::pair<std::uint64_t, std::uint64_t> identity{
+      (std::uint64_t{major(st.st_dev)} << 32) | minor(st.st_dev), st.st_ino};
+  if (auto same = identities_.find(identity); same != identities_.end()) {
+    const FileEntry built = files_.at(same->second);
+    auto [slot, added] = files_.try_emplace({dev, inode}, built);
+    order_.push_back(&*slot);
+    return &slot->second;
+  }
+  identities_.emplace(identity, std::make_pair(dev, inode));
   auto [slot, added] = files_.try_emplace({dev, inode});
   order_.push_back(&*slot);
   FileEntry& f = slot->second;
@@ -151,6 +166,8 @@ const UnwindTableStore::FileEntry* UnwindTableStore::file(std::uint32_t pid, std
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
           .count());
   stats_.build_ns += f.build_ns;
+  spdlog::debug("unwind tables: {}: {} rows in {:.1f} ms{}", path, f.row_count,
+                static_cast<double>(f.build_ns) / 1e6, f.error.empty() ? "" : " (" + f.error + ")");
   return &f;
 }
 

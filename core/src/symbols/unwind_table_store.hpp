@@ -89,6 +89,9 @@ class UnwindTableStore {
   std::uint32_t max_rows_;
   std::vector<loupe_unwind_row> rows_;
   std::map<std::pair<std::uint64_t, std::uint64_t>, FileEntry> files_;  // by (dev, inode)
+  // Each built file's (dev, inode) as stat() shows it to loupe -> its key in files_.
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::pair<std::uint64_t, std::uint64_t>>
+      identities_;
   std::vector<FileRef> order_;
   Stats stats_;
   std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
