@@ -47,7 +47,7 @@ inline constexpr loupe_config_key kPythonFramesKey = {
     LOUPE_CFG_BOOL,
     0,
     "true",
-    "unwind = \"tables\": stacks of a CPython 3.10-3.12 process name its Python functions "
+    "unwind = \"tables\": stacks of a CPython 3.10-3.13 process name its Python functions "
     "(file and line) where the interpreter's evaluation loop ran them, read from the running "
     "interpreter without restarting it; false: native frames only",
     0,
