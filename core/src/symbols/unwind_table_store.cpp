@@ -119,10 +119,9 @@ const UnwindTableStore::FileEntry* UnwindTableStore::file(std::uint32_t pid, std
   // loupe's namespace, used only when it is the same file.
   std::string at = proc_root_ + "/" + std::to_string(pid) + "/root" + path;
   struct stat st {};
-  if (::stat(at.c_str(), &st) != 0 || ::access(at.c_str(), R_OK) != 0) {
-    if (::stat(path.c_str(), &st) != 0 ||
-        ((std::uint64_t{major(st.st_dev)} << 32) | minor(st.st_dev)) != dev || st.st_ino != inode)
-      return nullptr;
+  const bool through_root = ::stat(at.c_str(), &st) == 0 && ::access(at.c_str(), R_OK) == 0;
+  if (!through_root) {
+    if (::stat(path.c_str(), &st) != 0) return nullptr;
     at = path;
   }
   // The same file under another key: on overlayfs (containers, a guest's overlay root) a
@@ -138,6 +137,7 @@ const UnwindTableStore::FileEntry* UnwindTableStore::file(std::uint32_t pid, std
     order_.push_back(&*slot);
     return &slot->second;
   }
+  if (!through_root && identity != std::make_pair(dev, inode)) return nullptr;
   identities_.emplace(identity, std::make_pair(dev, inode));
   auto [slot, added] = files_.try_emplace({dev, inode});
   order_.push_back(&*slot);
