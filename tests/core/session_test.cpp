@@ -4,7 +4,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "loupe/session.hpp"
 
@@ -131,4 +133,65 @@ TEST(Session, ProfileWithoutSinksIsRefused) {
   auto r = loupe::Session(std::move(o)).run();
   EXPECT_EQ(r.code, loupe::ExitCode::kProfile);
   EXPECT_NE(r.error.find("no enabled [[sinks]]"), std::string::npos) << r.error;
+}
+
+// The embedding program's own sink: every record in process, the same as a file sink got,
+// with no [[sinks]] needed; a slow callback loses records to its queue, counted, and the
+// session still ends on time.
+TEST(Session, OnRecordGetsEveryRecordInProcess) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root";
+  const std::string dir =
+      ::testing::TempDir() + "/loupe-session-embed-" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  loupe::SessionOptions o;
+  o.profile_text = "[session]\nduration = 0.2\noutput_dir = \"" + dir +
+                   "\"\n[[plugins]]\nname = \"testprof\"\ncount = 4\n[[sinks]]\nname = \"jsonl\"\n";
+  o.extra_plugin_dirs = {TEST_PLUGIN_DIR, LOUPE_BUILD_PLUGIN_DIR};
+  std::map<std::string, int> got;  // by kind; the sink's thread only, read after run()
+  int flushes = 0, finals = 0;
+  o.on_record = [&](const loupe_record& r) {
+    got[r.kind == LOUPE_RECORD_METRIC   ? "metric"
+        : r.kind == LOUPE_RECORD_HEALTH ? "health"
+                                        : "other"]++;
+  };
+  o.on_flush = [&](bool is_final) {
+    ++flushes;
+    finals += is_final;
+  };
+  auto r = loupe::Session(std::move(o)).run();
+  ASSERT_EQ(r.code, loupe::ExitCode::kOk) << r.error;
+  std::map<std::string, int> file;
+  for (auto& j : read_jsonl(dir + "/records.jsonl")) {
+    const std::string k = j["kind"];
+    file[k == "metric" || k == "health" ? k : "other"]++;
+  }
+  EXPECT_EQ(got["metric"], 4);
+  EXPECT_EQ(got["metric"], file["metric"]);
+  EXPECT_EQ(got["other"], file["other"]);
+  EXPECT_EQ(finals, 1);
+  EXPECT_GE(flushes, 1);
+
+  // No [[sinks]] at all: the callback is the sink.
+  const std::string no_sinks = "[session]\nduration = 0.2\noutput_dir = \"" + dir +
+                               "\"\n[[plugins]]\nname = \"testprof\"\ncount = 2\n";
+  loupe::SessionOptions bare;
+  bare.profile_text = no_sinks;
+  bare.extra_plugin_dirs = {TEST_PLUGIN_DIR, LOUPE_BUILD_PLUGIN_DIR};
+  int metrics = 0;
+  bare.on_record = [&](const loupe_record& rec) { metrics += rec.kind == LOUPE_RECORD_METRIC; };
+  auto r2 = loupe::Session(std::move(bare)).run();
+  ASSERT_EQ(r2.code, loupe::ExitCode::kOk) << r2.error;
+  EXPECT_EQ(metrics, 2);
+
+  // A callback that throws fails its records, counted as the sink's consume errors; the
+  // session ends as it would.
+  loupe::SessionOptions bad;
+  bad.profile_text = no_sinks;
+  bad.extra_plugin_dirs = {TEST_PLUGIN_DIR, LOUPE_BUILD_PLUGIN_DIR};
+  bad.on_record = [](const loupe_record&) { throw std::runtime_error("no"); };
+  auto r3 = loupe::Session(std::move(bad)).run();
+  EXPECT_EQ(r3.code, loupe::ExitCode::kRuntime) << "a sink that failed its records lost output";
+  EXPECT_NE(r3.error.find("sink 'embedder' failed"), std::string::npos) << r3.error;
+  EXPECT_NE(r3.error.find("on_record threw: no"), std::string::npos) << r3.error;
+  std::filesystem::remove_all(dir);
 }

@@ -206,13 +206,16 @@ TEST_P(PythonFramesE2E, OffCpuTimeUnderTheSleepingFunctionIsItsOwn) {
   double under = 0;
   for (const json* rec : r.all("stack", "offcpu"))
     if (has(python_frames(*rec), "sleeper")) under += static_cast<double>(value(*rec));
-  const double want = own["sleeper_s"].get<double>() * 1e9;
-  std::printf("  %s: off the CPU under sleeper(): %.1f ms; its own: %.1f ms\n", GetParam().c_str(),
-              under / 1e6, want / 1e6);
-  // loupe's blocks lie within the workload's clock reads around each sleep, less the CPU
-  // time it measured there.
-  EXPECT_LE(under, want * 1.01);
-  EXPECT_GE(under, want * 0.95);
+  const double wall = own["sleeper_s"].get<double>() * 1e9;
+  const double want = own["sleeper_off_cpu_s"].get<double>() * 1e9;
+  std::printf(
+      "  %s: off the CPU under sleeper(): %.1f ms; its own: %.1f ms (%.1f ms of wall time)\n",
+      GetParam().c_str(), under / 1e6, want / 1e6, wall / 1e6);
+  // loupe's blocks lie within the workload's clock reads around each sleep, and hold its
+  // wall time less the CPU time it measured there, within 5 % (natively the two are 0.1 %
+  // apart; under emulation the thread's CPU accounting and the switch times differ by 1-3 %).
+  EXPECT_LE(under, wall * 1.001);
+  EXPECT_NEAR(under, want, want * 0.05);
 }
 
 // memalloc: 64 buffers of 1 MiB made in allocate() (in its list comprehension, a function

@@ -3,7 +3,8 @@
 # test holds loupe to the program's own figures, not to fixed timings.
 #   cpu SECONDS        heavy() and light() alternate at 2:1 of this thread's CPU time
 #   threads SECONDS    four threads, each spinning in its own function
-#   sleep SECONDS      sleeper() blocks in time.sleep; the time it spent there
+#   sleep SECONDS      sleeper() blocks in time.sleep; the wall time it spent there, and
+#                      that less its CPU time there
 #   wait               prints its pid, spins in waiting_loop() until stdin closes
 #   alloc              allocate() makes 64 buffers of 1 MiB (kept until the end)
 #   lock SECONDS       four threads in contend() take one threading.Lock, holding it 2 ms;
@@ -77,19 +78,22 @@ def threads(seconds):
 
 
 def sleeper(seconds):
-    # Off the CPU: each sleep's wall time less the CPU time the thread spent in it (entering
+    # Each sleep's wall time, and that less the CPU time the thread spent in it (entering
     # and leaving the call: microseconds natively, ~5 % of a 20 ms sleep under emulation).
-    slept = 0.0
+    wall = off = 0.0
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         t0, c0 = time.monotonic(), time.thread_time()
         time.sleep(0.02)
-        slept += (time.monotonic() - t0) - (time.thread_time() - c0)
-    return slept
+        w = time.monotonic() - t0
+        wall += w
+        off += w - (time.thread_time() - c0)
+    return wall, off
 
 
 def sleep(seconds):
-    return {"sleeper_s": sleeper(seconds)}
+    wall, off = sleeper(seconds)
+    return {"sleeper_s": wall, "sleeper_off_cpu_s": off}
 
 
 def waiting_loop():

@@ -8,6 +8,8 @@
 //   loupe::Session session(std::move(opts));
 //   loupe::SessionResult r = session.run();   // blocks; session.request_stop() from any thread
 //
+// Records come to the profile's sinks (files) and, with `on_record`, to the program itself.
+//
 // Lifecycle: validate → setup sinks → setup profilers → load → attach → run until the
 // duration, the target's exit or request_stop() → detach → stop + drain → final collect →
 // flush sinks. No BPF program or link outlives run(), whatever ended it.
@@ -22,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "loupe/abi/records.h"
 #include "loupe/exit_code.hpp"
 #include "loupe/features.hpp"
 #include "loupe/program_stats.hpp"
@@ -58,6 +61,15 @@ struct SessionOptions {
   // Called once on run()'s thread when every probe is attached and the session runs
   // (before a command is released). Must not block for long; may call request_stop().
   std::function<void()> on_running;
+  // An in-process sink: every record the session publishes (the profile's sinks get them
+  // too), delivered on a thread of its own behind a bounded queue, as any sink's: a slow
+  // callback makes records drop, counted in the health row of sink "embedder", and never
+  // stalls the rings. `rec` and all it points to are valid for the call only (copy what
+  // you keep; loupe/sdk/records.hpp reads them). An exception fails that record, counted.
+  std::function<void(const loupe_record& rec)> on_record;
+  // With on_record: called on the same thread after each report window's records
+  // (is_final on the last, once the session's final report is out).
+  std::function<void(bool is_final)> on_flush;
 };
 
 struct SessionResult {

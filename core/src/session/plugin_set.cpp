@@ -79,7 +79,7 @@ Status PluginSet::resolve(Profile& profile, const std::vector<std::filesystem::p
     instance_names_.back() = n == 0 ? spec.name : fmt::format("{}#{}", spec.name, n + 1);
     libs_.back() = lib;
   }
-  if (!sink_listed)
+  if (!sink_listed && !embedder_.on_record)
     add_error(ExitCode::kProfile, SourcePos{profile.file},
               "the profile has no enabled [[sinks]]: results would go nowhere (add e.g. "
               "[[sinks]] name = \"console\")");
@@ -102,6 +102,8 @@ Status PluginSet::start(HostContext& ctx, RecordBus& bus, loupe_session_info& in
   for (std::size_t i = 0; i < plugins.size(); ++i)
     if (libs_[i] && plugins[i].kind == PluginSpec::Kind::kSink)
       if (Status st = setup(i, ctx, bus, info); !st) return st;
+  if (embedder_.on_record)
+    if (Status st = setup_embedder(ctx, bus, info); !st) return st;
   for (auto& sk : sinks_) {
     try {
       sk.instance->start();
@@ -144,6 +146,26 @@ Status PluginSet::setup(std::size_t index, HostContext& ctx, RecordBus& bus,
   } else {
     profilers_.push_back(std::move(live));
   }
+  return {};
+}
+
+Status PluginSet::setup_embedder(HostContext& ctx, RecordBus& bus, loupe_session_info& info) {
+  const auto lib = embedder_sink_library();
+  Live live;
+  live.host = std::make_unique<PluginHost>(ctx, lib->name(), lib->name());
+  live.instance = std::make_unique<PluginInstance>(lib, lib->name());
+  loupe_setup_args args{sizeof(args), 0, &live.host->services, nullptr, &info};
+  info.instance_name = live.host->instance.c_str();
+  offer_embedder_callbacks(&live.host->services, std::move(embedder_));
+  try {
+    live.instance->setup(args);
+  } catch (const HookError& e) {
+    withdraw_embedder_callbacks(&live.host->services);
+    return session_error(ExitCode::kRuntime, e.what());
+  }
+  live.runner = std::make_unique<SinkRunner>(*live.instance);
+  bus.attach(live.runner.get());
+  sinks_.push_back(std::move(live));
   return {};
 }
 

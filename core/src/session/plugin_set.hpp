@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "dispatch/embedder_sink.hpp"
 #include "dispatch/record_bus.hpp"
 #include "dispatch/sink_runner.hpp"
 #include "loupe/plugin_registry.hpp"
@@ -47,6 +48,10 @@ class PluginSet {
   // the set).
   const std::vector<const char*>& profiler_names() const { return profiler_names_; }
 
+  // An in-process sink for the embedding program (SessionOptions::on_record), set up after
+  // the profile's sinks as one more, named "embedder" (a profile may then list none).
+  // Before resolve().
+  void add_embedder_sink(EmbedderCallbacks callbacks) { embedder_ = std::move(callbacks); }
   // Sets up and starts every plugin, sinks first, with `info` (instance_name is filled for
   // each in turn). Sink runners are attached to `bus`.
   Status start(HostContext& ctx, RecordBus& bus, loupe_session_info& info);
@@ -80,6 +85,7 @@ class PluginSet {
     bool disabled = false;  // failed kMaxCollectFailures times in a row: no more collect()
   };
   Status setup(std::size_t index, HostContext& ctx, RecordBus& bus, loupe_session_info& info);
+  Status setup_embedder(HostContext& ctx, RecordBus& bus, loupe_session_info& info);
   Status contain(Live& live, const HookError& e, const char* phase);
   void collect_one(Live& p, bool is_final, std::uint64_t window_start, std::uint64_t window_end);
 
@@ -91,6 +97,7 @@ class PluginSet {
   std::vector<std::string> instance_names_;           // parallel too
   std::vector<const char*> profiler_names_;
   std::vector<Live> sinks_, profilers_;
+  EmbedderCallbacks embedder_;
 };
 
 }  // namespace loupe

@@ -194,6 +194,7 @@ Status Session::Impl::load_profile() {
   if (!opts_.command.empty()) s.command = opts_.command;
   if (s.pid && !s.command.empty())
     return session_error(ExitCode::kUsage, "give either a pid or a command to profile, not both");
+  if (opts_.on_record) plugins_.add_embedder_sink({opts_.on_record, opts_.on_flush});
   Status st = plugins_.resolve(profile_, opts_.extra_plugin_dirs, diagnostics_);
   for (const auto& d : diagnostics_) result_.profile_errors.push_back(d.str());
   return st;
