@@ -20,7 +20,9 @@ std::map<const loupe_host_services*, EmbedderCallbacks>& offered() {
   return m;
 }
 
-Instance* self_of(loupe_plugin* p) { return reinterpret_cast<Instance*>(p); }
+Instance* self_of(loupe_plugin* p) {
+  return reinterpret_cast<Instance*>(p);
+}
 
 int setup(const loupe_setup_args* args, loupe_plugin** out) {
   std::lock_guard lock(offered_mu);
@@ -32,34 +34,33 @@ int setup(const loupe_setup_args* args, loupe_plugin** out) {
   return LOUPE_OK;
 }
 
-// An exception must not cross the C ABI: it fails this record, counted like any sink's
+// An exception must not cross the C ABI: it fails this call, counted like any sink's
 // consume error (a callback failing 100 times in a row disables the sink, said in health).
-int consume(loupe_plugin* p, const loupe_record* rec) {
+template <typename F>
+int guarded(loupe_plugin* p, const char* what, F&& call) {
   try {
-    self_of(p)->callbacks.on_record(*rec);
+    call();
     return LOUPE_OK;
   } catch (const std::exception& e) {
-    self_of(p)->error = std::string("on_record threw: ") + e.what();
+    self_of(p)->error = std::string(what) + " threw: " + e.what();
   } catch (...) {
-    self_of(p)->error = "on_record threw";
+    self_of(p)->error = std::string(what) + " threw";
   }
   return LOUPE_ERR_INTERNAL;
+}
+
+int consume(loupe_plugin* p, const loupe_record* rec) {
+  return guarded(p, "on_record", [&] { self_of(p)->callbacks.on_record(*rec); });
 }
 
 int flush(loupe_plugin* p, const loupe_flush_args* args) {
   if (!self_of(p)->callbacks.on_flush) return LOUPE_OK;
-  try {
-    self_of(p)->callbacks.on_flush(args->is_final != 0);
-    return LOUPE_OK;
-  } catch (const std::exception& e) {
-    self_of(p)->error = std::string("on_flush threw: ") + e.what();
-  } catch (...) {
-    self_of(p)->error = "on_flush threw";
-  }
-  return LOUPE_ERR_INTERNAL;
+  return guarded(p, "on_flush", [&] { self_of(p)->callbacks.on_flush(args->is_final != 0); });
 }
 
-void destroy(loupe_plugin* p) { delete self_of(p); }
+void destroy(loupe_plugin* p) {
+  delete self_of(p);
+}
 
 const char* last_error(loupe_plugin* p) {
   return p ? self_of(p)->error.c_str() : "the embedder sink was not offered its callbacks";
