@@ -2,6 +2,7 @@
 // `loupe profiles [--json]`, and the one place a command's PROFILE argument becomes a file.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
