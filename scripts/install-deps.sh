@@ -10,6 +10,7 @@ BUILD_PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler libcpp-httplib-dev
   systemtap-sdt-dev libdebuginfod-dev libjemalloc-dev
+  dpkg-dev  # dpkg-shlibdeps: the .deb's Depends (cmake --build build --target package)
 )
 # The kernel matrix (scripts/vmtest.sh): Debian's 6.1 and 6.12 kernels booted under qemu.
 # LOUPE_WITH_VMTEST=0 leaves them out (CI never does).
@@ -19,9 +20,9 @@ PEER_PKGS=(bpftrace libbpf-tools linux-perf python3)
 # (go tool pprof, promtool + a Prometheus server, headless Chromium) and glibc's separate
 # debug file (libc6-dbg: static functions such as _int_malloc), a debuginfod server to serve
 # the symbolizer test its debug files, a JDK (java + javac: cpusample's Java tests compile
-# and profile a JVM). Tests skip with a
-# reason when one is missing; LOUPE_WITH_TEST_TOOLS=0 leaves them out.
-TEST_PKGS=(golang-go prometheus chromium libc6-dbg debuginfod tmux openjdk-17-jdk-headless)
+# and profile a JVM), systemd's systemd-analyze (tests/package verifies loupe.service). Tests
+# skip with a reason when one is missing; LOUPE_WITH_TEST_TOOLS=0 leaves them out.
+TEST_PKGS=(golang-go prometheus chromium libc6-dbg debuginfod tmux openjdk-17-jdk-headless systemd)
 
 want=("${BUILD_PKGS[@]}")
 if [[ "${LOUPE_WITH_VMTEST:-1}" == 1 ]]; then want+=("${VMTEST_PKGS[@]}"); fi

@@ -28,6 +28,10 @@ int cmd_list(const CommonOptions& common, bool json);
 int cmd_describe(const CommonOptions& common, const std::string& name, bool json);
 int cmd_validate(const CommonOptions& common, const std::string& profile);
 int cmd_probes(const std::string& binary, bool json);  // probes_command.cpp
+int cmd_profiles(bool json);                           // profiles_command.cpp
+// A command's PROFILE argument made a file path: a name is looked up (loupe/profile_catalog.hpp),
+// a path stays as given. nullopt when found, else the exit code, the error printed.
+std::optional<int> resolve_profile_arg(std::string& arg);  // profiles_command.cpp
 
 struct RunOptions {
   std::string profile;

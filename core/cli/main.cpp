@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// `loupe`: check, list, describe, validate, run, replay. Exit codes: loupe::ExitCode (docs/cli.md).
+// `loupe` and its subcommands (docs/cli.md). Exit codes: loupe::ExitCode.
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -73,15 +73,20 @@ int main(int argc, char** argv) {
   auto* probes = app.add_subcommand("probes", "The USDT probes a binary or library ships");
   probes->add_option("binary", binary, "Path, or a name looked up in PATH")->required();
   probes->add_flag("--json", json, "Machine-readable output");
+  auto* profiles = app.add_subcommand(
+      "profiles", "Profiles found by name (loupe run NAME), where each comes from and what it is");
+  profiles->add_flag("--json", json, "Machine-readable output");
+  // Every PROFILE below is a path or a name (resolve_profile_arg).
+  constexpr const char* kProfileHelp = "TOML profile: a path, or a name from `loupe profiles`";
   std::string profile;
   auto* validate = app.add_subcommand(
       "validate", "Check a profile against the plugins' schemas; runs no plugin code");
-  validate->add_option("profile", profile, "TOML profile")->required();
+  validate->add_option("profile", profile, kProfileHelp)->required();
   auto* runc =
       app.add_subcommand("run",
                          "Run a profile: loupe run PROFILE [options] [-- CMD ARGS...]; exits "
                          "with CMD's own status when loupe succeeded (docs/cli.md)");
-  runc->add_option("profile", run.profile, "TOML profile")->required();
+  runc->add_option("profile", run.profile, kProfileHelp)->required();
   // Given or not is what counts (no value is a "not given" marker): the session holds
   // each given value to the bounds of the profile key it overrides.
   double duration = 0, interval = 0;
@@ -115,7 +120,7 @@ int main(int argc, char** argv) {
   auto* benchc = app.add_subcommand("bench",
                                     "What each probe of a profile costs per event on this machine: "
                                     "loupe bench PROFILE [--reps N] [--json]");
-  benchc->add_option("profile", bench.profile, "TOML profile")->required();
+  benchc->add_option("profile", bench.profile, kProfileHelp)->required();
   benchc
       ->add_option("--reps", bench.reps,
                    "Repetitions of each measurement (min/median/max over them)")
@@ -127,7 +132,8 @@ int main(int argc, char** argv) {
                          "Feed a --record capture through the profile's decoders and sinks, "
                          "without a kernel: loupe replay FILE PROFILE");
   replayc->add_option("capture", replay.capture, "File written by loupe run --record")->required();
-  replayc->add_option("profile", replay.profile, "TOML profile naming the same plugins")
+  replayc
+      ->add_option("profile", replay.profile, "TOML profile naming the same plugins (path or name)")
       ->required();
   std::string replay_output;
   replayc->add_option("-o,--output", replay_output, "Output directory");
@@ -179,7 +185,15 @@ int main(int argc, char** argv) {
                                      : spdlog::level::warn);
 
   auto dispatch = [&]() -> int {
+    std::string* profile_arg = validate->parsed()  ? &profile
+                               : runc->parsed()    ? &run.profile
+                               : benchc->parsed()  ? &bench.profile
+                               : replayc->parsed() ? &replay.profile
+                                                   : nullptr;
+    if (profile_arg)
+      if (auto code = resolve_profile_arg(*profile_arg)) return *code;
     if (check->parsed()) return cmd_check(common, json);
+    if (profiles->parsed()) return cmd_profiles(json);
     if (list->parsed()) return cmd_list(common, json);
     if (describe->parsed()) return cmd_describe(common, name, json);
     if (validate->parsed()) return cmd_validate(common, profile);

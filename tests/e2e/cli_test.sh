@@ -350,6 +350,59 @@ PY
 # README command 1 as scripts/demo.sh runs it: the report fits a screen (<= 60 lines of
 # stdout) and hides no figure: every non-zero metric of the same run's jsonl stands in its
 # producer's section, under its column, in the row of its labels.
+case_profiles_by_name() {
+  # The user's real ~/.config must not change what this test sees.
+  export XDG_CONFIG_HOME="$TMP/config"
+  unset LOUPE_PROFILE_PATH
+  "$LOUPE" profiles >"$TMP/list" || fail "loupe profiles"
+  for n in cpu offcpu; do
+    first=$(sed -n '1s/^#[[:space:]]*//p' "$SRC/profiles/$n.toml")
+    [[ -n $first ]] || fail "$n.toml no longer starts with a comment line"
+    grep -E "^$n +build tree +" "$TMP/list" | grep -qF "$first" ||
+      fail "$n not listed from the build tree with '$first':
+$(cat "$TMP/list")"
+  done
+  "$LOUPE" profiles --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+p = {x["name"]: x for x in d["profiles"]}
+assert p["cpu"]["origin"] == "build tree" and p["cpu"]["path"].endswith("/profiles/cpu.toml"), p["cpu"]
+assert [x["origin"] for x in d["search_dirs"]] == ["user", "build tree"], d["search_dirs"]' ||
+    fail "profiles --json"
+  "$LOUPE" validate cpu >"$TMP/out" || fail "validate by name"
+  grep -qx "$SRC/profiles/cpu.toml: ok" "$TMP/out" || fail "validate cpu read: $(cat "$TMP/out")"
+
+  # A user's copy comes first, and every command reads it: this one does not parse.
+  mkdir -p "$TMP/config/loupe/profiles"
+  printf '# my cpu\n[session\n' >"$TMP/config/loupe/profiles/cpu.toml"
+  "$LOUPE" profiles | grep -E "^cpu +user +my cpu \[shadows build tree\]" >/dev/null ||
+    fail "user's cpu must shadow the build tree's: $("$LOUPE" profiles)"
+  for cmd in "validate cpu" "run cpu --duration 1" "bench cpu" "replay $TMP/none.cap cpu"; do
+    # shellcheck disable=SC2086
+    "$LOUPE" $cmd 2>"$TMP/err" >/dev/null; rc=$?
+    expect_rc 3 $rc "loupe $cmd with a broken user copy"
+    grep -q "^$TMP/config/loupe/profiles/cpu.toml:2:" "$TMP/err" || fail "loupe $cmd: $(cat "$TMP/err")"
+  done
+  # LOUPE_PROFILE_PATH comes before the user's directory.
+  mkdir -p "$TMP/env"
+  cp "$SRC/profiles/cpu.toml" "$TMP/env/cpu.toml"
+  LOUPE_PROFILE_PATH="$TMP/env" "$LOUPE" validate cpu | grep -qx "$TMP/env/cpu.toml: ok" ||
+    fail "LOUPE_PROFILE_PATH must come first"
+
+  # A misspelt name: the profile error's code, a guess, and the names there are.
+  for cmd in "run ofcpu -- true" "validate ofcpu" "bench ofcpu" "replay $TMP/none.cap ofcpu"; do
+    # shellcheck disable=SC2086
+    "$LOUPE" $cmd 2>"$TMP/err"; rc=$?
+    expect_rc 3 $rc "loupe $cmd"
+    grep -q "no profile named 'ofcpu'; did you mean 'offcpu'?" "$TMP/err" || fail "loupe $cmd: $(cat "$TMP/err")"
+    grep -qE "profiles: .*cpu, .*offcpu" "$TMP/err" || fail "loupe $cmd lists no profiles: $(cat "$TMP/err")"
+  done
+  # A path stays a path, with the message it always had.
+  "$LOUPE" validate nope.toml 2>"$TMP/err"; rc=$?
+  expect_rc 3 $rc "missing path"
+  grep -qx "nope.toml: error: cannot read profile: no such file" "$TMP/err" || fail "path: $(cat "$TMP/err")"
+}
+
 case_demo() {
   need_root
   cd "$TMP" || exit 1
