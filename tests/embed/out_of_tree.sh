@@ -44,6 +44,10 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "embed_out_of_tree: built; not run (a session needs root or CAP_BPF + CAP_PERFMON)"
 	exit 0
 fi
+# Something on the CPU for the system-wide sampler to see (an idle machine gave 0-13 stacks).
+sh -c 'while :; do :; done' &
+spin=$!
+trap 'kill $spin 2>/dev/null || true; rm -rf "$tmp"' EXIT INT TERM
 out=$(LOUPE_PLUGIN_PATH="$plugins" "$exe" "[session]
 duration = 1
 output_dir = \"$tmp/out\"
@@ -51,7 +55,8 @@ output_dir = \"$tmp/out\"
 name = \"cpusample\"
 frequency = 99
 ") || fail "embed_example exited $?: $out"
+kill $spin
 echo "$out"
 stacks=$(echo "$out" | sed -n 's/^records: \([0-9]*\) stack.*/\1/p')
-[ "${stacks:-0}" -gt 0 ] || fail "the callback got no stack records"
+[ "${stacks:-0}" -gt 0 ] || fail "the callback got no stack records: $out"
 echo "embed_out_of_tree: OK (the installed engine ran a session in process: $stacks stack records)"
