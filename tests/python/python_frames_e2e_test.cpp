@@ -204,8 +204,11 @@ TEST_P(PythonFramesE2E, OffCpuTimeUnderTheSleepingFunctionIsItsOwn) {
   const json own = workload_said(r);
   ASSERT_TRUE(own.contains("sleeper_s")) << r.output;
   double under = 0;
+  // Its sleeps (state S); a preemption elsewhere in sleeper() (a loaded machine: 3 ms of
+  // 2 s in CI) is off-CPU time too, but outside the sleeps the workload timed.
   for (const json* rec : r.all("stack", "offcpu"))
-    if (has(python_frames(*rec), "sleeper")) under += static_cast<double>(value(*rec));
+    if (has(python_frames(*rec), "sleeper") && (*rec)["labels"].value("reason", "") == "sleep")
+      under += static_cast<double>(value(*rec));
   const double wall = own["sleeper_s"].get<double>() * 1e9;
   const double want = own["sleeper_off_cpu_s"].get<double>() * 1e9;
   std::printf(

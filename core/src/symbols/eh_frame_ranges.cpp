@@ -57,7 +57,9 @@ class Reader {
       v |= static_cast<std::int64_t>(std::uint64_t{b & 0x7fu} << shift);
       shift += 7;
     } while (b & 0x80);
-    if (shift < 64 && (b & 0x40)) v |= -(std::int64_t{1} << shift);
+    // Sign extension: every bit from `shift` up (written unsigned: at shift 63 the signed
+    // -(1 << 63) overflows, which the fuzzer found).
+    if (shift < 64 && (b & 0x40)) v |= static_cast<std::int64_t>(~std::uint64_t{0} << shift);
     return v;
   }
   const char* cstring() {
