@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -41,12 +42,18 @@ TEST(UnwindTableStore, ACommandPrebuiltByPathIsBuiltOnceWhenItsProcessMapsIt) {
     ::execl(exe.c_str(), "sleep", "5", static_cast<char*>(nullptr));
     ::_exit(127);
   }
-  // Until the process runs the file (the exec done, its libraries mapped).
+  // Until the process runs the file: the exec done (until then the child is a fork of this
+  // test, which maps libc too and a dozen files more) and its libraries mapped.
+  const std::string real = std::filesystem::canonical(exe).string();
+  const std::string proc_dir = "/proc/" + std::to_string(pid);
   std::string maps;
-  for (int i = 0; i < 500 && maps.find("libc") == std::string::npos; ++i) {
+  for (int i = 0; i < 500; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    std::ifstream in("/proc/" + std::to_string(pid) + "/maps");
+    std::error_code ec;
+    if (std::filesystem::read_symlink(proc_dir + "/exe", ec).string() != real) continue;
+    std::ifstream in(proc_dir + "/maps");
     maps.assign(std::istreambuf_iterator<char>(in), {});
+    if (maps.find("libc") != std::string::npos) break;
   }
   // Which key the maps give the file: stat()'s, or the lower file's of an overlay.
   struct stat st {};
