@@ -129,61 +129,58 @@ int PythonFrames::on_record(void* self, void* data, std::size_t size) {
   return 0;
 }
 
-// Read now, while the process lives: most are gone by the time their stacks are named.
-void PythonFrames::seen(std::uint32_t pid, std::uint64_t code, std::uint64_t token) {
-  const PythonLayout* layout = nullptr;
-  {
-    std::lock_guard lock(mu_);
-    auto p = processes_.find(pid);
-    if (p == processes_.end()) return;
-    layout = p->second;
-    // Told again after the kernel's LRU evicted it: the same object. Another token: another
-    // code object now lives at that address; its name replaces the first's. (Token 0: read
-    // by name() before the ring told it; the ring's record brings the token.)
-    if (auto it = codes_.find({pid, code}); it != codes_.end() && it->second.token == token) return;
-    if (codes_.size() >= kMaxCodes && !codes_.count({pid, code})) {
-      ++codes_dropped_;  // their frames keep the code object's address, counted
-      return;
-    }
+// Reads code object `code` of `pid` from the process and keeps it; `lock` (on mu_) is let
+// go for the read. nullptr when the process is not walked, the bound is reached (counted
+// in codes_dropped_: those frames keep the code object's address) or the read failed
+// (codes_failed_: the process was gone).
+const PythonFrames::Code* PythonFrames::read_and_keep(std::unique_lock<std::mutex>& lock,
+                                                      std::uint32_t pid, std::uint64_t code,
+                                                      std::uint64_t token) {
+  auto p = processes_.find(pid);
+  if (p == processes_.end()) return nullptr;
+  const PythonLayout* layout = p->second;
+  if (codes_.size() >= kMaxCodes && !codes_.count({pid, code})) {
+    ++codes_dropped_;
+    return nullptr;
   }
+  lock.unlock();
   auto read = read_python_code(static_cast<int>(pid), code, *layout);
-  std::lock_guard lock(mu_);
+  lock.lock();
   if (!read) {
     ++codes_failed_;
     spdlog::debug("pid {}: code object {:#x}: {}", pid, code, read.error());
-    return;
+    return nullptr;
   }
-  codes_.insert_or_assign(std::make_pair(pid, code), Code{std::move(read).value(), layout, token});
+  return &codes_.insert_or_assign({pid, code}, Code{std::move(read).value(), layout, token})
+              .first->second;
+}
+
+// Read now, while the process lives: most are gone by the time their stacks are named.
+void PythonFrames::seen(std::uint32_t pid, std::uint64_t code, std::uint64_t token) {
+  std::unique_lock lock(mu_);
+  // Told again after the kernel's LRU evicted it: the same object. Another token: another
+  // code object now lives at that address; its name replaces the first's. (Token 0: read by
+  // name() before the ring told it; the ring's record brings the token.)
+  if (auto it = codes_.find({pid, code}); it != codes_.end() && it->second.token == token) return;
+  read_and_keep(lock, pid, code, token);
 }
 
 bool PythonFrames::name(std::uint32_t pid, std::uint64_t frame, Name* out) {
   const std::uint64_t code = LOUPE_PYTHON_CODE(frame);
   std::unique_lock lock(mu_);
-  auto it = codes_.find({pid, code});
-  if (it == codes_.end()) {
-    // Told by a walk but not read yet: the ring is read at the session's tick, and a
-    // plugin that names a stack as soon as it first sees it (lockwait, offcpu) comes
-    // earlier. Read it now, while the process lives; its token comes with the ring's
-    // record, which reads it once more.
-    auto p = processes_.find(pid);
-    if (p == processes_.end() || codes_.size() >= kMaxCodes) {
-      ++names_missed_;
-      return false;
-    }
-    const PythonLayout* layout = p->second;
-    lock.unlock();
-    auto read = read_python_code(static_cast<int>(pid), code, *layout);
-    lock.lock();
-    if (!read) {
-      ++names_missed_;
-      return false;
-    }
-    it = codes_.insert_or_assign({pid, code}, Code{std::move(read).value(), layout, 0}).first;
+  const Code* c = nullptr;
+  if (auto it = codes_.find({pid, code}); it != codes_.end()) c = &it->second;
+  // Told by a walk but not read yet: the ring is read at the session's tick, and a plugin
+  // that names a stack as soon as it first sees it (lockwait, offcpu) comes earlier. Read
+  // it now, while the process lives; its token comes with the ring's record.
+  if (!c && !(c = read_and_keep(lock, pid, code, 0))) {
+    ++names_missed_;
+    return false;
   }
-  out->qualname = it->second.code.qualname;
-  out->file = it->second.code.filename;
-  out->line = python_line(it->second.code, static_cast<std::uint32_t>(LOUPE_PYTHON_INDEX(frame)),
-                          *it->second.layout);
+  out->qualname = c->code.qualname;
+  out->file = c->code.filename;
+  out->line =
+      python_line(c->code, static_cast<std::uint32_t>(LOUPE_PYTHON_INDEX(frame)), *c->layout);
   return true;
 }
 

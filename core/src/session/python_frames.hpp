@@ -78,6 +78,8 @@ class PythonFrames {
   };
   static int on_record(void* self, void* data, std::size_t size);
   void seen(std::uint32_t pid, std::uint64_t code, std::uint64_t token);
+  const Code* read_and_keep(std::unique_lock<std::mutex>& lock, std::uint32_t pid,
+                            std::uint64_t code, std::uint64_t token);
 
   std::string proc_root_;
   std::vector<Consumer> consumers_;
