@@ -135,8 +135,13 @@ case_guest() {
   command -v qemu-system-x86_64 >/dev/null ||
     skip "qemu-system-x86_64 not found (scripts/install-deps.sh installs it): no guest install"
   # One core per guest, as the kernel matrix runs (a multi-threaded TCG guest soft-locks).
-  LOUPE_VMTEST_TIMEOUT=${LOUPE_VMTEST_TIMEOUT:-600} "$SRC/scripts/vmtest.sh" "$kernel" \
-    bash "$SRC/tests/package/in_guest.sh" "$deb" >"$OUT/guest-$kernel.log" 2>&1
+  # The script beside the .deb, run from there: a guest sees a checkout under /tmp (CI's)
+  # only through its working directory, which vmtest.sh keeps visible over the scratch /tmp.
+  local stage
+  stage=$(dirname "$deb")
+  cp "$SRC/tests/package/in_guest.sh" "$stage/in_guest.sh"
+  (cd "$stage" && LOUPE_VMTEST_TIMEOUT=${LOUPE_VMTEST_TIMEOUT:-600} "$SRC/scripts/vmtest.sh" \
+    "$kernel" bash "$stage/in_guest.sh" "$deb") >"$OUT/guest-$kernel.log" 2>&1
   local rc=$?
   # The console's boot lines are noise; the script's own lines say what happened.
   grep -v '^\[ *[0-9.]*\]' "$OUT/guest-$kernel.log"
