@@ -81,19 +81,8 @@ std::int64_t value(const json& rec) {
 
 // The workload's own JSON line (the last line of the run's output that parses).
 json workload_said(const RunResult& r) {
-  json out;
-  std::size_t pos = 0;
-  while (pos < r.output.size()) {
-    const std::size_t end = r.output.find('\n', pos);
-    const std::string line = r.output.substr(pos, end == std::string::npos ? end : end - pos);
-    if (!line.empty() && line.front() == '{') {
-      json j = json::parse(line, nullptr, false);
-      if (!j.is_discarded()) out = j;
-    }
-    if (end == std::string::npos) break;
-    pos = end + 1;
-  }
-  return out;
+  const auto lines = loupe::test::json_lines(r.output);
+  return lines.empty() ? json{} : lines.back();
 }
 
 double health(const RunResult& r, const std::string& name, std::string* message = nullptr) {

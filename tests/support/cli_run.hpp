@@ -60,6 +60,24 @@ struct RunResult {
   }
 };
 
+// The JSON objects a workload printed about itself, one per line, in the order printed
+// (loupe's own lines and anything else that is not an object are skipped): the figures a
+// test compares loupe's with.
+inline std::vector<nlohmann::json> json_lines(const std::string& text) {
+  std::vector<nlohmann::json> out;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    if (text[pos] == '{') {
+      nlohmann::json j = nlohmann::json::parse(text.substr(pos, end - pos), nullptr, false);
+      if (j.is_object()) out.push_back(std::move(j));
+    }
+    pos = end + 1;
+  }
+  return out;
+}
+
 class CliRun : public ::testing::Test {
  protected:
   void SetUp() override {
