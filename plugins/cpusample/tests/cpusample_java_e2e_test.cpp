@@ -134,8 +134,7 @@ class CpuSampleJava : public CliRun {
   static void expect_methods_named(const Split& s, double own) {
     std::string rest;
     for (const auto& [leaf, n] : s.elsewhere) rest += "\n    " + std::to_string(n) + " " + leaf;
-    const double share =
-        s.heavy + s.light ? double(s.heavy) / double(s.heavy + s.light) : 0.0;
+    const double share = s.heavy + s.light ? double(s.heavy) / double(s.heavy + s.light) : 0.0;
     std::printf(
         "  main thread: %lld samples, heavy %lld, light %lld (%.0f%% named): heavy %.1f%% of "
         "the two (its own clock: %.1f%%)%s\n",
