@@ -119,6 +119,7 @@ void PythonFrames::forget(std::uint32_t pid) {
 }
 
 void PythonFrames::poll() {
+  std::lock_guard lock(ring_mu_);
   for (auto& c : consumers_) ring_buffer__consume(c.ring);
 }
 
@@ -167,6 +168,11 @@ void PythonFrames::seen(std::uint32_t pid, std::uint64_t code, std::uint64_t tok
 
 bool PythonFrames::name(std::uint32_t pid, std::uint64_t frame, Name* out) {
   const std::uint64_t code = LOUPE_PYTHON_CODE(frame);
+  // A stack is named as soon as a plugin first sees it (cpusample every 250 ms, lockwait
+  // and offcpu at once), often before the session's tick reads the ring: the sightings that
+  // came before the stack are read first. Without this, a busy 6.1 guest named 539 of 880
+  // samples in 3.13's heavy() "<module>": a site module's body, freed, had held its address.
+  poll();
   std::unique_lock lock(mu_);
   const Code* c = nullptr;
   if (auto it = codes_.find({pid, code}); it != codes_.end()) c = &it->second;

@@ -59,10 +59,13 @@ class PythonFrames {
   // whose frames are walked; its entry is in every consumer's map before this returns.
   bool update(std::uint32_t pid);
   void forget(std::uint32_t pid);
-  // Reads the code objects the walks reported since the last call. Session thread.
+  // Reads the code objects the walks reported since the last call. Any thread.
   void poll();
   // The name of a tagged frame (LOUPE_PYTHON_IS_FRAME) of `pid`. Any thread.
-  // A code object the ring has not told yet is read then, from the process.
+  // The ring is read first: a code object freed and another allocated at its address (a
+  // module's body after its import) is told there before any stack of the new one, so the
+  // new one's frames never take the old one's name. A code object the ring has not told
+  // yet is read then, from the process.
   bool name(std::uint32_t pid, std::uint64_t frame, Name* out);
   Counters counters() const;
 
@@ -82,7 +85,8 @@ class PythonFrames {
                             std::uint64_t code, std::uint64_t token);
 
   std::string proc_root_;
-  std::vector<Consumer> consumers_;
+  std::vector<Consumer> consumers_;  // set before any naming thread starts
+  std::mutex ring_mu_;               // one reader of the rings at a time (libbpf's rule)
   PythonRuntimeCache runtimes_;
   // Walked, with their layout: written on the session's thread, read by name() on any.
   std::map<std::uint32_t, const PythonLayout*> processes_;
