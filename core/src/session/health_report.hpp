@@ -63,10 +63,12 @@ class HealthReport {
   // records (`stats`), or why it could not (`unavailable`).
   void mapping_records(const SymbolizerStats* stats, const std::string& unavailable);
   // At the end, when a plugin uses the in-kernel unwinder: the tables kept for it, and the
-  // files left without rows (the rows map was full: their frames unwind by frame pointers).
+  // files left without rows (the rows map was full, or still being built at the end: their
+  // frames unwind by frame pointers).
   void python_frames(const PythonFrames::Counters& c);
   void unwind_tables(std::uint64_t processes, std::uint64_t files, std::uint64_t rows,
-                     std::uint64_t rows_full, std::uint64_t write_errors, std::uint64_t build_ns);
+                     std::uint64_t rows_full, std::uint64_t write_errors, std::uint64_t build_ns,
+                     std::uint64_t pending);
   // At the end, when debuginfod was asked: what it delivered and what it could not.
   void debuginfod(const SymbolizerStats& stats);
   // At the end, per JVM of the target asked for its perf map ([session] jvm_perf_map): how

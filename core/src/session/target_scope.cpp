@@ -260,7 +260,8 @@ void TargetScope::track_tables() {
 void TargetScope::report_health(HealthReport& health) const {
   if (unwind_tables_.attached()) {
     const auto c = unwind_tables_.counters();
-    health.unwind_tables(c.processes, c.files, c.rows, c.rows_full, c.write_errors, c.build_ns);
+    health.unwind_tables(c.processes, c.files, c.rows, c.rows_full, c.write_errors, c.build_ns,
+                         c.pending);
     if (unwind_tables_.python().attached())
       health.python_frames(unwind_tables_.python().counters());
   }

@@ -38,6 +38,58 @@ std::uint64_t cpu_ticks(const std::string& proc_root, std::uint32_t pid) {
 
 }  // namespace
 
+UnwindTables::~UnwindTables() {
+  {
+    std::lock_guard lock(build_mu_);
+    stopping_ = true;
+  }
+  build_cv_.notify_all();
+  if (builder_.joinable()) builder_.join();
+}
+
+void UnwindTables::request_build(const UnwindTableStore::BuildJob& job, std::uint64_t priority) {
+  {
+    std::lock_guard lock(build_mu_);
+    if (accepted_.insert(job.key).second) {
+      queued_.emplace(job.key, std::make_pair(priority, job));
+    } else if (auto q = queued_.find(job.key); q != queued_.end()) {
+      q->second.first = std::max(q->second.first, priority);
+      return;
+    } else {
+      return;  // being built, or built
+    }
+    if (!builder_.joinable()) builder_ = std::thread([this] { build_loop(); });
+  }
+  build_cv_.notify_one();
+}
+
+void UnwindTables::build_loop() {
+  std::unique_lock lock(build_mu_);
+  for (;;) {
+    build_cv_.wait(lock, [this] { return stopping_ || !queued_.empty(); });
+    if (stopping_) return;
+    auto next = std::max_element(queued_.begin(), queued_.end(), [](const auto& a, const auto& b) {
+      return a.second.first < b.second.first;
+    });
+    UnwindTableStore::BuildJob job = std::move(next->second.second);
+    queued_.erase(next);
+    lock.unlock();
+    UnwindTableStore::Built b = UnwindTableStore::build(std::move(job));
+    lock.lock();
+    built_.push_back(std::move(b));
+  }
+}
+
+bool UnwindTables::take_built() {
+  std::vector<UnwindTableStore::Built> done;
+  {
+    std::lock_guard lock(build_mu_);
+    done.swap(built_);
+  }
+  for (auto& b : done) store_->add_built(std::move(b));
+  return !done.empty();
+}
+
 Status UnwindTables::attach(int rows_fd, int procs_fd) {
   bpf_map_info rows{}, procs{};
   __u32 len = sizeof(rows);
@@ -49,7 +101,12 @@ Status UnwindTables::attach(int rows_fd, int procs_fd) {
       procs.value_size != sizeof(loupe_unwind_proc) || procs.key_size != 4)
     return make_error("unwind_tables_attach: procs_fd is not a map of loupe_unwind_proc by tgid");
   // One store for all: its row numbers must fit the smallest consumer.
-  if (!store_) store_ = std::make_unique<UnwindTableStore>(proc_root_, rows.max_entries);
+  if (!store_) {
+    store_ = std::make_unique<UnwindTableStore>(proc_root_, rows.max_entries);
+    store_->set_builder([this](const UnwindTableStore::BuildJob& job, std::uint64_t priority) {
+      request_build(job, priority);
+    });
+  }
   consumers_.push_back({rows_fd, procs_fd, rows.max_entries});
   {
     std::lock_guard lock(learnt_mu_);
@@ -168,6 +225,7 @@ void UnwindTables::learn_file(std::uint32_t pid, const std::string& path, std::u
 
 void UnwindTables::forget(std::uint32_t pid) {
   tracked_.erase(pid);
+  waiting_.erase(pid);
   cpu_.erase(pid);
   python_.forget(pid);
   if (written_.erase(pid))
@@ -178,16 +236,19 @@ bool UnwindTables::refresh() {
   if (consumers_.empty()) return false;
   // The code objects the walks met since the last tick, read while their processes live.
   python_.poll();
-  using Clock = std::chrono::steady_clock;
-  // A system-wide session's first refresh meets every binary of the machine: building them
-  // all at once would stall the session's loop for seconds. What is left waits for the
-  // next tick; its processes are unwound by frame pointers meanwhile.
-  // The first system-wide refresh gets more, so the first seconds are not mostly fp.
-  const auto budget = std::chrono::milliseconds(all_ && next_scan_ns_ == 0 ? 500 : 50);
   constexpr std::uint64_t kScanEveryNs = 1'000'000'000ull, kRereadEveryNs = 3'000'000'000ull;
-  const std::uint64_t now = static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
-          .count());
+  const std::uint64_t now =
+      static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now().time_since_epoch())
+                                     .count());
+  // Rows first: an entry must never point at rows a consumer does not have yet. Then the
+  // processes that waited for a file are read again at once.
+  if (take_built()) {
+    for (auto& c : consumers_) write_rows(c);
+    for (std::uint32_t pid : waiting_)
+      if (auto t = tracked_.find(pid); t != tracked_.end()) t->second = 0;
+    waiting_.clear();
+  }
   if (all_ && now >= next_scan_ns_) {
     next_scan_ns_ = now + kScanEveryNs;
     if (DIR* d = ::opendir((proc_root_).c_str())) {
@@ -205,45 +266,40 @@ bool UnwindTables::refresh() {
       ::closedir(d);
     }
   }
-  // The processes that ran most since the last scan first: within the build budget, the
-  // tables that unwind most samples.
-  std::vector<std::pair<std::uint64_t, std::uint32_t>> order;
-  order.reserve(tracked_.size());
-  for (const auto& [pid, due] : tracked_)
-    if (due <= now) {
-      auto c = cpu_.find(pid);
-      order.emplace_back(c == cpu_.end() ? 0 : c->second.second, pid);
-    }
-  std::stable_sort(order.begin(), order.end(),
-                   [](const auto& x, const auto& y) { return x.first > y.first; });
-  const auto started = Clock::now();
-  // Files the kernel's records named first: most belong to processes whose maps are gone
-  // by now, whose files are what the next process running them is unwound by. They get
-  // half the budget while processes wait: under a churn of short commands (a build, a test
-  // runner) they would take every tick, and the processes that run most would wait behind
-  // files that may never run again (a system-wide run under ctest did not reach xz in 5 s).
-  store_->set_build_deadline(started + (order.empty() ? budget : budget / 2));
+  // Files the kernel's records named: most belong to processes whose maps are gone by
+  // now, and are what the next process running them is unwound by. They come last: under
+  // a churn of short commands (a build, a test runner) they would otherwise keep the
+  // processes that run most waiting behind files that may never run again.
   {
     std::lock_guard lock(learnt_mu_);
     for (auto& [key, f] : arrived_)
       if (!store_->files().count(key)) learnt_.try_emplace(key, std::move(f));
     arrived_.clear();
   }
-  bool learnt = false;
-  for (auto it = learnt_.begin(); it != learnt_.end();) {
-    if (!store_->learn_file(it->second.pid, it->first.first, it->first.second, it->second.path))
-      break;  // the budget is spent: the rest at the next tick
-    learnt = true;
-    it = learnt_.erase(it);
-  }
-  if (learnt)
-    for (auto& c : consumers_) write_rows(c);
-  store_->set_build_deadline(started + budget);
+  store_->set_priority(0);
+  for (const auto& [key, f] : learnt_) store_->learn_file(f.pid, key.first, key.second, f.path);
+  learnt_.clear();
+  // The processes that ran most since the last scan first, so the builder starts on
+  // their files: a target's before anything else; a system-wide run's by the CPU each used
+  // (+1: above the learnt files).
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> order;
+  order.reserve(tracked_.size());
+  for (const auto& [pid, due] : tracked_)
+    if (due <= now) {
+      auto c = cpu_.find(pid);
+      order.emplace_back(!all_             ? ~std::uint64_t{0}
+                         : c == cpu_.end() ? 1
+                                           : c->second.second + 1,
+                         pid);
+    }
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& x, const auto& y) { return x.first > y.first; });
   bool changed = false;
   std::vector<std::uint32_t> gone;
   auto proc = std::make_unique<loupe_unwind_proc>();
-  for (const auto& [ran, pid] : order) {
+  for (const auto& [priority, pid] : order) {
     std::uint64_t& due = tracked_[pid];
+    store_->set_priority(priority);
     if (!store_->load_process(pid, proc.get())) {
       // Its maps can be unreadable for a moment (mid-exec): only a process that is gone
       // is forgotten; the others are read again at the next tick.
@@ -251,17 +307,17 @@ bool UnwindTables::refresh() {
       continue;
     }
     // A target is re-read every tick (its exec and dlopen matter at once); a process
-    // of a system-wide run every few seconds, and at the next tick while a file of its
-    // waits to be built.
-    due = all_ && !store_->deferred() ? now + kRereadEveryNs + (pid % 1000) * 1'000'000ull : 0;
+    // of a system-wide run every few seconds, and as soon as a file it waits for is built.
+    due = all_ ? now + kRereadEveryNs + (pid % 1000) * 1'000'000ull : 0;
+    if (store_->deferred()) waiting_.insert(pid);
     auto last = written_.find(pid);
     // The mappings decide; the flags are this side's, set below when they changed.
     if (last != written_.end()) proc->flags = last->second->flags;
     if (last != written_.end() && std::memcmp(last->second.get(), proc.get(), sizeof(*proc)) == 0)
       continue;
-    if (last == written_.end() && proc->count == 0) continue;  // a kernel thread
+    if (last == written_.end() && proc->count == 0) continue;  // a kernel thread, or waiting
     mark_python(pid, proc.get());
-    // Rows first: an entry must never point at rows a consumer does not have yet.
+    // Rows first (a file met under a second key adds its entry to loupe_unwind_files).
     for (auto& c : consumers_) write_rows(c);
     for (auto& c : consumers_)
       if (bpf_map_update_elem(c.procs_fd, &pid, proc.get(), BPF_ANY) != 0) ++write_errors_;
@@ -271,7 +327,6 @@ bool UnwindTables::refresh() {
     changed = true;
     spdlog::debug("unwind tables: pid {}: {} mapping(s) written", pid, proc->count);
   }
-  store_->set_build_deadline(Clock::time_point::max());
   for (std::uint32_t pid : gone) forget(pid);
   return changed;
 }
@@ -287,6 +342,7 @@ UnwindTables::Counters UnwindTables::counters() const {
   c.rows = store_->rows().size();
   c.rows_full = s.rows_full;
   c.build_ns = s.build_ns;
+  c.pending = store_->pending();
   return c;
 }
 

@@ -9,18 +9,26 @@
 // A process without an entry yet (its first milliseconds, a short-lived command) is
 // unwound by the rows of the files it maps, found from the VMA (loupe_unwind_files), as
 // soon as any process of the session mapped the same file (or the command's prebuild).
-// Limits: a file no process was seen with yet is walked by frame pointers; every consumer holds its
-// own copy of the rows; a system-wide run's memory is bounded by the rows map's size (files past it
-// are counted and unwind by frame pointers), not by the live processes. Session thread only.
+// Files are built on a thread of their own, never the session's (libjvm's table takes
+// seconds under emulation, and the session's loop reads rings and maps meanwhile), busiest
+// asker first: a target's processes, then a system-wide run's by the CPU they used since the
+// last scan, then files known only from mmap records. A command's own files are prebuilt
+// before it runs.
+// Limits: a file no process was seen with yet, or still being built, is walked by frame
+// pointers (counted); every consumer holds its own copy of the rows; a system-wide run's memory
+// is bounded by the rows map's size (files past it are counted and unwind by frame pointers),
+// not by the live processes. The session's thread only, but for learn_file().
 #ifndef LOUPE_CORE_SESSION_UNWIND_TABLES_HPP
 #define LOUPE_CORE_SESSION_UNWIND_TABLES_HPP
 
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "session/python_frames.hpp"
@@ -39,9 +47,14 @@ class UnwindTables {
     std::uint64_t rows_full = 0;  // files left without rows: the rows map was full
     std::uint64_t build_ns = 0;   // time spent building tables
     std::uint64_t write_errors = 0;
+    std::uint64_t pending = 0;  // files still being built (at the end: never used)
   };
 
   explicit UnwindTables(std::string proc_root = "/proc") : proc_root_(std::move(proc_root)) {}
+  // Waits for the file being built, if any (the builder cannot be cut short).
+  ~UnwindTables();
+  UnwindTables(const UnwindTables&) = delete;
+  UnwindTables& operator=(const UnwindTables&) = delete;
 
   // A consumer's maps (loupe_unwind_rows, loupe_unwind_procs), loaded. False with `*err`
   // when they are not such maps.
@@ -66,8 +79,8 @@ class UnwindTables {
   // one call of any thread (the symbolizer's drains run on lookups' threads).
   void learn_file(std::uint32_t pid, const std::string& path, std::uint32_t dev_major,
                   std::uint32_t dev_minor, std::uint64_t inode);
-  // Builds and writes what changed in the tracked processes since the last call; true
-  // when an entry was written.
+  // Takes the files built since the last call, asks for the ones the tracked processes
+  // map that are not, and writes what changed; true when an entry was written.
   bool refresh();
   // Builds the tables of a command's executable and its libraries before it runs
   // (UnwindTableStore::prebuild); 0 when no consumer is attached.
@@ -90,6 +103,11 @@ class UnwindTables {
 
   // Sets LOUPE_UNWIND_PROC_PYTHON when pid runs an interpreter whose frames are walked.
   void mark_python(std::uint32_t pid, loupe_unwind_proc* proc);
+  // The builder thread's side: a job in (started on the first), a result out.
+  void request_build(const UnwindTableStore::BuildJob& job, std::uint64_t priority);
+  void build_loop();
+  // Files the builder finished, into the store; true when there were any.
+  bool take_built();
 
   std::string proc_root_;
   PythonFrames python_{proc_root_};
@@ -115,6 +133,18 @@ class UnwindTables {
   std::map<FileKey, LearntFile> arrived_;
   std::map<FileKey, LearntFile> learnt_;  // session thread
   std::uint64_t write_errors_ = 0;
+  // Processes whose entry left out a file being built: read again once one is back.
+  std::set<std::uint32_t> waiting_;
+
+  // The builder: jobs by key with the highest priority any asker gave, taken highest
+  // first; a key is accepted once (asked again, only its priority rises).
+  std::mutex build_mu_;
+  std::condition_variable build_cv_;
+  std::map<FileKey, std::pair<std::uint64_t, UnwindTableStore::BuildJob>> queued_;
+  std::set<FileKey> accepted_;
+  std::vector<UnwindTableStore::Built> built_;
+  bool stopping_ = false;
+  std::thread builder_;
 };
 
 }  // namespace loupe

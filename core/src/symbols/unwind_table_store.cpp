@@ -76,7 +76,7 @@ std::size_t UnwindTableStore::prebuild(const std::string& exe) {
     struct stat st {};
     if (!seen.insert(path).second || ::stat(path.c_str(), &st) != 0) continue;
     const std::uint64_t dev = (std::uint64_t{major(st.st_dev)} << 32) | minor(st.st_dev);
-    if (!files_.count({dev, st.st_ino}) && file(self, dev, st.st_ino, path)) ++built;
+    if (!files_.count({dev, st.st_ino}) && file(self, dev, st.st_ino, path, true)) ++built;
     std::string interp;
     std::vector<std::string> needed, runpath;
     elf_dependencies(path, &interp, &needed, &runpath);
@@ -108,10 +108,13 @@ std::size_t UnwindTableStore::prebuild(const std::string& exe) {
 
 const UnwindTableStore::FileEntry* UnwindTableStore::file(std::uint32_t pid, std::uint64_t dev,
                                                           std::uint64_t inode,
-                                                          const std::string& path) {
-  if (auto it = files_.find({dev, inode}); it != files_.end()) return &it->second;
-  if (std::chrono::steady_clock::now() > deadline_) {
+                                                          const std::string& path, bool now) {
+  const FileKey key{dev, inode};
+  if (auto it = files_.find(key); it != files_.end()) return &it->second;
+  // Asked again while being built: a busier process may raise its priority.
+  if (auto p = pending_.find(key); p != pending_.end()) {
     deferred_ = true;
+    builder_(BuildJob{key, p->second, path, {}}, priority_);
     return nullptr;
   }
   // Through the process's root: the file as it sees it, in its own mount namespace. A
@@ -129,46 +132,80 @@ const UnwindTableStore::FileEntry* UnwindTableStore::file(std::uint32_t pid, std
   // overlay's, so a file prebuilt by path comes back from the maps under a key of its
   // own. It shares the rows already built (a second copy would fill the rows map: python
   // and its libraries twice did, leaving libpython without rows).
-  const std::pair<std::uint64_t, std::uint64_t> identity{
-      (std::uint64_t{major(st.st_dev)} << 32) | minor(st.st_dev), st.st_ino};
+  const FileKey identity{(std::uint64_t{major(st.st_dev)} << 32) | minor(st.st_dev), st.st_ino};
   if (auto same = identities_.find(identity); same != identities_.end()) {
     const FileEntry built = files_.at(same->second);
-    auto [slot, added] = files_.try_emplace({dev, inode}, built);
+    auto [slot, added] = files_.try_emplace(key, built);
     order_.push_back(&*slot);
     return &slot->second;
   }
-  if (!through_root && identity != std::make_pair(dev, inode)) return nullptr;
-  identities_.emplace(identity, std::make_pair(dev, inode));
-  auto [slot, added] = files_.try_emplace({dev, inode});
+  if (!through_root && identity != key) return nullptr;
+  BuildJob job{key, identity, path, at};
+  if (builder_ && !now) {
+    deferred_ = true;
+    // Under another key already (the overlay case, both keys met before either is built):
+    // the alias above is made once it is back.
+    if (pending_identities_.count(identity)) return nullptr;
+    pending_.emplace(key, identity);
+    pending_identities_.emplace(identity, key);
+    builder_(job, priority_);
+    return nullptr;
+  }
+  return &insert(build(std::move(job)));
+}
+
+UnwindTableStore::Built UnwindTableStore::build(BuildJob job) {
+  Built b;
+  b.job = std::move(job);
+  const auto t0 = std::chrono::steady_clock::now();
+  if (Status built = build_unwind_table(b.job.at, &b.table); !built)
+    b.error = built.error();
+  else
+    b.pages = unwind_page_index(b.table.rows, &b.page_base);
+  b.build_ns = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count());
+  return b;
+}
+
+void UnwindTableStore::add_built(Built built) {
+  const FileKey key = built.job.key, identity = built.job.identity;
+  pending_.erase(key);
+  pending_identities_.erase(identity);
+  if (files_.count(key) || identities_.count(identity)) return;  // built at once meanwhile
+  insert(std::move(built));
+}
+
+UnwindTableStore::FileEntry& UnwindTableStore::insert(Built b) {
+  identities_.emplace(b.job.identity, b.job.key);
+  auto [slot, added] = files_.try_emplace(b.job.key);
   order_.push_back(&*slot);
   FileEntry& f = slot->second;
-  f.path = path;
+  f.path = b.job.path;
+  f.table = std::move(b.table);
+  f.page_base = b.page_base;
+  f.error = std::move(b.error);
   ++stats_.files;
-  const auto t0 = std::chrono::steady_clock::now();
-  if (Status built = build_unwind_table(at, &f.table); !built) {
-    f.error = built.error();
+  if (!f.error.empty()) {
     ++stats_.files_failed;
-  } else if (const auto pages = unwind_page_index(f.table.rows, &f.page_base);
-             rows_.size() + f.table.rows.size() + pages.size() > max_rows_) {
+  } else if (rows_.size() + f.table.rows.size() + b.pages.size() > max_rows_) {
     ++stats_.rows_full;
-    f.error = path + ": unwind rows full (" + std::to_string(max_rows_) + ")";
+    f.error = f.path + ": unwind rows full (" + std::to_string(max_rows_) + ")";
   } else {
     f.row_first = static_cast<std::uint32_t>(rows_.size());
     f.row_count = static_cast<std::uint32_t>(f.table.rows.size());
     rows_.insert(rows_.end(), f.table.rows.begin(), f.table.rows.end());
     f.page_first = static_cast<std::uint32_t>(rows_.size());
-    f.page_count = pages.empty() ? 0 : static_cast<std::uint32_t>(pages.size() - 1);
-    rows_.insert(rows_.end(), pages.begin(), pages.end());
+    f.page_count = b.pages.empty() ? 0 : static_cast<std::uint32_t>(b.pages.size() - 1);
+    rows_.insert(rows_.end(), b.pages.begin(), b.pages.end());
   }
   f.table.rows.clear();
   f.table.rows.shrink_to_fit();
-  f.build_ns = static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
-          .count());
+  f.build_ns = b.build_ns;
   stats_.build_ns += f.build_ns;
-  spdlog::debug("unwind tables: {}: {} rows in {:.1f} ms{}", path, f.row_count,
+  spdlog::debug("unwind tables: {}: {} rows in {:.1f} ms{}", f.path, f.row_count,
                 static_cast<double>(f.build_ns) / 1e6, f.error.empty() ? "" : " (" + f.error + ")");
-  return &f;
+  return f;
 }
 
 Status UnwindTableStore::load_process(std::uint32_t pid, loupe_unwind_proc* out) {
@@ -181,7 +218,7 @@ Status UnwindTableStore::load_process(std::uint32_t pid, loupe_unwind_proc* out)
   for (const auto& m : maps) {
     if (!m.executable || !m.file_backed() || m.deleted) continue;
     const std::uint64_t dev = (std::uint64_t{m.dev_major} << 32) | m.dev_minor;
-    const FileEntry* fp = file(pid, dev, m.inode, m.path);
+    const FileEntry* fp = file(pid, dev, m.inode, m.path, false);
     if (!fp) continue;
     const FileEntry& f = *fp;
     std::uint64_t bias = 0;

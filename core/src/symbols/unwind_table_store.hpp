@@ -5,12 +5,14 @@
 // many processes map it) and, per process, its executable file mappings with their load bias and
 // row range (loupe_unwind_proc). Whoever owns the BPF maps copies the rows appended since its last
 // copy and the process entries; this class touches no map, so it is tested on its own.
-// Not thread-safe.
+// Not thread-safe: one owner's thread. Building a file's table (seconds for libjvm under
+// emulation) can be handed to another thread (set_builder, build, add_built).
 #ifndef LOUPE_CORE_UNWIND_TABLE_STORE_HPP
 #define LOUPE_CORE_UNWIND_TABLE_STORE_HPP
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -43,8 +45,41 @@ class UnwindTableStore {
     std::uint64_t build_ns = 0;
   };
 
+  using FileKey = std::pair<std::uint64_t, std::uint64_t>;  // (dev, inode)
+  // A file whose table is to be built: its key as the process's maps name it, its
+  // identity as stat() shows it to loupe, its path as the process names it, and where
+  // loupe reads it (through the process's root).
+  struct BuildJob {
+    FileKey key, identity;
+    std::string path, at;
+  };
+  struct Built {
+    BuildJob job;
+    UnwindTable table;  // rows and page index
+    std::vector<loupe_unwind_row> pages;
+    std::uint32_t page_base = 0;
+    std::string error;
+    std::uint64_t build_ns = 0;
+  };
+  // Takes a job and the priority of the process that asked (higher first); called again
+  // for a job already handed over when a busier process asks for it.
+  using Builder = std::function<void(const BuildJob&, std::uint64_t priority)>;
+
   explicit UnwindTableStore(std::string proc_root = "/proc", std::uint32_t max_rows = 1u << 21)
       : proc_root_(std::move(proc_root)), max_rows_(max_rows) {}
+
+  // From now on a file not built yet is handed to `builder` instead of being built on the
+  // caller's thread: its mappings are left out of the entry (deferred() says so) until its
+  // result comes back through add_built(). prebuild() still builds at once.
+  void set_builder(Builder builder) { builder_ = std::move(builder); }
+  // The priority later requests are handed over with (the asking process's).
+  void set_priority(std::uint64_t priority) { priority_ = priority; }
+  // The slow part, on any thread: reads the file and builds its rows and page index.
+  static Built build(BuildJob job);
+  // A builder's result, on the owner's thread: its rows appended after the others.
+  void add_built(Built built);
+  // Files handed to the builder and not back yet.
+  std::size_t pending() const { return pending_.size(); }
 
   // Builds the tables of the executable at `path` (as loupe sees it), its interpreter and
   // the libraries it needs, before any process maps them: a command's tables are ready when
@@ -58,17 +93,13 @@ class UnwindTableStore {
 
   // The tables of a file some process mapped executable (the kernel's mmap records): a
   // command too short-lived for its maps to be read still gets them, for the next process
-  // that runs it. False when the deadline left it for later.
-  bool learn_file(std::uint32_t pid, std::uint64_t dev, std::uint64_t inode,
+  // that runs it. Built now, or handed to the builder.
+  void learn_file(std::uint32_t pid, std::uint64_t dev, std::uint64_t inode,
                   const std::string& path) {
-    return file(pid, dev, inode, path) != nullptr || !deferred_;
+    file(pid, dev, inode, path, false);
   }
 
-  // Files first seen after `deadline` are not built (their mappings are left out of the
-  // entry, as files without rows are) until a later call with time to spare: a
-  // system-wide session meets every binary of the machine at once. deferred() says whether
-  // the last load_process() left one out.
-  void set_build_deadline(std::chrono::steady_clock::time_point deadline) { deadline_ = deadline; }
+  // Whether the last load_process() left out a file still being built.
   bool deferred() const { return deferred_; }
 
   const std::vector<loupe_unwind_row>& rows() const { return rows_; }
@@ -81,9 +112,10 @@ class UnwindTableStore {
   const Stats& stats() const { return stats_; }
 
  private:
-  // nullptr when the file is new and the build deadline has passed.
+  // nullptr when the file cannot be read, or (`now` false, a builder set) is being built.
   const FileEntry* file(std::uint32_t pid, std::uint64_t dev, std::uint64_t inode,
-                        const std::string& path);
+                        const std::string& path, bool now);
+  FileEntry& insert(Built built);
 
   std::string proc_root_;
   std::uint32_t max_rows_;
@@ -94,7 +126,10 @@ class UnwindTableStore {
       identities_;
   std::vector<FileRef> order_;
   Stats stats_;
-  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
+  Builder builder_;
+  std::uint64_t priority_ = 0;
+  std::map<FileKey, FileKey> pending_;             // handed to the builder: key -> identity
+  std::map<FileKey, FileKey> pending_identities_;  // identity -> key
   bool deferred_ = false;
 };
 
