@@ -14,6 +14,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -352,3 +354,56 @@ TEST(UnwindTable, TheKernelsWalkMatchesLibdwflOnAStackWithoutFramePointers) {
 }
 
 }  // namespace
+
+// With a builder, a file not built yet never blocks the caller: the process's entry leaves
+// its mappings out (deferred) and each file is handed over once, whoever asks; the
+// results, added back, give the same entry as building at once, rows and all.
+TEST(UnwindTable, AFileHandedToTheBuilderIsLeftOutUntilItsResultIsBack) {
+  const auto self = static_cast<std::uint32_t>(getpid());
+  loupe::UnwindTableStore at_once;
+  loupe_unwind_proc want{};
+  ASSERT_TRUE(at_once.load_process(self, &want));
+  ASSERT_GT(want.count, 1u);
+
+  loupe::UnwindTableStore store;
+  std::vector<loupe::UnwindTableStore::BuildJob> jobs;
+  std::map<loupe::UnwindTableStore::FileKey, std::uint64_t> asked;  // key -> highest priority
+  store.set_builder([&](const loupe::UnwindTableStore::BuildJob& job, std::uint64_t priority) {
+    auto [it, first] = asked.try_emplace(job.key, priority);
+    if (first)
+      jobs.push_back(job);
+    else
+      it->second = std::max(it->second, priority);
+  });
+  loupe_unwind_proc proc{};
+  store.set_priority(3);
+  ASSERT_TRUE(store.load_process(self, &proc));
+  EXPECT_TRUE(store.deferred());
+  EXPECT_EQ(proc.count, 0u) << "no file built yet, so no mapping";
+  EXPECT_EQ(store.pending(), jobs.size());
+  ASSERT_GE(jobs.size(), 2u);
+  // Asked again by a busier process: handed over again with its priority, not queued twice.
+  store.set_priority(9);
+  ASSERT_TRUE(store.load_process(self, &proc));
+  for (const auto& job : jobs) EXPECT_EQ(asked[job.key], 9u) << job.path;
+  EXPECT_EQ(store.pending(), jobs.size());
+
+  // A command's prebuild does not wait for the builder: its files are built at once,
+  // and the process's entry has them before their handed-over results are back.
+  const std::string exe = std::filesystem::read_symlink("/proc/self/exe");
+  EXPECT_GE(store.prebuild(exe), 2u) << "this test and its libraries";
+  ASSERT_TRUE(store.load_process(self, &proc));
+  EXPECT_GE(proc.count, 2u) << "prebuilt files are in the entry at once";
+
+  for (auto& job : jobs) store.add_built(loupe::UnwindTableStore::build(job));
+  EXPECT_EQ(store.pending(), 0u);
+  ASSERT_TRUE(store.load_process(self, &proc));
+  EXPECT_FALSE(store.deferred());
+  ASSERT_EQ(proc.count, want.count);
+  EXPECT_EQ(store.rows().size(), at_once.rows().size());
+  for (std::uint32_t i = 0; i < proc.count; ++i) {
+    EXPECT_EQ(proc.maps[i].start, want.maps[i].start);
+    EXPECT_EQ(proc.maps[i].bias, want.maps[i].bias);
+    EXPECT_EQ(proc.maps[i].row_count, want.maps[i].row_count);
+  }
+}

@@ -141,16 +141,15 @@ void run(const char* workload, bool frame_pointers) {
                                                bpf_map__fd(skel->maps.loupe_unwind_procs));
   ASSERT_TRUE(attached) << attached.error();
   tables.track(pid);
-  // Refreshed as the session does at each tick until the workload and libc both have
-  // tables: each refresh builds within a time budget, and on a loaded machine libc's
-  // build can take more than one (one file after the first refresh, seen under two CPU
-  // hogs in an emulated guest).
+  // Refreshed as the session does at each tick until every file the workload maps has
+  // its tables: they are built off the refreshing thread, in no set order, so two
+  // mappings can be ld.so's and libc's while the workload's own is still building.
   const auto t0 = std::chrono::steady_clock::now();
   loupe_unwind_proc proc{};
   for (int tick = 0; tick < 500; ++tick) {
     tables.refresh();
     if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.loupe_unwind_procs), &pid, &proc) == 0 &&
-        proc.count >= 2)
+        proc.count >= 2 && tables.counters().pending == 0)
       break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

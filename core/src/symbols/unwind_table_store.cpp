@@ -111,11 +111,20 @@ const UnwindTableStore::FileEntry* UnwindTableStore::file(std::uint32_t pid, std
                                                           const std::string& path, bool now) {
   const FileKey key{dev, inode};
   if (auto it = files_.find(key); it != files_.end()) return &it->second;
-  // Asked again while being built: a busier process may raise its priority.
   if (auto p = pending_.find(key); p != pending_.end()) {
-    deferred_ = true;
-    builder_(BuildJob{key, p->second, path, {}}, priority_);
-    return nullptr;
+    // Built meanwhile under another key (prebuilt by path while the maps' key waited).
+    if (auto same = identities_.find(p->second); same != identities_.end()) {
+      auto [slot, added] = files_.try_emplace(key, files_.at(same->second));
+      order_.push_back(&*slot);
+      return &slot->second;
+    }
+    // Asked again while being built: a busier process may raise its priority. A prebuild
+    // (`now`) builds it at once: its command is about to run.
+    if (!now) {
+      deferred_ = true;
+      builder_(BuildJob{key, p->second, path, {}}, priority_);
+      return nullptr;
+    }
   }
   // Through the process's root: the file as it sees it, in its own mount namespace. A
   // process gone since (a short command known from its mmap records) leaves its path in
