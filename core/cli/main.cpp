@@ -177,7 +177,9 @@ int main(int argc, char** argv) {
 
   auto logger = spdlog::stderr_color_mt("loupe");
   spdlog::set_default_logger(logger);
-  spdlog::set_pattern("loupe: %^%l%$: %v");
+  // With -vv and -vvv, when: what a debug log is read for (how long a table took to
+  // reach the kernel, what a tick waited on).
+  spdlog::set_pattern(verbosity >= 2 ? "loupe: %H:%M:%S.%e %^%l%$: %v" : "loupe: %^%l%$: %v");
   spdlog::set_level(quiet            ? spdlog::level::err
                     : verbosity >= 3 ? spdlog::level::trace
                     : verbosity == 2 ? spdlog::level::debug

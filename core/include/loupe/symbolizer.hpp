@@ -96,7 +96,8 @@ class Symbolizer {
   // still resolve. Drained before every lookup and by pump().
   virtual void follow_mappings(std::unique_ptr<MappingEvents> events) = 0;
   // Applies the records written since the last drain (the session calls it often, so
-  // that their buffers do not fill while no lookup comes).
+  // that their buffers do not fill while no lookup comes); returns at once, draining
+  // nothing, while a lookup runs (which drains them itself).
   virtual void pump() = 0;
   // A file mapped executable, as the kernel's records say (pid, path as the process sees
   // it, device and inode): called for each while they are applied, from the thread that

@@ -95,7 +95,19 @@ Status TargetScope::release() {
   return {};
 }
 
+// Whether the command's process runs the command yet, not loupe's own fork of it.
+bool TargetScope::command_execd() const {
+  std::error_code ec, own;
+  static const auto self = std::filesystem::read_symlink("/proc/self/exe", own);
+  const auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(pid()) + "/exe", ec);
+  return !ec && exe != self;
+}
+
 void TargetScope::tick() {
+  if (target_ && unwind_tables_.attached() && !command_tracked_ && command_execd()) {
+    command_tracked_ = true;
+    unwind_tables_.track(static_cast<std::uint32_t>(pid()));
+  }
   poll_tree();
   unwind_tables_.refresh();
   if (symbolizer_) symbolizer_->pump();
@@ -224,15 +236,14 @@ void TargetScope::track_tables() {
     return;
   }
   if (target_) {
-    // Until it execs, the command is loupe's own fork: its maps would build the tables of
-    // loupe's libraries, for nothing, while the command starts without any.
-    std::error_code ec;
-    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-    const std::string exe = "/proc/" + std::to_string(root) + "/exe";
-    for (int i = 0; i < 200 && std::filesystem::read_symlink(exe, ec) == self && !ec; ++i)
+    // Until it execs, the command is loupe's own fork: its maps would have loupe's
+    // libraries built, for nothing, ahead of what the command maps later. Not exec'd
+    // within 50 ms (an emulated guest under load): tick() tracks it once it has.
+    for (int i = 0; i < 200 && !command_execd(); ++i)
       std::this_thread::sleep_for(std::chrono::microseconds(250));
+    command_tracked_ = command_execd();
   }
-  unwind_tables_.track(static_cast<std::uint32_t>(root));
+  if (!target_ || command_tracked_) unwind_tables_.track(static_cast<std::uint32_t>(root));
   if (!target_ && spec_.follow)
     for (pid_t p : descendants_of(root, read_parent_links()))
       unwind_tables_.track(static_cast<std::uint32_t>(p));

@@ -74,6 +74,7 @@ class TargetScope {
   void poll_tree();
   void prebuild_tables();
   void track_tables();
+  bool command_execd() const;
 
   const SessionSpec& spec_;
   Symbolizer* symbolizer_ = nullptr;
@@ -87,6 +88,7 @@ class TargetScope {
   std::string tree_error_;      // why the session follows no tree although asked to
   std::string mappings_error_;  // why the symbolizer has no mmap records of the target
   bool mappings_followed_ = false;
+  bool command_tracked_ = false;  // the command's process, once it exec'd
 };
 
 }  // namespace loupe

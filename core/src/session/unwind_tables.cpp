@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <tuple>
 
 namespace loupe {
 namespace {
@@ -51,9 +52,9 @@ void UnwindTables::request_build(const UnwindTableStore::BuildJob& job, std::uin
   {
     std::lock_guard lock(build_mu_);
     if (accepted_.insert(job.key).second) {
-      queued_.emplace(job.key, std::make_pair(priority, job));
+      queued_.emplace(job.key, Queued{priority, ++asks_, job});
     } else if (auto q = queued_.find(job.key); q != queued_.end()) {
-      q->second.first = std::max(q->second.first, priority);
+      if (priority >= q->second.priority) q->second = {priority, ++asks_, q->second.job};
       return;
     } else {
       return;  // being built, or built
@@ -69,28 +70,33 @@ void UnwindTables::build_loop() {
     build_cv_.wait(lock, [this] { return stopping_ || !queued_.empty(); });
     if (stopping_) return;
     auto next = std::max_element(queued_.begin(), queued_.end(), [](const auto& a, const auto& b) {
-      return a.second.first < b.second.first;
+      return std::tie(a.second.priority, a.second.asked) <
+             std::tie(b.second.priority, b.second.asked);
     });
-    UnwindTableStore::BuildJob job = std::move(next->second.second);
+    UnwindTableStore::BuildJob job = std::move(next->second.job);
+    spdlog::debug("unwind tables: building {} (priority {}, {} more queued)", job.path,
+                  next->second.priority, queued_.size() - 1);
     queued_.erase(next);
     lock.unlock();
     UnwindTableStore::Built b = UnwindTableStore::build(std::move(job));
+    {
+      // Into the kernel from here, not at the session's next tick: that thread can wait
+      // on the symbolizer (a second in an emulated guest while a plugin named new stacks),
+      // and the process would be walked by frame pointers all the while.
+      std::lock_guard tables(mu_);
+      spdlog::debug("unwind tables: {} built, {} waiting for it", b.job.path, waiting_.size());
+      store_->add_built(std::move(b));
+      for (auto& c : consumers_) write_rows(c);
+      std::set<std::uint32_t> waiting;
+      waiting.swap(waiting_);
+      for (std::uint32_t pid : waiting) load_and_write(pid);
+    }
     lock.lock();
-    built_.push_back(std::move(b));
   }
-}
-
-bool UnwindTables::take_built() {
-  std::vector<UnwindTableStore::Built> done;
-  {
-    std::lock_guard lock(build_mu_);
-    done.swap(built_);
-  }
-  for (auto& b : done) store_->add_built(std::move(b));
-  return !done.empty();
 }
 
 Status UnwindTables::attach(int rows_fd, int procs_fd) {
+  std::lock_guard tables(mu_);
   bpf_map_info rows{}, procs{};
   __u32 len = sizeof(rows);
   if (bpf_obj_get_info_by_fd(rows_fd, &rows, &len) != 0 ||
@@ -119,6 +125,7 @@ Status UnwindTables::attach(int rows_fd, int procs_fd) {
 }
 
 Status UnwindTables::attach_files(int procs_fd, int files_fd) {
+  std::lock_guard tables(mu_);
   bpf_map_info files{};
   __u32 len = sizeof(files);
   if (bpf_obj_get_info_by_fd(files_fd, &files, &len) != 0 ||
@@ -138,6 +145,7 @@ Status UnwindTables::attach_files(int procs_fd, int files_fd) {
 }
 
 Status UnwindTables::attach_python(int procs_fd, int python_procs_fd, int codes_fd, int ring_fd) {
+  std::lock_guard tables(mu_);
   if (std::none_of(consumers_.begin(), consumers_.end(),
                    [procs_fd](const Consumer& x) { return x.procs_fd == procs_fd; }))
     return make_error(
@@ -208,6 +216,7 @@ void UnwindTables::write_new_rows(Consumer& c) {
 }
 
 std::size_t UnwindTables::prebuild(const std::string& exe) {
+  std::lock_guard tables(mu_);
   if (!store_) return 0;
   const std::size_t n = store_->prebuild(exe);
   // The rows go in now too: copying 100k rows takes tens of milliseconds, which the
@@ -224,6 +233,11 @@ void UnwindTables::learn_file(std::uint32_t pid, const std::string& path, std::u
 }
 
 void UnwindTables::forget(std::uint32_t pid) {
+  std::lock_guard tables(mu_);
+  forget_locked(pid);
+}
+
+void UnwindTables::forget_locked(std::uint32_t pid) {
   tracked_.erase(pid);
   waiting_.erase(pid);
   cpu_.erase(pid);
@@ -233,6 +247,7 @@ void UnwindTables::forget(std::uint32_t pid) {
 }
 
 bool UnwindTables::refresh() {
+  std::lock_guard tables(mu_);
   if (consumers_.empty()) return false;
   // The code objects the walks met since the last tick, read while their processes live.
   python_.poll();
@@ -241,14 +256,6 @@ bool UnwindTables::refresh() {
       static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                      std::chrono::steady_clock::now().time_since_epoch())
                                      .count());
-  // Rows first: an entry must never point at rows a consumer does not have yet. Then the
-  // processes that waited for a file are read again at once.
-  if (take_built()) {
-    for (auto& c : consumers_) write_rows(c);
-    for (std::uint32_t pid : waiting_)
-      if (auto t = tracked_.find(pid); t != tracked_.end()) t->second = 0;
-    waiting_.clear();
-  }
   if (all_ && now >= next_scan_ns_) {
     next_scan_ns_ = now + kScanEveryNs;
     if (DIR* d = ::opendir((proc_root_).c_str())) {
@@ -296,42 +303,50 @@ bool UnwindTables::refresh() {
                    [](const auto& x, const auto& y) { return x.first > y.first; });
   bool changed = false;
   std::vector<std::uint32_t> gone;
-  auto proc = std::make_unique<loupe_unwind_proc>();
   for (const auto& [priority, pid] : order) {
-    std::uint64_t& due = tracked_[pid];
     store_->set_priority(priority);
-    if (!store_->load_process(pid, proc.get())) {
+    const int written = load_and_write(pid);
+    if (written < 0) {
       // Its maps can be unreadable for a moment (mid-exec): only a process that is gone
       // is forgotten; the others are read again at the next tick.
       if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) gone.push_back(pid);
       continue;
     }
-    // A target is re-read every tick (its exec and dlopen matter at once); a process
-    // of a system-wide run every few seconds, and as soon as a file it waits for is built.
-    due = all_ ? now + kRereadEveryNs + (pid % 1000) * 1'000'000ull : 0;
-    if (store_->deferred()) waiting_.insert(pid);
-    auto last = written_.find(pid);
-    // The mappings decide; the flags are this side's, set below when they changed.
-    if (last != written_.end()) proc->flags = last->second->flags;
-    if (last != written_.end() && std::memcmp(last->second.get(), proc.get(), sizeof(*proc)) == 0)
-      continue;
-    if (last == written_.end() && proc->count == 0) continue;  // a kernel thread, or waiting
-    mark_python(pid, proc.get());
-    // Rows first (a file met under a second key adds its entry to loupe_unwind_files).
-    for (auto& c : consumers_) write_rows(c);
-    for (auto& c : consumers_)
-      if (bpf_map_update_elem(c.procs_fd, &pid, proc.get(), BPF_ANY) != 0) ++write_errors_;
-    if (last == written_.end())
-      last = written_.emplace(pid, std::make_unique<loupe_unwind_proc>()).first;
-    *last->second = *proc;
-    changed = true;
-    spdlog::debug("unwind tables: pid {}: {} mapping(s) written", pid, proc->count);
+    // A target is re-read every tick (its exec and dlopen matter at once); a process of a
+    // system-wide run every few seconds, and by the builder as soon as a file it waits for
+    // is built.
+    tracked_[pid] = all_ ? now + kRereadEveryNs + (pid % 1000) * 1'000'000ull : 0;
+    changed |= written > 0;
   }
-  for (std::uint32_t pid : gone) forget(pid);
+  for (std::uint32_t pid : gone) forget_locked(pid);
   return changed;
 }
 
+int UnwindTables::load_and_write(std::uint32_t pid) {
+  auto proc = std::make_unique<loupe_unwind_proc>();
+  if (!store_->load_process(pid, proc.get())) return -1;
+  if (store_->deferred()) waiting_.insert(pid);
+  auto last = written_.find(pid);
+  // The mappings decide; the flags are this side's, set below when they changed.
+  if (last != written_.end()) proc->flags = last->second->flags;
+  if (last != written_.end() && std::memcmp(last->second.get(), proc.get(), sizeof(*proc)) == 0)
+    return 0;
+  if (last == written_.end() && proc->count == 0) return 0;  // a kernel thread, or waiting
+  mark_python(pid, proc.get());
+  // Rows first: an entry must never point at rows a consumer does not have yet (a file
+  // met under a second key adds its entry to loupe_unwind_files).
+  for (auto& c : consumers_) write_rows(c);
+  for (auto& c : consumers_)
+    if (bpf_map_update_elem(c.procs_fd, &pid, proc.get(), BPF_ANY) != 0) ++write_errors_;
+  if (last == written_.end())
+    last = written_.emplace(pid, std::make_unique<loupe_unwind_proc>()).first;
+  *last->second = *proc;
+  spdlog::debug("unwind tables: pid {}: {} mapping(s) written", pid, proc->count);
+  return 1;
+}
+
 UnwindTables::Counters UnwindTables::counters() const {
+  std::lock_guard tables(mu_);
   Counters c;
   c.processes = written_.size();
   c.write_errors = write_errors_;

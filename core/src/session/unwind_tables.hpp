@@ -17,7 +17,7 @@
 // Limits: a file no process was seen with yet, or still being built, is walked by frame
 // pointers (counted); every consumer holds its own copy of the rows; a system-wide run's memory
 // is bounded by the rows map's size (files past it are counted and unwind by frame pointers),
-// not by the live processes. The session's thread only, but for learn_file().
+// not by the live processes. Any thread (the builder's writes what it built itself).
 #ifndef LOUPE_CORE_SESSION_UNWIND_TABLES_HPP
 #define LOUPE_CORE_SESSION_UNWIND_TABLES_HPP
 
@@ -103,11 +103,14 @@ class UnwindTables {
 
   // Sets LOUPE_UNWIND_PROC_PYTHON when pid runs an interpreter whose frames are walked.
   void mark_python(std::uint32_t pid, loupe_unwind_proc* proc);
-  // The builder thread's side: a job in (started on the first), a result out.
+  // The builder thread's side: a job in (started on the first); each result goes into
+  // the store, the consumers' rows and the entries of the processes waiting for it.
   void request_build(const UnwindTableStore::BuildJob& job, std::uint64_t priority);
   void build_loop();
-  // Files the builder finished, into the store; true when there were any.
-  bool take_built();
+  // Reads pid's mappings and writes its entry when they changed: 1 written, 0 unchanged,
+  // -1 its maps unreadable. Under mu_.
+  int load_and_write(std::uint32_t pid);
+  void forget_locked(std::uint32_t pid);
 
   std::string proc_root_;
   PythonFrames python_{proc_root_};
@@ -135,14 +138,22 @@ class UnwindTables {
   std::uint64_t write_errors_ = 0;
   // Processes whose entry left out a file being built: read again once one is back.
   std::set<std::uint32_t> waiting_;
+  // Everything above but learnt files: the session's thread and the builder's (which
+  // takes build_mu_ only after, never while holding it).
+  mutable std::mutex mu_;
 
   // The builder: jobs by key with the highest priority any asker gave, taken highest
-  // first; a key is accepted once (asked again, only its priority rises).
+  // first and, between equals, the latest asked (the code running now; an earlier ask may
+  // be a process gone since); a key is accepted once (asked again, its priority rises).
+  struct Queued {
+    std::uint64_t priority, asked;
+    UnwindTableStore::BuildJob job;
+  };
   std::mutex build_mu_;
   std::condition_variable build_cv_;
-  std::map<FileKey, std::pair<std::uint64_t, UnwindTableStore::BuildJob>> queued_;
+  std::map<FileKey, Queued> queued_;
+  std::uint64_t asks_ = 0;
   std::set<FileKey> accepted_;
-  std::vector<UnwindTableStore::Built> built_;
   bool stopping_ = false;
   std::thread builder_;
 };

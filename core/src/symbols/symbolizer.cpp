@@ -107,8 +107,11 @@ class ElfSymbolizer final : public Symbolizer {
   }
 
   void pump() override {
-    std::lock_guard lock(mu_);
-    drain_mappings();
+    // Held: a lookup is running, and drains the records itself at its next process().
+    // The session's loop does not wait for it (a plugin naming a batch of new stacks held
+    // it a second in an emulated guest, and the loop's other work waited behind).
+    std::unique_lock lock(mu_, std::try_to_lock);
+    if (lock.owns_lock()) drain_mappings();
   }
 
   void on_code_mapping(std::function<void(const CodeMapping&)> listener) override {
