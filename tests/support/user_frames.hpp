@@ -85,7 +85,7 @@ inline double counted_cut_stacks(const std::vector<nlohmann::json>& records) {
       continue;
     const std::string c = r["health"].value("component", "");
     for (const char* why : {"/unwind_depth_bound", "/unwind_unsupported", "/unwind_signal_frames",
-                            "/unwind_read_failed", "/unwind_bad_frame"})
+                            "/unwind_read_failed", "/unwind_bad_frame", "/unwind_event_cut"})
       if (c.size() > std::strlen(why) &&
           c.compare(c.size() - std::strlen(why), std::string::npos, why) == 0)
         n += r["health"].value("value", 0.0);

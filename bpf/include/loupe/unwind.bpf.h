@@ -888,7 +888,7 @@ __attribute__((noinline)) int loupe_unwind_user_stack(void)
 /* The current task's user stack, unwound into `dst` (`size` bytes, a constant: an event's
  * array of __u64, leaf first): as bpf_get_stack(BPF_F_USER_STACK) does, the bytes written,
  * or a negative value when there is no user stack. A stack deeper than dst holds is cut
- * there. For events that carry their stack instead of an id. */
+ * there, counted (event_cut). For events that carry their stack instead of an id. */
 static __always_inline long loupe_unwind_user_copy(void *dst, __u32 size)
 {
 	struct loupe_unwind_state *st;
@@ -903,8 +903,14 @@ static __always_inline long loupe_unwind_user_copy(void *dst, __u32 size)
 	if (size > sizeof(st->stack.addrs))
 		size = sizeof(st->stack.addrs);
 	n *= sizeof(__u64);
-	if (n > size)
+	if (n > size) {
+		/* Deeper than the event holds (Python frames make stacks deeper): said. */
+		struct loupe_unwind_counters *c = loupe_unwind_counters();
+
+		if (c)
+			c->event_cut++;
 		n = size;
+	}
 	/* Past a stack shorter than dst: its 0 terminator, then stale frames (read n). */
 	if (bpf_probe_read_kernel(dst, size, st->stack.addrs))
 		return -1;

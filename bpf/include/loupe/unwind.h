@@ -145,6 +145,8 @@ struct loupe_unwind_counters {
 	__u64 python_read_failed; /* a Python frame could not be read: the rest are missing */
 	__u64 python_codes_lost;  /* a code object's first sighting not told to user space
 				   * (its ring was full): its frames unnamed until told again */
+	__u64 event_cut;	  /* stacks copied into an event cut at its frame array
+				   * (loupe_unwind_user_copy): their root is missing */
 };
 
 /*

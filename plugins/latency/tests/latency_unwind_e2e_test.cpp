@@ -177,4 +177,49 @@ TEST_F(LatencyUnwind, BundledProfileOnDebianBinariesReachesLibcStart) {
   EXPECT_LE(cut, fp_only);
 }
 
+// A stack deeper than an outlier event carries (LAT_STACK_DEPTH: 32 frames; Python frames
+// make stacks deeper) is cut at its frame array, and said (unwind_event_cut): python3.11
+// sleeps at the bottom of 40 nested calls, each a Python frame and a few native ones.
+TEST_F(LatencyUnwind, AStackDeeperThanTheEventCarriesIsCountedCut) {
+  if (!std::filesystem::exists("/usr/bin/python3.11")) GTEST_SKIP() << "no python3.11";
+  std::ifstream in(LOUPE_PROFILES_DIR "/latency.toml");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string profile = text.str();
+  const auto from = profile.find("[[plugins]]"), to = profile.find("[[sinks]]");
+  ASSERT_NE(from, std::string::npos);
+  const std::string script = dir_ + "/deep.py";
+  std::ofstream(script) << "import time\n"
+                           "def down(n):\n"
+                           "    return time.sleep(0.05) if n == 0 else down(n - 1)\n"
+                           "time.sleep(1)\n"
+                           "for _ in range(5):\n"
+                           "    down(40)\n";
+  loupe::test::RunResult r = run(profile.substr(from, to - from), {"/usr/bin/python3.11", script});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  int deep = 0, full = 0;  // outliers under down(); those whose 32 user frames are all taken
+  for (const json* rec : loupe::test::events(r.records, "outlier")) {
+    const json& frames = (*rec)["event"].value("frames", json::array());
+    int downs = 0, user = 0;
+    for (const auto& f : frames) {
+      if (f.value("kind", "") == "kernel") continue;
+      ++user;
+      if (f.contains("symbol") && f["symbol"] == "down") ++downs;
+    }
+    full += user >= 32;
+    deep += downs > 0;
+  }
+  double counted = 0;
+  for (const auto& rec : r.records)
+    if (rec.value("kind", "") == "health" && rec.value("is_final", false) &&
+        rec["health"].value("component", "").find("/unwind_event_cut") != std::string::npos)
+      counted += rec["health"].value("value", 0.0);
+  std::printf("  outliers with down() frames: %d; with 32 user frames: %d; counted cut: %.0f\n",
+              deep, full, counted);
+  ASSERT_GE(deep, 5) << "the five sleeps under down() are outliers";
+  EXPECT_GE(full, 5);
+  EXPECT_GE(counted, 5) << "every sleep at depth 40 is cut at the event's 32 frames";
+  EXPECT_LE(counted, static_cast<double>(full)) << "only events whose frames are all taken";
+}
+
 }  // namespace

@@ -149,9 +149,9 @@ inline void emit_unwind_health(const Host& host, const std::string& component, i
   const auto c = read_per_cpu_sum<loupe_unwind_counters>(stats_fd, &zero);
   const std::string p = component + "/unwind_";
   const std::string names[] = {
-      p + "depth_bound",      p + "unsupported",        p + "signal_frames",
-      p + "read_failed",      p + "bad_frame",          p + "ids_full",
-      p + "python_no_thread", p + "python_read_failed", p + "python_codes_lost"};
+      p + "depth_bound",       p + "unsupported", p + "signal_frames",    p + "read_failed",
+      p + "bad_frame",         p + "ids_full",    p + "python_no_thread", p + "python_read_failed",
+      p + "python_codes_lost", p + "event_cut"};
   const HealthRow rows[] = {
       {names[0].c_str(), c.depth_bound,
        "user stacks cut at the unwinder's bound (127 frames): their root is missing"},
@@ -173,6 +173,10 @@ inline void emit_unwind_health(const Host& host, const std::string& component, i
       {names[8].c_str(), c.python_codes_lost,
        "code objects not told to user space (their ring was full): their frames stay unnamed "
        "until seen again"},
+      {names[9].c_str(), c.event_cut,
+       "user stacks cut at the frames an event carries (latency's outliers 32, fileio's slow "
+       "events 64; "
+       "Python frames make stacks deeper): their root is missing"},
   };
   emit_health_rows(host, "stacks", rows, is_final, ws, we);
   RecordBuilder rb(LOUPE_RECORD_METRIC, "unwind_frames_per_stack");
