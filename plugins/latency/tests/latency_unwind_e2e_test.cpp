@@ -104,6 +104,16 @@ class LatencyUnwind : public loupe::test::CliRun {
   }
 };
 
+// profiles/latency.toml's [[plugins]] section as shipped ("" when it has none).
+std::string bundled_plugins() {
+  std::ifstream in(LOUPE_PROFILES_DIR "/latency.toml");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string profile = text.str();
+  const auto from = profile.find("[[plugins]]"), to = profile.find("[[sinks]]");
+  return from == std::string::npos ? "" : profile.substr(from, to - from);
+}
+
 TEST_F(LatencyUnwind, DefaultOutlierStacksNameTheDirectCallerOfEverySyscall) {
   expect_every_site(kSyscallTargets, false);
 }
@@ -132,19 +142,15 @@ TEST_F(LatencyUnwind, FramePointersLoseTheDirectCaller) {
 TEST_F(LatencyUnwind, BundledProfileOnDebianBinariesReachesLibcStart) {
   for (const char* bin : {"/usr/bin/dd", "/usr/bin/sleep", "/usr/bin/python3.11"})
     if (!std::filesystem::exists(bin)) GTEST_SKIP() << bin << " is not installed";
-  std::ifstream in(LOUPE_PROFILES_DIR "/latency.toml");
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string profile = text.str();
-  const auto from = profile.find("[[plugins]]"), to = profile.find("[[sinks]]");
-  ASSERT_NE(from, std::string::npos);
+  const std::string plugins = bundled_plugins();
+  ASSERT_FALSE(plugins.empty());
   // Each call is slow (>= the profile's 10 ms) after the process has run a while, as the
   // host loads a process's tables once it runs (its first milliseconds are fp-only).
   const std::string script = dir_ + "/run.sh";
   std::ofstream(script)
       << "(sleep 0.3; echo x) | dd of=/dev/null bs=1 count=1 status=none\n"
          "python3.11 -c 'import time\ntime.sleep(2)\nfor _ in range(3): time.sleep(0.05)'\n";
-  loupe::test::RunResult r = run(profile.substr(from, to - from), {"sh", script});
+  loupe::test::RunResult r = run(plugins, {"sh", script});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::map<std::string, int> outliers, rooted;
   for (const json* rec : loupe::test::events(r.records, "outlier")) {
@@ -182,12 +188,8 @@ TEST_F(LatencyUnwind, BundledProfileOnDebianBinariesReachesLibcStart) {
 // sleeps at the bottom of 40 nested calls, each a Python frame and a few native ones.
 TEST_F(LatencyUnwind, AStackDeeperThanTheEventCarriesIsCountedCut) {
   if (!std::filesystem::exists("/usr/bin/python3.11")) GTEST_SKIP() << "no python3.11";
-  std::ifstream in(LOUPE_PROFILES_DIR "/latency.toml");
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string profile = text.str();
-  const auto from = profile.find("[[plugins]]"), to = profile.find("[[sinks]]");
-  ASSERT_NE(from, std::string::npos);
+  const std::string plugins = bundled_plugins();
+  ASSERT_FALSE(plugins.empty());
   const std::string script = dir_ + "/deep.py";
   std::ofstream(script) << "import time\n"
                            "def down(n):\n"
@@ -195,7 +197,7 @@ TEST_F(LatencyUnwind, AStackDeeperThanTheEventCarriesIsCountedCut) {
                            "time.sleep(1)\n"
                            "for _ in range(5):\n"
                            "    down(40)\n";
-  loupe::test::RunResult r = run(profile.substr(from, to - from), {"/usr/bin/python3.11", script});
+  loupe::test::RunResult r = run(plugins, {"/usr/bin/python3.11", script});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   int deep = 0, full = 0;  // outliers under down(); those whose 32 user frames are all taken
   for (const json* rec : loupe::test::events(r.records, "outlier")) {
