@@ -397,9 +397,15 @@ TEST_F(BiolatE2E, QueueBoundDeviceIsAFinding) {
   ASSERT_EQ(alone.exit_code, 0) << alone.output;
   std::vector<const json*> none;
   const auto [q1, t1] = queued_share(alone, &none);
-  std::printf("  1 workload: queue %.1f ms of %.1f ms\n", q1 / 1e6, t1 / 1e6);
-  EXPECT_GT(t1, 0) << alone.output;
-  EXPECT_TRUE(none.empty()) << none[0]->dump();
+  std::printf("  1 workload: queue %.1f ms of %.1f ms (%.0f %%)\n", q1 / 1e6, t1 / 1e6,
+              t1 > 0 ? 100 * q1 / t1 : 0.0);
+  ASSERT_GT(t1, 0) << alone.output;
+  // One request at a time waits far less than eight do; on a quiet machine next to
+  // nothing (no finding), but the insert-to-issue time is the CPU's too: in a loaded 6.1
+  // guest the dispatch lagged 0.4 ms a request (21 %). The rule is held to its own
+  // evidence: a finding exactly when the share reaches its 20 %.
+  EXPECT_LT(q1 / t1, queue_ns / total_ns);
+  EXPECT_EQ(!none.empty(), q1 / t1 >= 0.2) << (none.empty() ? "" : none[0]->dump());
 }
 
 TEST_F(BiolatE2E, MinLatencyFilterCountsInsteadOfRecording) {
