@@ -113,11 +113,8 @@ const UnwindTableStore::FileEntry* UnwindTableStore::file(std::uint32_t pid, std
   if (auto it = files_.find(key); it != files_.end()) return &it->second;
   if (auto p = pending_.find(key); p != pending_.end()) {
     // Built meanwhile under another key (prebuilt by path while the maps' key waited).
-    if (auto same = identities_.find(p->second); same != identities_.end()) {
-      auto [slot, added] = files_.try_emplace(key, files_.at(same->second));
-      order_.push_back(&*slot);
-      return &slot->second;
-    }
+    if (auto same = identities_.find(p->second); same != identities_.end())
+      return &alias(key, same->second);
     // Asked again while being built: a busier process may raise its priority. A prebuild
     // (`now`) builds it at once: its command is about to run.
     if (!now) {
@@ -142,12 +139,8 @@ const UnwindTableStore::FileEntry* UnwindTableStore::file(std::uint32_t pid, std
   // own. It shares the rows already built (a second copy would fill the rows map: python
   // and its libraries twice did, leaving libpython without rows).
   const FileKey identity{(std::uint64_t{major(st.st_dev)} << 32) | minor(st.st_dev), st.st_ino};
-  if (auto same = identities_.find(identity); same != identities_.end()) {
-    const FileEntry built = files_.at(same->second);
-    auto [slot, added] = files_.try_emplace(key, built);
-    order_.push_back(&*slot);
-    return &slot->second;
-  }
+  if (auto same = identities_.find(identity); same != identities_.end())
+    return &alias(key, same->second);
   if (!through_root && identity != key) return nullptr;
   BuildJob job{key, identity, path, at};
   if (builder_ && !now) {
@@ -161,6 +154,15 @@ const UnwindTableStore::FileEntry* UnwindTableStore::file(std::uint32_t pid, std
     return nullptr;
   }
   return &insert(build(std::move(job)));
+}
+
+// `key` shares the rows of the file built under `built` (the same file, another key).
+const UnwindTableStore::FileEntry& UnwindTableStore::alias(const FileKey& key,
+                                                           const FileKey& built) {
+  const FileEntry entry = files_.at(built);
+  auto [slot, added] = files_.try_emplace(key, entry);
+  order_.push_back(&*slot);
+  return slot->second;
 }
 
 UnwindTableStore::Built UnwindTableStore::build(BuildJob job) {

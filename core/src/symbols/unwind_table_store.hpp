@@ -116,6 +116,7 @@ class UnwindTableStore {
   const FileEntry* file(std::uint32_t pid, std::uint64_t dev, std::uint64_t inode,
                         const std::string& path, bool now);
   FileEntry& insert(Built built);
+  const FileEntry& alias(const FileKey& key, const FileKey& built);
 
   std::string proc_root_;
   std::uint32_t max_rows_;
