@@ -148,10 +148,14 @@ int main(int argc, char** argv) {
     std::string why;
     bio->rodata->targ_rq_single_arg =
         loupe::biolat::rq_tracepoint_single_arg("block_rq_issue", &why).value_or(true);
+    bio->rodata->targ_bio_arg = static_cast<std::uint32_t>(
+        loupe::biolat::tracepoint_pointer_arg("block_bio_backmerge", "bio", &why).value_or(0));
     bio->rodata->targ_per_process = true;
     for (auto* p :
          {bio->progs.bio_raw_insert, bio->progs.bio_raw_issue, bio->progs.bio_raw_complete,
-          bio->progs.bio_tp_insert, bio->progs.bio_tp_issue, bio->progs.bio_tp_complete})
+          bio->progs.bio_raw_rq_merge, bio->progs.bio_raw_backmerge, bio->progs.bio_raw_frontmerge,
+          bio->progs.bio_tp_insert, bio->progs.bio_tp_issue, bio->progs.bio_tp_complete,
+          bio->progs.bio_tp_rq_merge, bio->progs.bio_tp_backmerge, bio->progs.bio_tp_frontmerge})
       bpf_program__set_autoload(p, false);
     if (biolat_bpf__load(bio)) throw std::runtime_error("load biolat");
 
@@ -160,9 +164,10 @@ int main(int argc, char** argv) {
     modes.push_back(
         {"empty",
          {empty->progs.empty_insert, empty->progs.empty_issue, empty->progs.empty_complete}});
-    modes.push_back(
-        {"loupe",
-         {bio->progs.bio_btf_insert, bio->progs.bio_btf_issue, bio->progs.bio_btf_complete}});
+    modes.push_back({"loupe",
+                     {bio->progs.bio_btf_insert, bio->progs.bio_btf_issue,
+                      bio->progs.bio_btf_complete, bio->progs.bio_btf_rq_merge,
+                      bio->progs.bio_btf_backmerge, bio->progs.bio_btf_frontmerge}});
     if (peers && access("/usr/sbin/biolatency", X_OK) == 0)
       modes.push_back(
           {"biolatency", {}, [] {

@@ -32,6 +32,9 @@ const volatile bool targ_per_process = true;
  * reads the prototype from BTF and says which argument is the request.
  */
 const volatile bool targ_rq_single_arg = true;
+/* block_bio_backmerge/frontmerge lost (q, rq) before their bio in the same release
+ * (e8a676d61c07): the bio is argument 0, else 2 (user space reads it from BTF). */
+const volatile __u32 targ_bio_arg = 0;
 
 /*
  * struct request lost rq_disk in v5.17 (f3fa33acca9f, "block: remove the ->rq_disk field
@@ -92,6 +95,18 @@ struct {
 	__type(key, __u32);
 	__type(value, struct bio_stats);
 } zero_stats SEC(".maps");
+
+/*
+ * A partition's dev_t -> its disk's, filled by user space at start (max_entries: the
+ * partitions it found). Only the classic bio tracepoints need it: they name the bio's
+ * partition, and requests (and so the aggregates) belong to the disk.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} disk_of SEC(".maps");
 
 LOUPE_RING(outliers, 256 * 1024);
 
@@ -387,6 +402,95 @@ static __always_inline void emit_outlier(struct bio_start *s, __u32 dev, __u64 q
 	c->outliers++;
 }
 
+/*
+ * I/O that joined a request already queued: a bio merged into one (in its submitter's
+ * context), or a request the scheduler folded into a neighbour (at its insert, or later).
+ * It is never issued or completed on its own, so without this count it would vanish from
+ * its owner's figures; its bytes and time are the other request's, whoever owns that.
+ * These are the merges iostat's rrqm/wrqm count (/proc/diskstats).
+ */
+static __always_inline void count_merged(struct rq_info *ri, __u32 pid, const char *comm,
+					 struct bio_counters *c)
+{
+	struct bio_stats_key sk = {.dev = ri->dev, .op = ri->op, .sync = ri->sync};
+	struct bio_stats *st;
+	__u32 zero = 0;
+	void *init;
+
+	c->merged++;
+	init = bpf_map_lookup_elem(&zero_stats, &zero);
+	st = init ? loupe_lookup_or_init(&stats, &sk, init) : NULL;
+	if (st) {
+		st->merged++;
+		st->merged_bytes += ri->bytes;
+	} else {
+		c->stats_full++;
+	}
+	if (targ_per_process) {
+		struct bio_proc_key k = {.dev = ri->dev, .pid = pid, .op = ri->op};
+		struct bio_proc *p, pinit = {};
+
+		__builtin_memcpy(k.comm, comm, sizeof(k.comm));
+		p = loupe_lookup_or_init(&procs, &k, &pinit);
+		if (!p) {
+			c->proc_overflow++;
+			return;
+		}
+		p->merged++;
+		p->merged_bytes += ri->bytes;
+	}
+}
+
+/* The current task's I/O, when the filters keep it. */
+static __always_inline void count_merged_current(struct rq_info *ri, struct bio_counters *c)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	char comm[BIO_COMM_LEN];
+
+	if ((targ_dev && ri->dev != targ_dev) || !loupe_filter_pass(pid_tgid))
+		return;
+	bpf_get_current_comm(comm, sizeof(comm));
+	count_merged(ri, pid_tgid >> 32, comm, c);
+}
+
+/* `rq` non-NULL: ri holds only the key, and the rest is read from rq when needed. */
+static __always_inline int on_rq_merge(struct rq_info *ri, struct request *rq, bool btf)
+{
+	struct bio_counters *c = get_counters();
+	struct bio_start *s;
+
+	if (!c)
+		return 0;
+	s = bpf_map_lookup_elem(&starts, &ri->key);
+	if (s) {
+		/* Inserted earlier, folded into a neighbour now: freed without completing. */
+		if (!s->untracked) {
+			ri->dev = s->dev;
+			ri->op = s->op;
+			ri->sync = s->sync;
+			ri->bytes = s->bytes;
+			count_merged(ri, s->pid, s->comm, c);
+		}
+		bpf_map_delete_elem(&starts, &ri->key);
+		return 0;
+	}
+	/* Folded in at its insert (the scheduler's insert merge), so never inserted itself:
+	 * the task inserting it is its owner. */
+	if (rq)
+		rq_read(rq, ri, btf);
+	count_merged_current(ri, c);
+	return 0;
+}
+
+static __always_inline int on_bio_merge(struct rq_info *ri)
+{
+	struct bio_counters *c = get_counters();
+
+	if (c)
+		count_merged_current(ri, c);
+	return 0;
+}
+
 /* `done_bytes` < 0: the flavour cannot tell partial completions apart. */
 static __always_inline int on_complete(struct bio_start_key *key, int error, __s64 done_bytes)
 {
@@ -494,6 +598,36 @@ static __always_inline int rq_complete(struct request *rq, int error, __u32 nr_b
 	return on_complete(&key, error, nr_bytes);
 }
 
+static __always_inline struct bio *bio_arg(unsigned long long *args)
+{
+	if (targ_bio_arg == 0)
+		return (struct bio *)args[0];
+	return (struct bio *)args[2];
+}
+
+static __always_inline int bio_merge(struct bio *bio, bool btf)
+{
+	struct rq_info ri = {};
+	struct gendisk *disk = btf ? bio->bi_bdev->bd_disk : BPF_CORE_READ(bio, bi_bdev, bd_disk);
+	__u32 opf = RQ_LOAD(btf, bio, bi_opf);
+
+	/* The disk, not the bio's partition: requests and aggregates are per disk. */
+	if (disk)
+		ri.dev = (RQ_LOAD(btf, disk, major) << MINORBITS) | RQ_LOAD(btf, disk, first_minor);
+	ri.bytes = btf ? bio->bi_iter.bi_size : BPF_CORE_READ(bio, bi_iter.bi_size);
+	ri.op = op_class(opf & REQ_OP_MASK);
+	ri.sync = !!(opf & (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_SYNC)));
+	return on_bio_merge(&ri);
+}
+
+static __always_inline int rq_merge(struct request *rq, bool btf)
+{
+	struct rq_info ri = {};
+
+	ri.key.id = (__u64)rq;
+	return on_rq_merge(&ri, rq, btf);
+}
+
 SEC("tp_btf/block_rq_insert")
 int bio_btf_insert(unsigned long long *ctx)
 {
@@ -513,6 +647,25 @@ int bio_btf_complete(unsigned long long *ctx)
 	return rq_complete((struct request *)ctx[0], (__u8)ctx[1], (__u32)ctx[2]);
 }
 
+/* TP_PROTO(struct request *rq): the request folded into another, about to be freed. */
+SEC("tp_btf/block_rq_merge")
+int bio_btf_rq_merge(unsigned long long *ctx)
+{
+	return rq_merge(rq_arg(ctx), true);
+}
+
+SEC("tp_btf/block_bio_backmerge")
+int bio_btf_backmerge(unsigned long long *ctx)
+{
+	return bio_merge(bio_arg(ctx), true);
+}
+
+SEC("tp_btf/block_bio_frontmerge")
+int bio_btf_frontmerge(unsigned long long *ctx)
+{
+	return bio_merge(bio_arg(ctx), true);
+}
+
 SEC("raw_tp/block_rq_insert")
 int bio_raw_insert(struct bpf_raw_tracepoint_args *ctx)
 {
@@ -529,6 +682,24 @@ SEC("raw_tp/block_rq_complete")
 int bio_raw_complete(struct bpf_raw_tracepoint_args *ctx)
 {
 	return rq_complete((struct request *)ctx->args[0], (__u8)ctx->args[1], (__u32)ctx->args[2]);
+}
+
+SEC("raw_tp/block_rq_merge")
+int bio_raw_rq_merge(struct bpf_raw_tracepoint_args *ctx)
+{
+	return rq_merge(rq_arg(ctx->args), false);
+}
+
+SEC("raw_tp/block_bio_backmerge")
+int bio_raw_backmerge(struct bpf_raw_tracepoint_args *ctx)
+{
+	return bio_merge(bio_arg(ctx->args), false);
+}
+
+SEC("raw_tp/block_bio_frontmerge")
+int bio_raw_frontmerge(struct bpf_raw_tracepoint_args *ctx)
+{
+	return bio_merge(bio_arg(ctx->args), false);
 }
 
 /*
@@ -572,6 +743,40 @@ int bio_tp_complete(struct trace_event_raw_block_rq_completion *ctx)
 	struct bio_start_key key = {.id = ctx->sector, .dev = ctx->dev};
 
 	return on_complete(&key, ctx->error, -1);
+}
+
+SEC("tracepoint/block/block_rq_merge")
+int bio_tp_rq_merge(struct trace_event_raw_block_rq *ctx)
+{
+	struct rq_info ri = {};
+
+	tp_read(ctx, &ri);
+	return on_rq_merge(&ri, NULL, false);
+}
+
+static __always_inline int tp_bio_merge(struct trace_event_raw_block_bio *ctx)
+{
+	struct rq_info ri = {};
+	char rwbs[8];
+	__u32 dev = ctx->dev, *disk = bpf_map_lookup_elem(&disk_of, &dev);
+
+	bpf_probe_read_kernel(rwbs, sizeof(rwbs), ctx->rwbs);
+	ri.dev = disk ? *disk : dev;
+	ri.bytes = ctx->nr_sector << 9;
+	rwbs_read(rwbs, &ri);
+	return on_bio_merge(&ri);
+}
+
+SEC("tracepoint/block/block_bio_backmerge")
+int bio_tp_backmerge(struct trace_event_raw_block_bio *ctx)
+{
+	return tp_bio_merge(ctx);
+}
+
+SEC("tracepoint/block/block_bio_frontmerge")
+int bio_tp_frontmerge(struct trace_event_raw_block_bio *ctx)
+{
+	return tp_bio_merge(ctx);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -3,7 +3,12 @@
 // biolat: block I/O latency (queue, service, total), request size, sequential share,
 // errors and a bounded per-process breakdown per device and operation, from the block
 // request tracepoints; requests above a threshold leave the kernel as events.
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+
+#include <algorithm>
+#include <iterator>
+#include <map>
 
 #include <cerrno>
 #include <cstring>
@@ -48,7 +53,11 @@ constexpr loupe_config_key kOwnKeys[] = {
 };
 constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kMechanismKey, sdk::kPidKey);
 
-constexpr const char* kHooks[] = {"block_rq_insert", "block_rq_issue", "block_rq_complete"};
+// The request's life, then the merges: I/O that joins a request already queued is never
+// issued or completed on its own, and is counted where it joined.
+constexpr const char* kHooks[] = {"block_rq_insert", "block_rq_issue",      "block_rq_complete",
+                                  "block_rq_merge",  "block_bio_backmerge", "block_bio_frontmerge"};
+constexpr std::size_t kHookCount = std::size(kHooks);
 
 }  // namespace
 
@@ -76,14 +85,19 @@ class BiolatProfiler : public sdk::Profiler {
                                      {kHooks[0], kHooks[1], kHooks[2]});
 
     bool single_arg = true;
+    int bio_arg = 0;
     if (mechanism_ != BIO_MECH_TRACEPOINT) {
-      std::string why;
-      auto single = rq_tracepoint_single_arg("block_rq_issue", &why);
-      if (!single)
-        throw sdk::Error(LOUPE_ERR_UNSUPPORTED, "cannot read the block_rq_issue prototype for " +
-                                                    std::string(mechanism_name(mechanism_)) + ": " +
-                                                    why);
-      single_arg = *single;
+      auto arg_of = [&](const char* tp, const char* type) {
+        std::string why;
+        auto arg = tracepoint_pointer_arg(tp, type, &why);
+        if (!arg)
+          throw sdk::Error(LOUPE_ERR_UNSUPPORTED, std::string("cannot read the ") + tp +
+                                                      " prototype for " +
+                                                      mechanism_name(mechanism_) + ": " + why);
+        return *arg;
+      };
+      single_arg = arg_of("block_rq_issue", "request") == 0;
+      bio_arg = arg_of("block_bio_backmerge", "bio");
     }
 
     skel_.reset(biolat_bpf__open());
@@ -96,17 +110,28 @@ class BiolatProfiler : public sdk::Profiler {
     ro->targ_outlier_ns = static_cast<std::uint64_t>(cfg.value_int("outlier_ns"));
     ro->targ_per_process = cfg.value_bool("per_process");
     ro->targ_rq_single_arg = single_arg;
+    ro->targ_bio_arg = static_cast<std::uint32_t>(bio_arg);
     sdk::write_target_filter(filter, skel_.get());
     per_process_ = ro->targ_per_process;
     outliers_on_ = ro->targ_outlier_ns != 0;
 
-    bpf_program* progs[3][3] = {
-        {skel_->progs.bio_btf_insert, skel_->progs.bio_btf_issue, skel_->progs.bio_btf_complete},
-        {skel_->progs.bio_raw_insert, skel_->progs.bio_raw_issue, skel_->progs.bio_raw_complete},
-        {skel_->progs.bio_tp_insert, skel_->progs.bio_tp_issue, skel_->progs.bio_tp_complete}};
+    const auto& p = skel_->progs;
+    bpf_program* progs[3][kHookCount] = {
+        {p.bio_btf_insert, p.bio_btf_issue, p.bio_btf_complete, p.bio_btf_rq_merge,
+         p.bio_btf_backmerge, p.bio_btf_frontmerge},
+        {p.bio_raw_insert, p.bio_raw_issue, p.bio_raw_complete, p.bio_raw_rq_merge,
+         p.bio_raw_backmerge, p.bio_raw_frontmerge},
+        {p.bio_tp_insert, p.bio_tp_issue, p.bio_tp_complete, p.bio_tp_rq_merge, p.bio_tp_backmerge,
+         p.bio_tp_frontmerge}};
     for (std::uint32_t m = 0; m < 3; ++m)
-      for (std::uint32_t h = 0; h < 3; ++h) bpf_program__set_autoload(progs[m][h], m == mechanism_);
-    for (std::uint32_t h = 0; h < 3; ++h) chosen_[h] = progs[mechanism_][h];
+      for (std::size_t h = 0; h < kHookCount; ++h)
+        bpf_program__set_autoload(progs[m][h], m == mechanism_);
+    for (std::size_t h = 0; h < kHookCount; ++h) chosen_[h] = progs[mechanism_][h];
+    // The classic bio tracepoints name a partition: the BPF side maps it to its disk.
+    if (mechanism_ == BIO_MECH_TRACEPOINT) partition_disks_ = DeviceNames().partition_disks();
+    bpf_map__set_max_entries(
+        skel_->maps.disk_of,
+        std::max<std::uint32_t>(1, static_cast<std::uint32_t>(partition_disks_.size())));
 
     bpf_map__set_max_entries(skel_->maps.starts,
                              static_cast<std::uint32_t>(cfg.value_int("max_in_flight")));
@@ -124,7 +149,11 @@ class BiolatProfiler : public sdk::Profiler {
   void start(const sdk::StartArgs&) override {
     if (host_->bpf_load(skel_->obj) != LOUPE_OK)
       throw sdk::Error(LOUPE_ERR_KERNEL, "loading the biolat BPF object: " + host_->last_error());
-    for (std::uint32_t h = 0; h < 3; ++h)
+    for (const auto& [part, disk] : partition_disks_)
+      if (bpf_map_update_elem(bpf_map__fd(skel_->maps.disk_of), &part, &disk, BPF_ANY) != 0)
+        throw sdk::Error(LOUPE_ERR_KERNEL,
+                         "filling the partition map: " + std::string(std::strerror(errno)));
+    for (std::size_t h = 0; h < kHookCount; ++h)
       if (host_->bpf_attach(chosen_[h], kHooks[h]) != LOUPE_OK)
         throw sdk::Error(LOUPE_ERR_KERNEL,
                          std::string("attaching ") + kHooks[h] + ": " + host_->last_error());
@@ -154,7 +183,8 @@ class BiolatProfiler : public sdk::Profiler {
   std::unique_ptr<sdk::Host> host_;
   sdk::Skeleton<biolat_bpf> skel_;
   std::uint32_t mechanism_ = BIO_MECH_TP_BTF;
-  bpf_program* chosen_[3] = {};
+  bpf_program* chosen_[kHookCount] = {};
+  std::map<std::uint32_t, std::uint32_t> partition_disks_;  // classic flavour only
   bool per_process_ = true;
   bool outliers_on_ = false;
   std::unique_ptr<OutlierDecoder> decoder_;

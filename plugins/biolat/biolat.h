@@ -92,6 +92,10 @@ struct bio_stats {
   __u64 sequential;
   __u64 random;
   __u64 errors;
+  /* I/O merged into a request already queued (a bio that joined one, or a request the
+   * scheduler folded into another): no request of its own, as iostat's rrqm/wrqm. */
+  __u64 merged;
+  __u64 merged_bytes;
 };
 
 /* Per-process breakdown: bounded by the map's max_entries, overflow counted. */
@@ -109,6 +113,8 @@ struct bio_proc {
   __u64 total_ns;
   __u64 max_ns;
   __u64 errors;
+  __u64 merged; /* this process's I/O that rode in a request already queued (above) */
+  __u64 merged_bytes;
 };
 
 /* Per-CPU health counters, summed in user space. */
@@ -126,6 +132,7 @@ struct bio_counters {
   __u64 proc_overflow; /* per-process map full: counted in the device total only */
   __u64 stats_full;    /* the (dev, op, sync) map was full: not in the device totals */
   __u64 pattern_full;  /* the (dev, op) last-end map was full: pattern not judged */
+  __u64 merged;        /* traced I/O merged into a request already queued (bio or request) */
 };
 
 /* Ring record for one slow request; starts with the loupe ring header. */

@@ -59,10 +59,13 @@ void BiolatReporter::emit_device(const bio_stats_key& key, const bio_stats& tota
                    {"op", op_name(key.op)},
                    {"sync", key.sync ? "true" : "false"},
                    {"mechanism", mechanism_}};
-  if (report.queue.count) hist("queue_latency", "ns", report.queue, labels);
-  hist("service_latency", "ns", report.service, labels);
-  hist("total_latency", "ns", report.total, labels);
-  hist("request_size", "bytes", report.size, labels);
+  // A row only merges made has no request of its own to time.
+  if (total.total.count) {
+    if (report.queue.count) hist("queue_latency", "ns", report.queue, labels);
+    hist("service_latency", "ns", report.service, labels);
+    hist("total_latency", "ns", report.total, labels);
+    hist("request_size", "bytes", report.size, labels);
+  }
   // Counters are cumulative over the session (their window starts with it); the
   // histograms above are this window's.
   metric("requests", LOUPE_METRIC_COUNTER, "count", static_cast<double>(total.total.count), labels);
@@ -71,6 +74,9 @@ void BiolatReporter::emit_device(const bio_stats_key& key, const bio_stats& tota
          labels);
   metric("random", LOUPE_METRIC_COUNTER, "count", static_cast<double>(total.random), labels);
   metric("errors", LOUPE_METRIC_COUNTER, "count", static_cast<double>(total.errors), labels);
+  metric("merged", LOUPE_METRIC_COUNTER, "count", static_cast<double>(total.merged), labels);
+  metric("merged_bytes", LOUPE_METRIC_COUNTER, "bytes", static_cast<double>(total.merged_bytes),
+         labels);
   if (std::uint64_t judged = total.sequential + total.random)
     metric("sequential_share", LOUPE_METRIC_GAUGE, "ratio",
            static_cast<double>(total.sequential) / static_cast<double>(judged), labels);
@@ -94,6 +100,9 @@ void BiolatReporter::emit_procs() {
     metric("process_requests", LOUPE_METRIC_COUNTER, "count", static_cast<double>(p.count), labels);
     metric("process_bytes", LOUPE_METRIC_COUNTER, "bytes", static_cast<double>(p.bytes), labels);
     metric("process_errors", LOUPE_METRIC_COUNTER, "count", static_cast<double>(p.errors), labels);
+    metric("process_merged", LOUPE_METRIC_COUNTER, "count", static_cast<double>(p.merged), labels);
+    metric("process_merged_bytes", LOUPE_METRIC_COUNTER, "bytes",
+           static_cast<double>(p.merged_bytes), labels);
     if (p.count) {
       metric("process_latency_avg", LOUPE_METRIC_GAUGE, "ns",
              static_cast<double>(p.total_ns) / static_cast<double>(p.count), labels);
@@ -131,6 +140,7 @@ void BiolatReporter::emit_health(const bio_counters& c, std::uint64_t in_flight)
          labels);
   metric("outliers", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.outliers), labels);
   metric("filtered_out", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.filtered), labels);
+  metric("merged_total", LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.merged), labels);
   metric("in_flight", LOUPE_METRIC_GAUGE, "count", static_cast<double>(in_flight), labels, true);
   auto health = [&](const char* name, std::uint64_t v, loupe_health_severity bad,
                     const std::string& why) {
@@ -164,7 +174,7 @@ void BiolatReporter::emit_health(const bio_counters& c, std::uint64_t in_flight)
            "slow-request events skipped under ring backpressure (1-in-N sampling)");
   // Completions of untracked requests (other processes', under a pid filter) do not count:
   // what matters is whether anything of the traced target was timed.
-  if (is_final_ && c.completed + c.partial + c.issue_no_insert == 0)
+  if (is_final_ && c.completed + c.partial + c.issue_no_insert + c.merged == 0)
     health("silent_probe", 1, LOUPE_HEALTH_OK,
            "no block request of the traced processes and devices was timed (no I/O, or all "
            "filtered out)");

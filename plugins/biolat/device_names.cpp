@@ -56,6 +56,25 @@ std::string DeviceNames::name(std::uint32_t dev) {
   return it != names_.end() ? it->second : dev_string(dev);
 }
 
+std::map<std::uint32_t, std::uint32_t> DeviceNames::partition_disks() const {
+  std::map<std::uint32_t, std::uint32_t> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(root_, ec)) {
+    if (!fs::exists(entry.path() / "partition")) continue;
+    // /sys/class/block/<part> links into .../<disk>/<part>: the parent folder is the disk.
+    std::error_code cec;
+    const fs::path real = fs::canonical(entry.path(), cec);
+    if (cec) continue;
+    std::ifstream pin(entry.path() / "dev"), din(real.parent_path() / "dev");
+    std::string pline, dline;
+    std::uint32_t part = 0, disk = 0;
+    if (std::getline(pin, pline) && parse_major_minor(pline, &part) && std::getline(din, dline) &&
+        parse_major_minor(dline, &disk))
+      out[part] = disk;
+  }
+  return out;
+}
+
 std::uint32_t DeviceNames::resolve(const std::string& spec) {
   if (spec.empty()) throw std::invalid_argument("empty device name");
   std::uint32_t dev = 0;

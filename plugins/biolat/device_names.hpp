@@ -36,6 +36,9 @@ class DeviceNames {
   // Throws std::invalid_argument with the reason.
   std::uint32_t resolve(const std::string& spec);
 
+  // Every partition's dev_t and its disk's, as sysfs shows them now.
+  std::map<std::uint32_t, std::uint32_t> partition_disks() const;
+
  private:
   void scan();
 

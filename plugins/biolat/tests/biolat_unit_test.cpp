@@ -61,6 +61,12 @@ TEST_F(FakeSysfs, NamesAndFilters) {
   EXPECT_EQ(dev_string(kernel_dev(254, 16)), "254:16");
 }
 
+TEST_F(FakeSysfs, PartitionsMapToTheirDisk) {
+  const auto parts = DeviceNames((root_ / "block").string()).partition_disks();
+  ASSERT_EQ(parts.size(), 1u);  // vdb is a disk, not a partition
+  EXPECT_EQ(parts.at(kernel_dev(254, 17)), kernel_dev(254, 16));
+}
+
 TEST_F(FakeSysfs, LateDeviceFoundOnMiss) {
   DeviceNames d((root_ / "block").string());
   EXPECT_EQ(d.name(kernel_dev(7, 0)), "7:0");
@@ -79,6 +85,12 @@ TEST(RqPrototype, ThisKernel) {
   auto complete = rq_tracepoint_single_arg("block_rq_complete", &why);
   ASSERT_TRUE(complete.has_value()) << why;
   EXPECT_TRUE(*complete);
+  // The bio merge tracepoints lost (q, rq) before their bio in the same release.
+  auto bio = tracepoint_pointer_arg("block_bio_backmerge", "bio", &why);
+  ASSERT_TRUE(bio.has_value()) << why;
+  EXPECT_EQ(*bio == 0, *issue) << "bio argument " << *bio;
+  EXPECT_FALSE(tracepoint_pointer_arg("block_rq_issue", "bio", &why).has_value());
+  EXPECT_NE(why.find("no struct bio *"), std::string::npos) << why;
   EXPECT_FALSE(rq_tracepoint_single_arg("no_such_tracepoint_xyz", &why).has_value());
   EXPECT_NE(why.find("not found"), std::string::npos) << why;
 }
