@@ -18,6 +18,8 @@ bio_stats merge_per_cpu(std::span<const bio_stats> per_cpu) {
     out.sequential += s.sequential;
     out.random += s.random;
     out.errors += s.errors;
+    out.merged += s.merged;
+    out.merged_bytes += s.merged_bytes;
   }
   return out;
 }
@@ -30,6 +32,8 @@ bio_proc merge_per_cpu(std::span<const bio_proc> per_cpu) {
     out.total_ns += p.total_ns;
     out.max_ns = std::max(out.max_ns, p.max_ns);
     out.errors += p.errors;
+    out.merged += p.merged;
+    out.merged_bytes += p.merged_bytes;
   }
   return out;
 }
@@ -44,6 +48,8 @@ bio_stats interval_delta(const bio_stats& now, const bio_stats& before) {
   d.sequential = now.sequential - before.sequential;
   d.random = now.random - before.random;
   d.errors = now.errors - before.errors;
+  d.merged = now.merged - before.merged;
+  d.merged_bytes = now.merged_bytes - before.merged_bytes;
   return d;
 }
 

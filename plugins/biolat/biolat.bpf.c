@@ -754,29 +754,60 @@ int bio_tp_rq_merge(struct trace_event_raw_block_rq *ctx)
 	return on_rq_merge(&ri, NULL, false);
 }
 
-static __always_inline int tp_bio_merge(struct trace_event_raw_block_bio *ctx)
+/*
+ * Here a request is keyed by where it starts, and a bio that joins its front moves that:
+ * the entry follows, or its issue and completion would find none (in a guest's test of
+ * four processes writing neighbouring blocks, 22 of 161 requests went missing so).
+ */
+static __always_inline void tp_follow_front(__u32 dev, __u64 sector, __u32 bytes,
+					    struct bio_counters *c)
 {
+	struct bio_start_key was = {.id = sector + (bytes >> 9), .dev = dev};
+	struct bio_start_key now = {.id = sector, .dev = dev};
+	struct bio_start *s = bpf_map_lookup_elem(&starts, &was), moved;
+
+	if (!s)
+		return;
+	/* Its bytes grow too; the bio's are counted as merged, and the request's are read again
+	 * at its issue. */
+	moved = *s;
+	moved.sector = sector;
+	if (bpf_map_update_elem(&starts, &now, &moved, BPF_ANY)) {
+		c->map_full++;
+		return;
+	}
+	bpf_map_delete_elem(&starts, &was);
+}
+
+static __always_inline int tp_bio_merge(struct trace_event_raw_block_bio *ctx, bool front)
+{
+	struct bio_counters *c = get_counters();
 	struct rq_info ri = {};
 	char rwbs[8];
 	__u32 dev = ctx->dev, *disk = bpf_map_lookup_elem(&disk_of, &dev);
 
+	if (!c)
+		return 0;
 	bpf_probe_read_kernel(rwbs, sizeof(rwbs), ctx->rwbs);
 	ri.dev = disk ? *disk : dev;
 	ri.bytes = ctx->nr_sector << 9;
 	rwbs_read(rwbs, &ri);
-	return on_bio_merge(&ri);
+	if (front)
+		tp_follow_front(ri.dev, ctx->sector, ri.bytes, c);
+	count_merged_current(&ri, c);
+	return 0;
 }
 
 SEC("tracepoint/block/block_bio_backmerge")
 int bio_tp_backmerge(struct trace_event_raw_block_bio *ctx)
 {
-	return tp_bio_merge(ctx);
+	return tp_bio_merge(ctx, false);
 }
 
 SEC("tracepoint/block/block_bio_frontmerge")
 int bio_tp_frontmerge(struct trace_event_raw_block_bio *ctx)
 {
-	return tp_bio_merge(ctx);
+	return tp_bio_merge(ctx, true);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -150,8 +150,8 @@ void BiolatReporter::emit_health(const bio_counters& c, std::uint64_t in_flight)
     rb.emit(host_);
   };
   health("unmatched_completions", c.unmatched, LOUPE_HEALTH_OK,
-         "completions of requests not tracked: in flight when tracing began, or started by "
-         "a filtered-out process or device");
+         "completions of requests not tracked: in flight when tracing began, started by a "
+         "filtered-out process or device, or (classic tracepoints, keyed by sector) moved");
   health("map_full", c.map_full, LOUPE_HEALTH_WARN,
          "the in-flight map was full: requests not timed (raise max_in_flight)");
   health("requeued", c.requeued, LOUPE_HEALTH_OK,

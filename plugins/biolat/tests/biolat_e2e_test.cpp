@@ -187,16 +187,21 @@ std::string accounting(const RunResult& r) {
   return out;
 }
 
+// A health row's value over the run.
+double health_sum(const RunResult& r, const std::string& name) {
+  double n = 0;
+  for (const auto& rec : r.records)
+    if (rec.value("kind", "") == "health" && rec.value("name", "") == name &&
+        rec.value("is_final", false))
+      n += rec["health"]["value"].get<double>();
+  return n;
+}
+
 // Events the kernel skipped because a BPF program was already running on that CPU (a
 // classic tracepoint shares that guard with every tracing program), as the session's
 // health counts them per program.
 double recursion_misses(const RunResult& r) {
-  double n = 0;
-  for (const auto& rec : r.records)
-    if (rec.value("kind", "") == "health" && rec.value("name", "") == "probe_recursion_misses" &&
-        rec.value("is_final", false))
-      n += rec["health"]["value"].get<double>();
-  return n;
+  return health_sum(r, "probe_recursion_misses");
 }
 
 // Every expectation of one run of kN writes + kN reads of kSize by the workload.
@@ -447,21 +452,18 @@ TEST_F(BiolatE2E, QueueBoundDeviceIsAFinding) {
   EXPECT_EQ(!none.empty(), q1 / t1 >= 0.2) << (none.empty() ? "" : none[0]->dump());
 }
 
-// Merges (README "Merges"): four workloads write, then read, interleaved 64 KiB blocks of
-// a disk that takes one command at a time, so a block's neighbour often waits in the
-// queue and the block layer merges the two, across processes. Each workload's
-// submissions are its requests plus its merged ones, exactly, whoever's request carried
-// them; and the disk's own counters (/sys/block/NAME/stat, what iostat reads) agree with
-// loupe's requests and merges per op.
+// Merges (README "Merges"): four processes write, then read, neighbouring 4 KiB blocks of a
+// disk that takes one command at a time, released together block by block, so the
+// block layer merges their I/O across processes. Each process's submissions are its
+// requests plus its merged ones, exactly, whoever's request carried them; and the disk's
+// own counters (/sys/block/NAME/stat, what iostat reads) agree with loupe's requests and
+// merges per op.
 TEST_F(BiolatE2E, MergedIoIsCountedForItsOwnerAsTheDiskCountsIt) {
   std::string why;
   const std::string name = scsi_debug_disk(&why);
   if (name.empty()) GTEST_SKIP() << why;
-  constexpr int kWorkloads = 4;
-  std::string all;
-  for (int i = 0; i < kWorkloads; ++i)
-    all += kWorkload + " /dev/" + name + " " + std::to_string(kN) + " " + std::to_string(kSize) +
-           " " + std::to_string(i) + " " + std::to_string(kWorkloads) + " & ";
+  constexpr int kProcs = 4, kRounds = 64;
+  constexpr std::uint64_t kBlock = 4096;
   // Settled: the disk's probe (its partition table) may still be reading when it appears.
   auto disk_stat = [&] {
     std::vector<std::uint64_t> last;
@@ -475,47 +477,73 @@ TEST_F(BiolatE2E, MergedIoIsCountedForItsOwnerAsTheDiskCountsIt) {
     }
     return last;
   };
-  const auto before = disk_stat();
-  RunResult r = CliRun::run("[[plugins]]\nname = \"biolat\"\ndevice = \"" + name + "\"\n",
-                            {"sh", "-c", "'" + all + "wait'"});
-  const auto after = disk_stat();
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  ASSERT_GE(before.size(), 8u);
-  ASSERT_GE(after.size(), 8u);
-  SCOPED_TRACE(accounting(r));
-  // The stat file: reads completed, reads merged, sectors, ms; then the same for writes.
-  struct Op {
-    const char* name;
-    int done, merged;
-  } ops[] = {{"read", 0, 1}, {"write", 4, 5}};
-  double merged_all = 0;
-  for (const auto& op : ops) {
-    SCOPED_TRACE(op.name);
-    const json dev = {{"device", name}, {"op", op.name}};
-    const double requests = metric_sum(r, "requests", dev);
-    const double merged = metric_sum(r, "merged", dev);
-    const std::uint64_t disk_done = after[op.done] - before[op.done];
-    const std::uint64_t disk_merged = after[op.merged] - before[op.merged];
-    std::printf("  %s: loupe %.0f requests and %.0f merged; the disk %llu and %llu\n", op.name,
-                requests, merged, static_cast<unsigned long long>(disk_done),
-                static_cast<unsigned long long>(disk_merged));
-    EXPECT_EQ(requests, static_cast<double>(disk_done));
-    EXPECT_EQ(merged, static_cast<double>(disk_merged));
-    EXPECT_EQ(requests + merged, kWorkloads * kN);
-    EXPECT_EQ(metric_sum(r, "bytes", dev), kWorkloads * kN * kSize);
-    EXPECT_EQ(metric_sum(r, "merged_bytes", dev), merged * kSize);
-    const auto procs = select(r, "metric", "process_requests",
-                              {{"device", name}, {"op", op.name}, {"comm", "biolat_workload"}});
-    EXPECT_EQ(procs.size(), static_cast<std::size_t>(kWorkloads));
-    for (const json* p : procs) {
-      const json who = {{"device", name}, {"op", op.name}, {"pid", (*p)["labels"]["pid"]}};
-      EXPECT_EQ(metric_sum(r, "process_requests", who) + metric_sum(r, "process_merged", who), kN)
-          << "pid " << (*p)["labels"]["pid"];
+  for (const char* mech : {"tp_btf", "raw_tp", "tracepoint"}) {
+    SCOPED_TRACE(mech);
+    std::printf("  [%s]\n", mech);
+    const auto before = disk_stat();
+    RunResult r =
+        CliRun::run("[[plugins]]\nname = \"biolat\"\nmechanism = \"" + std::string(mech) +
+                        "\"\ndevice = \"" + name + "\"\n",
+                    {std::string(BIOLAT_MERGE_WORKLOAD), "/dev/" + name, std::to_string(kProcs),
+                     std::to_string(kRounds), std::to_string(kBlock)});
+    const auto after = disk_stat();
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    ASSERT_GE(before.size(), 8u);
+    ASSERT_GE(after.size(), 8u);
+    SCOPED_TRACE(accounting(r));
+    // A program the kernel skipped because another ran on that CPU is counted; short by as
+    // many, and no more. The classic flavour (the fallback for kernels without raw_tp)
+    // keys a request by its sector, which merges move, and before 6.7 its skipped runs
+    // are not counted: there a request or two of 512 went missing in guests under load
+    // (README), so it is held only to never more than the disk, and its shortfall printed.
+    const bool classic = std::string(mech) == "tracepoint";
+    const double missed = classic ? 2.0 * kProcs * kRounds : recursion_misses(r);
+    if (!classic && missed > 0) std::printf("  runs the kernel skipped (counted): %.0f\n", missed);
+    // The stat file: reads completed, reads merged, sectors, ms; then the same for writes.
+    struct Op {
+      const char* name;
+      int done, merged;
+    } ops[] = {{"read", 0, 1}, {"write", 4, 5}};
+    double merged_all = 0;
+    for (const auto& op : ops) {
+      SCOPED_TRACE(op.name);
+      const json dev = {{"device", name}, {"op", op.name}};
+      const double requests = metric_sum(r, "requests", dev);
+      const double merged = metric_sum(r, "merged", dev);
+      const auto disk_done = static_cast<double>(after[op.done] - before[op.done]);
+      const auto disk_merged = static_cast<double>(after[op.merged] - before[op.merged]);
+      std::printf("  %s: loupe %.0f requests and %.0f merged; the disk %.0f and %.0f\n", op.name,
+                  requests, merged, disk_done, disk_merged);
+      EXPECT_LE(requests, disk_done);
+      EXPECT_LE(merged, disk_merged);
+      EXPECT_GE(requests + merged + missed, disk_done + disk_merged);
+      EXPECT_EQ(disk_done + disk_merged, kProcs * kRounds) << "the disk's own count";
+      if (classic)
+        std::printf("  classic flavour short by %.0f (in flight %.0f, unmatched %.0f)\n",
+                    disk_done + disk_merged - requests - merged,
+                    metric_sum(r, "in_flight", json::object()),
+                    health_sum(r, "unmatched_completions"));
+      if (missed == 0) {
+        EXPECT_EQ(requests, disk_done);
+        EXPECT_EQ(merged, disk_merged);
+        EXPECT_EQ(metric_sum(r, "bytes", dev), kProcs * kRounds * kBlock);
+        EXPECT_EQ(metric_sum(r, "merged_bytes", dev), merged * kBlock);
+      }
+      const auto procs = select(r, "metric", "process_requests",
+                                {{"device", name}, {"op", op.name}, {"comm", "biolat_merge_wo"}});
+      EXPECT_EQ(procs.size(), static_cast<std::size_t>(kProcs));
+      for (const json* p : procs) {
+        const json who = {{"device", name}, {"op", op.name}, {"pid", (*p)["labels"]["pid"]}};
+        const double own =
+            metric_sum(r, "process_requests", who) + metric_sum(r, "process_merged", who);
+        EXPECT_LE(own, kRounds) << "pid " << (*p)["labels"]["pid"];
+        EXPECT_GE(own + missed, kRounds) << "pid " << (*p)["labels"]["pid"];
+      }
+      merged_all += merged;
     }
-    merged_all += merged;
+    // The premise: a disk one command deep, with neighbours queued behind it.
+    EXPECT_GT(merged_all, 0) << "no merge happened, so this run proves nothing";
   }
-  // The premise: a disk one command deep, with neighbours queued behind it.
-  EXPECT_GT(merged_all, 0) << "no merge happened, so this run proves nothing";
 }
 
 TEST_F(BiolatE2E, MinLatencyFilterCountsInsteadOfRecording) {

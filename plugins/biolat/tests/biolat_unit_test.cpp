@@ -95,6 +95,23 @@ TEST(RqPrototype, ThisKernel) {
   EXPECT_NE(why.find("not found"), std::string::npos) << why;
 }
 
+TEST(BioHist, ProcessRowsSumEveryCounter) {
+  std::vector<bio_proc> cpus(2);
+  cpus[0].count = 1;
+  cpus[0].bytes = 4096;
+  cpus[0].max_ns = 7;
+  cpus[1].count = 2;
+  cpus[1].max_ns = 5;
+  cpus[1].merged = 4;
+  cpus[1].merged_bytes = 16384;
+  const bio_proc p = merge_per_cpu(std::span<const bio_proc>(cpus));
+  EXPECT_EQ(p.count, 3u);
+  EXPECT_EQ(p.bytes, 4096u);
+  EXPECT_EQ(p.max_ns, 7u);
+  EXPECT_EQ(p.merged, 4u);
+  EXPECT_EQ(p.merged_bytes, 16384u);
+}
+
 TEST(BioHist, MergeAndIntervalDelta) {
   std::vector<bio_stats> cpus(2);
   cpus[0].total = {};
@@ -112,7 +129,12 @@ TEST(BioHist, MergeAndIntervalDelta) {
   cpus[0].bytes = 4096;
   cpus[1].bytes = 8192;
   cpus[1].sequential = 1;
+  cpus[0].merged = 2;  // every per-CPU counter is summed: merges once were not
+  cpus[1].merged = 3;
+  cpus[1].merged_bytes = 12288;
   bio_stats m = merge_per_cpu(std::span<const bio_stats>(cpus));
+  EXPECT_EQ(m.merged, 5u);
+  EXPECT_EQ(m.merged_bytes, 12288u);
   EXPECT_EQ(m.total.count, 3u);
   EXPECT_EQ(m.total.min, 1000u);
   EXPECT_EQ(m.total.max, 100000u);

@@ -1,14 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // N O_DIRECT writes then N O_DIRECT reads of SIZE bytes each, sequential from offset 0,
-// to PATH (a file or a block device); with FIRST and STRIDE, of blocks FIRST, FIRST +
-// STRIDE, ... (in SIZE units), so that instances given FIRST 0..STRIDE-1 interleave and
-// their requests are neighbours on the disk, which the block layer may merge. Each call waits for
-// its I/O, so requests cannot merge with one another; SIZE stays below the queue's max_sectors_kb
-// so none is split. The file must already hold N*SIZE written bytes (the caller prepares it), so
-// the writes are overwrites: no block allocation and no metadata I/O from this process.
+// to PATH (a file or a block device). Each call waits for its I/O, so requests cannot
+// merge with one another; SIZE stays below the queue's max_sectors_kb so none is split.
+// The file must already hold N*SIZE written bytes (the caller prepares it), so the
+// writes are overwrites: no block allocation and no metadata I/O from this process.
 //
-//   biolat_workload PATH N SIZE [FIRST STRIDE]
+//   biolat_workload PATH N SIZE
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,16 +15,14 @@
 #include <unistd.h>
 
 int main(int argc, char** argv) {
-  if (argc != 4 && argc != 6) {
-    fprintf(stderr, "usage: %s PATH N SIZE [FIRST STRIDE]\n", argv[0]);
+  if (argc != 4) {
+    fprintf(stderr, "usage: %s PATH N SIZE\n", argv[0]);
     return 2;
   }
   long n = atol(argv[2]);
-  long first = argc == 6 ? atol(argv[4]) : 0, stride = argc == 6 ? atol(argv[5]) : 1;
   size_t size = strtoul(argv[3], NULL, 0);
   void* buf;
-  if (n <= 0 || size == 0 || size % 4096 || first < 0 || stride <= 0 ||
-      posix_memalign(&buf, 4096, size)) {
+  if (n <= 0 || size == 0 || size % 4096 || posix_memalign(&buf, 4096, size)) {
     fprintf(stderr, "bad N or SIZE (SIZE must be a multiple of 4096)\n");
     return 2;
   }
@@ -37,12 +33,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   for (long i = 0; i < n; i++)
-    if (pwrite(fd, buf, size, (off_t)((first + i * stride) * size)) != (ssize_t)size) {
+    if (pwrite(fd, buf, size, (off_t)(i * size)) != (ssize_t)size) {
       perror("pwrite");
       return 1;
     }
   for (long i = 0; i < n; i++)
-    if (pread(fd, buf, size, (off_t)((first + i * stride) * size)) != (ssize_t)size) {
+    if (pread(fd, buf, size, (off_t)(i * size)) != (ssize_t)size) {
       perror("pread");
       return 1;
     }
