@@ -220,8 +220,15 @@ TEST_P(PythonFramesE2E, AllocationsUnderTheFunctionThatMadeThemAreExact) {
   const std::int64_t want_allocs = own["buffers"].get<std::int64_t>();
   const std::int64_t want_bytes = want_allocs * (own["bytes_each"].get<std::int64_t>() + 1);
   std::int64_t allocs = 0, bytes = 0;
+  std::string big;  // the sites of MiB-sized allocations, printed when the counts differ
   for (const json* rec : r.all("stack", "alloc_sites")) {
     const auto py = python_frames(*rec);
+    for (const auto& v : (*rec)["stack"]["values"])
+      if (v["name"] == "alloc_bytes" && v["value"].get<std::int64_t>() >= (1 << 20)) {
+        big += "  " + std::to_string(v["value"].get<std::int64_t>()) + " B under [";
+        for (const auto& f : py) big += f + ";";
+        big += "] of " + std::to_string((*rec)["stack"]["frames"].size()) + " frames\n";
+      }
     // 3.10 names the comprehension by co_name alone (no co_qualname yet).
     const bool in_allocate =
         !py.empty() && (py.front() == "allocate" || py.front() == "allocate.<locals>.<listcomp>" ||
@@ -235,7 +242,7 @@ TEST_P(PythonFramesE2E, AllocationsUnderTheFunctionThatMadeThemAreExact) {
   std::printf("  %s: under allocate(): %lld allocations, %lld bytes; its own: %lld, %lld\n",
               GetParam().c_str(), (long long)allocs, (long long)bytes, (long long)want_allocs,
               (long long)want_bytes);
-  EXPECT_EQ(allocs, want_allocs);
+  EXPECT_EQ(allocs, want_allocs) << big;
   EXPECT_EQ(bytes, want_bytes);
 }
 
