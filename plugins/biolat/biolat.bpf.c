@@ -117,6 +117,15 @@ static __always_inline struct bio_counters *get_counters(void)
 	return bpf_map_lookup_elem(&counters, &zero);
 }
 
+/* The (dev, op, sync) aggregate, made from the zeroed value when new; NULL when full. */
+static __always_inline struct bio_stats *stats_of(struct bio_stats_key *sk)
+{
+	__u32 zero = 0;
+	void *init = bpf_map_lookup_elem(&zero_stats, &zero);
+
+	return init ? loupe_lookup_or_init(&stats, sk, init) : NULL;
+}
+
 static __always_inline void hist_add(struct bio_hist *h, __u64 v)
 {
 	__u32 slot = loupe_log2_slot(v);
@@ -413,13 +422,9 @@ static __always_inline void count_merged(struct rq_info *ri, __u32 pid, const ch
 					 struct bio_counters *c)
 {
 	struct bio_stats_key sk = {.dev = ri->dev, .op = ri->op, .sync = ri->sync};
-	struct bio_stats *st;
-	__u32 zero = 0;
-	void *init;
+	struct bio_stats *st = stats_of(&sk);
 
 	c->merged++;
-	init = bpf_map_lookup_elem(&zero_stats, &zero);
-	st = init ? loupe_lookup_or_init(&stats, &sk, init) : NULL;
 	if (st) {
 		st->merged++;
 		st->merged_bytes += ri->bytes;
@@ -499,8 +504,6 @@ static __always_inline int on_complete(struct bio_start_key *key, int error, __s
 	struct bio_start *sp, s;
 	struct bio_stats *st;
 	__u64 now, first, queue = 0, service, total;
-	__u32 zero = 0;
-	void *init;
 
 	if (!c)
 		return 0;
@@ -541,8 +544,7 @@ static __always_inline int on_complete(struct bio_start_key *key, int error, __s
 	sk.dev = s.dev;
 	sk.op = s.op;
 	sk.sync = s.sync;
-	init = bpf_map_lookup_elem(&zero_stats, &zero);
-	st = init ? loupe_lookup_or_init(&stats, &sk, init) : NULL;
+	st = stats_of(&sk);
 	if (!st) {
 		/* Only the device totals lose it: the process row and the event still come. */
 		c->stats_full++;
