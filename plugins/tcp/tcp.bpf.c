@@ -216,6 +216,23 @@ static __always_inline void not_tracked(__u64 sk, struct tcp_counters *cnt)
 		cnt->untracked_full++;
 }
 
+/* The connection's addresses, from its state change. */
+static __always_inline void describe(struct tcp_conn *c,
+				     struct trace_event_raw_inet_sock_set_state *ctx)
+{
+	c->family = ctx->family;
+	c->sport = ctx->sport;
+	c->dport = ctx->dport;
+	/* Through a helper: the verifier refuses byte copies at a relocated ctx offset. */
+	if (ctx->family == AF_INET_) {
+		bpf_probe_read_kernel(c->saddr, 4, ctx->saddr);
+		bpf_probe_read_kernel(c->daddr, 4, ctx->daddr);
+	} else {
+		bpf_probe_read_kernel(c->saddr, 16, ctx->saddr_v6);
+		bpf_probe_read_kernel(c->daddr, 16, ctx->daddr_v6);
+	}
+}
+
 SEC("tracepoint/sock/inet_sock_set_state")
 int tcp_state(struct trace_event_raw_inet_sock_set_state *ctx)
 {
@@ -252,17 +269,7 @@ int tcp_state(struct trace_event_raw_inet_sock_set_state *ctx)
 			}
 		}
 		n.birth_ns = now;
-		n.family = ctx->family;
-		n.sport = ctx->sport;
-		n.dport = ctx->dport;
-		/* Through a helper: the verifier refuses byte copies at a relocated ctx offset. */
-		if (ctx->family == AF_INET_) {
-			bpf_probe_read_kernel(n.saddr, 4, ctx->saddr);
-			bpf_probe_read_kernel(n.daddr, 4, ctx->daddr);
-		} else {
-			bpf_probe_read_kernel(n.saddr, 16, ctx->saddr_v6);
-			bpf_probe_read_kernel(n.daddr, 16, ctx->daddr_v6);
-		}
+		describe(&n, ctx);
 		if (newstate == TCP_SYN_SENT_) {
 			n.role = TCP_ROLE_ACTIVE;
 			n.syn_ns = now;
@@ -282,6 +289,8 @@ int tcp_state(struct trace_event_raw_inet_sock_set_state *ctx)
 		if (!c)
 			return 0;
 	}
+	if (!c->family)
+		describe(c, ctx); /* accept() returned it before its first state change ran */
 	if (!c->sport)
 		c->sport = ctx->sport; /* connect() picks the port after SYN_SENT */
 	if (newstate == TCP_ESTABLISHED_ && !c->established_ns)
@@ -428,15 +437,38 @@ int BPF_PROG(tcp_recvmsg_fexit, struct sock *sk)
 	return 0;
 }
 
-/* accept() returned `sk` to the application, in its own context. */
+/* accept() returned `sk` to the application, in its own context. The kernel queues a new
+ * connection for accept() before the softirq that made it runs its SYN_RECV -> ESTABLISHED
+ * change, so on another CPU accept() can return it first (once in 200 fork-per-connection
+ * accepts in a loaded guest): the entry is made here then, and described at that change. */
 static __always_inline void accepted(__u64 sk)
 {
-	struct tcp_conn *c = sk ? bpf_map_lookup_elem(&conns, &sk) : NULL;
+	struct tcp_conn *c, n = {};
+	struct tcp_counters *cnt;
+	long err;
 
-	if (!c) {
-		if (sk)
-			untracked_seen(sk);
+	if (!sk)
 		return;
+	c = bpf_map_lookup_elem(&conns, &sk);
+	if (!c && bpf_map_lookup_elem(&untracked, &sk)) {
+		untracked_seen(sk);
+		return;
+	}
+	if (!c) {
+		cnt = get_counters();
+		if (!cnt)
+			return;
+		n.birth_ns = bpf_ktime_get_ns();
+		n.role = TCP_ROLE_PASSIVE;
+		err = bpf_map_update_elem(&conns, &sk, &n, BPF_NOEXIST);
+		if (err && err != -17 /* EEXIST: the state change came first after all */) {
+			not_tracked(sk, cnt);
+			untracked_seen(sk);
+			return;
+		}
+		c = bpf_map_lookup_elem(&conns, &sk);
+		if (!c)
+			return;
 	}
 	if (c->accepted_ns)
 		return;

@@ -118,6 +118,8 @@ class TcpServerE2E : public loupe::test::CliRun {
       owned += f.value("pid", 0L) == s.pid && f.value("server_pids", "") == std::to_string(s.pid);
       exact += u(f, "rx_bytes") == s.rx && u(f, "tx_bytes") == s.tx;
       acceptor += f.value("acceptor_pid", 0L) == listener;
+      if (f.value("acceptor_pid", 0L) != listener)
+        std::printf("  acceptor not %ld: %s\n", listener, f.dump().c_str());
       if (f.value("pid", 0L) != s.pid || u(f, "rx_bytes") != s.rx)
         ADD_FAILURE() << "served by " << s.pid << " rx " << s.rx << ": " << f.dump();
     }
