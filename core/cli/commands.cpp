@@ -7,9 +7,13 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "loupe/config_schema.hpp"
 #include "loupe/features.hpp"
@@ -70,21 +74,53 @@ json library_json(const PluginLibrary& lib) {
               {"config", keys_json(describe_config(d))}};
 }
 
-Session* g_session = nullptr;
+std::atomic<Session*> g_session{nullptr};
+volatile sig_atomic_t g_stopping = 0;  // SIGINT/SIGTERM came: no session starts after this one
+volatile sig_atomic_t g_hangup = 0;
 
 void on_signal(int) {
-  if (g_session) g_session->request_stop();
+  g_stopping = 1;
+  if (Session* s = g_session.load()) s->request_stop();
 }
 
-// Runs `session` with SIGINT and SIGTERM asking it to stop (detach, drain, report).
-SessionResult run_until_signalled(Session& session) {
-  g_session = &session;
+void on_hangup(int) {
+  g_hangup = 1;
+}
+
+// Runs `session` with SIGINT and SIGTERM asking it to stop (detach, drain, report). SIGHUP
+// asks `reload` whether the profile, read again, is good; when it says so, the session
+// stops and *restart is set for the caller to run the next one. Without `reload` (replay),
+// SIGHUP is ignored.
+SessionResult run_until_signalled(Session& session, const std::function<bool()>& reload = {},
+                                  bool* restart = nullptr) {
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  sa.sa_handler = on_hangup;
+  sigaction(SIGHUP, &sa, nullptr);
+  g_session = &session;
+  if (g_stopping) session.request_stop();  // it came between two sessions
+  std::atomic<bool> done{false};
+  // The check runs off the signal handler and the session's thread: validating loads the
+  // plugins' libraries, and the running session must not wait for it.
+  std::thread watcher([&] {
+    while (!done.load()) {
+      if (g_hangup) {
+        g_hangup = 0;
+        if (reload && reload() && !g_stopping) {
+          if (restart) *restart = true;
+          session.request_stop();
+          return;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
   auto r = session.run();
+  done = true;
+  watcher.join();
   g_session = nullptr;
   return r;
 }
@@ -212,7 +248,34 @@ int cmd_validate(const CommonOptions& common, const std::string& profile) {
   return 0;
 }
 
-int cmd_run(const CommonOptions& common, const RunOptions& run) {
+namespace {
+
+bool refuse_reload(const char* why) {
+  spdlog::warn("SIGHUP: {}", why);
+  return false;
+}
+
+// SIGHUP: the profile read again and checked as `loupe validate` does, while the session
+// runs on. A bad one is refused with every error, and the running profile stays.
+bool profile_still_good(const CommonOptions& common, const std::string& profile) {
+  SessionOptions opts;
+  opts.profile_path = profile;
+  opts.validate_only = true;
+  opts.allow_insecure_plugins = common.allow_insecure_plugins;
+  for (auto& d : common.plugin_dirs) opts.extra_plugin_dirs.emplace_back(d);
+  Session check(std::move(opts));
+  auto r = check.run();
+  if (r.code != ExitCode::kOk) {
+    spdlog::error("SIGHUP: {} refused, the running profile stays:", profile);
+    print_error(r);
+    return false;
+  }
+  spdlog::info("SIGHUP: {} checked; the session restarts with it", profile);
+  return true;
+}
+
+// One session of `loupe run`; *restart: SIGHUP asked for the next one.
+SessionResult run_once(const CommonOptions& common, const RunOptions& run, bool* restart) {
   SessionOptions opts;
   opts.profile_path = run.profile;
   opts.duration_s = run.duration;
@@ -223,7 +286,7 @@ int cmd_run(const CommonOptions& common, const RunOptions& run) {
   opts.command = run.command;
   opts.delivery_delay_ms = run.delivery_delay_ms;
   opts.record_path = run.record;
-  opts.drop_privileges = true;
+  opts.drop_privileges = !run.reloadable;
   opts.user = run.user;
   opts.allow_insecure_plugins = common.allow_insecure_plugins;
   opts.stats = run.stats;
@@ -231,7 +294,41 @@ int cmd_run(const CommonOptions& common, const RunOptions& run) {
   if (!common.disabled_features.empty())
     opts.features = std::make_shared<KernelFeatureProber>(common.disabled_features);
   Session session(std::move(opts));
-  auto r = run_until_signalled(session);
+  std::function<bool()> reload;
+  if (!run.command.empty())
+    reload = [] {
+      return refuse_reload(
+          "a session that runs a command is not reloaded (it "
+          "would lose the command): stop it and run it again");
+    };
+  else if (!run.record.empty())
+    reload = [] {
+      return refuse_reload(
+          "a recording session is not reloaded (the capture "
+          "would end)");
+    };
+  else if (!run.reloadable || !run.user.empty())
+    reload = [] {
+      return refuse_reload(
+          "this session gave up its capabilities once attached, and a reload "
+          "loads BPF again: run it with --reloadable (and without --user)");
+    };
+  else
+    reload = [&] { return profile_still_good(common, run.profile); };
+  return run_until_signalled(session, reload, restart);
+}
+
+}  // namespace
+
+int cmd_run(const CommonOptions& common, const RunOptions& run) {
+  SessionResult r;
+  for (;;) {
+    bool restart = false;
+    r = run_once(common, run, &restart);
+    if (!restart || g_stopping || (r.code != ExitCode::kOk && r.code != ExitCode::kInterrupted))
+      break;
+    spdlog::info("reloaded: {}", run.profile);
+  }
   print_error(r);
   if (!run.record.empty() && r.error.empty())
     spdlog::info("{} ring records written to {}", r.records_recorded, run.record);

@@ -44,6 +44,9 @@ struct RunOptions {
   std::string user;        // --user NAME
   bool stats = false;      // --stats
   bool no_follow = false;  // --no-follow: the target process only, not its descendants
+  // --reloadable: capabilities kept after attaching, so SIGHUP can start the session again
+  // with the profile read anew (a new session loads BPF).
+  bool reloadable = false;
 };
 int cmd_run(const CommonOptions& common, const RunOptions& run);
 

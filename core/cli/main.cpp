@@ -112,6 +112,9 @@ int main(int argc, char** argv) {
       "--user", run.user,
       "Once every probe is attached, switch to this user (name or uid); the output directory "
       "is handed over to it");
+  runc->add_flag("--reloadable", run.reloadable,
+                 "Keep the capabilities after attaching, so that SIGHUP can reload the profile "
+                 "(a session without a command; loupe.service runs the agent so)");
   runc->add_flag(
       "--stats", run.stats,
       "Per-probe BPF run-time statistics (runs, ns per run, events/s, CPU share, silent probes) as "

@@ -3,15 +3,15 @@
 // folded sink: every stack-sample record, whatever plugin made it, as flamegraph.pl's
 // folded stacks ("root;...;leaf value" per line), so each stack-producing profiler gets
 // flame graphs (flamegraph.pl, speedscope, inferno) without knowing any of them.
-#include <fcntl.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <optional>
 #include <string>
+#include <string_view>
 
+#include "loupe/sdk/atomic_file.hpp"
 #include "loupe/sdk/plugin.hpp"
 #include "stack_folder.hpp"
 
@@ -34,54 +34,15 @@ constexpr loupe_config_key kKeys[] = {
      nullptr, 0, 0},
 };
 
-// Record names become file names: keep them to a safe alphabet.
-std::string file_stem(const std::string& name) {
-  std::string out;
-  for (char c : name)
-    out +=
-        (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.') ? c : '_';
-  if (out.empty() || out.front() == '.') out.insert(out.begin(), '_');
-  return out;
-}
-
-std::string join(const char* dir, const std::string& file) {
-  if (!file.empty() && file.front() == '/') return file;
-  if (!dir || !*dir) return file;
-  std::string d = dir;
-  if (d.back() != '/') d += '/';
-  return d + file;
-}
-
-void write_all(int fd, const std::string& text, const std::string& path) {
-  std::string_view rest(text);
+void write_all(int fd, std::string_view rest, const char* what) {
   while (!rest.empty()) {
     ssize_t n = ::write(fd, rest.data(), rest.size());
     if (n < 0 && errno == EINTR) continue;
     if (n < 0)
-      throw sdk::Error(LOUPE_ERR_RESOURCE,
-                       "folded: write to '" + path + "' failed: " + std::strerror(errno));
+      throw sdk::Error(LOUPE_ERR_RESOURCE, std::string("folded: write to ") + what +
+                                               " failed: " + std::strerror(errno));
     rest.remove_prefix(static_cast<std::size_t>(n));
   }
-}
-
-// Written whole and renamed into place, so a reader (or a crash) never sees half a file.
-void replace_file(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw sdk::Error(errno == EACCES || errno == EPERM ? LOUPE_ERR_PERMISSION : LOUPE_ERR_RESOURCE,
-                     "folded: cannot open '" + tmp + "' for writing: " + std::strerror(errno));
-  try {
-    write_all(fd, text, tmp);
-  } catch (...) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0)
-    throw sdk::Error(LOUPE_ERR_RESOURCE, "folded: cannot rename '" + tmp + "' to '" + path +
-                                             "': " + std::strerror(errno));
 }
 
 class FoldedSink : public sdk::Sink {
@@ -92,42 +53,63 @@ class FoldedSink : public sdk::Sink {
     FoldOptions opts;
     opts.value_name = args.config.value_string("value");
     opts.include_comm = args.config.value_bool("include_comm");
+    if (sdk::rotate_seconds(args.session) > 0) window_.emplace(opts);
     folder_.emplace(std::move(opts));
     output_dir_ = args.session && args.session->output_dir ? args.session->output_dir : "";
   }
 
   void consume(const loupe_record& rec) override {
     if (rec.kind != LOUPE_RECORD_STACK_SAMPLE) return;
+    // Interval stack records are deltas: a window's add up to that window alone.
+    if (window_ && !rec.is_final) window_->add(rec);
     if (final_only_ && !rec.is_final) return;
     folder_->add(rec);
   }
 
-  // Files always hold everything folded so far; each flush rewrites them.
+  // Files always hold everything folded so far; each flush rewrites them. A window's files
+  // (named as the session's, in the window's directory; never stdout) hold the window's
+  // stacks, and the next window starts empty.
   void flush(const sdk::FlushArgs& args) override {
-    const auto& by_name = folder_->by_name();
-    if (path_.empty()) {
-      for (const auto& [name, stacks] : by_name)
-        replace_file(join(output_dir_.c_str(), file_stem(name) + ".folded"),
-                     StackFolder::render(stacks));
+    if (!args.window_dir.empty()) {
+      if (!window_) return;
+      const std::string file = path_ == "-" ? std::string() : path_;
+      write(window_->by_name(), args.window_dir,
+            file.empty() || file.front() == '/' ? std::string() : sdk::file_stem(file));
+      window_->clear();
       return;
     }
-    // One file for all: with several record names the name is the root frame, so
-    // "alloc" and "free" stacks do not add up into one flame.
-    std::string text;
-    for (const auto& [name, stacks] : by_name)
-      text += StackFolder::render(stacks, by_name.size() > 1 ? name : std::string());
     if (path_ == "-") {
-      if (args.is_final) write_all(STDOUT_FILENO, text, "stdout");
+      if (args.is_final) write_all(STDOUT_FILENO, render_all(folder_->by_name()), "stdout");
       return;
     }
-    replace_file(join(output_dir_.c_str(), path_), text);
+    write(folder_->by_name(), output_dir_, path_);
   }
 
  private:
+  // One file per record name, or all in `file`: with several record names the name is the
+  // root frame, so "alloc" and "free" stacks do not add up into one flame.
+  static std::string render_all(const StackFolder::ByName& by_name) {
+    std::string text;
+    for (const auto& [name, stacks] : by_name)
+      text += StackFolder::render(stacks, by_name.size() > 1 ? name : std::string());
+    return text;
+  }
+  static void write(const StackFolder::ByName& by_name, const std::string& dir,
+                    const std::string& file) {
+    if (file.empty()) {
+      for (const auto& [name, stacks] : by_name)
+        sdk::replace_file(sdk::join_path(dir, sdk::file_stem(name) + ".folded"),
+                          StackFolder::render(stacks));
+      return;
+    }
+    sdk::replace_file(sdk::join_path(dir, file), render_all(by_name));
+  }
+
   std::string path_;
   std::string output_dir_;
   bool final_only_ = true;
   std::optional<StackFolder> folder_;
+  std::optional<StackFolder> window_;  // [session] rotate: this window's stacks
 };
 
 }  // namespace

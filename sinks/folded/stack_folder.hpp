@@ -28,7 +28,9 @@ class StackFolder {
 
   // record name -> (folded stack -> summed value), sorted for reproducible files.
   using Stacks = std::map<std::string, std::int64_t>;
-  const std::map<std::string, Stacks>& by_name() const { return by_name_; }
+  using ByName = std::map<std::string, Stacks>;
+  const ByName& by_name() const { return by_name_; }
+  void clear() { by_name_.clear(); }
   std::uint64_t skipped() const { return skipped_; }
 
   // The lines of one record name ("a;b;c 42\n" ...), positive values only.
@@ -36,7 +38,7 @@ class StackFolder {
 
  private:
   FoldOptions opts_;
-  std::map<std::string, Stacks> by_name_;
+  ByName by_name_;
   std::uint64_t skipped_ = 0;
 };
 

@@ -12,7 +12,7 @@
 
 TEST(AbiLayout, VersionIsOneSix) {
   EXPECT_EQ(LOUPE_ABI_MAJOR, 1);
-  EXPECT_EQ(LOUPE_ABI_MINOR, 7);
+  EXPECT_EQ(LOUPE_ABI_MINOR, 8);
   EXPECT_STREQ(LOUPE_PLUGIN_ENTRY_SYMBOL, "loupe_plugin_entry");
 }
 
@@ -211,7 +211,8 @@ TEST(AbiLayout, EveryFieldOffsetIsPinned) {
   EXPECT_EQ(offsetof(loupe_session_info, profilers), 72u);
   EXPECT_EQ(offsetof(loupe_session_info, n_profilers), 80u);
   EXPECT_EQ(offsetof(loupe_session_info, reserved3), 84u);
-  EXPECT_EQ(sizeof(loupe_session_info), 88u);
+  EXPECT_EQ(offsetof(loupe_session_info, rotate_s), 88u);
+  EXPECT_EQ(sizeof(loupe_session_info), 96u);
   // loupe_setup_args
   EXPECT_EQ(offsetof(loupe_setup_args, size), 0u);
   EXPECT_EQ(offsetof(loupe_setup_args, reserved), 4u);
@@ -237,7 +238,10 @@ TEST(AbiLayout, EveryFieldOffsetIsPinned) {
   // loupe_flush_args
   EXPECT_EQ(offsetof(loupe_flush_args, size), 0u);
   EXPECT_EQ(offsetof(loupe_flush_args, is_final), 4u);
-  EXPECT_EQ(sizeof(loupe_flush_args), 8u);
+  EXPECT_EQ(offsetof(loupe_flush_args, window_dir), 8u);
+  EXPECT_EQ(offsetof(loupe_flush_args, window_start_ns), 16u);
+  EXPECT_EQ(offsetof(loupe_flush_args, window_end_ns), 24u);
+  EXPECT_EQ(sizeof(loupe_flush_args), 32u);
   // loupe_plugin_descriptor
   EXPECT_EQ(offsetof(loupe_plugin_descriptor, size), 0u);
   EXPECT_EQ(offsetof(loupe_plugin_descriptor, abi_major), 4u);

@@ -72,6 +72,26 @@ TEST(Profile, WrongTypesAndRangesAreRefused) {
       << e;
 }
 
+TEST(Profile, WindowKeysAreHeldToTheirBoundsAllAtOnce) {
+  auto p = loupe::parse_profile_text("[session]\nrotate = 60\nretain = 24\nretain_bytes = 1000\n",
+                                     "p.toml");
+  EXPECT_EQ(p.session.rotate_s, 60);
+  EXPECT_EQ(p.session.retain, 24u);
+  EXPECT_EQ(p.session.retain_bytes, 1000u);
+  auto e = error_of("[session]\nrotate = 0.5\nretain = -1\n");
+  EXPECT_NE(e.find("p.toml:2:10: error: session.rotate: 0.5 is under 1 second"), std::string::npos)
+      << e;
+  EXPECT_NE(e.find("p.toml:3:10: error: session.retain: -1 is out of range"), std::string::npos)
+      << e;
+  e = error_of("[session]\nretain = 5\n");
+  EXPECT_NE(e.find("p.toml:2:10: error: session.retain: keeps windows, and there are none "
+                   "without `rotate`"),
+            std::string::npos)
+      << e;
+  e = error_of("[session]\nrotate = 90000\n");
+  EXPECT_NE(e.find("session.rotate: 90000 is out of range [0, 86400]"), std::string::npos) << e;
+}
+
 TEST(Profile, FollowDefaultsToTheWholeTreeAndIsABoolean) {
   EXPECT_TRUE(loupe::parse_profile_text("[session]\n", "p.toml").session.follow);
   EXPECT_FALSE(loupe::parse_profile_text("[session]\nfollow = false\n", "p.toml").session.follow);

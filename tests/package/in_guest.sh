@@ -107,6 +107,10 @@ for f in cpu.pb.gz offcpu.pb.gz cpu.folded offcpu.folded; do
 done
 grep -q '^loupespin;' /var/lib/loupe/cpu.folded ||
   fail "the spinning process is not in cpu.folded: $(head -n 5 /var/lib/loupe/cpu.folded)"
+# The agent rotates: the window its stop ended is published whole beside the session files.
+window=$(ls -d /var/lib/loupe/windows/2* 2>/dev/null | tail -n 1)
+[[ -n $window && -s $window/cpu.pb.gz && -s $window/window.json ]] ||
+  fail "no window with cpu.pb.gz under /var/lib/loupe/windows: $(ls -laR /var/lib/loupe/windows 2>&1 | head)"
 samples=$(awk '{n += $NF} END {print n + 0}' /var/lib/loupe/cpu.folded)
 echo "agent: $samples CPU samples in cpu.folded, outputs: $(ls /var/lib/loupe | tr '\n' ' ')"
 echo "package ok in the guest ($(uname -r))"

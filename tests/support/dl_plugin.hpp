@@ -55,7 +55,12 @@ class PluginInstance {
   }
   int consume(const loupe_record& rec) { return desc_->consume(self_, &rec); }
   int flush(bool is_final) {
-    loupe_flush_args a{sizeof(a), is_final ? 1u : 0u};
+    loupe_flush_args a{sizeof(a), is_final ? 1u : 0u, nullptr, 0, 0};
+    return desc_->flush(self_, &a);
+  }
+  // The end of a window of a rotating session: the sink writes it into `dir`.
+  int end_window(const std::string& dir, std::uint64_t start_ns, std::uint64_t end_ns) {
+    loupe_flush_args a{sizeof(a), 0u, dir.c_str(), start_ns, end_ns};
     return desc_->flush(self_, &a);
   }
   void destroy() {

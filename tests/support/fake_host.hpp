@@ -68,6 +68,8 @@ class FakeHost {
         defaults_[k->name] = parse_literal(k->type, k->default_value);
     }
   }
+  // [session] rotate as a host of ABI 1.8 tells it.
+  void set_rotate(double seconds) { session_.rotate_s = seconds; }
   void set_output_dir(std::string dir) {
     output_dir_ = std::move(dir);
     session_.output_dir = output_dir_.c_str();

@@ -25,11 +25,20 @@ bool SinkRunner::offer(const RecordPtr& rec) {
 }
 
 bool SinkRunner::flush(bool is_final, std::chrono::milliseconds timeout) {
-  if (!thread_.joinable()) return false;
-  auto done = std::make_shared<std::promise<void>>();
-  auto fut = done->get_future();
-  queue_.push_always(FlushRequest{is_final, done});
-  return fut.wait_for(timeout) == std::future_status::ready;
+  return request_flush(FlushRequest{is_final, std::nullopt, nullptr}, timeout).has_value();
+}
+
+bool SinkRunner::end_window(const WindowEnd& window, std::chrono::milliseconds timeout) {
+  return request_flush(FlushRequest{false, window, nullptr}, timeout).value_or(false);
+}
+
+std::optional<bool> SinkRunner::request_flush(FlushRequest req, std::chrono::milliseconds timeout) {
+  if (!thread_.joinable()) return std::nullopt;
+  req.done = std::make_shared<std::promise<bool>>();
+  auto fut = req.done->get_future();
+  queue_.push_always(std::move(req));
+  if (fut.wait_for(timeout) != std::future_status::ready) return std::nullopt;
+  return fut.get();
 }
 
 void SinkRunner::stop() {
@@ -46,17 +55,19 @@ void SinkRunner::run() {
       continue;
     }
     if (auto* flush = std::get_if<FlushRequest>(&*item)) {
-      if (!disabled_) {
+      bool ok = !disabled_;
+      if (ok) {
         try {
-          sink_.flush(flush->is_final);
+          sink_.flush(flush->is_final, flush->window ? &*flush->window : nullptr);
         } catch (const HookError& e) {
+          ok = false;
           errors_.fetch_add(1);
           std::lock_guard lock(err_mu_);
           last_error_ = e.what();
           spdlog::error("{}", e.what());
         }
       }
-      flush->done->set_value();
+      flush->done->set_value(ok);
       continue;
     }
     if (disabled_) {

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <variant>
@@ -44,6 +45,9 @@ class SinkRunner {
   bool offer(const RecordPtr& rec);
   // Waits until everything queued before it was consumed and flush() ran; false on timeout.
   bool flush(bool is_final, std::chrono::milliseconds timeout);
+  // The same, ending a window of a rotating session: the sink writes it into window.dir.
+  // False on timeout or when the sink's flush failed (the window lacks its files).
+  bool end_window(const WindowEnd& window, std::chrono::milliseconds timeout);
   // Stops the thread after draining what is queued.
   void stop();
 
@@ -53,8 +57,11 @@ class SinkRunner {
  private:
   struct FlushRequest {
     bool is_final;
-    std::shared_ptr<std::promise<void>> done;
+    std::optional<WindowEnd> window;
+    std::shared_ptr<std::promise<bool>> done;  // true: flush() succeeded
   };
+  // nullopt: not done in time (or the thread is not running); else whether flush() succeeded.
+  std::optional<bool> request_flush(FlushRequest req, std::chrono::milliseconds timeout);
   using Item = std::variant<RecordPtr, FlushRequest>;
   void run();
 

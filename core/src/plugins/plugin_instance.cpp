@@ -57,9 +57,14 @@ void PluginInstance::stop(std::uint64_t deadline) {
   if (int rc = descriptor().stop(self_, &a); rc != LOUPE_OK) fail("stop", rc);
 }
 
-void PluginInstance::flush(bool is_final) {
+void PluginInstance::flush(bool is_final, const WindowEnd* window) {
   if (!descriptor().flush) return;
-  loupe_flush_args a{sizeof(a), is_final ? 1u : 0u};
+  loupe_flush_args a{sizeof(a), is_final ? 1u : 0u, nullptr, 0, 0};
+  if (window) {
+    a.window_dir = window->dir.c_str();
+    a.window_start_ns = window->start_ns;
+    a.window_end_ns = window->end_ns;
+  }
   if (int rc = descriptor().flush(self_, &a); rc != LOUPE_OK) fail("flush", rc);
 }
 

@@ -23,6 +23,13 @@ class HookError : public std::runtime_error {
   int status_;
 };
 
+// A window of a rotating session that ended: its files go into `dir` (loupe_flush_args).
+struct WindowEnd {
+  std::string dir;
+  std::uint64_t start_ns = 0;  // CLOCK_REALTIME
+  std::uint64_t end_ns = 0;
+};
+
 class PluginInstance {
  public:
   PluginInstance(std::shared_ptr<PluginLibrary> lib, std::string instance_name);
@@ -35,7 +42,7 @@ class PluginInstance {
   void start();
   void collect(bool is_final, std::uint64_t window_start_ns, std::uint64_t window_end_ns);
   void stop(std::uint64_t drain_deadline_ns);
-  void flush(bool is_final);
+  void flush(bool is_final, const WindowEnd* window = nullptr);
   // Returns the status instead of throwing: called per record on the hot path.
   int consume(const loupe_record& rec);
   void destroy();

@@ -94,14 +94,25 @@ const loupe_config_key kSessionKeys[] = {
     {"jvm_perf_map", LOUPE_CFG_BOOL, 0, "true",
      "ask the target's HotSpot JVMs (JDK 17+) for their perf map, so JIT frames name Java "
      "methods"},
+    {"rotate", LOUPE_CFG_FLOAT, 0, "0",
+     "seconds per window: each window's files go into <output_dir>/windows/<start time>/; 0 = "
+     "the session is one window"},
+    {"retain", LOUPE_CFG_INT, 0, "0", "windows kept, the oldest removed first; 0 = all", 0,
+     1000000},
+    {"retain_bytes", LOUPE_CFG_INT, 0, "0",
+     "bytes the kept windows may take, the oldest removed first (the newest is always kept); 0 "
+     "= no bound",
+     0, std::int64_t{1} << 50},
 };
 
 struct SecondsKey {
   std::string_view name;
   double max;
 };
-constexpr SecondsKey kSecondsKeys[] = {
-    {"duration", 7 * 24 * 3600.0}, {"interval", 24 * 3600.0}, {"drain_timeout", 600}};
+constexpr SecondsKey kSecondsKeys[] = {{"duration", 7 * 24 * 3600.0},
+                                       {"interval", 24 * 3600.0},
+                                       {"drain_timeout", 600},
+                                       {"rotate", 24 * 3600.0}};
 
 void parse_session(const toml::table& t, SessionSpec& s, Checker& c) {
   loupe_config cfg;
@@ -120,6 +131,9 @@ void parse_session(const toml::table& t, SessionSpec& s, Checker& c) {
   s.stats = v["stats"].b;
   s.symbol_processes = static_cast<std::size_t>(v["symbol_processes"].i);
   s.jvm_perf_map = v["jvm_perf_map"].b;
+  s.rotate_s = v["rotate"].f;
+  s.retain = static_cast<std::size_t>(v["retain"].i);
+  s.retain_bytes = static_cast<std::uint64_t>(v["retain_bytes"].i);
   // What the schema cannot say: bounds of seconds, non-empty strings, string-or-array.
   for (const auto& k : kSecondsKeys)
     if (auto node = t.get(k.name); node && node->is_number())
@@ -127,6 +141,16 @@ void parse_session(const toml::table& t, SessionSpec& s, Checker& c) {
         std::string err = check_session_seconds(k.name, *d);
         if (!err.empty()) c.error(*node, fmt::format("session.{}: {}", k.name, err));
       }
+  // A window is a directory of files: one a second is already more than any store reads.
+  if (auto node = t.get("rotate"); node && s.rotate_s > 0 && s.rotate_s < 1)
+    c.error(*node,
+            fmt::format("session.rotate: {} is under 1 second (0 = no rotation)", s.rotate_s));
+  for (const char* k : {"retain", "retain_bytes"})
+    if (auto node = t.get(k);
+        node && s.rotate_s == 0 && node->is_integer() && node->as_integer()->get() != 0)
+      c.error(*node, fmt::format("session.{}: keeps windows, and there are none without "
+                                 "`rotate` (add rotate = SECONDS)",
+                                 k));
   for (const char* k : {"output_dir", "user"})
     if (auto node = t.get(k); node && node->is_string() && node->as_string()->get().empty())
       c.error(*node, fmt::format("session.{}: must not be empty", k));

@@ -58,6 +58,12 @@ struct SessionSpec {
   // HotSpot JVMs of the target are asked for their perf map (Compiler.perfmap through
   // their attach listener), so their JIT frames are named.
   bool jvm_perf_map = true;
+  // Windows ([session] rotate): every rotate_s seconds the sinks write what the window's
+  // interval records add up to into a directory of its own; retain / retain_bytes bound
+  // how many are kept (0: no bound).
+  double rotate_s = 0;
+  std::size_t retain = 0;
+  std::uint64_t retain_bytes = 0;
 };
 
 struct PluginSpec {

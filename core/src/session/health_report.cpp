@@ -107,6 +107,21 @@ void HealthReport::process_tree(const ProcessTree::Counters* tree, const std::st
          true);
 }
 
+void HealthReport::windows(const WindowStore::Counters& c, const std::string& root, bool is_final) {
+  health("windows", "session", c.written, LOUPE_HEALTH_OK,
+         fmt::format("{} window(s) written under {}: {} kept ({} bytes), {} removed by retain",
+                     c.written, root, c.kept, c.kept_bytes, c.pruned),
+         is_final);
+  health("windows_incomplete", "session", c.incomplete + c.errors,
+         c.incomplete + c.errors ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK,
+         c.errors ? fmt::format("{} window(s) without some sink's files (window.json names "
+                                "them), {} error(s): {}",
+                                c.incomplete, c.errors, c.last_error)
+                  : fmt::format("{} window(s) without some sink's files (window.json names them)",
+                                c.incomplete),
+         is_final);
+}
+
 void HealthReport::symbol_cache(const SymbolizerStats& stats) {
   if (stats.evicted_exited)
     health("symbol_cache_evicted_exited", "symbolizer", stats.evicted_exited, LOUPE_HEALTH_WARN,

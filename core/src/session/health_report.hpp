@@ -22,6 +22,7 @@
 #include "loupe/abi/records.h"
 #include "loupe/symbolizer.hpp"
 #include "session/python_frames.hpp"
+#include "session/window_store.hpp"
 
 namespace loupe {
 
@@ -76,6 +77,9 @@ class HealthReport {
   // frames stay [anon]).
   void jvm_perf_map(std::uint32_t pid, std::uint64_t answers, double first_ms,
                     const std::string& failure);
+  // Every report of a rotating session: the windows written, kept and pruned (OK), and
+  // those published without a sink's files or not at all (WARN).
+  void windows(const WindowStore::Counters& c, const std::string& root, bool is_final);
   // A change the ring reader made on its own (sampling divisor, count-only mode).
   void dispatch_event(const DispatchEvent& ev, std::uint64_t wall_ns);
 

@@ -224,6 +224,14 @@ void PluginSet::flush_sinks(std::chrono::milliseconds timeout) {
   for (auto& sk : sinks_) sk.runner->flush(false, timeout);
 }
 
+std::vector<std::string> PluginSet::end_window(const WindowEnd& window,
+                                               std::chrono::milliseconds timeout) {
+  std::vector<std::string> missing;
+  for (auto& sk : sinks_)
+    if (!sk.runner->end_window(window, timeout)) missing.push_back(sk.host->instance);
+  return missing;
+}
+
 void PluginSet::stop_profilers(std::uint64_t deadline_mono_ns) {
   for (auto& p : profilers_) {
     if (!p.instance->alive()) continue;

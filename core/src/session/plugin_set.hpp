@@ -58,6 +58,9 @@ class PluginSet {
   // A report window [start, end] (wall ns): every live profiler's collect().
   void collect(bool is_final, std::uint64_t window_start, std::uint64_t window_end);
   void flush_sinks(std::chrono::milliseconds timeout);
+  // A window of a rotating session ended: every sink writes it into window.dir. Returns
+  // the sinks that did not (their flush failed or timed out).
+  std::vector<std::string> end_window(const WindowEnd& window, std::chrono::milliseconds timeout);
   // Probes are detached: each profiler drains what it holds by `deadline_mono_ns`.
   void stop_profilers(std::uint64_t deadline_mono_ns);
   // The final flush: every sink writes its report and stops. A sink that lost output makes

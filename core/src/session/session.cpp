@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "dispatch/record_bus.hpp"
@@ -31,6 +32,7 @@
 #include "session/recording.hpp"
 #include "session/session_error.hpp"
 #include "session/target_scope.hpp"
+#include "session/window_store.hpp"
 
 namespace loupe {
 namespace {
@@ -76,6 +78,7 @@ class Session::Impl {
   Status count_probes();
   void run_loop();
   void report_window(std::uint64_t window_start, std::uint64_t window_end);
+  void end_window(std::uint64_t window_end);
   Status shutdown();
   void abort();
   void emit_core_health(bool is_final);
@@ -103,6 +106,10 @@ class Session::Impl {
   loupe_session_info info_{};
   SessionResult result_;
   std::uint64_t session_start_wall_ = 0;
+  // [session] rotate: the windows written so far, and where the current one began.
+  std::optional<WindowStore> windows_;
+  std::uint64_t window_open_wall_ = 0;
+  std::uint64_t report_start_wall_ = 0;  // the current interval report's start
 };
 
 Session::Session(SessionOptions opts) : opts_(std::move(opts)) {}
@@ -143,6 +150,11 @@ Status Session::Impl::conduct() {
   if (!replay && (opts_.stats || profile_.session.stats)) probes_.enable();
   make_services();
   LOUPE_TRY(make_output_dir(profile_.session.output_dir));
+  if (profile_.session.rotate_s > 0) {
+    windows_.emplace(profile_.session.output_dir, profile_.session.retain,
+                     profile_.session.retain_bytes);
+    windows_->clean_partial();
+  }
   LOUPE_TRY(privileges_.prepare_user(profile_.session.user, profile_.session.output_dir));
   LOUPE_TRY(scope_.start(*features_, symbolizer_.get()));
   describe_session();
@@ -263,6 +275,8 @@ void Session::Impl::describe_session() {
   info_.interval_s = s.interval_s;
   info_.output_dir = s.output_dir.c_str();
   info_.start_wall_ns = session_start_wall_;
+  info_.rotate_s = s.rotate_s;
+  window_open_wall_ = report_start_wall_ = session_start_wall_;
   info_.flags = recording_.replaying() ? LOUPE_SESSION_REPLAY : 0;
   scope_.describe(info_);
   const auto& names = plugins_.profiler_names();
@@ -294,7 +308,10 @@ void Session::Impl::run_loop() {
   const auto end = s.duration_s > 0 ? start + seconds(s.duration_s) : Clock::time_point::max();
   const auto interval = seconds(s.interval_s);
   auto next_report = s.interval_s > 0 ? start + interval : Clock::time_point::max();
-  std::uint64_t window_start = session_start_wall_;
+  // A window ends with an interval report of its own, whatever `interval` is: interval
+  // stack records are deltas, so the window's files hold the window alone.
+  const auto rotate = seconds(s.rotate_s);
+  auto next_rotate = windows_ ? start + rotate : Clock::time_point::max();
   while (!stop_.load(std::memory_order_relaxed)) {
     auto now = Clock::now();
     if (now >= end) break;
@@ -305,11 +322,14 @@ void Session::Impl::run_loop() {
     }
     scope_.tick();
     jvm_perf_maps_.tick(scope_.processes());
-    if (now >= next_report) {
+    if (now >= next_report || now >= next_rotate) {
       std::uint64_t window_end = clock_ns(LOUPE_CLOCK_REALTIME);
-      report_window(window_start, window_end);
-      window_start = window_end;
-      next_report += interval;
+      report_window(report_start_wall_, window_end);
+      if (now >= next_rotate) {
+        end_window(window_end);
+        while (next_rotate <= now) next_rotate += rotate;
+      }
+      while (next_report <= now) next_report += interval;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -322,6 +342,20 @@ void Session::Impl::report_window(std::uint64_t window_start, std::uint64_t wind
   emit_core_health(false);
   ctx_.window_end_ns = 0;
   plugins_.flush_sinks(std::chrono::seconds(5));
+  report_start_wall_ = window_end;
+}
+
+// Every sink has consumed the window's last interval report (flush_sinks waited for it):
+// each writes its files into the window's directory, which is then published whole.
+void Session::Impl::end_window(std::uint64_t window_end) {
+  WindowEnd w = windows_->begin(window_open_wall_, window_end);
+  window_open_wall_ = window_end;
+  if (w.dir.empty()) return;  // counted; the sinks' window state goes into the next one
+  auto missing = plugins_.end_window(w, std::chrono::seconds(10));
+  auto published = windows_->publish(w, missing);
+  if (!published.empty())
+    spdlog::info("window {} written{}", published.string(),
+                 missing.empty() ? "" : fmt::format(" without {}", fmt::join(missing, ", ")));
 }
 
 void Session::Impl::configure_dispatch() {
@@ -338,6 +372,7 @@ void Session::Impl::configure_dispatch() {
 
 void Session::Impl::emit_core_health(bool is_final) {
   health_.rings(rings_.stats(), rings_.take_coalesced(), is_final);
+  if (windows_) health_.windows(windows_->counters(), windows_->root().string(), is_final);
   probes_.report(links_, is_final);
   if (!is_final) return;
   health_.final_failures(links_.results(), plugins_.profiler_health(), plugins_.sink_health(),
@@ -367,6 +402,12 @@ Status Session::Impl::shutdown() {
   rings_.stop(deadline);
   recording_.finish(rings_);
   result_.records_recorded = recording_.recorded();
+  // SIGTERM, the duration or the command's exit ends the current window too, with what the
+  // rings held at the stop.
+  if (windows_) {
+    report_window(report_start_wall_, stopped_wall);
+    end_window(stopped_wall);
+  }
   ctx_.window_start_ns = session_start_wall_;
   ctx_.window_end_ns = stopped_wall;
   plugins_.collect(true, session_start_wall_, stopped_wall);

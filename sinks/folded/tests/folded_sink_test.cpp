@@ -149,6 +149,28 @@ TEST_F(FoldedSinkTest, OtherRecordKindsAreIgnored) {
   EXPECT_TRUE(std::filesystem::is_empty(dir_.path()));
 }
 
+// [session] rotate: interval records (deltas) fold into the window they came in, each
+// window's file holds that window alone, and the session's file the final records.
+TEST_F(FoldedSinkTest, RotatingSessionWritesEachWindowAlone) {
+  host_.set_rotate(1);
+  start();
+  const std::string w1 = dir_.file("w1"), w2 = dir_.file("w2");
+  std::filesystem::create_directory(w1);
+  std::filesystem::create_directory(w2);
+  feed({"cpu", {sym("a"), sym("main")}, {{"samples", 3}}, "", false});
+  ASSERT_EQ(inst_.flush(false), LOUPE_OK);  // an interval report inside the window
+  feed({"cpu", {sym("a"), sym("main")}, {{"samples", 2}}, "", false});
+  ASSERT_EQ(inst_.end_window(w1, 1, 2), LOUPE_OK) << inst_.last_error();
+  feed({"cpu", {sym("b"), sym("main")}, {{"samples", 4}}, "", false});
+  ASSERT_EQ(inst_.end_window(w2, 2, 3), LOUPE_OK) << inst_.last_error();
+  feed({"cpu", {sym("a"), sym("main")}, {{"samples", 5}}, "", true});
+  feed({"cpu", {sym("b"), sym("main")}, {{"samples", 4}}, "", true});
+  ASSERT_EQ(inst_.flush(true), LOUPE_OK);
+  EXPECT_EQ(lines("w1/cpu.folded"), (std::vector<std::string>{"main;a 5"}));
+  EXPECT_EQ(lines("w2/cpu.folded"), (std::vector<std::string>{"main;b 4"}));
+  EXPECT_EQ(lines("cpu.folded"), (std::vector<std::string>{"main;a 5", "main;b 4"}));
+}
+
 TEST_F(FoldedSinkTest, UnwritableDirectoryIsAClearError) {
   host_.set_output_dir("/nonexistent-loupe-dir");
   start();

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "dl_plugin.hpp"
@@ -165,6 +167,35 @@ TEST_F(JsonlSinkTest, WritesOnlyAtFlushByDefault) {
   auto lines = lines_of(dir_.file("records.jsonl"));
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[2]["is_final"], true);
+}
+
+// [session] rotate: each window's interval records in its own file, moved into the window's
+// directory when it ends; the session file keeps the final report alone.
+TEST_F(JsonlSinkTest, RotatingSessionWritesEachWindowsRecordsIntoItsDirectory) {
+  host_.set_rotate(1);
+  PluginInstance sink(lib_);
+  ASSERT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
+  SampleRecord h = latency_histogram();
+  const std::string w1 = dir_.file("w1"), w2 = dir_.file("w2"), w3 = dir_.file("w3");
+  for (const auto& d : {w1, w2, w3}) std::filesystem::create_directory(d);
+  ASSERT_EQ(sink.consume(h.record(false)), LOUPE_OK);
+  ASSERT_EQ(sink.consume(h.record(false)), LOUPE_OK);
+  ASSERT_EQ(sink.flush(false), LOUPE_OK);  // an interval report inside the window
+  ASSERT_EQ(sink.consume(h.record(false)), LOUPE_OK);
+  ASSERT_EQ(sink.end_window(w1, 1, 2), LOUPE_OK) << sink.last_error();
+  ASSERT_EQ(sink.consume(h.record(false)), LOUPE_OK);
+  ASSERT_EQ(sink.end_window(w2, 2, 3), LOUPE_OK) << sink.last_error();
+  ASSERT_EQ(sink.end_window(w3, 3, 4), LOUPE_OK) << sink.last_error();  // nothing came
+  ASSERT_EQ(sink.consume(h.record(true)), LOUPE_OK);
+  ASSERT_EQ(sink.flush(true), LOUPE_OK);
+  EXPECT_EQ(lines_of(w1 + "/records.jsonl").size(), 3u);
+  EXPECT_EQ(lines_of(w2 + "/records.jsonl").size(), 1u);
+  EXPECT_FALSE(std::filesystem::exists(w3 + "/records.jsonl"));
+  auto session = lines_of(dir_.file("records.jsonl"));
+  ASSERT_EQ(session.size(), 1u);
+  EXPECT_EQ(session[0]["is_final"], true);
+  for (const auto& e : std::filesystem::directory_iterator(dir_.path()))
+    EXPECT_NE(e.path().filename().string().front(), '.') << "left behind: " << e.path();
 }
 
 TEST_F(JsonlSinkTest, FlushEveryWritesWithoutWaitingForFlush) {

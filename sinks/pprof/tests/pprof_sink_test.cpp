@@ -149,6 +149,39 @@ class PprofSinkTest : public ::testing::Test {
   PluginInstance inst_{lib_};
 };
 
+std::int64_t total_samples(const json& p) {
+  std::int64_t total = 0;
+  for (const auto& sample : p["sample"]) total += std::stoll(sample["value"][0].get<std::string>());
+  return total;
+}
+
+// [session] rotate: a window's profile holds the interval records (deltas) of that window
+// alone, spans it, and the session's file the final records.
+TEST_F(PprofSinkTest, RotatingSessionWritesEachWindowsProfileAlone) {
+  host_.set_rotate(1);
+  start();
+  const std::string w1 = dir_.file("w1"), w2 = dir_.file("w2");
+  std::filesystem::create_directory(w1);
+  std::filesystem::create_directory(w2);
+  SampleRecord a(LOUPE_RECORD_STACK_SAMPLE, "cpu");
+  std::vector<loupe_frame> frames = {sym("spin", 0x401010), sym("main", 0x401200)};
+  a.builder().frames(frames.data(), 2).value("samples", "count", 7);
+  ASSERT_EQ(inst_.consume(a.window(1000, 2000).record(false, "oncpu")), LOUPE_OK);
+  ASSERT_EQ(inst_.consume(a.window(2000, 3000).record(false, "oncpu")), LOUPE_OK);
+  ASSERT_EQ(inst_.end_window(w1, 1000, 3000), LOUPE_OK) << inst_.last_error();
+  ASSERT_EQ(inst_.consume(a.window(3000, 4000).record(false, "oncpu")), LOUPE_OK);
+  ASSERT_EQ(inst_.end_window(w2, 3000, 4000), LOUPE_OK) << inst_.last_error();
+  ASSERT_EQ(inst_.consume(a.window(1000, 4000).record(true, "oncpu")), LOUPE_OK);
+  ASSERT_EQ(inst_.flush(true), LOUPE_OK);
+  json p1 = parse_profile(w1 + "/cpu.pb.gz"), p2 = parse_profile(w2 + "/cpu.pb.gz");
+  EXPECT_EQ(total_samples(p1), 14);
+  EXPECT_EQ(p1["time_nanos"], "1000");
+  EXPECT_EQ(p1["duration_nanos"], "2000");
+  EXPECT_EQ(total_samples(p2), 7);
+  EXPECT_EQ(p2["time_nanos"], "3000");
+  EXPECT_EQ(total_samples(parse_profile(dir_.file("cpu.pb.gz"))), 7);
+}
+
 TEST_F(PprofSinkTest, ProfileParsesWithLibprotobufAgainstTheSchema) {
   start();
   feed_cpu();

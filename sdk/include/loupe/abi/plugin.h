@@ -20,6 +20,7 @@
  *   consume()    sinks: one record. Called on that sink's own thread, never concurrently
  *                with itself or flush(). Required for sinks.
  *   flush()      sinks: write what is buffered (is_final=1: the last call). Sink thread.
+ *                With `[session] rotate`, a flush may also end a window (window_dir set).
  *   destroy()    free everything. Required. Never fails.
  *
  * Every hook returns a loupe_status; on failure the host reads last_error(instance).
@@ -82,6 +83,14 @@ typedef struct loupe_session_info {
   const char* const* profilers;
   uint32_t n_profilers;
   uint32_t reserved3;
+  /*
+   * Appended in ABI 1.8 (test with LOUPE_ABI_HAS_FIELD): `[session] rotate`, seconds; 0 =
+   * the session is one window. When set, a sink that writes files keeps, besides its
+   * session-long output, what the interval (is_final = 0) records of the current window
+   * add up to, and writes that into loupe_flush_args.window_dir when a window ends.
+   * Interval stack records are deltas, so a window's files hold that window alone.
+   */
+  double rotate_s;
 } loupe_session_info;
 
 /*
@@ -126,6 +135,16 @@ typedef struct loupe_stop_args {
 typedef struct loupe_flush_args {
   uint32_t size;
   uint32_t is_final;
+  /*
+   * Appended in ABI 1.8 (test with LOUPE_ABI_HAS_FIELD). Non-NULL: a window of a rotating
+   * session ended with the records consumed before this call; write its files into this
+   * directory (it exists, empty, host-owned for the call) and start the next window empty.
+   * The host publishes the directory (renames it into place) once every sink returned, so
+   * a reader never sees a window half written. NULL: an ordinary flush.
+   */
+  const char* window_dir;
+  uint64_t window_start_ns; /* CLOCK_REALTIME: the window's span, when window_dir is set */
+  uint64_t window_end_ns;
 } loupe_flush_args;
 
 typedef struct loupe_plugin_descriptor {

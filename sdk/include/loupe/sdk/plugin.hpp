@@ -60,9 +60,19 @@ struct CollectArgs {
 struct StopArgs {
   std::uint64_t drain_deadline_ns;  // CLOCK_MONOTONIC
 };
+// window_dir non-empty: a window of a rotating session ended (loupe_flush_args.window_dir):
+// write what the window's interval records add up to there, then start the next one empty.
 struct FlushArgs {
   bool is_final;
+  std::string window_dir;
+  std::uint64_t window_start_ns = 0;
+  std::uint64_t window_end_ns = 0;
 };
+
+// `[session] rotate` in seconds (0: the session is one window, or an older host).
+inline double rotate_seconds(const loupe_session_info* s) {
+  return s && LOUPE_ABI_HAS_FIELD(s, loupe_session_info, rotate_s) ? s->rotate_s : 0;
+}
 
 // Common to both kinds; hooks default to doing nothing.
 class PluginBase {
@@ -168,7 +178,15 @@ struct Shims {
   }
   static int flush(loupe_plugin* p, const loupe_flush_args* a) noexcept {
     auto* s = static_cast<T*>(self<PluginBase>(p));
-    return guarded(s->last_error_, [&] { s->flush(FlushArgs{a->is_final != 0}); });
+    return guarded(s->last_error_, [&] {
+      FlushArgs f{a->is_final != 0, {}, 0, 0};
+      if (LOUPE_ABI_HAS_FIELD(a, loupe_flush_args, window_end_ns) && a->window_dir) {
+        f.window_dir = a->window_dir;
+        f.window_start_ns = a->window_start_ns;
+        f.window_end_ns = a->window_end_ns;
+      }
+      s->flush(f);
+    });
   }
   static void destroy(loupe_plugin* p) noexcept {
     try {
