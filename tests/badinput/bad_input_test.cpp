@@ -18,9 +18,22 @@
 #include <thread>
 #include <vector>
 
+#include "loupe/abi/common.h"
+
 namespace fs = std::filesystem;
 
 namespace {
+
+// What the host says of tests/core/plugins/bad_plugins.c's descriptors (one major ahead,
+// one minor ahead of the ABI they and the host are built with).
+const struct {
+  std::string wrong_major = "plugin ABI " + std::to_string(LOUPE_ABI_MAJOR + 1) + "." +
+                            std::to_string(LOUPE_ABI_MINOR) + " is incompatible with host ABI " +
+                            std::to_string(LOUPE_ABI_MAJOR) + "." + std::to_string(LOUPE_ABI_MINOR);
+  std::string newer_minor = "plugin ABI " + std::to_string(LOUPE_ABI_MAJOR) + "." +
+                            std::to_string(LOUPE_ABI_MINOR + 1) + " is newer than host ABI " +
+                            std::to_string(LOUPE_ABI_MAJOR) + "." + std::to_string(LOUPE_ABI_MINOR);
+} kHostAbi;
 
 struct Row {
   const char* name;
@@ -342,12 +355,12 @@ std::vector<Row> rows() {
        "[[plugins]]\nname = \"x\"\nlibrary = \"{BAD}/loupe-bad-wrong_major.so\"\n" + kSinkJsonl,
        validate,
        4,
-       {"plugin ABI 2.7 is incompatible with host ABI 1.7"}},
+       {kHostAbi.wrong_major}},
       {"newer_abi_minor",
        "[[plugins]]\nname = \"x\"\nlibrary = \"{BAD}/loupe-bad-newer_minor.so\"\n" + kSinkJsonl,
        validate,
        4,
-       {"plugin ABI 1.8 is newer than host ABI 1.7"}},
+       {kHostAbi.newer_minor}},
       {"truncated_descriptor",
        "[[plugins]]\nname = \"x\"\nlibrary = \"{BAD}/loupe-bad-truncated.so\"\n" + kSinkJsonl,
        validate,

@@ -37,7 +37,8 @@ class WindowStoreTest : public ::testing::Test {
                   const std::vector<std::string>& missing = {}) {
     WindowEnd w = store.begin(kStart + i * 10 * kSecond, kStart + (i + 1) * 10 * kSecond);
     EXPECT_FALSE(w.dir.empty()) << store.counters().last_error;
-    EXPECT_EQ(fs::path(w.dir).filename().string().front(), '.') << "a window being written is hidden";
+    EXPECT_EQ(fs::path(w.dir).filename().string().front(), '.')
+        << "a window being written is hidden";
     std::ofstream(fs::path(w.dir) / "cpu.pb.gz") << std::string(bytes, 'x');
     return store.publish(w, missing);
   }

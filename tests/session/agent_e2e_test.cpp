@@ -17,13 +17,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli_run.hpp"
@@ -132,8 +132,7 @@ TEST_F(AgentE2E, WindowsAreContiguousAndAddUpToTheSession) {
     if (folded_total(w.dir / "cpu.folded") > folded_total(busiest->dir / "cpu.folded"))
       busiest = &w;
   if (std::system("command -v go >/dev/null 2>&1") == 0) {
-    const std::string top =
-        shell("go tool pprof -top " + (busiest->dir / "cpu.pb.gz").string());
+    const std::string top = shell("go tool pprof -top " + (busiest->dir / "cpu.pb.gz").string());
     EXPECT_EQ(top.find("[failed]"), std::string::npos) << top;
     EXPECT_NE(top.find("cpu_spin_inner"), std::string::npos) << top;
   }
@@ -150,8 +149,7 @@ TEST_F(AgentE2E, WindowsAreContiguousAndAddUpToTheSession) {
 // others; retain keeps the newest two.
 TEST_F(AgentE2E, SigtermEndsTheLastWindowAndRetainKeepsTheNewest) {
   launcher_ = "timeout --preserve-status -s TERM 5.5 ";
-  RunResult r =
-      run(kCpusample, {CPU_SPIN_WORKLOAD, "60", "user"}, "", "rotate = 1\nretain = 2\n");
+  RunResult r = run(kCpusample, {CPU_SPIN_WORKLOAD, "60", "user"}, "", "rotate = 1\nretain = 2\n");
   EXPECT_EQ(r.exit_code, 130) << r.output;  // interrupted, report written
   auto ws = windows_of(dir_ + "/out");
   ASSERT_EQ(ws.size(), 2u) << r.output;
@@ -159,8 +157,8 @@ TEST_F(AgentE2E, SigtermEndsTheLastWindowAndRetainKeepsTheNewest) {
   ASSERT_NE(written, nullptr) << r.output;
   const auto n = (*written)["health"]["value"].get<std::size_t>();
   EXPECT_GE(n, 4u) << written->dump();
-  EXPECT_NE((*written)["health"]["message"].get<std::string>().find(
-                std::to_string(n - 2) + " removed by retain"),
+  EXPECT_NE((*written)["health"]["message"].get<std::string>().find(std::to_string(n - 2) +
+                                                                    " removed by retain"),
             std::string::npos)
       << written->dump();
   // The last window ends where the final report does: at the stop.
@@ -210,8 +208,8 @@ TEST_F(AgentE2E, SighupRefusesABadProfileAndRestartsWithAGoodOne) {
   pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    const std::string cmd = "exec " + loupe_ + " -v run " + profile + " --reloadable > " + log +
-                            " 2>&1";
+    const std::string cmd =
+        "exec " + loupe_ + " -v run " + profile + " --reloadable > " + log + " 2>&1";
     ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
@@ -229,8 +227,7 @@ TEST_F(AgentE2E, SighupRefusesABadProfileAndRestartsWithAGoodOne) {
   ::kill(pid, SIGHUP);
   const bool refused = wait_for(log, "refused, the running profile stays", 1, 60);
   EXPECT_TRUE(refused) << read_all(log);
-  EXPECT_NE(read_all(log).find("agent.toml:2:1: error: unknown key 'intervall'"),
-            std::string::npos)
+  EXPECT_NE(read_all(log).find("agent.toml:2:1: error: unknown key 'intervall'"), std::string::npos)
       << read_all(log);
   EXPECT_NE(read_all(log).find("agent.toml:5:13: error:"), std::string::npos) << read_all(log);
   EXPECT_EQ(::waitpid(pid, nullptr, WNOHANG), 0) << "loupe ended on a bad profile\n"

@@ -56,7 +56,8 @@ void WindowStore::fail(const std::string& what) {
 void WindowStore::clean_partial() {
   std::error_code ec;
   for (fs::directory_iterator it(root_, ec), end; !ec && it != end; it.increment(ec))
-    if (it->path().filename().string().rfind(kPartialPrefix, 0) == 0) fs::remove_all(it->path(), ec);
+    if (it->path().filename().string().rfind(kPartialPrefix, 0) == 0)
+      fs::remove_all(it->path(), ec);
 }
 
 WindowEnd WindowStore::begin(std::uint64_t start_ns, std::uint64_t end_ns) {
@@ -87,9 +88,9 @@ fs::path WindowStore::publish(const WindowEnd& w, const std::vector<std::string>
     for (const auto& m : missing) quoted.push_back(fmt::format("\"{}\"", m));
     std::ofstream out(fs::path(w.dir) / "window.json");
     out << fmt::format(
-        "{{\"start\": \"{}\", \"end\": \"{}\", \"start_ns\": {}, \"end_ns\": {}, \"missing\": [{}]}}\n",
-        iso_utc(w.start_ns), iso_utc(w.end_ns), w.start_ns, w.end_ns,
-        fmt::join(quoted, ", "));
+        "{{\"start\": \"{}\", \"end\": \"{}\", \"start_ns\": {}, \"end_ns\": {}, \"missing\": "
+        "[{}]}}\n",
+        iso_utc(w.start_ns), iso_utc(w.end_ns), w.start_ns, w.end_ns, fmt::join(quoted, ", "));
   }
   const fs::path final_dir = root_ / name_of(w.start_ns);
   std::error_code ec;
@@ -118,9 +119,8 @@ void WindowStore::prune() {
     if (name.empty() || name.front() == '.' || !it->is_directory(ec)) continue;
     kept.push_back({it->path(), bytes_under(it->path())});
   }
-  std::sort(kept.begin(), kept.end(), [](const Kept& a, const Kept& b) {
-    return a.path.filename() < b.path.filename();
-  });
+  std::sort(kept.begin(), kept.end(),
+            [](const Kept& a, const Kept& b) { return a.path.filename() < b.path.filename(); });
   std::uint64_t total = 0;
   for (const auto& k : kept) total += k.bytes;
   std::size_t oldest = 0;
