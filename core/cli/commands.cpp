@@ -232,14 +232,23 @@ void print_error(const SessionResult& r) {
   }
 }
 
-int cmd_validate(const CommonOptions& common, const std::string& profile) {
+namespace {
+
+// Every check that runs no plugin code: `loupe validate`, and SIGHUP's before a reload.
+SessionResult check_profile(const CommonOptions& common, const std::string& profile) {
   SessionOptions opts;
   opts.profile_path = profile;
   opts.validate_only = true;
   opts.allow_insecure_plugins = common.allow_insecure_plugins;
   for (auto& d : common.plugin_dirs) opts.extra_plugin_dirs.emplace_back(d);
   Session session(std::move(opts));
-  auto r = session.run();
+  return session.run();
+}
+
+}  // namespace
+
+int cmd_validate(const CommonOptions& common, const std::string& profile) {
+  auto r = check_profile(common, profile);
   if (r.code != ExitCode::kOk) {
     print_error(r);
     return static_cast<int>(r.code);
@@ -258,13 +267,7 @@ bool refuse_reload(const char* why) {
 // SIGHUP: the profile read again and checked as `loupe validate` does, while the session
 // runs on. A bad one is refused with every error, and the running profile stays.
 bool profile_still_good(const CommonOptions& common, const std::string& profile) {
-  SessionOptions opts;
-  opts.profile_path = profile;
-  opts.validate_only = true;
-  opts.allow_insecure_plugins = common.allow_insecure_plugins;
-  for (auto& d : common.plugin_dirs) opts.extra_plugin_dirs.emplace_back(d);
-  Session check(std::move(opts));
-  auto r = check.run();
+  auto r = check_profile(common, profile);
   if (r.code != ExitCode::kOk) {
     spdlog::error("SIGHUP: {} refused, the running profile stays:", profile);
     print_error(r);

@@ -83,16 +83,53 @@ const json* final_health(const RunResult& r, const std::string& name) {
   return nullptr;
 }
 
-class AgentE2E : public CliRun {};
+std::string read_all(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+// Waits up to `seconds` for `text` to appear `times` times in the file.
+bool wait_for(const std::string& path, const std::string& text, int times, double seconds) {
+  for (int i = 0; i < seconds * 20; ++i) {
+    const std::string log = read_all(path);
+    int n = 0;
+    for (auto at = log.find(text); at != std::string::npos; at = log.find(text, at + 1)) ++n;
+    if (n >= times) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+class AgentE2E : public CliRun {
+ protected:
+  // loupe started as a service manager starts it: its own process, output to `log`, for
+  // the test to signal and wait for (`args` after `loupe -v run`).
+  pid_t spawn(const std::string& args, const std::string& log) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      const std::string cmd = "exec " + loupe_ + " -v run " + args + " > " + log + " 2>&1";
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    return pid;
+  }
+  // Its exit status (-1: killed or not exited normally).
+  static int wait_exit(pid_t pid) {
+    int status = 0;
+    if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+    return WEXITSTATUS(status);
+  }
+};
 
 TEST_F(AgentE2E, WindowsAreContiguousAndAddUpToTheSession) {
   RunResult r = run(kCpusample, {CPU_SPIN_WORKLOAD, "3.5", "user"}, "", "rotate = 1\n");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const fs::path out = dir_ + "/out";
   auto ws = windows_of(out);
-  // 3.5 s of the command: windows at 1, 2 and 3 s and the last at its exit (more when the
-  // machine is slow to start it).
-  ASSERT_GE(ws.size(), 4u) << r.output;
+  // 3.5 s of the command: a window ends each second and at its exit, but a window's end
+  // can take longer than a second on a loaded machine (its collect names new stacks), and
+  // the next then starts at the next whole second: at least two, whatever the load.
+  ASSERT_GE(ws.size(), 2u) << r.output;
   std::int64_t windows_total = 0;
   std::uint64_t previous_end = 0;
   for (const auto& w : ws) {
@@ -146,17 +183,30 @@ TEST_F(AgentE2E, WindowsAreContiguousAndAddUpToTheSession) {
 }
 
 // As a service manager stops the agent: SIGTERM ends the current window, written like the
-// others; retain keeps the newest two.
+// others; retain keeps the newest two. The signal comes once four windows were written,
+// however long the attach took.
 TEST_F(AgentE2E, SigtermEndsTheLastWindowAndRetainKeepsTheNewest) {
-  launcher_ = "timeout --preserve-status -s TERM 5.5 ";
-  RunResult r = run(kCpusample, {CPU_SPIN_WORKLOAD, "60", "user"}, "", "rotate = 1\nretain = 2\n");
-  EXPECT_EQ(r.exit_code, 130) << r.output;  // interrupted, report written
+  const std::string profile = dir_ + "/p.toml", log = dir_ + "/loupe.log";
+  std::ofstream(profile) << "[session]\noutput_dir = \"" << dir_ << "/out\"\nrotate = 1\n"
+                         << "retain = 2\n"
+                         << kCpusample << "[[sinks]]\nname = \"jsonl\"\n";
+  const pid_t pid = spawn(profile + " -- " + CPU_SPIN_WORKLOAD + " 600 user", log);
+  ASSERT_GT(pid, 0);
+  const bool four = wait_for(log, "window " + dir_ + "/out/windows/", 4, 240);
+  ::kill(pid, SIGTERM);
+  const int rc = wait_exit(pid);
+  ASSERT_TRUE(four) << read_all(log);
+  EXPECT_EQ(rc, 130) << read_all(log);  // interrupted, report written
+  RunResult r;
+  std::ifstream in(dir_ + "/out/records.jsonl");
+  for (std::string rec; std::getline(in, rec);)
+    if (!rec.empty()) r.records.push_back(json::parse(rec));
   auto ws = windows_of(dir_ + "/out");
-  ASSERT_EQ(ws.size(), 2u) << r.output;
+  ASSERT_EQ(ws.size(), 2u) << read_all(log);
   const json* written = final_health(r, "windows");
-  ASSERT_NE(written, nullptr) << r.output;
+  ASSERT_NE(written, nullptr) << read_all(log);
   const auto n = (*written)["health"]["value"].get<std::size_t>();
-  EXPECT_GE(n, 4u) << written->dump();
+  EXPECT_GE(n, 5u) << written->dump();
   EXPECT_NE((*written)["health"]["message"].get<std::string>().find(std::to_string(n - 2) +
                                                                     " removed by retain"),
             std::string::npos)
@@ -166,27 +216,15 @@ TEST_F(AgentE2E, SigtermEndsTheLastWindowAndRetainKeepsTheNewest) {
   for (const auto& rec : r.records)
     if (rec.value("kind", "") == "stack" && rec.value("is_final", false))
       final_end = rec["window"]["end_ns"].get<std::uint64_t>();
+  const auto last_start = ws.back().meta["start_ns"].get<std::uint64_t>();
   const auto last_end = ws.back().meta["end_ns"].get<std::uint64_t>();
   EXPECT_EQ(last_end, final_end);
-  EXPECT_GT(folded_total(ws.back().dir / "cpu.folded"), 0)
-      << "the window SIGTERM ended has the samples since the previous one";
-}
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), {});
-}
-
-// Waits up to `seconds` for `text` to appear `times` times in the file.
-bool wait_for(const std::string& path, const std::string& text, int times, double seconds) {
-  for (int i = 0; i < seconds * 20; ++i) {
-    const std::string log = read_all(path);
-    int n = 0;
-    for (auto at = log.find(text); at != std::string::npos; at = log.find(text, at + 1)) ++n;
-    if (n >= times) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(last_start, ws.front().meta["end_ns"].get<std::uint64_t>());
+  // A window the signal cut short may hold no sample yet; one of half a second holds some.
+  if (last_end - last_start >= 500000000ULL) {
+    EXPECT_GT(folded_total(ws.back().dir / "cpu.folded"), 0)
+        << "the window SIGTERM ended has the samples since the previous one";
   }
-  return false;
 }
 
 int final_records(const std::string& jsonl) {
@@ -205,14 +243,8 @@ TEST_F(AgentE2E, SighupRefusesABadProfileAndRestartsWithAGoodOne) {
                            << "[[sinks]]\nname = \"jsonl\"\npath = \"" << jsonl_path << "\"\n";
   };
   write_profile("first.jsonl");
-  pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    const std::string cmd =
-        "exec " + loupe_ + " -v run " + profile + " --reloadable > " + log + " 2>&1";
-    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
+  const pid_t pid = spawn(profile + " --reloadable", log);
+  ASSERT_GT(pid, 0);
   auto finish = [&] {
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
@@ -240,9 +272,7 @@ TEST_F(AgentE2E, SighupRefusesABadProfileAndRestartsWithAGoodOne) {
     FAIL() << read_all(log);
   }
   ::kill(pid, SIGTERM);
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130) << status << "\n" << read_all(log);
+  EXPECT_EQ(wait_exit(pid), 130) << read_all(log);
   const int first = final_records(dir_ + "/out/first.jsonl");
   const int second = final_records(dir_ + "/out/second.jsonl");
   std::printf("  final records: %d of the first session, %d of the reloaded one\n", first, second);
@@ -256,20 +286,13 @@ TEST_F(AgentE2E, SighupToASessionWithACommandIsRefusedWithTheReason) {
   std::ofstream(profile) << "[session]\noutput_dir = \"" << dir_ << "/out\"\n"
                          << "[[plugins]]\nname = \"cpusample\"\nfrequency = 49\n"
                          << "[[sinks]]\nname = \"jsonl\"\n";
-  pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    const std::string cmd = "exec " + loupe_ + " -v run " + profile + " -- " + CPU_SPIN_WORKLOAD +
-                            " 3 user > " + log + " 2>&1";
-    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
+  const pid_t pid = spawn(profile + " -- " + CPU_SPIN_WORKLOAD + " 3 user", log);
+  ASSERT_GT(pid, 0);
   const bool running = wait_for(log, "session running", 1, 120);
   ::kill(pid, SIGHUP);
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  const int rc = wait_exit(pid);
   ASSERT_TRUE(running) << read_all(log);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << read_all(log);
+  EXPECT_EQ(rc, 0) << read_all(log);
   EXPECT_NE(read_all(log).find("SIGHUP: a session that runs a command is not reloaded"),
             std::string::npos)
       << read_all(log);

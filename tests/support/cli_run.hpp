@@ -108,8 +108,7 @@ class CliRun : public ::testing::Test {
                            << session_keys << "\n"
                            << body << "\n[[sinks]]\nname = \"jsonl\"\n";
     // No command: `extra_args` names the target (--pid P) or the session is system-wide.
-    std::string line =
-        launcher_ + loupe_ + " run " + profile + " " + extra_args + (cmd.empty() ? "" : " --");
+    std::string line = loupe_ + " run " + profile + " " + extra_args + (cmd.empty() ? "" : " --");
     for (const auto& c : cmd) line += " " + c;
     line += " 2>&1";
     RunResult r;
@@ -144,9 +143,6 @@ class CliRun : public ::testing::Test {
 
   std::string loupe_;
   std::string dir_;
-  // Put before loupe on the command line: `timeout --preserve-status -s TERM 4 ` sends
-  // loupe itself a SIGTERM, as a service manager stops it.
-  std::string launcher_;
 };
 
 }  // namespace loupe::test

@@ -362,9 +362,22 @@ void RingDispatcher::stop(std::chrono::steady_clock::time_point deadline) {
   if (!opts_.replay && !rings_.empty())
     while (drain_round() && std::chrono::steady_clock::now() < deadline) {
     }
-  while (queue_->size() > 0 && std::chrono::steady_clock::now() < deadline) {
+  // The worker can be slow without being stuck: a first stack's symbolization took seconds
+  // in a loaded guest, and 25 outlier records behind it were abandoned at the deadline. So
+  // the wait goes on while records leave the queue: each one gives the worker the drain's
+  // length again, up to four times it in all, which bounds how long a stop can take.
+  const auto now = std::chrono::steady_clock::now();
+  const auto length = std::max(deadline - now, std::chrono::steady_clock::duration::zero());
+  const auto hard = now + 4 * length;
+  auto until = deadline;
+  std::size_t left = queue_->size();
+  while (left > 0 && std::chrono::steady_clock::now() < until) {
     queue_->notify();
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const std::size_t n = queue_->size();
+    if (n < left)
+      until = std::max(until, std::min(hard, std::chrono::steady_clock::now() + length));
+    left = n;
   }
   if (queue_->size() > 0) {
     spdlog::warn(

@@ -82,7 +82,9 @@ const loupe_config_key kSessionKeys[] = {
     {"on_plugin_error", LOUPE_CFG_STRING, 0, "\"fail\"",
      "a plugin failing setup/start ends the run, or is skipped", 0, 0, nullptr, 0, 0,
      kOnPluginError},
-    {"drain_timeout", LOUPE_CFG_FLOAT, 0, "2", "seconds to drain rings and sinks at the end"},
+    {"drain_timeout", LOUPE_CFG_FLOAT, 0, "2",
+     "seconds the end waits for rings and sinks to drain (again while records are being decoded, "
+     "up to 4 times it)"},
     {"user", LOUPE_CFG_STRING, 0, nullptr, "switch to this user once every probe is attached"},
     {"allow_insecure_plugins", LOUPE_CFG_BOOL, 0, "false",
      "load plugins from group/world-writable files or directories"},

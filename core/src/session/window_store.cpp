@@ -27,24 +27,24 @@ std::uint64_t bytes_under(const fs::path& dir) {
   return total;
 }
 
-std::string iso_utc(std::uint64_t wall_ns) {
+// UTC to the millisecond: `seconds` is strftime's format of the whole seconds.
+std::string utc(std::uint64_t wall_ns, const char* seconds) {
   std::time_t secs = static_cast<std::time_t>(wall_ns / 1000000000ULL);
   std::tm tm{};
   gmtime_r(&secs, &tm);
   char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+  std::strftime(buf, sizeof(buf), seconds, &tm);
   return fmt::format("{}.{:03}Z", buf, (wall_ns / 1000000ULL) % 1000);
+}
+
+std::string iso_utc(std::uint64_t wall_ns) {
+  return utc(wall_ns, "%Y-%m-%dT%H:%M:%S");
 }
 
 }  // namespace
 
 std::string WindowStore::name_of(std::uint64_t wall_ns) {
-  std::time_t secs = static_cast<std::time_t>(wall_ns / 1000000000ULL);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y%m%dT%H%M%S", &tm);
-  return fmt::format("{}.{:03}Z", buf, (wall_ns / 1000000ULL) % 1000);
+  return utc(wall_ns, "%Y%m%dT%H%M%S");
 }
 
 void WindowStore::fail(const std::string& what) {
