@@ -390,8 +390,8 @@ TEST_P(OffcpuMechanisms, NoBlockLostBesideSessionsStartingAndStopping) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string pid = std::to_string(static_cast<long>(workload_figure(r.output, "pid")));
   const std::string tid = std::to_string(static_cast<long>(workload_figure(r.output, "sleep_tid")));
-  const double want =
-      workload_figure(r.output, "sleep_ns") - workload_figure(r.output, "sleep_cpu_ns");
+  const double wall = workload_figure(r.output, "sleep_ns");
+  const double want = wall - workload_figure(r.output, "sleep_cpu_ns");
   double sleep_ns = 0, asleep_ns = 0, sleep_blocks = 0, named_blocks = 0;
   for (const json* rec : r.all("stack", "offcpu")) {
     if ((*rec)["labels"]["pid"] != pid || (*rec)["labels"].value("tid", "") != tid) continue;
@@ -421,10 +421,15 @@ TEST_P(OffcpuMechanisms, NoBlockLostBesideSessionsStartingAndStopping) {
   EXPECT_LE(sleep_blocks, 100);
   EXPECT_GE(sleep_blocks, 100 - missed_outs);
   EXPECT_GE(named_blocks, sleep_blocks - health_value(r, "offcpu/user_stack_fail"));
-  // The sleeps lie within the span: never more than it. With the preemptions seen in the
-  // function, nothing of it is missing; a preemption at the span's edge (tens of ms in an
-  // emulated guest) may reach past it, so that sum is bounded from below only.
-  EXPECT_LE(asleep_ns, 1.01 * want + missed_out_ns);
+  // The sleeps lie within the span: never more than its wall time. Its wall minus CPU time
+  // is no upper bound in an emulated guest: a task's CPU clock there also runs while the
+  // host has its vCPU descheduled (no steal accounting), so on a loaded machine the
+  // workload's CPU time grew and its own "wall - CPU" fell 13 ms (1.2 %) below the sleeps
+  // loupe saw. With the preemptions seen in the function, nothing of it is missing; a
+  // preemption at the span's edge (tens of ms in an emulated guest) may reach past it, so
+  // that sum is bounded from below only.
+  EXPECT_LE(asleep_ns, wall + missed_out_ns)
+      << "the span's CPU time: " << (wall - want) / 1e6 << " ms";
   EXPECT_GE(sleep_ns, 0.99 * want - missed_out_ns);
 }
 
