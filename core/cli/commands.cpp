@@ -259,11 +259,6 @@ int cmd_validate(const CommonOptions& common, const std::string& profile) {
 
 namespace {
 
-bool refuse_reload(const char* why) {
-  spdlog::warn("SIGHUP: {}", why);
-  return false;
-}
-
 // SIGHUP: the profile read again and checked as `loupe validate` does, while the session
 // runs on. A bad one is refused with every error, and the running profile stays.
 bool profile_still_good(const CommonOptions& common, const std::string& profile) {
@@ -297,27 +292,21 @@ SessionResult run_once(const CommonOptions& common, const RunOptions& run, bool*
   if (!common.disabled_features.empty())
     opts.features = std::make_shared<KernelFeatureProber>(common.disabled_features);
   Session session(std::move(opts));
-  std::function<bool()> reload;
-  if (!run.command.empty())
-    reload = [] {
-      return refuse_reload(
-          "a session that runs a command is not reloaded (it "
-          "would lose the command): stop it and run it again");
-    };
-  else if (!run.record.empty())
-    reload = [] {
-      return refuse_reload(
-          "a recording session is not reloaded (the capture "
-          "would end)");
-    };
-  else if (!run.reloadable || !run.user.empty())
-    reload = [] {
-      return refuse_reload(
-          "this session gave up its capabilities once attached, and a reload "
-          "loads BPF again: run it with --reloadable (and without --user)");
-    };
-  else
-    reload = [&] { return profile_still_good(common, run.profile); };
+  // Why SIGHUP cannot restart this session, if it cannot.
+  const char* refused =
+      !run.command.empty()
+          ? "a session that runs a command is not reloaded (it would lose the command): stop it "
+            "and run it again"
+      : !run.record.empty() ? "a recording session is not reloaded (the capture would end)"
+      : (!run.reloadable || !run.user.empty())
+          ? "this session gave up its capabilities once attached, and a reload loads BPF again: "
+            "run it with --reloadable (and without --user)"
+          : nullptr;
+  auto reload = [&common, &run, refused] {
+    if (!refused) return profile_still_good(common, run.profile);
+    spdlog::warn("SIGHUP: {}", refused);
+    return false;
+  };
   return run_until_signalled(session, reload, restart);
 }
 
