@@ -18,6 +18,7 @@
 
 #include "cpusample.h"
 #include "cpusample.skel.h"
+#include "loupe/sdk/eviction.hpp"
 #include "loupe/sdk/percpu.hpp"
 #include "loupe/sdk/perf_event.hpp"
 #include "loupe/sdk/plugin.hpp"
@@ -128,6 +129,7 @@ class CpuSampleProfiler : public sdk::Profiler {
       throw sdk::Error(LOUPE_ERR_UNSUPPORTED,
                        "unwind = \"dwarf\" needs a host with the unwind_user service (ABI 1.2)");
     opts_.per_thread = cfg.value_bool("per_thread");
+    opts_.evict = sdk::evicts_exited(args.session);
     warm_every_ms_ = cfg.value_int("symbolize_interval_ms");
 
     std::string why;
@@ -178,6 +180,7 @@ class CpuSampleProfiler : public sdk::Profiler {
       sdk::attach_unwind_tables(*host_, skel_.get());
       maps.user_stacks_fd = bpf_map__fd(skel_->maps.loupe_unwind_stacks);
       maps.unwind_stats_fd = bpf_map__fd(skel_->maps.loupe_unwind_stats);
+      maps.user_slots_fd = bpf_map__fd(skel_->maps.loupe_unwind_slots);
     }
     reporter_ = std::make_unique<StackReporter>(*host_, maps, opts_);
     if (dwarf_) {
@@ -206,7 +209,10 @@ class CpuSampleProfiler : public sdk::Profiler {
           std::make_unique<SymbolWarmer>(*reporter_, std::chrono::milliseconds(warm_every_ms_));
   }
 
-  void stop(const sdk::StopArgs&) override { warmer_.reset(); }
+  void stop(const sdk::StopArgs&) override {
+    warmer_.reset();
+    if (reporter_) reporter_->stop_evicting();
+  }
 
   void collect(const sdk::CollectArgs& args) override {
     if (!reporter_) return;

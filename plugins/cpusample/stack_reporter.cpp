@@ -42,8 +42,10 @@ std::vector<std::pair<cs_key, std::uint64_t>> StackReporter::read_counts() const
 }
 
 void StackReporter::warm() {
-  auto counts = read_counts();
+  // Read under the lock: an eviction between the read and the lookups would leave frames
+  // cached under ids freed for other stacks.
   std::lock_guard lock(mu_);
+  auto counts = read_counts();
   for (const auto& [k, v] : counts) {
     user_frames_.user(k.tgid, k.user_stack_id);
     frames_.kernel(k.kernel_stack_id);
@@ -75,11 +77,9 @@ void StackReporter::add_dwarf_sample(const cs_dwarf_rec& rec,
       Frames frames(user.size());
       host_.symbolize(rec.tgid, LOUPE_FRAME_USER, user.data(),
                       static_cast<std::uint32_t>(user.size()), frames.data());
-      dwarf_frames_.push_back(std::move(frames));
-      it = dwarf_index_
-               .emplace(std::make_pair(rec.tgid, user),
-                        static_cast<std::uint32_t>(dwarf_frames_.size() - 1))
-               .first;
+      const std::uint32_t id = next_dwarf_stack_++;
+      dwarf_frames_.emplace(id, std::move(frames));
+      it = dwarf_index_.emplace(std::make_pair(rec.tgid, user), id).first;
     }
     key.user_stack = it->second;
   }
@@ -99,7 +99,7 @@ void StackReporter::emit_stack(std::uint32_t tgid, std::uint32_t tid, const char
   std::uint64_t value = total;
   if (!is_final) {
     // Interval reports are deltas; the final report is the whole session.
-    std::uint64_t& prev = previous_[kb];
+    std::uint64_t& prev = previous_.at(kb);
     value = total - std::min(prev, total);
     prev = total;
   }
@@ -127,8 +127,11 @@ void StackReporter::emit_stack(std::uint32_t tgid, std::uint32_t tid, const char
 }
 
 void StackReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) {
-  auto counts = read_counts();
   std::lock_guard lock(mu_);
+  // Settled before the read: the read then holds all these processes ever counted.
+  const bool evicting = opts_.evict && opts_.evict_now && !is_final;
+  const std::set<std::uint32_t> gone = evicting ? sdk::exited(tgids_read_) : std::set<std::uint32_t>{};
+  auto counts = read_counts();
   if (!session_start_) session_start_ = ws;
   std::uint64_t truncated = 0;
   for (const auto& [k, total] : counts) {
@@ -139,11 +142,15 @@ void StackReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) {
   }
   for (const auto& [k, total] : dwarf_counts_) {
     const Frames* kf = k.kernel_stack_id >= 0 ? &frames_.kernel(k.kernel_stack_id) : nullptr;
-    const Frames* uf = k.user_stack != kNoStack ? &dwarf_frames_[k.user_stack] : nullptr;
+    const Frames* uf = k.user_stack != kNoStack ? &dwarf_frames_.at(k.user_stack) : nullptr;
     std::string kb = "dwarf:";
     kb.append(reinterpret_cast<const char*>(&k), sizeof(k));
     emit_stack(k.tgid, k.pid, k.comm.data(), k.comm.size(), kb, total, kf, uf, is_final, ws, we,
                &truncated);
+  }
+  if (evicting) {
+    evict(counts, gone);
+    previous_.end_read();
   }
   emit_health(read_counters(), truncated, is_final, ws, we);
   if (maps_.unwind_stats_fd >= 0)
@@ -161,6 +168,65 @@ void StackReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) {
         "samples lost: too many distinct user stacks (raise max_stacks)");
     dwarf_health_(is_final, ws, we);
   }
+  if (opts_.evict) evicted_.emit(host_, "stacks", "cpusample", is_final, ws, we);
+}
+
+// Exited processes' keys (counted in full by the read just reported), the stack ids only
+// they used, and what the caches hold for them.
+void StackReporter::evict(const std::vector<std::pair<cs_key, std::uint64_t>>& counts,
+                          const std::set<std::uint32_t>& gone) {
+  sdk::StackSweep sweep;
+  // Only keys the report read are deleted; the ids to keep come from a read after the
+  // deletes, which holds every key counted since.
+  for (const auto& [k, total] : counts) {
+    if (!gone.count(k.tgid)) continue;
+    if (bpf_map_delete_elem(maps_.counts_fd, &k) == 0) ++evicted_.keys;
+    sweep.evicted(maps_.stacks_fd, k.kernel_stack_id);
+    sweep.evicted(user_store_fd(), k.user_stack_id);
+  }
+  std::set<std::uint32_t> read;
+  for (const auto& [k, total] : read_counts()) {
+    read.insert(k.tgid);
+    sweep.kept(maps_.stacks_fd, k.kernel_stack_id);
+    sweep.kept(user_store_fd(), k.user_stack_id);
+  }
+  for (auto it = dwarf_counts_.begin(); it != dwarf_counts_.end();) {
+    if (!gone.count(it->first.tgid)) {
+      read.insert(it->first.tgid);
+      sweep.kept(maps_.stacks_fd, it->first.kernel_stack_id);
+      ++it;
+      continue;
+    }
+    sweep.evicted(maps_.stacks_fd, it->first.kernel_stack_id);
+    ++evicted_.keys;
+    it = dwarf_counts_.erase(it);
+  }
+  for (auto it = dwarf_index_.begin(); it != dwarf_index_.end();) {
+    if (!gone.count(it->first.first)) {
+      ++it;
+      continue;
+    }
+    dwarf_frames_.erase(it->second);
+    it = dwarf_index_.erase(it);
+  }
+  auto freed = sweep.erase();
+  for (const auto& [fd, ids] : freed) evicted_.stacks += ids.size();
+  for (std::uint32_t tgid : gone) {
+    frames_.forget_process(tgid);
+    user_frames_.forget_process(tgid);
+  }
+  const std::set<std::int32_t>& kernel_freed = freed[maps_.stacks_fd];
+  const std::set<std::int32_t>& user_freed = freed[user_store_fd()];
+  frames_.forget_ids(kernel_freed);
+  user_frames_.forget_ids(user_freed);
+  evicted_.processes += gone.size();
+  // A sample that took a freed id between the read above and the delete: counted, since
+  // its id may now name another stack.
+  if (!kernel_freed.empty() || !user_freed.empty())
+    for (const auto& [k, total] : read_counts())
+      if (kernel_freed.count(k.kernel_stack_id) || user_freed.count(k.user_stack_id))
+        evicted_.in_use += total;
+  tgids_read_ = std::move(read);
 }
 
 void StackReporter::emit_health(const cs_counters& c, std::uint64_t truncated, bool is_final,

@@ -11,6 +11,9 @@
 // unwind = "dwarf": samples arrive one by one (add_dwarf_sample, from the ring worker)
 // with user stacks already unwound; they are symbolized at first sight (their process is
 // running) and counted here under the same kind of key, so both modes report alike.
+//
+// Rotating sessions evict the keys, stacks and cached frames of exited processes once an
+// interval report has carried their last counts (sdk/eviction.hpp).
 #ifndef LOUPE_CPUSAMPLE_STACK_REPORTER_HPP
 #define LOUPE_CPUSAMPLE_STACK_REPORTER_HPP
 
@@ -20,11 +23,13 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "cpusample.h"
+#include "loupe/sdk/eviction.hpp"
 #include "loupe/sdk/host.hpp"
 #include "loupe/sdk/stack_map.hpp"
 
@@ -36,6 +41,7 @@ struct ReporterMaps {
   int counters_fd = -1;
   int user_stacks_fd = -1;   // unwind = "tables": loupe_unwind_stacks; else in stacks_fd
   int unwind_stats_fd = -1;  // unwind = "tables": loupe_unwind_stats
+  int user_slots_fd = -1;    // unwind = "tables": loupe_unwind_slots (user ids are freed there)
 };
 
 struct ReporterOptions {
@@ -44,6 +50,8 @@ struct ReporterOptions {
   std::size_t max_stacks = 16384;  // dwarf mode: distinct user stacks kept
   std::string record_name = "cpu";
   std::uint64_t sample_ns = 0;  // CPU time one sample stands for: records' time_ns value
+  bool evict = false;           // rotating session: exited processes' keys (sdk/eviction.hpp)
+  bool evict_now = true;        // false once stopped
 };
 
 class StackReporter {
@@ -51,6 +59,12 @@ class StackReporter {
   StackReporter(const sdk::Host& host, ReporterMaps maps, ReporterOptions opts);
 
   void warm();
+  // From stop(): the window reported after it is the session's last, and the final report
+  // holds what it leaves, so what exited in it stays there too.
+  void stop_evicting() {
+    std::lock_guard lock(mu_);
+    opts_.evict_now = false;
+  }
   void collect(bool is_final, std::uint64_t window_start_ns, std::uint64_t window_end_ns);
 
   // dwarf mode: one sample with its unwound user stack (`user` empty: none) and its
@@ -80,6 +94,9 @@ class StackReporter {
   cs_counters read_counters() const;
   void emit_health(const cs_counters& c, std::uint64_t truncated, bool is_final, std::uint64_t ws,
                    std::uint64_t we);
+  void evict(const std::vector<std::pair<cs_key, std::uint64_t>>& counts,
+             const std::set<std::uint32_t>& gone);
+  int user_store_fd() const { return maps_.user_slots_fd >= 0 ? maps_.user_slots_fd : maps_.stacks_fd; }
 
   sdk::Host host_;
   ReporterMaps maps_;
@@ -87,11 +104,15 @@ class StackReporter {
   std::mutex mu_;
   sdk::StackMapFrames frames_;                     // fp mode's stack ids; guarded by mu_
   sdk::StackMapFrames user_frames_;                // user stack ids (tables or fp); mu_
-  std::map<std::string, std::uint64_t> previous_;  // key bytes -> count at the last interval
+  sdk::PreviousTotals<std::uint64_t> previous_;  // key bytes -> count at the last interval
   // dwarf mode
   std::map<DwarfKey, std::uint64_t> dwarf_counts_;
   std::map<std::pair<std::uint32_t, std::vector<std::uint64_t>>, std::uint32_t> dwarf_index_;
-  std::vector<Frames> dwarf_frames_;
+  std::map<std::uint32_t, Frames> dwarf_frames_;  // by the index dwarf_index_ hands out
+  std::uint32_t next_dwarf_stack_ = 0;
+  // eviction (rotating sessions)
+  std::set<std::uint32_t> tgids_read_;  // the processes of the last read
+  sdk::EvictionCounts evicted_;
   std::uint64_t session_start_ = 0;  // the first window's start: the counters' window
   std::uint64_t dwarf_keys_full_ = 0;
   std::uint64_t dwarf_stacks_full_ = 0;

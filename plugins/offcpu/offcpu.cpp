@@ -93,6 +93,7 @@ class OffcpuProfiler : public sdk::Profiler {
     // program (a run per wake-up) is not loaded at all.
     hooks_ = ro->targ_run_queue || ro->targ_wakers ? 2 : 1;
     opts_.mechanism = sdk::kFlavourNames[mechanism_];
+    opts_.evict = sdk::evicts_exited(args.session);
 
     bpf_program* progs[3][2] = {{skel_->progs.oc_btf_switch, skel_->progs.oc_btf_waking},
                                 {skel_->progs.oc_raw_switch, skel_->progs.oc_raw_waking},
@@ -129,6 +130,7 @@ class OffcpuProfiler : public sdk::Profiler {
     if (tables_) {
       maps.user_stacks_fd = bpf_map__fd(skel_->maps.loupe_unwind_stacks);
       maps.unwind_stats_fd = bpf_map__fd(skel_->maps.loupe_unwind_stats);
+      maps.user_slots_fd = bpf_map__fd(skel_->maps.loupe_unwind_slots);
     }
     maps.blocked_fd = bpf_map__fd(skel_->maps.blocked);
     maps.offcpu_fd = bpf_map__fd(skel_->maps.offcpu);
@@ -137,6 +139,10 @@ class OffcpuProfiler : public sdk::Profiler {
     maps.blockers_fd = bpf_map__fd(skel_->maps.blockers);
     maps.counters_fd = bpf_map__fd(skel_->maps.counters);
     reporter_ = std::make_unique<OffcpuReporter>(*host_, maps, opts_);
+  }
+
+  void stop(const sdk::StopArgs&) override {
+    if (reporter_) reporter_->stop_evicting();
   }
 
   void collect(const sdk::CollectArgs& args) override {

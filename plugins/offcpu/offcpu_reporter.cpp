@@ -25,6 +25,14 @@ std::string comm_of(const char* c) {
   return std::string(c, strnlen(c, OC_COMM_LEN));
 }
 
+// Rows differ by waker too; the plain view sums them per (process, stacks, reason).
+std::string plain_key(oc_key k) {
+  k.waker_tgid = 0;
+  k.waker_user_stack_id = k.waker_kernel_stack_id = -1;
+  std::memset(k.waker_comm, 0, sizeof(k.waker_comm));
+  return bytes_of("", k);
+}
+
 }  // namespace
 
 const char* reason_name(std::uint32_t reason) {
@@ -56,23 +64,18 @@ OffcpuReporter::Frames OffcpuReporter::stack_of(std::uint32_t tgid, std::int32_t
 
 std::uint64_t OffcpuReporter::delta(const std::string& key, std::uint64_t total, bool is_final) {
   if (is_final) return total;
-  std::uint64_t& prev = previous_[key];
+  std::uint64_t& prev = previous_.at(key);
   std::uint64_t d = total - std::min(prev, total);
   prev = total;
   return d;
 }
 
 void OffcpuReporter::emit_offcpu(bool is_final) {
-  // Rows differ by waker too; the plain view sums them per (process, stacks, reason).
-  auto plain_key = [](oc_key k) {
-    k.waker_tgid = 0;
-    k.waker_user_stack_id = k.waker_kernel_stack_id = -1;
-    std::memset(k.waker_comm, 0, sizeof(k.waker_comm));
-    return bytes_of("", k);
-  };
   std::map<std::string, std::pair<oc_key, oc_val>> plain;
   std::vector<std::pair<oc_key, oc_val>> woken;
+  read_keys_.clear();
   sdk::for_each_entry<oc_key, oc_val>(maps_.offcpu_fd, [&](const oc_key& k, const oc_val& v) {
+    read_keys_.emplace_back(k, v);
     auto& slot = plain.try_emplace(plain_key(k), k, oc_val{}).first->second;
     slot.second.total_ns += v.total_ns;
     slot.second.count += v.count;
@@ -159,7 +162,7 @@ void OffcpuReporter::emit_runq(bool is_final) {
                   const std::string& value, const std::string* comm) {
     oc_hist h = total;
     if (!is_final) {
-      oc_hist& before = previous_hist_[key];
+      oc_hist& before = previous_hist_.at(key);
       h = sdk::hist_interval_delta(total, before);
       before = total;
     }
@@ -170,12 +173,10 @@ void OffcpuReporter::emit_runq(bool is_final) {
     rb.final(is_final).window(ws_, we_);
     sdk::add_histogram(rb, "ns", h).emit(host_);
   };
-  struct ProcKey {
-    std::uint32_t tgid;
-    char comm[OC_COMM_LEN];
-  };
+  read_procs_.clear();
   sdk::for_each_per_cpu_entry<ProcKey, oc_hist>(
       maps_.runq_procs_fd, [&](const ProcKey& k, const std::vector<oc_hist>& per_cpu) {
+        read_procs_.push_back(k);
         const oc_hist h = sdk::hist_merge_per_cpu<oc_hist>(per_cpu);
         const std::string comm = comm_of(k.comm);
         emit(bytes_of("p", k), h, "pid", std::to_string(k.tgid), &comm);
@@ -188,8 +189,10 @@ void OffcpuReporter::emit_runq(bool is_final) {
 
 void OffcpuReporter::emit_blockers(bool is_final) {
   if (opts_.runq_threshold_ns == 0) return;
+  read_blockers_.clear();
   sdk::for_each_entry<oc_blocker_key, oc_blocker_val>(
       maps_.blockers_fd, [&](const oc_blocker_key& k, const oc_blocker_val& v) {
+        read_blockers_.push_back(k);
         const std::uint64_t n = delta(bytes_of("bn", k), v.count, is_final);
         const std::uint64_t ns = delta(bytes_of("bd", k), v.delay_ns, is_final);
         if (n == 0) return;
@@ -252,6 +255,7 @@ void OffcpuReporter::emit_health(bool is_final) {
   sdk::emit_health_rows(host_, "offcpu", rows, is_final, ws_, we_);
   if (maps_.unwind_stats_fd >= 0)
     sdk::emit_unwind_health(host_, "offcpu", maps_.unwind_stats_fd, is_final, ws_, we_);
+  if (opts_.evict) evicted_.emit(host_, "offcpu", "offcpu", is_final, ws_, we_);
   if (is_final && c.switches_out == 0) {
     sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, "silent_probe");
     rb.final(true).window(ws_, we_);
@@ -265,11 +269,114 @@ void OffcpuReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) 
   ws_ = ws;
   we_ = we;
   if (!session_start_) session_start_ = ws;
+  // Settled before the reads: they then hold all these processes ever counted.
+  const bool evicting = opts_.evict && evict_now_ && !is_final;
+  std::set<std::uint32_t> gone;
+  if (evicting) {
+    gone = sdk::exited(tgids_read_);
+    // A wake-up an exited process made is charged to its key when the wakee runs: until
+    // then (the blocked entry names it), its keys stay. Looked at before the read, so a
+    // wakee that runs after it was looked at is in the read.
+    if (!gone.empty())
+      sdk::for_each_entry<std::uint32_t, oc_blocked>(
+          maps_.blocked_fd, [&](std::uint32_t, const oc_blocked& b) {
+            if (!b.running && b.ts_wake) gone.erase(b.waker_tgid);
+          });
+  }
   emit_offcpu(is_final);
   if (is_final) emit_in_flight();
   emit_runq(is_final);
   emit_blockers(is_final);
+  if (evicting) {
+    evict(gone);
+    previous_.end_read();
+    previous_hist_.end_read();
+  }
   emit_health(is_final);
+}
+
+// Exited processes' keys (as woken thread or as waker) that the report just read, the
+// stack ids only they used, and what the caches hold for them.
+void OffcpuReporter::evict(const std::set<std::uint32_t>& gone) {
+  const int kfd = maps_.stacks_fd, ufd = user_store_fd();
+  sdk::StackSweep sweep;
+  auto stacks = [&](bool keep, std::int32_t user, std::int32_t kernel) {
+    if (keep) {
+      sweep.kept(ufd, user);
+      sweep.kept(kfd, kernel);
+    } else {
+      sweep.evicted(ufd, user);
+      sweep.evicted(kfd, kernel);
+    }
+  };
+  auto drop = [&](int fd, const auto& key) {
+    if (bpf_map_delete_elem(fd, &key) == 0) ++evicted_.keys;
+  };
+  for (const auto& [k, v] : read_keys_) {
+    if (!gone.count(k.tgid) && !gone.count(k.waker_tgid)) continue;
+    drop(maps_.offcpu_fd, k);
+    // A live thread's plain row sums its keys of every waker: without what this one
+    // held, its next total would read as a fall and hide the growth.
+    if (!gone.count(k.tgid)) {
+      const std::string id = "p" + plain_key(k);
+      std::uint64_t& ns = previous_.at(id + "ns");
+      ns -= std::min<std::uint64_t>(ns, v.total_ns);
+      std::uint64_t& n = previous_.at(id + "n");
+      n -= std::min<std::uint64_t>(n, v.count);
+    }
+    stacks(false, k.user_stack_id, k.kernel_stack_id);
+    stacks(false, k.waker_user_stack_id, k.waker_kernel_stack_id);
+  }
+  for (const oc_blocker_key& k : read_blockers_) {
+    if (!gone.count(k.tgid)) continue;
+    drop(maps_.blockers_fd, k);
+    stacks(false, k.user_stack_id, k.kernel_stack_id);
+  }
+  for (const ProcKey& k : read_procs_)
+    if (gone.count(k.tgid)) drop(maps_.runq_procs_fd, k);
+
+  // What stays, read after the deletes: every key made since the report, and the stacks
+  // of threads off the CPU now (their key is made when they run again).
+  std::set<std::uint32_t> read;
+  sdk::for_each_entry<oc_key, oc_val>(maps_.offcpu_fd, [&](const oc_key& k, const oc_val&) {
+    read.insert(k.tgid);
+    if (k.waker_tgid) read.insert(k.waker_tgid);
+    stacks(true, k.user_stack_id, k.kernel_stack_id);
+    stacks(true, k.waker_user_stack_id, k.waker_kernel_stack_id);
+  });
+  sdk::for_each_entry<oc_blocker_key, oc_blocker_val>(
+      maps_.blockers_fd, [&](const oc_blocker_key& k, const oc_blocker_val&) {
+        read.insert(k.tgid);
+        stacks(true, k.user_stack_id, k.kernel_stack_id);
+      });
+  sdk::for_each_entry<std::uint32_t, oc_blocked>(
+      maps_.blocked_fd, [&](std::uint32_t, const oc_blocked& b) {
+        stacks(true, b.user_stack_id, b.kernel_stack_id);
+        stacks(true, b.waker_user_stack_id, b.waker_kernel_stack_id);
+      });
+  for (const ProcKey& k : sdk::map_keys<ProcKey>(maps_.runq_procs_fd)) read.insert(k.tgid);
+
+  auto freed = sweep.erase();
+  for (const auto& [fd, ids] : freed) evicted_.stacks += ids.size();
+  for (std::uint32_t tgid : gone) {
+    frames_.forget_process(tgid);
+    user_frames_.forget_process(tgid);
+  }
+  const std::set<std::int32_t>& kernel_freed = freed[kfd];
+  const std::set<std::int32_t>& user_freed = freed[ufd];
+  frames_.forget_ids(kernel_freed);
+  user_frames_.forget_ids(user_freed);
+  evicted_.processes += gone.size();
+  // A block that took a freed id between the read above and the delete: counted, since its
+  // id may now name another stack.
+  if (!kernel_freed.empty() || !user_freed.empty())
+    sdk::for_each_entry<oc_key, oc_val>(maps_.offcpu_fd, [&](const oc_key& k, const oc_val& v) {
+      const bool wakee = kernel_freed.count(k.kernel_stack_id) || user_freed.count(k.user_stack_id);
+      const bool waker = kernel_freed.count(k.waker_kernel_stack_id) ||
+                         user_freed.count(k.waker_user_stack_id);
+      if (wakee || waker) evicted_.in_use += v.count;
+    });
+  tgids_read_ = std::move(read);
 }
 
 }  // namespace loupe::offcpu

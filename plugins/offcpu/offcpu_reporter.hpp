@@ -11,16 +11,21 @@
 //                     per CPU.
 //   runq_blockers     stack records: the task that held the CPU while a woken thread of
 //                     the target waited longer than runq_threshold_ns.
-// Interval reports carry what changed since the last one; the final report the session.
+// Interval reports carry what changed since the last one; the final report the session
+// (rotating sessions evict exited processes once a report carried their last counts, and
+// the final report then holds the live ones: sdk/eviction.hpp).
 // collect() runs on the session thread only.
 #ifndef LOUPE_OFFCPU_REPORTER_HPP
 #define LOUPE_OFFCPU_REPORTER_HPP
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "loupe/sdk/eviction.hpp"
 #include "loupe/sdk/host.hpp"
 #include "loupe/sdk/stack_map.hpp"
 #include "offcpu.h"
@@ -38,6 +43,7 @@ struct ReporterMaps {
   int runq_cpus_fd = -1;
   int blockers_fd = -1;
   int counters_fd = -1;
+  int user_slots_fd = -1;  // unwind = "tables": loupe_unwind_slots (user ids are freed there)
 };
 
 struct ReporterOptions {
@@ -46,6 +52,7 @@ struct ReporterOptions {
   bool run_queue = true;
   std::uint64_t runq_threshold_ns = 0;
   std::string mechanism;
+  bool evict = false;  // rotating session: exited processes' keys (sdk/eviction.hpp)
 };
 
 const char* reason_name(std::uint32_t reason);
@@ -55,6 +62,9 @@ class OffcpuReporter {
   OffcpuReporter(const sdk::Host& host, ReporterMaps maps, ReporterOptions opts);
 
   void collect(bool is_final, std::uint64_t window_start_ns, std::uint64_t window_end_ns);
+  // From stop(): the window reported after it is the session's last, and the final report
+  // holds what it leaves, so what exited in it stays there too.
+  void stop_evicting() { evict_now_ = false; }
 
  private:
   using Frames = sdk::StackMapFrames::Frames;
@@ -66,14 +76,29 @@ class OffcpuReporter {
   void emit_runq(bool is_final);
   void emit_blockers(bool is_final);
   void emit_health(bool is_final);
+  void evict(const std::set<std::uint32_t>& gone);
+  int user_store_fd() const {
+    return maps_.user_slots_fd >= 0 ? maps_.user_slots_fd : maps_.stacks_fd;
+  }
 
   sdk::Host host_;
   ReporterMaps maps_;
   ReporterOptions opts_;
   sdk::StackMapFrames frames_;
   sdk::StackMapFrames user_frames_;
-  std::map<std::string, std::uint64_t> previous_;
-  std::map<std::string, oc_hist> previous_hist_;
+  sdk::PreviousTotals<std::uint64_t> previous_;
+  sdk::PreviousTotals<oc_hist> previous_hist_;
+  // What the last report read, for eviction: only keys a report carried are deleted.
+  struct ProcKey {
+    std::uint32_t tgid;
+    char comm[OC_COMM_LEN];
+  };
+  std::vector<std::pair<oc_key, oc_val>> read_keys_;
+  std::vector<oc_blocker_key> read_blockers_;
+  std::vector<ProcKey> read_procs_;
+  std::set<std::uint32_t> tgids_read_;
+  sdk::EvictionCounts evicted_;
+  bool evict_now_ = true;
   std::uint64_t ws_ = 0, we_ = 0;
   std::uint64_t session_start_ = 0;  // the first window's start: the counters' window
 };

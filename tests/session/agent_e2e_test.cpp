@@ -182,6 +182,82 @@ TEST_F(AgentE2E, WindowsAreContiguousAndAddUpToTheSession) {
   EXPECT_EQ((*incomplete)["health"]["value"].get<int>(), 0) << incomplete->dump();
 }
 
+// An agent over process churn: what exited processes left in the profilers' maps is
+// evicted once their windows hold it, so the maps follow the live processes. 120 short
+// processes (each spins, then a `sleep` child blocks; the shell is woken by each) under
+// cpusample and offcpu with room for 128 keys each. The same run without rotation fills
+// both maps (every process makes keys of its own): the workload is one that needs
+// eviction. With it nothing is refused, and the windows hold every sample and every block
+// the kernel counted.
+TEST_F(AgentE2E, ExitedProcessesAreEvictedAndEverySampleIsInAWindow) {
+  const std::string body =
+      "[[plugins]]\nname = \"cpusample\"\nfrequency = 199\nuser_stacks = true\n"
+      "max_keys = 128\n[[plugins]]\nname = \"offcpu\"\nmax_keys = 128\n"
+      "[[sinks]]\nname = \"folded\"\n";
+  const std::string loop = std::string("i=0; while [ $i -lt 120 ]; do ") + CPU_SPIN_WORKLOAD +
+                           " 0.03 user; sleep 0.01; i=$((i+1)); done";
+  auto value = [](const RunResult& r, const std::string& component) {
+    const json* h = r.loss(component);
+    EXPECT_NE(h, nullptr) << "no final health row " << component << "\n" << r.output;
+    return h ? (*h)["health"].value("value", std::uint64_t{0}) : 0;
+  };
+
+  RunResult kept = run(body, {"sh", "-c", "'" + loop + "'"}, "", "interval = 0.25\n");
+  ASSERT_EQ(kept.exit_code, 0) << kept.output;
+  const std::uint64_t kept_cs = value(kept, "cpusample/counts_full");
+  const std::uint64_t kept_oc = value(kept, "offcpu/keys_full");
+  EXPECT_EQ(kept.loss("offcpu/evicted_processes"), nullptr) << "no eviction without rotate";
+
+  RunResult r = run(body, {"sh", "-c", "'" + loop + "'"}, "", "rotate = 1\ninterval = 0.25\n");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::uint64_t cs_full = value(r, "cpusample/counts_full");
+  const std::uint64_t oc_full = value(r, "offcpu/keys_full");
+  const std::uint64_t cs_evicted = value(r, "cpusample/evicted_processes");
+  const std::uint64_t oc_evicted = value(r, "offcpu/evicted_processes");
+  const std::uint64_t oc_stacks = value(r, "offcpu/evicted_stacks");
+  const std::uint64_t in_use =
+      value(r, "cpusample/evicted_in_use") + value(r, "offcpu/evicted_in_use");
+
+  const fs::path out = dir_ + "/out";
+  std::int64_t cpu_in_windows = 0, blocks_in_windows = 0;
+  for (const auto& w : windows_of(out)) {
+    cpu_in_windows += folded_total(w.dir / "cpu.folded");
+    std::ifstream in(w.dir / "records.jsonl");
+    for (std::string line; std::getline(in, line);) {
+      json rec = json::parse(line);
+      if (rec.value("kind", "") == "metric" && rec.value("name", "") == "offcpu_blocks")
+        blocks_in_windows += static_cast<std::int64_t>(rec["metric"]["value"].get<double>());
+    }
+  }
+  auto metric = [&](const std::string& name) {
+    for (const json* m : r.all("metric", name))
+      return static_cast<std::int64_t>((*m)["metric"]["value"].get<double>());
+    ADD_FAILURE() << "no final metric " << name;
+    return std::int64_t{-1};
+  };
+  const std::int64_t samples = metric("samples");
+  const std::int64_t blocks = metric("blocks_ended");
+  std::printf(
+      "  without rotate, refused keys: cpusample %llu, offcpu %llu\n"
+      "  with rotate: evicted cpusample %llu processes, offcpu %llu (%llu stacks freed); "
+      "refused keys: cpusample %llu, offcpu %llu; ids taken as freed: %llu\n"
+      "  samples: kernel %lld, windows %lld; blocks: kernel %lld, windows %lld\n",
+      (unsigned long long)kept_cs, (unsigned long long)kept_oc, (unsigned long long)cs_evicted,
+      (unsigned long long)oc_evicted, (unsigned long long)oc_stacks, (unsigned long long)cs_full,
+      (unsigned long long)oc_full, (unsigned long long)in_use, (long long)samples,
+      (long long)cpu_in_windows, (long long)blocks, (long long)blocks_in_windows);
+  EXPECT_GT(kept_cs, 0u) << "the workload must overflow cpusample's map without eviction";
+  EXPECT_GT(kept_oc, 0u) << "the workload must overflow offcpu's map without eviction";
+  // Processes exit all through the run; all but the last interval's are evicted.
+  EXPECT_GE(cs_evicted, 60u);
+  EXPECT_GE(oc_evicted, 120u);
+  EXPECT_EQ(cs_full, 0u) << "cpusample's map still filled with exited processes";
+  EXPECT_EQ(oc_full, 0u) << "offcpu's map still filled with exited processes";
+  EXPECT_GT(samples, 0);
+  EXPECT_EQ(cpu_in_windows, samples) << "every sample the kernel counted is in a window";
+  EXPECT_EQ(blocks_in_windows, blocks) << "every block that ended is in a window";
+}
+
 // As a service manager stops the agent: SIGTERM ends the current window, written like the
 // others; retain keeps the newest two. The signal comes once four windows were written,
 // however long the attach took.

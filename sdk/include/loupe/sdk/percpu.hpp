@@ -72,6 +72,20 @@ std::vector<std::pair<K, V>> map_entries(int fd) {
   return out;
 }
 
+// The keys of a hash map, per-CPU or not.
+template <typename K>
+std::vector<K> map_keys(int fd) {
+  std::vector<K> out;
+  K key{}, next{};
+  K* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    out.push_back(next);
+    key = next;
+    prev = &key;
+  }
+  return out;
+}
+
 // The same over a per-CPU hash map: `fn(key, values)` with one value per possible CPU.
 template <typename K, typename V, typename Fn>
 void for_each_per_cpu_entry(int fd, Fn&& fn) {

@@ -13,6 +13,7 @@
 #include <bpf/bpf.h>
 
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string_view>
@@ -89,6 +90,21 @@ class StackMapFrames {
   }
 
   std::uint32_t max_depth() const { return max_depth_; }
+
+  // Eviction (sdk/eviction.hpp): an exited process's stacks, and ids deleted from the map
+  // (a later stack may take the id: its frames must be read again, not these).
+  void forget_process(std::uint32_t tgid) {
+    user_.erase(user_.lower_bound({tgid, INT32_MIN}), user_.upper_bound({tgid, INT32_MAX}));
+    unnamed_.erase(unnamed_.lower_bound({tgid, INT32_MIN}),
+                   unnamed_.upper_bound({tgid, INT32_MAX}));
+  }
+  void forget_ids(const std::set<std::int32_t>& ids) {
+    if (ids.empty()) return;
+    for (std::int32_t id : ids) kernel_.erase(id);
+    for (auto it = user_.begin(); it != user_.end();)
+      it = ids.count(it->first.second) ? user_.erase(it) : std::next(it);
+  }
+  std::size_t cached() const { return user_.size() + kernel_.size(); }
 
  private:
   Frames symbolized(std::uint32_t pid, loupe_frame_kind kind,
