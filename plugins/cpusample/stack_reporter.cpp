@@ -130,7 +130,8 @@ void StackReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) {
   std::lock_guard lock(mu_);
   // Settled before the read: the read then holds all these processes ever counted.
   const bool evicting = opts_.evict && opts_.evict_now && !is_final;
-  const std::set<std::uint32_t> gone = evicting ? sdk::exited(tgids_read_) : std::set<std::uint32_t>{};
+  const std::set<std::uint32_t> gone =
+      evicting ? sdk::exited(tgids_read_) : std::set<std::uint32_t>{};
   auto counts = read_counts();
   if (!session_start_) session_start_ = ws;
   std::uint64_t truncated = 0;

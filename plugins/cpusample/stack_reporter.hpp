@@ -96,14 +96,16 @@ class StackReporter {
                    std::uint64_t we);
   void evict(const std::vector<std::pair<cs_key, std::uint64_t>>& counts,
              const std::set<std::uint32_t>& gone);
-  int user_store_fd() const { return maps_.user_slots_fd >= 0 ? maps_.user_slots_fd : maps_.stacks_fd; }
+  int user_store_fd() const {
+    return maps_.user_slots_fd >= 0 ? maps_.user_slots_fd : maps_.stacks_fd;
+  }
 
   sdk::Host host_;
   ReporterMaps maps_;
   ReporterOptions opts_;
   std::mutex mu_;
-  sdk::StackMapFrames frames_;                     // fp mode's stack ids; guarded by mu_
-  sdk::StackMapFrames user_frames_;                // user stack ids (tables or fp); mu_
+  sdk::StackMapFrames frames_;                   // fp mode's stack ids; guarded by mu_
+  sdk::StackMapFrames user_frames_;              // user stack ids (tables or fp); mu_
   sdk::PreviousTotals<std::uint64_t> previous_;  // key bytes -> count at the last interval
   // dwarf mode
   std::map<DwarfKey, std::uint64_t> dwarf_counts_;

@@ -278,10 +278,11 @@ void OffcpuReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) 
     // then (the blocked entry names it), its keys stay. Looked at before the read, so a
     // wakee that runs after it was looked at is in the read.
     if (!gone.empty())
-      sdk::for_each_entry<std::uint32_t, oc_blocked>(
-          maps_.blocked_fd, [&](std::uint32_t, const oc_blocked& b) {
-            if (!b.running && b.ts_wake) gone.erase(b.waker_tgid);
-          });
+      sdk::for_each_entry<std::uint32_t, oc_blocked>(maps_.blocked_fd,
+                                                     [&](std::uint32_t, const oc_blocked& b) {
+                                                       if (!b.running && b.ts_wake)
+                                                         gone.erase(b.waker_tgid);
+                                                     });
   }
   emit_offcpu(is_final);
   if (is_final) emit_in_flight();
@@ -372,8 +373,8 @@ void OffcpuReporter::evict(const std::set<std::uint32_t>& gone) {
   if (!kernel_freed.empty() || !user_freed.empty())
     sdk::for_each_entry<oc_key, oc_val>(maps_.offcpu_fd, [&](const oc_key& k, const oc_val& v) {
       const bool wakee = kernel_freed.count(k.kernel_stack_id) || user_freed.count(k.user_stack_id);
-      const bool waker = kernel_freed.count(k.waker_kernel_stack_id) ||
-                         user_freed.count(k.waker_user_stack_id);
+      const bool waker =
+          kernel_freed.count(k.waker_kernel_stack_id) || user_freed.count(k.waker_user_stack_id);
       if (wakee || waker) evicted_.in_use += v.count;
     });
   tgids_read_ = std::move(read);

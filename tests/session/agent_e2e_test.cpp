@@ -194,8 +194,9 @@ TEST_F(AgentE2E, ExitedProcessesAreEvictedAndEverySampleIsInAWindow) {
   auto body = [](std::size_t cs_keys, std::size_t oc_keys) {
     return "[[plugins]]\nname = \"cpusample\"\nfrequency = 199\nuser_stacks = true\n"
            "max_keys = " +
-           std::to_string(cs_keys) + "\n[[plugins]]\nname = \"offcpu\"\nmax_keys = " +
-           std::to_string(oc_keys) + "\n[[sinks]]\nname = \"folded\"\n";
+           std::to_string(cs_keys) +
+           "\n[[plugins]]\nname = \"offcpu\"\nmax_keys = " + std::to_string(oc_keys) +
+           "\n[[sinks]]\nname = \"folded\"\n";
   };
   const std::string loop = std::string("i=0; while [ $i -lt 120 ]; do ") + CPU_SPIN_WORKLOAD +
                            " 0.03 user; sleep 0.01; i=$((i+1)); done";
@@ -252,10 +253,10 @@ TEST_F(AgentE2E, ExitedProcessesAreEvictedAndEverySampleIsInAWindow) {
       "  with rotate: evicted cpusample %llu processes, offcpu %llu (%llu stacks freed); "
       "refused keys: cpusample %llu, offcpu %llu; ids taken as freed: %llu\n"
       "  samples: kernel %lld, windows %lld; blocks: kernel %lld, windows %lld\n",
-      cs_keys, oc_keys, (unsigned long long)cs_evicted,
-      (unsigned long long)oc_evicted, (unsigned long long)oc_stacks, (unsigned long long)cs_full,
-      (unsigned long long)oc_full, (unsigned long long)in_use, (long long)samples,
-      (long long)cpu_in_windows, (long long)blocks, (long long)blocks_in_windows);
+      cs_keys, oc_keys, (unsigned long long)cs_evicted, (unsigned long long)oc_evicted,
+      (unsigned long long)oc_stacks, (unsigned long long)cs_full, (unsigned long long)oc_full,
+      (unsigned long long)in_use, (long long)samples, (long long)cpu_in_windows, (long long)blocks,
+      (long long)blocks_in_windows);
   // Processes exit all through the run; all but the last interval's are evicted.
   EXPECT_GE(cs_evicted, 60u);
   EXPECT_GE(oc_evicted, 120u);
