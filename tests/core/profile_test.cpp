@@ -92,6 +92,18 @@ TEST(Profile, WindowKeysAreHeldToTheirBoundsAllAtOnce) {
   EXPECT_NE(e.find("session.rotate: 90000 is out of range [0, 86400]"), std::string::npos) << e;
 }
 
+TEST(Profile, ABudgetIsAPercentageOfTheMachine) {
+  EXPECT_EQ(loupe::parse_profile_text("[session]\nmax_cpu_percent = 1.5\n", "p.toml")
+                .session.max_cpu_percent,
+            1.5);
+  auto e = error_of("[session]\nmax_cpu_percent = 150\n");
+  EXPECT_NE(e.find("p.toml:2:19: error: session.max_cpu_percent: 150 is not a percentage"),
+            std::string::npos)
+      << e;
+  e = error_of("[session]\nmax_cpu_percent = -1\n");
+  EXPECT_NE(e.find("session.max_cpu_percent: -1 is not a percentage"), std::string::npos) << e;
+}
+
 TEST(Profile, FollowDefaultsToTheWholeTreeAndIsABoolean) {
   EXPECT_TRUE(loupe::parse_profile_text("[session]\n", "p.toml").session.follow);
   EXPECT_FALSE(loupe::parse_profile_text("[session]\nfollow = false\n", "p.toml").session.follow);

@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -265,6 +266,51 @@ TEST_F(AgentE2E, ExitedProcessesAreEvictedAndEverySampleIsInAWindow) {
   EXPECT_GT(samples, 0);
   EXPECT_EQ(cpu_in_windows, samples) << "every sample the kernel counted is in a window";
   EXPECT_EQ(blocks_in_windows, blocks) << "every block that ended is in a window";
+}
+
+// [session] max_cpu_percent: loupe measures its own cost at every report (its programs'
+// run time from the kernel's statistics, its threads' CPU time) and says a report over the
+// budget, naming the costliest plugin; within it, the row is OK with the cost.
+TEST_F(AgentE2E, ItsOwnCostIsMeasuredAndABudgetPassedIsSaid) {
+  for (const char* budget : {"0.001", "100"}) {
+    SCOPED_TRACE(budget);
+    RunResult r = run(kCpusample, {CPU_SPIN_WORKLOAD, "2.5", "user"}, "",
+                      std::string("interval = 0.5\nmax_cpu_percent = ") + budget + "\n");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    std::map<std::string, double> part;
+    double cpusample = -1;
+    for (const json* m : r.all("metric", "cost_cpu_percent")) {
+      const auto& labels = (*m)["labels"];
+      const double v = (*m)["metric"]["value"].get<double>();
+      if (labels.contains("instance")) {
+        if (labels["instance"] == "cpusample") cpusample = v;
+      } else {
+        part[labels["part"].get<std::string>()] = v;
+      }
+    }
+    ASSERT_EQ(part.size(), 3u) << r.output;
+    std::printf("  budget %s: loupe's cost over the session %.3f%% (bpf %.3f%%, threads %.3f%%)\n",
+                budget, part["total"], part["bpf"], part["threads"]);
+    EXPECT_GT(part["threads"], 0);
+    EXPECT_GT(part["bpf"], 0) << "cpusample's program ran";
+    EXPECT_NEAR(part["total"], part["bpf"] + part["threads"], 1e-9);
+    EXPECT_NEAR(cpusample, part["bpf"], 1e-9) << "the one plugin's programs are the BPF part";
+    EXPECT_LT(part["total"], 100);
+    const json* b = final_health(r, "budget");
+    ASSERT_NE(b, nullptr) << r.output;
+    const auto& h = (*b)["health"];
+    const std::string msg = h.value("message", "");
+    if (std::string(budget) == "100") {
+      EXPECT_EQ(h["severity"], "ok") << b->dump();
+      EXPECT_NE(msg.find("within max_cpu_percent = 100"), std::string::npos) << msg;
+    } else {
+      EXPECT_EQ(h["severity"], "warn") << b->dump();
+      EXPECT_GE(h["value"].get<int>(), 1) << b->dump();
+      EXPECT_NE(msg.find("cpusample"), std::string::npos)
+          << "the costliest plugin is named: " << msg;
+      EXPECT_NE(msg.find("nothing was thinned"), std::string::npos) << msg;
+    }
+  }
 }
 
 // As a service manager stops the agent: SIGTERM ends the current window, written like the

@@ -101,6 +101,10 @@ const loupe_config_key kSessionKeys[] = {
      "the session is one window"},
     {"retain", LOUPE_CFG_INT, 0, "0", "windows kept, the oldest removed first; 0 = all", 0,
      1000000},
+    {"max_cpu_percent", LOUPE_CFG_FLOAT, 0, "0",
+     "loupe's declared cost: its BPF programs' run time plus its threads' CPU time, in percent "
+     "of all online CPUs; measured at every report (BPF statistics on) and a report over it is "
+     "counted and said (health `budget`); 0 = not measured"},
     {"retain_bytes", LOUPE_CFG_INT, 0, "0",
      "bytes the kept windows may take, the oldest removed first (the newest is always kept); 0 "
      "= no bound",
@@ -136,6 +140,13 @@ void parse_session(const toml::table& t, SessionSpec& s, Checker& c) {
   s.rotate_s = v["rotate"].f;
   s.retain = static_cast<std::size_t>(v["retain"].i);
   s.retain_bytes = static_cast<std::uint64_t>(v["retain_bytes"].i);
+  s.max_cpu_percent = v["max_cpu_percent"].f;
+  if (auto node = t.get("max_cpu_percent");
+      node &&
+      (!std::isfinite(s.max_cpu_percent) || s.max_cpu_percent < 0 || s.max_cpu_percent > 100))
+    c.error(*node, fmt::format("session.max_cpu_percent: {} is not a percentage of the machine's "
+                               "CPUs (0 < p <= 100; 0 = no budget)",
+                               s.max_cpu_percent));
   // What the schema cannot say: bounds of seconds, non-empty strings, string-or-array.
   for (const auto& k : kSecondsKeys)
     if (auto node = t.get(k.name); node && node->is_number())

@@ -64,6 +64,8 @@ struct SessionSpec {
   double rotate_s = 0;
   std::size_t retain = 0;
   std::uint64_t retain_bytes = 0;
+  // loupe's declared cost, percent of all online CPUs (0: none): measured at every report.
+  double max_cpu_percent = 0;
 };
 
 struct PluginSpec {

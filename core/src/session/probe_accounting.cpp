@@ -2,12 +2,24 @@
 #include "session/probe_accounting.hpp"
 
 #include <spdlog/spdlog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "loupe/abi/host.h"
 #include "util/clock.hpp"
 
 namespace loupe {
+namespace {
+
+// Every thread of loupe's, the ones gone included.
+std::uint64_t self_cpu_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
 
 void ProbeAccounting::enable() {
   if (Status st = stats_.enable(); !st) {
@@ -20,12 +32,13 @@ void ProbeAccounting::enable() {
 }
 
 void ProbeAccounting::start(std::uint64_t mono_ns, std::uint64_t wall_ns) {
-  if (reporter_) reporter_->start(mono_ns, wall_ns);
+  if (reporter_) reporter_->start(mono_ns, wall_ns, self_cpu_ns());
 }
 
 void ProbeAccounting::snapshot(const LinkSet& links) {
   final_ = links.program_stats();
   final_ns_ = clock_ns(LOUPE_CLOCK_MONOTONIC);
+  final_self_ns_ = self_cpu_ns();
 }
 
 double ProbeAccounting::attached_s() const {
@@ -35,7 +48,8 @@ double ProbeAccounting::attached_s() const {
 void ProbeAccounting::report(const LinkSet& links, bool is_final) {
   if (reporter_)
     reporter_->report(is_final ? final_ : links.program_stats(),
-                      is_final ? final_ns_ : clock_ns(LOUPE_CLOCK_MONOTONIC), is_final);
+                      is_final ? final_ns_ : clock_ns(LOUPE_CLOCK_MONOTONIC),
+                      is_final ? final_self_ns_ : self_cpu_ns(), is_final);
   else if (is_final)
     ProbeStatsReporter(publish_, 1).report_misses(final_, true);
 }

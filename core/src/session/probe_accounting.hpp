@@ -26,6 +26,11 @@ class ProbeAccounting {
   // ends with the session. A kernel that refuses leaves the session without statistics,
   // warned and said in the final health.
   void enable();
+  // `[session] max_cpu_percent`: loupe's cost is checked against it at every report (the
+  // statistics must be enabled).
+  void set_budget(double percent) {
+    if (reporter_) reporter_->set_budget(percent);
+  }
   // Every probe is attached: windows count from here.
   void start(std::uint64_t mono_ns, std::uint64_t wall_ns);
   // Just before the detach closes the programs: their last counts, for the final report.
@@ -43,7 +48,8 @@ class ProbeAccounting {
   std::unique_ptr<ProbeStatsReporter> reporter_;
   std::vector<ProgramStats> final_;
   std::uint64_t final_ns_ = 0;
-  std::string error_;  // why --stats could not be honoured
+  std::uint64_t final_self_ns_ = 0;  // loupe's threads' CPU time at the snapshot
+  std::string error_;                // why --stats could not be honoured
 };
 
 }  // namespace loupe

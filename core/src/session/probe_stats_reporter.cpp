@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 namespace loupe {
 namespace {
@@ -83,10 +85,11 @@ void ProbeStatsReporter::report_misses(const std::vector<ProgramStats>& now, boo
 }
 
 void ProbeStatsReporter::report(const std::vector<ProgramStats>& now, std::uint64_t mono_ns,
-                                bool is_final) {
+                                std::uint64_t self_cpu_ns, bool is_final) {
   const std::map<std::uint32_t, Program> programs = by_program(now);
   const std::uint64_t since = is_final ? start_ns_ : prev_ns_;
   const double window_s = mono_ns > since ? static_cast<double>(mono_ns - since) / 1e9 : 0;
+  std::map<std::string, double> bpf_ns;  // by instance, over the window
   for (const auto& [id, p] : programs) {
     const auto& s = *p.stats;
     Totals base = is_final ? Totals{} : prev_[id];
@@ -121,8 +124,62 @@ void ProbeStatsReporter::report(const std::vector<ProgramStats>& now, std::uint6
                            targets.empty() ? "" : " to ", targets),
                is_final);
     prev_[id] = {s.run_cnt, s.run_time_ns};
+    bpf_ns[s.instance] += ns;
   }
+  const std::uint64_t self_base = is_final ? self_start_ : self_prev_;
+  cost(bpf_ns, static_cast<double>(self_cpu_ns - std::min(self_base, self_cpu_ns)), window_s,
+       is_final);
   prev_ns_ = mono_ns;
+  self_prev_ = self_cpu_ns;
+}
+
+void ProbeStatsReporter::cost(const std::map<std::string, double>& bpf_ns_by_instance,
+                              double self_ns, double window_s, bool is_final) {
+  const double capacity_ns = window_s * 1e9 * cpus_;
+  auto percent = [&](double ns) { return capacity_ns > 0 ? 100 * ns / capacity_ns : 0; };
+  double bpf_ns = 0;
+  for (const auto& [instance, ns] : bpf_ns_by_instance) {
+    bpf_ns += ns;
+    loupe_label labels[] = {{"part", "bpf"}, {"instance", instance.c_str()}};
+    metric("cost_cpu_percent", LOUPE_METRIC_GAUGE, "percent", percent(ns), labels, 2, is_final);
+  }
+  const double total = percent(bpf_ns + self_ns);
+  for (auto [part, ns] : {std::pair{"bpf", bpf_ns}, std::pair{"threads", self_ns},
+                          std::pair{"total", bpf_ns + self_ns}}) {
+    loupe_label labels[] = {{"part", part}};
+    metric("cost_cpu_percent", LOUPE_METRIC_GAUGE, "percent", percent(ns), labels, 1, is_final);
+  }
+  if (budget_percent_ <= 0) return;
+  // Interval reports are checked one by one; the final report says how many were over.
+  if (!is_final) {
+    ++reports_;
+    if (total > budget_percent_) {
+      ++reports_over_;
+      if (total > worst_percent_) {
+        std::string parts;
+        std::vector<std::pair<double, std::string>> by_cost;
+        for (const auto& [instance, ns] : bpf_ns_by_instance) by_cost.emplace_back(ns, instance);
+        std::sort(by_cost.rbegin(), by_cost.rend());
+        for (const auto& [ns, instance] : by_cost)
+          parts += fmt::format("{}{} {:.2f}%", parts.empty() ? "" : ", ", instance, percent(ns));
+        worst_percent_ = total;
+        worst_ = fmt::format(
+            "at most {:.2f}% of {} CPUs (BPF programs {:.2f}%{}{}; loupe's threads {:.2f}%)", total,
+            cpus_, percent(bpf_ns), parts.empty() ? "" : ": ", parts, percent(self_ns));
+      }
+    }
+  }
+  const std::string msg =
+      reports_over_ == 0
+          ? fmt::format("loupe used {:.2f}% of {} CPUs over {}, within max_cpu_percent = {}", total,
+                        cpus_, is_final ? "the session" : "the last report", budget_percent_)
+          : fmt::format(
+                "loupe's cost passed max_cpu_percent = {} in {} of {} reports, {}; nothing "
+                "was thinned: lower the costliest plugin's rate (its frequency or "
+                "target) or raise the budget",
+                budget_percent_, reports_over_, reports_, worst_);
+  health("budget", "loupe/max_cpu_percent", reports_over_,
+         reports_over_ ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK, msg, is_final);
 }
 
 }  // namespace loupe

@@ -4,6 +4,10 @@
 // program, with the probes that share it, the cumulative runs and run time, and over the
 // report's window the average ns per run, runs per second and the share of all online
 // CPUs spent in it; plus design check 6: a probe that never ran is reported, not hidden.
+//
+// And loupe's whole cost over each report's window (`cost_cpu_percent`): its programs' run
+// time plus its own threads' CPU time, as a share of all online CPUs' time, per plugin
+// instance, checked against `[session] max_cpu_percent` when one is declared.
 #ifndef LOUPE_PROBE_STATS_REPORTER_HPP
 #define LOUPE_PROBE_STATS_REPORTER_HPP
 
@@ -26,13 +30,18 @@ class ProbeStatsReporter {
 
   // The probes are attached and counting from `mono_ns` on; the session began at `wall_ns`
   // (CLOCK_REALTIME), where the cumulative counters' window starts.
-  void start(std::uint64_t mono_ns, std::uint64_t wall_ns) {
+  // `self_cpu_ns`: loupe's threads' CPU time then (CLOCK_PROCESS_CPUTIME_ID).
+  void start(std::uint64_t mono_ns, std::uint64_t wall_ns, std::uint64_t self_cpu_ns) {
     start_ns_ = prev_ns_ = mono_ns;
     session_start_wall_ = wall_ns;
+    self_start_ = self_prev_ = self_cpu_ns;
   }
+  // `[session] max_cpu_percent` (0: none): reports over it are counted and said.
+  void set_budget(double percent) { budget_percent_ = percent; }
   std::uint64_t start_ns() const { return start_ns_; }
   // Interval reports cover the window since the previous report; the final one the session.
-  void report(const std::vector<ProgramStats>& now, std::uint64_t mono_ns, bool is_final);
+  void report(const std::vector<ProgramStats>& now, std::uint64_t mono_ns,
+              std::uint64_t self_cpu_ns, bool is_final);
   // Without --stats: only the events the kernel skipped because the program was already
   // running on that CPU (its recursion-miss count needs no statistics switched on), so a
   // session never loses events to that silently.
@@ -47,12 +56,19 @@ class ProbeStatsReporter {
   void health(const char* name, const std::string& component, std::uint64_t v, std::uint32_t sev,
               const std::string& msg, bool is_final);
   void misses(const ProgramStats& s, const std::string& probes, bool is_final);
+  void cost(const std::map<std::string, double>& bpf_ns_by_instance, double self_ns,
+            double window_s, bool is_final);
 
   Publish publish_;
   unsigned cpus_;
   std::uint64_t start_ns_ = 0, prev_ns_ = 0;
   std::uint64_t session_start_wall_ = 0;
   std::map<std::uint32_t, Totals> prev_;  // by program id
+  std::uint64_t self_start_ = 0, self_prev_ = 0;
+  double budget_percent_ = 0;
+  std::uint64_t reports_ = 0, reports_over_ = 0;
+  double worst_percent_ = 0;
+  std::string worst_;  // the costliest report over the budget, said
 };
 
 }  // namespace loupe

@@ -147,7 +147,11 @@ Status Session::Impl::conduct() {
   LOUPE_TRY(replay ? check_replay() : scope_.check_pid());
   LOUPE_TRY(privileges_.check(!replay && plugins_.has_profilers()));
   configure_dispatch();
-  if (!replay && (opts_.stats || profile_.session.stats)) probes_.enable();
+  // A budget is checked against the kernel's count of the programs' run time.
+  if (!replay && (opts_.stats || profile_.session.stats || profile_.session.max_cpu_percent > 0)) {
+    probes_.enable();
+    probes_.set_budget(profile_.session.max_cpu_percent);
+  }
   make_services();
   LOUPE_TRY(make_output_dir(profile_.session.output_dir));
   if (profile_.session.rotate_s > 0) {
