@@ -149,10 +149,8 @@ void StackReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) {
     emit_stack(k.tgid, k.pid, k.comm.data(), k.comm.size(), kb, total, kf, uf, is_final, ws, we,
                &truncated);
   }
-  if (evicting) {
-    evict(counts, gone);
-    previous_.end_read();
-  }
+  if (evicting) evict(counts, gone);
+  if (!is_final) previous_.end_read();
   emit_health(read_counters(), truncated, is_final, ws, we);
   if (maps_.unwind_stats_fd >= 0)
     sdk::emit_unwind_health(host_, "cpusample", maps_.unwind_stats_fd, is_final, ws, we);
@@ -182,6 +180,7 @@ void StackReporter::evict(const std::vector<std::pair<cs_key, std::uint64_t>>& c
   for (const auto& [k, total] : counts) {
     if (!gone.count(k.tgid)) continue;
     if (bpf_map_delete_elem(maps_.counts_fd, &k) == 0) ++evicted_.keys;
+    previous_.erase(key_bytes(k));
     sweep.evicted(maps_.stacks_fd, k.kernel_stack_id);
     sweep.evicted(user_store_fd(), k.user_stack_id);
   }

@@ -288,8 +288,8 @@ void OffcpuReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) 
   if (is_final) emit_in_flight();
   emit_runq(is_final);
   emit_blockers(is_final);
-  if (evicting) {
-    evict(gone);
+  if (evicting) evict(gone);
+  if (!is_final) {
     previous_.end_read();
     previous_hist_.end_read();
   }
@@ -316,10 +316,15 @@ void OffcpuReporter::evict(const std::set<std::uint32_t>& gone) {
   for (const auto& [k, v] : read_keys_) {
     if (!gone.count(k.tgid) && !gone.count(k.waker_tgid)) continue;
     drop(maps_.offcpu_fd, k);
-    // A live thread's plain row sums its keys of every waker: without what this one
-    // held, its next total would read as a fall and hide the growth.
-    if (!gone.count(k.tgid)) {
-      const std::string id = "p" + plain_key(k);
+    previous_.erase(bytes_of("w", k) + "ns");
+    previous_.erase(bytes_of("w", k) + "n");
+    const std::string id = "p" + plain_key(k);
+    if (gone.count(k.tgid)) {
+      previous_.erase(id + "ns");
+      previous_.erase(id + "n");
+    } else {
+      // A live thread's plain row sums its keys of every waker: without what this one
+      // held, its next total would read as a fall and hide the growth.
       std::uint64_t& ns = previous_.at(id + "ns");
       ns -= std::min<std::uint64_t>(ns, v.total_ns);
       std::uint64_t& n = previous_.at(id + "n");
@@ -331,10 +336,15 @@ void OffcpuReporter::evict(const std::set<std::uint32_t>& gone) {
   for (const oc_blocker_key& k : read_blockers_) {
     if (!gone.count(k.tgid)) continue;
     drop(maps_.blockers_fd, k);
+    previous_.erase(bytes_of("bn", k));
+    previous_.erase(bytes_of("bd", k));
     stacks(false, k.user_stack_id, k.kernel_stack_id);
   }
-  for (const ProcKey& k : read_procs_)
-    if (gone.count(k.tgid)) drop(maps_.runq_procs_fd, k);
+  for (const ProcKey& k : read_procs_) {
+    if (!gone.count(k.tgid)) continue;
+    drop(maps_.runq_procs_fd, k);
+    previous_hist_.erase(bytes_of("p", k));
+  }
 
   // What stays, read after the deletes: every key made since the report, and the stacks
   // of threads off the CPU now (their key is made when they run again).

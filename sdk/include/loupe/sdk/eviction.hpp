@@ -94,6 +94,11 @@ class PreviousTotals {
     read_.insert(key);
     return by_key_[key];
   }
+  // An evicted key: a later key with the same bytes (a reused pid) starts from zero.
+  void erase(const std::string& key) {
+    by_key_.erase(key);
+    read_.erase(key);
+  }
   void end_read() {
     for (auto it = by_key_.begin(); it != by_key_.end();)
       it = read_.count(it->first) ? std::next(it) : by_key_.erase(it);
