@@ -184,6 +184,9 @@ void StackReporter::evict(const std::vector<std::pair<cs_key, std::uint64_t>>& c
     sweep.evicted(maps_.stacks_fd, k.kernel_stack_id);
     sweep.evicted(user_store_fd(), k.user_stack_id);
   }
+  sweep.orphans(maps_.stacks_fd, &unreferenced_[maps_.stacks_fd]);
+  if (user_store_fd() != maps_.stacks_fd)
+    sweep.orphans(user_store_fd(), &unreferenced_[user_store_fd()]);
   std::set<std::uint32_t> read;
   for (const auto& [k, total] : read_counts()) {
     read.insert(k.tgid);

@@ -115,6 +115,7 @@ class StackReporter {
   // eviction (rotating sessions)
   std::set<std::uint32_t> tgids_read_;  // the processes of the last read
   sdk::EvictionCounts evicted_;
+  std::map<int, std::set<std::int32_t>> unreferenced_;  // by store fd: StackSweep::orphans
   std::uint64_t session_start_ = 0;  // the first window's start: the counters' window
   std::uint64_t dwarf_keys_full_ = 0;
   std::uint64_t dwarf_stacks_full_ = 0;

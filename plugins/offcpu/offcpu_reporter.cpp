@@ -348,6 +348,8 @@ void OffcpuReporter::evict(const std::set<std::uint32_t>& gone) {
 
   // What stays, read after the deletes: every key made since the report, and the stacks
   // of threads off the CPU now (their key is made when they run again).
+  sweep.orphans(kfd, &unreferenced_[kfd]);
+  if (ufd != kfd) sweep.orphans(ufd, &unreferenced_[ufd]);
   std::set<std::uint32_t> read;
   sdk::for_each_entry<oc_key, oc_val>(maps_.offcpu_fd, [&](const oc_key& k, const oc_val&) {
     read.insert(k.tgid);

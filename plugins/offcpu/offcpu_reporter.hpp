@@ -98,6 +98,7 @@ class OffcpuReporter {
   std::vector<ProcKey> read_procs_;
   std::set<std::uint32_t> tgids_read_;
   sdk::EvictionCounts evicted_;
+  std::map<int, std::set<std::int32_t>> unreferenced_;  // by store fd: StackSweep::orphans
   bool evict_now_ = true;
   std::uint64_t ws_ = 0, we_ = 0;
   std::uint64_t session_start_ = 0;  // the first window's start: the counters' window

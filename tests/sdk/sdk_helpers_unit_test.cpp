@@ -9,11 +9,13 @@
 
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "latency_fake_host.hpp"
+#include "loupe/sdk/eviction.hpp"
 #include "loupe/sdk/histogram.hpp"
 #include "loupe/sdk/library.hpp"
 #include "loupe/sdk/percpu.hpp"
@@ -424,4 +426,59 @@ TEST(SdkPerCpu, CounterStructsAreSummedFieldByField) {
   std::uint32_t absent = 7;
   EXPECT_EQ(sdk::read_per_cpu_sum<Counters>(fd, &absent).a, 0u);  // out of range: zero
   ::close(fd);
+}
+
+// A stack store as the in-kernel unwinder's slots are (a BPF hash of ids), on a real map:
+// root (or CAP_BPF). An evicted key's id goes at once unless a remaining key uses it; an id
+// no key references goes only when it was unreferenced at the sweep before too.
+TEST(SdkEviction, StackIdsGoWhenNothingUsesThemAndOrphansAtTheSecondSweep) {
+  int fd = bpf_map_create(BPF_MAP_TYPE_HASH, "sdk_sweep", sizeof(std::uint32_t),
+                          sizeof(std::uint64_t), 64, nullptr);
+  if (fd < 0) GTEST_SKIP() << "cannot create a BPF map (needs root): " << std::strerror(errno);
+  for (std::uint32_t id = 1; id <= 6; ++id) {
+    std::uint64_t hash = id * 1000;
+    ASSERT_EQ(bpf_map_update_elem(fd, &id, &hash, BPF_ANY), 0);
+  }
+  auto present = [&] { return sdk::map_keys<std::uint32_t>(fd).size(); };
+  std::set<std::int32_t> unreferenced;
+
+  // Ids 1 and 2 were the evicted keys'; 2 is also a remaining key's. 3 is kept; 4-6 are
+  // used by nothing (seen for the first time).
+  sdk::StackSweep first;
+  first.evicted(fd, 1);
+  first.evicted(fd, 2);
+  first.orphans(fd, &unreferenced);
+  first.kept(fd, 2);
+  first.kept(fd, 3);
+  auto freed = first.erase();
+  EXPECT_EQ(freed[fd], (std::set<std::int32_t>{1}));
+  EXPECT_EQ(present(), 5u);
+  EXPECT_EQ(unreferenced, (std::set<std::int32_t>{4, 5, 6}));
+
+  // Next sweep: 5 was taken by a key meanwhile; 4 and 6 are still unreferenced: freed.
+  // 7 is new and unreferenced: it waits for the next sweep.
+  std::uint32_t seven = 7;
+  std::uint64_t hash = 7000;
+  ASSERT_EQ(bpf_map_update_elem(fd, &seven, &hash, BPF_ANY), 0);
+  sdk::StackSweep second;
+  second.orphans(fd, &unreferenced);
+  for (std::int32_t id : {2, 3, 5}) second.kept(fd, id);
+  freed = second.erase();
+  EXPECT_EQ(freed[fd], (std::set<std::int32_t>{4, 6}));
+  EXPECT_EQ(unreferenced, (std::set<std::int32_t>{7}));
+  EXPECT_EQ(present(), 4u);  // 2, 3, 5, 7
+  ::close(fd);
+}
+
+TEST(SdkEviction, PreviousTotalsForgetWhatIsNoLongerRead) {
+  sdk::PreviousTotals<std::uint64_t> prev;
+  prev.at("a") = 5;
+  prev.at("b") = 7;
+  prev.end_read();
+  EXPECT_EQ(prev.size(), 2u);
+  EXPECT_EQ(prev.at("a"), 5u);  // read again; b is not
+  prev.end_read();
+  EXPECT_EQ(prev.size(), 1u);
+  prev.erase("a");
+  EXPECT_EQ(prev.at("a"), 0u) << "an evicted key's bytes start again from zero";
 }

@@ -59,29 +59,65 @@ inline std::set<std::uint32_t> exited(const std::set<std::uint32_t>& seen) {
 // Stack ids that evicted keys referenced and no remaining key does, deleted from their
 // store (a BPF stack map, or the in-kernel unwinder's loupe_unwind_slots) so new stacks
 // find room. Stores are told apart by the fd ids are deleted through.
+//
+// A store also holds ids no key ever referenced: stacks taken for an event that made no
+// key (offcpu takes the stack when a thread leaves the CPU, and keeps it only for a block
+// over min_block_ns), which would fill it in minutes. orphans() adds them: an id that no
+// key or entry referenced at the last sweep and still does not is freed; whatever took it
+// then has since written the key or entry that would keep it.
 class StackSweep {
  public:
   void evicted(int fd, std::int32_t id) {
-    if (fd >= 0 && id >= 0) stores_[fd].first.insert(id);
+    if (fd >= 0 && id >= 0) stores_[fd].evicted.insert(id);
   }
   void kept(int fd, std::int32_t id) {
-    if (fd >= 0 && id >= 0) stores_[fd].second.insert(id);
+    if (fd >= 0 && id >= 0) stores_[fd].kept.insert(id);
+  }
+  // Before the scans that call kept(): the ids the store holds now (its keys: a BPF stack
+  // map's ids, the unwinder's slots), and the unreferenced ones of the last sweep, kept by
+  // the caller between sweeps.
+  void orphans(int fd, std::set<std::int32_t>* unreferenced_before) {
+    if (fd < 0) return;
+    Store& s = stores_[fd];
+    s.unreferenced_before = unreferenced_before;
+    std::uint32_t key = 0, next = 0;
+    const std::uint32_t* prev = nullptr;
+    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+      s.present.insert(static_cast<std::int32_t>(next));
+      key = next;
+      prev = &key;
+    }
   }
   // Deletes; returns the ids deleted, by store fd.
   std::map<int, std::set<std::int32_t>> erase() {
     std::map<int, std::set<std::int32_t>> out;
-    for (auto& [fd, sets] : stores_)
-      for (std::int32_t id : sets.first) {
-        if (sets.second.count(id)) continue;
+    for (auto& [fd, s] : stores_) {
+      std::set<std::int32_t> unreferenced;
+      for (std::int32_t id : s.present)
+        if (!s.kept.count(id)) {
+          unreferenced.insert(id);
+          if (s.unreferenced_before && s.unreferenced_before->count(id)) s.evicted.insert(id);
+        }
+      for (std::int32_t id : s.evicted) {
+        if (s.kept.count(id)) continue;
         std::uint32_t key = static_cast<std::uint32_t>(id);
-        if (bpf_map_delete_elem(fd, &key) == 0) out[fd].insert(id);
+        if (bpf_map_delete_elem(fd, &key) == 0) {
+          out[fd].insert(id);
+          unreferenced.erase(id);
+        }
       }
+      if (s.unreferenced_before) *s.unreferenced_before = std::move(unreferenced);
+    }
     stores_.clear();
     return out;
   }
 
  private:
-  std::map<int, std::pair<std::set<std::int32_t>, std::set<std::int32_t>>> stores_;
+  struct Store {
+    std::set<std::int32_t> evicted, kept, present;
+    std::set<std::int32_t>* unreferenced_before = nullptr;
+  };
+  std::map<int, Store> stores_;
 };
 
 // The totals at the last interval report, by key, for interval deltas of counts that only
@@ -130,7 +166,9 @@ struct EvictionCounts {
     const char* why[] = {
         "exited processes whose counts went into their windows and were then evicted "
         "(rotate): the final report holds the processes still alive",
-        "their keys deleted from the maps", "stack ids only they used, freed for new stacks"};
+        "their keys deleted from the maps",
+        "stack ids no key uses any more (theirs, or taken for an event that made no key), freed "
+        "for new stacks"};
     for (std::size_t i = 0; i < 3; ++i) {
       RecordBuilder rb(LOUPE_RECORD_HEALTH, record);
       rb.final(is_final).window(ws, we);
