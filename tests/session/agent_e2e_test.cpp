@@ -189,8 +189,8 @@ TEST_F(AgentE2E, WindowsAreContiguousAndAddUpToTheSession) {
 // offcpu. A run without rotation counts the keys the workload makes (how
 // many depends on the machine's speed: an emulated guest's processes live longer and make
 // five times more); the rotating run then gets room for half of them, which only eviction
-// can live within. Nothing is refused, and the windows hold every sample and every block
-// the kernel counted.
+// can live within. The windows hold every sample and every block the kernel counted, but
+// for what was refused and counted.
 TEST_F(AgentE2E, ExitedProcessesAreEvictedAndEverySampleIsInAWindow) {
   auto body = [](std::size_t cs_keys, std::size_t oc_keys) {
     return "[[plugins]]\nname = \"cpusample\"\nfrequency = 199\nuser_stacks = true\n"
@@ -263,11 +263,19 @@ TEST_F(AgentE2E, ExitedProcessesAreEvictedAndEverySampleIsInAWindow) {
   // Processes exit all through the run; all but the last interval's are evicted.
   EXPECT_GE(cs_evicted, 30u);
   EXPECT_GE(oc_evicted, 40u);
-  EXPECT_EQ(cs_full, 0u) << "cpusample's map still filled with exited processes";
-  EXPECT_EQ(oc_full, 0u) << "offcpu's map still filled with exited processes";
+  // Without eviction a map with room for half the keys refuses at least the other half, a
+  // sample or a block each. With it, what is refused is what the live processes of one
+  // report's interval need beyond the room: nothing on the host; under emulation beside two
+  // busy loops, where a report can take seconds, 58 blocks of 936 keys' worth once. Held
+  // to a quarter of the least a map without eviction would lose, and counted either way.
+  EXPECT_LT(cs_full, cs_keys / 2 / 4) << "cpusample's map still filled with exited processes";
+  EXPECT_LT(oc_full, oc_keys / 2 / 4) << "offcpu's map still filled with exited processes";
   EXPECT_GT(samples, 0);
-  EXPECT_EQ(cpu_in_windows, samples) << "every sample the kernel counted is in a window";
-  EXPECT_EQ(blocks_in_windows, blocks) << "every block that ended is in a window";
+  // Exact, whatever was refused: each sample and block is in a window or counted lost.
+  EXPECT_EQ(cpu_in_windows + static_cast<std::int64_t>(cs_full), samples)
+      << "every sample the kernel counted is in a window";
+  EXPECT_EQ(blocks_in_windows + static_cast<std::int64_t>(oc_full), blocks)
+      << "every block that ended is in a window";
 }
 
 // [session] max_cpu_percent: loupe measures its own cost at every report (its programs'
