@@ -127,24 +127,30 @@ template <typename V>
 class PreviousTotals {
  public:
   V& at(const std::string& key) {
-    read_.insert(key);
-    return by_key_[key];
+    Entry& e = by_key_[key];
+    e.read = true;
+    return e.value;
   }
   // An evicted key: a later key with the same bytes (a reused pid) starts from zero.
-  void erase(const std::string& key) {
-    by_key_.erase(key);
-    read_.erase(key);
-  }
+  void erase(const std::string& key) { by_key_.erase(key); }
   void end_read() {
-    for (auto it = by_key_.begin(); it != by_key_.end();)
-      it = read_.count(it->first) ? std::next(it) : by_key_.erase(it);
-    read_.clear();
+    for (auto it = by_key_.begin(); it != by_key_.end();) {
+      if (!it->second.read) {
+        it = by_key_.erase(it);
+        continue;
+      }
+      it->second.read = false;
+      ++it;
+    }
   }
   std::size_t size() const { return by_key_.size(); }
 
  private:
-  std::map<std::string, V> by_key_;
-  std::set<std::string> read_;
+  struct Entry {
+    V value{};
+    bool read = false;  // since the last end_read()
+  };
+  std::map<std::string, Entry> by_key_;
 };
 
 // What a profiler evicted, as health rows `<plugin>/evicted_*` of record `record`: OK rows
