@@ -12,6 +12,7 @@
 
 #include "loupe/emit.bpf.h"
 #include "loupe/filter.bpf.h"
+#include "loupe/thin.bpf.h"
 #include "loupe/unwind.bpf.h"
 #include "loupe/ustack.bpf.h"
 #include "cpusample.h"
@@ -89,8 +90,9 @@ static __always_inline void count_stack_error(struct cs_counters *c, long err, b
 }
 
 /* Both unwinding modes take the same samples: the counters when this one is to be taken,
- * NULL (and why, counted) when it is idle time not asked for or outside the target. */
-static __always_inline struct cs_counters *admit_sample(__u64 id)
+ * NULL (and why, counted) when it is idle time not asked for, outside the target, or
+ * thinned out. *weight: the samples it stands for. */
+static __always_inline struct cs_counters *admit_sample(__u64 id, __u32 *weight)
 {
 	__u32 zero = 0;
 	struct cs_counters *c = bpf_map_lookup_elem(&counters, &zero);
@@ -105,7 +107,12 @@ static __always_inline struct cs_counters *admit_sample(__u64 id)
 		c->filtered++;
 		return NULL;
 	}
-	c->samples++;
+	*weight = loupe_thin_weight();
+	if (!*weight) {
+		c->thinned++;
+		return NULL;
+	}
+	c->samples += *weight;
 	return c;
 }
 
@@ -113,9 +120,10 @@ SEC("perf_event")
 int cs_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct cs_counters *c = admit_sample(id);
+	__u32 weight = 1;
+	struct cs_counters *c = admit_sample(id, &weight);
 	struct cs_key key = {};
-	__u64 one = 1, *val;
+	__u64 one = weight, *val;
 	long err;
 
 	if (!c)
@@ -151,7 +159,7 @@ int cs_sample(struct bpf_perf_event_data *ctx)
 
 	val = bpf_map_lookup_elem(&counts, &key);
 	if (val) {
-		__sync_fetch_and_add(val, 1);
+		__sync_fetch_and_add(val, one);
 		return 0;
 	}
 	err = bpf_map_update_elem(&counts, &key, &one, BPF_NOEXIST);
@@ -159,9 +167,9 @@ int cs_sample(struct bpf_perf_event_data *ctx)
 		/* Another CPU inserted the same key between lookup and update. */
 		val = bpf_map_lookup_elem(&counts, &key);
 		if (val)
-			__sync_fetch_and_add(val, 1);
+			__sync_fetch_and_add(val, one);
 	} else if (err) {
-		c->counts_full++;
+		c->counts_full += one;
 	}
 	return 0;
 }
@@ -172,7 +180,8 @@ SEC("perf_event")
 int cs_sample_dwarf(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct cs_counters *c = admit_sample(id);
+	__u32 weight = 1;
+	struct cs_counters *c = admit_sample(id, &weight);
 	struct cs_dwarf_rec *r;
 	__u64 size;
 	long err;
@@ -189,6 +198,7 @@ int cs_sample_dwarf(struct bpf_perf_event_data *ctx)
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	r->kernel_stack_id = -1;
 	r->has_user = 0;
+	r->weight = weight;
 	r->us.stack_len = 0;
 	r->us.flags = 0;
 	if (targ_user_stacks && loupe_ustack_regs_perf(ctx, &r->us)) {

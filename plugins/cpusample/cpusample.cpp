@@ -176,6 +176,8 @@ class CpuSampleProfiler : public sdk::Profiler {
     maps.counts_fd = bpf_map__fd(skel_->maps.counts);
     maps.stacks_fd = bpf_map__fd(skel_->maps.stacks);
     maps.counters_fd = bpf_map__fd(skel_->maps.counters);
+    thinning_.bind(bpf_map__fd(skel_->maps.loupe_thin));
+    maps.thinning = &thinning_;
     if (tables_) {
       sdk::attach_unwind_tables(*host_, skel_.get());
       maps.user_stacks_fd = bpf_map__fd(skel_->maps.loupe_unwind_stacks);
@@ -209,6 +211,10 @@ class CpuSampleProfiler : public sdk::Profiler {
           std::make_unique<SymbolWarmer>(*reporter_, std::chrono::milliseconds(warm_every_ms_));
   }
 
+  // Under a budget: 1 in `divisor` samples kept, each counted as `divisor` (the same
+  // estimate as sampling at frequency / divisor, at the cost of an early exit).
+  void set_rate(const sdk::RateArgs& a) { thinning_.set(a.divisor); }
+
   void stop(const sdk::StopArgs&) override {
     warmer_.reset();
     if (reporter_) reporter_->stop_evicting();
@@ -232,6 +238,7 @@ class CpuSampleProfiler : public sdk::Profiler {
   bool user_ = true;
   bool dwarf_ = false;
   bool tables_ = false;
+  sdk::Thinning thinning_;
   std::unique_ptr<StackReporter> reporter_;
   std::unique_ptr<DwarfDecoder> decoder_;
   std::unique_ptr<SymbolWarmer> warmer_;

@@ -26,7 +26,10 @@ struct cs_key {
 
 /* Per-CPU counters, summed in user space. */
 struct cs_counters {
-  __u64 samples;       /* samples that passed the filters and were counted */
+  /* Samples that passed the filters and were counted, each as the thinning divisor in
+   * force when it was kept (1 without a budget): an estimate of the whole under one. */
+  __u64 samples;
+  __u64 thinned;       /* samples that passed the filters but thinning skipped */
   __u64 idle;          /* samples of the idle task, skipped unless include_idle */
   __u64 filtered;      /* samples of other tasks, skipped by the pid/tid/cgroup filter */
   __u64 user_efault;   /* user stack of a user task could not be read */
@@ -50,7 +53,8 @@ struct cs_dwarf_rec {
   __u32 tgid;
   __u32 pid;
   __s32 kernel_stack_id; /* < 0: none (user-mode sample, disabled, or failed: counters) */
-  __u32 has_user;        /* 0: no user stack (kernel thread, disabled, or no registers) */
+  __u16 has_user;        /* 0: no user stack (kernel thread, disabled, or no registers) */
+  __u16 weight;          /* the samples it stands for (thinning); 0 in a version-1 recording: 1 */
   char comm[CS_COMM_LEN];
   struct loupe_ustack us; /* last: us.stack_len bytes of stack follow */
 };

@@ -60,6 +60,7 @@ cs_counters StackReporter::read_counters() const {
 void StackReporter::add_dwarf_sample(const cs_dwarf_rec& rec,
                                      const std::vector<std::uint64_t>& user) {
   std::lock_guard lock(mu_);
+  const std::uint64_t weight = rec.weight ? rec.weight : 1;
   DwarfKey key{};
   key.tgid = rec.tgid;
   key.pid = opts_.per_thread ? rec.pid : 0;
@@ -70,7 +71,7 @@ void StackReporter::add_dwarf_sample(const cs_dwarf_rec& rec,
     auto it = dwarf_index_.find({rec.tgid, user});
     if (it == dwarf_index_.end()) {
       if (dwarf_frames_.size() >= opts_.max_stacks) {
-        ++dwarf_stacks_full_;
+        dwarf_stacks_full_ += weight;
         return;
       }
       // Symbolized now, while the process surely runs.
@@ -86,10 +87,10 @@ void StackReporter::add_dwarf_sample(const cs_dwarf_rec& rec,
   auto [slot, inserted] = dwarf_counts_.try_emplace(key, 0);
   if (inserted && dwarf_counts_.size() > opts_.max_keys) {
     dwarf_counts_.erase(slot);
-    ++dwarf_keys_full_;
+    dwarf_keys_full_ += weight;
     return;
   }
-  ++slot->second;
+  slot->second += weight;
 }
 
 void StackReporter::emit_stack(std::uint32_t tgid, std::uint32_t tid, const char* comm,
@@ -260,6 +261,10 @@ void StackReporter::emit_health(const cs_counters& c, std::uint64_t truncated, b
        "samples whose stack reached the depth limit (127 frames) and lost its root"},
   };
   sdk::emit_health_rows(host_, "stacks", rows, is_final, ws, we);
+  if (maps_.thinning && maps_.thinning->highest() > 1) {
+    const sdk::HealthRow thinned[] = {maps_.thinning->row("cpusample/thinned", c.thinned)};
+    sdk::emit_health_rows(host_, "stacks", thinned, is_final, ws, we);
+  }
   if (is_final && c.samples == 0) {
     sdk::RecordBuilder rb(LOUPE_RECORD_HEALTH, "silent_probe");
     rb.final(true).window(ws, we);

@@ -32,6 +32,7 @@
 #include "loupe/sdk/eviction.hpp"
 #include "loupe/sdk/host.hpp"
 #include "loupe/sdk/stack_map.hpp"
+#include "loupe/sdk/thinning.hpp"
 
 namespace loupe::cpusample {
 
@@ -42,6 +43,7 @@ struct ReporterMaps {
   int user_stacks_fd = -1;   // unwind = "tables": loupe_unwind_stacks; else in stacks_fd
   int unwind_stats_fd = -1;  // unwind = "tables": loupe_unwind_stats
   int user_slots_fd = -1;    // unwind = "tables": loupe_unwind_slots (user ids are freed there)
+  sdk::Thinning* thinning = nullptr;  // the plugin's; its skipped samples are reported here
 };
 
 struct ReporterOptions {

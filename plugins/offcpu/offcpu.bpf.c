@@ -21,6 +21,7 @@
 #include "loupe/filter.bpf.h"
 #include "loupe/hist.bpf.h"
 #include "loupe/map.bpf.h"
+#include "loupe/thin.bpf.h"
 #include "loupe/unwind.bpf.h"
 #include "offcpu.h"
 
@@ -154,6 +155,11 @@ static __always_inline void switch_out(void *ctx, __u32 reason)
 	c = get_counters();
 	if (!c)
 		return;
+	/* Thinned out: the entry still marks the thread off the CPU (so its switch-in is not
+	 * taken for a missed switch-out), without the stacks that are this hook's cost. */
+	b.weight = loupe_thin_weight();
+	if (!b.weight)
+		c->thinned++;
 	b.ts_out = bpf_ktime_get_ns();
 	/* A plain load through the current task's BTF pointer: no probe-read helper call. */
 	b.runtime = bpf_get_current_task_btf()->se.sum_exec_runtime;
@@ -165,8 +171,9 @@ static __always_inline void switch_out(void *ctx, __u32 reason)
 		__u64 wall = b.ts_out - last->ts_out, cpu = b.runtime - last->runtime;
 
 		c->missed_ins++;
-		if (b.ts_out > last->ts_out && b.runtime >= last->runtime && wall > cpu) {
-			c->recovered_ns += wall - cpu;
+		if (last->weight && b.ts_out > last->ts_out && b.runtime >= last->runtime &&
+		    wall > cpu) {
+			c->recovered_ns += (wall - cpu) * last->weight;
 			add_offcpu(c, last, tid, wall - cpu);
 		}
 	}
@@ -186,9 +193,15 @@ static __always_inline void switch_out(void *ctx, __u32 reason)
 		last->waker_tid = 0;
 		last->waker_user_stack_id = -1;
 		last->waker_kernel_stack_id = -1;
-		bpf_get_current_comm(last->comm, sizeof(last->comm));
-		take_stacks(ctx, targ_user_stacks, targ_kernel_stacks, &last->user_stack_id,
-			    &last->kernel_stack_id, &c->user_stack_fail, &c->kernel_stack_fail);
+		last->weight = b.weight;
+		last->user_stack_id = -1;
+		last->kernel_stack_id = -1;
+		if (b.weight) {
+			bpf_get_current_comm(last->comm, sizeof(last->comm));
+			take_stacks(ctx, targ_user_stacks, targ_kernel_stacks, &last->user_stack_id,
+				    &last->kernel_stack_id, &c->user_stack_fail,
+				    &c->kernel_stack_fail);
+		}
 		c->switches_out++;
 		asm volatile("" ::: "memory");
 		last->running = 0;
@@ -198,9 +211,13 @@ static __always_inline void switch_out(void *ctx, __u32 reason)
 	b.reason = reason;
 	b.waker_user_stack_id = -1;
 	b.waker_kernel_stack_id = -1;
-	bpf_get_current_comm(b.comm, sizeof(b.comm));
-	take_stacks(ctx, targ_user_stacks, targ_kernel_stacks, &b.user_stack_id, &b.kernel_stack_id,
-		    &c->user_stack_fail, &c->kernel_stack_fail);
+	b.user_stack_id = -1;
+	b.kernel_stack_id = -1;
+	if (b.weight) {
+		bpf_get_current_comm(b.comm, sizeof(b.comm));
+		take_stacks(ctx, targ_user_stacks, targ_kernel_stacks, &b.user_stack_id,
+			    &b.kernel_stack_id, &c->user_stack_fail, &c->kernel_stack_fail);
+	}
 	c->switches_out++;
 	if (bpf_map_update_elem(&blocked, &tid, &b, BPF_ANY))
 		c->blocked_full++;
@@ -212,28 +229,29 @@ static __always_inline void add_runq(struct oc_counters *c, const struct oc_bloc
 	struct oc_hist *h;
 	__u32 zero = 0;
 	__u32 slot = loupe_log2_slot(delay);
+	__u64 w = b->weight;
 
-	c->runq_waits++;
+	c->runq_waits += w;
 	h = bpf_map_lookup_elem(&runq_cpus, &zero);
 	if (h)
-		LOUPE_HIST_RECORD(h, delay, slot, OC_HIST_SLOTS);
+		LOUPE_HIST_RECORD_W(h, delay, slot, OC_HIST_SLOTS, w);
 	pk.tgid = b->tgid;
 	__builtin_memcpy(pk.comm, b->comm, sizeof(pk.comm));
 	h = bpf_map_lookup_elem(&zero_hist, &zero);
 	h = h ? loupe_lookup_or_init(&runq_procs, &pk, h) : NULL;
 	if (!h) {
-		c->runq_procs_full++;
+		c->runq_procs_full += w;
 		return;
 	}
-	LOUPE_HIST_RECORD(h, delay, slot, OC_HIST_SLOTS);
+	LOUPE_HIST_RECORD_W(h, delay, slot, OC_HIST_SLOTS, w);
 }
 
 /* The current task (prev) held this CPU while a thread of the target waited for it. */
-static __always_inline void add_blocker(void *ctx, struct oc_counters *c, __u64 delay)
+static __always_inline void add_blocker(void *ctx, struct oc_counters *c, __u64 delay, __u64 w)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct oc_blocker_key k = {};
-	struct oc_blocker_val one = {1, delay}, *v;
+	struct oc_blocker_val one = {w, delay * w}, *v;
 	long err;
 
 	if ((__u32)id == 0)
@@ -244,19 +262,19 @@ static __always_inline void add_blocker(void *ctx, struct oc_counters *c, __u64 
 		    &c->user_stack_fail, &c->kernel_stack_fail);
 	v = bpf_map_lookup_elem(&blockers, &k);
 	if (v) {
-		__sync_fetch_and_add(&v->count, 1);
-		__sync_fetch_and_add(&v->delay_ns, delay);
+		__sync_fetch_and_add(&v->count, w);
+		__sync_fetch_and_add(&v->delay_ns, delay * w);
 		return;
 	}
 	err = bpf_map_update_elem(&blockers, &k, &one, BPF_NOEXIST);
 	if (err == -17 /* EEXIST */) {
 		v = bpf_map_lookup_elem(&blockers, &k);
 		if (v) {
-			__sync_fetch_and_add(&v->count, 1);
-			__sync_fetch_and_add(&v->delay_ns, delay);
+			__sync_fetch_and_add(&v->count, w);
+			__sync_fetch_and_add(&v->delay_ns, delay * w);
 		}
 	} else if (err) {
-		c->blockers_full++;
+		c->blockers_full += w;
 	}
 }
 
@@ -264,7 +282,8 @@ static __always_inline void add_offcpu(struct oc_counters *c, const struct oc_bl
 				       __u64 delta)
 {
 	struct oc_key k = {};
-	struct oc_val one = {delta, 1}, *v;
+	__u64 w = b->weight;
+	struct oc_val one = {delta * w, w}, *v;
 	long err;
 
 	k.tgid = b->tgid;
@@ -281,23 +300,23 @@ static __always_inline void add_offcpu(struct oc_counters *c, const struct oc_bl
 		k.waker_kernel_stack_id = b->waker_kernel_stack_id;
 		__builtin_memcpy(k.waker_comm, b->waker_comm, sizeof(k.waker_comm));
 	}
-	c->blocks++;
+	c->blocks += w;
 	v = bpf_map_lookup_elem(&offcpu, &k);
 	if (v) {
-		__sync_fetch_and_add(&v->total_ns, delta);
-		__sync_fetch_and_add(&v->count, 1);
+		__sync_fetch_and_add(&v->total_ns, delta * w);
+		__sync_fetch_and_add(&v->count, w);
 		return;
 	}
 	err = bpf_map_update_elem(&offcpu, &k, &one, BPF_NOEXIST);
 	if (err == -17 /* EEXIST: another CPU inserted it meanwhile */) {
 		v = bpf_map_lookup_elem(&offcpu, &k);
 		if (v) {
-			__sync_fetch_and_add(&v->total_ns, delta);
-			__sync_fetch_and_add(&v->count, 1);
+			__sync_fetch_and_add(&v->total_ns, delta * w);
+			__sync_fetch_and_add(&v->count, w);
 		}
 	} else if (err) {
-		c->keys_full++;
-		c->lost_ns += delta;
+		c->keys_full += w;
+		c->lost_ns += delta * w;
 	}
 }
 
@@ -335,7 +354,7 @@ static __always_inline void switch_in(void *ctx, __u32 tid, struct task_struct *
 	 * not changed since that switch-out. */
 	p->running = 1;
 	p->ts_in = now;
-	if (now < b.ts_out)
+	if (now < b.ts_out || !b.weight)
 		return;
 	if (b.ts_wake)
 		runq_from = b.ts_wake;
@@ -344,10 +363,10 @@ static __always_inline void switch_in(void *ctx, __u32 tid, struct task_struct *
 	if (targ_run_queue && runq_from && now >= runq_from) {
 		add_runq(c, &b, now - runq_from);
 		if (targ_runq_threshold_ns && now - runq_from >= targ_runq_threshold_ns)
-			add_blocker(ctx, c, now - runq_from);
+			add_blocker(ctx, c, now - runq_from, b.weight);
 	}
 	if (now - b.ts_out < targ_min_block_ns) {
-		c->below_min++;
+		c->below_min += b.weight;
 		return;
 	}
 	add_offcpu(c, &b, tid, now - b.ts_out);
@@ -360,13 +379,13 @@ static __always_inline void waking(void *ctx, __u32 tid)
 	struct oc_counters *c;
 	__u64 id;
 
-	if (!b || b->running || b->ts_wake)
+	if (!b || b->running || b->ts_wake || !b->weight)
 		return;
 	c = get_counters();
 	if (!c)
 		return;
 	b->ts_wake = bpf_ktime_get_ns();
-	c->wakeups++;
+	c->wakeups += b->weight;
 	if (!targ_wakers)
 		return;
 	id = bpf_get_current_pid_tgid();

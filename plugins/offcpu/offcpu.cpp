@@ -138,8 +138,15 @@ class OffcpuProfiler : public sdk::Profiler {
     maps.runq_cpus_fd = bpf_map__fd(skel_->maps.runq_cpus);
     maps.blockers_fd = bpf_map__fd(skel_->maps.blockers);
     maps.counters_fd = bpf_map__fd(skel_->maps.counters);
+    thinning_.bind(bpf_map__fd(skel_->maps.loupe_thin));
+    maps.thinning = &thinning_;
     reporter_ = std::make_unique<OffcpuReporter>(*host_, maps, opts_);
   }
+
+  // Under a budget: 1 in `divisor` switch-outs takes its stacks and is followed to its
+  // switch-in, and that block counts as `divisor` blocks of its length. The sched_switch
+  // program still runs for every switch; what is saved is the stack walks and map updates.
+  void set_rate(const sdk::RateArgs& a) { thinning_.set(a.divisor); }
 
   void stop(const sdk::StopArgs&) override {
     if (reporter_) reporter_->stop_evicting();
@@ -157,6 +164,7 @@ class OffcpuProfiler : public sdk::Profiler {
   bpf_program* chosen_[2] = {};
   std::uint32_t hooks_ = 2;  // sched_switch, and sched_waking unless nothing needs it
   ReporterOptions opts_;
+  sdk::Thinning thinning_;
   std::unique_ptr<OffcpuReporter> reporter_;
 };
 

@@ -43,7 +43,7 @@ struct oc_blocked {
   __u64 runtime; /* the thread's CPU time (se.sum_exec_runtime) at the last switch seen */
   __u64 ts_in;   /* running: when it was switched in */
   __u32 running;
-  __u32 pad;
+  __u32 weight; /* thinning: 0 = this block is not sampled, else the events it stands for */
 };
 
 /* One aggregation slot of off-CPU time: per (process, thread?, stacks, reason, waker). */
@@ -90,7 +90,10 @@ struct oc_hist {
 
 /* Per-CPU counters, summed in user space. */
 struct oc_counters {
-  __u64 switches_out;    /* switch-outs of the target's threads seen */
+  __u64 switches_out; /* switch-outs of the target's threads seen */
+  __u64 thinned;      /* ... not sampled under a budget (loupe/thin.bpf.h) */
+  /* Below, a sampled event counts as the thinning divisor in force when it was kept (1
+   * without a budget), and times are multiplied by it: estimates of the whole. */
   __u64 blocks;          /* ... that ended (switched back in) and were counted */
   __u64 below_min;       /* ... shorter than min_block_ns: not aggregated */
   __u64 blocked_full;    /* the in-flight map refused a switch-out: that block is lost */

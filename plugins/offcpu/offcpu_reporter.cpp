@@ -253,6 +253,10 @@ void OffcpuReporter::emit_health(bool is_final) {
        "off-CPU nanoseconds of blocks whose switch-out was not delivered"},
   };
   sdk::emit_health_rows(host_, "offcpu", rows, is_final, ws_, we_);
+  if (maps_.thinning && maps_.thinning->highest() > 1) {
+    const sdk::HealthRow thinned[] = {maps_.thinning->row("offcpu/thinned", c.thinned)};
+    sdk::emit_health_rows(host_, "offcpu", thinned, is_final, ws_, we_);
+  }
   if (maps_.unwind_stats_fd >= 0)
     sdk::emit_unwind_health(host_, "offcpu", maps_.unwind_stats_fd, is_final, ws_, we_);
   if (opts_.evict) evicted_.emit(host_, "offcpu", "offcpu", is_final, ws_, we_);

@@ -28,6 +28,7 @@
 #include "loupe/sdk/eviction.hpp"
 #include "loupe/sdk/host.hpp"
 #include "loupe/sdk/stack_map.hpp"
+#include "loupe/sdk/thinning.hpp"
 #include "offcpu.h"
 
 namespace loupe::offcpu {
@@ -44,6 +45,7 @@ struct ReporterMaps {
   int blockers_fd = -1;
   int counters_fd = -1;
   int user_slots_fd = -1;  // unwind = "tables": loupe_unwind_slots (user ids are freed there)
+  sdk::Thinning* thinning = nullptr;  // the plugin's; its skipped switch-outs are reported here
 };
 
 struct ReporterOptions {

@@ -12,7 +12,7 @@
 
 TEST(AbiLayout, VersionIsOneSix) {
   EXPECT_EQ(LOUPE_ABI_MAJOR, 1);
-  EXPECT_EQ(LOUPE_ABI_MINOR, 8);
+  EXPECT_EQ(LOUPE_ABI_MINOR, 9);
   EXPECT_STREQ(LOUPE_PLUGIN_ENTRY_SYMBOL, "loupe_plugin_entry");
 }
 
@@ -262,7 +262,10 @@ TEST(AbiLayout, EveryFieldOffsetIsPinned) {
   EXPECT_EQ(offsetof(loupe_plugin_descriptor, flush), 96u);
   EXPECT_EQ(offsetof(loupe_plugin_descriptor, destroy), 104u);
   EXPECT_EQ(offsetof(loupe_plugin_descriptor, last_error), 112u);
-  EXPECT_EQ(sizeof(loupe_plugin_descriptor), 120u);
+  EXPECT_EQ(offsetof(loupe_plugin_descriptor, set_rate), 120u);
+  EXPECT_EQ(sizeof(loupe_rate_args), 8u);
+  EXPECT_EQ(offsetof(loupe_rate_args, divisor), 4u);
+  EXPECT_EQ(sizeof(loupe_plugin_descriptor), 128u);
 }
 
 TEST(AbiLayout, EnumValuesArePinned) {

@@ -21,6 +21,7 @@
 #include "loupe/sdk/percpu.hpp"
 #include "loupe/sdk/perf_event.hpp"
 #include "loupe/sdk/target_filter.hpp"
+#include "loupe/sdk/thinning.hpp"
 #include "loupe/sdk/uprobe.hpp"
 
 namespace fs = std::filesystem;
@@ -481,4 +482,67 @@ TEST(SdkEviction, PreviousTotalsForgetWhatIsNoLongerRead) {
   EXPECT_EQ(prev.size(), 1u);
   prev.erase("a");
   EXPECT_EQ(prev.at("a"), 0u) << "an evicted key's bytes start again from zero";
+}
+
+namespace thinning_test {
+
+struct Plain : loupe::sdk::Profiler {
+  void setup(const loupe::sdk::SetupArgs&) override {}
+};
+struct Thinnable : loupe::sdk::Profiler {
+  void setup(const loupe::sdk::SetupArgs&) override {}
+  void set_rate(const loupe::sdk::RateArgs& a) {
+    if (a.divisor > 64) throw loupe::sdk::Error(LOUPE_ERR_UNSUPPORTED, "not past 64 here");
+    divisor = a.divisor;
+  }
+  std::uint32_t divisor = 1;
+};
+
+}  // namespace thinning_test
+
+// The hook is exported only by a profiler that declares set_rate, so the host can tell
+// which ones a budget can thin; its status and reason cross the C boundary.
+TEST(SdkThinning, OnlyAProfilerThatDeclaresSetRateExportsTheHook) {
+  using namespace thinning_test;
+  constexpr loupe_config_key none[] = {{"x", LOUPE_CFG_BOOL, 0, "false", "x"}};
+  const auto plain = loupe::sdk::detail::make_descriptor<Plain>("p", "1", "p", none);
+  const auto thin = loupe::sdk::detail::make_descriptor<Thinnable>("t", "1", "t", none);
+  EXPECT_EQ(plain.set_rate, nullptr);
+  ASSERT_NE(thin.set_rate, nullptr);
+  EXPECT_EQ(thin.size, sizeof(loupe_plugin_descriptor));
+  Thinnable t;
+  auto* self = reinterpret_cast<loupe_plugin*>(static_cast<loupe::sdk::PluginBase*>(&t));
+  loupe_rate_args a{sizeof(a), 8};
+  EXPECT_EQ(thin.set_rate(self, &a), LOUPE_OK);
+  EXPECT_EQ(t.divisor, 8u);
+  a.divisor = 0;  // read as 1: every event
+  EXPECT_EQ(thin.set_rate(self, &a), LOUPE_OK);
+  EXPECT_EQ(t.divisor, 1u);
+  a.divisor = 128;
+  EXPECT_EQ(thin.set_rate(self, &a), LOUPE_ERR_UNSUPPORTED);
+  EXPECT_STREQ(thin.last_error(self), "not past 64 here");
+}
+
+// The divisor lands in the map the BPF side reads (a real array map: root only), and a
+// row says what was skipped once anything was thinned.
+TEST(SdkThinning, TheDivisorIsWrittenWhereTheProgramReadsIt) {
+  loupe::sdk::Thinning t;
+  EXPECT_THROW(t.set(4), loupe::sdk::Error) << "no map bound: the mode cannot be thinned";
+  const int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "loupe_thin", 4, 4, 1, nullptr);
+  if (fd < 0)
+    GTEST_SKIP() << "cannot create a BPF map here (root needed): " << std::strerror(errno);
+  t.bind(fd);
+  EXPECT_EQ(t.highest(), 1u);
+  t.set(16);
+  t.set(4);
+  std::uint32_t key = 0, v = 0;
+  ASSERT_EQ(bpf_map_lookup_elem(fd, &key, &v), 0);
+  EXPECT_EQ(v, 4u);
+  EXPECT_EQ(t.divisor(), 4u);
+  EXPECT_EQ(t.highest(), 16u);
+  const loupe::sdk::HealthRow row = t.row("p/thinned", 42);
+  EXPECT_STREQ(row.component, "p/thinned");
+  EXPECT_EQ(row.value, 42u);
+  EXPECT_NE(std::string(row.message).find("1 in 16"), std::string::npos) << row.message;
+  ::close(fd);
 }

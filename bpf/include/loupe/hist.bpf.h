@@ -96,6 +96,18 @@ static __always_inline __u32 loupe_linear_slot(__u64 v)
 			(h)->max = (v);                                                            \
 	} while (0)
 
+/* The same for an event that stands for `w` events (thinned: loupe/thin.bpf.h). */
+#define LOUPE_HIST_RECORD_W(h, v, slot, n_slots, w)                                                \
+	do {                                                                                       \
+		(h)->slots[loupe_slot_bounded((slot), (n_slots))] += (w);                          \
+		(h)->count += (w);                                                                 \
+		(h)->sum += (v) * (w);                                                             \
+		if ((h)->min == 0 || (v) < (h)->min)                                               \
+			(h)->min = (v);                                                            \
+		if ((v) > (h)->max)                                                                \
+			(h)->max = (v);                                                            \
+	} while (0)
+
 /* Record `v` into a per-CPU loupe_hist. */
 static __always_inline void loupe_hist_add(struct loupe_hist *h, __u64 v, bool linear)
 {

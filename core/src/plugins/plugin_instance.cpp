@@ -72,6 +72,18 @@ int PluginInstance::consume(const loupe_record& rec) {
   return descriptor().consume(self_, &rec);
 }
 
+bool PluginInstance::thinnable() const {
+  const auto& d = descriptor();
+  return !is_sink() && LOUPE_ABI_HAS_FIELD(&d, loupe_plugin_descriptor, set_rate) &&
+         d.set_rate != nullptr;
+}
+
+void PluginInstance::set_rate(std::uint32_t divisor) {
+  if (!thinnable()) throw HookError("the plugin cannot be thinned", LOUPE_ERR_UNSUPPORTED);
+  loupe_rate_args a{sizeof(a), divisor};
+  if (int rc = descriptor().set_rate(self_, &a); rc != LOUPE_OK) fail("set_rate", rc);
+}
+
 void PluginInstance::destroy() {
   if (self_) {
     descriptor().destroy(self_);

@@ -45,6 +45,10 @@ class PluginInstance {
   void flush(bool is_final, const WindowEnd* window = nullptr);
   // Returns the status instead of throwing: called per record on the hot path.
   int consume(const loupe_record& rec);
+  // ABI 1.9: whether the plugin exports set_rate (can be thinned under a budget), and the
+  // call: keep 1 in `divisor` events, each weighing `divisor`.
+  bool thinnable() const;
+  void set_rate(std::uint32_t divisor);
   void destroy();
 
   std::string last_error() const;

@@ -220,6 +220,30 @@ void PluginSet::collect_one(Live& p, bool is_final, std::uint64_t window_start,
   }
 }
 
+std::vector<std::string> PluginSet::thinnable() const {
+  std::vector<std::string> out;
+  for (const auto& p : profilers_)
+    if (p.instance->alive() && !p.disabled && !p.refused_rate && p.instance->thinnable())
+      out.push_back(p.host->instance);
+  return out;
+}
+
+bool PluginSet::set_rate(const std::string& instance, std::uint32_t divisor, std::string* why) {
+  for (auto& p : profilers_) {
+    if (p.host->instance != instance) continue;
+    try {
+      p.instance->set_rate(divisor);
+      return true;
+    } catch (const HookError& e) {
+      p.refused_rate = true;
+      if (why) *why = e.what();
+      return false;
+    }
+  }
+  if (why) *why = "no live profiler instance '" + instance + "'";
+  return false;
+}
+
 void PluginSet::flush_sinks(std::chrono::milliseconds timeout) {
   for (auto& sk : sinks_) sk.runner->flush(false, timeout);
 }

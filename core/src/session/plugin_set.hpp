@@ -72,6 +72,13 @@ class PluginSet {
   // `flush` (a setup error must stand alone, not under an empty report).
   void abort(bool flush);
 
+  // The live profilers a budget can thin (ABI 1.9 set_rate), by instance name, in profile
+  // order; one that refused once is not among them.
+  std::vector<std::string> thinnable() const;
+  // Asks `instance` to keep 1 in `divisor` of its events. False, with the plugin's reason
+  // in *why, when it refused (then it is not asked again).
+  bool set_rate(const std::string& instance, std::uint32_t divisor, std::string* why);
+
   std::size_t profiler_count() const { return profilers_.size(); }
   std::size_t sink_count() const { return sinks_.size(); }
   std::vector<ProfilerHealth> profiler_health() const;
@@ -85,7 +92,8 @@ class PluginSet {
     std::unique_ptr<SinkRunner> runner;
     std::uint64_t collect_errors = 0;  // every failed collect()
     std::uint32_t failed_in_a_row = 0;
-    bool disabled = false;  // failed kMaxCollectFailures times in a row: no more collect()
+    bool disabled = false;      // failed kMaxCollectFailures times in a row: no more collect()
+    bool refused_rate = false;  // set_rate() failed: never thinned again
   };
   Status setup(std::size_t index, HostContext& ctx, RecordBus& bus, loupe_session_info& info);
   Status setup_embedder(HostContext& ctx, RecordBus& bus, loupe_session_info& info);

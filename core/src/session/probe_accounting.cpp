@@ -9,17 +9,13 @@
 #include "util/clock.hpp"
 
 namespace loupe {
-namespace {
 
-// Every thread of loupe's, the ones gone included.
-std::uint64_t self_cpu_ns() {
+std::uint64_t ProbeAccounting::self_cpu_ns() {
   timespec ts{};
   ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
          static_cast<std::uint64_t>(ts.tv_nsec);
 }
-
-}  // namespace
 
 void ProbeAccounting::enable() {
   if (Status st = stats_.enable(); !st) {

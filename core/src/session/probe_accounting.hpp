@@ -8,6 +8,7 @@
 #define LOUPE_PROBE_ACCOUNTING_HPP
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,9 +29,11 @@ class ProbeAccounting {
   void enable();
   // `[session] max_cpu_percent`: loupe's cost is checked against it at every report (the
   // statistics must be enabled).
-  void set_budget(double percent) {
-    if (reporter_) reporter_->set_budget(percent);
+  void set_budget(double percent, std::function<std::string()> thinned) {
+    if (reporter_) reporter_->set_budget(percent, std::move(thinned));
   }
+  // loupe's threads' CPU time so far, the ones gone included (CLOCK_PROCESS_CPUTIME_ID).
+  static std::uint64_t self_cpu_ns();
   // Every probe is attached: windows count from here.
   void start(std::uint64_t mono_ns, std::uint64_t wall_ns);
   // Just before the detach closes the programs: their last counts, for the final report.

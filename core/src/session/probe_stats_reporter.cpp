@@ -169,15 +169,22 @@ void ProbeStatsReporter::cost(const std::map<std::string, double>& bpf_ns_by_ins
       }
     }
   }
-  const std::string msg =
+  const std::string thinned = thinned_ ? thinned_() : std::string();
+  std::string msg =
       reports_over_ == 0
           ? fmt::format("loupe used {:.2f}% of {} CPUs over {}, within max_cpu_percent = {}", total,
                         cpus_, is_final ? "the session" : "the last report", budget_percent_)
-          : fmt::format(
-                "loupe's cost passed max_cpu_percent = {} in {} of {} reports, {}; nothing "
-                "was thinned: lower the costliest plugin's rate (its frequency or "
-                "target) or raise the budget",
-                budget_percent_, reports_over_, reports_, worst_);
+          : fmt::format("loupe's cost passed max_cpu_percent = {} in {} of {} reports, {}",
+                        budget_percent_, reports_over_, reports_, worst_);
+  if (!thinned.empty())
+    msg += fmt::format(
+        "; thinned to stay within it: {}. Those profilers' counts and times since are "
+        "estimates (each kept event weighs its divisor); raise the budget for exact ones",
+        thinned);
+  else if (reports_over_)
+    msg +=
+        "; nothing was thinned (no profiler that can be thinned was the cost): lower the "
+        "costliest plugin's rate (its frequency or target) or raise the budget";
   health("budget", "loupe/max_cpu_percent", reports_over_,
          reports_over_ ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK, msg, is_final);
 }

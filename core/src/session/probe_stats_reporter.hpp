@@ -36,8 +36,12 @@ class ProbeStatsReporter {
     session_start_wall_ = wall_ns;
     self_start_ = self_prev_ = self_cpu_ns;
   }
-  // `[session] max_cpu_percent` (0: none): reports over it are counted and said.
-  void set_budget(double percent) { budget_percent_ = percent; }
+  // `[session] max_cpu_percent` (0: none): reports over it are counted and said, with what
+  // `thinned()` says the budget controller thinned to stay within it (empty: nothing).
+  void set_budget(double percent, std::function<std::string()> thinned) {
+    budget_percent_ = percent;
+    thinned_ = std::move(thinned);
+  }
   std::uint64_t start_ns() const { return start_ns_; }
   // Interval reports cover the window since the previous report; the final one the session.
   void report(const std::vector<ProgramStats>& now, std::uint64_t mono_ns,
@@ -66,6 +70,7 @@ class ProbeStatsReporter {
   std::map<std::uint32_t, Totals> prev_;  // by program id
   std::uint64_t self_start_ = 0, self_prev_ = 0;
   double budget_percent_ = 0;
+  std::function<std::string()> thinned_;
   std::uint64_t reports_ = 0, reports_over_ = 0;
   double worst_percent_ = 0;
   std::string worst_;  // the costliest report over the budget, said

@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -23,6 +24,7 @@
 #include "loupe/symbolizer.hpp"
 #include "plugins/plugin_instance.hpp"
 #include "plugins/profile.hpp"
+#include "session/budget_controller.hpp"
 #include "session/health_report.hpp"
 #include "session/jvm_perf_maps.hpp"
 #include "session/plugin_host.hpp"
@@ -103,6 +105,8 @@ class Session::Impl {
   TargetScope scope_;
   JvmPerfMaps jvm_perf_maps_;
   PluginSet plugins_;
+  // [session] max_cpu_percent: thins the profilers that can be to stay within it.
+  std::optional<BudgetController> budget_;
   loupe_session_info info_{};
   SessionResult result_;
   std::uint64_t session_start_wall_ = 0;
@@ -150,7 +154,17 @@ Status Session::Impl::conduct() {
   // A budget is checked against the kernel's count of the programs' run time.
   if (!replay && (opts_.stats || profile_.session.stats || profile_.session.max_cpu_percent > 0)) {
     probes_.enable();
-    probes_.set_budget(profile_.session.max_cpu_percent);
+    if (probes_.counting() && profile_.session.max_cpu_percent > 0)
+      budget_.emplace(
+          profile_.session.max_cpu_percent, static_cast<unsigned>(sysconf(_SC_NPROCESSORS_ONLN)),
+          [this](const loupe_record& r) { publish(r); },
+          BudgetController::Knobs{
+              [this] { return plugins_.thinnable(); },
+              [this](const std::string& instance, std::uint32_t divisor, std::string* why) {
+                return plugins_.set_rate(instance, divisor, why);
+              }});
+    probes_.set_budget(profile_.session.max_cpu_percent,
+                       [this] { return budget_ ? budget_->summary() : std::string(); });
   }
   make_services();
   LOUPE_TRY(make_output_dir(profile_.session.output_dir));
@@ -316,6 +330,9 @@ void Session::Impl::run_loop() {
   // stack records are deltas, so the window's files hold the window alone.
   const auto rotate = seconds(s.rotate_s);
   auto next_rotate = windows_ ? start + rotate : Clock::time_point::max();
+  // The budget is kept at a finer grain than reports: thinning reacts within seconds.
+  const auto budget_tick = std::chrono::seconds(1);
+  auto next_budget = budget_ ? start : Clock::time_point::max();
   while (!stop_.load(std::memory_order_relaxed)) {
     auto now = Clock::now();
     if (now >= end) break;
@@ -326,6 +343,11 @@ void Session::Impl::run_loop() {
     }
     scope_.tick();
     jvm_perf_maps_.tick(scope_.processes());
+    if (now >= next_budget) {
+      budget_->tick(links_.program_stats(), clock_ns(LOUPE_CLOCK_MONOTONIC),
+                    ProbeAccounting::self_cpu_ns(), clock_ns(LOUPE_CLOCK_REALTIME));
+      while (next_budget <= now) next_budget += budget_tick;
+    }
     if (now >= next_report || now >= next_rotate) {
       std::uint64_t window_end = clock_ns(LOUPE_CLOCK_REALTIME);
       report_window(report_start_wall_, window_end);
@@ -377,6 +399,7 @@ void Session::Impl::configure_dispatch() {
 void Session::Impl::emit_core_health(bool is_final) {
   health_.rings(rings_.stats(), rings_.take_coalesced(), is_final);
   if (windows_) health_.windows(windows_->counters(), windows_->root().string(), is_final);
+  if (budget_) budget_->report(is_final);
   probes_.report(links_, is_final);
   if (!is_final) return;
   health_.final_failures(links_.results(), plugins_.profiler_health(), plugins_.sink_health(),

@@ -21,6 +21,9 @@
  *                              every 10 ms in spin_alone; prints lone_pid=N, then
  *                              lone_run_delay_ns=N and oversleep_ns=N (its sleeps' lateness);
  *                              both also print <mode>_off_cpu_ns=N (wall minus CPU time)
+ *   offcpu_workload pingpong S  2 threads on CPU 0 passing a byte back and forth over two
+ *                              pipes for S seconds (each waits off the CPU for the other:
+ *                              a context switch each way); prints round_trips=N
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -290,7 +293,49 @@ __attribute__((noinline)) static uint64_t sleep_half(void) {
   return now_ns() - t0;
 }
 
+static int ping_fds[2], pong_fds[2];
+
+static void pin_to_cpu0(void) {
+  cpu_set_t set;
+
+  CPU_ZERO(&set);
+  CPU_SET(0, &set);
+  sched_setaffinity(0, sizeof(set), &set);
+}
+
+__attribute__((noinline)) static void* ponger(void* arg) {
+  char c;
+
+  (void)arg;
+  pin_to_cpu0();
+  while (read(ping_fds[0], &c, 1) == 1)
+    if (write(pong_fds[1], &c, 1) != 1) break;
+  return NULL;
+}
+
+__attribute__((noinline)) static unsigned long long pingpong(double seconds) {
+  uint64_t end = now_ns() + (uint64_t)(seconds * 1e9);
+  unsigned long long n = 0;
+  pthread_t t;
+  char c = 'x';
+
+  if (pipe(ping_fds) != 0 || pipe(pong_fds) != 0) exit(2);
+  pin_to_cpu0();
+  pthread_create(&t, NULL, ponger, NULL);
+  while (now_ns() < end) {
+    if (write(ping_fds[1], &c, 1) != 1 || read(pong_fds[0], &c, 1) != 1) exit(3);
+    n++;
+  }
+  close(ping_fds[1]);
+  pthread_join(t, NULL);
+  return n;
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 3 && strcmp(argv[1], "pingpong") == 0) {
+    printf("round_trips=%llu\n", pingpong(atof(argv[2])));
+    return 0;
+  }
   if (argc >= 2 && strcmp(argv[1], "halves") == 0) {
     uint64_t cpu = spin_half();
     uint64_t off = sleep_half();

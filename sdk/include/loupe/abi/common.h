@@ -32,8 +32,9 @@ extern "C" {
  * LOUPE_RESOLVED_EH_FRAME; 1.3: loupe_session_info.profilers; 1.4: LOUPE_RECORD_FINDING,
  * loupe_record.finding; 1.5: unwind_tables_attach; 1.6: unwind_files_attach;
  * 1.7: unwind_python_attach, LOUPE_FRAME_PYTHON; 1.8: loupe_session_info.rotate_s,
- * loupe_flush_args.window_dir */
-#define LOUPE_ABI_MINOR 8
+ * loupe_flush_args.window_dir; 1.9: loupe_plugin_descriptor.set_rate (thinning under a
+ * budget) */
+#define LOUPE_ABI_MINOR 9
 
 /* The one symbol a plugin library exports. Its type is loupe_plugin_entry_fn (plugin.h). */
 #define LOUPE_PLUGIN_ENTRY_SYMBOL "loupe_plugin_entry"

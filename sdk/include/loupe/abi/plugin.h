@@ -21,6 +21,8 @@
  *                with itself or flush(). Required for sinks.
  *   flush()      sinks: write what is buffered (is_final=1: the last call). Sink thread.
  *                With `[session] rotate`, a flush may also end a window (window_dir set).
+ *   set_rate()   profilers, optional (ABI 1.9): keep 1 in `divisor` events in the kernel
+ *                and weigh each kept one `divisor`. Session thread, between collects.
  *   destroy()    free everything. Required. Never fails.
  *
  * Every hook returns a loupe_status; on failure the host reads last_error(instance).
@@ -147,6 +149,22 @@ typedef struct loupe_flush_args {
   uint64_t window_end_ns;
 } loupe_flush_args;
 
+/*
+ * ABI 1.9: the host thins a profiler to stay within `[session] max_cpu_percent`. From this
+ * call on, the plugin's BPF side keeps each event with probability 1/divisor (chosen at
+ * random per event, so no periodic work falls into lockstep) and counts each kept event as
+ * `divisor` events and `divisor` times its measured time: what the plugin reports stays an
+ * estimate of the whole, never a silent fraction of it. divisor 1 = every event, as before
+ * the first call. An event is weighed by the divisor in force when it was kept, so a change
+ * mid-window leaves no bias. The host says every change in its own records; the plugin
+ * says how many events it skipped (a health row). A plugin that cannot thin a mode it runs
+ * in returns LOUPE_ERR_UNSUPPORTED and is not asked again.
+ */
+typedef struct loupe_rate_args {
+  uint32_t size;
+  uint32_t divisor; /* >= 1 */
+} loupe_rate_args;
+
 typedef struct loupe_plugin_descriptor {
   uint32_t size;      /* sizeof(loupe_plugin_descriptor) as the plugin compiled it */
   uint16_t abi_major; /* LOUPE_ABI_MAJOR the plugin was built with */
@@ -178,6 +196,9 @@ typedef struct loupe_plugin_descriptor {
   /* Required. Plugin-owned text valid until the next hook call on `self`. May be called
    * with self == NULL after a failed setup(): then it describes that failure. */
   const char* (*last_error)(loupe_plugin* self);
+  /* Appended in ABI 1.9 (test with LOUPE_ABI_HAS_FIELD). Optional, profilers only: NULL =
+   * the plugin cannot be thinned, and a budget passed says so. See loupe_rate_args. */
+  int (*set_rate)(loupe_plugin* self, const loupe_rate_args* args);
 } loupe_plugin_descriptor;
 
 typedef const loupe_plugin_descriptor* (*loupe_plugin_entry_fn)(void);

@@ -69,6 +69,14 @@ struct FlushArgs {
   std::uint64_t window_end_ns = 0;
 };
 
+// ABI 1.9: keep 1 in `divisor` events, each weighing `divisor` (loupe_rate_args). A
+// profiler that can be thinned declares `void set_rate(const RateArgs&)`; the SDK exports
+// the hook only then, so the host knows which plugins a budget can thin. Throw
+// Error(LOUPE_ERR_UNSUPPORTED, why) from it when the mode running cannot be thinned.
+struct RateArgs {
+  std::uint32_t divisor;
+};
+
 // `[session] rotate` in seconds (0: the session is one window, or an older host).
 inline double rotate_seconds(const loupe_session_info* s) {
   return s && LOUPE_ABI_HAS_FIELD(s, loupe_session_info, rotate_s) ? s->rotate_s : 0;
@@ -188,6 +196,13 @@ struct Shims {
       s->flush(f);
     });
   }
+  static int set_rate(loupe_plugin* p, const loupe_rate_args* a) noexcept {
+    auto* s = static_cast<T*>(self<PluginBase>(p));
+    return guarded(s->last_error_, [&] {
+      if constexpr (requires(T & t) { t.set_rate(RateArgs{}); })
+        s->set_rate(RateArgs{a->divisor < 1 ? 1u : a->divisor});
+    });
+  }
   static void destroy(loupe_plugin* p) noexcept {
     try {
       delete static_cast<T*>(self<PluginBase>(p));
@@ -223,6 +238,7 @@ constexpr loupe_plugin_descriptor make_descriptor(const char* name, const char* 
   d.flush = &Shims<T>::flush;
   d.destroy = &Shims<T>::destroy;
   d.last_error = &Shims<T>::last_error;
+  if constexpr (requires(T & t) { t.set_rate(RateArgs{}); }) d.set_rate = &Shims<T>::set_rate;
   return d;
 }
 

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# `[session] max_cpu_percent` kept under load: the agent profile (system-wide cpusample and
+# offcpu, as bundled) beside a fork-heavy and switch-heavy workload, twice in one run:
+# with a budget of 100% (measured, never passed, nothing thinned) and with BUDGET (default
+# 1). Per interval report: loupe's cost (its BPF programs + its threads, % of all CPUs) in
+# each run, and the divisors in force; then each run's budget row, the thinning events and
+# the workload's own throughput (forks and round trips a second), so what thinning saved
+# the machine is seen beside what it cost in precision.
+#
+#   bench/budget/budget.sh BUILD_DIR [SECONDS=60] [BUDGET=1]
+#
+# The workload: a shell starting /bin/true in a loop (a fork and exec each) and a pipe
+# ping-pong between two processes (two context switches a round trip). Root only.
+set -uo pipefail
+build=$(cd "${1:?usage: budget.sh BUILD_DIR [SECONDS] [BUDGET]}" && pwd)
+secs=${2:-60}
+budget=${3:-1}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+loupe=$build/bin/loupe
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"; kill $(jobs -p) 2>/dev/null' EXIT
+
+cat >"$tmp/pingpong.py" <<'PY'
+import os, sys, time
+r1, w1 = os.pipe(); r2, w2 = os.pipe()
+end = time.monotonic() + float(sys.argv[1]); n = 0
+if os.fork() == 0:
+    while os.read(r1, 1): os.write(w2, b"x")
+    os._exit(0)
+while time.monotonic() < end:
+    os.write(w1, b"x"); os.read(r2, 1); n += 1
+os.close(w1)
+print(f"round_trips_per_s={n / float(sys.argv[1]):.0f}")
+PY
+cat >"$tmp/forks.sh" <<'SH'
+end=$(( $(date +%s) + $1 )); n=0
+while [ "$(date +%s)" -lt "$end" ]; do /bin/true; n=$((n + 1)); done
+echo "forks_per_s=$(( n / $1 ))"
+SH
+
+one() {  # one NAME PERCENT
+  local out=$tmp/$1
+  mkdir -p "$out"
+  sed -e "s|^output_dir = .*|output_dir = \"$out\"|" -e 's|^interval = .*|interval = 5.0|' \
+    -e "s|^\[session\]|[session]\nmax_cpu_percent = $2|" -e '/^listen = /s|9750|9751|' \
+    "$root/profiles/agent.toml" >"$tmp/$1.toml"
+  "$loupe" run "$tmp/$1.toml" --duration "$((secs + 4))" >"$out/loupe.log" 2>&1 &
+  local l=$!
+  sleep 4  # attached, baseline taken
+  python3 "$tmp/pingpong.py" "$secs" >"$out/work.txt" &
+  sh "$tmp/forks.sh" "$secs" >>"$out/work.txt"
+  wait $l
+  wait
+}
+one free 100
+one budget "$budget"
+
+python3 - "$tmp" "$budget" <<'PY'
+import json, sys
+tmp, budget = sys.argv[1], sys.argv[2]
+def load(name):
+    recs = [json.loads(l) for l in open(f"{tmp}/{name}/records.jsonl")]
+    cost = [r["metric"]["value"] for r in recs if r.get("name") == "cost_cpu_percent"
+            and not r.get("is_final") and r["labels"].get("part") == "total"]
+    div = [{} for _ in cost]; i = -1
+    for r in recs:
+        if r.get("name") == "cost_cpu_percent" and not r.get("is_final") and r["labels"].get("part") == "total":
+            i += 1
+        if r.get("name") == "thinning_divisor" and not r.get("is_final") and i + 1 < len(div):
+            div[i + 1][r["labels"]["instance"]] = int(r["metric"]["value"])
+    final = {r["health"]["component"]: r["health"] for r in recs
+             if r.get("kind") == "health" and r.get("is_final")}
+    events = [r["event"]["fields"] for r in recs if r.get("name") == "budget_thinning"]
+    total = [r["metric"]["value"] for r in recs if r.get("name") == "cost_cpu_percent"
+             and r.get("is_final") and r["labels"].get("part") == "total"]
+    work = dict(l.strip().split("=") for l in open(f"{tmp}/{name}/work.txt") if "=" in l)
+    return cost, div, final, events, total, work
+free, budg = load("free"), load("budget")
+print(f"interval  cost, no budget  cost, budget {budget}%  divisors in force")
+for i in range(max(len(free[0]), len(budg[0]))):
+    a = f"{free[0][i]:.2f}%" if i < len(free[0]) else "-"
+    b = f"{budg[0][i]:.2f}%" if i < len(budg[0]) else "-"
+    d = ", ".join(f"{k} {v}" for k, v in sorted(budg[1][i].items())) if i < len(budg[1]) else ""
+    print(f"{i + 1:>8}  {a:>15}  {b:>17}  {d}")
+for name, run in (("no budget", free), (f"budget {budget}%", budg)):
+    print(f"\n{name}: session cost {run[4][0]:.2f}%; workload {run[5]}")
+    b = run[2].get("loupe/max_cpu_percent")
+    if b: print(f"  budget: {b['severity']}: {b.get('message', '')}")
+    for comp in ("cpusample/thinned", "offcpu/thinned"):
+        if comp in run[2]: print(f"  {comp}: {run[2][comp]['value']} ({run[2][comp]['severity']})")
+    for e in run[3]:
+        print(f"  thinning: {e['instance']} {e['old_divisor']} -> {e['new_divisor']} at "
+              f"{e['cost_cpu_percent']:.2f}% (its programs {e['instance_bpf_cpu_percent']:.2f}%)")
+PY

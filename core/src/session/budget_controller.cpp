@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "session/budget_controller.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "loupe/sdk/records.hpp"
+
+namespace loupe {
+
+BudgetController::BudgetController(double budget_percent, unsigned online_cpus, Publish publish,
+                                   Knobs knobs)
+    : budget_(budget_percent),
+      cpus_(online_cpus ? online_cpus : 1),
+      publish_(std::move(publish)),
+      knobs_(std::move(knobs)) {}
+
+void BudgetController::tick(const std::vector<ProgramStats>& now, std::uint64_t mono_ns,
+                            std::uint64_t self_cpu_ns, std::uint64_t wall_ns) {
+  // A program attached by several probes has one set of counts: count it once.
+  std::map<std::string, double> bpf_ns, runs;  // by instance, over the tick
+  std::map<std::uint32_t, Totals> totals;
+  for (const auto& s : now) {
+    if (!totals.emplace(s.prog_id, Totals{s.run_cnt, s.run_time_ns}).second) continue;
+    auto prev = prev_.find(s.prog_id);
+    const Totals base = prev == prev_.end() ? Totals{s.run_cnt, s.run_time_ns} : prev->second;
+    bpf_ns[s.instance] += static_cast<double>(s.run_time_ns - std::min(base.ns, s.run_time_ns));
+    runs[s.instance] += static_cast<double>(s.run_cnt - std::min(base.runs, s.run_cnt));
+  }
+  prev_ = std::move(totals);
+  auto per_event = [&](const std::string& instance) {
+    const double n = runs.count(instance) ? runs.at(instance) : 0;
+    return n > 0 ? bpf_ns.at(instance) / n : 0.0;
+  };
+  const bool first = !started_;
+  const std::uint64_t dt = mono_ns - std::min(prev_mono_, mono_ns);
+  const double self_ns = static_cast<double>(self_cpu_ns - std::min(prev_self_, self_cpu_ns));
+  started_ = true;
+  prev_mono_ = mono_ns;
+  prev_self_ = self_cpu_ns;
+  if (first || dt == 0) return;
+
+  const double capacity = static_cast<double>(dt) * cpus_;
+  double bpf_total = 0;
+  for (const auto& [instance, ns] : bpf_ns) bpf_total += ns;
+  const double cost = 100 * (bpf_total + self_ns) / capacity;
+  if (settle_ > 0) {
+    --settle_;
+    return;
+  }
+  const std::vector<std::string> knobs = knobs_.thinnable();
+  if (cost > budget_) {
+    calm_ = 0;
+    // The costliest profiler that can still be thinned, if its programs are a fair part of
+    // what is over: thinning it then lowers both its programs' time and what loupe's
+    // threads do with its events.
+    const double excess_ns = (cost - budget_) / 100 * capacity;
+    std::string pick;
+    double pick_ns = 0;
+    for (const auto& instance : knobs) {
+      const double ns = bpf_ns.count(instance) ? bpf_ns.at(instance) : 0;
+      if (divisor(instance) >= kMaxDivisor || ns <= pick_ns) continue;
+      auto t = thinned_.find(instance);
+      if (t != thinned_.end() && t->second.floor_ns > 0) continue;
+      if (t != thinned_.end() && t->second.ns_per_event_before > 0 && per_event(instance) > 0 &&
+          per_event(instance) > 0.9 * t->second.ns_per_event_before) {
+        // The last raise took under a tenth off: what is left is the bare entry.
+        t->second.floor_ns = per_event(instance);
+        spdlog::warn(
+            "{}: thinning to 1 in {} took its programs from {:.0f} to {:.0f} ns an event; "
+            "thinning it further would save little",
+            instance, t->second.divisor, t->second.ns_per_event_before, per_event(instance));
+        continue;
+      }
+      pick = instance;
+      pick_ns = ns;
+    }
+    if (pick.empty() || pick_ns < excess_ns / 4) {
+      if (!said_cannot_)
+        spdlog::warn(
+            "loupe used {:.2f}% of {} CPUs, over max_cpu_percent = {}, and {}", cost, cpus_,
+            budget_,
+            pick.empty() ? "no profiler can be thinned further"
+                         : "its own threads, not a profiler's programs, are most of it");
+      said_cannot_ = true;
+      return;
+    }
+    const double over = cost / budget_;
+    const std::uint32_t step = over >= 4 ? 8 : over >= 2 ? 4 : 2;
+    change(pick, std::min(kMaxDivisor, divisor(pick) * step), cost, 100 * pick_ns / capacity,
+           per_event(pick), wall_ns);
+    return;
+  }
+  if (cost >= budget_ / 2) {
+    calm_ = 0;
+    return;
+  }
+  if (++calm_ < kCalmTicks) return;
+  // Well within the budget for a while: the most thinned profiler gets events back.
+  std::string pick;
+  for (const auto& instance : knobs)
+    if (divisor(instance) > 1 && (pick.empty() || divisor(instance) > divisor(pick)))
+      pick = instance;
+  if (pick.empty()) return;
+  calm_ = 0;
+  const double ns = bpf_ns.count(pick) ? bpf_ns.at(pick) : 0;
+  change(pick, divisor(pick) / 2, cost, 100 * ns / capacity, per_event(pick), wall_ns);
+}
+
+void BudgetController::change(const std::string& instance, std::uint32_t to, double cost_percent,
+                              double instance_percent, double ns_per_event,
+                              std::uint64_t wall_ns) {
+  Thinned& t = thinned_[instance];
+  const std::uint32_t from = t.divisor;
+  std::string why;
+  if (!knobs_.set_rate(instance, to, &why)) {
+    refused_[instance] = why;
+    spdlog::warn("{} cannot be thinned: {}", instance, why);
+    return;
+  }
+  t.divisor = to;
+  t.highest = std::max(t.highest, to);
+  // Judged at the next raise; a lowering starts the judgement afresh.
+  t.ns_per_event_before = to > from ? ns_per_event : 0;
+  if (to < from) t.floor_ns = 0;
+  (to > from ? t.raised : t.lowered) += 1;
+  settle_ = kSettleTicks;
+  spdlog::info("max_cpu_percent = {}: loupe used {:.2f}%; {} now keeps 1 in {} events (was {})",
+               budget_, cost_percent, instance, to, from);
+  sdk::RecordBuilder b(LOUPE_RECORD_EVENT, "budget_thinning");
+  b.event_time(wall_ns)
+      .field("instance", instance)
+      .field("change", std::string(to > from ? "raised" : "lowered"))
+      .field_u("old_divisor", from)
+      .field_u("new_divisor", to)
+      .field("cost_cpu_percent", cost_percent)
+      .field("instance_bpf_cpu_percent", instance_percent)
+      .field("max_cpu_percent", budget_);
+  publish_(b.build());
+}
+
+std::uint32_t BudgetController::divisor(const std::string& instance) const {
+  auto it = thinned_.find(instance);
+  return it == thinned_.end() ? 1 : it->second.divisor;
+}
+
+void BudgetController::report(bool is_final) {
+  std::vector<std::string> instances = knobs_.thinnable();
+  for (const auto& [instance, t] : thinned_)
+    if (std::find(instances.begin(), instances.end(), instance) == instances.end())
+      instances.push_back(instance);
+  for (const auto& instance : instances) {
+    sdk::RecordBuilder b(LOUPE_RECORD_METRIC, "thinning_divisor");
+    b.final(is_final).label("instance", instance);
+    b.metric(LOUPE_METRIC_GAUGE, "divisor", static_cast<double>(divisor(instance)));
+    publish_(b.build());
+  }
+}
+
+std::string BudgetController::summary() const {
+  std::string out;
+  for (const auto& [instance, t] : thinned_) {
+    if (t.highest <= 1) continue;
+    out += fmt::format("{}{} kept 1 in {} events at most ({} now; raised {}, lowered {} times)",
+                       out.empty() ? "" : "; ", instance, t.highest, t.divisor, t.raised,
+                       t.lowered);
+    if (t.floor_ns > 0)
+      out += fmt::format(
+          ", not thinned further: its programs still cost {:.0f} ns an event, the hooks' "
+          "bare entry that every event runs",
+          t.floor_ns);
+  }
+  for (const auto& [instance, why] : refused_)
+    out += fmt::format("{}{} refused to be thinned ({})", out.empty() ? "" : "; ", instance, why);
+  return out;
+}
+
+}  // namespace loupe

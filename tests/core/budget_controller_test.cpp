@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The budget controller's rules, fed the counts a kernel would give: over the budget the
+// costliest profiler that can be thinned is thinned, by more when far over; a change is
+// followed by ticks that only measure; well under for a while gives events back; a
+// profiler that refuses is not asked again; loupe's own threads being the cost thins
+// nothing. The real thinning (a BPF program keeping 1 in N, the counts scaled) is tested
+// end to end in tests/session/agent_e2e_test.cpp.
+#include "session/budget_controller.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace loupe {
+namespace {
+
+constexpr std::uint64_t kSecond = 1000000000ull;
+
+struct Rig {
+  std::vector<std::string> thinnable{"cpusample", "offcpu"};
+  std::map<std::string, std::uint32_t> set;  // last divisor each was given
+  std::vector<std::string> refuse;
+  std::vector<std::string> events;  // "instance old->new"
+  std::map<std::string, double> gauges;
+  BudgetController ctl;
+  std::uint64_t mono = 0, self = 0;
+  std::map<std::string, std::uint64_t> run_ns, run_cnt;  // cumulative, by instance
+
+  explicit Rig(double budget)
+      : ctl(budget, 2,
+            [this](const loupe_record& r) {
+              if (r.kind == LOUPE_RECORD_EVENT) {
+                std::string instance, from, to;
+                for (std::uint32_t i = 0; i < r.event->n_fields; ++i) {
+                  const auto& f = r.event->fields[i];
+                  std::string key = f.key;
+                  if (key == "instance") instance = f.v.str;
+                  if (key == "old_divisor") from = std::to_string(f.v.u64);
+                  if (key == "new_divisor") to = std::to_string(f.v.u64);
+                }
+                events.push_back(instance + " " + from + "->" + to);
+              } else if (r.kind == LOUPE_RECORD_METRIC) {
+                gauges[r.labels[0].value] = r.metric->value;
+              }
+            },
+            BudgetController::Knobs{
+                [this] {
+                  std::vector<std::string> out;
+                  for (const auto& t : thinnable)
+                    if (std::find(refuse.begin(), refuse.end(), t) == refuse.end() ||
+                        !set.count(t))
+                      out.push_back(t);
+                  return out;
+                },
+                [this](const std::string& instance, std::uint32_t divisor, std::string* why) {
+                  if (std::find(refuse.begin(), refuse.end(), instance) != refuse.end()) {
+                    *why = "not in this mode";
+                    set[instance] = 0;
+                    return false;
+                  }
+                  set[instance] = divisor;
+                  return true;
+                }}) {}
+
+  // One second in which each instance's programs ran `bpf` ns and loupe's threads `threads`.
+  // `events`: how many times each ran (none given: the counts carry no runs).
+  void second(std::map<std::string, std::uint64_t> bpf, std::uint64_t threads,
+              std::map<std::string, std::uint64_t> events = {}) {
+    mono += kSecond;
+    self += threads;
+    std::vector<ProgramStats> now;
+    std::uint32_t id = 10;
+    for (const char* instance : {"cpusample", "offcpu"}) {
+      run_ns[instance] += bpf[instance];
+      run_cnt[instance] += events[instance];
+      ProgramStats s;
+      s.run_cnt = run_cnt[instance];
+      s.instance = instance;
+      s.prog_id = id++;
+      s.run_time_ns = run_ns[instance];
+      now.push_back(s);
+    }
+    ctl.tick(now, mono, self, mono);
+  }
+};
+
+// 1% of 2 CPUs is 20 ms a second.
+constexpr std::uint64_t kMs = 1000000ull;
+
+TEST(BudgetController, OverTheBudgetTheCostliestProfilerIsThinnedAndTheNextTicksOnlyMeasure) {
+  Rig rig(1.0);
+  rig.second({}, 0);  // baseline
+  rig.second({{"cpusample", 2 * kMs}, {"offcpu", 30 * kMs}}, 2 * kMs);  // 1.7%: under 2x
+  ASSERT_EQ(rig.events, std::vector<std::string>{"offcpu 1->2"});
+  EXPECT_EQ(rig.set["offcpu"], 2u);
+  EXPECT_EQ(rig.ctl.divisor("offcpu"), 2u);
+  // Still over, but these ticks hold time at the old rate: nothing changes.
+  for (int i = 0; i < BudgetController::kSettleTicks; ++i)
+    rig.second({{"offcpu", 30 * kMs}}, 2 * kMs);
+  EXPECT_EQ(rig.events.size(), 1u);
+  rig.second({{"offcpu", 30 * kMs}}, 2 * kMs);
+  EXPECT_EQ(rig.events.back(), "offcpu 2->4");
+}
+
+TEST(BudgetController, FarOverTheBudgetTheDivisorJumps) {
+  Rig rig(1.0);
+  rig.second({}, 0);
+  rig.second({{"offcpu", 100 * kMs}}, 0);  // 5% against 1%
+  EXPECT_EQ(rig.events, std::vector<std::string>{"offcpu 1->8"});
+}
+
+TEST(BudgetController, WellUnderTheBudgetForAWhileEventsComeBack) {
+  Rig rig(1.0);
+  rig.second({}, 0);
+  rig.second({{"offcpu", 100 * kMs}}, 0);
+  for (int i = 0; i < BudgetController::kSettleTicks; ++i) rig.second({{"offcpu", 5 * kMs}}, 0);
+  // Under half the budget, but not yet for kCalmTicks ticks.
+  for (int i = 0; i < BudgetController::kCalmTicks - 1; ++i)
+    rig.second({{"offcpu", 5 * kMs}}, 0);
+  EXPECT_EQ(rig.events.size(), 1u);
+  rig.second({{"offcpu", 5 * kMs}}, 0);
+  EXPECT_EQ(rig.events.back(), "offcpu 8->4");
+  // Between half the budget and the budget: left as it is.
+  for (int i = 0; i < 20; ++i) rig.second({{"offcpu", 15 * kMs}}, 0);
+  EXPECT_EQ(rig.events.size(), 2u);
+  EXPECT_NE(rig.ctl.summary().find("offcpu kept 1 in 8 events at most (4 now; raised 1, lowered 1"),
+            std::string::npos)
+      << rig.ctl.summary();
+  rig.ctl.report(false);
+  EXPECT_EQ(rig.gauges["offcpu"], 4);
+  EXPECT_EQ(rig.gauges["cpusample"], 1);
+}
+
+TEST(BudgetController, ItsOwnThreadsBeingTheCostThinsNothing) {
+  Rig rig(1.0);
+  rig.second({}, 0);
+  for (int i = 0; i < 5; ++i) rig.second({{"offcpu", 1 * kMs}}, 60 * kMs);
+  EXPECT_TRUE(rig.events.empty());
+  EXPECT_TRUE(rig.ctl.summary().empty());
+}
+
+TEST(BudgetController, AProfilerThatRefusesIsNotAskedAgainAndTheNextIs) {
+  Rig rig(1.0);
+  rig.refuse = {"offcpu"};
+  rig.second({}, 0);
+  rig.second({{"cpusample", 10 * kMs}, {"offcpu", 30 * kMs}}, 0);
+  EXPECT_TRUE(rig.events.empty());
+  EXPECT_EQ(rig.set["offcpu"], 0u);  // asked once
+  EXPECT_NE(rig.ctl.summary().find("offcpu refused to be thinned (not in this mode)"),
+            std::string::npos);
+  rig.second({{"cpusample", 10 * kMs}, {"offcpu", 30 * kMs}}, 0);
+  EXPECT_EQ(rig.events, std::vector<std::string>{"cpusample 1->4"});
+}
+
+// A million events a second: 30 ns each unthinned, of which 20 are the bare entry. 1 in 4
+// takes it to 22.5 ns; 1 in 8 to 21.25, under a tenth less: not thinned further, and said.
+TEST(BudgetController, ThinningStopsWhereItNoLongerLowersTheCostOfAnEvent) {
+  Rig rig(1.0);
+  rig.thinnable = {"offcpu"};
+  rig.second({}, 0);
+  const std::uint64_t n = 1000000;
+  rig.second({{"offcpu", 30 * kMs}}, 0, {{"offcpu", n}});  // 1.5%: 1 -> 2
+  ASSERT_EQ(rig.events.back(), "offcpu 1->2");
+  for (int i = 0; i < BudgetController::kSettleTicks; ++i)
+    rig.second({{"offcpu", 25 * kMs}}, 0, {{"offcpu", n}});
+  rig.second({{"offcpu", 25 * kMs}}, 0, {{"offcpu", n}});  // 25 ns vs 30: raised again
+  ASSERT_EQ(rig.events.back(), "offcpu 2->4");
+  for (int i = 0; i < BudgetController::kSettleTicks; ++i)
+    rig.second({{"offcpu", 22500000}}, 0, {{"offcpu", n}});
+  rig.second({{"offcpu", 22500000}}, 0, {{"offcpu", n}});  // 22.5 vs 25: a tenth less, raised
+  ASSERT_EQ(rig.events.back(), "offcpu 4->8");
+  for (int i = 0; i < 10; ++i) rig.second({{"offcpu", 21250000}}, 0, {{"offcpu", n}});
+  EXPECT_EQ(rig.events.size(), 3u) << "21.25 ns vs 22.5: thinning further saves little";
+  EXPECT_EQ(rig.ctl.divisor("offcpu"), 8u);
+  EXPECT_NE(rig.ctl.summary().find("not thinned further: its programs still cost 21 ns an event"),
+            std::string::npos)
+      << rig.ctl.summary();
+}
+
+TEST(BudgetController, ThinningStopsAtTheLargestDivisor) {
+  Rig rig(0.001);
+  rig.thinnable = {"offcpu"};
+  rig.second({}, 0);
+  for (int i = 0; i < 40; ++i) rig.second({{"offcpu", 10 * kMs}}, 0);
+  EXPECT_EQ(rig.ctl.divisor("offcpu"), BudgetController::kMaxDivisor);
+  EXPECT_EQ(rig.events.back(), "offcpu 512->1024");
+}
+
+}  // namespace
+}  // namespace loupe
