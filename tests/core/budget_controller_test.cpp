@@ -31,7 +31,8 @@ struct Rig {
   std::map<std::string, std::uint64_t> run_ns, run_cnt;  // cumulative, by instance
 
   explicit Rig(double budget)
-      : ctl(budget, 2,
+      : ctl(
+            budget, 2,
             [this](const loupe_record& r) {
               if (r.kind == LOUPE_RECORD_EVENT) {
                 std::string instance, from, to;
@@ -51,8 +52,7 @@ struct Rig {
                 [this] {
                   std::vector<std::string> out;
                   for (const auto& t : thinnable)
-                    if (std::find(refuse.begin(), refuse.end(), t) == refuse.end() ||
-                        !set.count(t))
+                    if (std::find(refuse.begin(), refuse.end(), t) == refuse.end() || !set.count(t))
                       out.push_back(t);
                   return out;
                 },
@@ -93,7 +93,7 @@ constexpr std::uint64_t kMs = 1000000ull;
 
 TEST(BudgetController, OverTheBudgetTheCostliestProfilerIsThinnedAndTheNextTicksOnlyMeasure) {
   Rig rig(1.0);
-  rig.second({}, 0);  // baseline
+  rig.second({}, 0);                                                    // baseline
   rig.second({{"cpusample", 2 * kMs}, {"offcpu", 30 * kMs}}, 2 * kMs);  // 1.7%: under 2x
   ASSERT_EQ(rig.events, std::vector<std::string>{"offcpu 1->2"});
   EXPECT_EQ(rig.set["offcpu"], 2u);
@@ -119,8 +119,7 @@ TEST(BudgetController, WellUnderTheBudgetForAWhileEventsComeBack) {
   rig.second({{"offcpu", 100 * kMs}}, 0);
   for (int i = 0; i < BudgetController::kSettleTicks; ++i) rig.second({{"offcpu", 5 * kMs}}, 0);
   // Under half the budget, but not yet for kCalmTicks ticks.
-  for (int i = 0; i < BudgetController::kCalmTicks - 1; ++i)
-    rig.second({{"offcpu", 5 * kMs}}, 0);
+  for (int i = 0; i < BudgetController::kCalmTicks - 1; ++i) rig.second({{"offcpu", 5 * kMs}}, 0);
   EXPECT_EQ(rig.events.size(), 1u);
   rig.second({{"offcpu", 5 * kMs}}, 0);
   EXPECT_EQ(rig.events.back(), "offcpu 8->4");

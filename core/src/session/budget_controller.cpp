@@ -80,11 +80,10 @@ void BudgetController::tick(const std::vector<ProgramStats>& now, std::uint64_t 
     }
     if (pick.empty() || pick_ns < excess_ns / 4) {
       if (!said_cannot_)
-        spdlog::warn(
-            "loupe used {:.2f}% of {} CPUs, over max_cpu_percent = {}, and {}", cost, cpus_,
-            budget_,
-            pick.empty() ? "no profiler can be thinned further"
-                         : "its own threads, not a profiler's programs, are most of it");
+        spdlog::warn("loupe used {:.2f}% of {} CPUs, over max_cpu_percent = {}, and {}", cost,
+                     cpus_, budget_,
+                     pick.empty() ? "no profiler can be thinned further"
+                                  : "its own threads, not a profiler's programs, are most of it");
       said_cannot_ = true;
       return;
     }
@@ -111,8 +110,7 @@ void BudgetController::tick(const std::vector<ProgramStats>& now, std::uint64_t 
 }
 
 void BudgetController::change(const std::string& instance, std::uint32_t to, double cost_percent,
-                              double instance_percent, double ns_per_event,
-                              std::uint64_t wall_ns) {
+                              double instance_percent, double ns_per_event, std::uint64_t wall_ns) {
   Thinned& t = thinned_[instance];
   const std::uint32_t from = t.divisor;
   std::string why;
@@ -164,9 +162,9 @@ std::string BudgetController::summary() const {
   std::string out;
   for (const auto& [instance, t] : thinned_) {
     if (t.highest <= 1) continue;
-    out += fmt::format("{}{} kept 1 in {} events at most ({} now; raised {}, lowered {} times)",
-                       out.empty() ? "" : "; ", instance, t.highest, t.divisor, t.raised,
-                       t.lowered);
+    out +=
+        fmt::format("{}{} kept 1 in {} events at most ({} now; raised {}, lowered {} times)",
+                    out.empty() ? "" : "; ", instance, t.highest, t.divisor, t.raised, t.lowered);
     if (t.floor_ns > 0)
       out += fmt::format(
           ", not thinned further: its programs still cost {:.0f} ns an event, the hooks' "

@@ -82,9 +82,9 @@ class BudgetController {
   struct Totals {
     std::uint64_t runs = 0, ns = 0;
   };
-  std::map<std::uint32_t, Totals> prev_;  // by program id
-  std::map<std::string, Thinned> thinned_;              // by instance
-  std::map<std::string, std::string> refused_;          // instance -> why
+  std::map<std::uint32_t, Totals> prev_;        // by program id
+  std::map<std::string, Thinned> thinned_;      // by instance
+  std::map<std::string, std::string> refused_;  // instance -> why
   int settle_ = 0, calm_ = 0;
   bool said_cannot_ = false;
 };
