@@ -2,21 +2,26 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # `[session] max_cpu_percent` kept under load: the agent profile (system-wide cpusample and
-# offcpu, as bundled) beside a fork-heavy and switch-heavy workload, twice in one run:
+# offcpu, as bundled, without rotation so one file holds every report) beside a busy
+# workload, twice in one run:
 # with a budget of 100% (measured, never passed, nothing thinned) and with BUDGET (default
 # 1). Per interval report: loupe's cost (its BPF programs + its threads, % of all CPUs) in
 # each run, and the divisors in force; then each run's budget row, the thinning events and
 # the workload's own throughput (forks and round trips a second), so what thinning saved
 # the machine is seen beside what it cost in precision.
 #
-#   bench/budget/budget.sh BUILD_DIR [SECONDS=60] [BUDGET=1]
+#   bench/budget/budget.sh BUILD_DIR [SECONDS=60] [BUDGET=1] [WORKLOAD=forks]
 #
-# The workload: a shell starting /bin/true in a loop (a fork and exec each) and a pipe
-# ping-pong between two processes (two context switches a round trip). Root only.
+# WORKLOAD: `forks`, a shell starting /bin/true in a loop (a fork, an exec and an exit
+# each: new processes, their switches and their stacks); `pingpong`, two processes passing
+# a byte over pipes (two context switches a round trip, several hundred thousand a second:
+# past what any budget of 1% can hold, since every switch still runs the program's early
+# exit); `both`. Root only.
 set -uo pipefail
 build=$(cd "${1:?usage: budget.sh BUILD_DIR [SECONDS] [BUDGET]}" && pwd)
 secs=${2:-60}
 budget=${3:-1}
+workload=${4:-forks}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 loupe=$build/bin/loupe
 tmp=$(mktemp -d)
@@ -44,15 +49,18 @@ one() {  # one NAME PERCENT
   local out=$tmp/$1
   mkdir -p "$out"
   sed -e "s|^output_dir = .*|output_dir = \"$out\"|" -e 's|^interval = .*|interval = 5.0|' \
+    -e '/^rotate = /d' -e '/^retain/d' \
     -e "s|^\[session\]|[session]\nmax_cpu_percent = $2|" -e '/^listen = /s|9750|9751|' \
     "$root/profiles/agent.toml" >"$tmp/$1.toml"
   "$loupe" run "$tmp/$1.toml" --duration "$((secs + 4))" >"$out/loupe.log" 2>&1 &
   local l=$!
   sleep 4  # attached, baseline taken
-  python3 "$tmp/pingpong.py" "$secs" >"$out/work.txt" &
-  sh "$tmp/forks.sh" "$secs" >>"$out/work.txt"
+  : >"$out/work.txt"
+  case $workload in pingpong | both) python3 "$tmp/pingpong.py" "$secs" >"$out/pp.txt" & ;; esac
+  case $workload in forks | both) sh "$tmp/forks.sh" "$secs" >"$out/forks.txt" & ;; esac
   wait $l
   wait
+  cat "$out"/pp.txt "$out"/forks.txt >"$out/work.txt" 2>/dev/null
 }
 one free 100
 one budget "$budget"

@@ -142,6 +142,17 @@ TEST(BudgetController, ItsOwnThreadsBeingTheCostThinsNothing) {
   EXPECT_TRUE(rig.ctl.summary().empty());
 }
 
+// Just over the budget, a profiler whose programs take a fiftieth of it (a 19 Hz sampler
+// beside a busy offcpu) is left exact; the one that costs is thinned.
+TEST(BudgetController, AProfilerFarUnderTheBudgetKeepsItsPrecision) {
+  Rig rig(1.0);
+  rig.second({}, 0);
+  for (int i = 0; i < 5; ++i) rig.second({{"cpusample", 400000}}, 20 * kMs);
+  EXPECT_TRUE(rig.events.empty());
+  rig.second({{"cpusample", 400000}, {"offcpu", 6 * kMs}}, 15 * kMs);
+  EXPECT_EQ(rig.events, std::vector<std::string>{"offcpu 1->2"});
+}
+
 TEST(BudgetController, AProfilerThatRefusesIsNotAskedAgainAndTheNextIs) {
   Rig rig(1.0);
   rig.refuse = {"offcpu"};
@@ -155,27 +166,25 @@ TEST(BudgetController, AProfilerThatRefusesIsNotAskedAgainAndTheNextIs) {
   EXPECT_EQ(rig.events, std::vector<std::string>{"cpusample 1->4"});
 }
 
-// A million events a second: 30 ns each unthinned, of which 20 are the bare entry. 1 in 4
-// takes it to 22.5 ns; 1 in 8 to 21.25, under a tenth less: not thinned further, and said.
+// A million events a second at e + f / N ns each: e = 20 the bare entry, f = 12 what
+// thinning removes. From 1 in 2 (26 ns) the next step, to 1 in 4, takes 3 ns off, over a
+// tenth: taken. From 1 in 4 (23 ns), 1 in 8 would take 1.5 off: not taken, and said.
 TEST(BudgetController, ThinningStopsWhereItNoLongerLowersTheCostOfAnEvent) {
   Rig rig(1.0);
   rig.thinnable = {"offcpu"};
-  rig.second({}, 0);
   const std::uint64_t n = 1000000;
-  rig.second({{"offcpu", 30 * kMs}}, 0, {{"offcpu", n}});  // 1.5%: 1 -> 2
+  auto at = [&](std::uint64_t ns_per_event, int ticks) {
+    for (int i = 0; i < ticks; ++i) rig.second({{"offcpu", ns_per_event * n}}, 0, {{"offcpu", n}});
+  };
+  rig.second({}, 0);
+  at(32, 1);  // 1.6%: 1 -> 2
   ASSERT_EQ(rig.events.back(), "offcpu 1->2");
-  for (int i = 0; i < BudgetController::kSettleTicks; ++i)
-    rig.second({{"offcpu", 25 * kMs}}, 0, {{"offcpu", n}});
-  rig.second({{"offcpu", 25 * kMs}}, 0, {{"offcpu", n}});  // 25 ns vs 30: raised again
+  at(26, BudgetController::kSettleTicks + 1);
   ASSERT_EQ(rig.events.back(), "offcpu 2->4");
-  for (int i = 0; i < BudgetController::kSettleTicks; ++i)
-    rig.second({{"offcpu", 22500000}}, 0, {{"offcpu", n}});
-  rig.second({{"offcpu", 22500000}}, 0, {{"offcpu", n}});  // 22.5 vs 25: a tenth less, raised
-  ASSERT_EQ(rig.events.back(), "offcpu 4->8");
-  for (int i = 0; i < 10; ++i) rig.second({{"offcpu", 21250000}}, 0, {{"offcpu", n}});
-  EXPECT_EQ(rig.events.size(), 3u) << "21.25 ns vs 22.5: thinning further saves little";
-  EXPECT_EQ(rig.ctl.divisor("offcpu"), 8u);
-  EXPECT_NE(rig.ctl.summary().find("not thinned further: its programs still cost 21 ns an event"),
+  at(23, BudgetController::kSettleTicks + 10);
+  EXPECT_EQ(rig.events.size(), 2u) << "1 in 8 would save 1.5 of 23 ns";
+  EXPECT_EQ(rig.ctl.divisor("offcpu"), 4u);
+  EXPECT_NE(rig.ctl.summary().find("not thinned further: its programs still cost 23 ns an event"),
             std::string::npos)
       << rig.ctl.summary();
 }

@@ -58,21 +58,24 @@ void BudgetController::tick(const std::vector<ProgramStats>& now, std::uint64_t 
     // what is over: thinning it then lowers both its programs' time and what loupe's
     // threads do with its events.
     const double excess_ns = (cost - budget_) / 100 * capacity;
+    const double budget_ns = budget_ / 100 * capacity;
+    const double over = cost / budget_;
+    const std::uint32_t step = over >= 4 ? 8 : over >= 2 ? 4 : 2;
     std::string pick;
     double pick_ns = 0;
     for (const auto& instance : knobs) {
       const double ns = bpf_ns.count(instance) ? bpf_ns.at(instance) : 0;
-      if (divisor(instance) >= kMaxDivisor || ns <= pick_ns) continue;
+      // One whose programs take under a tenth of the budget is not worth its precision.
+      if (divisor(instance) >= kMaxDivisor || ns <= pick_ns || ns < budget_ns / 10) continue;
       auto t = thinned_.find(instance);
       if (t != thinned_.end() && t->second.floor_ns > 0) continue;
-      if (t != thinned_.end() && t->second.ns_per_event_before > 0 && per_event(instance) > 0 &&
-          per_event(instance) > 0.9 * t->second.ns_per_event_before) {
-        // The last raise took under a tenth off: what is left is the bare entry.
+      if (t != thinned_.end() && saturated(t->second, per_event(instance), step)) {
         t->second.floor_ns = per_event(instance);
         spdlog::warn(
-            "{}: thinning to 1 in {} took its programs from {:.0f} to {:.0f} ns an event; "
-            "thinning it further would save little",
-            instance, t->second.divisor, t->second.ns_per_event_before, per_event(instance));
+            "{}: at 1 in {} its programs cost {:.0f} ns an event (1 in {}: {:.0f}); thinning "
+            "it further would take less than a tenth off",
+            instance, t->second.divisor, per_event(instance), t->second.divisor_before,
+            t->second.ns_per_event_before);
         continue;
       }
       pick = instance;
@@ -87,8 +90,6 @@ void BudgetController::tick(const std::vector<ProgramStats>& now, std::uint64_t 
       said_cannot_ = true;
       return;
     }
-    const double over = cost / budget_;
-    const std::uint32_t step = over >= 4 ? 8 : over >= 2 ? 4 : 2;
     change(pick, std::min(kMaxDivisor, divisor(pick) * step), cost, 100 * pick_ns / capacity,
            per_event(pick), wall_ns);
     return;
@@ -123,6 +124,7 @@ void BudgetController::change(const std::string& instance, std::uint32_t to, dou
   t.highest = std::max(t.highest, to);
   // Judged at the next raise; a lowering starts the judgement afresh.
   t.ns_per_event_before = to > from ? ns_per_event : 0;
+  t.divisor_before = from;
   if (to < from) t.floor_ns = 0;
   (to > from ? t.raised : t.lowered) += 1;
   settle_ = kSettleTicks;
@@ -138,6 +140,17 @@ void BudgetController::change(const std::string& instance, std::uint32_t to, dou
       .field("instance_bpf_cpu_percent", instance_percent)
       .field("max_cpu_percent", budget_);
   publish_(b.build());
+}
+
+// With c = e + f / N per event at the divisors before and after the last raise, what the
+// next raise (to N * step) would take off is f * (1/N - 1/(N * step)).
+bool BudgetController::saturated(const Thinned& t, double ns_per_event, std::uint32_t step) {
+  if (t.ns_per_event_before <= 0 || ns_per_event <= 0 || t.divisor <= t.divisor_before)
+    return false;
+  const double d1 = t.divisor_before, d2 = t.divisor;
+  const double f = (t.ns_per_event_before - ns_per_event) / (1 / d1 - 1 / d2);
+  const double gain = f * (1 / d2 - 1 / (d2 * step));
+  return gain < 0.1 * ns_per_event;
 }
 
 std::uint32_t BudgetController::divisor(const std::string& instance) const {

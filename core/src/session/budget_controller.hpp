@@ -14,10 +14,12 @@
 //
 // After a change the next kSettleTicks ticks only measure (they still hold time at the old
 // rate). A profiler whose own programs are a small part of the excess is not thinned: when
-// loupe's threads are the cost, thinning would lose precision and save nothing. Nor is one
-// thinned further once its last raise took less than a tenth off its programs' cost per
-// event: what is left is the hooks' bare entry (the early exit every event still runs),
-// which no divisor lowers.
+// loupe's threads are the cost, thinning would lose precision and save nothing; nor is one
+// whose programs take under a tenth of the budget (a 19 Hz sampler). Nor is one
+// thinned further once the next raise would take less than a tenth off its programs' cost
+// per event: an event costs e + f / N (e the early exit every event still runs, f the part
+// thinning removes), e and f come from the cost before and after its last raise, and what
+// is left is e, which no divisor lowers.
 //
 // Every change is an event record (`budget_thinning`); every report has the divisors in
 // force (`thinning_divisor` gauges), and summary() says what was thinned for the `budget`
@@ -67,9 +69,11 @@ class BudgetController {
   struct Thinned {
     std::uint32_t divisor = 1, highest = 1;
     std::uint64_t raised = 0, lowered = 0;
-    double ns_per_event_before = 0;  // its programs' cost per event before the last raise
-    double floor_ns = 0;             // > 0: thinning further saves little; the cost then
+    double ns_per_event_before = 0;    // its programs' cost per event before the last raise
+    std::uint32_t divisor_before = 1;  // ... and the divisor then
+    double floor_ns = 0;               // > 0: thinning further saves little; the cost then
   };
+  static bool saturated(const Thinned& t, double ns_per_event, std::uint32_t step);
   void change(const std::string& instance, std::uint32_t to, double cost_percent,
               double instance_percent, double ns_per_event, std::uint64_t wall_ns);
 
