@@ -462,13 +462,14 @@ TEST_F(OffcpuWall, OnAndOffCpuTimeShareOneFlameGraphInNanoseconds) {
       "  spin_half: %.0f ms on CPU (workload %.0f ms); sleep_half: %.0f ms off (workload "
       "%.0f ms)\n",
       on / 1e6, spin / 1e6, off / 1e6, slept / 1e6);
-  // 99 Hz over 1 s of CPU: ~99 samples, so a sampling error of ~10 %. From below, more: in
-  // an emulated guest the task's CPU clock also runs while the host has the vCPU
+  // 99 Hz over 1 s of CPU: ~99 samples, so a sampling error of ~10 %. Under emulation,
+  // more either way: the task's CPU clock also runs while the host has the vCPU
   // descheduled, and the timer that drives cpu-clock sampling fires once for the periods it
   // missed meanwhile (round 7, 6.12 under two hogs: 747 ms sampled of the 1000 ms the
-  // workload's clock said). The units are what this test is about: counts would be off by
-  // 10^7, not by a third.
-  EXPECT_LE(on, 1.25 * spin);
+  // workload's clock said); and the kernel adapts the period to hold the frequency, so a
+  // sample stands for 1/99 s only on average (round 10, 6.12: 1374 ms). The units are what
+  // this test is about: counts would be off by 10^7, not by a half.
+  EXPECT_LE(on, 2.0 * spin);
   EXPECT_GE(on, 0.5 * spin);
   EXPECT_NEAR(off, slept, 0.05 * slept);
 }
