@@ -9,12 +9,17 @@
 # Extra arguments go to the host ctest run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each phase says how long it took: CI has 35 minutes, and this is where a reader looks first.
+t0=$SECONDS
 ./scripts/build.sh
+echo "===== build: $((SECONDS - t0)) s ====="
 SUDO=""
-if [[ $(id -u) -ne 0 ]]; then SUDO="sudo --preserve-env=GTEST_FILTER,LOUPE_MATRIX,LOUPE_VMTEST_TIMEOUT"; fi
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo --preserve-env=GTEST_FILTER,LOUPE_MATRIX,LOUPE_PYTHON_MATRIX,LOUPE_VMTEST_TIMEOUT"; fi
 
 status=0
+t0=$SECONDS
 $SUDO ctest --preset default -j 2 "$@" || status=$?
+echo "===== host tests: $((SECONDS - t0)) s ====="
 
 if [[ "${LOUPE_SKIP_MATRIX:-0}" == 1 ]]; then
   echo "kernel matrix: skipped (LOUPE_SKIP_MATRIX=1)"
@@ -24,6 +29,10 @@ fi
 # output goes to its own log, printed whole when it ends, so the two never interleave.
 # LOUPE_MATRIX_GTEST_FILTER narrows the guests' gtest cases (a local bisect; CI sets none).
 if [[ -n "${LOUPE_MATRIX_GTEST_FILTER:-}" ]]; then export GTEST_FILTER="$LOUPE_MATRIX_GTEST_FILTER"; fi
+# One Python interpreter per process shape in the guests, every version on the host
+# (tests/python/python_frames_e2e_test.cpp says why).
+export LOUPE_PYTHON_MATRIX=${LOUPE_PYTHON_MATRIX:-shapes}
+t0=$SECONDS
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 declare -A pids
@@ -35,7 +44,7 @@ done
 for k in "${!pids[@]}"; do
   rc=0
   wait "${pids[$k]}" || rc=$?
-  echo "===== kernel $k: ctest -L kernel exited $rc ====="
+  echo "===== kernel $k: ctest -L kernel exited $rc (matrix at $((SECONDS - t0)) s) ====="
   # The console's boot chatter is long; the test results are what a reader needs.
   sed -n '/Test project/,$p' "$logs/$k.log" || true
   if [[ $rc -ne 0 ]]; then
