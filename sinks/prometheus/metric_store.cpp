@@ -21,6 +21,9 @@ struct Unit {
   // rounded, so 300000 ns prints as 0.0003, not 0.00030000000000000003.
   double divisor = 1.0;
   std::string recorded;  // the recorded unit's own suffix, for a native twin when scaled
+  // The classic buckets' bounds: 2^lo .. 2^hi of the recorded unit (MetricStore::ClassicGrid).
+  int grid_lo = 0;
+  int grid_hi = 32;
 };
 
 // Drops a trailing "_<unit>" the record name already carries ("wait_ns" in ns): the base
@@ -36,9 +39,10 @@ std::string without_unit(std::string name, const char* unit) {
 Unit base_unit(const char* unit) {
   std::string_view u = unit ? unit : "";
   if (u.empty() || u == "count" || u == "1") return {"", 1.0};
-  if (u == "ns") return {"seconds", 1e9, "nanoseconds"};
-  if (u == "us") return {"seconds", 1e6, "microseconds"};
-  if (u == "ms") return {"seconds", 1e3, "milliseconds"};
+  // Times: 1 us to 68.7 s (27 bounds in ns); below the first bound still counts in it.
+  if (u == "ns") return {"seconds", 1e9, "nanoseconds", 10, 36};
+  if (u == "us") return {"seconds", 1e6, "microseconds", 0, 26};
+  if (u == "ms") return {"seconds", 1e3, "milliseconds", 0, 16};
   if (u == "s" || u == "seconds") return {"seconds", 1.0};
   if (u == "bytes" || u == "byte" || u == "b") return {"bytes", 1.0};
   return {label_name(u), 1.0};
@@ -106,17 +110,26 @@ bool MetricStore::since_start(const loupe_record& rec) const {
 }
 
 MetricStore::Series MetricStore::histogram_series(const HistogramTotals& t, Labels labels,
-                                                  double divisor, bool native) {
+                                                  double divisor, bool native, ClassicGrid grid) {
   Series s;
   s.labels = std::move(labels);
+  // Buckets hold integers in [lower, upper): one is at or below a bound when upper - 1 is.
+  // loupe's layouts (log2, log2-linear) end a bucket at every power of two, so each bound's
+  // count is exact; a bucket across a bound (another layout) counts from the next one up.
+  std::vector<std::uint64_t> bounds;
+  if (grid.lo == 0) bounds.push_back(0);  // a unit that starts at 1 keeps 0 apart
+  for (int k = grid.lo; k <= grid.hi; ++k) bounds.push_back(std::uint64_t{1} << k);
+  std::size_t next = 0;
   std::uint64_t cumulative = 0;
-  for (const loupe_bucket& b : t.buckets) {
-    cumulative += b.count;
-    if (b.upper == UINT64_MAX) continue;  // only +Inf bounds it
-    // Buckets hold integers in [lower, upper): the largest value inside is upper - 1,
-    // so `le` is exact rather than off by one bucket edge.
-    s.classic.emplace_back(static_cast<double>(b.upper - 1) / divisor, cumulative);
+  for (const std::uint64_t bound : bounds) {
+    for (; next < t.buckets.size(); ++next) {
+      const loupe_bucket& b = t.buckets[next];
+      if (b.upper == UINT64_MAX || b.upper - 1 > bound) break;  // only +Inf bounds an open one
+      cumulative += b.count;
+    }
+    s.classic.emplace_back(static_cast<double>(bound) / divisor, cumulative);
   }
+  for (; next < t.buckets.size(); ++next) cumulative += t.buckets[next].count;
   s.count = std::max<std::uint64_t>(t.count, cumulative);
   s.sum = static_cast<double>(t.sum) / divisor;
   if (native)
@@ -127,7 +140,7 @@ MetricStore::Series MetricStore::histogram_series(const HistogramTotals& t, Labe
 
 void MetricStore::feed_histogram(Family& f, const std::string& key, const Labels& labels,
                                  const HistogramTotals& in, bool totals, double divisor,
-                                 bool native) {
+                                 bool native, ClassicGrid grid) {
   auto it = f.series.find(key);
   HistogramTotals next = in;
   if (it != f.series.end()) {
@@ -145,7 +158,7 @@ void MetricStore::feed_histogram(Family& f, const std::string& key, const Labels
       next.sum = had.sum + in.sum;
     }
   }
-  f.series[key] = histogram_series(next, labels, divisor, native);
+  f.series[key] = histogram_series(next, labels, divisor, native, grid);
 }
 
 bool MetricStore::update(const loupe_record& rec, std::string* why) {
@@ -174,13 +187,14 @@ bool MetricStore::update(const loupe_record& rec, std::string* why) {
       in.sum = h.sum;
       const bool totals = since_start(rec);
       const bool native = native_schema0(h.buckets, h.n_buckets).has_value();
-      feed_histogram(*f, ls, labels, in, totals, u.divisor, native && u.divisor == 1.0);
+      const ClassicGrid grid{u.grid_lo, u.grid_hi};
+      feed_histogram(*f, ls, labels, in, totals, u.divisor, native && u.divisor == 1.0, grid);
       if (native && u.divisor != 1.0) {
         std::string twin = with_suffix(without_unit(base, h.unit), u.recorded);
         Family* t = family(twin, "histogram", help + ", native buckets in " + h.unit, why,
                            /*protobuf_only=*/true, rec.name);
         if (!t) return false;
-        feed_histogram(*t, ls, labels, in, totals, 1.0, true);
+        feed_histogram(*t, ls, labels, in, totals, 1.0, true, grid);
       }
       return true;
     }

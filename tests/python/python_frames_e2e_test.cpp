@@ -217,14 +217,20 @@ TEST_P(PythonFramesE2E, OffCpuTimeUnderTheSleepingFunctionIsItsOwn) {
       under += static_cast<double>(value(*rec));
   const double wall = own["sleeper_s"].get<double>() * 1e9;
   const double want = own["sleeper_off_cpu_s"].get<double>() * 1e9;
+  const double queued = own["sleeper_run_delay_s"].get<double>() * 1e9;
   std::printf(
-      "  %s: off the CPU under sleeper(): %.1f ms; its own: %.1f ms (%.1f ms of wall time)\n",
-      GetParam().c_str(), under / 1e6, want / 1e6, wall / 1e6);
+      "  %s: off the CPU under sleeper(): %.1f ms; its own: %.1f ms (%.1f ms of wall "
+      "time, %.1f ms of it on a run queue)\n",
+      GetParam().c_str(), under / 1e6, want / 1e6, wall / 1e6, queued / 1e6);
   // loupe's blocks lie within the workload's clock reads around each sleep, and hold its
   // wall time less the CPU time it measured there, within 5 % (natively the two are 0.1 %
   // apart; under emulation the thread's CPU accounting and the switch times differ by 1-3 %).
+  // On a busy machine the thread is also preempted in there (6.12 guest beside two busy
+  // loops: 1765.5 ms asleep of 1896.8 ms off the CPU): that is off the CPU, not asleep,
+  // and lies within its run-queue wait, which the scheduler counted.
   EXPECT_LE(under, wall * 1.001);
-  EXPECT_NEAR(under, want, want * 0.05);
+  EXPECT_LE(under, want * 1.05);
+  EXPECT_GE(under, (want - queued) * 0.95);
 }
 
 // memalloc: 64 buffers of 1 MiB made in allocate() (in its list comprehension, a function

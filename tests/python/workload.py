@@ -3,8 +3,8 @@
 # test holds loupe to the program's own figures, not to fixed timings.
 #   cpu SECONDS        heavy() and light() alternate at 2:1 of this thread's CPU time
 #   threads SECONDS    four threads, each spinning in its own function
-#   sleep SECONDS      sleeper() blocks in time.sleep; the wall time it spent there, and
-#                      that less its CPU time there
+#   sleep SECONDS      sleeper() blocks in time.sleep; the wall time it spent there, that
+#                      less its CPU time there, and its run-queue wait there
 #   wait               prints its pid, spins in waiting_loop() until stdin closes
 #   alloc              allocate() makes 64 buffers of 1 MiB (kept until the end)
 #   lock SECONDS       four threads in contend() take one threading.Lock, holding it 2 ms;
@@ -77,23 +77,37 @@ def threads(seconds):
     return {"threads": [t.name for t in ts]}
 
 
+def run_delay():
+    # Seconds this thread has waited on a run queue for a CPU (the scheduler's own count,
+    # schedstat's second field); 0 where the kernel keeps none.
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def sleeper(seconds):
     # Each sleep's wall time, and that less the CPU time the thread spent in it (entering
-    # and leaving the call: microseconds natively, ~5 % of a 20 ms sleep under emulation).
-    wall = off = 0.0
+    # and leaving the call: microseconds natively, ~5 % of a 20 ms sleep under emulation),
+    # and the run-queue wait around it: on a busy machine the thread is also preempted
+    # there, which is off the CPU but not asleep.
+    wall = off = queued = 0.0
     end = time.monotonic() + seconds
     while time.monotonic() < end:
+        q0 = run_delay()
         t0, c0 = time.monotonic(), time.thread_time()
         time.sleep(0.02)
         w = time.monotonic() - t0
         wall += w
         off += w - (time.thread_time() - c0)
-    return wall, off
+        queued += run_delay() - q0
+    return wall, off, queued
 
 
 def sleep(seconds):
-    wall, off = sleeper(seconds)
-    return {"sleeper_s": wall, "sleeper_off_cpu_s": off}
+    wall, off, queued = sleeper(seconds)
+    return {"sleeper_s": wall, "sleeper_off_cpu_s": off, "sleeper_run_delay_s": queued}
 
 
 def waiting_loop():

@@ -118,15 +118,26 @@ TEST_F(PrometheusSinkTest, ServesEveryRecordKindInTheTextFormat) {
   feed_all();
   std::string text = scrape();
   SCOPED_TRACE(text);
-  // Histogram: ns converted to seconds, `le` the largest integer inside [lower, upper),
-  // cumulative counts, +Inf = count.
+  // Histogram: ns converted to seconds, cumulative counts, +Inf = count. The bounds are a
+  // fixed grid, powers of two from 1.024 us to 68.7 s, every one served whether its count is
+  // 0 or not: a bound that appeared later, holding the counts below it, would skew rate().
   EXPECT_TRUE(has_line(text, "# TYPE loupe_latency_seconds histogram"));
   EXPECT_TRUE(has_line(
-      text, R"(loupe_latency_seconds_bucket{plugin="testplug",comm="dd",le="2.047e-06"} 100)"));
+      text, R"(loupe_latency_seconds_bucket{plugin="testplug",comm="dd",le="1.024e-06"} 0)"));
   EXPECT_TRUE(has_line(
-      text, R"(loupe_latency_seconds_bucket{plugin="testplug",comm="dd",le="4.095e-06"} 150)"));
+      text, R"(loupe_latency_seconds_bucket{plugin="testplug",comm="dd",le="2.048e-06"} 100)"));
   EXPECT_TRUE(has_line(
-      text, R"(loupe_latency_seconds_bucket{plugin="testplug",comm="dd",le="0.000131071"} 151)"));
+      text, R"(loupe_latency_seconds_bucket{plugin="testplug",comm="dd",le="4.096e-06"} 150)"));
+  EXPECT_TRUE(has_line(
+      text, R"(loupe_latency_seconds_bucket{plugin="testplug",comm="dd",le="6.5536e-05"} 150)"));
+  EXPECT_TRUE(has_line(
+      text, R"(loupe_latency_seconds_bucket{plugin="testplug",comm="dd",le="0.000131072"} 151)"));
+  EXPECT_TRUE(has_line(
+      text, R"(loupe_latency_seconds_bucket{plugin="testplug",comm="dd",le="68.719476736"} 151)"));
+  std::size_t bounds = 0;
+  for (const auto& l : split_lines(text))
+    if (l.rfind("loupe_latency_seconds_bucket{", 0) == 0) ++bounds;
+  EXPECT_EQ(bounds, 27u + 1) << "2^10 .. 2^36 ns and +Inf";
   EXPECT_TRUE(
       has_line(text, R"(loupe_latency_seconds_bucket{plugin="testplug",comm="dd",le="+Inf"} 151)"));
   EXPECT_TRUE(has_line(text, R"(loupe_latency_seconds_sum{plugin="testplug",comm="dd"} 0.0003)"));
@@ -438,6 +449,13 @@ constexpr const char* kPrometheusAccept =  // what Prometheus 2.42 sends with na
 
 class PrometheusProtobufTest : public PrometheusSinkTest {
  protected:
+  // A protobuf histogram's classic buckets: upper bound -> cumulative count.
+  static std::map<double, std::uint64_t> classic_buckets(const json& h) {
+    std::map<double, std::uint64_t> out;
+    for (const auto& b : h["bucket"])
+      out[b["upper_bound"].get<double>()] = std::stoull(b["cumulative_count"].get<std::string>());
+    return out;
+  }
   httplib::Result get_as(const std::string& accept) {
     httplib::Client c("127.0.0.1", port_);
     c.set_read_timeout(5);
@@ -506,12 +524,18 @@ TEST_F(PrometheusProtobufTest, Log2BucketsAreExactlySchemaZeroWithTheirClassicBu
                                                  {"offset":4,"length":1}])"));
   EXPECT_EQ(h["positive_delta"], json::parse(R"(["1","4","-3","-1"])"));
   EXPECT_FALSE(h.contains("negative_span"));
-  // The classic buckets ride along: le = the largest integer inside, cumulative.
-  EXPECT_EQ(h["bucket"], json::parse(R"([{"cumulative_count":"3","upper_bound":0},
-                                          {"cumulative_count":"4","upper_bound":1},
-                                          {"cumulative_count":"9","upper_bound":2048},
-                                          {"cumulative_count":"11","upper_bound":4096},
-                                          {"cumulative_count":"12","upper_bound":131072}])"));
+  // The classic buckets ride along, cumulative, on the fixed grid: 0, then every power of
+  // two to 2^32, the empty ones too.
+  const auto classic = classic_buckets(h);
+  EXPECT_EQ(classic.size(), 34u);
+  EXPECT_EQ(classic.at(0), 3u);
+  EXPECT_EQ(classic.at(1), 4u);
+  EXPECT_EQ(classic.at(1024), 4u);
+  EXPECT_EQ(classic.at(2048), 9u);
+  EXPECT_EQ(classic.at(4096), 11u);
+  EXPECT_EQ(classic.at(65536), 11u);
+  EXPECT_EQ(classic.at(131072), 12u);
+  EXPECT_EQ(classic.at(4294967296.0), 12u);
 }
 
 TEST_F(PrometheusProtobufTest, TimeHistogramsGetANativeTwinInTheirRecordedUnit) {
@@ -523,13 +547,14 @@ TEST_F(PrometheusProtobufTest, TimeHistogramsGetANativeTwinInTheirRecordedUnit) 
   const json& s = families["loupe_latency_seconds"]["metric"][0]["histogram"];
   EXPECT_FALSE(s.contains("positive_span")) << s.dump();
   EXPECT_FALSE(s.contains("schema")) << s.dump();
-  EXPECT_EQ(s["bucket"][2]["upper_bound"], 2.048e-06);
+  EXPECT_EQ(classic_buckets(s).at(2.048e-06), 9u);
+  EXPECT_EQ(classic_buckets(s).size(), 27u) << "1.024 us .. 68.7 s";
   ASSERT_TRUE(families.count("loupe_latency_nanoseconds"));
   const json& n = families["loupe_latency_nanoseconds"]["metric"][0]["histogram"];
   EXPECT_EQ(n["schema"], 0);
   EXPECT_EQ(i64(n["zero_count"]), 3);
   EXPECT_EQ(n["positive_span"].size(), 3u);
-  EXPECT_EQ(n["bucket"][2]["upper_bound"], 2048);
+  EXPECT_EQ(classic_buckets(n).at(2048), 9u);
   EXPECT_EQ(n["sample_sum"], 80000);
   // The text format keeps the names it always had.
   std::string text = scrape();
@@ -562,8 +587,11 @@ TEST_F(PrometheusProtobufTest, BucketsThatStraddleAPowerOfTwoStayClassic) {
     EXPECT_FALSE(h.contains("positive_span")) << name << h.dump();
     EXPECT_FALSE(h.contains("schema")) << name;
     EXPECT_EQ(i64(h["sample_count"]), 2) << name;
-    EXPECT_EQ(h["bucket"].size(), 1u) << name;
   }
+  // Classic, on the grid: [1024, 2048) is at or below 2048, not below 1024.
+  const auto queue = classic_buckets(families["loupe_queue"]["metric"][0]["histogram"]);
+  EXPECT_EQ(queue.at(1024), 0u);
+  EXPECT_EQ(queue.at(2048), 2u);
 }
 
 }  // namespace
