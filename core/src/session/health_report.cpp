@@ -265,7 +265,7 @@ void HealthReport::final_failures(const std::vector<ProbeResult>& probes,
 }
 
 void HealthReport::jvm_perf_map(std::uint32_t pid, std::uint64_t answers, double first_ms,
-                                const std::string& failure) {
+                                const std::string& failure, const std::string& stale) {
   const std::string comp = "jvm_perf_map";
   if (!failure.empty())
     health("jvm_perf_map_failed", comp, pid, LOUPE_HEALTH_WARN,
@@ -282,6 +282,12 @@ void HealthReport::jvm_perf_map(std::uint32_t pid, std::uint64_t answers, double
            fmt::format("pid {}: its perf map was written {} time(s) (Compiler.perfmap); the "
                        "first took {:.1f} ms",
                        pid, answers, first_ms),
+           true);
+  if (answers > 0 && !stale.empty())
+    health("jvm_perf_map_stale", comp, pid, LOUPE_HEALTH_WARN,
+           fmt::format("pid {}: its last ask failed ({}): methods it compiled after its perf "
+                       "map was last written stay unnamed",
+                       pid, stale),
            true);
 }
 

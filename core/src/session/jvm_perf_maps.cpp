@@ -20,7 +20,10 @@ using namespace std::chrono_literals;
 // it is young or has just exec'd, not for ever (its maps can be long).
 constexpr auto kLookFor = 5s;
 constexpr auto kLookEvery = 100ms;
-// A JVM installs its SIGQUIT handler late in its start-up (hundreds of ms under load).
+// A JVM installs its SIGQUIT handler late in its start-up (hundreds of ms under load), and
+// its attach listener can take longer than the attach bound to come up on a loaded machine
+// (host beside two emulated guests: 1 JVM in 2 had none within 3 s). HotSpot's own client
+// waits 10 s.
 constexpr auto kReadyWithin = 10s;
 constexpr auto kFirstInterval = 500ms;
 constexpr auto kMaxInterval = 10s;
@@ -76,6 +79,7 @@ void JvmPerfMaps::ask(pid_t pid, Jvm& jvm, Clock::time_point now) {
   auto got = jvm_command(static_cast<std::uint32_t>(pid), kCommand);
   const auto after = Clock::now();
   if (got) {
+    jvm.stale.clear();
     if (jvm.answers++ == 0) {
       jvm.first_ms = ms(got->took);
       spdlog::info("JVM pid {}: perf map written in {:.1f} ms{}{}", pid, jvm.first_ms,
@@ -88,12 +92,23 @@ void JvmPerfMaps::ask(pid_t pid, Jvm& jvm, Clock::time_point now) {
     jvm.interval = std::min<Clock::duration>(jvm.interval * 2, kMaxInterval);
     return;
   }
-  switch (static_cast<JvmAttachError>(got.code())) {
-    case JvmAttachError::kGone: jvm.done = true; return;
-    case JvmAttachError::kNotReady:
-      if (now - jvm.found < kReadyWithin) return;  // asked again next tick
-      break;
-    default: break;
+  const auto code = static_cast<JvmAttachError>(got.code());
+  if (code == JvmAttachError::kGone) {
+    jvm.done = true;
+    return;
+  }
+  if (jvm.answers > 0) {  // the map it wrote stays; a later ask may answer (one exiting won't)
+    jvm.stale = got.error();
+    jvm.next_ask = after + jvm.interval;
+    spdlog::debug("JVM pid {}: its perf map was not rewritten ({})", pid, jvm.stale);
+    return;
+  }
+  if (now - jvm.found < kReadyWithin) {
+    if (code == JvmAttachError::kNotReady) return;  // asked again next tick
+    if (code == JvmAttachError::kTimeout) {         // a slow listener: again after a pause
+      jvm.next_ask = after + jvm.interval;
+      return;
+    }
   }
   jvm.done = true;
   jvm.failure = got.error();
@@ -109,7 +124,8 @@ void JvmPerfMaps::before_final_report(const std::vector<pid_t>& processes) {
 
 void JvmPerfMaps::report_health(HealthReport& health) const {
   for (const auto& [pid, jvm] : jvms_)
-    health.jvm_perf_map(static_cast<std::uint32_t>(pid), jvm.answers, jvm.first_ms, jvm.failure);
+    health.jvm_perf_map(static_cast<std::uint32_t>(pid), jvm.answers, jvm.first_ms, jvm.failure,
+                        jvm.stale);
 }
 
 }  // namespace loupe

@@ -8,8 +8,11 @@
 // recompilation, are missing until the next ask. So a JVM is asked when it is found (it
 // maps libjvm.so), again 0.5 s later and then at doubling intervals up to 10 s (a JVM
 // compiles most in its first seconds, and one the session started may exit at any time),
-// and once more just before the final report. A JVM that refuses or does not answer is
-// asked no more, and is a WARN health record at the end.
+// and once more just before the final report. A JVM that refuses, or still has no listener
+// when it is 10 s old (one slower than the attach bound on a loaded machine is asked again
+// until then), is asked no more, and is a WARN health record at the end. Once a map was
+// written, a failed ask only leaves it as it was: the JVM stays on the list, and a last ask
+// that failed is a WARN naming what stays unnamed.
 #ifndef LOUPE_CORE_SESSION_JVM_PERF_MAPS_HPP
 #define LOUPE_CORE_SESSION_JVM_PERF_MAPS_HPP
 
@@ -51,7 +54,8 @@ class JvmPerfMaps {
     std::uint64_t answers = 0;
     double first_ms = 0;  // the first answer's time (the listener's start included)
     bool done = false;    // gone, or refused: asked no more
-    std::string failure;  // why it refused
+    std::string failure;  // why it refused (no map was ever written)
+    std::string stale;    // why the last ask failed, after a map was written
   };
   bool is_new_jvm(pid_t pid, Clock::time_point now);
   void ask(pid_t pid, Jvm& jvm, Clock::time_point now);

@@ -208,6 +208,51 @@ TEST_F(CpuSampleJava, RunningJvmGivenByPidIsNamedToo) {
       << h->dump();
 }
 
+// A JVM that answered once and then stops answering (stopped here; on a loaded machine one
+// exiting, or slower than the bound) keeps the map it wrote, and the last failed ask is
+// said as what stays unnamed, not as "no perf map".
+TEST_F(CpuSampleJava, AJvmThatStopsAnsweringKeepsItsMapAndTheStaleOneIsSaid) {
+  const auto cmd = java("40");
+  std::vector<char*> argv;
+  for (const auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  ::posix_spawn_file_actions_init(&fa);
+  ::posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  const int spawned = ::posix_spawn(&jvm_, argv[0], &fa, nullptr, argv.data(), environ);
+  ::posix_spawn_file_actions_destroy(&fa);
+  ASSERT_EQ(spawned, 0);
+  jvm_pids_.push_back(std::to_string(jvm_));
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  // Stopped once its first map is written (the session asks when it finds the JVM).
+  const std::string map = "/tmp/perf-" + std::to_string(jvm_) + ".map";
+  bool stopped = false;
+  std::thread stopper([&] {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!std::filesystem::exists(map) && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    stopped = std::filesystem::exists(map) && ::kill(jvm_, SIGSTOP) == 0;
+  });
+  auto r = run(kProfile, {}, "--pid " + std::to_string(jvm_) + " --duration 4");
+  stopper.join();
+  ::kill(jvm_, SIGCONT);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(stopped) << "no perf map written within 20 s\n" << r.output;
+  const json* ok = health(r, "jvm_perf_map");
+  ASSERT_NE(ok, nullptr) << r.output;
+  EXPECT_GE((*ok)["health"].value("value", 0.0), 1.0) << ok->dump();
+  EXPECT_EQ(health(r, "jvm_perf_map_failed"), nullptr) << r.output;
+  const json* stale = health(r, "jvm_perf_map_stale");
+  ASSERT_NE(stale, nullptr) << r.output;
+  const auto& hv = (*stale)["health"];
+  std::printf("  %s\n  %s\n", (*ok)["health"].value("message", "").c_str(),
+              hv.value("message", "").c_str());
+  EXPECT_EQ(hv.value("severity", ""), "warn");
+  EXPECT_NE(hv.value("message", "").find("pid " + std::to_string(jvm_) + ":"), std::string::npos)
+      << stale->dump();
+  EXPECT_NE(hv.value("message", "").find("within the bound"), std::string::npos) << stale->dump();
+}
+
 TEST_F(CpuSampleJava, JvmWithAttachDisabledIsAHealthRecordNotAFailure) {
   const auto t0 = std::chrono::steady_clock::now();
   auto r = run(kProfile, java("3", "-XX:+DisableAttachMechanism"));
