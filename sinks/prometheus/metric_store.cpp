@@ -21,9 +21,7 @@ struct Unit {
   // rounded, so 300000 ns prints as 0.0003, not 0.00030000000000000003.
   double divisor = 1.0;
   std::string recorded;  // the recorded unit's own suffix, for a native twin when scaled
-  // The classic buckets' bounds: 2^lo .. 2^hi of the recorded unit (MetricStore::ClassicGrid).
-  int grid_lo = 0;
-  int grid_hi = 32;
+  ClassicGrid grid{};    // the classic buckets' bounds, in the recorded unit
 };
 
 // Drops a trailing "_<unit>" the record name already carries ("wait_ns" in ns): the base
@@ -40,9 +38,9 @@ Unit base_unit(const char* unit) {
   std::string_view u = unit ? unit : "";
   if (u.empty() || u == "count" || u == "1") return {"", 1.0};
   // Times: 1 us to 68.7 s (27 bounds in ns); below the first bound still counts in it.
-  if (u == "ns") return {"seconds", 1e9, "nanoseconds", 10, 36};
-  if (u == "us") return {"seconds", 1e6, "microseconds", 0, 26};
-  if (u == "ms") return {"seconds", 1e3, "milliseconds", 0, 16};
+  if (u == "ns") return {"seconds", 1e9, "nanoseconds", {10, 36}};
+  if (u == "us") return {"seconds", 1e6, "microseconds", {0, 26}};
+  if (u == "ms") return {"seconds", 1e3, "milliseconds", {0, 16}};
   if (u == "s" || u == "seconds") return {"seconds", 1.0};
   if (u == "bytes" || u == "byte" || u == "b") return {"bytes", 1.0};
   return {label_name(u), 1.0};
@@ -187,14 +185,13 @@ bool MetricStore::update(const loupe_record& rec, std::string* why) {
       in.sum = h.sum;
       const bool totals = since_start(rec);
       const bool native = native_schema0(h.buckets, h.n_buckets).has_value();
-      const ClassicGrid grid{u.grid_lo, u.grid_hi};
-      feed_histogram(*f, ls, labels, in, totals, u.divisor, native && u.divisor == 1.0, grid);
+      feed_histogram(*f, ls, labels, in, totals, u.divisor, native && u.divisor == 1.0, u.grid);
       if (native && u.divisor != 1.0) {
         std::string twin = with_suffix(without_unit(base, h.unit), u.recorded);
         Family* t = family(twin, "histogram", help + ", native buckets in " + h.unit, why,
                            /*protobuf_only=*/true, rec.name);
         if (!t) return false;
-        feed_histogram(*t, ls, labels, in, totals, 1.0, true, grid);
+        feed_histogram(*t, ls, labels, in, totals, 1.0, true, u.grid);
       }
       return true;
     }

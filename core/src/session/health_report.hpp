@@ -77,7 +77,7 @@ class HealthReport {
   // frames stay [anon]); `stale`: why its last ask failed after a map was written (WARN:
   // what it compiled since stays unnamed).
   void jvm_perf_map(std::uint32_t pid, std::uint64_t answers, double first_ms,
-                    const std::string& failure, const std::string& stale = {});
+                    const std::string& failure, const std::string& stale);
   // Every report of a rotating session: the windows written, kept and pruned (OK), and
   // those published without a sink's files or not at all (WARN).
   void windows(const WindowStore::Counters& c, const std::string& root, bool is_final);
