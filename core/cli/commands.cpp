@@ -222,14 +222,26 @@ int cmd_describe(const CommonOptions& common, const std::string& name, bool as_j
 
 // One "error:" a line: a profile's errors as the compiler-style lines the session made
 // (file:line:col: error: ...), anything else after "loupe: error: ".
-void print_error(const SessionResult& r) {
+namespace {
+
+// Every line of a refusal, so that it reaches stderr in one write: whoever tails the log
+// (a test, journald, a collector) never reads the first error without the last.
+std::string error_text(const SessionResult& r) {
+  std::string text;
   if (!r.profile_errors.empty()) {
-    for (const auto& line : r.profile_errors) std::cerr << line << "\n";
+    for (const auto& line : r.profile_errors) text += line + "\n";
   } else if (!r.option_errors.empty()) {
-    for (const auto& e : r.option_errors) std::cerr << "loupe: error: " << e << "\n";
+    for (const auto& e : r.option_errors) text += "loupe: error: " + e + "\n";
   } else if (!r.error.empty()) {
-    std::cerr << "loupe: error: " << r.error << "\n";
+    text += "loupe: error: " + r.error + "\n";
   }
+  return text;
+}
+
+}  // namespace
+
+void print_error(const SessionResult& r) {
+  std::cerr << error_text(r) << std::flush;
 }
 
 namespace {
@@ -264,8 +276,9 @@ namespace {
 bool profile_still_good(const CommonOptions& common, const std::string& profile) {
   auto r = check_profile(common, profile);
   if (r.code != ExitCode::kOk) {
-    spdlog::error("SIGHUP: {} refused, the running profile stays:", profile);
-    print_error(r);
+    std::string errors = error_text(r);
+    if (!errors.empty()) errors.pop_back();  // spdlog ends the message with its own newline
+    spdlog::error("SIGHUP: {} refused, the running profile stays:\n{}", profile, errors);
     return false;
   }
   spdlog::info("SIGHUP: {} checked; the session restarts with it", profile);
