@@ -220,12 +220,12 @@ int cmd_describe(const CommonOptions& common, const std::string& name, bool as_j
   return 0;
 }
 
-// One "error:" a line: a profile's errors as the compiler-style lines the session made
-// (file:line:col: error: ...), anything else after "loupe: error: ".
 namespace {
 
-// Every line of a refusal, so that it reaches stderr in one write: whoever tails the log
-// (a test, journald, a collector) never reads the first error without the last.
+// One "error:" a line: a profile's errors as the compiler-style lines the session made
+// (file:line:col: error: ...), anything else after "loupe: error: ". Built whole so that a
+// refusal reaches stderr in one write: whoever tails the log (a test, journald, a
+// collector) never reads its first error without its last.
 std::string error_text(const SessionResult& r) {
   std::string text;
   if (!r.profile_errors.empty()) {
