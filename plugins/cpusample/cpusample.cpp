@@ -146,7 +146,7 @@ class CpuSampleProfiler : public sdk::Profiler {
     ro->targ_per_thread = opts_.per_thread;
     ro->targ_include_idle = cfg.value_bool("include_idle");
     ro->targ_unwind_tables = tables_;
-    sdk::size_unwind_maps(skel_.get(), tables_ ? sdk::unwind_rows(cfg, args.session) : 0,
+    sdk::size_unwind_maps(skel_.get(), args.host, tables_ ? sdk::unwind_rows(cfg, args.session) : 0,
                           static_cast<std::uint32_t>(cfg.value_int("max_stacks")),
                           sdk::python_frames(cfg));
     sdk::write_target_filter(filter, skel_.get());

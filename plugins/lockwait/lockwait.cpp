@@ -101,7 +101,7 @@ class LockwaitProfiler : public sdk::Profiler {
     tables_ = !dwarf_ && opts_.futex && cfg.value_bool("user_stacks") &&
               sdk::use_unwind_tables(cfg, *host_, "lockwait");
     ro->targ_unwind_tables = tables_;
-    sdk::size_unwind_maps(skel_.get(), tables_ ? sdk::unwind_rows(cfg, args.session) : 0,
+    sdk::size_unwind_maps(skel_.get(), args.host, tables_ ? sdk::unwind_rows(cfg, args.session) : 0,
                           static_cast<std::uint32_t>(cfg.value_int("max_stacks")),
                           sdk::python_frames(cfg));
     ro->targ_pthread_stacks = opts_.pthread_stacks;

@@ -168,7 +168,7 @@ class MemallocProfiler : public sdk::Profiler {
     tables_ = !dwarf_ && (user_ || ro->targ_kernel_user_stacks) &&
               sdk::use_unwind_tables(cfg, *host_, "memalloc");
     ro->targ_unwind_tables = tables_;
-    sdk::size_unwind_maps(skel_.get(), tables_ ? sdk::unwind_rows(cfg, args.session) : 0,
+    sdk::size_unwind_maps(skel_.get(), args.host, tables_ ? sdk::unwind_rows(cfg, args.session) : 0,
                           u32_key(cfg, "max_stacks"), sdk::python_frames(cfg));
     ro->loupe_ustack_stack_bytes =
         dwarf_ ? static_cast<std::uint32_t>(cfg.value_int("stack_bytes")) : 0;

@@ -81,7 +81,7 @@ class OffcpuProfiler : public sdk::Profiler {
     sdk::apply_target_filter(cfg, args.session, skel_.get());
     tables_ = ro->targ_user_stacks && sdk::use_unwind_tables(cfg, *host_, "offcpu");
     ro->targ_unwind_tables = tables_;
-    sdk::size_unwind_maps(skel_.get(), tables_ ? sdk::unwind_rows(cfg, args.session) : 0,
+    sdk::size_unwind_maps(skel_.get(), args.host, tables_ ? sdk::unwind_rows(cfg, args.session) : 0,
                           static_cast<std::uint32_t>(cfg.value_int("max_stacks")),
                           sdk::python_frames(cfg));
 

@@ -15,9 +15,10 @@ std::string_view base_name(std::string_view path) {
   return path;
 }
 
-// "qualname (file.py:line)": the function as its source names it, and where it was.
-std::string python_frame_name(const loupe_frame& frame) {
-  if (!frame.symbol || !*frame.symbol) return "[python]";
+// "qualname (file.py:line)", "pkg.Class.method (Class.java:line)": the function as its
+// source names it, and where it was.
+std::string source_frame_name(const loupe_frame& frame) {
+  if (!frame.symbol || !*frame.symbol) return frame.kind == LOUPE_FRAME_JAVA ? "[java]" : "[python]";
   std::string out = frame.symbol;
   if (frame.module && *frame.module) {
     out += " (";
@@ -31,7 +32,7 @@ std::string python_frame_name(const loupe_frame& frame) {
 }  // namespace
 
 std::string frame_name(const loupe_frame& frame) {
-  if (frame.kind == LOUPE_FRAME_PYTHON) return python_frame_name(frame);
+  if (LOUPE_FRAME_IS_SOURCE(frame.kind)) return source_frame_name(frame);
   if (frame.symbol && *frame.symbol) return frame.symbol;
   if (frame.module && *frame.module) {
     std::string_view module = base_name(frame.module);

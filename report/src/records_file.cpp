@@ -74,6 +74,7 @@ loupe_frame frame_from_json(const nlohmann::json& f) {
   lf.kind = kind == "kernel"   ? LOUPE_FRAME_KERNEL
             : kind == "jit"    ? LOUPE_FRAME_JIT
             : kind == "python" ? LOUPE_FRAME_PYTHON
+            : kind == "java"   ? LOUPE_FRAME_JAVA
                                : LOUPE_FRAME_USER;
   return lf;
 }

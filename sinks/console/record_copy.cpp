@@ -116,7 +116,7 @@ std::string series_name(const std::string& name, const Labels& labels) {
 
 // As every other output names it (report::frame_name), but an address alone.
 std::string frame_text(const FrameCopy& f) {
-  if (!f.symbol && !f.module && f.kind != LOUPE_FRAME_PYTHON) {
+  if (!f.symbol && !f.module && !LOUPE_FRAME_IS_SOURCE(f.kind)) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(f.address));
     return buf;

@@ -17,9 +17,9 @@ Json enum_name(std::uint32_t v, const char* const (&names)[N], std::uint32_t fir
 
 const char* kKinds[] = {"histogram", "stack", "event", "metric", "health", "finding"};
 const char* kSchemes[] = {"log2", "log2_linear", "explicit"};
-const char* kFrameKinds[] = {"user", "kernel", "jit", "python"};
+const char* kFrameKinds[] = {"user", "kernel", "jit", "python", "java"};
 const char* kResolved[] = {"symtab",  "dynsym",   "kallsyms", "perf_map",
-                           "jitdump", "eh_frame", "python"};
+                           "jitdump", "eh_frame", "python",   "runtime"};
 const char* kUnresolved[] = {"no_symbol", "no_module", "process_gone", "not_attempted"};
 const char* kMetricTypes[] = {"counter", "gauge"};
 const char* kSeverities[] = {"ok", "warn", "error"};
@@ -43,8 +43,9 @@ Json frames_json(const loupe_frame* frames, std::uint32_t n) {
                   {"offset", f.offset},
                   {"kind", enum_name(f.kind, kFrameKinds, LOUPE_FRAME_USER)},
                   {"resolution", resolution_name(f.resolution)}};
-    // A Python frame's module and offset are its source file and line: said by name too.
-    if (f.kind == LOUPE_FRAME_PYTHON) {
+    // A Python or Java frame's module and offset are its source file and line: said by
+    // name too.
+    if (LOUPE_FRAME_IS_SOURCE(f.kind)) {
       frame["file"] = str_or_null(f.module);
       frame["line"] = f.offset;
     }

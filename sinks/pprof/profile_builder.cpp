@@ -31,7 +31,7 @@ std::int64_t ProfileBuilder::str(const std::string& s) {
 
 std::uint64_t ProfileBuilder::mapping(const loupe_frame& f) {
   // A Python frame's module is its source file: no mapping of the process's memory.
-  if (!f.module || !*f.module || f.kind == LOUPE_FRAME_PYTHON) return 0;
+  if (!f.module || !*f.module || LOUPE_FRAME_IS_SOURCE(f.kind)) return 0;
   auto [it, inserted] = mappings_.try_emplace(f.module, mappings_.size() + 1);
   if (inserted) {
     pb::Mapping* m = tables_.add_mapping();
@@ -47,7 +47,7 @@ std::uint64_t ProfileBuilder::mapping(const loupe_frame& f) {
 std::uint64_t ProfileBuilder::function(const loupe_frame& f) {
   // A Python function is named as written; its file and line go in their own fields.
   std::string name =
-      f.kind == LOUPE_FRAME_PYTHON && f.symbol ? std::string(f.symbol) : report::frame_name(f);
+      LOUPE_FRAME_IS_SOURCE(f.kind) && f.symbol ? std::string(f.symbol) : report::frame_name(f);
   std::string file = f.module ? f.module : "";
   auto [it, inserted] = functions_.try_emplace({name, file}, functions_.size() + 1);
   if (inserted) {
@@ -63,7 +63,7 @@ std::uint64_t ProfileBuilder::function(const loupe_frame& f) {
 std::uint64_t ProfileBuilder::location(const loupe_frame& f) {
   std::uint64_t map_id = mapping(f);
   std::uint64_t fn_id = function(f);
-  const std::uint64_t line = f.kind == LOUPE_FRAME_PYTHON ? f.offset : 0;
+  const std::uint64_t line = LOUPE_FRAME_IS_SOURCE(f.kind) ? f.offset : 0;
   auto [it, inserted] =
       locations_.try_emplace({map_id, f.address, fn_id, line}, locations_.size() + 1);
   if (inserted) {

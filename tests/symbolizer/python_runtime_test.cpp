@@ -19,7 +19,7 @@
 #include <sstream>
 #include <string>
 
-#include "symbols/python_runtime.hpp"
+#include "python/python_runtime.hpp"
 
 namespace {
 

@@ -38,6 +38,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 
+#include "loupe/hotspot.h"
 #include "loupe/unwind.h"
 
 const volatile __u32 loupe_unwind_max_stacks = 16384;
@@ -110,10 +111,7 @@ struct {
 	__type(value, struct loupe_unwind_row_cache);
 } loupe_unwind_row_cache SEC(".maps");
 
-/* Python frames (loupe/unwind.h): the interpreters, written by user space; the code objects
- * seen in stacks, so each one's first sighting is told once (a ring record) and user space
- * reads it while its process lives. LRU: a code object evicted is told again, and user space
- * finds it cached. */
+/* Python frames (loupe/unwind.h): the interpreters, written by user space. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
@@ -122,17 +120,29 @@ struct {
 	__type(value, struct loupe_python_proc);
 } loupe_python_procs SEC(".maps");
 
+/* What the runtimes' frames referred to, seen for the first time (loupe/unwind.h): each
+ * key is told once through the ring, so user space reads the object while its process
+ * lives. LRU: a key evicted is told again, and user space finds it cached. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
-	__type(key, struct loupe_python_code_key);
+	__type(key, struct loupe_runtime_seen_key);
 	__type(value, __u8);
-} loupe_python_codes SEC(".maps");
+} loupe_runtime_seen SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 256 * 1024);
-} loupe_python_code_ring SEC(".maps");
+} loupe_runtime_ring SEC(".maps");
+
+/* HotSpot JVMs (loupe/hotspot.h), written by user space (runtimes/hotspot/). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* written by user space only */
+	__type(key, __u32);		      /* tgid */
+	__type(value, struct loupe_hotspot_proc);
+} loupe_hotspot_procs SEC(".maps");
 
 #define LOUPE_UNWIND_WINDOWS 2
 #define LOUPE_UNWIND_PAGE 4096
@@ -162,14 +172,24 @@ struct loupe_unwind_state {
 	__u32 py_done_pc;
 	__u32 py_frames;
 	__u32 py_stop;	/* 1: no thread state, 2: a frame unreadable */
-	__u32 py_lost;	/* code objects whose sighting the ring had no room for */
+	__u32 rt_lost;	/* runtime objects whose sighting the ring had no room for */
 	__u32 nat;	/* native frames recorded: the first is the leaf, unwound by its own pc */
 	__u64 py_frame; /* the next Python frame to record; 0: none left */
 	struct loupe_python_proc py;
-	struct loupe_python_code_key py_key;
+	struct loupe_runtime_seen_key seen_key;
 	__u8 py_buf[LOUPE_PYTHON_FRAME_BYTES];
 	__u8 py_code[LOUPE_PYTHON_CODE_BYTES];
 	struct loupe_unwind_file_key file_key;
+	/* HotSpot: the JVM's entry (hs, copied at the walk's start when hs_on), the leaf's r13
+	 * (the interpreter's bytecode pointer), a CodeBlob's header and an interpreter frame's
+	 * slots read at once, and the walk's tallies. */
+	__u32 hs_on;
+	__u32 hs_frames;
+	__u32 hs_lost; /* frames in the CodeCache that could not be unwound: the walk ended */
+	__u32 hs_pad;
+	__u64 leaf_r13;
+	struct loupe_hotspot_proc hs;
+	__u8 hs_buf[LOUPE_HOTSPOT_BLOB_BYTES];
 	/* A saved rbp and the return address above it, read at once: here, not on the BPF
 	 * stack, whose 512 bytes the walk's calls share (6.1 counted 544 with it there). */
 	__u64 pair[2];
@@ -200,6 +220,7 @@ enum {
 	LOUPE_UNWIND_STOP_SIGNAL,
 	LOUPE_UNWIND_STOP_BAD_FRAME,
 	LOUPE_UNWIND_STOP_READ_FAILED,
+	LOUPE_UNWIND_STOP_HOTSPOT, /* a CodeCache frame that could not be unwound */
 };
 
 /* Probes this many slots past the hash's own before giving up (the store is full). */
@@ -505,34 +526,40 @@ static __always_inline __u64 loupe_python_field(const struct loupe_unwind_state 
 	return *(const __u64 *)&st->py_buf[off];
 }
 
-/* Tells user space of a code object the first time it is seen (its LRU entry), so it is
- * read while its process lives. A record the ring has no room for is counted and its entry
- * dropped, so the next sighting tries again. */
+/* Tells user space of a runtime's object the first time a walk meets it (its LRU entry), so
+ * it is read while its process lives. A record the ring has no room for is counted and its
+ * entry dropped, so the next sighting tries again. The key is built in the scratch. */
+static __always_inline void loupe_runtime_tell(struct loupe_unwind_state *st)
+{
+	if (bpf_map_lookup_elem(&loupe_runtime_seen, &st->seen_key))
+		return;
+	/* The value is a byte nobody reads: the key's own first one. */
+	if (bpf_map_update_elem(&loupe_runtime_seen, &st->seen_key, &st->seen_key, BPF_NOEXIST))
+		return; /* another CPU's sighting won, or the LRU had no free node: seen again */
+	if (bpf_ringbuf_output(&loupe_runtime_ring, &st->seen_key, sizeof(st->seen_key),
+			       BPF_RB_NO_WAKEUP)) {
+		bpf_map_delete_elem(&loupe_runtime_seen, &st->seen_key);
+		st->rt_lost++;
+	}
+}
+
 static __always_inline void loupe_python_seen(struct loupe_unwind_state *st, __u64 code)
 {
 	__u32 off = st->py.code_name - st->py.code_first;
 
-	st->py_key.tgid = st->tgid;
-	st->py_key.pad = 0;
-	st->py_key.code = code;
-	st->py_key.token = 0;
+	st->seen_key.tgid = st->tgid;
+	st->seen_key.runtime = LOUPE_RUNTIME_PYTHON;
+	st->seen_key.kind = 0;
+	st->seen_key.ptr = code;
+	st->seen_key.token = 0;
 	/* The token: a code object freed and another allocated at its address must be told
 	 * again, or the first one's name would stay on the second's frames. */
 	if (off <= LOUPE_PYTHON_CODE_BYTES - sizeof(__u64) &&
 	    bpf_probe_read_user(st->py_code, sizeof(st->py_code),
 				(void *)(code + st->py.code_first)) == 0)
-		st->py_key.token =
+		st->seen_key.token =
 		    *(const __u64 *)&st->py_code[off] ^ *(const __u32 *)&st->py_code[0];
-	if (bpf_map_lookup_elem(&loupe_python_codes, &st->py_key))
-		return;
-	/* The value is a byte nobody reads: the key's own first one. */
-	if (bpf_map_update_elem(&loupe_python_codes, &st->py_key, &st->py_key, BPF_NOEXIST))
-		return; /* another CPU's sighting won, or the LRU had no free node: seen again */
-	if (bpf_ringbuf_output(&loupe_python_code_ring, &st->py_key, sizeof(st->py_key),
-			       BPF_RB_NO_WAKEUP)) {
-		bpf_map_delete_elem(&loupe_python_codes, &st->py_key);
-		st->py_lost++;
-	}
+	loupe_runtime_tell(st);
 }
 
 /* One Python frame of the evaluation-loop activation at the walk's pc, at depth d: recorded
@@ -603,6 +630,8 @@ done:
 	return 1;
 }
 
+#include "loupe/unwind_hotspot.bpf.h"
+
 /* One frame: records pc, then moves the state to the caller. 1 ends the walk. The state is
  * looked up again here: bpf_loop() passes only a pointer to the caller's stack. */
 static long loupe_unwind_step(__u32 i, void *arg)
@@ -627,6 +656,9 @@ static long loupe_unwind_step(__u32 i, void *arg)
 	if (st->py_on && !st->py_done_pc && loupe_python_in_eval(st, st->nat ? pc - 1 : pc) &&
 	    loupe_python_step(st, d) == 0)
 		return 0;
+	/* A JVM's CodeCache: the interpreter, compiled methods and stubs, by HotSpot's rules. */
+	if (st->hs_on && pc >= st->hs.code_low && pc < st->hs.code_high)
+		return loupe_hotspot_step(d) ? 1 : 0;
 	st->stack.addrs[d] = pc;
 	st->depth = d + 1;
 	st->hash = (st->hash ^ pc) * 0x100000001b3ULL;
@@ -801,6 +833,7 @@ __attribute__((noinline)) int loupe_unwind_user_walk(void)
 	st->sp = regs->sp;
 	st->bp = regs->bp;
 	st->leaf_di = regs->di;
+	st->leaf_r13 = regs->r13;
 	st->tgid = bpf_get_current_pid_tgid() >> 32;
 	st->depth = 0;
 	st->done = 0;
@@ -825,7 +858,18 @@ __attribute__((noinline)) int loupe_unwind_user_walk(void)
 			st->py_on = 1;
 		}
 	}
-	st->py_init = st->py_done_pc = st->py_frames = st->py_stop = st->py_lost = 0;
+	st->hs_on = 0;
+	if (proc && (proc->flags & LOUPE_UNWIND_PROC_HOTSPOT)) {
+		const struct loupe_hotspot_proc *hs =
+		    bpf_map_lookup_elem(&loupe_hotspot_procs, &st->tgid);
+
+		if (hs) {
+			__builtin_memcpy(&st->hs, hs, sizeof(st->hs));
+			st->hs_on = 1;
+		}
+	}
+	st->hs_frames = st->hs_lost = 0;
+	st->py_init = st->py_done_pc = st->py_frames = st->py_stop = st->rt_lost = 0;
 	st->py_frame = 0;
 	st->nat = 0;
 	st->hash = 0xcbf29ce484222325ULL ^ st->tgid;
@@ -843,7 +887,10 @@ __attribute__((noinline)) int loupe_unwind_user_walk(void)
 	c->python_stacks += st->py_frames > 0;
 	c->python_no_thread += st->py_stop == 1;
 	c->python_read_failed += st->py_stop == 2;
-	c->python_codes_lost += st->py_lost;
+	c->runtime_seen_lost += st->rt_lost;
+	c->hotspot_frames += st->hs_frames;
+	c->hotspot_stacks += st->hs_frames > 0;
+	c->hotspot_lost += st->hs_lost;
 	switch (st->stop) {
 	case LOUPE_UNWIND_STOP_END:
 		c->end_of_stack++;

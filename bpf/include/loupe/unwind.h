@@ -69,8 +69,11 @@ struct loupe_unwind_mapping {
 	__u32 pad;
 };
 
-/* loupe_unwind_proc.flags */
+/* loupe_unwind_proc.flags: which runtimes' entries the process has, a bit per registered
+ * runtime (LOUPE_RUNTIME_*, below), so the walk looks up only those it runs. */
+#define LOUPE_UNWIND_PROC_RUNTIME(id) (1u << (id))
 #define LOUPE_UNWIND_PROC_PYTHON 1 /* a CPython interpreter: loupe_python_procs has it */
+#define LOUPE_UNWIND_PROC_HOTSPOT 2 /* a HotSpot JVM: loupe_hotspot_procs has it */
 
 struct loupe_unwind_proc {
 	__u32 count;
@@ -143,27 +146,72 @@ struct loupe_unwind_counters {
 	__u64 python_no_thread;	  /* an evaluation loop without a thread state (unsupported key,
 				   * unreadable TLS): its Python frames are missing */
 	__u64 python_read_failed; /* a Python frame could not be read: the rest are missing */
-	__u64 python_codes_lost;  /* a code object's first sighting not told to user space
-				   * (its ring was full): its frames unnamed until told again */
+	__u64 runtime_seen_lost;  /* a runtime object's first sighting (a code object, a
+				   * Method*, an nmethod) not told to user space (the ring was
+				   * full): its frames unnamed until told again */
 	__u64 event_cut;	  /* stacks copied into an event cut at its frame array
 				   * (loupe_unwind_user_copy): their root is missing */
+	__u64 hotspot_frames;	  /* Java frames recorded (interpreted, compiled, stubs) */
+	__u64 hotspot_stacks;	  /* stacks with Java frames */
+	__u64 hotspot_lost;	  /* walks stopped at a CodeCache frame that could not be
+				   * unwound (no blob for the pc, an unreadable frame) */
+};
+
+/*
+ * Runtime frames: a frame of a language runtime's own (a Python function, a Java method)
+ * recorded by the walk in one stack slot, so a stack stays an array of __u64 that the
+ * symbolizer reads slot by slot. Bits 63:62 are 01, which no user address (below 2^47) or
+ * kernel address (bits 63:47 set) has; bits 61:58 name the runtime (a registered value
+ * below); bits 57:0 are the runtime's payload, which its user-space half decodes. A new
+ * runtime takes the next value here and decodes its own payload: nothing else reads it.
+ */
+#define LOUPE_RUNTIME_TAG (1ULL << 62)
+#define LOUPE_RUNTIME_PAYLOAD_BITS 58
+#define LOUPE_RUNTIME_PAYLOAD_MASK ((1ULL << LOUPE_RUNTIME_PAYLOAD_BITS) - 1)
+#define LOUPE_RUNTIME_FRAME(runtime, payload)                                                      \
+	(LOUPE_RUNTIME_TAG | ((__u64)(runtime) << LOUPE_RUNTIME_PAYLOAD_BITS) |                     \
+	 ((__u64)(payload) & LOUPE_RUNTIME_PAYLOAD_MASK))
+#define LOUPE_RUNTIME_IS_FRAME(v) (((__u64)(v) >> 62) == 1)
+#define LOUPE_RUNTIME_ID(v) (((__u64)(v) >> LOUPE_RUNTIME_PAYLOAD_BITS) & 0xf)
+#define LOUPE_RUNTIME_PAYLOAD(v) ((__u64)(v) & LOUPE_RUNTIME_PAYLOAD_MASK)
+
+/* The registered runtimes. Python is 0 so that its frames read as they did before the
+ * registry (ABI 1.7-1.9 captures replay unchanged). */
+#define LOUPE_RUNTIME_PYTHON 0
+#define LOUPE_RUNTIME_HOTSPOT 1
+#define LOUPE_RUNTIME_V8 2
+#define LOUPE_RUNTIME_COUNT 16
+
+/* What a walk saw for the first time and tells user space through the session's runtime
+ * ring, so it is read while its process lives (a code object, a Method*, an nmethod): once
+ * per key, again when another object takes the address (a different token). An LRU map of
+ * these keys remembers what was told. Python's keys are {tgid, 0, 0, code, token}: the
+ * bytes of loupe_python_code_key. */
+struct loupe_runtime_seen_key {
+	__u32 tgid;
+	__u16 runtime; /* LOUPE_RUNTIME_* */
+	__u16 kind;    /* the runtime's own (LOUPE_HOTSPOT_SEEN_*) */
+	__u64 ptr;
+	__u64 token;
 };
 
 /*
  * Python frames (unwind.bpf.h, for a process whose loupe_unwind_proc has
  * LOUPE_UNWIND_PROC_PYTHON): where the native walk meets the evaluation loop
  * (_PyEval_EvalFrameDefault), the Python frames that activation runs are recorded before its
- * native frame, innermost first, each in one stack slot: the code object's address and the
- * instruction, tagged by bit 62 (no user or kernel address has bit 62 without bit 63), so a
- * stack stays an array of __u64 and user space names the frame from the code object.
+ * native frame, innermost first, each in one stack slot: a runtime frame whose payload is
+ * the code object's address and the instruction.
  */
-#define LOUPE_PYTHON_TAG (1ULL << 62)
+#define LOUPE_PYTHON_TAG LOUPE_RUNTIME_TAG
 #define LOUPE_PYTHON_CODE_BITS 44 /* code >> 3: objects are 8-aligned, below 2^47 */
-#define LOUPE_PYTHON_INDEX_MAX 0x3ffffULL
+/* Instructions past it are recorded as it: their line is the one of instruction 16383. */
+#define LOUPE_PYTHON_INDEX_MAX 0x3fffULL
 #define LOUPE_PYTHON_FRAME(code, index)                                                            \
-	(LOUPE_PYTHON_TAG | ((__u64)(index) << LOUPE_PYTHON_CODE_BITS) |                           \
-	 (((__u64)(code) >> 3) & ((1ULL << LOUPE_PYTHON_CODE_BITS) - 1)))
-#define LOUPE_PYTHON_IS_FRAME(v) (((__u64)(v) >> 62) == 1)
+	LOUPE_RUNTIME_FRAME(LOUPE_RUNTIME_PYTHON,                                                  \
+			    ((__u64)(index) << LOUPE_PYTHON_CODE_BITS) |                           \
+				(((__u64)(code) >> 3) & ((1ULL << LOUPE_PYTHON_CODE_BITS) - 1)))
+#define LOUPE_PYTHON_IS_FRAME(v)                                                                   \
+	(LOUPE_RUNTIME_IS_FRAME(v) && LOUPE_RUNTIME_ID(v) == LOUPE_RUNTIME_PYTHON)
 #define LOUPE_PYTHON_CODE(v) (((__u64)(v) & ((1ULL << LOUPE_PYTHON_CODE_BITS) - 1)) << 3)
 #define LOUPE_PYTHON_INDEX(v) (((__u64)(v) >> LOUPE_PYTHON_CODE_BITS) & LOUPE_PYTHON_INDEX_MAX)
 
@@ -202,13 +250,5 @@ struct loupe_python_proc {
 
 #define LOUPE_PYTHON_CODE_BYTES 80
 
-/* A code object seen in a stack, told to user space to be read while it lives: once per
- * code object, and again when another one takes its address (a different token). */
-struct loupe_python_code_key {
-	__u32 tgid;
-	__u32 pad;
-	__u64 code;
-	__u64 token;
-};
 
 #endif /* LOUPE_UNWIND_H */

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "loupe/abi/host.h"
 #include "loupe/abi/records.h"
@@ -109,15 +110,28 @@ class Symbolizer {
     std::uint64_t inode;
   };
   virtual void on_code_mapping(std::function<void(const CodeMapping&)> listener) = 0;
-  // Names the in-kernel unwinder's Python frames (addresses with LOUPE_PYTHON_IS_FRAME, in
-  // user stacks): the session's, from the code objects it read while their processes lived.
+  // Names the in-kernel unwinder's runtime frames (addresses with LOUPE_RUNTIME_IS_FRAME in
+  // user stacks: a Python function, a Java method): the session's runtimes', from what they
+  // read while their processes lived. A frame may name several functions (the methods a
+  // JIT inlined at its pc): up to `max` into `out`, innermost first; 0 when it cannot.
   // Called under the symbolizer's lock, from any thread that symbolizes.
-  struct PythonName {
-    std::string qualname, file;
+  struct RuntimeName {
+    std::string function, file;
     std::uint32_t line = 0;
+    loupe_frame_kind kind = LOUPE_FRAME_PYTHON;
+    loupe_frame_resolution resolution = LOUPE_RESOLVED_RUNTIME;
   };
-  using PythonNamer = std::function<bool(std::uint32_t pid, std::uint64_t frame, PythonName*)>;
-  virtual void name_python_frames(PythonNamer namer) { (void)namer; }
+  using RuntimeNamer = std::function<std::uint32_t(std::uint32_t pid, std::uint64_t frame,
+                                                   RuntimeName* out, std::uint32_t max)>;
+  virtual void name_runtime_frames(RuntimeNamer namer) { (void)namer; }
+  // As symbolize(), for a whole stack: a runtime frame that names several functions
+  // expands into each, innermost first. Thread-safe.
+  virtual void symbolize_stack(std::uint32_t pid, loupe_frame_kind kind,
+                               const std::uint64_t* addrs, std::uint32_t n,
+                               std::vector<loupe_frame>* out) {
+    out->resize(n);
+    symbolize(pid, kind, addrs, n, out->data());
+  }
   // Resolves `n` addresses of `pid` (kind KERNEL ignores pid) into `out`. Thread-safe.
   // Strings in `out` are owned by the symbolizer and valid until it is destroyed.
   // Unresolved frames keep module+offset where known and say why in `resolution`.

@@ -93,9 +93,16 @@ const loupe_config_key kSessionKeys[] = {
      "processes whose symbols are kept, exited ones included (reports name their stacks "
      "after they exit)",
      16, 1 << 20},
-    {"jvm_perf_map", LOUPE_CFG_BOOL, 0, "true",
-     "ask the target's HotSpot JVMs (JDK 17+) for their perf map, so JIT frames name Java "
-     "methods"},
+    {"jvm_perf_map", LOUPE_CFG_BOOL, 0, "false",
+     "also ask the target's HotSpot JVMs (JDK 17+) for their perf map through their attach "
+     "listener (a signal and a socket); off: Java frames are read from the VM's own "
+     "structures, without attach"},
+    {"unwind_rows", LOUPE_CFG_INT, 0, "0",
+     "rows of the in-kernel unwinder's tables, shared by every plugin (12 bytes each, allocated "
+     "at start; libc has 28k); 0 = 262144 (3 MiB) for a command or --pid, 2097152 (24 MiB) "
+     "system-wide, where every binary of the machine needs rows; files past it unwind by frame "
+     "pointers (counted in unwind_rows_full)",
+     0, 16777216},
     {"rotate", LOUPE_CFG_FLOAT, 0, "0",
      "seconds per window: each window's files go into <output_dir>/windows/<start time>/; 0 = "
      "the session is one window"},
@@ -137,6 +144,7 @@ void parse_session(const toml::table& t, SessionSpec& s, Checker& c) {
   s.stats = v["stats"].b;
   s.symbol_processes = static_cast<std::size_t>(v["symbol_processes"].i);
   s.jvm_perf_map = v["jvm_perf_map"].b;
+  s.unwind_rows = static_cast<std::uint32_t>(v["unwind_rows"].i);
   s.rotate_s = v["rotate"].f;
   s.retain = static_cast<std::size_t>(v["retain"].i);
   s.retain_bytes = static_cast<std::uint64_t>(v["retain_bytes"].i);

@@ -55,9 +55,11 @@ struct SessionSpec {
   // Processes the symbolizer keeps, exited ones included (their stacks are named at
   // reports after they exit); past it the least recently used go, counted.
   std::size_t symbol_processes = 1024;
-  // HotSpot JVMs of the target are asked for their perf map (Compiler.perfmap through
-  // their attach listener), so their JIT frames are named.
-  bool jvm_perf_map = true;
+  // HotSpot JVMs of the target are also asked for their perf map (Compiler.perfmap through
+  // their attach listener): off by default, the HotSpot runtime reads the VM's structures.
+  bool jvm_perf_map = false;
+  // Rows of the session's unwinder tables (0: by the target, see the key's description).
+  std::uint32_t unwind_rows = 0;
   // Windows ([session] rotate): every rotate_s seconds the sinks write what the window's
   // interval records add up to into a directory of its own; retain / retain_bytes bound
   // how many are kept (0: no bound).

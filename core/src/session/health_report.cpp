@@ -182,42 +182,6 @@ void HealthReport::unwind_tables(std::uint64_t processes, std::uint64_t files, s
          true);
 }
 
-void HealthReport::python_frames(const PythonFrames::Counters& c) {
-  const std::string comp = "python_frames";
-  health("python_processes", comp, c.processes, LOUPE_HEALTH_OK,
-         fmt::format("CPython processes whose Python frames were walked; {} code object(s) "
-                     "named ({:.1f} KiB)",
-                     c.codes_read, static_cast<double>(c.code_bytes) / 1024.0),
-         true);
-  health("python_codes_unread", comp, c.codes_failed, warn_if(c.codes_failed),
-         c.codes_failed ? "code objects the stacks met that could not be read (their process "
-                          "exited first): those frames keep the code object's address"
-                        : "",
-         true);
-  health("python_frames_unnamed", comp, c.names_missed, warn_if(c.names_missed),
-         c.names_missed ? "Python frames named by their code object's address only: it could "
-                          "not be read (its process exited before the frame was first named)"
-                        : "",
-         true);
-  health("python_codes_dropped", comp, c.codes_dropped, warn_if(c.codes_dropped),
-         c.codes_dropped ? "code objects not named: the session keeps the names of 262144, "
-                           "and more were seen; those frames keep the code object's address"
-                         : "",
-         true);
-  health("python_entries_refused", comp, c.write_errors, warn_if(c.write_errors),
-         c.write_errors ? "interpreters the kernel's map refused (it holds 1024): their stacks "
-                          "keep native frames only"
-                        : "",
-         true);
-  std::string versions;
-  for (const auto& v : c.unsupported) versions += (versions.empty() ? "" : ", ") + v;
-  health("python_unsupported", comp, c.unsupported.size(), warn_if(c.unsupported.size()),
-         c.unsupported.empty() ? ""
-                               : "interpreters loupe has no layout for (3.10 to 3.13 have one): " +
-                                     versions + "; their stacks keep native frames only",
-         true);
-}
-
 void HealthReport::debuginfod(const SymbolizerStats& s) {
   const std::string comp = "symbolizer";
   health("debuginfod_fetched", comp, s.debuginfod_fetched, LOUPE_HEALTH_OK,

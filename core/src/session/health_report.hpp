@@ -21,7 +21,6 @@
 #include "kernel/process_tree.hpp"
 #include "loupe/abi/records.h"
 #include "loupe/symbolizer.hpp"
-#include "session/python_frames.hpp"
 #include "session/window_store.hpp"
 
 namespace loupe {
@@ -66,7 +65,6 @@ class HealthReport {
   // At the end, when a plugin uses the in-kernel unwinder: the tables kept for it, and the
   // files left without rows (the rows map was full, or still being built at the end: their
   // frames unwind by frame pointers).
-  void python_frames(const PythonFrames::Counters& c);
   void unwind_tables(std::uint64_t processes, std::uint64_t files, std::uint64_t rows,
                      std::uint64_t rows_full, std::uint64_t write_errors, std::uint64_t build_ns,
                      std::uint64_t pending);
@@ -84,9 +82,11 @@ class HealthReport {
   // A change the ring reader made on its own (sampling divisor, count-only mode).
   void dispatch_event(const DispatchEvent& ev, std::uint64_t wall_ns);
 
- private:
+  // One row of a part's own (a runtime's): `name` under `component`, final.
   void health(const std::string& name, const std::string& component, std::uint64_t value,
               std::uint32_t severity, const std::string& message, bool is_final);
+
+ private:
 
   Publish publish_;
   bool replay_;

@@ -8,11 +8,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <vector>
 
 #include "plugins/config_tree.hpp"
+#include "session/session_unwinder.hpp"
 #include "session/unwind_tables.hpp"
 #include "symbols/kallsyms_table.hpp"
 
@@ -130,6 +133,19 @@ int svc_emit(loupe_host* h, const loupe_record* rec) {
   return LOUPE_OK;
 }
 
+int svc_symbolize_stack(loupe_host* h, std::uint32_t pid, std::uint32_t kind,
+                        const std::uint64_t* addrs, std::uint32_t n, loupe_frame* out,
+                        std::uint32_t max_out, std::uint32_t* n_out) {
+  if ((n && !addrs) || (max_out && !out) || !n_out)
+    return fail(LOUPE_ERR_INVALID_ARG, "symbolize_stack: NULL arrays");
+  if (!h->ctx.symbolizer) return fail(LOUPE_ERR_UNSUPPORTED, "no symbolizer in this session");
+  std::vector<loupe_frame> frames;
+  h->ctx.symbolizer->symbolize_stack(pid, static_cast<loupe_frame_kind>(kind), addrs, n, &frames);
+  *n_out = static_cast<std::uint32_t>(std::min<std::size_t>(frames.size(), max_out));
+  std::copy_n(frames.begin(), *n_out, out);
+  return LOUPE_OK;
+}
+
 int svc_symbolize(loupe_host* h, std::uint32_t pid, std::uint32_t kind, const std::uint64_t* addrs,
                   std::uint32_t n, loupe_frame* out) {
   if (n && (!addrs || !out)) return fail(LOUPE_ERR_INVALID_ARG, "symbolize: NULL arrays");
@@ -177,13 +193,23 @@ int svc_unwind_files_attach(loupe_host* h, int procs_fd, int files_fd) {
   return LOUPE_OK;
 }
 
-int svc_unwind_python_attach(loupe_host* h, int procs_fd, int python_procs_fd, int codes_fd,
-                             int ring_fd) {
-  if (h->ctx.replay || !h->ctx.unwind_tables)
-    return fail(LOUPE_ERR_UNSUPPORTED, "unwind_python_attach: no unwind tables in this session");
-  if (Status st = h->ctx.unwind_tables->attach_python(procs_fd, python_procs_fd, codes_fd, ring_fd);
-      !st)
-    return fail(LOUPE_ERR_INVALID_ARG, st.error());
+// A plugin's own copy of the unwinder (built before ABI 1.10, or on a host whose session
+// unwinder the kernel refused) keeps its native frames: runtimes write the session's maps
+// only, so one interpreter is read once, not once per plugin.
+int svc_unwind_python_attach(loupe_host*, int, int, int, int) {
+  return fail(LOUPE_ERR_UNSUPPORTED,
+              "unwind_python_attach: Python frames are the session unwinder's (ABI 1.10): a "
+              "plugin's own unwinder maps get native frames only");
+}
+
+int svc_unwinder_maps(loupe_host* h, const loupe_map_ref** maps, std::uint32_t* n) {
+  if (!maps || !n) return fail(LOUPE_ERR_INVALID_ARG, "unwinder_maps: NULL outputs");
+  if (h->ctx.replay || !h->ctx.unwinder)
+    return fail(LOUPE_ERR_UNSUPPORTED, "unwinder_maps: no unwinder in this session");
+  auto refs = h->ctx.unwinder->maps();
+  if (!refs) return fail(LOUPE_ERR_UNSUPPORTED, "unwinder_maps: " + refs.error());
+  *maps = (*refs)->data();
+  *n = static_cast<std::uint32_t>((*refs)->size());
   return LOUPE_OK;
 }
 
@@ -245,4 +271,6 @@ loupe_host::loupe_host(loupe::HostContext& c, std::string inst, std::string plug
   services.unwind_tables_attach = svc_unwind_tables_attach;
   services.unwind_files_attach = svc_unwind_files_attach;
   services.unwind_python_attach = svc_unwind_python_attach;
+  services.symbolize_stack = svc_symbolize_stack;
+  services.unwinder_maps = svc_unwinder_maps;
 }

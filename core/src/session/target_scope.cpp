@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
@@ -38,6 +39,22 @@ std::string find_on_path(const std::string& exe) {
 
 }  // namespace
 
+TargetScope::TargetScope(const SessionSpec& spec) : spec_(spec) {
+  // A command or a pid: its processes' files; system-wide: every binary of the machine.
+  const std::uint32_t rows = spec_.unwind_rows        ? std::max<std::uint32_t>(spec_.unwind_rows, 1024)
+                             : spec_.pid > 0 || !spec_.command.empty() ? 262144u
+                                                                        : 2097152u;
+  unwinder_ = std::make_unique<SessionUnwinder>(unwind_tables_, make_runtimes({}), rows);
+  unwind_tables_.set_runtimes(
+      {[u = unwinder_.get()](std::uint32_t pid) { return u->update(pid); },
+       [u = unwinder_.get()](std::uint32_t pid) { u->forget(pid); },
+       [u = unwinder_.get()](const std::function<void(std::uint32_t, std::uint32_t)>& rewrite) {
+         u->poll(rewrite);
+       }});
+}
+
+TargetScope::~TargetScope() = default;
+
 Status TargetScope::check_pid() const {
   if (spec_.pid <= 0 || ::kill(spec_.pid, 0) == 0 || errno != ESRCH) return {};
   return session_error(ExitCode::kTarget, fmt::format("no process has pid {}", spec_.pid));
@@ -46,15 +63,11 @@ Status TargetScope::check_pid() const {
 Status TargetScope::start(FeatureSet& features, Symbolizer* symbolizer) {
   symbolizer_ = symbolizer;
   if (symbolizer_)
-    symbolizer_->name_python_frames(
-        [this](std::uint32_t pid, std::uint64_t frame, Symbolizer::PythonName* out) {
-          PythonFrames::Name n;
-          if (!unwind_tables_.python().name(pid, frame, &n)) return false;
-          out->qualname = std::move(n.qualname);
-          out->file = std::move(n.file);
-          out->line = n.line;
-          return true;
-        });
+    symbolizer_->name_runtime_frames([u = unwinder_.get()](std::uint32_t pid, std::uint64_t frame,
+                                                           Symbolizer::RuntimeName* out,
+                                                           std::uint32_t max) {
+      return u->name(pid, frame, out, max);
+    });
   if (!spec_.command.empty()) {
     try {
       target_ = std::make_unique<TargetProcess>(spec_.command);
@@ -273,8 +286,7 @@ void TargetScope::report_health(HealthReport& health) const {
     const auto c = unwind_tables_.counters();
     health.unwind_tables(c.processes, c.files, c.rows, c.rows_full, c.write_errors, c.build_ns,
                          c.pending);
-    if (unwind_tables_.python().attached())
-      health.python_frames(unwind_tables_.python().counters());
+    if (unwinder_->created()) unwinder_->report_health(health);
   }
   if (symbolizer_) {
     SymbolizerStats st = symbolizer_->stats();

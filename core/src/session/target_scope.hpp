@@ -21,6 +21,7 @@
 #include "loupe/abi/plugin.h"
 #include "loupe/symbolizer.hpp"
 #include "plugins/profile.hpp"
+#include "session/session_unwinder.hpp"
 #include "session/target_process.hpp"
 #include "session/unwind_tables.hpp"
 #include "util/result.hpp"
@@ -33,7 +34,8 @@ class HealthReport;
 class TargetScope {
  public:
   // `spec`: the session's [session] table, overrides applied; it outlives the scope.
-  explicit TargetScope(const SessionSpec& spec) : spec_(spec) {}
+  explicit TargetScope(const SessionSpec& spec);
+  ~TargetScope();
 
   // A pid to profile must name a live process: one that is gone (or never was) would run,
   // find nothing and look like a quiet process. kTarget otherwise.
@@ -65,6 +67,7 @@ class TargetScope {
   std::vector<pid_t> processes() const;
 
   UnwindTables& unwind_tables() { return unwind_tables_; }
+  SessionUnwinder* unwinder() { return unwinder_.get(); }
   pid_t pid() const { return target_ ? target_->pid() : spec_.pid; }
   bool started_command() const { return target_ != nullptr; }
 
@@ -81,6 +84,9 @@ class TargetScope {
   // Declared before the target: the tree map and the tables outlive the plugins' use of
   // them (the session destroys its plugins before its scope).
   std::unique_ptr<ProcessTree> tree_;
+  // The maps every plugin's walk shares, and the runtimes that write theirs: declared
+  // before the tables, whose builder thread writes into its maps, so they outlive it.
+  std::unique_ptr<SessionUnwinder> unwinder_;
   UnwindTables unwind_tables_;
   std::unique_ptr<TargetProcess> target_;
   std::set<pid_t> descendants_;  // live, as the tree's fork and exit events say

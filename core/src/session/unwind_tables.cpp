@@ -145,27 +145,16 @@ Status UnwindTables::attach_files(int procs_fd, int files_fd) {
   return {};
 }
 
-Status UnwindTables::attach_python(int procs_fd, int python_procs_fd, int codes_fd, int ring_fd) {
-  std::lock_guard tables(mu_);
-  if (std::none_of(consumers_.begin(), consumers_.end(),
-                   [procs_fd](const Consumer& x) { return x.procs_fd == procs_fd; }))
-    return make_error(
-        "unwind_python_attach: procs_fd was not attached (unwind_tables_attach first)");
-  if (Status st = python_.attach(python_procs_fd, codes_fd, ring_fd); !st) return st;
-  // Processes whose entries are written already: their interpreters now.
-  for (auto& [pid, p] : written_) {
-    const std::uint32_t before = p->flags;
-    mark_python(pid, p.get());
-    if (p->flags != before)
-      for (auto& c : consumers_)
-        if (bpf_map_update_elem(c.procs_fd, &pid, p.get(), BPF_ANY) != 0) ++write_errors_;
-  }
-  return {};
+void UnwindTables::mark_runtimes(std::uint32_t pid, loupe_unwind_proc* proc) {
+  proc->flags = runtimes_.update ? runtimes_.update(pid) : 0;
 }
 
-void UnwindTables::mark_python(std::uint32_t pid, loupe_unwind_proc* proc) {
-  proc->flags &= ~LOUPE_UNWIND_PROC_PYTHON;
-  if (python_.attached() && python_.update(pid)) proc->flags |= LOUPE_UNWIND_PROC_PYTHON;
+void UnwindTables::rewrite_runtimes(std::uint32_t pid, std::uint32_t bits) {
+  auto p = written_.find(pid);
+  if (p == written_.end() || p->second->flags == bits) return;
+  p->second->flags = bits;
+  for (auto& c : consumers_)
+    if (bpf_map_update_elem(c.procs_fd, &pid, p->second.get(), BPF_ANY) != 0) ++write_errors_;
 }
 
 void UnwindTables::write_rows(Consumer& c) {
@@ -242,7 +231,7 @@ void UnwindTables::forget_locked(std::uint32_t pid) {
   tracked_.erase(pid);
   waiting_.erase(pid);
   cpu_.erase(pid);
-  python_.forget(pid);
+  if (runtimes_.forget) runtimes_.forget(pid);
   if (written_.erase(pid))
     for (auto& c : consumers_) bpf_map_delete_elem(c.procs_fd, &pid);
 }
@@ -250,8 +239,10 @@ void UnwindTables::forget_locked(std::uint32_t pid) {
 bool UnwindTables::refresh() {
   std::lock_guard tables(mu_);
   if (consumers_.empty()) return false;
-  // The code objects the walks met since the last tick, read while their processes live.
-  python_.poll();
+  // What the walks met for the first time since the last tick (code objects, methods),
+  // read while their processes live; runtimes that were not ready asked again.
+  if (runtimes_.poll)
+    runtimes_.poll([this](std::uint32_t pid, std::uint32_t bits) { rewrite_runtimes(pid, bits); });
   constexpr std::uint64_t kScanEveryNs = 1'000'000'000ull, kRereadEveryNs = 3'000'000'000ull,
                           kFirstRankNs = 200'000'000ull;
   const std::uint64_t now =
@@ -345,7 +336,7 @@ int UnwindTables::load_and_write(std::uint32_t pid) {
   if (last != written_.end() && std::memcmp(last->second.get(), proc.get(), sizeof(*proc)) == 0)
     return 0;
   if (last == written_.end() && proc->count == 0) return 0;  // a kernel thread, or waiting
-  mark_python(pid, proc.get());
+  mark_runtimes(pid, proc.get());
   // Rows first: an entry must never point at rows a consumer does not have yet (a file
   // met under a second key adds its entry to loupe_unwind_files).
   for (auto& c : consumers_) write_rows(c);

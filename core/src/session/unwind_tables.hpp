@@ -23,6 +23,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -31,7 +32,6 @@
 #include <thread>
 #include <vector>
 
-#include "session/python_frames.hpp"
 #include "symbols/unwind_table_store.hpp"
 #include "util/result.hpp"
 
@@ -63,10 +63,15 @@ class UnwindTables {
   // Its loupe_unwind_files, for the consumer attached with `procs_fd`: an entry for every
   // file with rows, written with them.
   Status attach_files(int procs_fd, int files_fd);
-  // Its Python maps, for the consumer attached with `procs_fd` (PythonFrames).
-  Status attach_python(int procs_fd, int python_procs_fd, int codes_fd, int ring_fd);
-  const PythonFrames& python() const { return python_; }
-  PythonFrames& python() { return python_; }
+  // The runtimes' side of a process entry (the session's unwinder): `update(pid)` gives
+  // its LOUPE_UNWIND_PROC_RUNTIME bits, each runtime's own entry written; `forget(pid)`
+  // when it is gone; `poll(rewrite)` at each refresh, which may rewrite an entry's bits.
+  struct RuntimeHooks {
+    std::function<std::uint32_t(std::uint32_t)> update;
+    std::function<void(std::uint32_t)> forget;
+    std::function<void(const std::function<void(std::uint32_t, std::uint32_t)>&)> poll;
+  };
+  void set_runtimes(RuntimeHooks hooks) { runtimes_ = std::move(hooks); }
 
   void track(std::uint32_t pid) { tracked_[pid] = 0; }
   // A system-wide session: every process of the machine, found in /proc once a second,
@@ -101,8 +106,10 @@ class UnwindTables {
   void write_rows(Consumer& c);
   void write_new_rows(Consumer& c);
 
-  // Sets LOUPE_UNWIND_PROC_PYTHON when pid runs an interpreter whose frames are walked.
-  void mark_python(std::uint32_t pid, loupe_unwind_proc* proc);
+  // Sets the runtime bits of pid's entry (the runtimes' update). Under mu_.
+  void mark_runtimes(std::uint32_t pid, loupe_unwind_proc* proc);
+  // A runtime became ready for pid after its entry was written: its bits rewritten.
+  void rewrite_runtimes(std::uint32_t pid, std::uint32_t bits);
   // The builder thread's side: a job in (started on the first); each result goes into
   // the store, the consumers' rows and the entries of the processes waiting for it.
   void request_build(const UnwindTableStore::BuildJob& job, std::uint64_t priority);
@@ -113,7 +120,7 @@ class UnwindTables {
   void forget_locked(std::uint32_t pid);
 
   std::string proc_root_;
-  PythonFrames python_{proc_root_};
+  RuntimeHooks runtimes_;
   std::unique_ptr<UnwindTableStore> store_;
   std::vector<Consumer> consumers_;
   std::map<std::uint32_t, std::uint64_t> tracked_;  // pid -> when its maps are next read (ns)

@@ -55,16 +55,40 @@ class ElfSymbolizer final : public Symbolizer {
     ProcessSpace* space = process(pid);
     ++call_;
     for (std::uint32_t i = 0; i < n; ++i) {
-      if (LOUPE_PYTHON_IS_FRAME(addrs[i]))
-        python_frame(pid, addrs[i], &out[i]);
+      if (LOUPE_RUNTIME_IS_FRAME(addrs[i]))
+        runtime_frames(pid, addrs[i], &out[i], 1);
       else
         user_frame(space, kind, addrs[i], &out[i]);
     }
   }
 
-  void name_python_frames(PythonNamer namer) override {
+  void symbolize_stack(std::uint32_t pid, loupe_frame_kind kind, const std::uint64_t* addrs,
+                       std::uint32_t n, std::vector<loupe_frame>* out) override {
     std::lock_guard lock(mu_);
-    python_namer_ = std::move(namer);
+    out->clear();
+    out->reserve(n);
+    if (kind == LOUPE_FRAME_KERNEL) {
+      out->resize(n);
+      for (std::uint32_t i = 0; i < n; ++i) kernel_frame(text_syms(), addrs[i], &(*out)[i]);
+      return;
+    }
+    ProcessSpace* space = process(pid);
+    ++call_;
+    loupe_frame many[kMaxInlined];
+    for (std::uint32_t i = 0; i < n; ++i) {
+      if (LOUPE_RUNTIME_IS_FRAME(addrs[i])) {
+        const std::uint32_t k = runtime_frames(pid, addrs[i], many, kMaxInlined);
+        out->insert(out->end(), many, many + k);
+      } else {
+        out->emplace_back();
+        user_frame(space, kind, addrs[i], &out->back());
+      }
+    }
+  }
+
+  void name_runtime_frames(RuntimeNamer namer) override {
+    std::lock_guard lock(mu_);
+    runtime_namer_ = std::move(namer);
   }
 
   void symbolize_data(std::uint32_t pid, std::uint64_t addr, loupe_frame* out) override {
@@ -370,16 +394,29 @@ class ElfSymbolizer final : public Symbolizer {
     return space.reload(strings_, files_, &err);
   }
 
-  // A Python frame: its code object's name, file and line, as the session read them. One
-  // it could not read (the process was gone first) keeps the code object's address.
-  void python_frame(std::uint32_t pid, std::uint64_t frame, loupe_frame* out) {
-    *out = unresolved(LOUPE_PYTHON_CODE(frame), LOUPE_FRAME_PYTHON, LOUPE_UNRESOLVED_PROCESS_GONE);
-    PythonName name;
-    if (!python_namer_ || !python_namer_(pid, frame, &name)) return;
-    out->symbol = strings_.intern(name.qualname);
-    out->module = strings_.intern(name.file);
-    out->offset = name.line;
-    out->resolution = LOUPE_RESOLVED_PYTHON;
+  // A runtime's frame: the functions it names (innermost first, at most `max`), as the
+  // session's runtimes read them. One they could not read (the process was gone first)
+  // is one frame that keeps the tagged value, named by its runtime's kind.
+  static constexpr std::uint32_t kMaxInlined = 64;
+  std::uint32_t runtime_frames(std::uint32_t pid, std::uint64_t frame, loupe_frame* out,
+                               std::uint32_t max) {
+    RuntimeName names[kMaxInlined];
+    const std::uint32_t n =
+        runtime_namer_ ? runtime_namer_(pid, frame, names, std::min(max, kMaxInlined)) : 0;
+    if (n == 0) {
+      const bool py = LOUPE_RUNTIME_ID(frame) == LOUPE_RUNTIME_PYTHON;
+      *out = unresolved(py ? LOUPE_PYTHON_CODE(frame) : frame,
+                        py ? LOUPE_FRAME_PYTHON : LOUPE_FRAME_JAVA,
+                        LOUPE_UNRESOLVED_PROCESS_GONE);
+      return 1;
+    }
+    for (std::uint32_t i = 0; i < n; ++i) {
+      out[i] = unresolved(frame, names[i].kind, names[i].resolution);
+      out[i].symbol = strings_.intern(names[i].function);
+      out[i].module = strings_.intern(names[i].file);
+      out[i].offset = names[i].line;
+    }
+    return n;
   }
 
   void user_frame(ProcessSpace* space, loupe_frame_kind kind, std::uint64_t addr,
@@ -514,7 +551,7 @@ class ElfSymbolizer final : public Symbolizer {
   std::uint64_t call_ = 0;  // numbers symbolize() calls, to check a perf map once per call
   std::unique_ptr<MappingEvents> mappings_;
   std::function<void(const CodeMapping&)> code_listener_;
-  PythonNamer python_namer_;
+  RuntimeNamer runtime_namer_;
   // Declared last: its worker stops (within one lookup's bound) before the caches go.
   std::unique_ptr<DebuginfodFetcher> fetcher_;
   bool draining_ = false;  // a record's handling looks a parent up: no nested drain

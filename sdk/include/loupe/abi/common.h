@@ -33,8 +33,9 @@ extern "C" {
  * loupe_record.finding; 1.5: unwind_tables_attach; 1.6: unwind_files_attach;
  * 1.7: unwind_python_attach, LOUPE_FRAME_PYTHON; 1.8: loupe_session_info.rotate_s,
  * loupe_flush_args.window_dir; 1.9: loupe_plugin_descriptor.set_rate (thinning under a
- * budget) */
-#define LOUPE_ABI_MINOR 9
+ * budget); 1.10: unwinder_maps (the session's unwinder, shared by every plugin's walk),
+ * LOUPE_FRAME_JAVA, symbolize_stack (a frame that expands into the methods inlined at it) */
+#define LOUPE_ABI_MINOR 10
 
 /* The one symbol a plugin library exports. Its type is loupe_plugin_entry_fn (plugin.h). */
 #define LOUPE_PLUGIN_ENTRY_SYMBOL "loupe_plugin_entry"

@@ -259,7 +259,37 @@ typedef struct loupe_host_services {
    * (LOUPE_PYTHON_IS_FRAME) as LOUPE_FRAME_PYTHON. Same threading and errors. */
   int (*unwind_python_attach)(loupe_host* host, int procs_fd, int python_procs_fd, int codes_fd,
                               int ring_fd);
+
+  /* ABI 1.10. As symbolize(), for a whole stack whose frames may stand for several: a
+   * compiled Java frame expands into the methods inlined at its pc, innermost first, then
+   * the compiled method itself. Writes at most `max_out` frames into `out` and their count
+   * into `*n_out` (frames past max_out are cut from the root end). Same threading. */
+  int (*symbolize_stack)(loupe_host* host, uint32_t pid, uint32_t frame_kind,
+                         const uint64_t* addrs, uint32_t n, loupe_frame* out, uint32_t max_out,
+                         uint32_t* n_out);
+
+  /* ABI 1.10. The session's unwinder: the in-kernel unwinder's shared maps
+   * (bpf/include/loupe/unwind.bpf.h: rows, process and file entries, each runtime's
+   * entries, the LRU and ring of first sightings), created by the host on the first call
+   * (sized by `[session] unwind_rows`) and kept filled for the session's processes. Writes
+   * them, by the names a BPF object declares them under, into `*maps` and their count into
+   * `*n`; host-owned until destroy(). A plugin makes its object's maps of those names the
+   * session's with bpf_map__reuse_fd() before load (sdk::size_unwind_maps does) and never
+   * writes them: one copy of the tables for every plugin, and the runtimes (Python, Java)
+   * that only the session's maps get. Per-plugin state (stack ids, counters, per-CPU
+   * scratch) stays in the plugin's object: programs of two plugins nest on one CPU.
+   * LOUPE_ERR_UNSUPPORTED when the session keeps none (a replay, a kernel that refused the
+   * maps): the plugin keeps its own copy through unwind_tables_attach (native frames).
+   * Setup thread. */
+  int (*unwinder_maps)(loupe_host* host, const struct loupe_map_ref** maps, uint32_t* n);
 } loupe_host_services;
+
+/* A BPF map the host shares, by the name a BPF object declares it under. */
+typedef struct loupe_map_ref {
+  const char* name;
+  int32_t fd;
+  uint32_t reserved;
+} loupe_map_ref;
 
 #ifdef __cplusplus
 }

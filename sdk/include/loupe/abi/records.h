@@ -90,7 +90,15 @@ typedef enum loupe_frame_kind {
    * Python frames): `symbol` is its qualified name, `module` its source file, `offset` the
    * line being run (0: unknown), `address` the code object's. */
   LOUPE_FRAME_PYTHON = 4,
+  /* ABI 1.10: a method of a Java program (the in-kernel unwinder's HotSpot frames): as a
+   * Python frame, `symbol` its name (package.Class.method), `module` its source file,
+   * `offset` its line (0: unknown). An inlined method is a frame of its own. */
+  LOUPE_FRAME_JAVA = 5,
 } loupe_frame_kind;
+
+/* A frame of a program a runtime runs (Python, Java): named by its source, `module` the
+ * file and `offset` the line, not an address in a module. */
+#define LOUPE_FRAME_IS_SOURCE(kind) ((kind) == LOUPE_FRAME_PYTHON || (kind) == LOUPE_FRAME_JAVA)
 
 typedef enum loupe_frame_resolution {
   LOUPE_RESOLVED_SYMTAB = 1, /* ELF .symtab */
@@ -103,6 +111,7 @@ typedef enum loupe_frame_resolution {
    * link-time start), `offset` is from that start. Frames of one function share a name. */
   LOUPE_RESOLVED_EH_FRAME = 6,
   LOUPE_RESOLVED_PYTHON = 7,       /* ABI 1.7: read from the running interpreter's code object */
+  LOUPE_RESOLVED_RUNTIME = 8,      /* ABI 1.10: read from a runtime's own structures (a JVM's) */
   LOUPE_UNRESOLVED_NO_SYMBOL = 16, /* module known, no symbol covers the address */
   LOUPE_UNRESOLVED_NO_MODULE = 17, /* address outside every known mapping */
   LOUPE_UNRESOLVED_PROCESS_GONE = 18,

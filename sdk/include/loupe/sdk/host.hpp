@@ -191,6 +191,30 @@ class Host {
     out.resize(n);
     return static_cast<loupe_unwind_status>(reason);
   }
+  // The session's unwinder maps (ABI 1.10; abi/host.h unwinder_maps): false when the host
+  // keeps none.
+  bool unwinder_maps(const loupe_map_ref** maps, std::uint32_t* n) const {
+    return LOUPE_ABI_HAS_FIELD(svc_, loupe_host_services, unwinder_maps) && svc_->unwinder_maps &&
+           svc_->unwinder_maps(svc_->host, maps, n) == LOUPE_OK;
+  }
+  // As symbolize(), for a whole stack: a frame that stands for several (a compiled Java
+  // frame and the methods inlined at its pc) expands into each, innermost first (ABI
+  // 1.10; an older host names one frame per address).
+  int symbolize_stack(std::uint32_t pid, loupe_frame_kind kind, const std::uint64_t* addrs,
+                      std::uint32_t n, std::vector<loupe_frame>* out) const {
+    if (!LOUPE_ABI_HAS_FIELD(svc_, loupe_host_services, symbolize_stack) ||
+        !svc_->symbolize_stack) {
+      out->resize(n);
+      return symbolize(pid, kind, addrs, n, out->data());
+    }
+    // Room for every frame to expand a few times; a stack that needs more is cut at its root.
+    out->resize(static_cast<std::size_t>(n) * 4 + 16);
+    std::uint32_t got = 0;
+    const int rc = svc_->symbolize_stack(svc_->host, pid, kind, addrs, n, out->data(),
+                                         static_cast<std::uint32_t>(out->size()), &got);
+    out->resize(rc == LOUPE_OK ? got : 0);
+    return rc;
+  }
   // Whether the host offers attach_unwind_tables() (ABI 1.5): known before load, so a
   // plugin can choose its walk while its BPF object is still open.
   bool can_keep_unwind_tables() const {

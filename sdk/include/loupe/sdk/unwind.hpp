@@ -16,7 +16,10 @@
 #include <bpf/libbpf.h>
 #include <linux/bpf.h>
 
+#include <bpf/bpf.h>
+
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "loupe/abi/plugin.h"
@@ -34,10 +37,10 @@ inline constexpr loupe_config_key kUnwindRowsKey = {
     LOUPE_CFG_INT,
     0,
     "0",
-    "unwind = \"tables\": table rows kept in the kernel (12 bytes each, allocated at start; "
-    "libc has 28k); 0 = 262144 (3 MiB) for a command or --pid, 2097152 (24 MiB) system-wide, "
-    "where every binary of the machine needs rows; files past it unwind by frame pointers "
-    "(counted in unwind_rows_full)",
+    "unwind = \"tables\" on a host without the session's unwinder (before ABI 1.10, or its "
+    "maps refused): this plugin's own table rows (12 bytes each); 0 = 262144 for a command or "
+    "--pid, 2097152 system-wide. With the session's unwinder (the default), `[session] "
+    "unwind_rows` sizes the one table every plugin shares",
     0,
     16777216};
 
@@ -99,33 +102,76 @@ inline bool use_unwind_tables(const Config& cfg, const Host& host, const std::st
   return false;
 }
 
+// The kernel name the host gives the maps it shares (a map's name is at most 15 bytes), so
+// a loaded object tells whether its unwinder maps are the session's.
+inline constexpr const char kSessionMapPrefix[] = "ls_";
+
+// Makes every map of an opened object that the session's unwinder offers (by name) the
+// session's (bpf_map__reuse_fd, which takes its own reference): the walk then reads the
+// tables, entries and runtimes the host keeps once for all plugins. Throws on a refusal.
+// False when the host keeps no session unwinder (an older host, a replay, a kernel that
+// refused its maps).
+inline bool reuse_session_unwinder(bpf_object* obj, const Host& host) {
+  const loupe_map_ref* refs = nullptr;
+  std::uint32_t n = 0;
+  if (!host.unwinder_maps(&refs, &n) || n == 0) return false;
+  bpf_map* map;
+  bpf_object__for_each_map(map, obj) {
+    const char* name = bpf_map__name(map);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const loupe_map_ref& ref = refs[i];
+      if (!ref.name || std::strcmp(ref.name, name) != 0) continue;
+      if (const int err = bpf_map__reuse_fd(map, ref.fd); err != 0)
+        throw Error(LOUPE_ERR_KERNEL,
+                    std::string("sharing the session's unwinder map ") + name + ": " +
+                        std::strerror(-err));
+    }
+  }
+  return true;
+}
+
 // Sizes the unwinder's maps of an opened skeleton whose object includes unwind.bpf.h.
 // `rows` 0: the unwinder is not used, every map shrinks to one entry (an unused
-// unwind.bpf.h costs no memory). Otherwise room for `rows` table rows (12 bytes each; libc
-// alone has 28k) and `max_stacks` distinct stacks (1 KiB each), and with `python` the maps
-// of the interpreters and code objects whose Python frames the walk records.
+// unwind.bpf.h costs no memory). Otherwise room for `max_stacks` distinct stacks (1 KiB
+// each, the plugin's own), and the shared maps: the session's when it keeps an unwinder
+// (then `rows` and `python` are the session's business: `[session] unwind_rows`), else
+// this object's own, with room for `rows` table rows (12 bytes each; libc alone has 28k)
+// and, with `python`, the interpreters whose Python frames the walk records. Runtimes
+// other than Python (HotSpot) need the session's unwinder: an older host names none.
 template <typename Skel>
-void size_unwind_maps(Skel* skel, std::uint32_t rows, std::uint32_t max_stacks,
+void size_unwind_maps(Skel* skel, const Host& host, std::uint32_t rows, std::uint32_t max_stacks,
                       bool python = true) {
   const bool on = rows > 0;
+  bpf_map__set_max_entries(skel->maps.loupe_unwind_stacks, on ? max_stacks : 1);
+  bpf_map__set_max_entries(skel->maps.loupe_unwind_slots, on ? max_stacks : 1);
+  skel->rodata->loupe_unwind_max_stacks = on ? max_stacks : 1;
+  if (on && reuse_session_unwinder(skel->obj, host)) return;
   const bool py = on && python;
   bpf_map__set_max_entries(skel->maps.loupe_unwind_rows, on ? rows : 1);
   bpf_map__set_max_entries(skel->maps.loupe_unwind_procs, on ? 1024 : 1);
   bpf_map__set_max_entries(skel->maps.loupe_unwind_files, on ? 4096 : 1);
-  bpf_map__set_max_entries(skel->maps.loupe_unwind_stacks, on ? max_stacks : 1);
-  bpf_map__set_max_entries(skel->maps.loupe_unwind_slots, on ? max_stacks : 1);
-  skel->rodata->loupe_unwind_max_stacks = on ? max_stacks : 1;
+  bpf_map__set_max_entries(skel->maps.loupe_hotspot_procs, 1);
   // Python frames: an interpreter per process, code objects seen (24 bytes each), and the
   // ring that tells user space of new ones (a page when unused: the smallest ring).
   bpf_map__set_max_entries(skel->maps.loupe_python_procs, py ? 1024 : 1);
-  bpf_map__set_max_entries(skel->maps.loupe_python_codes, py ? 16384 : 64);
-  bpf_map__set_max_entries(skel->maps.loupe_python_code_ring, py ? 256 * 1024 : 4096);
+  bpf_map__set_max_entries(skel->maps.loupe_runtime_seen, py ? 16384 : 64);
+  bpf_map__set_max_entries(skel->maps.loupe_runtime_ring, py ? 256 * 1024 : 4096);
+}
+
+// Whether a loaded object's unwinder maps are the session's (nothing to hand over).
+inline bool uses_session_unwinder(int rows_fd) {
+  bpf_map_info info{};
+  __u32 len = sizeof(info);
+  return bpf_obj_get_info_by_fd(rows_fd, &info, &len) == 0 &&
+         std::strncmp(info.name, kSessionMapPrefix, sizeof(kSessionMapPrefix) - 1) == 0;
 }
 
 // After load: hands the skeleton's unwinder maps to the host, which from then on keeps the
-// tables of the session's processes in them. Throws when the host cannot.
+// tables of the session's processes in them (nothing to do when they are the session's).
+// Throws when the host cannot.
 template <typename Skel>
 void attach_unwind_tables(const Host& host, Skel* skel) {
+  if (uses_session_unwinder(bpf_map__fd(skel->maps.loupe_unwind_rows))) return;
   if (!host.attach_unwind_tables(bpf_map__fd(skel->maps.loupe_unwind_rows),
                                  bpf_map__fd(skel->maps.loupe_unwind_procs)))
     throw Error(LOUPE_ERR_UNSUPPORTED,
@@ -138,7 +184,7 @@ void attach_unwind_tables(const Host& host, Skel* skel) {
   if (bpf_map__max_entries(skel->maps.loupe_python_procs) > 1)
     host.attach_unwind_python(
         bpf_map__fd(skel->maps.loupe_unwind_procs), bpf_map__fd(skel->maps.loupe_python_procs),
-        bpf_map__fd(skel->maps.loupe_python_codes), bpf_map__fd(skel->maps.loupe_python_code_ring));
+        bpf_map__fd(skel->maps.loupe_runtime_seen), bpf_map__fd(skel->maps.loupe_runtime_ring));
 }
 
 // How the walks ended (loupe_unwind_stats), as health records "<component>/unwind_*" and
@@ -151,7 +197,7 @@ inline void emit_unwind_health(const Host& host, const std::string& component, i
   const std::string names[] = {
       p + "depth_bound",       p + "unsupported", p + "signal_frames",    p + "read_failed",
       p + "bad_frame",         p + "ids_full",    p + "python_no_thread", p + "python_read_failed",
-      p + "python_codes_lost", p + "event_cut"};
+      p + "runtime_seen_lost", p + "event_cut"};
   const HealthRow rows[] = {
       {names[0].c_str(), c.depth_bound,
        "user stacks cut at the unwinder's bound (127 frames): their root is missing"},
@@ -170,9 +216,9 @@ inline void emit_unwind_health(const Host& host, const std::string& component, i
        "are missing (the interpreter's key not made yet, or its TLS unreadable)"},
       {names[7].c_str(), c.python_read_failed,
        "Python frame chains cut where a frame could not be read (a page not resident)"},
-      {names[8].c_str(), c.python_codes_lost,
-       "code objects not told to user space (their ring was full): their frames stay unnamed "
-       "until seen again"},
+      {names[8].c_str(), c.runtime_seen_lost,
+       "runtime objects (Python code objects, Java methods and compiled methods) not told to "
+       "user space (their ring was full): their frames stay unnamed until seen again"},
       {names[9].c_str(), c.event_cut,
        "user stacks cut at the frames an event carries (latency's outliers 32, fileio's slow "
        "events 64; "

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "session/python_frames.hpp"
+#include "python/python_frames.hpp"
 
 #include <bpf/bpf.h>
 #include <spdlog/spdlog.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
+
+#include "session/health_report.hpp"
 
 namespace loupe {
 namespace {
@@ -50,26 +54,37 @@ PythonFrames::~PythonFrames() {
   for (auto& c : consumers_) ring_buffer__free(c.ring);
 }
 
-Status PythonFrames::attach(int procs_fd, int codes_fd, int ring_fd) {
-  bpf_map_info procs{}, codes{}, ring{};
-  __u32 len = sizeof(procs);
-  if (bpf_obj_get_info_by_fd(procs_fd, &procs, &len) != 0 ||
-      procs.value_size != sizeof(loupe_python_proc) || procs.key_size != 4)
-    return make_error("unwind_python_attach: python_procs_fd is not a map of loupe_python_proc");
-  len = sizeof(codes);
-  if (bpf_obj_get_info_by_fd(codes_fd, &codes, &len) != 0 ||
-      codes.key_size != sizeof(loupe_python_code_key))
-    return make_error("unwind_python_attach: codes_fd is not a map by loupe_python_code_key");
-  len = sizeof(ring);
-  if (bpf_obj_get_info_by_fd(ring_fd, &ring, &len) != 0 || ring.type != BPF_MAP_TYPE_RINGBUF)
-    return make_error("unwind_python_attach: ring_fd is not a ring buffer");
-  ring_buffer* rb = ring_buffer__new(ring_fd, &PythonFrames::on_record, this, nullptr);
-  if (!rb) return make_error("unwind_python_attach: cannot read the ring");
-  consumers_.push_back({procs_fd, codes_fd, rb});
+std::vector<RuntimeMapSpec> PythonFrames::maps() const {
+  return {{"loupe_python_procs", BPF_MAP_TYPE_HASH, 4, sizeof(loupe_python_proc), 1024,
+           BPF_F_NO_PREALLOC}};
+}
+
+Status PythonFrames::attach(const std::map<std::string, int>& fds) {
+  auto procs = fds.find("loupe_python_procs");
+  auto codes = fds.find("loupe_runtime_seen");
+  if (procs == fds.end() || codes == fds.end()) return make_error("no loupe_python_procs map");
+  // The session's ring is read by the session's unwinder, which hands each sighting here.
+  consumers_.push_back({procs->second, codes->second, nullptr});
   return {};
 }
 
-bool PythonFrames::update(std::uint32_t pid) {
+Runtime::Update PythonFrames::update(std::uint32_t pid) {
+  return update_entry(pid) ? Update::kYes : Update::kNo;
+}
+
+std::uint32_t PythonFrames::name(std::uint32_t pid, std::uint64_t frame,
+                                 Symbolizer::RuntimeName* out, std::uint32_t max) {
+  Name n;
+  if (max == 0 || !name_frame(pid, frame, &n)) return 0;
+  out->function = std::move(n.qualname);
+  out->file = std::move(n.file);
+  out->line = n.line;
+  out->kind = LOUPE_FRAME_PYTHON;
+  out->resolution = LOUPE_RESOLVED_PYTHON;
+  return 1;
+}
+
+bool PythonFrames::update_entry(std::uint32_t pid) {
   if (consumers_.empty()) return false;
   auto found = find_python_process(proc_root_, pid, &runtimes_);
   if (!found || !found->runtime.layout) {
@@ -120,15 +135,10 @@ void PythonFrames::forget(std::uint32_t pid) {
 
 void PythonFrames::poll() {
   std::lock_guard lock(ring_mu_);
-  for (auto& c : consumers_) ring_buffer__consume(c.ring);
+  for (auto& c : consumers_)
+    if (c.ring) ring_buffer__consume(c.ring);
 }
 
-int PythonFrames::on_record(void* self, void* data, std::size_t size) {
-  if (size < sizeof(loupe_python_code_key)) return 0;
-  const auto* key = static_cast<const loupe_python_code_key*>(data);
-  static_cast<PythonFrames*>(self)->seen(key->tgid, key->code, key->token);
-  return 0;
-}
 
 // Reads code object `code` of `pid` from the process and keeps it; `lock` (on mu_) is let
 // go for the read. nullptr when the process is not walked, the bound is reached (counted
@@ -166,7 +176,7 @@ void PythonFrames::seen(std::uint32_t pid, std::uint64_t code, std::uint64_t tok
   read_and_keep(lock, pid, code, token);
 }
 
-bool PythonFrames::name(std::uint32_t pid, std::uint64_t frame, Name* out) {
+bool PythonFrames::name_frame(std::uint32_t pid, std::uint64_t frame, Name* out) {
   const std::uint64_t code = LOUPE_PYTHON_CODE(frame);
   // A stack is named as soon as a plugin first sees it (cpusample every 250 ms, lockwait
   // and offcpu at once), often before the session's tick reads the ring: the sightings that
@@ -204,6 +214,45 @@ PythonFrames::Counters PythonFrames::counters() const {
   c.names_missed = names_missed_;
   c.write_errors = write_errors_;
   return c;
+}
+
+void PythonFrames::report_health(HealthReport& health) const {
+  if (!attached()) return;
+  const Counters c = counters();
+  const auto warn_if = [](std::uint64_t v) { return v ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK; };
+  const std::string comp = "python_frames";
+  health.health("python_processes", comp, c.processes, LOUPE_HEALTH_OK,
+         fmt::format("CPython processes whose Python frames were walked; {} code object(s) "
+                     "named ({:.1f} KiB)",
+                     c.codes_read, static_cast<double>(c.code_bytes) / 1024.0),
+         true);
+  health.health("python_codes_unread", comp, c.codes_failed, warn_if(c.codes_failed),
+         c.codes_failed ? "code objects the stacks met that could not be read (their process "
+                          "exited first): those frames keep the code object's address"
+                        : "",
+         true);
+  health.health("python_frames_unnamed", comp, c.names_missed, warn_if(c.names_missed),
+         c.names_missed ? "Python frames named by their code object's address only: it could "
+                          "not be read (its process exited before the frame was first named)"
+                        : "",
+         true);
+  health.health("python_codes_dropped", comp, c.codes_dropped, warn_if(c.codes_dropped),
+         c.codes_dropped ? "code objects not named: the session keeps the names of 262144, "
+                           "and more were seen; those frames keep the code object's address"
+                         : "",
+         true);
+  health.health("python_entries_refused", comp, c.write_errors, warn_if(c.write_errors),
+         c.write_errors ? "interpreters the kernel's map refused (it holds 1024): their stacks "
+                          "keep native frames only"
+                        : "",
+         true);
+  std::string versions;
+  for (const auto& v : c.unsupported) versions += (versions.empty() ? "" : ", ") + v;
+  health.health("python_unsupported", comp, c.unsupported.size(), warn_if(c.unsupported.size()),
+         c.unsupported.empty() ? ""
+                               : "interpreters loupe has no layout for (3.10 to 3.13 have one): " +
+                                     versions + "; their stacks keep native frames only",
+         true);
 }
 
 }  // namespace loupe

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "symbols/python_runtime.hpp"
+#include "python/python_runtime.hpp"
 
 #include <fcntl.h>
 #include <gelf.h>

@@ -23,13 +23,13 @@
 #include <utility>
 #include <vector>
 
-#include "loupe/unwind.h"
-#include "symbols/python_runtime.hpp"
+#include "python/python_runtime.hpp"
+#include "session/runtime.hpp"  // loupe/abi/host.h before loupe/unwind.h
 #include "util/result.hpp"
 
 namespace loupe {
 
-class PythonFrames {
+class PythonFrames final : public Runtime {
  public:
   struct Counters {
     std::uint64_t processes = 0;      // interpreter processes whose frames are walked
@@ -48,17 +48,24 @@ class PythonFrames {
   };
 
   explicit PythonFrames(std::string proc_root = "/proc") : proc_root_(std::move(proc_root)) {}
-  ~PythonFrames();
+  ~PythonFrames() override;
   PythonFrames(const PythonFrames&) = delete;
   PythonFrames& operator=(const PythonFrames&) = delete;
 
-  // A consumer's maps (loupe_python_procs, loupe_python_codes, loupe_python_code_ring).
-  Status attach(int procs_fd, int codes_fd, int ring_fd);
+  // Runtime: CPython, its loupe_python_procs; code objects told through the session's
+  // runtime ring.
+  const char* name() const override { return "python_frames"; }
+  std::uint32_t id() const override { return LOUPE_RUNTIME_PYTHON; }
+  std::vector<RuntimeMapSpec> maps() const override;
+  Status attach(const std::map<std::string, int>& fds) override;
+  Update update(std::uint32_t pid) override;
+  void forget(std::uint32_t pid) override;
+  void seen(const loupe_runtime_seen_key& key) override { seen(key.tgid, key.ptr, key.token); }
+  std::uint32_t name(std::uint32_t pid, std::uint64_t frame, Symbolizer::RuntimeName* out,
+                     std::uint32_t max) override;
+  void report_health(HealthReport& health) const override;
+
   bool attached() const { return !consumers_.empty(); }
-  // A process whose code mappings changed (exec, dlopen): true when it runs an interpreter
-  // whose frames are walked; its entry is in every consumer's map before this returns.
-  bool update(std::uint32_t pid);
-  void forget(std::uint32_t pid);
   // Reads the code objects the walks reported since the last call. Any thread.
   void poll();
   // The name of a tagged frame (LOUPE_PYTHON_IS_FRAME) of `pid`. Any thread.
@@ -66,7 +73,7 @@ class PythonFrames {
   // module's body after its import) is told there before any stack of the new one, so the
   // new one's frames never take the old one's name. A code object the ring has not told
   // yet is read then, from the process.
-  bool name(std::uint32_t pid, std::uint64_t frame, Name* out);
+  bool name_frame(std::uint32_t pid, std::uint64_t frame, Name* out);
   Counters counters() const;
 
  private:
@@ -77,9 +84,9 @@ class PythonFrames {
   struct Code {
     PythonCode code;
     const PythonLayout* layout;
-    std::uint64_t token;  // as the walk read it (loupe_python_code_key)
+    std::uint64_t token;  // as the walk read it (loupe_runtime_seen_key)
   };
-  static int on_record(void* self, void* data, std::size_t size);
+  bool update_entry(std::uint32_t pid);
   void seen(std::uint32_t pid, std::uint64_t code, std::uint64_t token);
   const Code* read_and_keep(std::unique_lock<std::mutex>& lock, std::uint32_t pid,
                             std::uint64_t code, std::uint64_t token);

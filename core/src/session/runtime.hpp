@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// A language runtime whose frames the in-kernel unwinder walks (CPython, HotSpot): the
+// contract between the session's unwinder (session_unwinder.hpp) and one runtime's folder
+// under runtimes/. The core never names a runtime: it holds them as this interface, from
+// the table runtimes/registry.cpp makes, as the kernel features are one table.
+//
+// A runtime brings
+//   - its frame tag (LOUPE_RUNTIME_*, loupe/unwind.h) and its BPF step, a header the walk
+//     includes (bpf/include/loupe/unwind_<runtime>.bpf.h);
+//   - the BPF maps that step reads (its per-process entries), which the session creates
+//     once and every plugin's walk shares;
+//   - update(pid): whether a process runs it (from its mappings), writing the entry the
+//     walk reads. Called on the unwinder's table threads, never the session loop's, so a
+//     slow read of a process's memory stalls no ring and no report;
+//   - seen(): the first sighting of something its frames refer to (a code object, a
+//     method), told by the walk through the session's ring, to be read while the process
+//     lives (a script that exits right after its last sample keeps its names);
+//   - name(): the functions a tagged frame stands for, innermost first (a compiled Java
+//     frame names the methods inlined at its pc too), also after the process is gone;
+//   - its own health rows: what it could not read, counted.
+#ifndef LOUPE_CORE_SESSION_RUNTIME_HPP
+#define LOUPE_CORE_SESSION_RUNTIME_HPP
+
+#include <linux/bpf.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loupe/symbolizer.hpp"
+#include "loupe/unwind.h"
+#include "util/result.hpp"
+
+namespace loupe {
+
+class HealthReport;
+
+// A BPF map a runtime's walk step reads: `name` as its BPF header declares it, so every
+// plugin object's map of that name becomes the session's.
+struct RuntimeMapSpec {
+  std::string name;
+  bpf_map_type type;
+  std::uint32_t key_size, value_size, max_entries, flags;
+};
+
+class Runtime {
+ public:
+  virtual ~Runtime() = default;
+  // Health rows' component ("python_frames") and logs.
+  virtual const char* name() const = 0;
+  virtual std::uint32_t id() const = 0;  // LOUPE_RUNTIME_*
+  virtual std::vector<RuntimeMapSpec> maps() const = 0;
+  // The session made the maps: fds by RuntimeMapSpec::name. Before any update().
+  virtual Status attach(const std::map<std::string, int>& fds) = 0;
+  // pid (new, or its code mappings changed): kYes when it runs this runtime and its entry
+  // is written; kLater when it does but is not ready to be read (a JVM whose CodeCache is
+  // not made yet: asked again soon). Any one thread at a time.
+  enum class Update { kNo, kYes, kLater };
+  virtual Update update(std::uint32_t pid) = 0;
+  virtual void forget(std::uint32_t pid) = 0;
+  // A first sighting the walk told (key.runtime == id()). The ring's reader's thread.
+  virtual void seen(const loupe_runtime_seen_key& key) = 0;
+  // The functions `frame` (LOUPE_RUNTIME_ID(frame) == id()) of `pid` stands for, up to
+  // `max` into `out`, innermost first; 0 when unknown. Any thread.
+  virtual std::uint32_t name(std::uint32_t pid, std::uint64_t frame, Symbolizer::RuntimeName* out,
+                             std::uint32_t max) = 0;
+  virtual void report_health(HealthReport& health) const = 0;
+};
+
+struct RuntimeOptions {
+  std::string proc_root = "/proc";
+};
+
+// The table of runtimes (runtimes/registry.cpp): one of each, in LOUPE_RUNTIME_* order.
+std::vector<std::unique_ptr<Runtime>> make_runtimes(const RuntimeOptions& opts);
+
+}  // namespace loupe
+
+#endif  // LOUPE_CORE_SESSION_RUNTIME_HPP
