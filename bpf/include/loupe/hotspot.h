@@ -61,6 +61,7 @@ struct loupe_hotspot_heap {
 
 /* loupe_hotspot_proc.flags */
 #define LOUPE_HOTSPOT_CODE_OFFSETS 1 /* CodeBlob code begin/end are int offsets (JDK 23+) */
+#define LOUPE_HOTSPOT_COMPLETE_16 2 /* CodeBlob::_frame_complete_offset is an int16_t (JDK 25) */
 
 /* One JVM, written by user space (runtimes/hotspot/). Offsets are in bytes. */
 struct loupe_hotspot_proc {

@@ -169,6 +169,8 @@ __attribute__((noinline)) int loupe_hotspot_step(__u32 d)
 		begin = loupe_hotspot_u64(st, st->hs.blob_code_begin);
 	frame_words = loupe_hotspot_s32(st, st->hs.blob_frame_size);
 	complete = loupe_hotspot_s32(st, st->hs.blob_frame_complete);
+	if (st->hs.flags & LOUPE_HOTSPOT_COMPLETE_16)
+		complete = (__s16)complete;
 	/* "nmethod", "native nmethod": compiled Java. */
 	kind = ((__u32)name == 0x74656d6e || (__u32)name == 0x6974616e) ? LOUPE_HOTSPOT_COMPILED
 									 : LOUPE_HOTSPOT_STUB;

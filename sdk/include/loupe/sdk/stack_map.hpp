@@ -109,9 +109,10 @@ class StackMapFrames {
  private:
   Frames symbolized(std::uint32_t pid, loupe_frame_kind kind,
                     const std::vector<std::uint64_t>& ips) const {
-    Frames out(ips.size());
+    // A frame may stand for several (a compiled Java frame and the methods inlined in it).
+    Frames out;
     if (!ips.empty())
-      host_.symbolize(pid, kind, ips.data(), static_cast<std::uint32_t>(ips.size()), out.data());
+      host_.symbolize_stack(pid, kind, ips.data(), static_cast<std::uint32_t>(ips.size()), &out);
     return out;
   }
 
