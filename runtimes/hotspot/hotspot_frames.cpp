@@ -192,7 +192,9 @@ struct HotSpotFrames::Jvm {
   loupe_hotspot_proc entry{};
   std::map<std::uint64_t, std::unique_ptr<Method>> methods;     // by Method*
   std::map<std::uint64_t, std::uint64_t> method_tokens;         // Method* -> ConstMethod*
-  std::map<std::uint64_t, std::unique_ptr<NMethod>> nmethods;  // by code begin
+  // By (code begin, compile id): code freed and reused holds several generations, and a
+  // frame names the one whose compile id it recorded.
+  std::map<std::pair<std::uint64_t, std::uint32_t>, std::unique_ptr<NMethod>> nmethods;
 };
 
 std::uint32_t HotSpotFrames::Method::line_at(std::uint32_t bci) const {
@@ -584,8 +586,8 @@ const HotSpotFrames::NMethod* HotSpotFrames::read_nmethod_locked(Jvm& j, std::ui
   std::sort(nm->pcs.begin(), nm->pcs.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   ++nmethods_read_;
-  const std::uint64_t begin = nm->code_begin;
-  return (j.nmethods[begin] = std::move(nm)).get();
+  const std::pair<std::uint64_t, std::uint32_t> key{nm->code_begin, nm->compile_id & 0x1ffffff};
+  return (j.nmethods[key] = std::move(nm)).get();
 }
 
 const HotSpotFrames::NMethod* HotSpotFrames::read_nmethod(std::uint32_t pid, std::uint64_t blob,
@@ -634,10 +636,21 @@ std::uint32_t HotSpotFrames::name(std::uint32_t pid, std::uint64_t frame,
     }
     case LOUPE_HOTSPOT_COMPILED: {
       const std::uint64_t pc = j->code_low + LOUPE_HOTSPOT_PC_OFF(p);
-      auto it = j->nmethods.upper_bound(pc);
-      if (it == j->nmethods.begin()) break;
-      const NMethod& nm = *std::prev(it)->second;
-      if (pc >= nm.code_end || (nm.compile_id & 0x1ffffff) != LOUPE_HOTSPOT_COMPILE_ID(p)) break;
+      const auto id = static_cast<std::uint32_t>(LOUPE_HOTSPOT_COMPILE_ID(p));
+      // The nmethods that begin at or below pc, nearest first: the one with the frame's
+      // compile id whose code holds pc (a few generations of reused code at most).
+      const NMethod* found = nullptr;
+      auto it = j->nmethods.upper_bound({pc, UINT32_MAX});
+      for (int step = 0; step < 256 && it != j->nmethods.begin() && !found; ++step) {
+        --it;
+        const NMethod& c = *it->second;
+        if (pc < c.code_end && (c.compile_id & 0x1ffffff) == id) found = &c;
+      }
+      if (!found) {
+        spdlog::trace("pid {}: pc {:#x} (compile id {}): no such nmethod read", pid, pc, id);
+        break;
+      }
+      const NMethod& nm = *found;
       // HotSpot's sampler's rule: the first PcDesc past the pc (the walk took 1 off a
       // return address, whose call's PcDesc sits at it).
       const auto rel = static_cast<std::uint32_t>(pc - nm.code_begin) + 1;
