@@ -186,6 +186,64 @@ TEST_F(CpuSampleJava, CommandJvmMethodsAreNamedFromTheVmWithoutAttach) {
   expect_read_without_attach(r, s.pid);
 }
 
+// A method C2 compiled into its caller has no frame on the stack; its time is its own in
+// the VM's debug info. Java Flight Recorder, run on the same program, is the truth the
+// share is held to.
+TEST_F(CpuSampleJava, InlinedMethodsAreFramesOfTheirOwnAsJfrSaysThem) {
+  auto r = run(kProfile, {java_, "-cp", classes_, "Inlined", "5"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::int64_t main_thread = 0, mix_in_outer = 0, inlined = 0;
+  for (const auto* rec : r.all("stack", "cpu")) {
+    const auto& labels = (*rec)["labels"];
+    if (labels.value("comm", "") != "java" || labels.value("tid", "") == labels.value("pid", ""))
+      continue;
+    const std::int64_t n = (*rec)["stack"]["values"][0]["value"].get<std::int64_t>();
+    main_thread += n;
+    std::vector<const json*> java;
+    for (const auto& f : (*rec)["stack"]["frames"])
+      if (f.value("kind", "") == "java") java.push_back(&f);
+    // The innermost Java frame is mix, its direct caller outer.
+    if (java.size() >= 2 && (*java[0]).value("symbol", "") == "Inlined.mix" &&
+        (*java[1]).value("symbol", "") == "Inlined.outer") {
+      mix_in_outer += n;
+      // Frames expanded from one compiled frame carry its one address.
+      if ((*java[0]).value("address", 0ull) == (*java[1]).value("address", 0ull)) inlined += n;
+    }
+  }
+  std::printf("  main thread: %lld samples, mix in outer %lld, of which from one compiled frame %lld\n",
+              (long long)main_thread, (long long)mix_in_outer, (long long)inlined);
+  ASSERT_GE(main_thread, 100) << r.output;
+  EXPECT_GE(inlined * 2, mix_in_outer) << "mix was not inlined: the test proves nothing";
+  const double share = double(mix_in_outer) / double(main_thread);
+  // Java Flight Recorder's samples of the same program.
+  const std::string jfr = on_path("jfr");
+  if (jfr.empty()) GTEST_SKIP() << "no jfr on PATH: the share is not compared";
+  const std::string rec_file = classes_ + "/inlined.jfr", out = classes_ + "/inlined.txt";
+  const std::string cmd = java_ + " -XX:StartFlightRecording=filename=" + rec_file +
+                          ",settings=profile -cp " + classes_ + " Inlined 5 >/dev/null 2>&1 && " +
+                          jfr + " print --events jdk.ExecutionSample --stack-depth 2 " + rec_file +
+                          " > " + out;
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream in(out);
+  std::int64_t samples = 0, mix = 0;
+  std::string line;
+  bool top = false;
+  for (; std::getline(in, line);) {
+    if (line.find("jdk.ExecutionSample") != std::string::npos) {
+      ++samples;
+      top = true;
+    } else if (top && line.find("line:") != std::string::npos) {
+      mix += line.find("Inlined.mix(") != std::string::npos;
+      top = false;
+    }
+  }
+  ASSERT_GE(samples, 100) << "JFR recorded too few samples";
+  const double truth = double(mix) / double(samples);
+  std::printf("  mix's share: loupe %.1f%%, Java Flight Recorder %.1f%% (%lld samples)\n",
+              100 * share, 100 * truth, (long long)samples);
+  EXPECT_NEAR(share, truth, 0.07);
+}
+
 TEST_F(CpuSampleJava, CommandJvmMethodsAreNamedFromItsPerfMapWhenAsked) {
   auto r = run(kProfile, java("6"), "", kAttach);
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -31,6 +31,6 @@ loupe_cli_e2e_test(cpusample_dwarf_e2e_test SOURCE ${CMAKE_CURRENT_LIST_DIR}/cpu
 # starts a JVM, whose start-up takes both cores for a second.
 loupe_cli_e2e_test(cpusample_java_e2e_test
   SOURCE ${CMAKE_CURRENT_LIST_DIR}/cpusample_java_e2e_test.cpp
-  DEFINITIONS JAVA_SOURCE="${CMAKE_CURRENT_LIST_DIR}/TwoHot.java"
+  DEFINITIONS JAVA_SOURCE="${CMAKE_CURRENT_LIST_DIR}/TwoHot.java ${CMAKE_CURRENT_LIST_DIR}/Inlined.java"
               JAVA_CLASSES_DIR="${CMAKE_BINARY_DIR}/tests/workloads/java"
   LABEL jvm DEPENDS loupe-cpusample PROPERTIES TIMEOUT ${LOUPE_KERNEL_TEST_TIMEOUT} RUN_SERIAL TRUE)
