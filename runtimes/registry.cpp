@@ -12,7 +12,7 @@ namespace loupe {
 std::vector<std::unique_ptr<Runtime>> make_runtimes(const RuntimeOptions& opts) {
   std::vector<std::unique_ptr<Runtime>> r;
   r.push_back(std::make_unique<PythonFrames>(opts.proc_root));
-  r.push_back(std::make_unique<HotSpotFrames>(opts.proc_root));
+  r.push_back(std::make_unique<HotSpotFrames>(opts.proc_root, opts.jvm_perf_map));
   return r;
 }
 

@@ -206,7 +206,10 @@ std::uint32_t HotSpotFrames::Method::line_at(std::uint32_t bci) const {
   return line;
 }
 
-HotSpotFrames::HotSpotFrames(std::string proc_root) : proc_root_(std::move(proc_root)) {}
+HotSpotFrames::HotSpotFrames(std::string proc_root, bool perf_maps)
+    : proc_root_(std::move(proc_root)) {
+  perf_maps_.enable(perf_maps);
+}
 HotSpotFrames::~HotSpotFrames() = default;
 
 std::vector<RuntimeMapSpec> HotSpotFrames::maps() const {
@@ -681,6 +684,7 @@ std::uint32_t HotSpotFrames::name(std::uint32_t pid, std::uint64_t frame,
 }
 
 void HotSpotFrames::report_health(HealthReport& health) const {
+  perf_maps_.report_health(health);
   std::lock_guard lock(mu_);
   if (!jvms_seen_ && unsupported_.empty()) return;
   const std::string comp = "hotspot_frames";

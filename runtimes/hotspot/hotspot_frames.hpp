@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "session/runtime.hpp"  // loupe/abi/host.h before loupe/hotspot.h
+#include "hotspot/jvm_perf_maps.hpp"
 #include "loupe/hotspot.h"
 
 namespace loupe {
@@ -38,7 +39,9 @@ struct HotSpotLayout;
 
 class HotSpotFrames final : public Runtime {
  public:
-  explicit HotSpotFrames(std::string proc_root = "/proc");
+  // `perf_maps`: also ask each JVM of the target for its perf map through its attach
+  // listener ([session] jvm_perf_map; jvm_perf_maps.hpp), for JIT frames the walk leaves.
+  explicit HotSpotFrames(std::string proc_root = "/proc", bool perf_maps = false);
   ~HotSpotFrames() override;
 
   const char* name() const override { return "hotspot_frames"; }
@@ -51,6 +54,10 @@ class HotSpotFrames final : public Runtime {
   std::uint32_t name(std::uint32_t pid, std::uint64_t frame, Symbolizer::RuntimeName* out,
                      std::uint32_t max) override;
   void report_health(HealthReport& health) const override;
+  void tick(const std::vector<pid_t>& processes) override { perf_maps_.tick(processes); }
+  void before_final_report(const std::vector<pid_t>& processes) override {
+    perf_maps_.before_final_report(processes);
+  }
 
   // What a JVM's method is, as the session read it.
   struct Method {
@@ -83,6 +90,7 @@ class HotSpotFrames final : public Runtime {
   const NMethod* read_nmethod_locked(Jvm& j, std::uint64_t blob, std::uint32_t compile_id);
 
   std::string proc_root_;
+  JvmPerfMaps perf_maps_;
   int procs_fd_ = -1;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<const HotSpotLayout>> layouts_;  // by libjvm path

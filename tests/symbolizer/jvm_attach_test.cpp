@@ -4,7 +4,7 @@
 // map it writes, an error answer, and the helper that connects with the credentials of a
 // JVM of another user. TwoHot.java (cpusample's Java workload) is compiled with javac at
 // test time; without java and javac the tests skip.
-#include "symbols/jvm_attach.hpp"
+#include "hotspot/jvm_attach.hpp"
 
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -228,33 +228,6 @@ void HealthReport::final_failures(const std::vector<ProbeResult>& probes,
   }
 }
 
-void HealthReport::jvm_perf_map(std::uint32_t pid, std::uint64_t answers, double first_ms,
-                                const std::string& failure, const std::string& stale) {
-  const std::string comp = "jvm_perf_map";
-  if (!failure.empty())
-    health("jvm_perf_map_failed", comp, pid, LOUPE_HEALTH_WARN,
-           fmt::format("pid {}: {}; its JIT frames stay unnamed", pid, failure), true);
-  else if (answers == 0)
-    health("jvm_perf_map_failed", comp, pid, LOUPE_HEALTH_WARN,
-           fmt::format("pid {}: it did not catch SIGQUIT before it exited or the session ended "
-                       "(a JVM still starting, or one started with -Xrs); its JIT frames stay "
-                       "unnamed",
-                       pid),
-           true);
-  else
-    health("jvm_perf_map", comp, answers, LOUPE_HEALTH_OK,
-           fmt::format("pid {}: its perf map was written {} time(s) (Compiler.perfmap); the "
-                       "first took {:.1f} ms",
-                       pid, answers, first_ms),
-           true);
-  if (answers > 0 && !stale.empty())
-    health("jvm_perf_map_stale", comp, pid, LOUPE_HEALTH_WARN,
-           fmt::format("pid {}: its last ask failed ({}): methods it compiled after its perf "
-                       "map was last written stay unnamed",
-                       pid, stale),
-           true);
-}
-
 void HealthReport::dispatch_event(const DispatchEvent& ev, std::uint64_t wall_ns) {
   sdk::RecordBuilder b(LOUPE_RECORD_EVENT, "ring_backpressure");
   b.event_time(wall_ns)

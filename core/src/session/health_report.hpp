@@ -70,12 +70,6 @@ class HealthReport {
                      std::uint64_t pending);
   // At the end, when debuginfod was asked: what it delivered and what it could not.
   void debuginfod(const SymbolizerStats& stats);
-  // At the end, per JVM of the target asked for its perf map ([session] jvm_perf_map): how
-  // often it wrote one and how long the first took, or why it did not (WARN: its JIT
-  // frames stay [anon]); `stale`: why its last ask failed after a map was written (WARN:
-  // what it compiled since stays unnamed).
-  void jvm_perf_map(std::uint32_t pid, std::uint64_t answers, double first_ms,
-                    const std::string& failure, const std::string& stale);
   // Every report of a rotating session: the windows written, kept and pruned (OK), and
   // those published without a sink's files or not at all (WARN).
   void windows(const WindowStore::Counters& c, const std::string& root, bool is_final);

@@ -23,6 +23,7 @@
 #define LOUPE_CORE_SESSION_RUNTIME_HPP
 
 #include <linux/bpf.h>
+#include <sys/types.h>
 
 #include <cstdint>
 #include <map>
@@ -68,10 +69,17 @@ class Runtime {
   virtual std::uint32_t name(std::uint32_t pid, std::uint64_t frame, Symbolizer::RuntimeName* out,
                              std::uint32_t max) = 0;
   virtual void report_health(HealthReport& health) const = 0;
+  // The target's live processes, once per session tick (a runtime that asks its processes
+  // for something, as the JVM's perf map fallback does); and once more just before the
+  // final report. Nothing by default.
+  virtual void tick(const std::vector<pid_t>& processes) { (void)processes; }
+  virtual void before_final_report(const std::vector<pid_t>& processes) { (void)processes; }
 };
 
 struct RuntimeOptions {
   std::string proc_root = "/proc";
+  // [session] jvm_perf_map: HotSpot JVMs are also asked for their perf map (attach).
+  bool jvm_perf_map = false;
 };
 
 // The table of runtimes (runtimes/registry.cpp): one of each, in LOUPE_RUNTIME_* order.

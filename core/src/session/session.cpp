@@ -26,7 +26,6 @@
 #include "plugins/profile.hpp"
 #include "session/budget_controller.hpp"
 #include "session/health_report.hpp"
-#include "session/jvm_perf_maps.hpp"
 #include "session/plugin_host.hpp"
 #include "session/plugin_set.hpp"
 #include "session/privilege_plan.hpp"
@@ -103,7 +102,6 @@ class Session::Impl {
   PrivilegePlan privileges_;
   // Before the plugins: the tree map and the unwind tables outlive every destroy().
   TargetScope scope_;
-  JvmPerfMaps jvm_perf_maps_;
   PluginSet plugins_;
   // [session] max_cpu_percent: thins the profilers that can be to stay within it.
   std::optional<BudgetController> budget_;
@@ -188,8 +186,6 @@ Status Session::Impl::conduct() {
   probes_.start(clock_ns(LOUPE_CLOCK_MONOTONIC), session_start_wall_);
   if (opts_.on_running) opts_.on_running();
   LOUPE_TRY(scope_.release());
-  jvm_perf_maps_.enable(!replay && profile_.session.jvm_perf_map);
-  jvm_perf_maps_.tick(scope_.processes());
   if (replay) {
     LOUPE_TRY(recording_.replay(rings_, stop_));
     result_.records_replayed = recording_.replayed();
@@ -199,7 +195,7 @@ Status Session::Impl::conduct() {
   result_.interrupted = stop_.load();
   // Methods compiled since the last ask are named in the final report; a command still
   // running is stopped just below.
-  jvm_perf_maps_.before_final_report(scope_.processes());
+  scope_.before_final_report();
   scope_.end(std::chrono::seconds(2));
   LOUPE_TRY(shutdown());
   if (result_.interrupted) result_.code = ExitCode::kInterrupted;
@@ -343,7 +339,6 @@ void Session::Impl::run_loop() {
       break;
     }
     scope_.tick();
-    jvm_perf_maps_.tick(scope_.processes());
     if (now >= next_budget) {
       budget_->tick(links_.program_stats(), clock_ns(LOUPE_CLOCK_MONOTONIC),
                     ProbeAccounting::self_cpu_ns(), clock_ns(LOUPE_CLOCK_REALTIME));
@@ -442,7 +437,6 @@ Status Session::Impl::shutdown() {
   scope_.drain();
   emit_core_health(true);
   scope_.report_health(health_);
-  jvm_perf_maps_.report_health(health_);
   result_.records_published = bus_.published();
   LOUPE_TRY(plugins_.finish_sinks());
   plugins_.destroy();

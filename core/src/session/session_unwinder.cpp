@@ -182,6 +182,14 @@ std::uint32_t SessionUnwinder::name(std::uint32_t pid, std::uint64_t frame,
   return 0;
 }
 
+void SessionUnwinder::tick(const std::vector<pid_t>& processes) {
+  for (const auto& rt : runtimes_) rt->tick(processes);
+}
+
+void SessionUnwinder::before_final_report(const std::vector<pid_t>& processes) {
+  for (const auto& rt : runtimes_) rt->before_final_report(processes);
+}
+
 void SessionUnwinder::report_health(HealthReport& health) const {
   for (const auto& rt : runtimes_) rt->report_health(health);
 }

@@ -66,6 +66,9 @@ class SessionUnwinder {
   std::uint32_t name(std::uint32_t pid, std::uint64_t frame, Symbolizer::RuntimeName* out,
                      std::uint32_t max);
   void report_health(HealthReport& health) const;
+  // Runtime::tick and before_final_report, to every runtime. The session's thread.
+  void tick(const std::vector<pid_t>& processes);
+  void before_final_report(const std::vector<pid_t>& processes);
 
  private:
   Status create();

@@ -39,18 +39,25 @@ std::string find_on_path(const std::string& exe) {
 
 }  // namespace
 
-TargetScope::TargetScope(const SessionSpec& spec) : spec_(spec) {
+TargetScope::TargetScope(const SessionSpec& spec) : spec_(spec) {}
+
+// Made on first use, once the profile is read (the scope is built before it is).
+SessionUnwinder* TargetScope::unwinder() {
+  if (unwinder_) return unwinder_.get();
   // A command or a pid: its processes' files; system-wide: every binary of the machine.
-  const std::uint32_t rows = spec_.unwind_rows        ? std::max<std::uint32_t>(spec_.unwind_rows, 1024)
+  const std::uint32_t rows = spec_.unwind_rows ? std::max<std::uint32_t>(spec_.unwind_rows, 1024)
                              : spec_.pid > 0 || !spec_.command.empty() ? 262144u
                                                                         : 2097152u;
-  unwinder_ = std::make_unique<SessionUnwinder>(unwind_tables_, make_runtimes({}), rows);
+  RuntimeOptions runtimes;
+  runtimes.jvm_perf_map = spec_.jvm_perf_map;
+  unwinder_ = std::make_unique<SessionUnwinder>(unwind_tables_, make_runtimes(runtimes), rows);
   unwind_tables_.set_runtimes(
       {[u = unwinder_.get()](std::uint32_t pid) { return u->update(pid); },
        [u = unwinder_.get()](std::uint32_t pid) { u->forget(pid); },
        [u = unwinder_.get()](const std::function<void(std::uint32_t, std::uint32_t)>& rewrite) {
          u->poll(rewrite);
        }});
+  return unwinder_.get();
 }
 
 TargetScope::~TargetScope() = default;
@@ -63,7 +70,7 @@ Status TargetScope::check_pid() const {
 Status TargetScope::start(FeatureSet& features, Symbolizer* symbolizer) {
   symbolizer_ = symbolizer;
   if (symbolizer_)
-    symbolizer_->name_runtime_frames([u = unwinder_.get()](std::uint32_t pid, std::uint64_t frame,
+    symbolizer_->name_runtime_frames([u = unwinder()](std::uint32_t pid, std::uint64_t frame,
                                                            Symbolizer::RuntimeName* out,
                                                            std::uint32_t max) {
       return u->name(pid, frame, out, max);
@@ -105,6 +112,7 @@ Status TargetScope::release() {
                                                           released.error()));
   }
   track_tables();
+  unwinder()->tick(processes());
   return {};
 }
 
@@ -123,6 +131,7 @@ void TargetScope::tick() {
   }
   poll_tree();
   unwind_tables_.refresh();
+  unwinder()->tick(processes());
   if (symbolizer_) symbolizer_->pump();
 }
 
@@ -286,7 +295,7 @@ void TargetScope::report_health(HealthReport& health) const {
     const auto c = unwind_tables_.counters();
     health.unwind_tables(c.processes, c.files, c.rows, c.rows_full, c.write_errors, c.build_ns,
                          c.pending);
-    if (unwinder_->created()) unwinder_->report_health(health);
+    if (unwinder_ && unwinder_->created()) unwinder_->report_health(health);
   }
   if (symbolizer_) {
     SymbolizerStats st = symbolizer_->stats();

@@ -59,6 +59,8 @@ class TargetScope {
   void end(std::chrono::milliseconds grace);
   // The tree's last events, before the final health.
   void drain() { poll_tree(); }
+  // Just before the final report: the runtimes' last look at the live processes.
+  void before_final_report() { unwinder()->before_final_report(processes()); }
   void report_health(HealthReport& health) const;
 
   // The target's live processes as the tree knows them: the command or pid, the
@@ -67,7 +69,7 @@ class TargetScope {
   std::vector<pid_t> processes() const;
 
   UnwindTables& unwind_tables() { return unwind_tables_; }
-  SessionUnwinder* unwinder() { return unwinder_.get(); }
+  SessionUnwinder* unwinder();
   pid_t pid() const { return target_ ? target_->pid() : spec_.pid; }
   bool started_command() const { return target_ != nullptr; }
 

@@ -13,8 +13,8 @@
 // until then), is asked no more, and is a WARN health record at the end. Once a map was
 // written, a failed ask only leaves it as it was: the JVM stays on the list, and a last ask
 // that failed is a WARN naming what stays unnamed.
-#ifndef LOUPE_CORE_SESSION_JVM_PERF_MAPS_HPP
-#define LOUPE_CORE_SESSION_JVM_PERF_MAPS_HPP
+#ifndef LOUPE_RUNTIMES_HOTSPOT_JVM_PERF_MAPS_HPP
+#define LOUPE_RUNTIMES_HOTSPOT_JVM_PERF_MAPS_HPP
 
 #include <sys/types.h>
 
@@ -67,4 +67,4 @@ class JvmPerfMaps {
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_SESSION_JVM_PERF_MAPS_HPP
+#endif  // LOUPE_RUNTIMES_HOTSPOT_JVM_PERF_MAPS_HPP

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "symbols/jvm_attach.hpp"
+#include "hotspot/jvm_attach.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>

@@ -13,8 +13,8 @@
 // line and two empty ones); the answer
 // is a status line ("0" = done) and the command's output, then the JVM closes.
 // The listener serves a peer whose euid is root or whose euid and egid are its own.
-#ifndef LOUPE_CORE_SYMBOLS_JVM_ATTACH_HPP
-#define LOUPE_CORE_SYMBOLS_JVM_ATTACH_HPP
+#ifndef LOUPE_RUNTIMES_HOTSPOT_JVM_ATTACH_HPP
+#define LOUPE_RUNTIMES_HOTSPOT_JVM_ATTACH_HPP
 
 #include <chrono>
 #include <cstdint>
@@ -61,4 +61,4 @@ Result<JvmAnswer> jvm_command(std::uint32_t pid, const std::string& command,
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_SYMBOLS_JVM_ATTACH_HPP
+#endif  // LOUPE_RUNTIMES_HOTSPOT_JVM_ATTACH_HPP
