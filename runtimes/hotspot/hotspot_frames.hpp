@@ -46,6 +46,7 @@ class HotSpotFrames final : public Runtime {
 
   const char* name() const override { return "hotspot_frames"; }
   std::uint32_t id() const override { return LOUPE_RUNTIME_HOTSPOT; }
+  loupe_frame_kind frame_kind() const override { return LOUPE_FRAME_JAVA; }
   std::vector<RuntimeMapSpec> maps() const override;
   Status attach(const std::map<std::string, int>& fds) override;
   Update update(std::uint32_t pid) override;

@@ -76,6 +76,7 @@ std::uint32_t PythonFrames::name(std::uint32_t pid, std::uint64_t frame,
                                  Symbolizer::RuntimeName* out, std::uint32_t max) {
   Name n;
   if (max == 0 || !name_frame(pid, frame, &n)) return 0;
+  out->address = LOUPE_PYTHON_CODE(frame);
   out->function = std::move(n.qualname);
   out->file = std::move(n.file);
   out->line = n.line;

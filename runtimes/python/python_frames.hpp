@@ -56,6 +56,7 @@ class PythonFrames final : public Runtime {
   // runtime ring.
   const char* name() const override { return "python_frames"; }
   std::uint32_t id() const override { return LOUPE_RUNTIME_PYTHON; }
+  loupe_frame_kind frame_kind() const override { return LOUPE_FRAME_PYTHON; }
   std::vector<RuntimeMapSpec> maps() const override;
   Status attach(const std::map<std::string, int>& fds) override;
   Update update(std::uint32_t pid) override;

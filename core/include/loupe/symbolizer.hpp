@@ -113,11 +113,13 @@ class Symbolizer {
   // Names the in-kernel unwinder's runtime frames (addresses with LOUPE_RUNTIME_IS_FRAME in
   // user stacks: a Python function, a Java method): the session's runtimes', from what they
   // read while their processes lived. A frame may name several functions (the methods a
-  // JIT inlined at its pc): up to `max` into `out`, innermost first; 0 when it cannot.
+  // JIT inlined at its pc): up to `max` into `out`, innermost first. One the runtime could
+  // not read is one entry with an empty `function` and why in `resolution`.
   // Called under the symbolizer's lock, from any thread that symbolizes.
   struct RuntimeName {
     std::string function, file;
     std::uint32_t line = 0;
+    std::uint64_t address = 0;  // what the frame says it is (a code object); 0: its tag
     loupe_frame_kind kind = LOUPE_FRAME_PYTHON;
     loupe_frame_resolution resolution = LOUPE_RESOLVED_RUNTIME;
   };

@@ -53,6 +53,7 @@ class Runtime {
   // Health rows' component ("python_frames") and logs.
   virtual const char* name() const = 0;
   virtual std::uint32_t id() const = 0;  // LOUPE_RUNTIME_*
+  virtual loupe_frame_kind frame_kind() const = 0;  // its frames' kind in records
   virtual std::vector<RuntimeMapSpec> maps() const = 0;
   // The session made the maps: fds by RuntimeMapSpec::name. Before any update().
   virtual Status attach(const std::map<std::string, int>& fds) = 0;
@@ -65,7 +66,8 @@ class Runtime {
   // A first sighting the walk told (key.runtime == id()). The ring's reader's thread.
   virtual void seen(const loupe_runtime_seen_key& key) = 0;
   // The functions `frame` (LOUPE_RUNTIME_ID(frame) == id()) of `pid` stands for, up to
-  // `max` into `out`, innermost first; 0 when unknown. Any thread.
+  // `max` into `out`, innermost first; 0 when unknown (the session's unwinder then names one
+  // frame of this runtime's kind, unresolved). Any thread.
   virtual std::uint32_t name(std::uint32_t pid, std::uint64_t frame, Symbolizer::RuntimeName* out,
                              std::uint32_t max) = 0;
   virtual void report_health(HealthReport& health) const = 0;

@@ -177,8 +177,15 @@ std::uint32_t SessionUnwinder::name(std::uint32_t pid, std::uint64_t frame,
     ring_buffer__consume(ring_);
   }
   const std::uint32_t id = LOUPE_RUNTIME_ID(frame);
-  for (const auto& rt : runtimes_)
-    if (rt->id() == id) return rt->name(pid, frame, out, max);
+  for (const auto& rt : runtimes_) {
+    if (rt->id() != id) continue;
+    if (const std::uint32_t n = rt->name(pid, frame, out, max); n > 0 || max == 0) return n;
+    // Not read while its process lived: one frame of the runtime's kind, said as such.
+    out[0] = Symbolizer::RuntimeName{};
+    out[0].kind = rt->frame_kind();
+    out[0].resolution = LOUPE_UNRESOLVED_PROCESS_GONE;
+    return 1;
+  }
   return 0;
 }
 

@@ -404,16 +404,14 @@ class ElfSymbolizer final : public Symbolizer {
     const std::uint32_t n =
         runtime_namer_ ? runtime_namer_(pid, frame, names, std::min(max, kMaxInlined)) : 0;
     if (n == 0) {
-      const bool py = LOUPE_RUNTIME_ID(frame) == LOUPE_RUNTIME_PYTHON;
-      *out = unresolved(py ? LOUPE_PYTHON_CODE(frame) : frame,
-                        py ? LOUPE_FRAME_PYTHON : LOUPE_FRAME_JAVA,
-                        LOUPE_UNRESOLVED_PROCESS_GONE);
+      *out = unresolved(frame, LOUPE_FRAME_USER, LOUPE_UNRESOLVED_PROCESS_GONE);
       return 1;
     }
     for (std::uint32_t i = 0; i < n; ++i) {
-      out[i] = unresolved(frame, names[i].kind, names[i].resolution);
-      out[i].symbol = strings_.intern(names[i].function);
-      out[i].module = strings_.intern(names[i].file);
+      out[i] = unresolved(names[i].address ? names[i].address : frame, names[i].kind,
+                          names[i].resolution);
+      if (!names[i].function.empty()) out[i].symbol = strings_.intern(names[i].function);
+      if (!names[i].file.empty()) out[i].module = strings_.intern(names[i].file);
       out[i].offset = names[i].line;
     }
     return n;
