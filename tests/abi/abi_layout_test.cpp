@@ -185,7 +185,16 @@ TEST(AbiLayout, EveryFieldOffsetIsPinned) {
   EXPECT_EQ(offsetof(loupe_host_services, unwind_tables_attach), 216u);  // 1.5
   EXPECT_EQ(offsetof(loupe_host_services, unwind_files_attach), 224u);   // 1.6
   EXPECT_EQ(offsetof(loupe_host_services, unwind_python_attach), 232u);  // 1.7
-  EXPECT_EQ(sizeof(loupe_host_services), 240u);
+  EXPECT_EQ(offsetof(loupe_host_services, symbolize_stack), 240u);       // 1.10
+  EXPECT_EQ(offsetof(loupe_host_services, unwinder_maps), 248u);         // 1.10
+  EXPECT_EQ(sizeof(loupe_host_services), 256u);
+  // loupe_map_ref (ABI 1.10)
+  EXPECT_EQ(offsetof(loupe_map_ref, name), 0u);
+  EXPECT_EQ(offsetof(loupe_map_ref, fd), 8u);
+  EXPECT_EQ(sizeof(loupe_map_ref), 16u);
+  // Frame kinds and resolutions are appended, never renumbered.
+  EXPECT_EQ(LOUPE_FRAME_JAVA, 5);
+  EXPECT_EQ(LOUPE_RESOLVED_RUNTIME, 8);
   // loupe_user_regs (ABI 1.2)
   EXPECT_EQ(offsetof(loupe_user_regs, size), 0u);
   EXPECT_EQ(offsetof(loupe_user_regs, arch), 4u);
