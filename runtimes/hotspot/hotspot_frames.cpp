@@ -513,6 +513,7 @@ const HotSpotFrames::NMethod* HotSpotFrames::read_nmethod_locked(Jvm& j, std::ui
   const std::uint32_t pid = j.pid;
   bool ok = true;
   const auto id = rd<std::int32_t>(pid, blob + L.nm_compile_id, &ok);
+  if (compile_id == kAnyCompileId) compile_id = static_cast<std::uint32_t>(id);
   if (!ok || (static_cast<std::uint32_t>(id) & 0x1ffffff) != (compile_id & 0x1ffffff)) {
     ok ? ++stale_ : ++read_failed_;
     return nullptr;
@@ -598,6 +599,34 @@ const HotSpotFrames::NMethod* HotSpotFrames::read_nmethod(std::uint32_t pid, std
   std::lock_guard lock(mu_);
   Jvm* j = jvm(pid);
   return j ? read_nmethod_locked(*j, blob, compile_id) : nullptr;
+}
+
+std::vector<std::uint64_t> HotSpotFrames::nmethod_blobs(std::uint32_t pid) {
+  std::lock_guard lock(mu_);
+  std::vector<std::uint64_t> out;
+  Jvm* j = jvm(pid);
+  if (!j) return out;
+  const loupe_hotspot_proc& e = j->entry;
+  for (std::uint32_t h = 0; h < e.n_heaps && h < LOUPE_HOTSPOT_MAX_HEAPS; ++h) {
+    const auto& heap = e.heaps[h];
+    // Blocks follow one another: a header {length in segments, used} then the blob.
+    for (std::uint64_t at = heap.low, steps = 0; at < heap.high && steps < (1u << 22); ++steps) {
+      bool ok = true;
+      // JDK 25's header packs the length in 32 bits (sizeof(HeapBlock) 8, 16 before).
+      const bool narrow = e.heap_block_size == 8;
+      const std::uint64_t length = narrow ? rd<std::uint32_t>(pid, at, &ok)
+                                          : rd<std::uint64_t>(pid, at, &ok);
+      const auto used = rd<std::uint8_t>(pid, at + (narrow ? 4 : 8), &ok);
+      if (!ok || length == 0) break;
+      const std::uint64_t blob = at + e.heap_block_size;
+      const auto name = rd<std::uint64_t>(pid, blob + e.blob_name, &ok);
+      char text[8] = {};
+      if (ok && used && name && read_mem(pid, name, text, 7) && std::strncmp(text, "nmethod", 7) == 0)
+        out.push_back(blob);
+      at += length << e.segment_shift;
+    }
+  }
+  return out;
 }
 
 void HotSpotFrames::seen(const loupe_runtime_seen_key& key) {

@@ -79,8 +79,13 @@ class HotSpotFrames final : public Runtime {
     std::vector<std::pair<std::uint32_t, std::vector<Scope>>> pcs;
   };
 
-  // Reads the nmethod at `blob` of `pid` (for tests: a CodeCache walk), or null.
+  // Reads the nmethod at `blob` of `pid`, or null (its compile id's low 25 bits differ:
+  // freed and reused; kAnyCompileId takes the one it has).
+  static constexpr std::uint32_t kAnyCompileId = UINT32_MAX;
   const NMethod* read_nmethod(std::uint32_t pid, std::uint64_t blob, std::uint32_t compile_id);
+  // Every compiled Java method's CodeBlob in pid's CodeCache now, by walking its heaps'
+  // blocks as HotSpot does (CodeHeap::next_block): for tests and diagnostics.
+  std::vector<std::uint64_t> nmethod_blobs(std::uint32_t pid);
   // The proc entry the walk reads, as last written for `pid`.
   bool entry(std::uint32_t pid, loupe_hotspot_proc* out) const;
 
