@@ -10,10 +10,13 @@
 #include <bpf/libbpf.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "session/unwind_tables.hpp"
 
@@ -30,16 +33,41 @@ void size_self_unwind_maps(Skel* s, std::uint32_t rows = 262144, std::uint32_t s
 }
 
 // After load: this process's tables in the object's maps; kept while the result lives.
+// Refreshed as a session refreshes its target at each tick until every file this process
+// maps has its rows: they are built on UnwindTables' own thread, and the process's entry is
+// written (by that thread) only once a file of it is back, so a single refresh writes none.
+// Bounded: a builder that never finishes is an error, not a bench without tables.
 template <typename Skel>
-std::unique_ptr<loupe::UnwindTables> load_self_unwind_tables(Skel* s) {
+std::unique_ptr<loupe::UnwindTables> load_self_unwind_tables(Skel* s, double timeout_s = 60) {
   auto t = std::make_unique<loupe::UnwindTables>();
   if (auto st = t->attach(bpf_map__fd(s->maps.loupe_unwind_rows),
                           bpf_map__fd(s->maps.loupe_unwind_procs));
       !st)
     throw std::runtime_error("unwind tables: " + st.error());
   t->track(static_cast<std::uint32_t>(getpid()));
-  t->refresh();
-  if (t->counters().processes != 1) throw std::runtime_error("unwind tables: none written");
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto end = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(timeout_s));
+  loupe::UnwindTables::Counters c;
+  for (;;) {
+    t->refresh();
+    c = t->counters();
+    if (c.processes == 1 && c.pending == 0) break;
+    if (std::chrono::steady_clock::now() >= end)
+      throw std::runtime_error("unwind tables: not written in " + std::to_string(timeout_s) +
+                               " s (" + std::to_string(c.processes) + " process entries, " +
+                               std::to_string(c.files) + " files built, " +
+                               std::to_string(c.pending) + " pending)");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (c.write_errors)
+    throw std::runtime_error("unwind tables: " + std::to_string(c.write_errors) +
+                             " map writes failed");
+  std::fprintf(
+      stderr, "unwind tables of this process: %llu files (%llu without rows), %llu rows, %.0f ms\n",
+      static_cast<unsigned long long>(c.files), static_cast<unsigned long long>(c.files_failed),
+      static_cast<unsigned long long>(c.rows),
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   return t;
 }
 
