@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/benchmark_main.hpp"
 #include "dispatch/owned_record.hpp"
 #include "loupe/sdk/histogram.hpp"
 #include "plugins/profile.hpp"
@@ -170,4 +171,6 @@ BENCHMARK(BM_JsonlEncodeMetric);
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  return loupe_bench::benchmark_main(argc, argv);
+}

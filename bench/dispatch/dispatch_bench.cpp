@@ -10,6 +10,7 @@
 //                       (watermark), emitting (wake-up per record).
 //   BM_LossOnset/<k/s>  a paced producer at N thousand records/s for LOUPE_BENCH_LOSS_SECONDS
 //                       (default 2; the 10 s: set it to 10): records lost.
+// LOUPE_BENCH_SMOKE=1: one short iteration of each (ctest's label bench).
 #include <benchmark/benchmark.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -18,10 +19,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <thread>
 
+#include "../common/benchmark_main.hpp"
 #include "dispatch/bounded_queue.hpp"
 #include "dispatch/byte_queue.hpp"
 #include "dispatch/ring_dispatcher.hpp"
@@ -33,6 +36,9 @@ using Clock = std::chrono::steady_clock;
 constexpr std::uint32_t kRecordType = 0x6201;
 constexpr std::uint32_t kRecordLen = 24;
 constexpr std::uint32_t kBurst = 16;
+// ctest's smoke run (LOUPE_BENCH_SMOKE=1): one short iteration of each.
+const bool kSmoke = loupe_bench::smoke();
+const int kIterations = kSmoke ? 1 : 3;
 
 std::uint64_t percpu_sum(int fd, std::uint32_t key) {
   int n = libbpf_num_possible_cpus();
@@ -110,8 +116,12 @@ class Consumer {
       rd_.start();
     } else {
       rb_ = ring_buffer__new(p.ring_fd(), noop_sample, &count_, nullptr);
+      // Under a watermark the records below it never wake the poll: a quiet poll drains
+      // them, as any consumer of a ring written with BPF_RB_NO_WAKEUP must (without it
+      // the last burst waited for wait_all's time-out).
       thread_ = std::thread([this] {
-        while (!stop_.load(std::memory_order_relaxed)) ring_buffer__poll(rb_, 20);
+        while (!stop_.load(std::memory_order_relaxed))
+          if (ring_buffer__poll(rb_, 20) == 0) ring_buffer__consume(rb_);
       });
     }
   }
@@ -119,17 +129,20 @@ class Consumer {
     finish();
     if (rb_) ring_buffer__free(rb_);
   }
-  // Waits until every record the kernel accepted has been consumed (or queue-dropped).
-  void wait_all(std::uint64_t produced) {
+  // Waits until every record the kernel accepted has been consumed (or queue-dropped);
+  // false when they were not within 30 s (the benchmark then reports an error: a rate
+  // timed by the time-out measures nothing).
+  bool wait_all(std::uint64_t produced) {
     for (auto end = Clock::now() + std::chrono::seconds(30); Clock::now() < end;) {
       std::uint64_t lost = p_.lost(), done = count_.load();
       if (loupe_) {
         auto s = rd_.stats()[0];
         done = s.decoded + s.dropped_queue + s.malformed;
       }
-      if (done + lost >= produced) return;
+      if (done + lost >= produced) return true;
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
+    return false;
   }
   void finish() {
     if (loupe_) {
@@ -158,7 +171,7 @@ void BM_Stream(benchmark::State& state) {
   const int mode = static_cast<int>(state.range(0));
   const bool loupe = mode >= 2;
   const std::uint64_t wakeup = (mode == 0 || mode == 3) ? 0 : 64 * 1024;
-  constexpr std::uint64_t kCalls = 100000;
+  const std::uint64_t kCalls = kSmoke ? 10000 : 100000;
   std::uint64_t delivered = 0, lost = 0, dropped = 0, produced = 0;
   double secs = 0;
   for (auto _ : state) {
@@ -166,7 +179,10 @@ void BM_Stream(benchmark::State& state) {
     Consumer c(p, loupe);
     auto t0 = Clock::now();
     Producer::fire(kCalls);
-    c.wait_all(kCalls * kBurst);
+    if (!c.wait_all(kCalls * kBurst)) {
+      state.SkipWithError("records not all consumed within 30 s");
+      break;
+    }
     secs += std::chrono::duration<double>(Clock::now() - t0).count();
     c.finish();
     delivered += c.delivered();
@@ -184,12 +200,17 @@ void BM_Stream(benchmark::State& state) {
                  : mode == 2 ? "loupe dispatcher, watermark"
                              : "loupe dispatcher, wake-up per record");
 }
-BENCHMARK(BM_Stream)->DenseRange(0, 3)->Iterations(3)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Stream)
+    ->DenseRange(0, 3)
+    ->Iterations(kIterations)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 // Consumer only: fill the ring with the consumer absent, then time the drain.
 void BM_Drain(benchmark::State& state) {
   const bool loupe = state.range(0) == 1;
-  constexpr std::uint64_t kCalls = 20000;  // 320k records, 10 MB of a 16 MiB ring
+  // 320k records, 10 MB of a 16 MiB ring
+  const std::uint64_t kCalls = kSmoke ? 2000 : 20000;
   std::uint64_t delivered = 0;
   double secs = 0;
   for (auto _ : state) {
@@ -197,7 +218,10 @@ void BM_Drain(benchmark::State& state) {
     Producer::fire(kCalls);
     auto t0 = Clock::now();
     Consumer c(p, loupe);
-    c.wait_all(kCalls * kBurst);
+    if (!c.wait_all(kCalls * kBurst)) {
+      state.SkipWithError("records not all consumed within 30 s");
+      break;
+    }
     secs += std::chrono::duration<double>(Clock::now() - t0).count();
     c.finish();
     delivered += c.delivered();
@@ -206,7 +230,11 @@ void BM_Drain(benchmark::State& state) {
   state.SetLabel(loupe ? "loupe dispatcher (check + copy + queue + worker decode)"
                        : "libbpf consume, no-op callback");
 }
-BENCHMARK(BM_Drain)->DenseRange(0, 1)->Iterations(3)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Drain)
+    ->DenseRange(0, 1)
+    ->Iterations(kIterations)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 // 0 no program, 1 aggregate in kernel, 2 emit (watermark), 3 emit (wake-up per record).
 void BM_ProducerCost(benchmark::State& state) {
@@ -222,13 +250,13 @@ void BM_ProducerCost(benchmark::State& state) {
                  : v == 2 ? "emitting, watermark wake-up"
                           : "emitting, wake-up per record");
 }
-BENCHMARK(BM_ProducerCost)->DenseRange(0, 3)->MinTime(1.0);
+BENCHMARK(BM_ProducerCost)->DenseRange(0, 3)->MinTime(kSmoke ? 0.01 : 1.0);
 
 // A producer paced at range(0) thousand records/s into a 16 MiB ring for the duration.
 void BM_LossOnset(benchmark::State& state) {
   const double rate = static_cast<double>(state.range(0)) * 1000.0;
   const char* env = std::getenv("LOUPE_BENCH_LOSS_SECONDS");
-  const double seconds = env ? std::atof(env) : 2.0;
+  const double seconds = env ? std::atof(env) : kSmoke ? 0.05 : 2.0;
   std::uint64_t produced = 0, lost_kernel = 0, dropped = 0;
   double achieved = 0;
   for (auto _ : state) {
@@ -248,7 +276,10 @@ void BM_LossOnset(benchmark::State& state) {
     }
     achieved = static_cast<double>(calls * kBurst) /
                std::chrono::duration<double>(Clock::now() - t0).count();
-    c.wait_all(calls * kBurst);
+    if (!c.wait_all(calls * kBurst)) {
+      state.SkipWithError("records not all consumed within 30 s");
+      break;
+    }
     c.finish();
     produced += calls * kBurst;
     lost_kernel += p.lost();
@@ -275,7 +306,7 @@ BENCHMARK(BM_LossOnset)
 // std::vector per record in a mutex-guarded deque) against the preallocated byte queue.
 void BM_QueueHandoff(benchmark::State& state) {
   const bool bytes = state.range(0) == 1;
-  constexpr std::uint64_t kN = 1000000;
+  const std::uint64_t kN = kSmoke ? 100000 : 1000000;
   std::uint8_t rec[kRecordLen] = {};
   std::uint64_t moved = 0;
   for (auto _ : state) {
@@ -336,10 +367,16 @@ void BM_QueueHandoff(benchmark::State& state) {
 }
 BENCHMARK(BM_QueueHandoff)
     ->DenseRange(0, 1)
-    ->Iterations(3)
+    ->Iterations(kIterations)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  if (geteuid() != 0) {
+    std::fprintf(stderr, "dispatch_bench: needs root (loads BPF programs)\n");
+    return 77;
+  }
+  return loupe_bench::benchmark_main(argc, argv);
+}

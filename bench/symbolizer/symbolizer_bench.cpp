@@ -21,6 +21,7 @@
 
 #include <memory>
 
+#include "../common/benchmark_main.hpp"
 #include "loupe/symbolizer.hpp"
 #include "unwind_chain.h"
 
@@ -283,4 +284,13 @@ void BM_UnwindFirstOfProcess(benchmark::State& state) {
 }
 BENCHMARK(BM_UnwindFirstOfProcess)->Unit(benchmark::kMicrosecond);
 
-BENCHMARK_MAIN();
+// The kernel rows need kallsyms' addresses (root): without them they are left out, said
+// once, rather than each failing.
+int main(int argc, char** argv) {
+  return loupe_bench::benchmark_main(argc, argv, [] {
+    const std::string filter = benchmark::GetBenchmarkFilter();  // "" or "." by default
+    if (!kernel_stack().empty() || !(filter.empty() || filter == ".")) return;
+    std::fprintf(stderr, "BM_Kernel* left out: kallsyms shows no addresses (run as root)\n");
+    benchmark::SetBenchmarkFilter("-BM_Kernel");
+  });
+}
