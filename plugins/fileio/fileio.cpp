@@ -85,8 +85,8 @@ class FileioProfiler : public sdk::Profiler {
     // into the event (its stack store is not used).
     tables_ = slow_on_ && sdk::use_unwind_tables(cfg, *host_, "fileio");
     skel_->rodata->targ_slow_tables = tables_;
-    sdk::size_unwind_maps(skel_.get(), args.host, tables_ ? sdk::unwind_rows(cfg, args.session) : 0, 1,
-                          sdk::python_frames(cfg));
+    sdk::size_unwind_maps(skel_.get(), args.host, tables_ ? sdk::unwind_rows(cfg, args.session) : 0,
+                          1, sdk::python_frames(cfg));
     skel_->rodata->loupe_ustack_stack_bytes =
         dwarf_ ? static_cast<std::uint32_t>(cfg.value_int("stack_bytes")) : 0;
     if (!slow_on_) bpf_map__set_max_entries(skel_->maps.slow, 4096);

@@ -192,8 +192,8 @@ class LatencyProfiler : public sdk::Profiler {
     tables_ = !replay_ && ro->targ_outlier_stacks && ro->targ_outlier_ns != 0 &&
               sdk::use_unwind_tables(cfg, *host_, "latency");
     ro->targ_outlier_tables = tables_;
-    sdk::size_unwind_maps(skel_.get(), args.host, tables_ ? sdk::unwind_rows(cfg, args.session) : 0, 1,
-                          sdk::python_frames(cfg));
+    sdk::size_unwind_maps(skel_.get(), args.host, tables_ ? sdk::unwind_rows(cfg, args.session) : 0,
+                          1, sdk::python_frames(cfg));
     ro->loupe_ustack_stack_bytes =
         dwarf_ ? static_cast<std::uint32_t>(cfg.value_int("stack_bytes")) : 0;
     if (!dwarf_) bpf_map__set_max_entries(skel_->maps.outliers_dwarf, 4096);

@@ -18,7 +18,8 @@ std::string_view base_name(std::string_view path) {
 // "qualname (file.py:line)", "pkg.Class.method (Class.java:line)": the function as its
 // source names it, and where it was.
 std::string source_frame_name(const loupe_frame& frame) {
-  if (!frame.symbol || !*frame.symbol) return frame.kind == LOUPE_FRAME_JAVA ? "[java]" : "[python]";
+  if (!frame.symbol || !*frame.symbol)
+    return frame.kind == LOUPE_FRAME_JAVA ? "[java]" : "[python]";
   std::string out = frame.symbol;
   if (frame.module && *frame.module) {
     out += " (";

@@ -34,8 +34,8 @@ struct HotSpotLayout {
   // and mutable data).
   bool immutable = false;
   std::uint32_t nm_method = 0, nm_compile_id = 0, nm_pcs = 0, nm_deps = 0, nm_metadata = 0,
-                cm_scopes_data = 0, nm_scopes_data = 0, nm_imm = 0, nm_imm_size = 0,
-                blob_mut = 0, blob_mut_size = 0, blob_reloc_size = 0, blob_code = 0, blob_data = 0;
+                cm_scopes_data = 0, nm_scopes_data = 0, nm_imm = 0, nm_imm_size = 0, blob_mut = 0,
+                blob_mut_size = 0, blob_reloc_size = 0, blob_code = 0, blob_data = 0;
   std::uint32_t cm_constants = 0, cm_flags = 0, cm_code_size = 0, cm_name = 0, cm_sig = 0,
                 cm_size = 0, cp_size = 0, cp_holder = 0, cp_source = 0, klass_name = 0,
                 sym_length = 0, sym_body = 0;
@@ -112,7 +112,8 @@ Result<Table> read_tables(std::uint32_t pid, const std::map<std::string, std::ui
     return rd<std::uint64_t>(pid, bias + it->second, &ok);
   };
   Table t;
-  const std::uint64_t structs = g("gHotSpotVMStructs"), stride = g("gHotSpotVMStructEntryArrayStride"),
+  const std::uint64_t structs = g("gHotSpotVMStructs"),
+                      stride = g("gHotSpotVMStructEntryArrayStride"),
                       type_off = g("gHotSpotVMStructEntryTypeNameOffset"),
                       field_off = g("gHotSpotVMStructEntryFieldNameOffset"),
                       offset_off = g("gHotSpotVMStructEntryOffsetOffset"),
@@ -190,8 +191,8 @@ struct HotSpotFrames::Jvm {
   std::shared_ptr<const HotSpotLayout> layout;
   std::uint64_t code_low = 0;
   loupe_hotspot_proc entry{};
-  std::map<std::uint64_t, std::unique_ptr<Method>> methods;     // by Method*
-  std::map<std::uint64_t, std::uint64_t> method_tokens;         // Method* -> ConstMethod*
+  std::map<std::uint64_t, std::unique_ptr<Method>> methods;  // by Method*
+  std::map<std::uint64_t, std::uint64_t> method_tokens;      // Method* -> ConstMethod*
   // By (code begin, compile id): code freed and reused holds several generations, and a
   // frame names the one whose compile id it recorded.
   std::map<std::pair<std::uint64_t, std::uint32_t>, std::unique_ptr<NMethod>> nmethods;
@@ -378,9 +379,10 @@ Runtime::Update HotSpotFrames::update(std::uint32_t pid) {
   if (!layout) {
     lock.lock();
     if (unsupported_.insert(libjvm + ": " + layout.error()).second)
-      spdlog::warn("pid {} runs {}, whose frames loupe cannot read ({}): its Java frames stay "
-                   "unnamed",
-                   pid, libjvm, layout.error());
+      spdlog::warn(
+          "pid {} runs {}, whose frames loupe cannot read ({}): its Java frames stay "
+          "unnamed",
+          pid, libjvm, layout.error());
     return Update::kNo;
   }
   const HotSpotLayout& L = **layout;
@@ -408,7 +410,8 @@ Runtime::Update HotSpotFrames::update(std::uint32_t pid) {
   const auto queue = rd<std::uint64_t>(pid, L.interp_code, &ok);
   if (ok && queue) {
     e.interp_low = rd<std::uint64_t>(pid, queue + L.sq_buffer, &ok);
-    e.interp_high = e.interp_low + static_cast<std::uint32_t>(rd<std::int32_t>(pid, queue + L.sq_limit, &ok));
+    e.interp_high =
+        e.interp_low + static_cast<std::uint32_t>(rd<std::int32_t>(pid, queue + L.sq_limit, &ok));
   }
   if (!ok || !e.interp_low) return Update::kLater;  // the interpreter is made at startup
   lock.lock();
@@ -444,7 +447,7 @@ bool HotSpotFrames::entry(std::uint32_t pid, loupe_hotspot_proc* out) const {
 }
 
 const HotSpotFrames::Method* HotSpotFrames::read_method(Jvm& j, std::uint64_t m,
-                                                         std::uint64_t token, bool check) {
+                                                        std::uint64_t token, bool check) {
   const HotSpotLayout& L = *j.layout;
   const std::uint32_t pid = j.pid;
   bool ok = true;
@@ -471,7 +474,8 @@ const HotSpotFrames::Method* HotSpotFrames::read_method(Jvm& j, std::uint64_t m,
   std::string klass = symbol_text(pid, L, klass_sym);
   std::replace(klass.begin(), klass.end(), '/', '.');
   // Hidden classes (lambdas) carry their address: one name for all of them.
-  if (auto plus = klass.find("+0x"); plus != std::string::npos) klass = klass.substr(0, plus) + "+<hidden>";
+  if (auto plus = klass.find("+0x"); plus != std::string::npos)
+    klass = klass.substr(0, plus) + "+<hidden>";
   out->name = klass + "." + symbol_text(pid, L, name_sym & ~1ull);
   if (src_idx) {
     const auto src = rd<std::uint64_t>(pid, cp + L.cp_size + 8ull * src_idx, &ok);
@@ -508,7 +512,7 @@ const HotSpotFrames::Method* HotSpotFrames::read_method(Jvm& j, std::uint64_t m,
 }
 
 const HotSpotFrames::NMethod* HotSpotFrames::read_nmethod_locked(Jvm& j, std::uint64_t blob,
-                                                                  std::uint32_t compile_id) {
+                                                                 std::uint32_t compile_id) {
   const HotSpotLayout& L = *j.layout;
   const std::uint32_t pid = j.pid;
   bool ok = true;
@@ -521,8 +525,10 @@ const HotSpotFrames::NMethod* HotSpotFrames::read_nmethod_locked(Jvm& j, std::ui
   auto nm = std::make_unique<NMethod>();
   nm->compile_id = static_cast<std::uint32_t>(id);
   if (L.walk.flags & LOUPE_HOTSPOT_CODE_OFFSETS) {
-    nm->code_begin = blob + static_cast<std::uint32_t>(rd<std::int32_t>(pid, blob + L.blob_code, &ok));
-    nm->code_end = blob + static_cast<std::uint32_t>(rd<std::int32_t>(pid, blob + L.blob_data, &ok));
+    nm->code_begin =
+        blob + static_cast<std::uint32_t>(rd<std::int32_t>(pid, blob + L.blob_code, &ok));
+    nm->code_end =
+        blob + static_cast<std::uint32_t>(rd<std::int32_t>(pid, blob + L.blob_data, &ok));
   } else {
     nm->code_begin = rd<std::uint64_t>(pid, blob + L.blob_code, &ok);
     nm->code_end = rd<std::uint64_t>(pid, blob + L.blob_data, &ok);
@@ -614,14 +620,15 @@ std::vector<std::uint64_t> HotSpotFrames::nmethod_blobs(std::uint32_t pid) {
       bool ok = true;
       // JDK 25's header packs the length in 32 bits (sizeof(HeapBlock) 8, 16 before).
       const bool narrow = e.heap_block_size == 8;
-      const std::uint64_t length = narrow ? rd<std::uint32_t>(pid, at, &ok)
-                                          : rd<std::uint64_t>(pid, at, &ok);
+      const std::uint64_t length =
+          narrow ? rd<std::uint32_t>(pid, at, &ok) : rd<std::uint64_t>(pid, at, &ok);
       const auto used = rd<std::uint8_t>(pid, at + (narrow ? 4 : 8), &ok);
       if (!ok || length == 0) break;
       const std::uint64_t blob = at + e.heap_block_size;
       const auto name = rd<std::uint64_t>(pid, blob + e.blob_name, &ok);
       char text[8] = {};
-      if (ok && used && name && read_mem(pid, name, text, 7) && std::strncmp(text, "nmethod", 7) == 0)
+      if (ok && used && name && read_mem(pid, name, text, 7) &&
+          std::strncmp(text, "nmethod", 7) == 0)
         out.push_back(blob);
       at += length << e.segment_shift;
     }

@@ -28,9 +28,9 @@
 #include <string>
 #include <vector>
 
-#include "session/runtime.hpp"  // loupe/abi/host.h before loupe/hotspot.h
 #include "hotspot/jvm_perf_maps.hpp"
 #include "loupe/hotspot.h"
+#include "session/runtime.hpp"  // loupe/abi/host.h before loupe/hotspot.h
 
 namespace loupe {
 
@@ -62,8 +62,8 @@ class HotSpotFrames final : public Runtime {
 
   // What a JVM's method is, as the session read it.
   struct Method {
-    std::string name;  // java.util.HashMap.getNode
-    std::string file;  // HashMap.java
+    std::string name;                                            // java.util.HashMap.getNode
+    std::string file;                                            // HashMap.java
     std::vector<std::pair<std::uint32_t, std::uint32_t>> lines;  // (bci, line), by bci
     std::uint32_t line_at(std::uint32_t bci) const;
   };
@@ -102,8 +102,8 @@ class HotSpotFrames final : public Runtime {
   std::map<std::string, std::shared_ptr<const HotSpotLayout>> layouts_;  // by libjvm path
   std::map<std::uint32_t, std::unique_ptr<Jvm>> jvms_;
   std::set<std::string> unsupported_;  // libjvm paths and why
-  std::uint64_t jvms_seen_ = 0, methods_read_ = 0, nmethods_read_ = 0, read_failed_ = 0,
-                stale_ = 0, unnamed_ = 0, write_errors_ = 0;
+  std::uint64_t jvms_seen_ = 0, methods_read_ = 0, nmethods_read_ = 0, read_failed_ = 0, stale_ = 0,
+                unnamed_ = 0, write_errors_ = 0;
 };
 
 }  // namespace loupe

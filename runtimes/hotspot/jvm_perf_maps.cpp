@@ -7,8 +7,8 @@
 
 #include <algorithm>
 
-#include "session/health_report.hpp"
 #include "hotspot/jvm_attach.hpp"
+#include "session/health_report.hpp"
 #include "symbols/perf_map.hpp"
 
 namespace loupe {
@@ -119,30 +119,32 @@ void JvmPerfMaps::ask(pid_t pid, Jvm& jvm, Clock::time_point now) {
 // (WARN: its JIT frames stay [anon]); `stale`: why its last ask failed after a map was
 // written (WARN: what it compiled since stays unnamed).
 static void perf_map_health(HealthReport& health, std::uint32_t pid, std::uint64_t answers,
-                     double first_ms, const std::string& failure, const std::string& stale) {
+                            double first_ms, const std::string& failure, const std::string& stale) {
   const std::string comp = "jvm_perf_map";
   if (!failure.empty())
     health.health("jvm_perf_map_failed", comp, pid, LOUPE_HEALTH_WARN,
-           fmt::format("pid {}: {}; its JIT frames stay unnamed", pid, failure), true);
+                  fmt::format("pid {}: {}; its JIT frames stay unnamed", pid, failure), true);
   else if (answers == 0)
-    health.health("jvm_perf_map_failed", comp, pid, LOUPE_HEALTH_WARN,
-           fmt::format("pid {}: it did not catch SIGQUIT before it exited or the session ended "
-                       "(a JVM still starting, or one started with -Xrs); its JIT frames stay "
-                       "unnamed",
-                       pid),
-           true);
+    health.health(
+        "jvm_perf_map_failed", comp, pid, LOUPE_HEALTH_WARN,
+        fmt::format("pid {}: it did not catch SIGQUIT before it exited or the session ended "
+                    "(a JVM still starting, or one started with -Xrs); its JIT frames stay "
+                    "unnamed",
+                    pid),
+        true);
   else
     health.health("jvm_perf_map", comp, answers, LOUPE_HEALTH_OK,
-           fmt::format("pid {}: its perf map was written {} time(s) (Compiler.perfmap); the "
-                       "first took {:.1f} ms",
-                       pid, answers, first_ms),
-           true);
+                  fmt::format("pid {}: its perf map was written {} time(s) (Compiler.perfmap); the "
+                              "first took {:.1f} ms",
+                              pid, answers, first_ms),
+                  true);
   if (answers > 0 && !stale.empty())
-    health.health("jvm_perf_map_stale", comp, pid, LOUPE_HEALTH_WARN,
-           fmt::format("pid {}: its last ask failed ({}): methods it compiled after its perf "
-                       "map was last written stay unnamed",
-                       pid, stale),
-           true);
+    health.health(
+        "jvm_perf_map_stale", comp, pid, LOUPE_HEALTH_WARN,
+        fmt::format("pid {}: its last ask failed ({}): methods it compiled after its perf "
+                    "map was last written stay unnamed",
+                    pid, stale),
+        true);
 }
 
 void JvmPerfMaps::before_final_report(const std::vector<pid_t>& processes) {
@@ -154,8 +156,8 @@ void JvmPerfMaps::before_final_report(const std::vector<pid_t>& processes) {
 
 void JvmPerfMaps::report_health(HealthReport& health) const {
   for (const auto& [pid, jvm] : jvms_)
-    perf_map_health(health, static_cast<std::uint32_t>(pid), jvm.answers, jvm.first_ms,
-                    jvm.failure, jvm.stale);
+    perf_map_health(health, static_cast<std::uint32_t>(pid), jvm.answers, jvm.first_ms, jvm.failure,
+                    jvm.stale);
 }
 
 }  // namespace loupe

@@ -140,7 +140,6 @@ void PythonFrames::poll() {
     if (c.ring) ring_buffer__consume(c.ring);
 }
 
-
 // Reads code object `code` of `pid` from the process and keeps it; `lock` (on mu_) is let
 // go for the read. nullptr when the process is not walked, the bound is reached (counted
 // in codes_dropped_: those frames keep the code object's address) or the read failed
@@ -223,37 +222,41 @@ void PythonFrames::report_health(HealthReport& health) const {
   const auto warn_if = [](std::uint64_t v) { return v ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK; };
   const std::string comp = "python_frames";
   health.health("python_processes", comp, c.processes, LOUPE_HEALTH_OK,
-         fmt::format("CPython processes whose Python frames were walked; {} code object(s) "
-                     "named ({:.1f} KiB)",
-                     c.codes_read, static_cast<double>(c.code_bytes) / 1024.0),
-         true);
+                fmt::format("CPython processes whose Python frames were walked; {} code object(s) "
+                            "named ({:.1f} KiB)",
+                            c.codes_read, static_cast<double>(c.code_bytes) / 1024.0),
+                true);
   health.health("python_codes_unread", comp, c.codes_failed, warn_if(c.codes_failed),
-         c.codes_failed ? "code objects the stacks met that could not be read (their process "
-                          "exited first): those frames keep the code object's address"
-                        : "",
-         true);
+                c.codes_failed
+                    ? "code objects the stacks met that could not be read (their process "
+                      "exited first): those frames keep the code object's address"
+                    : "",
+                true);
   health.health("python_frames_unnamed", comp, c.names_missed, warn_if(c.names_missed),
-         c.names_missed ? "Python frames named by their code object's address only: it could "
-                          "not be read (its process exited before the frame was first named)"
-                        : "",
-         true);
+                c.names_missed
+                    ? "Python frames named by their code object's address only: it could "
+                      "not be read (its process exited before the frame was first named)"
+                    : "",
+                true);
   health.health("python_codes_dropped", comp, c.codes_dropped, warn_if(c.codes_dropped),
-         c.codes_dropped ? "code objects not named: the session keeps the names of 262144, "
-                           "and more were seen; those frames keep the code object's address"
-                         : "",
-         true);
+                c.codes_dropped ? "code objects not named: the session keeps the names of 262144, "
+                                  "and more were seen; those frames keep the code object's address"
+                                : "",
+                true);
   health.health("python_entries_refused", comp, c.write_errors, warn_if(c.write_errors),
-         c.write_errors ? "interpreters the kernel's map refused (it holds 1024): their stacks "
-                          "keep native frames only"
-                        : "",
-         true);
+                c.write_errors
+                    ? "interpreters the kernel's map refused (it holds 1024): their stacks "
+                      "keep native frames only"
+                    : "",
+                true);
   std::string versions;
   for (const auto& v : c.unsupported) versions += (versions.empty() ? "" : ", ") + v;
   health.health("python_unsupported", comp, c.unsupported.size(), warn_if(c.unsupported.size()),
-         c.unsupported.empty() ? ""
-                               : "interpreters loupe has no layout for (3.10 to 3.13 have one): " +
-                                     versions + "; their stacks keep native frames only",
-         true);
+                c.unsupported.empty()
+                    ? ""
+                    : "interpreters loupe has no layout for (3.10 to 3.13 have one): " + versions +
+                          "; their stacks keep native frames only",
+                true);
 }
 
 }  // namespace loupe

@@ -134,8 +134,7 @@ TEST_P(HotSpotFramesTest, ReadsTheJvmAndNamesTheMethodsInlinedIntoACompiledOne) 
   }
   std::printf("  %zu compiled methods read, %zu named; Inlined.outer:%s\n", nmethods, named,
               seen.c_str());
-  EXPECT_TRUE(found) << "no compiled Inlined.outer with mix inlined in " << nmethods
-                     << " nmethods";
+  EXPECT_TRUE(found) << "no compiled Inlined.outer with mix inlined in " << nmethods << " nmethods";
   EXPECT_GE(named * 10, nmethods * 9) << "compiled methods without a name";
 }
 

@@ -32,15 +32,15 @@
 #define LOUPE_HOTSPOT_BCI_UNKNOWN 0xfffULL
 #define LOUPE_HOTSPOT_KIND(p) (((__u64)(p) >> 56) & 3)
 #define LOUPE_HOTSPOT_INTERP(method, bci)                                                          \
-	((LOUPE_HOTSPOT_INTERPRETED << 56) | (((__u64)(bci) & 0xfffULL) << 44) |                   \
+	((LOUPE_HOTSPOT_INTERPRETED << 56) | (((__u64)(bci)&0xfffULL) << 44) |                     \
 	 (((__u64)(method) >> 3) & ((1ULL << 44) - 1)))
 #define LOUPE_HOTSPOT_METHOD(p) (((__u64)(p) & ((1ULL << 44) - 1)) << 3)
 #define LOUPE_HOTSPOT_BCI(p) (((__u64)(p) >> 44) & 0xfffULL)
 #define LOUPE_HOTSPOT_CODE(kind, compile_id, pc_off)                                               \
-	(((__u64)(kind) << 56) | (((__u64)(compile_id) & 0x1ffffffULL) << 31) |                     \
-	 ((__u64)(pc_off) & 0x7fffffffULL))
+	(((__u64)(kind) << 56) | (((__u64)(compile_id)&0x1ffffffULL) << 31) |                      \
+	 ((__u64)(pc_off)&0x7fffffffULL))
 #define LOUPE_HOTSPOT_COMPILE_ID(p) (((__u64)(p) >> 31) & 0x1ffffffULL)
-#define LOUPE_HOTSPOT_PC_OFF(p) ((__u64)(p) & 0x7fffffffULL)
+#define LOUPE_HOTSPOT_PC_OFF(p) ((__u64)(p)&0x7fffffffULL)
 
 /* What the walk tells user space on first sight (loupe_runtime_seen_key.kind), so it reads
  * it while the JVM lives: a Method* (token: its ConstMethod*, which changes when the class
@@ -61,7 +61,7 @@ struct loupe_hotspot_heap {
 
 /* loupe_hotspot_proc.flags */
 #define LOUPE_HOTSPOT_CODE_OFFSETS 1 /* CodeBlob code begin/end are int offsets (JDK 23+) */
-#define LOUPE_HOTSPOT_COMPLETE_16 2 /* CodeBlob::_frame_complete_offset is an int16_t (JDK 25) */
+#define LOUPE_HOTSPOT_COMPLETE_16 2  /* CodeBlob::_frame_complete_offset is an int16_t (JDK 25) */
 
 /* One JVM, written by user space (runtimes/hotspot/). Offsets are in bytes. */
 struct loupe_hotspot_proc {
@@ -86,8 +86,8 @@ struct loupe_hotspot_proc {
 	__u16 const_method_size; /* sizeof(ConstMethod) */
 	/* Interpreter frame slots, in words from fp (frame_x86.hpp): Method*, bcp and the
 	 * sender's sp (its unextended sp, which a compiled caller's frame size counts from). */
-	__s16 interp_method_slot; /* -3 */
-	__s16 interp_bcp_slot;	  /* -8 (JDK 9+) */
+	__s16 interp_method_slot;    /* -3 */
+	__s16 interp_bcp_slot;	     /* -8 (JDK 9+) */
 	__s16 interp_sender_sp_slot; /* -1 */
 	__u16 pad;
 };

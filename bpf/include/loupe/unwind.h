@@ -72,7 +72,7 @@ struct loupe_unwind_mapping {
 /* loupe_unwind_proc.flags: which runtimes' entries the process has, a bit per registered
  * runtime (LOUPE_RUNTIME_*, below), so the walk looks up only those it runs. */
 #define LOUPE_UNWIND_PROC_RUNTIME(id) (1u << (id))
-#define LOUPE_UNWIND_PROC_PYTHON 1 /* a CPython interpreter: loupe_python_procs has it */
+#define LOUPE_UNWIND_PROC_PYTHON 1  /* a CPython interpreter: loupe_python_procs has it */
 #define LOUPE_UNWIND_PROC_HOTSPOT 2 /* a HotSpot JVM: loupe_hotspot_procs has it */
 
 struct loupe_unwind_proc {
@@ -169,11 +169,11 @@ struct loupe_unwind_counters {
 #define LOUPE_RUNTIME_PAYLOAD_BITS 58
 #define LOUPE_RUNTIME_PAYLOAD_MASK ((1ULL << LOUPE_RUNTIME_PAYLOAD_BITS) - 1)
 #define LOUPE_RUNTIME_FRAME(runtime, payload)                                                      \
-	(LOUPE_RUNTIME_TAG | ((__u64)(runtime) << LOUPE_RUNTIME_PAYLOAD_BITS) |                     \
-	 ((__u64)(payload) & LOUPE_RUNTIME_PAYLOAD_MASK))
+	(LOUPE_RUNTIME_TAG | ((__u64)(runtime) << LOUPE_RUNTIME_PAYLOAD_BITS) |                    \
+	 ((__u64)(payload)&LOUPE_RUNTIME_PAYLOAD_MASK))
 #define LOUPE_RUNTIME_IS_FRAME(v) (((__u64)(v) >> 62) == 1)
 #define LOUPE_RUNTIME_ID(v) (((__u64)(v) >> LOUPE_RUNTIME_PAYLOAD_BITS) & 0xf)
-#define LOUPE_RUNTIME_PAYLOAD(v) ((__u64)(v) & LOUPE_RUNTIME_PAYLOAD_MASK)
+#define LOUPE_RUNTIME_PAYLOAD(v) ((__u64)(v)&LOUPE_RUNTIME_PAYLOAD_MASK)
 
 /* The registered runtimes. Python is 0 so that its frames read as they did before the
  * registry (ABI 1.7-1.9 captures replay unchanged). */
@@ -249,6 +249,5 @@ struct loupe_python_proc {
 };
 
 #define LOUPE_PYTHON_CODE_BYTES 80
-
 
 #endif /* LOUPE_UNWIND_H */

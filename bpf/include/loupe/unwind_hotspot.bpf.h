@@ -80,8 +80,8 @@ static __always_inline __u64 loupe_hotspot_blob(struct loupe_unwind_state *st, _
 	return 0;
 }
 
-static __always_inline void loupe_hotspot_tell(struct loupe_unwind_state *st, __u16 kind,
-					       __u64 ptr, __u64 token)
+static __always_inline void loupe_hotspot_tell(struct loupe_unwind_state *st, __u16 kind, __u64 ptr,
+					       __u64 token)
 {
 	st->seen_key.tgid = st->tgid;
 	st->seen_key.runtime = LOUPE_RUNTIME_HOTSPOT;
@@ -173,7 +173,7 @@ __attribute__((noinline)) int loupe_hotspot_step(__u32 d)
 		complete = (__s16)complete;
 	/* "nmethod", "native nmethod": compiled Java. */
 	kind = ((__u32)name == 0x74656d6e || (__u32)name == 0x6974616e) ? LOUPE_HOTSPOT_COMPILED
-									 : LOUPE_HOTSPOT_STUB;
+									: LOUPE_HOTSPOT_STUB;
 	if (kind == LOUPE_HOTSPOT_COMPILED) {
 		__s64 id = loupe_hotspot_s32(st, st->hs.nmethod_compile_id);
 
@@ -182,7 +182,8 @@ __attribute__((noinline)) int loupe_hotspot_step(__u32 d)
 	} else {
 		payload = LOUPE_HOTSPOT_CODE(LOUPE_HOTSPOT_STUB, 0, off);
 	}
-	if (frame_words > 0 && frame_words < 65536 && (ret || complete < 0 || pc >= begin + complete)) {
+	if (frame_words > 0 && frame_words < 65536 &&
+	    (ret || complete < 0 || pc >= begin + complete)) {
 		/* A built frame: the return address and the caller's rbp sit on top of it. */
 		cfa = sp + frame_words * 8;
 		if (!loupe_unwind_read(st, &st->pair[1], cfa - 8) ||

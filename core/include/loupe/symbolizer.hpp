@@ -128,9 +128,8 @@ class Symbolizer {
   virtual void name_runtime_frames(RuntimeNamer namer) { (void)namer; }
   // As symbolize(), for a whole stack: a runtime frame that names several functions
   // expands into each, innermost first. Thread-safe.
-  virtual void symbolize_stack(std::uint32_t pid, loupe_frame_kind kind,
-                               const std::uint64_t* addrs, std::uint32_t n,
-                               std::vector<loupe_frame>* out) {
+  virtual void symbolize_stack(std::uint32_t pid, loupe_frame_kind kind, const std::uint64_t* addrs,
+                               std::uint32_t n, std::vector<loupe_frame>* out) {
     out->resize(n);
     symbolize(pid, kind, addrs, n, out->data());
   }

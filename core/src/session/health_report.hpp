@@ -81,7 +81,6 @@ class HealthReport {
               std::uint32_t severity, const std::string& message, bool is_final);
 
  private:
-
   Publish publish_;
   bool replay_;
   std::uint64_t session_start_wall_ = 0;

@@ -52,7 +52,7 @@ class Runtime {
   virtual ~Runtime() = default;
   // Health rows' component ("python_frames") and logs.
   virtual const char* name() const = 0;
-  virtual std::uint32_t id() const = 0;  // LOUPE_RUNTIME_*
+  virtual std::uint32_t id() const = 0;             // LOUPE_RUNTIME_*
   virtual loupe_frame_kind frame_kind() const = 0;  // its frames' kind in records
   virtual std::vector<RuntimeMapSpec> maps() const = 0;
   // The session made the maps: fds by RuntimeMapSpec::name. Before any update().

@@ -34,9 +34,10 @@ Result<const std::vector<loupe_map_ref>*> SessionUnwinder::maps() {
     if (Status st = create(); !st) {
       create_error_ = st.error();
       fds_.clear();
-      spdlog::warn("the session's unwinder: {}: each plugin keeps its own unwinder maps, "
-                   "with native frames only",
-                   create_error_);
+      spdlog::warn(
+          "the session's unwinder: {}: each plugin keeps its own unwinder maps, "
+          "with native frames only",
+          create_error_);
     }
   }
   if (!create_error_.empty()) return make_error(create_error_);
@@ -84,18 +85,21 @@ Status SessionUnwinder::create() {
     if (Status st = make_map(m.spec, m.kernel_name); !st) return st;
   for (const auto& rt : runtimes_) {
     for (const auto& spec : rt->maps()) {
-      const std::string kernel_name = ("ls_" + spec.name.substr(spec.name.find('_') + 1)).substr(0, 15);
+      const std::string kernel_name =
+          ("ls_" + spec.name.substr(spec.name.find('_') + 1)).substr(0, 15);
       if (Status st = make_map(spec, kernel_name.c_str()); !st) return st;
     }
   }
   ring_ = ring_buffer__new(by_name_.at("loupe_runtime_ring"), &SessionUnwinder::on_record, this,
                            nullptr);
-  if (!ring_) return make_error("reading the unwinder's ring: " + std::string(std::strerror(errno)));
-  if (Status st = tables_.attach(by_name_.at("loupe_unwind_rows"), by_name_.at("loupe_unwind_procs"));
+  if (!ring_)
+    return make_error("reading the unwinder's ring: " + std::string(std::strerror(errno)));
+  if (Status st =
+          tables_.attach(by_name_.at("loupe_unwind_rows"), by_name_.at("loupe_unwind_procs"));
       !st)
     return st;
-  if (Status st =
-          tables_.attach_files(by_name_.at("loupe_unwind_procs"), by_name_.at("loupe_unwind_files"));
+  if (Status st = tables_.attach_files(by_name_.at("loupe_unwind_procs"),
+                                       by_name_.at("loupe_unwind_files"));
       !st)
     return st;
   for (const auto& rt : runtimes_)
@@ -111,14 +115,9 @@ std::uint32_t SessionUnwinder::update(std::uint32_t pid) {
   bool later = false;
   for (const auto& rt : runtimes_) {
     switch (rt->update(pid)) {
-      case Runtime::Update::kYes:
-        bits |= LOUPE_UNWIND_PROC_RUNTIME(rt->id());
-        break;
-      case Runtime::Update::kLater:
-        later = true;
-        break;
-      case Runtime::Update::kNo:
-        break;
+      case Runtime::Update::kYes: bits |= LOUPE_UNWIND_PROC_RUNTIME(rt->id()); break;
+      case Runtime::Update::kLater: later = true; break;
+      case Runtime::Update::kNo: break;
     }
   }
   std::lock_guard lock(later_mu_);

@@ -47,7 +47,7 @@ SessionUnwinder* TargetScope::unwinder() {
   // A command or a pid: its processes' files; system-wide: every binary of the machine.
   const std::uint32_t rows = spec_.unwind_rows ? std::max<std::uint32_t>(spec_.unwind_rows, 1024)
                              : spec_.pid > 0 || !spec_.command.empty() ? 262144u
-                                                                        : 2097152u;
+                                                                       : 2097152u;
   RuntimeOptions runtimes;
   runtimes.jvm_perf_map = spec_.jvm_perf_map;
   unwinder_ = std::make_unique<SessionUnwinder>(unwind_tables_, make_runtimes(runtimes), rows);
@@ -70,11 +70,9 @@ Status TargetScope::check_pid() const {
 Status TargetScope::start(FeatureSet& features, Symbolizer* symbolizer) {
   symbolizer_ = symbolizer;
   if (symbolizer_)
-    symbolizer_->name_runtime_frames([u = unwinder()](std::uint32_t pid, std::uint64_t frame,
-                                                           Symbolizer::RuntimeName* out,
-                                                           std::uint32_t max) {
-      return u->name(pid, frame, out, max);
-    });
+    symbolizer_->name_runtime_frames(
+        [u = unwinder()](std::uint32_t pid, std::uint64_t frame, Symbolizer::RuntimeName* out,
+                         std::uint32_t max) { return u->name(pid, frame, out, max); });
   if (!spec_.command.empty()) {
     try {
       target_ = std::make_unique<TargetProcess>(spec_.command);

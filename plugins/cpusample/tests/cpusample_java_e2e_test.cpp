@@ -210,8 +210,9 @@ TEST_F(CpuSampleJava, InlinedMethodsAreFramesOfTheirOwnAsJfrSaysThem) {
       if ((*java[0]).value("address", 0ull) == (*java[1]).value("address", 0ull)) inlined += n;
     }
   }
-  std::printf("  main thread: %lld samples, mix in outer %lld, of which from one compiled frame %lld\n",
-              (long long)main_thread, (long long)mix_in_outer, (long long)inlined);
+  std::printf(
+      "  main thread: %lld samples, mix in outer %lld, of which from one compiled frame %lld\n",
+      (long long)main_thread, (long long)mix_in_outer, (long long)inlined);
   ASSERT_GE(main_thread, 100) << r.output;
   EXPECT_GE(inlined * 2, mix_in_outer) << "mix was not inlined: the test proves nothing";
   const double share = double(mix_in_outer) / double(main_thread);

@@ -264,9 +264,8 @@ typedef struct loupe_host_services {
    * compiled Java frame expands into the methods inlined at its pc, innermost first, then
    * the compiled method itself. Writes at most `max_out` frames into `out` and their count
    * into `*n_out` (frames past max_out are cut from the root end). Same threading. */
-  int (*symbolize_stack)(loupe_host* host, uint32_t pid, uint32_t frame_kind,
-                         const uint64_t* addrs, uint32_t n, loupe_frame* out, uint32_t max_out,
-                         uint32_t* n_out);
+  int (*symbolize_stack)(loupe_host* host, uint32_t pid, uint32_t frame_kind, const uint64_t* addrs,
+                         uint32_t n, loupe_frame* out, uint32_t max_out, uint32_t* n_out);
 
   /* ABI 1.10. The session's unwinder: the in-kernel unwinder's shared maps
    * (bpf/include/loupe/unwind.bpf.h: rows, process and file entries, each runtime's

@@ -95,7 +95,6 @@ typedef struct loupe_session_info {
   double rotate_s;
 } loupe_session_info;
 
-
 /*
  * LOUPE_SESSION_REPLAY: `loupe replay` feeds recorded ring records through the plugins'
  * decode callbacks; there is no kernel side. setup() runs as usual; start() must not load

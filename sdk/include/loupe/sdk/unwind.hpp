@@ -122,9 +122,8 @@ inline bool reuse_session_unwinder(bpf_object* obj, const Host& host) {
       const loupe_map_ref& ref = refs[i];
       if (!ref.name || std::strcmp(ref.name, name) != 0) continue;
       if (const int err = bpf_map__reuse_fd(map, ref.fd); err != 0)
-        throw Error(LOUPE_ERR_KERNEL,
-                    std::string("sharing the session's unwinder map ") + name + ": " +
-                        std::strerror(-err));
+        throw Error(LOUPE_ERR_KERNEL, std::string("sharing the session's unwinder map ") + name +
+                                          ": " + std::strerror(-err));
     }
   }
   return true;
