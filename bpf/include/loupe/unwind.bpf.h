@@ -630,6 +630,23 @@ done:
 	return 1;
 }
 
+/* The walk moves to the caller: its pc, sp and rbp. 1 when that ends the walk (a return
+ * address of 0: the outermost frame). */
+static __always_inline long loupe_unwind_to_caller(struct loupe_unwind_state *st, __u64 ra,
+						   __u64 sp, __u64 bp)
+{
+	st->pc = ra;
+	st->sp = sp;
+	st->bp = bp;
+	st->py_done_pc = 0;
+	if (ra == 0) {
+		st->stop = LOUPE_UNWIND_STOP_END;
+		st->done = 1;
+		return 1;
+	}
+	return 0;
+}
+
 #include "loupe/unwind_hotspot.bpf.h"
 
 /* One frame: records pc, then moves the state to the caller. 1 ends the walk. The state is
@@ -753,16 +770,7 @@ static long loupe_unwind_step(__u32 i, void *arg)
 		}
 		st->table_frames++;
 	}
-	st->pc = ra;
-	st->sp = cfa;
-	st->bp = bp;
-	st->py_done_pc = 0;
-	if (ra == 0) {
-		st->stop = LOUPE_UNWIND_STOP_END;
-		st->done = 1;
-		return 1;
-	}
-	return 0;
+	return loupe_unwind_to_caller(st, ra, cfa, bp);
 }
 
 /* The stack's id in loupe_unwind_stacks, storing it if new; -1 when the store is full. */

@@ -219,16 +219,7 @@ record:
 	st->hash = (st->hash ^ st->stack.addrs[d]) * 0x100000001b3ULL;
 	st->hs_frames++;
 	st->nat++;
-	st->pc = ra;
-	st->sp = sp;
-	st->bp = bp;
-	st->py_done_pc = 0;
-	if (ra == 0) {
-		st->stop = LOUPE_UNWIND_STOP_END;
-		st->done = 1;
-		return 1;
-	}
-	return 0;
+	return loupe_unwind_to_caller(st, ra, sp, bp) ? 1 : 0;
 lost:
 	/* The pc itself, so the stack still says where it stopped (a JIT frame by address). */
 	asm volatile("" : "+r"(d));
