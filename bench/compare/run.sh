@@ -15,7 +15,9 @@
 #    bpftrace, uprobe and syscall pairs), bench/memalloc (vs bpftrace on malloc/free),
 #    bench/biolat (vs biolatency -Q and a bpftrace tracepoint script, O_DIRECT reads) and
 #    bench/lockwait (vs empty programs: no peer times futex waits on this kernel).
-# Root only. Peers absent from PATH are reported as "absent", not faked.
+# Root only. Peers absent from PATH are reported as "absent", not faked. A part that fails
+# (a tool that exits before its timed loop ends, a bench that exits non-zero) does not stop
+# the others; the run ends with the list of failed parts and exits 1.
 set -uo pipefail
 build=${1:?usage: run.sh BUILD_DIR [--quick]}
 quick=${2:-}
@@ -29,8 +31,12 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 [ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
 
+failed=()
+# fail PART WHY: PART is listed as failed at the end; the other parts still run.
+fail() { failed+=("$1: $2"); echo "FAILED: $1: $2" >&2; }
+
 now() { date +%s%N; }
-time_loop() { local t0 t1; t0=$(now); "$work" "$calls" 0; t1=$(now); echo $((t1 - t0)); }
+time_loop() { local t0 t1; t0=$(now); "$work" "$calls" 0 || return 1; t1=$(now); echo $((t1 - t0)); }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
 cat >"$tmp/syscount.toml" <<TOML
@@ -51,6 +57,20 @@ start_bpftrace() {
 # Without a command, perf stat -a counts until SIGINT (with one, SIGINT would wait for it).
 start_perf() { perf stat -e raw_syscalls:sys_enter -a >"$tmp/perf.log" 2>&1 & tpid=$!; sleep 1; }
 stop_tool() { kill -INT "$tpid" 2>/dev/null; wait "$tpid" 2>/dev/null; }
+# timed TOOL LOG: one timed loop beside TOOL (already started, pid $tpid), kept only when
+# the loop ran and TOOL was attached all along; then TOOL is stopped.
+timed() {
+  local t
+  if ! t=$(time_loop); then
+    fail "syscall counting ($1)" "the workload $work failed"
+  elif ! kill -0 "$tpid" 2>/dev/null; then
+    fail "syscall counting ($1)" "exited before the timed loop ended"
+    tail -n 5 "$2" | sed 's/^/  log: /' >&2
+  else
+    samples[$1]+="$t "
+  fi
+  stop_tool
+}
 
 declare -A samples
 tools=(none loupe bpftrace perf)
@@ -59,20 +79,25 @@ for r in $(seq "$rounds"); do
   for i in 0 1 2 3; do
     tool=${tools[$(((i + r) % 4))]}
     case $tool in
-      none) samples[$tool]+="$(time_loop) " ;;
-      loupe) start_loupe; samples[$tool]+="$(time_loop) "; stop_tool ;;
-      bpftrace) command -v bpftrace >/dev/null || continue; start_bpftrace; samples[$tool]+="$(time_loop) "; stop_tool ;;
-      perf) command -v perf >/dev/null || continue; start_perf; samples[$tool]+="$(time_loop) "; stop_tool ;;
+      none) if t=$(time_loop); then samples[$tool]+="$t "; else fail "syscall counting (none)" "the workload $work failed"; fi ;;
+      loupe) start_loupe; timed loupe "$tmp/loupe.log" ;;
+      bpftrace) command -v bpftrace >/dev/null || continue; start_bpftrace; timed bpftrace "$tmp/bt.log" ;;
+      perf) command -v perf >/dev/null || continue; start_perf; timed perf "$tmp/perf.log" ;;
     esac
   done
 done
 
 echo "## syscall counting: getppid loop, $calls calls, median of $rounds rounds ($(date -u +%F), $(uname -r), $(nproc) CPUs)"
-base=$(tr ' ' '\n' <<<"${samples[none]}" | grep . | median)
+base=$(tr ' ' '\n' <<<"${samples[none]:-}" | grep . | median)
 loupe_added=
 printf '%-34s %12s %16s %14s\n' tool "ns/call" "added ns/call" "x loupe added"
 for tool in none loupe bpftrace perf; do
-  if [ -z "${samples[$tool]:-}" ]; then printf '%-34s %12s\n' "$tool" absent; continue; fi
+  if [ -z "${samples[$tool]:-}" ]; then
+    state=absent
+    [[ " ${failed[*]} " == *"syscall counting ($tool)"* ]] && state=failed
+    printf '%-34s %12s\n' "$tool" "$state"
+    continue
+  fi
   med=$(tr ' ' '\n' <<<"${samples[$tool]}" | grep . | median)
   per=$(awk -v t="$med" -v n="$calls" 'BEGIN {printf "%.1f", t / n}')
   added=$(awk -v t="$med" -v b="$base" -v n="$calls" 'BEGIN {printf "%.1f", (t - b) / n}')
@@ -90,7 +115,8 @@ done
 
 echo
 echo "## loupe bench (the profile's probes vs an empty program on the same hooks)"
-"$loupe" bench --reps "$rounds" "$tmp/syscount.toml" 2>/dev/null | sed 1d
+"$loupe" bench --reps "$rounds" "$tmp/syscount.toml" 2>"$tmp/bench.err" | sed 1d ||
+  { fail "loupe bench (syscount)" "exit $?"; tail -n 5 "$tmp/bench.err" | sed 's/^/  stderr: /' >&2; }
 # A syscall pair and a libc uprobe pair (the malloc+free loop) of the latency profiler.
 cat >"$tmp/latency.toml" <<TOML
 [[plugins]]
@@ -102,15 +128,22 @@ ufunc = "libc:malloc"
 [[sinks]]
 name = "jsonl"
 TOML
-"$loupe" bench --reps "$rounds" "$tmp/latency.toml" 2>/dev/null | sed 1d
+"$loupe" bench --reps "$rounds" "$tmp/latency.toml" 2>"$tmp/bench.err" | sed 1d ||
+  { fail "loupe bench (latency)" "exit $?"; tail -n 5 "$tmp/bench.err" | sed 's/^/  stderr: /' >&2; }
 
 run_bench() {
   local name=$1; shift
   echo; echo "## $name"
   # Each bench stops its own rounds at its time budget and prints what it measured; the
   # outer timeout only catches a hang.
-  if [ -x "$build/bin/$name" ]; then timeout 600 "$build/bin/$name" "$@" 2>&1 | tail -n 40
-  else echo "($name not built: cmake --build $build --target $name)"; fi
+  if [ ! -x "$build/bin/$name" ]; then
+    fail "$name" "not built (cmake --build $build --target $name)"
+    return
+  fi
+  local rc=0
+  timeout 600 "$build/bin/$name" "$@" 2>&1 | tail -n 40 || rc=$?
+  if [ "$rc" = 124 ]; then fail "$name" "still running after 600 s"
+  elif [ "$rc" != 0 ]; then fail "$name" "exit $rc"; fi
 }
 if [ "$quick" = --quick ]; then
   run_bench latency_overhead --rounds 3
@@ -127,3 +160,10 @@ echo "per I/O (wall time per I/O is device noise on this VM); biosnoop needs kpr
 echo "fentry, absent here. perf lock contention is compared with lockwait on what it reports"
 echo "(plugins/lockwait/README.md), not timed: Debian's perf lacks its BPF mode (-b), and"
 echo "perf lock record costs what writing every lock event to perf.data costs."
+echo
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "## failed (each once, however many rounds it failed in)"
+  printf '  %s\n' "${failed[@]}" | awk '!seen[$0]++'
+  exit 1
+fi
+echo "## every part ran"
