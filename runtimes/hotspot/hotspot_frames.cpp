@@ -14,7 +14,6 @@
 #include <cstring>
 
 #include "session/health_report.hpp"
-#include "symbols/process_maps.hpp"
 #include "util/unique_fd.hpp"
 
 namespace loupe {
@@ -352,11 +351,8 @@ HotSpotFrames::Jvm* HotSpotFrames::jvm(std::uint32_t pid) {
   return it == jvms_.end() ? nullptr : it->second.get();
 }
 
-Runtime::Update HotSpotFrames::update(std::uint32_t pid) {
+Runtime::Update HotSpotFrames::update(std::uint32_t pid, const std::vector<MapsEntry>& maps) {
   if (procs_fd_ < 0) return Update::kNo;
-  std::vector<MapsEntry> maps;
-  int err = 0;
-  if (!read_process_maps(proc_root_, pid, &maps, &err)) return Update::kNo;
   const MapsEntry* lib = nullptr;
   for (const auto& m : maps)
     if (m.offset == 0 && m.path.size() > 10 &&

@@ -49,7 +49,7 @@ class HotSpotFrames final : public Runtime {
   loupe_frame_kind frame_kind() const override { return LOUPE_FRAME_JAVA; }
   std::vector<RuntimeMapSpec> maps() const override;
   Status attach(const std::map<std::string, int>& fds) override;
-  Update update(std::uint32_t pid) override;
+  Update update(std::uint32_t pid, const std::vector<MapsEntry>& maps) override;
   void forget(std::uint32_t pid) override;
   void seen(const loupe_runtime_seen_key& key) override;
   std::uint32_t name(std::uint32_t pid, std::uint64_t frame, Symbolizer::RuntimeName* out,

@@ -68,8 +68,8 @@ Status PythonFrames::attach(const std::map<std::string, int>& fds) {
   return {};
 }
 
-Runtime::Update PythonFrames::update(std::uint32_t pid) {
-  return update_entry(pid) ? Update::kYes : Update::kNo;
+Runtime::Update PythonFrames::update(std::uint32_t pid, const std::vector<MapsEntry>& maps) {
+  return update_entry(pid, maps) ? Update::kYes : Update::kNo;
 }
 
 std::uint32_t PythonFrames::name(std::uint32_t pid, std::uint64_t frame,
@@ -85,9 +85,9 @@ std::uint32_t PythonFrames::name(std::uint32_t pid, std::uint64_t frame,
   return 1;
 }
 
-bool PythonFrames::update_entry(std::uint32_t pid) {
+bool PythonFrames::update_entry(std::uint32_t pid, const std::vector<MapsEntry>& maps) {
   if (consumers_.empty()) return false;
-  auto found = find_python_process(proc_root_, pid, &runtimes_);
+  auto found = find_python_process(proc_root_, pid, &runtimes_, &maps);
   if (!found || !found->runtime.layout) {
     // Said once per build: the version, the file, and why when the version has a layout
     // this build does not fit (3.13+: its _Py_DebugOffsets).

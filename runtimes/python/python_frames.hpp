@@ -59,7 +59,7 @@ class PythonFrames final : public Runtime {
   loupe_frame_kind frame_kind() const override { return LOUPE_FRAME_PYTHON; }
   std::vector<RuntimeMapSpec> maps() const override;
   Status attach(const std::map<std::string, int>& fds) override;
-  Update update(std::uint32_t pid) override;
+  Update update(std::uint32_t pid, const std::vector<MapsEntry>& maps) override;
   void forget(std::uint32_t pid) override;
   void seen(const loupe_runtime_seen_key& key) override { seen(key.tgid, key.ptr, key.token); }
   std::uint32_t name(std::uint32_t pid, std::uint64_t frame, Symbolizer::RuntimeName* out,
@@ -87,7 +87,7 @@ class PythonFrames final : public Runtime {
     const PythonLayout* layout;
     std::uint64_t token;  // as the walk read it (loupe_runtime_seen_key)
   };
-  bool update_entry(std::uint32_t pid);
+  bool update_entry(std::uint32_t pid, const std::vector<MapsEntry>& maps);
   void seen(std::uint32_t pid, std::uint64_t code, std::uint64_t token);
   const Code* read_and_keep(std::unique_lock<std::mutex>& lock, std::uint32_t pid,
                             std::uint64_t code, std::uint64_t token);

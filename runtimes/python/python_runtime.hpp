@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "symbols/process_maps.hpp"
 #include "util/result.hpp"
 
 namespace loupe {
@@ -103,10 +104,11 @@ struct PythonProcess {
 using PythonRuntimeCache =
     std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<const PythonRuntime>>;
 
-// The interpreter process `pid` runs, found in its maps (through `proc_root`, e.g. "/proc").
-// An error when it maps none.
+// The interpreter process `pid` runs, found in its maps (`maps` as read, or read through
+// `proc_root`, e.g. "/proc"). An error when it maps none.
 Result<PythonProcess> find_python_process(const std::string& proc_root, std::uint32_t pid,
-                                          PythonRuntimeCache* cache = nullptr);
+                                          PythonRuntimeCache* cache = nullptr,
+                                          const std::vector<MapsEntry>* maps = nullptr);
 
 }  // namespace loupe
 

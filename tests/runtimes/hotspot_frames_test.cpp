@@ -79,7 +79,10 @@ TEST_P(HotSpotFramesTest, ReadsTheJvmAndNamesTheMethodsInlinedIntoACompiledOne) 
   // makes its CodeCache and interpreter (later: asked again).
   Runtime::Update u = Runtime::Update::kNo;
   for (int i = 0; i < 200 && u != Runtime::Update::kYes; ++i) {
-    u = hs.update(pid);
+    std::vector<MapsEntry> maps;
+    int err = 0;
+    ASSERT_TRUE(read_process_maps("/proc", pid, &maps, &err)) << std::strerror(err);
+    u = hs.update(pid, maps);
     if (u != Runtime::Update::kYes) std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
   ASSERT_EQ(u, Runtime::Update::kYes);

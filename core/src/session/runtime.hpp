@@ -33,6 +33,7 @@
 
 #include "loupe/symbolizer.hpp"
 #include "loupe/unwind.h"
+#include "symbols/process_maps.hpp"
 #include "util/result.hpp"
 
 namespace loupe {
@@ -57,11 +58,12 @@ class Runtime {
   virtual std::vector<RuntimeMapSpec> maps() const = 0;
   // The session made the maps: fds by RuntimeMapSpec::name. Before any update().
   virtual Status attach(const std::map<std::string, int>& fds) = 0;
-  // pid (new, or its code mappings changed): kYes when it runs this runtime and its entry
-  // is written; kLater when it does but is not ready to be read (a JVM whose CodeCache is
-  // not made yet: asked again soon). Any one thread at a time.
+  // pid (new, or its code mappings changed), with its mappings as the session read them
+  // (the one read): kYes when they make it this runtime's and its entry is written; kLater
+  // when they do but it is not ready to be read (a JVM whose CodeCache is not made yet:
+  // asked again soon). Any one thread at a time.
   enum class Update { kNo, kYes, kLater };
-  virtual Update update(std::uint32_t pid) = 0;
+  virtual Update update(std::uint32_t pid, const std::vector<MapsEntry>& maps) = 0;
   virtual void forget(std::uint32_t pid) = 0;
   // A first sighting the walk told (key.runtime == id()). The ring's reader's thread.
   virtual void seen(const loupe_runtime_seen_key& key) = 0;

@@ -110,11 +110,11 @@ Status SessionUnwinder::create() {
   return {};
 }
 
-std::uint32_t SessionUnwinder::update(std::uint32_t pid) {
+std::uint32_t SessionUnwinder::update(std::uint32_t pid, const std::vector<MapsEntry>& maps) {
   std::uint32_t bits = 0;
   bool later = false;
   for (const auto& rt : runtimes_) {
-    switch (rt->update(pid)) {
+    switch (rt->update(pid, maps)) {
       case Runtime::Update::kYes: bits |= LOUPE_UNWIND_PROC_RUNTIME(rt->id()); break;
       case Runtime::Update::kLater: later = true; break;
       case Runtime::Update::kNo: break;
@@ -149,8 +149,15 @@ void SessionUnwinder::poll(const std::function<void(std::uint32_t, std::uint32_t
         due.push_back(pid);
       }
   }
+  // The only maps read here: a process a runtime was not ready for, asked again.
   for (std::uint32_t pid : due) {
-    const std::uint32_t bits = update(pid);
+    std::vector<MapsEntry> maps;
+    int err = 0;
+    if (!read_process_maps(proc_root_, pid, &maps, &err)) {
+      forget(pid);
+      continue;
+    }
+    const std::uint32_t bits = update(pid, maps);
     if (bits) rewrite(pid, bits);
   }
 }

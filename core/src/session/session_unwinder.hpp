@@ -30,6 +30,7 @@
 
 #include "loupe/abi/host.h"
 #include "session/runtime.hpp"
+#include "symbols/process_maps.hpp"
 #include "util/result.hpp"
 #include "util/unique_fd.hpp"
 
@@ -56,7 +57,7 @@ class SessionUnwinder {
 
   // Which runtimes' entries pid has (LOUPE_UNWIND_PROC_RUNTIME bits), each runtime asked
   // and its entry written. The tables' thread, when pid's mappings changed.
-  std::uint32_t update(std::uint32_t pid);
+  std::uint32_t update(std::uint32_t pid, const std::vector<MapsEntry>& maps);
   void forget(std::uint32_t pid);
   // The first sightings the walks told since the last call, to their runtimes; and the
   // processes a runtime was not ready for asked again, their entry's bits rewritten
@@ -77,6 +78,7 @@ class SessionUnwinder {
 
   UnwindTables& tables_;
   std::uint32_t rows_;
+  std::string proc_root_ = "/proc";
   std::string create_error_;  // why the maps could not be made: the first call's
   std::vector<std::unique_ptr<Runtime>> runtimes_;
   std::vector<UniqueFd> fds_;

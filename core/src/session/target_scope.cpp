@@ -52,7 +52,9 @@ SessionUnwinder* TargetScope::unwinder() {
   runtimes.jvm_perf_map = spec_.jvm_perf_map;
   unwinder_ = std::make_unique<SessionUnwinder>(unwind_tables_, make_runtimes(runtimes), rows);
   unwind_tables_.set_runtimes(
-      {[u = unwinder_.get()](std::uint32_t pid) { return u->update(pid); },
+      {[u = unwinder_.get()](std::uint32_t pid, const std::vector<MapsEntry>& maps) {
+         return u->update(pid, maps);
+       },
        [u = unwinder_.get()](std::uint32_t pid) { u->forget(pid); },
        [u = unwinder_.get()](const std::function<void(std::uint32_t, std::uint32_t)>& rewrite) {
          u->poll(rewrite);

@@ -145,8 +145,9 @@ Status UnwindTables::attach_files(int procs_fd, int files_fd) {
   return {};
 }
 
-void UnwindTables::mark_runtimes(std::uint32_t pid, loupe_unwind_proc* proc) {
-  proc->flags = runtimes_.update ? runtimes_.update(pid) : 0;
+void UnwindTables::mark_runtimes(std::uint32_t pid, const std::vector<MapsEntry>& maps,
+                                 loupe_unwind_proc* proc) {
+  proc->flags = runtimes_.update ? runtimes_.update(pid, maps) : 0;
 }
 
 void UnwindTables::rewrite_runtimes(std::uint32_t pid, std::uint32_t bits) {
@@ -328,7 +329,8 @@ bool UnwindTables::refresh() {
 
 int UnwindTables::load_and_write(std::uint32_t pid) {
   auto proc = std::make_unique<loupe_unwind_proc>();
-  if (!store_->load_process(pid, proc.get())) return -1;
+  std::vector<MapsEntry> maps;
+  if (!store_->load_process(pid, proc.get(), &maps)) return -1;
   if (store_->deferred()) waiting_.insert(pid);
   auto last = written_.find(pid);
   // The mappings decide; the flags are this side's, set below when they changed.
@@ -336,7 +338,7 @@ int UnwindTables::load_and_write(std::uint32_t pid) {
   if (last != written_.end() && std::memcmp(last->second.get(), proc.get(), sizeof(*proc)) == 0)
     return 0;
   if (last == written_.end() && proc->count == 0) return 0;  // a kernel thread, or waiting
-  mark_runtimes(pid, proc.get());
+  mark_runtimes(pid, maps, proc.get());
   // Rows first: an entry must never point at rows a consumer does not have yet (a file
   // met under a second key adds its entry to loupe_unwind_files).
   for (auto& c : consumers_) write_rows(c);

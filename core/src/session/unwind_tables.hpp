@@ -67,7 +67,7 @@ class UnwindTables {
   // its LOUPE_UNWIND_PROC_RUNTIME bits, each runtime's own entry written; `forget(pid)`
   // when it is gone; `poll(rewrite)` at each refresh, which may rewrite an entry's bits.
   struct RuntimeHooks {
-    std::function<std::uint32_t(std::uint32_t)> update;
+    std::function<std::uint32_t(std::uint32_t, const std::vector<MapsEntry>&)> update;
     std::function<void(std::uint32_t)> forget;
     std::function<void(const std::function<void(std::uint32_t, std::uint32_t)>&)> poll;
   };
@@ -106,8 +106,10 @@ class UnwindTables {
   void write_rows(Consumer& c);
   void write_new_rows(Consumer& c);
 
-  // Sets the runtime bits of pid's entry (the runtimes' update). Under mu_.
-  void mark_runtimes(std::uint32_t pid, loupe_unwind_proc* proc);
+  // Sets the runtime bits of pid's entry (the runtimes' update, from its maps as read).
+  // Under mu_.
+  void mark_runtimes(std::uint32_t pid, const std::vector<MapsEntry>& maps,
+                     loupe_unwind_proc* proc);
   // A runtime became ready for pid after its entry was written: its bits rewritten.
   void rewrite_runtimes(std::uint32_t pid, std::uint32_t bits);
   // The builder thread's side: a job in (started on the first); each result goes into

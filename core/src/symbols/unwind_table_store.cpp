@@ -219,8 +219,10 @@ UnwindTableStore::FileEntry& UnwindTableStore::insert(Built b) {
   return f;
 }
 
-Status UnwindTableStore::load_process(std::uint32_t pid, loupe_unwind_proc* out) {
-  std::vector<MapsEntry> maps;
+Status UnwindTableStore::load_process(std::uint32_t pid, loupe_unwind_proc* out,
+                                      std::vector<MapsEntry>* maps_out) {
+  std::vector<MapsEntry> own;
+  std::vector<MapsEntry>& maps = maps_out ? *maps_out : own;
   int e = 0;
   if (!read_process_maps(proc_root_, pid, &maps, &e))
     return make_error("pid " + std::to_string(pid) + ": " + std::strerror(e));

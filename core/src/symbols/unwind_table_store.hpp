@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "loupe/unwind.h"
+#include "symbols/process_maps.hpp"
 #include "symbols/unwind_table.hpp"
 #include "util/result.hpp"
 
@@ -88,8 +89,10 @@ class UnwindTableStore {
   std::size_t prebuild(const std::string& path);
 
   // The executable file mappings of `pid` with rows, building the tables of files not seen
-  // yet. An error when its maps cannot be read (the process is gone).
-  Status load_process(std::uint32_t pid, loupe_unwind_proc* out);
+  // yet; `maps`, when given, gets the mappings as read (the one read of them, which the
+  // runtimes are handed too). An error when its maps cannot be read (the process is gone).
+  Status load_process(std::uint32_t pid, loupe_unwind_proc* out,
+                      std::vector<MapsEntry>* maps = nullptr);
 
   // The tables of a file some process mapped executable (the kernel's mmap records): a
   // command too short-lived for its maps to be read still gets them, for the next process

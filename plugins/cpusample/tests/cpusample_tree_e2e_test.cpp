@@ -69,21 +69,43 @@ TEST_F(CpuSampleTree, WorkersThatLive100msAreSymbolizedInTheFinalReport) {
   const std::string body = "[[plugins]]\nname = \"cpusample\"\n";
   auto r = run(body, {"sh", "-c", "'" + kTreeWorkload + " 4 spin 100; sleep 3'"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  std::int64_t total = 0, resolved = 0;
+  // A worker's sample is symbolized when the code it ran is named (its leaf user frame, the
+  // vdso's caller when it was in the vdso):
+  // most are in tree_spin, the rest in its fork and exit paths (libc, the kernel's return
+  // to user space), which under emulation take a good share of a 100 ms life (35 of 39
+  // samples in tree_spin, 6.12 guest beside another guest).
+  std::int64_t total = 0, named = 0, spin = 0;
+  std::map<std::string, std::int64_t> elsewhere;
   for (const auto* rec : r.all("stack", "cpu")) {
     if ((*rec)["labels"].value("comm", "") != "tree_worker") continue;
     std::int64_t n = samples_of(*rec);
     total += n;
-    for (const auto& f : (*rec)["stack"]["frames"])
-      if (f.contains("symbol") && f["symbol"].is_string() && f["symbol"] == "tree_spin") {
-        resolved += n;
-        break;
+    bool leaf_named = false, in_spin = false, any_user = false;
+    std::string leaf;
+    for (const auto& f : (*rec)["stack"]["frames"]) {
+      if (f.value("kind", "") != "user") continue;
+      const bool has = f.contains("symbol") && f["symbol"].is_string();
+      // The vdso (clock_gettime, which tree_spin calls) has no file to be named from, for a
+      // live process as for an exited one: its caller is the worker's code.
+      if (!any_user && f.value("module", "") == "[vdso]") continue;
+      if (!any_user) {
+        leaf = has ? f["symbol"].get<std::string>() : "? " + f.value("module", "");
+        leaf_named = has;
       }
+      any_user = true;
+      in_spin |= has && f["symbol"] == "tree_spin";
+    }
+    named += leaf_named ? n : 0;
+    spin += in_spin ? n : 0;
+    if (!in_spin || !leaf_named) elsewhere[leaf] += n;
   }
-  std::printf("  short-lived worker samples=%lld, in tree_spin=%lld\n", (long long)total,
-              (long long)resolved);
+  std::string rest;
+  for (const auto& [leaf, n] : elsewhere) rest += "\n    " + std::to_string(n) + " " + leaf;
+  std::printf("  short-lived worker samples=%lld, leaf named=%lld, in tree_spin=%lld%s\n",
+              (long long)total, (long long)named, (long long)spin, rest.c_str());
   ASSERT_GE(total, 4) << r.output;
-  EXPECT_GE(resolved * 10, total * 9) << r.output;
+  EXPECT_GE(named * 10, total * 9) << r.output;
+  EXPECT_GE(spin * 2, total) << "the workers spin: most of their samples are in tree_spin";
 }
 
 }  // namespace
