@@ -3,7 +3,7 @@
 #   package_test.sh BUILD SRC build          make the .deb into BUILD/package-test
 #   package_test.sh BUILD SRC contents       what `cmake --install` installs, all of it; Depends
 #   package_test.sh BUILD SRC unit           loupe.service: systemd-analyze verify, clean
-#   package_test.sh BUILD SRC guest KERNEL   dpkg -i in a scripts/vmtest.sh guest, then the
+#   package_test.sh BUILD SRC guest KERNEL...  dpkg -i in a scripts/vmtest.sh guest, then the
 #                                            agent as the unit runs it (tests/package/in_guest.sh)
 # The later cases use the .deb the build case made. Exit 77 = skipped (the reason is printed).
 set -uo pipefail
@@ -128,24 +128,36 @@ case_unit() {
   rm -rf "$x" "$copy"
 }
 
+# One guest per kernel named, all at once (one TCG core each, as the matrix runs them): the
+# host's other tests wait for this one, so its length is the longest guest's, not their sum.
 case_guest() {
-  local kernel=${1:?guest KERNEL}
+  [[ $# -gt 0 ]] || fail "guest KERNEL..."
   local deb
   deb=$(the_deb)
   command -v qemu-system-x86_64 >/dev/null ||
     skip "qemu-system-x86_64 not found (scripts/install-deps.sh installs it): no guest install"
-  # One core per guest, as the kernel matrix runs (a multi-threaded TCG guest soft-locks).
   # The script beside the .deb, run from there: a guest sees a checkout under /tmp (CI's)
   # only through its working directory, which vmtest.sh keeps visible over the scratch /tmp.
   local stage
   stage=$(dirname "$deb")
   cp "$SRC/tests/package/in_guest.sh" "$stage/in_guest.sh"
-  (cd "$stage" && LOUPE_VMTEST_TIMEOUT=${LOUPE_VMTEST_TIMEOUT:-600} "$SRC/scripts/vmtest.sh" \
-    "$kernel" bash "$stage/in_guest.sh" "$deb") >"$OUT/guest-$kernel.log" 2>&1
-  local rc=$?
-  # The console's boot lines are noise; the script's own lines say what happened.
-  grep -v '^\[ *[0-9.]*\]' "$OUT/guest-$kernel.log"
-  [[ $rc -eq 0 ]] || fail "the package in the $kernel guest: exit $rc"
+  local -A pids
+  local kernel
+  for kernel in "$@"; do
+    (cd "$stage" && LOUPE_VMTEST_TIMEOUT=${LOUPE_VMTEST_TIMEOUT:-600} "$SRC/scripts/vmtest.sh" \
+      "$kernel" bash "$stage/in_guest.sh" "$deb") >"$OUT/guest-$kernel.log" 2>&1 &
+    pids[$kernel]=$!
+  done
+  local failed=()
+  for kernel in "$@"; do
+    local rc=0
+    wait "${pids[$kernel]}" || rc=$?
+    echo "===== the package in the $kernel guest: exit $rc ====="
+    # The console's boot lines are noise; the script's own lines say what happened.
+    grep -v '^\[ *[0-9.]*\]' "$OUT/guest-$kernel.log"
+    [[ $rc -eq 0 ]] || failed+=("$kernel (exit $rc)")
+  done
+  [[ ${#failed[@]} -eq 0 ]] || fail "the package in the guest(s): ${failed[*]}"
 }
 
 "case_$CASE" "${@:4}"
