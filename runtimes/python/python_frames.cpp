@@ -87,7 +87,7 @@ std::uint32_t PythonFrames::name(std::uint32_t pid, std::uint64_t frame,
 
 bool PythonFrames::update_entry(std::uint32_t pid, const std::vector<MapsEntry>& maps) {
   if (consumers_.empty()) return false;
-  auto found = find_python_process(proc_root_, pid, &runtimes_, &maps);
+  auto found = find_python_process(proc_root_, pid, maps, &runtimes_);
   if (!found || !found->runtime.layout) {
     // Said once per build: the version, the file, and why when the version has a layout
     // this build does not fit (3.13+: its _Py_DebugOffsets).

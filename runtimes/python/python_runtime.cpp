@@ -443,13 +443,8 @@ std::vector<CodeRange> PythonProcess::eval() const {
 }
 
 Result<PythonProcess> find_python_process(const std::string& proc_root, std::uint32_t pid,
-                                          PythonRuntimeCache* cache,
-                                          const std::vector<MapsEntry>* given) {
-  std::vector<MapsEntry> own;
-  int err = 0;
-  if (!given && !read_process_maps(proc_root, pid, &own, &err))
-    return make_error("pid " + std::to_string(pid) + ": " + std::strerror(err));
-  const std::vector<MapsEntry>& maps = given ? *given : own;
+                                          const std::vector<MapsEntry>& maps,
+                                          PythonRuntimeCache* cache) {
   std::vector<std::string> tried;
   for (const auto& m : maps) {
     if (!m.executable || !m.file_backed() || m.deleted ||

@@ -104,11 +104,11 @@ struct PythonProcess {
 using PythonRuntimeCache =
     std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<const PythonRuntime>>;
 
-// The interpreter process `pid` runs, found in its maps (`maps` as read, or read through
-// `proc_root`, e.g. "/proc"). An error when it maps none.
+// The interpreter process `pid` runs, found in its maps (as the session's ProcessWatch
+// read them; files opened through `proc_root`, e.g. "/proc"). An error when it maps none.
 Result<PythonProcess> find_python_process(const std::string& proc_root, std::uint32_t pid,
-                                          PythonRuntimeCache* cache = nullptr,
-                                          const std::vector<MapsEntry>* maps = nullptr);
+                                          const std::vector<MapsEntry>& maps,
+                                          PythonRuntimeCache* cache = nullptr);
 
 }  // namespace loupe
 

@@ -205,7 +205,10 @@ time.sleep(60)
                           &eval, &version),
               4)
         << buf;
-    auto proc = loupe::find_python_process("/proc", static_cast<std::uint32_t>(pid));
+    std::vector<loupe::MapsEntry> maps;
+    int err = 0;
+    ASSERT_TRUE(loupe::read_process_maps("/proc", static_cast<std::uint32_t>(pid), &maps, &err));
+    auto proc = loupe::find_python_process("/proc", static_cast<std::uint32_t>(pid), maps);
     ::kill(static_cast<pid_t>(pid), SIGKILL);
     ::pclose(p);
     ASSERT_TRUE(proc) << proc.error();

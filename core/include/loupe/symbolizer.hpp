@@ -88,6 +88,7 @@ struct SourceLocation {
 };
 
 class MappingEvents;  // core-internal: symbols/mapping_events.hpp
+class ProcessWatch;   // core-internal: symbols/process_watch.hpp
 
 class Symbolizer {
  public:
@@ -110,6 +111,9 @@ class Symbolizer {
     std::uint64_t inode;
   };
   virtual void on_code_mapping(std::function<void(const CodeMapping&)> listener) = 0;
+  // Reads processes' maps through the session's one reader (shared with the unwind tables
+  // and the runtimes, which must outlive this); nullptr: a reader of its own on /proc.
+  virtual void read_maps_from(ProcessWatch* watch) { (void)watch; }
   // Names the in-kernel unwinder's runtime frames (addresses with LOUPE_RUNTIME_IS_FRAME in
   // user stacks: a Python function, a Java method): the session's runtimes', from what they
   // read while their processes lived. A frame may name several functions (the methods a

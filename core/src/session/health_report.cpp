@@ -182,6 +182,32 @@ void HealthReport::unwind_tables(std::uint64_t processes, std::uint64_t files, s
          true);
 }
 
+void HealthReport::process_watch(const ProcessWatch::Counters& c, const std::string& unavailable) {
+  const std::string comp = "process_watch";
+  health("process_maps_read", comp, c.reads, LOUPE_HEALTH_OK,
+         fmt::format("/proc/PID/maps files read; {} more asks served by an earlier read, {} "
+                     "refused or gone",
+                     c.shared, c.unreadable),
+         true);
+  if (c.following) {
+    health("process_changes", comp, c.changes + c.exits, LOUPE_HEALTH_OK,
+           fmt::format("the kernel's records of every process: {} change(s) to processes read "
+                       "before, {} exit(s); nothing polled",
+                       c.changes, c.exits),
+           true);
+    health("process_records_lost", comp, c.records_lost, warn_if(c.records_lost),
+           c.records_lost ? "records the kernel dropped (a buffer was full): every process was "
+                            "read again"
+                          : "",
+           true);
+  } else if (!unavailable.empty()) {
+    health("process_changes", comp, 0, LOUPE_HEALTH_OK,
+           "no records of the machine's processes (" + unavailable +
+               "): each was read again every few seconds",
+           true);
+  }
+}
+
 void HealthReport::debuginfod(const SymbolizerStats& s) {
   const std::string comp = "symbolizer";
   health("debuginfod_fetched", comp, s.debuginfod_fetched, LOUPE_HEALTH_OK,

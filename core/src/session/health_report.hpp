@@ -22,6 +22,7 @@
 #include "loupe/abi/records.h"
 #include "loupe/symbolizer.hpp"
 #include "session/window_store.hpp"
+#include "symbols/process_watch.hpp"
 
 namespace loupe {
 
@@ -68,6 +69,10 @@ class HealthReport {
   void unwind_tables(std::uint64_t processes, std::uint64_t files, std::uint64_t rows,
                      std::uint64_t rows_full, std::uint64_t write_errors, std::uint64_t build_ns,
                      std::uint64_t pending);
+  // At the end, when a process's maps were asked for: how often /proc was read and how
+  // often one read served several parts; system-wide, what the kernel's records of every
+  // process said (or why there were none).
+  void process_watch(const ProcessWatch::Counters& c, const std::string& unavailable);
   // At the end, when debuginfod was asked: what it delivered and what it could not.
   void debuginfod(const SymbolizerStats& stats);
   // Every report of a rotating session: the windows written, kept and pruned (OK), and

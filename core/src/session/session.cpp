@@ -175,6 +175,7 @@ Status Session::Impl::conduct() {
   LOUPE_TRY(scope_.start(*features_, symbolizer_.get()));
   describe_session();
   LOUPE_TRY(plugins_.start(ctx_, bus_, info_));
+  scope_.follow_processes();  // before privileges drop: system-wide records need them
   LOUPE_TRY(recording_.start(rings_));
   rings_.start();
   LOUPE_TRY(count_probes());

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "session/session_unwinder.hpp"
 
+#include "symbols/process_watch.hpp"
+
 #include <bpf/bpf.h>
 #include <spdlog/spdlog.h>
 
@@ -25,9 +27,9 @@ constexpr std::uint64_t kLaterEveryNs = 100'000'000ull;
 
 }  // namespace
 
-SessionUnwinder::SessionUnwinder(UnwindTables& tables,
+SessionUnwinder::SessionUnwinder(UnwindTables& tables, ProcessWatch& watch,
                                  std::vector<std::unique_ptr<Runtime>> runtimes, std::uint32_t rows)
-    : tables_(tables), rows_(rows), runtimes_(std::move(runtimes)) {}
+    : tables_(tables), watch_(watch), rows_(rows), runtimes_(std::move(runtimes)) {}
 
 Result<const std::vector<loupe_map_ref>*> SessionUnwinder::maps() {
   if (refs_.empty() && create_error_.empty()) {
@@ -149,15 +151,15 @@ void SessionUnwinder::poll(const std::function<void(std::uint32_t, std::uint32_t
         due.push_back(pid);
       }
   }
-  // The only maps read here: a process a runtime was not ready for, asked again.
+  // A process a runtime was not ready for, asked again with its maps as they are now.
   for (std::uint32_t pid : due) {
-    std::vector<MapsEntry> maps;
     int err = 0;
-    if (!read_process_maps(proc_root_, pid, &maps, &err)) {
+    const auto read = watch_.maps(pid, ProcessWatch::kNow, &err);
+    if (!read) {
       forget(pid);
       continue;
     }
-    const std::uint32_t bits = update(pid, maps);
+    const std::uint32_t bits = update(pid, read->maps);
     if (bits) rewrite(pid, bits);
   }
 }

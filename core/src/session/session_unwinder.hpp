@@ -38,12 +38,14 @@ namespace loupe {
 
 class HealthReport;
 class UnwindTables;
+class ProcessWatch;
 
 class SessionUnwinder {
  public:
-  // `rows`: the tables' size ([session] unwind_rows, resolved).
-  SessionUnwinder(UnwindTables& tables, std::vector<std::unique_ptr<Runtime>> runtimes,
-                  std::uint32_t rows);
+  // `rows`: the tables' size ([session] unwind_rows, resolved). A process a runtime was
+  // not ready for is read again through `watch` (the session's, outliving this).
+  SessionUnwinder(UnwindTables& tables, ProcessWatch& watch,
+                  std::vector<std::unique_ptr<Runtime>> runtimes, std::uint32_t rows);
   ~SessionUnwinder();
   SessionUnwinder(const SessionUnwinder&) = delete;
   SessionUnwinder& operator=(const SessionUnwinder&) = delete;
@@ -77,8 +79,8 @@ class SessionUnwinder {
   Status make_map(const RuntimeMapSpec& spec, const char* kernel_name);
 
   UnwindTables& tables_;
+  ProcessWatch& watch_;
   std::uint32_t rows_;
-  std::string proc_root_ = "/proc";
   std::string create_error_;  // why the maps could not be made: the first call's
   std::vector<std::unique_ptr<Runtime>> runtimes_;
   std::vector<UniqueFd> fds_;

@@ -50,7 +50,8 @@ SessionUnwinder* TargetScope::unwinder() {
                                                                        : 2097152u;
   RuntimeOptions runtimes;
   runtimes.jvm_perf_map = spec_.jvm_perf_map;
-  unwinder_ = std::make_unique<SessionUnwinder>(unwind_tables_, make_runtimes(runtimes), rows);
+  unwinder_ =
+      std::make_unique<SessionUnwinder>(unwind_tables_, watch_, make_runtimes(runtimes), rows);
   unwind_tables_.set_runtimes(
       {[u = unwinder_.get()](std::uint32_t pid, const std::vector<MapsEntry>& maps) {
          return u->update(pid, maps);
@@ -62,7 +63,10 @@ SessionUnwinder* TargetScope::unwinder() {
   return unwinder_.get();
 }
 
-TargetScope::~TargetScope() = default;
+// The symbolizer outlives the scope (the session made it first): it reads on its own after.
+TargetScope::~TargetScope() {
+  if (symbolizer_) symbolizer_->read_maps_from(nullptr);
+}
 
 Status TargetScope::check_pid() const {
   if (spec_.pid <= 0 || ::kill(spec_.pid, 0) == 0 || errno != ESRCH) return {};
@@ -71,6 +75,7 @@ Status TargetScope::check_pid() const {
 
 Status TargetScope::start(FeatureSet& features, Symbolizer* symbolizer) {
   symbolizer_ = symbolizer;
+  if (symbolizer_) symbolizer_->read_maps_from(&watch_);
   if (symbolizer_)
     symbolizer_->name_runtime_frames(
         [u = unwinder()](std::uint32_t pid, std::uint64_t frame, Symbolizer::RuntimeName* out,
@@ -236,6 +241,17 @@ void TargetScope::follow_mappings() {
   mappings_followed_ = true;
 }
 
+// System-wide, once the plugins asked for unwind tables: the kernel's records of every
+// process say which ones changed, so none is polled (ProcessWatch).
+void TargetScope::follow_processes() {
+  if (pid() > 0 || !unwind_tables_.attached()) return;
+  if (Status st = watch_.follow_system(); !st)
+    spdlog::warn(
+        "no mmap records of the machine's processes ({}): each is read again every few "
+        "seconds instead",
+        st.error());
+}
+
 // The command's executable and its libraries get their tables before it is released.
 void TargetScope::prebuild_tables() {
   if (!unwind_tables_.attached() || !target_) return;
@@ -297,6 +313,8 @@ void TargetScope::report_health(HealthReport& health) const {
                          c.pending);
     if (unwinder_ && unwinder_->created()) unwinder_->report_health(health);
   }
+  if (const auto c = watch_.counters(); c.reads || c.following || !watch_.follow_error().empty())
+    health.process_watch(c, watch_.follow_error());
   if (symbolizer_) {
     SymbolizerStats st = symbolizer_->stats();
     if (st.debuginfod) health.debuginfod(st);

@@ -51,6 +51,9 @@ class TargetScope {
   Status release();
 
   // Once per session tick: the tree's forks and exits, the tables' refresh, new mappings.
+  // A system-wide session whose plugins take user stacks follows every process's
+  // records from here on (before privileges drop).
+  void follow_processes();
   void tick();
   // Why the session should end now: the command exited (its status in `exit_status`) or
   // the pid is gone.
@@ -89,7 +92,10 @@ class TargetScope {
   // The maps every plugin's walk shares, and the runtimes that write theirs: declared
   // before the tables, whose builder thread writes into its maps, so they outlive it.
   std::unique_ptr<SessionUnwinder> unwinder_;
-  UnwindTables unwind_tables_;
+  // The one reader of what the processes map, for the tables, the runtimes and the
+  // symbolizer: declared before them, it outlives them all.
+  ProcessWatch watch_;
+  UnwindTables unwind_tables_{&watch_};
   std::unique_ptr<TargetProcess> target_;
   std::set<pid_t> descendants_;  // live, as the tree's fork and exit events say
   std::string command_text_;

@@ -90,7 +90,8 @@ void UnwindTables::build_loop() {
       for (auto& c : consumers_) write_rows(c);
       std::set<std::uint32_t> waiting;
       waiting.swap(waiting_);
-      for (std::uint32_t pid : waiting) load_and_write(pid);
+      int err = 0;
+      for (std::uint32_t pid : waiting) load_and_write(pid, &err);
     }
     lock.lock();
   }
@@ -109,7 +110,7 @@ Status UnwindTables::attach(int rows_fd, int procs_fd) {
     return make_error("unwind_tables_attach: procs_fd is not a map of loupe_unwind_proc by tgid");
   // One store for all: its row numbers must fit the smallest consumer.
   if (!store_) {
-    store_ = std::make_unique<UnwindTableStore>(proc_root_, rows.max_entries);
+    store_ = std::make_unique<UnwindTableStore>(watch_->proc_root(), rows.max_entries);
     store_->set_builder([this](const UnwindTableStore::BuildJob& job, std::uint64_t priority) {
       request_build(job, priority);
     });
@@ -230,9 +231,11 @@ void UnwindTables::forget(std::uint32_t pid) {
 
 void UnwindTables::forget_locked(std::uint32_t pid) {
   tracked_.erase(pid);
+  read_generation_.erase(pid);
   waiting_.erase(pid);
   cpu_.erase(pid);
   if (runtimes_.forget) runtimes_.forget(pid);
+  watch_->exited(pid);
   if (written_.erase(pid))
     for (auto& c : consumers_) bpf_map_delete_elem(c.procs_fd, &pid);
 }
@@ -250,7 +253,12 @@ bool UnwindTables::refresh() {
       static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                      std::chrono::steady_clock::now().time_since_epoch())
                                      .count());
-  if (all_ && now >= next_scan_ns_) {
+  const bool following = all_ && watch_->following();
+  if (following) follow_changes(now);
+  // Following the records, /proc is scanned at the start, after lost records, and while
+  // files wait to be built (the scan's CPU figures rank them); never on an idle machine.
+  const bool scan = !following || next_scan_ns_ == 0 || rescan_ || store_->pending() > 0;
+  if (all_ && scan && now >= next_scan_ns_) {
     // The first scan knows no process's recent CPU: each one's total since it started
     // would put a day-old daemon ahead of the program running now (a guest's ctest and
     // its neighbours kept xz's tables from being built in 5 s). A process that starts
@@ -262,21 +270,23 @@ bool UnwindTables::refresh() {
     // process there (this builder's work is its CPU): its ~35 libraries came before xz's
     // two files, and under emulation beside two busy loops took the whole 5 s session.
     static const auto self = static_cast<std::uint32_t>(::getpid());
-    if (DIR* d = ::opendir((proc_root_).c_str())) {
+    if (DIR* d = ::opendir((watch_->proc_root()).c_str())) {
       while (dirent* e = ::readdir(d)) {
         char* end = nullptr;
         const unsigned long pid = std::strtoul(e->d_name, &end, 10);
         if (pid == 0 || !end || *end != '\0') continue;
         const auto p = static_cast<std::uint32_t>(pid);
         if (p == self) continue;
-        tracked_.try_emplace(p, 0);
-        const std::uint64_t ticks = cpu_ticks(proc_root_, p);
+        auto [t, added] = tracked_.try_emplace(p, 0);
+        if (rescan_) t->second = 0;
+        const std::uint64_t ticks = cpu_ticks(watch_->proc_root(), p);
         auto& [last, grew] = cpu_[p];
         grew = !first && ticks >= last ? ticks - last : 0;
         last = ticks;
       }
       ::closedir(d);
     }
+    rescan_ = false;
   }
   // Files the kernel's records named: most belong to processes whose maps are gone by
   // now, and are what the next process running them is unwound by. They come last: under
@@ -310,27 +320,74 @@ bool UnwindTables::refresh() {
   std::vector<std::uint32_t> gone;
   for (const auto& [priority, pid] : order) {
     store_->set_priority(priority);
-    const int written = load_and_write(pid);
+    int err = 0;
+    const int written = load_and_write(pid, &err);
     if (written < 0) {
       // Its maps can be unreadable for a moment (mid-exec): only a process that is gone
-      // is forgotten; the others are read again at the next tick.
-      if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) gone.push_back(pid);
+      // is forgotten; the others are read again at the next tick. One loupe may not read
+      // (EACCES: init, or another user's once privileges dropped) is read again only when
+      // it changes, or every few seconds: at every tick it was most of an idle agent's
+      // work.
+      if (err == EACCES || err == EPERM) {
+        ++unreadable_;
+        tracked_[pid] = following ? kNever : now + kRereadEveryNs;
+      } else if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+        gone.push_back(pid);
+      }
       continue;
     }
     // A target is re-read every tick (its exec and dlopen matter at once); a process of a
-    // system-wide run every few seconds, and by the builder as soon as a file it waits for
-    // is built.
-    tracked_[pid] = all_ ? now + kRereadEveryNs + (pid % 1000) * 1'000'000ull : 0;
+    // system-wide run when its records say it changed, else every few seconds; and by the
+    // builder as soon as a file it waits for is built.
+    tracked_[pid] = following ? kNever
+                    : all_    ? now + kRereadEveryNs + (pid % 1000) * 1'000'000ull
+                              : 0;
     changed |= written > 0;
   }
   for (std::uint32_t pid : gone) forget_locked(pid);
   return changed;
 }
 
-int UnwindTables::load_and_write(std::uint32_t pid) {
+void UnwindTables::follow_changes(std::uint64_t now) {
+  // Read once the loader (or a dlopen's burst) is done: a command that ends sooner is
+  // never read, and the files it ran are learnt from its records.
+  constexpr std::uint64_t kSettleNs = 50'000'000ull;
+  static const auto self = static_cast<std::uint32_t>(::getpid());
+  std::vector<std::uint32_t> gone;
+  watch_->poll([&](const ProcessWatch::Change& c) {
+    using Kind = ProcessWatch::Change::Kind;
+    switch (c.kind) {
+      case Kind::kForked:
+      case Kind::kExeced:
+      case Kind::kMapped: {
+        if (c.pid == self) return;
+        auto& due = tracked_[c.pid];
+        if (due == 0 || due == kNever || due > now + kSettleNs) due = now + kSettleNs;
+        if (c.map && c.map->file_backed() && !c.map->deleted) {
+          const FileKey key{(std::uint64_t{c.map->dev_major} << 32) | c.map->dev_minor,
+                            c.map->inode};
+          if (!store_->files().count(key)) learnt_.try_emplace(key, LearntFile{c.pid, c.map->path});
+        }
+        break;
+      }
+      case Kind::kExited: gone.push_back(c.pid); break;
+      case Kind::kLost: rescan_ = true; break;
+    }
+  });
+  for (std::uint32_t pid : gone) forget_locked(pid);
+}
+
+int UnwindTables::load_and_write(std::uint32_t pid, int* err) {
   auto proc = std::make_unique<loupe_unwind_proc>();
-  std::vector<MapsEntry> maps;
-  if (!store_->load_process(pid, proc.get(), &maps)) return -1;
+  std::uint64_t& generation = read_generation_[pid];
+  const auto read = watch_->maps(pid, generation, err);
+  if (!read) {
+    read_generation_.erase(pid);
+    return -1;
+  }
+  generation = read->generation;
+  const std::vector<MapsEntry>& maps = read->maps;
+  store_->load_process(pid, maps, proc.get());
   if (store_->deferred()) waiting_.insert(pid);
   auto last = written_.find(pid);
   // The mappings decide; the flags are this side's, set below when they changed.
@@ -356,6 +413,7 @@ UnwindTables::Counters UnwindTables::counters() const {
   Counters c;
   c.processes = written_.size();
   c.write_errors = write_errors_;
+  c.unreadable = unreadable_;
   if (!store_) return c;
   const auto& s = store_->stats();
   c.files = s.files;

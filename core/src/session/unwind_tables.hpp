@@ -1,23 +1,26 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The host side of the in-kernel unwinder (bpf/include/loupe/unwind.bpf.h): keeps the
-// unwind rows and per-process mappings of every process of the session's target in the BPF
-// maps of each plugin that asked for them (loupe_host_services.unwind_tables_attach). The
-// tables are built once per file (UnwindTableStore); a process's entry is rewritten when
-// its executable mappings change (exec, dlopen), found by re-reading its maps each tick.
+// unwind rows and per-process mappings of every process of the session's target in the
+// unwinder's maps (the session's, shared by every plugin; a plugin built against ABI <= 1.9
+// attaches its own copy). The tables are built once per file (UnwindTableStore); a
+// process's entry is rewritten when its executable mappings change (exec, dlopen), read
+// through the session's ProcessWatch: a target's every tick, a system-wide run's when the
+// kernel's records say it changed.
 //
 // A process without an entry yet (its first milliseconds, a short-lived command) is
 // unwound by the rows of the files it maps, found from the VMA (loupe_unwind_files), as
-// soon as any process of the session mapped the same file (or the command's prebuild).
+// soon as any process of the session mapped the same file (or the command's prebuild, or
+// the records of a process that was never read).
 // Files are built on a thread of their own, never the session's (libjvm's table takes
 // seconds under emulation, and the session's loop reads rings and maps meanwhile), busiest
 // asker first: a target's processes, then a system-wide run's by the CPU they used since the
 // last scan, then files known only from mmap records. A command's own files are prebuilt
 // before it runs.
 // Limits: a file no process was seen with yet, or still being built, is walked by frame
-// pointers (counted); every consumer holds its own copy of the rows; a system-wide run's memory
-// is bounded by the rows map's size (files past it are counted and unwind by frame pointers),
-// not by the live processes. Any thread (the builder's writes what it built itself).
+// pointers (counted); a system-wide run's memory is bounded by the rows map's size (files
+// past it are counted and unwind by frame pointers), not by the live processes. Any thread
+// (the builder's writes what it built itself).
 #ifndef LOUPE_CORE_SESSION_UNWIND_TABLES_HPP
 #define LOUPE_CORE_SESSION_UNWIND_TABLES_HPP
 
@@ -32,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "symbols/process_watch.hpp"
 #include "symbols/unwind_table_store.hpp"
 #include "util/result.hpp"
 
@@ -47,10 +51,15 @@ class UnwindTables {
     std::uint64_t rows_full = 0;  // files left without rows: the rows map was full
     std::uint64_t build_ns = 0;   // time spent building tables
     std::uint64_t write_errors = 0;
-    std::uint64_t pending = 0;  // files still being built (at the end: never used)
+    std::uint64_t pending = 0;     // files still being built (at the end: never used)
+    std::uint64_t unreadable = 0;  // reads refused (EACCES: a process loupe may not read)
   };
 
-  explicit UnwindTables(std::string proc_root = "/proc") : proc_root_(std::move(proc_root)) {}
+  // Mappings come from `watch` (the session's, which must outlive this); without one,
+  // from a watch of its own on /proc.
+  explicit UnwindTables(ProcessWatch* watch = nullptr)
+      : own_watch_(watch ? nullptr : std::make_unique<ProcessWatch>()),
+        watch_(watch ? watch : own_watch_.get()) {}
   // Waits for the file being built, if any (the builder cannot be cut short).
   ~UnwindTables();
   UnwindTables(const UnwindTables&) = delete;
@@ -74,9 +83,12 @@ class UnwindTables {
   void set_runtimes(RuntimeHooks hooks) { runtimes_ = std::move(hooks); }
 
   void track(std::uint32_t pid) { tracked_[pid] = 0; }
-  // A system-wide session: every process of the machine, found in /proc once a second,
-  // its maps re-read every few seconds (a target's every tick), the tables of the files
-  // they map built within a time budget per refresh.
+  // A system-wide session: every process of the machine. With the watch's records, a
+  // process is read once it exec'd or mapped code and settled (kSettleNs), never again
+  // until it changes, and forgotten at its exit; a process that lives less than that is
+  // never read (the files it ran come from its records). Without them, found in /proc
+  // once a second and re-read every few seconds. A target's processes are re-read every
+  // tick.
   void track_all() { all_ = true; }
   void forget(std::uint32_t pid);
   // A file a process of the target mapped executable (the kernel's mmap records): built
@@ -117,20 +129,27 @@ class UnwindTables {
   void request_build(const UnwindTableStore::BuildJob& job, std::uint64_t priority);
   void build_loop();
   // Reads pid's mappings and writes its entry when they changed: 1 written, 0 unchanged,
-  // -1 its maps unreadable. Under mu_.
-  int load_and_write(std::uint32_t pid);
+  // -1 its maps unreadable (why in `*err`). Under mu_.
+  int load_and_write(std::uint32_t pid, int* err);
   void forget_locked(std::uint32_t pid);
 
-  std::string proc_root_;
+  // Takes the watch's records (system-wide): which processes to read, learn or forget.
+  void follow_changes(std::uint64_t now);
+
+  std::unique_ptr<ProcessWatch> own_watch_;
+  ProcessWatch* watch_;
   RuntimeHooks runtimes_;
   std::unique_ptr<UnwindTableStore> store_;
   std::vector<Consumer> consumers_;
   std::map<std::uint32_t, std::uint64_t> tracked_;  // pid -> when its maps are next read (ns)
+  static constexpr std::uint64_t kNever = ~std::uint64_t{0};  // until its records say it changed
   // System-wide: each process's CPU time (clock ticks) at the last scan and its growth
   // since, so the processes that run get their tables first.
   std::map<std::uint32_t, std::pair<std::uint64_t, std::uint64_t>> cpu_;
   bool all_ = false;
   std::uint64_t next_scan_ns_ = 0;
+  bool rescan_ = false;  // the records lost some: every process read again
+  std::map<std::uint32_t, std::uint64_t> read_generation_;  // the watch's read last used
   std::map<std::uint32_t, std::unique_ptr<loupe_unwind_proc>> written_;
   struct LearntFile {
     std::uint32_t pid;
@@ -145,6 +164,7 @@ class UnwindTables {
   std::map<FileKey, LearntFile> arrived_;
   std::map<FileKey, LearntFile> learnt_;  // session thread
   std::uint64_t write_errors_ = 0;
+  std::uint64_t unreadable_ = 0;
   // Processes whose entry left out a file being built: read again once one is back.
   std::set<std::uint32_t> waiting_;
   // Everything above but learnt files: the session's thread and the builder's (which

@@ -33,7 +33,7 @@ long perf_event_open(perf_event_attr* attr, pid_t pid, int cpu) {
   return ::syscall(SYS_perf_event_open, attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-perf_event_attr mapping_attr(bool inherit) {
+perf_event_attr mapping_attr(bool inherit, bool data = true) {
   perf_event_attr a{};
   a.size = sizeof(a);
   a.type = PERF_TYPE_SOFTWARE;
@@ -45,7 +45,7 @@ perf_event_attr mapping_attr(bool inherit) {
   // Code and data mappings: stacks point into code, lock and variable names into data
   // (.data, .bss and the anonymous rest of .bss).
   a.mmap = 1;
-  a.mmap_data = 1;
+  a.mmap_data = data ? 1 : 0;
   a.mmap2 = 1;
   a.comm = 1;
   a.comm_exec = 1;
@@ -151,6 +151,40 @@ Result<std::unique_ptr<MappingEvents>> MappingEvents::open(const std::vector<pid
   return ev;
 }
 
+Result<std::unique_ptr<MappingEvents>> MappingEvents::open_system_wide(bool code_only) {
+  std::unique_ptr<MappingEvents> ev(new MappingEvents());
+  const long page = ::sysconf(_SC_PAGESIZE);
+  int last_errno = 0;
+  for (int cpu = 0; cpu < ::get_nprocs_conf(); ++cpu) {
+    perf_event_attr attr = mapping_attr(false, !code_only);
+    UniqueFd fd(static_cast<int>(perf_event_open(&attr, -1, cpu)));
+    if (fd.get() < 0) {
+      last_errno = errno;
+      continue;  // an offline CPU (ENODEV) runs nothing; a refusal is said below
+    }
+    Buffer b;
+    b.cpu = cpu;
+    void* p = MAP_FAILED;
+    std::size_t bytes = 0;
+    for (std::size_t pages = kDataPages; p == MAP_FAILED && pages >= kFewestDataPages; pages /= 2) {
+      bytes = static_cast<std::size_t>(page) * (1 + pages);
+      p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+      if (p == MAP_FAILED) last_errno = errno;
+    }
+    if (p == MAP_FAILED) continue;
+    b.base = p;
+    b.map_bytes = bytes;
+    b.leader = std::move(fd);
+    ev->buffers_.push_back(std::move(b));
+  }
+  if (ev->buffers_.empty()) {
+    return make_error(std::string("perf_event_open(dummy, mmap records, every CPU): ") +
+                      std::strerror(last_errno) +
+                      (last_errno == EACCES || last_errno == EPERM ? " (needs CAP_PERFMON)" : ""));
+  }
+  return ev;
+}
+
 MappingEvents::~MappingEvents() = default;
 
 void MappingEvents::drain(const std::function<void(const MappingEvent&)>& fn) {
@@ -216,6 +250,16 @@ void MappingEvents::drain(const std::function<void(const MappingEvent&)>& fn) {
           if (pid == tid && pid != ppid) {
             ++counters_.forks;
             batch_.push_back({MappingEvent::Kind::kFork, pid, ppid, time, {}});
+          }
+          break;
+        }
+        case PERF_RECORD_EXIT: {
+          // pid ppid tid ptid time: a process is gone when its group leader is.
+          auto pid = field<std::uint32_t>(rec, body);
+          auto tid = field<std::uint32_t>(rec, body + 8);
+          if (pid == tid) {
+            ++counters_.exits;
+            batch_.push_back({MappingEvent::Kind::kExit, pid, 0, time, {}});
           }
           break;
         }

@@ -27,7 +27,7 @@
 namespace loupe {
 
 struct MappingEvent {
-  enum class Kind { kMap, kExec, kFork };
+  enum class Kind { kMap, kExec, kFork, kExit };
   Kind kind;
   std::uint32_t pid;     // the process it happened in (the new one, for kFork)
   std::uint32_t parent;  // kFork: the process it was forked from
@@ -42,6 +42,7 @@ class MappingEvents {
     std::uint64_t maps = 0;
     std::uint64_t execs = 0;
     std::uint64_t forks = 0;
+    std::uint64_t exits = 0;
     std::uint64_t lost = 0;          // records the kernel dropped: a buffer was full
     std::uint64_t tasks = 0;         // tasks the events were opened on
     std::uint64_t tasks_missed = 0;  // tasks that refused an event (exited, or the bound)
@@ -53,6 +54,10 @@ class MappingEvents {
   // tasks beyond it are counted in tasks_missed.
   static Result<std::unique_ptr<MappingEvents>> open(const std::vector<pid_t>& tasks, bool inherit,
                                                      std::size_t max_tasks);
+  // Every process of the machine: one event per online CPU (pid -1), as `perf record -a`
+  // opens them. Only code mappings are recorded (`code_only`: what unwind tables need;
+  // data mappings would be most of a busy machine's records). Needs CAP_PERFMON.
+  static Result<std::unique_ptr<MappingEvents>> open_system_wide(bool code_only);
   ~MappingEvents();
   MappingEvents(const MappingEvents&) = delete;
   MappingEvents& operator=(const MappingEvents&) = delete;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "symbols/process_maps.hpp"
 
+#include <sys/stat.h>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -64,6 +66,12 @@ std::vector<MapsEntry> parse_process_maps(const std::string& text) {
   return out;
 }
 
+std::uint64_t exe_identity(const std::string& proc_dir) {
+  struct stat st {};
+  if (::stat((proc_dir + "/exe").c_str(), &st) != 0) return 0;
+  return (static_cast<std::uint64_t>(st.st_dev) << 40) ^ static_cast<std::uint64_t>(st.st_ino);
+}
+
 bool read_process_maps(const std::string& proc_root, std::uint32_t pid, std::vector<MapsEntry>* out,
                        int* err) {
   std::string path = proc_root + "/" + std::to_string(pid) + "/maps";
@@ -86,11 +94,8 @@ bool read_process_maps(const std::string& proc_root, std::uint32_t pid, std::vec
     text.append(buf, static_cast<std::size_t>(n));
   }
   ::close(fd);
-  // A zombie or kernel thread has an empty maps file: nothing to resolve against.
-  if (text.empty()) {
-    *err = ESRCH;
-    return false;
-  }
+  // A zombie or kernel thread has an empty maps file: read, with nothing in it (a kernel
+  // thread read as "gone" was read again at every tick of a system-wide session).
   *out = parse_process_maps(text);
   return true;
 }

@@ -26,9 +26,14 @@ struct MapsEntry {
 };
 
 // Reads `<proc_root>/<pid>/maps`, sorted by start. Returns false with `*err` = errno when
-// it cannot be read (ENOENT/ESRCH: the process is gone).
+// it cannot be read (ENOENT/ESRCH: the process is gone). A kernel thread or a zombie
+// lists nothing: true, with `out` empty.
 bool read_process_maps(const std::string& proc_root, std::uint32_t pid, std::vector<MapsEntry>* out,
                        int* err);
+
+// Which image `<proc_dir>/exe` is (its device and inode folded into one number); 0 when
+// it cannot be read (the process is gone, or a kernel thread).
+std::uint64_t exe_identity(const std::string& proc_dir);
 
 // Parses the text of a maps file (exposed for tests on bytes).
 std::vector<MapsEntry> parse_process_maps(const std::string& text);

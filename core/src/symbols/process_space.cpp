@@ -39,12 +39,6 @@ bool is_jitdump_path(const std::string& path, const std::string& own_name) {
 }
 
 // Device and inode of the process's executable; 0 when it is gone or unreadable.
-std::uint64_t exe_identity(const std::string& proc_dir) {
-  struct stat st {};
-  if (::stat((proc_dir + "/exe").c_str(), &st) != 0) return 0;
-  return (static_cast<std::uint64_t>(st.st_dev) << 40) ^ static_cast<std::uint64_t>(st.st_ino);
-}
-
 }  // namespace
 
 JitDump& ProcessSpace::jitdump() {
@@ -58,23 +52,24 @@ JitDump& ProcessSpace::jitdump() {
   return *jitdump_;
 }
 
-bool ProcessSpace::reload(StringPool& strings, ElfFileCache& files, int* err) {
-  // The image's identity is read before the maps: an exec racing this reload then leaves
-  // an identity that no longer matches, and the next exec check reloads, instead of old
-  // maps being kept under the new image's name.
-  const std::uint64_t exe_before = exe_identity(proc_dir_);
-  std::vector<MapsEntry> maps;
-  std::string root = proc_dir_.substr(0, proc_dir_.rfind('/'));
-  if (!read_process_maps(root, pid_, &maps, err)) return false;
-  if (maps.empty()) {
-    // A zombie (exited, not yet reaped) lists none: it is gone, and what was learnt of it
-    // (its last read, the kernel's mmap records) is all there will be.
+bool ProcessSpace::reload(ProcessWatch& watch, bool now, StringPool& strings, ElfFileCache& files,
+                          int* err) {
+  // A zombie (exited, not yet reaped) lists none: it is gone, and what was learnt of it
+  // (its last read, the kernel's mmap records) is all there will be.
+  const auto read = watch.maps(pid_, now ? ProcessWatch::kNow : maps_generation_, err);
+  if (!read) return false;
+  if (read->maps.empty()) {
     *err = ESRCH;
     return false;
   }
+  maps_generation_ = read->generation;
+  // The image's identity was read before the maps: an exec racing the read leaves an
+  // identity that no longer matches, and the next exec check reloads, instead of old maps
+  // being kept under the new image's name.
+  const std::uint64_t exe_before = read->exe_id;
   std::vector<MappedRegion> fresh;
-  fresh.reserve(maps.size());
-  for (MapsEntry& m : maps) {
+  fresh.reserve(read->maps.size());
+  for (const MapsEntry& m : read->maps) {
     MappedRegion r;
     // An unchanged region keeps its table: a dlopen must not make libc be read again.
     auto old =
@@ -85,7 +80,7 @@ bool ProcessSpace::reload(StringPool& strings, ElfFileCache& files, int* err) {
         old->map.deleted == m.deleted) {
       r = std::move(*old);
     } else {
-      r.map = std::move(m);
+      r.map = m;
       if (r.map.path.empty())
         r.module = strings.intern("[anon]");
       else

@@ -19,6 +19,7 @@
 #include "symbols/jitdump.hpp"
 #include "symbols/perf_map.hpp"
 #include "symbols/process_maps.hpp"
+#include "symbols/process_watch.hpp"
 #include "symbols/string_pool.hpp"
 
 namespace loupe {
@@ -41,7 +42,9 @@ class ProcessSpace {
   // `files`): a file is opened through /proc/PID/root or map_files, which vanish when the
   // process exits, often before the report that symbolizes its stacks.
   // Returns false with `*err` = errno when the process is gone.
-  bool reload(StringPool& strings, ElfFileCache& files, int* err);
+  // The maps come from `watch` (shared with the session's other readers): a read newer
+  // than the last one this space took, or made `now` (an exec was seen).
+  bool reload(ProcessWatch& watch, bool now, StringPool& strings, ElfFileCache& files, int* err);
 
   // What the kernel's mmap records (MappingEvents) say happened, applied as it happened,
   // so a process that exits before anyone reads its maps still has them.
@@ -116,6 +119,7 @@ class ProcessSpace {
   std::chrono::steady_clock::time_point loaded_at_{};
   std::uint64_t exe_id_ = 0;  // device and inode of /proc/PID/exe at the last reload
   std::uint64_t generation_ = 0;
+  std::uint64_t maps_generation_ = 0;  // the watch's read the regions came from
 };
 
 }  // namespace loupe

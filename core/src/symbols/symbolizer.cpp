@@ -138,6 +138,11 @@ class ElfSymbolizer final : public Symbolizer {
     if (lock.owns_lock()) drain_mappings();
   }
 
+  void read_maps_from(ProcessWatch* watch) override {
+    std::lock_guard lock(mu_);
+    watch_ = watch ? watch : &own_watch_;
+  }
+
   void on_code_mapping(std::function<void(const CodeMapping&)> listener) override {
     std::lock_guard lock(mu_);
     code_listener_ = std::move(listener);
@@ -321,6 +326,8 @@ class ElfSymbolizer final : public Symbolizer {
             code_listener_({e.pid, e.map.path, e.map.dev_major, e.map.dev_minor, e.map.inode});
           break;
         }
+        case MappingEvent::Kind::kExit:
+          break;  // its space stays: its stacks are symbolized after it is gone
       }
     });
     draining_ = false;
@@ -372,7 +379,7 @@ class ElfSymbolizer final : public Symbolizer {
         int err = 0;
         ++maps_reads_;
         // A failed re-read (the process is gone) leaves the space as it was.
-        if (space.reload(strings_, files_, &err)) space.unwinder.reset();  // old CFI
+        if (space.reload(*watch_, true, strings_, files_, &err)) space.unwinder.reset();  // old CFI
       }
       return &space;
     }
@@ -380,7 +387,7 @@ class ElfSymbolizer final : public Symbolizer {
     ProcessSpace space(pid, opts_.proc_root, opts_.perf_map_dir);
     int err = 0;
     ++maps_reads_;
-    if (!space.reload(strings_, files_, &err)) return nullptr;
+    if (!space.reload(*watch_, false, strings_, files_, &err)) return nullptr;
     return &insert(std::move(space));
   }
 
@@ -391,7 +398,7 @@ class ElfSymbolizer final : public Symbolizer {
       return false;
     int err = 0;
     ++maps_reads_;
-    return space.reload(strings_, files_, &err);
+    return space.reload(*watch_, false, strings_, files_, &err);
   }
 
   // A runtime's frame: the functions it names (innermost first, at most `max`), as the
@@ -534,6 +541,9 @@ class ElfSymbolizer final : public Symbolizer {
   }
 
   const SymbolizerOptions opts_;
+  // Where maps are read: the session's watch once it hands it over, else one of its own.
+  ProcessWatch own_watch_{opts_.proc_root};
+  ProcessWatch* watch_ = &own_watch_;
   const std::size_t max_processes_;
   std::uint64_t evicted_exited_ = 0;
   mutable std::mutex mu_;

@@ -219,13 +219,17 @@ UnwindTableStore::FileEntry& UnwindTableStore::insert(Built b) {
   return f;
 }
 
-Status UnwindTableStore::load_process(std::uint32_t pid, loupe_unwind_proc* out,
-                                      std::vector<MapsEntry>* maps_out) {
-  std::vector<MapsEntry> own;
-  std::vector<MapsEntry>& maps = maps_out ? *maps_out : own;
+Status UnwindTableStore::load_process(std::uint32_t pid, loupe_unwind_proc* out) {
+  std::vector<MapsEntry> maps;
   int e = 0;
   if (!read_process_maps(proc_root_, pid, &maps, &e))
     return make_error("pid " + std::to_string(pid) + ": " + std::strerror(e));
+  load_process(pid, maps, out);
+  return {};
+}
+
+void UnwindTableStore::load_process(std::uint32_t pid, const std::vector<MapsEntry>& maps,
+                                    loupe_unwind_proc* out) {
   std::memset(out, 0, sizeof(*out));
   deferred_ = false;
   for (const auto& m : maps) {
@@ -250,7 +254,6 @@ Status UnwindTableStore::load_process(std::uint32_t pid, loupe_unwind_proc* out,
     dst.page_count = f.page_count;
     dst.page_base = f.page_base;
   }
-  return {};
 }
 
 }  // namespace loupe

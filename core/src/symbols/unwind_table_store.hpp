@@ -88,11 +88,12 @@ class UnwindTableStore {
   // files built.
   std::size_t prebuild(const std::string& path);
 
-  // The executable file mappings of `pid` with rows, building the tables of files not seen
-  // yet; `maps`, when given, gets the mappings as read (the one read of them, which the
-  // runtimes are handed too). An error when its maps cannot be read (the process is gone).
-  Status load_process(std::uint32_t pid, loupe_unwind_proc* out,
-                      std::vector<MapsEntry>* maps = nullptr);
+  // The executable file mappings of `pid` (`maps`, as the session's ProcessWatch read
+  // them) with rows, building the tables of files not seen yet.
+  void load_process(std::uint32_t pid, const std::vector<MapsEntry>& maps, loupe_unwind_proc* out);
+  // The same from /proc/PID/maps read here (tools and tests, where no session runs). An
+  // error when its maps cannot be read (the process is gone).
+  Status load_process(std::uint32_t pid, loupe_unwind_proc* out);
 
   // The tables of a file some process mapped executable (the kernel's mmap records): a
   // command too short-lived for its maps to be read still gets them, for the next process
