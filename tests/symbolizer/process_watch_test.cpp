@@ -83,7 +83,8 @@ TEST(ProcessWatch, SystemWideRecordsSayWhatExecdMappedAndEnded) {
   std::set<std::string> mapped;
   bool lost = false;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (std::chrono::steady_clock::now() < deadline && !exited.count(static_cast<std::uint32_t>(cmd))) {
+  while (std::chrono::steady_clock::now() < deadline &&
+         !exited.count(static_cast<std::uint32_t>(cmd))) {
     watch.poll([&](const ProcessWatch::Change& c) {
       using Kind = ProcessWatch::Change::Kind;
       switch (c.kind) {
@@ -101,7 +102,8 @@ TEST(ProcessWatch, SystemWideRecordsSayWhatExecdMappedAndEnded) {
   const auto cpid = static_cast<std::uint32_t>(cmd);
   EXPECT_TRUE(forked.count(cpid)) << "no fork record of pid " << cpid;
   EXPECT_TRUE(execed.count(cpid)) << "no exec record of pid " << cpid;
-  EXPECT_TRUE(exited.count(cpid)) << "no exit record of pid " << cpid << (lost ? " (records lost)" : "");
+  EXPECT_TRUE(exited.count(cpid)) << "no exit record of pid " << cpid
+                                  << (lost ? " (records lost)" : "");
   bool sh_code = false, libc = false;
   for (const auto& p : mapped) {
     sh_code |= p.ends_with("/dash") || p.ends_with("/sh");

@@ -111,11 +111,15 @@ class ByteQueue {
   void wait(std::chrono::milliseconds timeout) {
     std::unique_lock lock(mu_);
     sleeping_.store(true, std::memory_order_seq_cst);
-    if (empty()) cv_.wait_for(lock, timeout);
+    if (empty() && !woken_) cv_.wait_for(lock, timeout);
+    woken_ = false;
     sleeping_.store(false, std::memory_order_relaxed);
   }
+  // Any thread: the consumer returns from its wait (now, or at once if it is not yet in
+  // it: a wake-up before the wait is not lost).
   void wake() {
     std::lock_guard lock(mu_);
+    woken_ = true;
     cv_.notify_all();
   }
 
@@ -181,6 +185,7 @@ class ByteQueue {
   std::atomic<std::uint64_t> popped_{0};
   std::uint64_t head_cache_ = 0;
   alignas(64) std::atomic<bool> sleeping_{false};
+  bool woken_ = false;  // under mu_
   std::mutex mu_;
   std::condition_variable cv_;
 };

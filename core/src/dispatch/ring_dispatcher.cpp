@@ -331,8 +331,10 @@ void RingDispatcher::reader_loop() {
 }
 
 void RingDispatcher::worker_loop() {
-  const auto idle = opts_.max_delivery_delay.count() > 0 ? opts_.max_delivery_delay
-                                                         : std::chrono::milliseconds(1);
+  // The reader wakes a sleeping worker with each batch it queues (ByteQueue::notify, no
+  // lost wake-up), and stop() wakes it too: the timeout is a safety net, not a poll (at
+  // the delivery delay it was 50 wake-ups a second of an idle agent).
+  const auto idle = std::chrono::milliseconds(500);
   for (;;) {
     ByteQueue::Slot slot;
     if (queue_->peek(&slot)) {

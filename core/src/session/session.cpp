@@ -331,6 +331,10 @@ void Session::Impl::run_loop() {
   // The budget is kept at a finer grain than reports: thinning reacts within seconds.
   const auto budget_tick = std::chrono::seconds(1);
   auto next_budget = budget_ ? start : Clock::time_point::max();
+  // 20 ms while something happens; an idle system-wide session backs off to 100 ms (an
+  // idle agent's wake-ups were most of its own cost).
+  constexpr auto kTick = std::chrono::milliseconds(20), kIdleTick = std::chrono::milliseconds(100);
+  auto tick = kTick;
   while (!stop_.load(std::memory_order_relaxed)) {
     auto now = Clock::now();
     if (now >= end) break;
@@ -339,7 +343,7 @@ void Session::Impl::run_loop() {
       if (exit_status) result_.target_exit_status = *exit_status;
       break;
     }
-    scope_.tick();
+    tick = scope_.tick() ? std::min(tick + kTick, kIdleTick) : kTick;
     if (now >= next_budget) {
       budget_->tick(links_.program_stats(), clock_ns(LOUPE_CLOCK_MONOTONIC),
                     ProbeAccounting::self_cpu_ns(), clock_ns(LOUPE_CLOCK_REALTIME));
@@ -354,7 +358,9 @@ void Session::Impl::run_loop() {
       }
       while (next_report <= now) next_report += interval;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // Never past a deadline: reports, windows and the budget keep their times.
+    const auto wake = std::min({Clock::now() + tick, next_report, next_rotate, next_budget, end});
+    std::this_thread::sleep_until(wake);
   }
 }
 

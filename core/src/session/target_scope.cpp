@@ -129,7 +129,7 @@ bool TargetScope::command_execd() const {
   return !ec && exe != self;
 }
 
-void TargetScope::tick() {
+bool TargetScope::tick() {
   if (target_ && unwind_tables_.attached() && !command_tracked_ && command_execd()) {
     command_tracked_ = true;
     unwind_tables_.track(static_cast<std::uint32_t>(pid()));
@@ -138,6 +138,9 @@ void TargetScope::tick() {
   unwind_tables_.refresh();
   unwinder()->tick(processes());
   if (symbolizer_) symbolizer_->pump();
+  // A target's exit and exec are followed closely; a system-wide session with nothing to
+  // do may wait longer (its records and rings keep what happens meanwhile).
+  return pid() <= 0 && !unwind_tables_.busy();
 }
 
 bool TargetScope::ended(std::optional<int>* exit_status) {

@@ -54,7 +54,9 @@ class TargetScope {
   // A system-wide session whose plugins take user stacks follows every process's
   // records from here on (before privileges drop).
   void follow_processes();
-  void tick();
+  // The session loop's periodic work; true when the scope is idle (system-wide, nothing
+  // changed): the loop may sleep longer.
+  bool tick();
   // Why the session should end now: the command exited (its status in `exit_status`) or
   // the pid is gone.
   bool ended(std::optional<int>* exit_status);

@@ -242,6 +242,7 @@ void UnwindTables::forget_locked(std::uint32_t pid) {
 
 bool UnwindTables::refresh() {
   std::lock_guard tables(mu_);
+  busy_ = false;
   if (consumers_.empty()) return false;
   // What the walks met for the first time since the last tick (code objects, methods),
   // read while their processes live; runtimes that were not ready asked again.
@@ -318,6 +319,7 @@ bool UnwindTables::refresh() {
                    [](const auto& x, const auto& y) { return x.first > y.first; });
   bool changed = false;
   std::vector<std::uint32_t> gone;
+  busy_ = busy_ || !order.empty() || store_->pending() > 0;
   for (const auto& [priority, pid] : order) {
     store_->set_priority(priority);
     int err = 0;
@@ -356,6 +358,7 @@ void UnwindTables::follow_changes(std::uint64_t now) {
   std::vector<std::uint32_t> gone;
   watch_->poll([&](const ProcessWatch::Change& c) {
     using Kind = ProcessWatch::Change::Kind;
+    busy_ = true;
     switch (c.kind) {
       case Kind::kForked:
       case Kind::kExeced:

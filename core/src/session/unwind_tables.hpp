@@ -99,6 +99,12 @@ class UnwindTables {
   // Takes the files built since the last call, asks for the ones the tracked processes
   // map that are not, and writes what changed; true when an entry was written.
   bool refresh();
+  // Whether the last refresh had anything to do (records came, a process was due, files
+  // wait to be built): an idle system-wide session ticks less often.
+  bool busy() const {
+    std::lock_guard tables(mu_);
+    return busy_;
+  }
   // Builds the tables of a command's executable and its libraries before it runs
   // (UnwindTableStore::prebuild); 0 when no consumer is attached.
   std::size_t prebuild(const std::string& exe);
@@ -149,6 +155,7 @@ class UnwindTables {
   bool all_ = false;
   std::uint64_t next_scan_ns_ = 0;
   bool rescan_ = false;  // the records lost some: every process read again
+  bool busy_ = false;    // the last refresh had work
   std::map<std::uint32_t, std::uint64_t> read_generation_;  // the watch's read last used
   std::map<std::uint32_t, std::unique_ptr<loupe_unwind_proc>> written_;
   struct LearntFile {
