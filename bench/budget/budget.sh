@@ -45,6 +45,29 @@ while [ "$(date +%s)" -lt "$end" ]; do /bin/true; n=$((n + 1)); done
 echo "forks_per_s=$(( n / $1 ))"
 SH
 
+# The cost as anyone can check it from outside, beside loupe's own figure: every 5 s from
+# loupe's start (its reports' cadence), the process's CPU time (utime + stime, all its
+# threads) and its BPF programs' run time as the kernel counts it (bpftool; loupe turns
+# kernel.bpf_stats_enabled on when a budget is set, and so does this).
+outside() {  # outside PID FILE
+  local pid=$1 file=$2 t=0
+  : >"$file"
+  sleep 0.2
+  while kill -0 "$pid" 2>/dev/null; do
+    local ticks ids bpf=0
+    ticks=$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null) || break
+    ids=$(cat /proc/"$pid"/fdinfo/* 2>/dev/null | awk '/^prog_id:/{print $2}' | sort -u)
+    for i in $ids; do
+      bpf=$((bpf + $(bpftool prog show id "$i" 2>/dev/null | grep -o 'run_time_ns [0-9]*' |
+        awk '{print $2}' || echo 0)))
+    done
+    echo "$t $ticks $bpf" >>"$file"
+    sleep 5
+    t=$((t + 5))
+  done
+}
+sysctl -qw kernel.bpf_stats_enabled=1 2>/dev/null
+
 one() {  # one NAME PERCENT
   local out=$tmp/$1
   mkdir -p "$out"
@@ -54,6 +77,7 @@ one() {  # one NAME PERCENT
     "$root/profiles/agent.toml" >"$tmp/$1.toml"
   "$loupe" run "$tmp/$1.toml" --duration "$((secs + 4))" >"$out/loupe.log" 2>&1 &
   local l=$!
+  outside "$l" "$out/outside.txt" &
   sleep 4  # attached, baseline taken
   : >"$out/work.txt"
   case $workload in pingpong | both) python3 "$tmp/pingpong.py" "$secs" >"$out/pp.txt" & ;; esac
@@ -66,7 +90,7 @@ one free 100
 one budget "$budget"
 
 python3 - "$tmp" "$budget" <<'PY'
-import json, sys
+import json, os, sys
 tmp, budget = sys.argv[1], sys.argv[2]
 def load(name):
     recs = [json.loads(l) for l in open(f"{tmp}/{name}/records.jsonl")]
@@ -84,14 +108,23 @@ def load(name):
     total = [r["metric"]["value"] for r in recs if r.get("name") == "cost_cpu_percent"
              and r.get("is_final") and r["labels"].get("part") == "total"]
     work = dict(l.strip().split("=") for l in open(f"{tmp}/{name}/work.txt") if "=" in l)
-    return cost, div, final, events, total, work
+    # From outside: per 5 s, (threads' CPU + BPF run time) / (5 s x CPUs).
+    rows = [tuple(int(x) for x in l.split()) for l in open(f"{tmp}/{name}/outside.txt")
+            if len(l.split()) == 3]
+    hz, cpus = os.sysconf("SC_CLK_TCK"), os.cpu_count()
+    out = [((b[1] - a[1]) / hz * 1e9, b[2] - a[2], (b[0] - a[0]) * 1e9 * cpus)
+           for a, b in zip(rows, rows[1:])]
+    outside = [(100 * (t + k) / cap, 100 * t / cap, 100 * k / cap) for t, k, cap in out]
+    return cost, div, final, events, total, work, outside
 free, budg = load("free"), load("budget")
-print(f"interval  cost, no budget  cost, budget {budget}%  divisors in force")
+print(f"interval  cost, no budget  cost, budget {budget}%  outside (threads + BPF)  divisors in force")
 for i in range(max(len(free[0]), len(budg[0]))):
     a = f"{free[0][i]:.2f}%" if i < len(free[0]) else "-"
     b = f"{budg[0][i]:.2f}%" if i < len(budg[0]) else "-"
+    o = (f"{budg[6][i][0]:.2f}% ({budg[6][i][1]:.2f} + {budg[6][i][2]:.2f})"
+         if i < len(budg[6]) else "-")
     d = ", ".join(f"{k} {v}" for k, v in sorted(budg[1][i].items())) if i < len(budg[1]) else ""
-    print(f"{i + 1:>8}  {a:>15}  {b:>17}  {d}")
+    print(f"{i + 1:>8}  {a:>15}  {b:>17}  {o:>23}  {d}")
 for name, run in (("no budget", free), (f"budget {budget}%", budg)):
     print(f"\n{name}: session cost {run[4][0]:.2f}%; workload {run[5]}")
     b = run[2].get("loupe/max_cpu_percent")

@@ -29,16 +29,7 @@ StackReporter::StackReporter(const sdk::Host& host, ReporterMaps maps, ReporterO
                    CS_MAX_STACK_DEPTH) {}
 
 std::vector<std::pair<cs_key, std::uint64_t>> StackReporter::read_counts() const {
-  std::vector<std::pair<cs_key, std::uint64_t>> out;
-  cs_key key{}, next{};
-  const void* prev = nullptr;
-  while (bpf_map_get_next_key(maps_.counts_fd, prev, &next) == 0) {
-    std::uint64_t v = 0;
-    if (bpf_map_lookup_elem(maps_.counts_fd, &next, &v) == 0) out.emplace_back(next, v);
-    key = next;
-    prev = &key;
-  }
-  return out;
+  return sdk::map_entries<cs_key, std::uint64_t>(maps_.counts_fd);
 }
 
 void StackReporter::warm() {
