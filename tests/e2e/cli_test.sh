@@ -218,6 +218,29 @@ TOML
   expect_rc 2 $? "diff of a missing run"
 }
 
+# Stack shares are judged by their samples: two runs of the same gzip -9 move a stack by
+# several points by chance alone (~100-200 samples each), which is shown, never flagged; gzip -1
+# against -9 moves the compressor's functions far past the noise, and is flagged.
+case_diff_stacks() {
+  need_root
+  command -v gzip >/dev/null || { echo "SKIP: gzip is not installed"; exit 77; }
+  seq 1 1500000 >"$TMP/data"  # compressible: -9 searches longer matches than -1
+  gzip -9 -c "$TMP/data" >/dev/null  # warm: both measured runs read it from the page cache
+  for run in nine nine_again one; do
+    local level=-9
+    [[ $run == one ]] && level=-1
+    "$LOUPE" run cpu -o "$TMP/$run" -- sh -c "for i in 1 2 3 4 5; do gzip $level -c $TMP/data; done" \
+      >/dev/null 2>"$TMP/$run.log" || fail "run $run: $(tail -3 "$TMP/$run.log")"
+  done
+  "$LOUPE" diff "$TMP/nine" "$TMP/nine_again" >"$TMP/same.diff" 2>&1
+  expect_rc 0 $? "diff of two runs of the same compression ($(cat "$TMP/same.diff"))"
+  "$LOUPE" diff "$TMP/nine" "$TMP/one" >"$TMP/other.diff" 2>&1
+  expect_rc 8 $? "diff of gzip -9 against -1 ($(cat "$TMP/other.diff"))"
+  grep -E "cpusample/cpu .* pp .*\(z -?[0-9.]+\)  " "$TMP/other.diff" >/dev/null ||
+    fail "no stack flagged with its test: $(cat "$TMP/other.diff")"
+  sed -n '/^stacks/,/^counters/p' "$TMP/same.diff" "$TMP/other.diff"
+}
+
 # Two CPU runs of Debian's gzip: A with the frame-pointer unwinder the bundled cpu profile
 # offers (gzip has no frame pointers, so user frames come out that the symbolizer cannot
 # name: "symbol": null, and no module), B with the profile unchanged (in-kernel tables). Frames
