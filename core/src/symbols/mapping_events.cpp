@@ -98,6 +98,23 @@ struct MappingEvents::Buffer {
   ~Buffer() {
     if (base) ::munmap(base, map_bytes);
   }
+
+  // Makes `fd` the leader, its ring mapped: the largest size the memlock limit allows,
+  // halving down to kFewestDataPages. False (and `*last_errno`) when none could be.
+  bool map(UniqueFd fd, long page, int* last_errno) {
+    void* p = MAP_FAILED;
+    std::size_t bytes = 0;
+    for (std::size_t pages = kDataPages; p == MAP_FAILED && pages >= kFewestDataPages; pages /= 2) {
+      bytes = static_cast<std::size_t>(page) * (1 + pages);
+      p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+      if (p == MAP_FAILED) *last_errno = errno;
+    }
+    if (p == MAP_FAILED) return false;
+    base = p;
+    map_bytes = bytes;
+    leader = std::move(fd);
+    return true;
+  }
 };
 
 Result<std::unique_ptr<MappingEvents>> MappingEvents::open(const std::vector<pid_t>& tasks,
@@ -120,18 +137,7 @@ Result<std::unique_ptr<MappingEvents>> MappingEvents::open(const std::vector<pid
         continue;
       }
       if (b.leader.get() < 0) {
-        void* p = MAP_FAILED;
-        std::size_t bytes = 0;
-        for (std::size_t pages = kDataPages; p == MAP_FAILED && pages >= kFewestDataPages;
-             pages /= 2) {
-          bytes = static_cast<std::size_t>(page) * (1 + pages);
-          p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
-          if (p == MAP_FAILED) last_errno = errno;
-        }
-        if (p == MAP_FAILED) continue;
-        b.base = p;
-        b.map_bytes = bytes;
-        b.leader = std::move(fd);
+        if (!b.map(std::move(fd), page, &last_errno)) continue;
       } else if (::ioctl(fd.get(), PERF_EVENT_IOC_SET_OUTPUT, b.leader.get()) != 0) {
         last_errno = errno;
         continue;
@@ -164,18 +170,7 @@ Result<std::unique_ptr<MappingEvents>> MappingEvents::open_system_wide(bool code
     }
     Buffer b;
     b.cpu = cpu;
-    void* p = MAP_FAILED;
-    std::size_t bytes = 0;
-    for (std::size_t pages = kDataPages; p == MAP_FAILED && pages >= kFewestDataPages; pages /= 2) {
-      bytes = static_cast<std::size_t>(page) * (1 + pages);
-      p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
-      if (p == MAP_FAILED) last_errno = errno;
-    }
-    if (p == MAP_FAILED) continue;
-    b.base = p;
-    b.map_bytes = bytes;
-    b.leader = std::move(fd);
-    ev->buffers_.push_back(std::move(b));
+    if (b.map(std::move(fd), page, &last_errno)) ev->buffers_.push_back(std::move(b));
   }
   if (ev->buffers_.empty()) {
     return make_error(std::string("perf_event_open(dummy, mmap records, every CPU): ") +
