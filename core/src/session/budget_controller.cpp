@@ -36,6 +36,7 @@ void BudgetController::tick(const std::vector<ProgramStats>& now, std::uint64_t 
     return n > 0 ? bpf_ns.at(instance) / n : 0.0;
   };
   const bool first = !started_;
+  if (first) first_mono_ = mono_ns;
   const std::uint64_t dt = mono_ns - std::min(prev_mono_, mono_ns);
   const double self_ns = static_cast<double>(self_cpu_ns - std::min(prev_self_, self_cpu_ns));
   started_ = true;
@@ -82,11 +83,15 @@ void BudgetController::tick(const std::vector<ProgramStats>& now, std::uint64_t 
       pick_ns = ns;
     }
     if (pick.empty() || pick_ns < excess_ns / 4) {
+      // Said once, with when: in a session's first seconds the cost is mostly tables
+      // being built, which passes; the budget row at the end says how every report fared.
       if (!said_cannot_)
-        spdlog::warn("loupe used {:.2f}% of {} CPUs, over max_cpu_percent = {}, and {}", cost,
-                     cpus_, budget_,
-                     pick.empty() ? "no profiler can be thinned further"
-                                  : "its own threads, not a profiler's programs, are most of it");
+        spdlog::warn(
+            "loupe used {:.2f}% of {} CPUs in the second ending {:.0f} s into the session, over "
+            "max_cpu_percent = {}, and {}",
+            cost, cpus_, static_cast<double>(mono_ns - first_mono_) / 1e9, budget_,
+            pick.empty() ? "no profiler can be thinned further"
+                         : "its own threads, not a profiler's programs, are most of it");
       said_cannot_ = true;
       return;
     }

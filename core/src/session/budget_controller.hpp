@@ -83,6 +83,7 @@ class BudgetController {
   Knobs knobs_;
   bool started_ = false;
   std::uint64_t prev_mono_ = 0, prev_self_ = 0;
+  std::uint64_t first_mono_ = 0;  // the first tick's, for "n s into the session"
   struct Totals {
     std::uint64_t runs = 0, ns = 0;
   };
