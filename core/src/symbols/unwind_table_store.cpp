@@ -15,6 +15,7 @@
 #include <set>
 
 #include "symbols/process_maps.hpp"
+#include "symbols/process_watch.hpp"
 
 namespace loupe {
 namespace {
@@ -220,11 +221,10 @@ UnwindTableStore::FileEntry& UnwindTableStore::insert(Built b) {
 }
 
 Status UnwindTableStore::load_process(std::uint32_t pid, loupe_unwind_proc* out) {
-  std::vector<MapsEntry> maps;
   int e = 0;
-  if (!read_process_maps(proc_root_, pid, &maps, &e))
-    return make_error("pid " + std::to_string(pid) + ": " + std::strerror(e));
-  load_process(pid, maps, out);
+  const auto read = ProcessWatch(proc_root_).maps(pid, ProcessWatch::kNow, &e);
+  if (!read) return make_error("pid " + std::to_string(pid) + ": " + std::strerror(e));
+  load_process(pid, read->maps, out);
   return {};
 }
 

@@ -91,7 +91,7 @@ class UnwindTableStore {
   // The executable file mappings of `pid` (`maps`, as the session's ProcessWatch read
   // them) with rows, building the tables of files not seen yet.
   void load_process(std::uint32_t pid, const std::vector<MapsEntry>& maps, loupe_unwind_proc* out);
-  // The same from /proc/PID/maps read here (tools and tests, where no session runs). An
+  // The same from a read of its own (tools and tests, where no session's watch runs). An
   // error when its maps cannot be read (the process is gone).
   Status load_process(std::uint32_t pid, loupe_unwind_proc* out);
 
