@@ -182,7 +182,8 @@ void HealthReport::unwind_tables(std::uint64_t processes, std::uint64_t files, s
          true);
 }
 
-void HealthReport::process_watch(const ProcessWatch::Counters& c, const std::string& unavailable) {
+void HealthReport::process_watch(const ProcessWatch::Counters& c, const std::string& unavailable,
+                                 std::uint64_t ended_unread) {
   const std::string comp = "process_watch";
   health("process_maps_read", comp, c.reads, LOUPE_HEALTH_OK,
          fmt::format("/proc/PID/maps files read; {} more asks served by an earlier read, {} "
@@ -194,6 +195,13 @@ void HealthReport::process_watch(const ProcessWatch::Counters& c, const std::str
            fmt::format("the kernel's records of every process: {} change(s) to processes read "
                        "before, {} exit(s); nothing polled",
                        c.changes, c.exits),
+           true);
+    health("processes_ended_unread", comp, ended_unread, LOUPE_HEALTH_OK,
+           ended_unread ? "processes that ended before they settled (50 ms after an exec or a code "
+                          "mapping), never read: the files "
+                          "they ran came from their records, and their stacks were walked by "
+                          "those files' rows"
+                        : "",
            true);
     health("process_records_lost", comp, c.records_lost, warn_if(c.records_lost),
            c.records_lost ? "records the kernel dropped (a buffer was full): every process was "

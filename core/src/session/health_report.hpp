@@ -72,7 +72,10 @@ class HealthReport {
   // At the end, when a process's maps were asked for: how often /proc was read and how
   // often one read served several parts; system-wide, what the kernel's records of every
   // process said (or why there were none).
-  void process_watch(const ProcessWatch::Counters& c, const std::string& unavailable);
+  // `ended_unread`: processes that ended before anything needed their maps (counted, not
+  // resolved: the files they ran came from their records).
+  void process_watch(const ProcessWatch::Counters& c, const std::string& unavailable,
+                     std::uint64_t ended_unread);
   // At the end, when debuginfod was asked: what it delivered and what it could not.
   void debuginfod(const SymbolizerStats& stats);
   // Every report of a rotating session: the windows written, kept and pruned (OK), and

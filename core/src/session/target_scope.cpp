@@ -317,7 +317,8 @@ void TargetScope::report_health(HealthReport& health) const {
     if (unwinder_ && unwinder_->created()) unwinder_->report_health(health);
   }
   if (const auto c = watch_.counters(); c.reads || c.following || !watch_.follow_error().empty())
-    health.process_watch(c, watch_.follow_error());
+    health.process_watch(c, watch_.follow_error(),
+                         unwind_tables_.attached() ? unwind_tables_.counters().ended_unread : 0);
   if (symbolizer_) {
     SymbolizerStats st = symbolizer_->stats();
     if (st.debuginfod) health.debuginfod(st);

@@ -373,7 +373,13 @@ void UnwindTables::follow_changes(std::uint64_t now) {
         }
         break;
       }
-      case Kind::kExited: gone.push_back(c.pid); break;
+      case Kind::kExited:
+        // Gone before its settle time: never read, its files learnt from its records.
+        if (auto t = tracked_.find(c.pid);
+            t != tracked_.end() && t->second != kNever && !written_.count(c.pid))
+          ++ended_unread_;
+        gone.push_back(c.pid);
+        break;
       case Kind::kLost: rescan_ = true; break;
     }
   });
@@ -417,6 +423,7 @@ UnwindTables::Counters UnwindTables::counters() const {
   c.processes = written_.size();
   c.write_errors = write_errors_;
   c.unreadable = unreadable_;
+  c.ended_unread = ended_unread_;
   if (!store_) return c;
   const auto& s = store_->stats();
   c.files = s.files;

@@ -53,6 +53,9 @@ class UnwindTables {
     std::uint64_t write_errors = 0;
     std::uint64_t pending = 0;     // files still being built (at the end: never used)
     std::uint64_t unreadable = 0;  // reads refused (EACCES: a process loupe may not read)
+    // System-wide: processes that ended before they settled, never read (their files came
+    // from their records; their stacks were walked by those files' rows).
+    std::uint64_t ended_unread = 0;
   };
 
   // Mappings come from `watch` (the session's, which must outlive this); without one,
@@ -172,6 +175,7 @@ class UnwindTables {
   std::map<FileKey, LearntFile> learnt_;  // session thread
   std::uint64_t write_errors_ = 0;
   std::uint64_t unreadable_ = 0;
+  std::uint64_t ended_unread_ = 0;
   // Processes whose entry left out a file being built: read again once one is back.
   std::set<std::uint32_t> waiting_;
   // Everything above but learnt files: the session's thread and the builder's (which
