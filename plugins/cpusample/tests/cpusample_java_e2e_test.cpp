@@ -17,11 +17,13 @@
 
 #include "cli_run.hpp"
 #include "on_path.hpp"
+#include "user_frames.hpp"
 
 extern char** environ;
 
 using loupe::test::CliRun;
 using loupe::test::RunResult;
+using loupe::test::frame_str;
 using nlohmann::json;
 
 namespace {
@@ -52,8 +54,9 @@ Split split_of(const RunResult& r) {
     std::string named, leaf;
     for (const auto& f : (*rec)["stack"]["frames"]) {
       if (f.value("kind", "") == "kernel") continue;
-      std::string sym = f.contains("symbol") && f["symbol"].is_string() ? f["symbol"] : "?";
-      if (leaf.empty()) leaf = sym + " (" + f.value("module", "") + ")";
+      std::string sym = frame_str(f, "symbol");
+      if (sym.empty()) sym = "?";
+      if (leaf.empty()) leaf = sym + " (" + frame_str(f, "module") + ")";
       if (sym.find("TwoHot.heavy") != std::string::npos ||
           sym.find("TwoHot.light") != std::string::npos) {
         named = sym;

@@ -8,11 +8,13 @@
 #include <string>
 
 #include "tree_run.hpp"
+#include "user_frames.hpp"
 
 namespace {
 
 using loupe::test::kTreeWorkload;
 using loupe::test::RunResult;
+using loupe::test::frame_str;
 using nlohmann::json;
 
 std::int64_t samples_of(const json& rec) {
@@ -87,9 +89,9 @@ TEST_F(CpuSampleTree, WorkersThatLive100msAreSymbolizedInTheFinalReport) {
       const bool has = f.contains("symbol") && f["symbol"].is_string();
       // The vdso (clock_gettime, which tree_spin calls) has no file to be named from, for a
       // live process as for an exited one: its caller is the worker's code.
-      if (!any_user && f.value("module", "") == "[vdso]") continue;
+      if (!any_user && frame_str(f, "module") == "[vdso]") continue;
       if (!any_user) {
-        leaf = has ? f["symbol"].get<std::string>() : "? " + f.value("module", "");
+        leaf = has ? f["symbol"].get<std::string>() : "? " + frame_str(f, "module");
         leaf_named = has;
       }
       any_user = true;
