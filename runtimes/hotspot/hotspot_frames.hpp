@@ -40,7 +40,7 @@ struct HotSpotLayout;
 class HotSpotFrames final : public Runtime {
  public:
   // `perf_maps`: also ask each JVM of the target for its perf map through its attach
-  // listener ([session] jvm_perf_map; jvm_perf_maps.hpp), for JIT frames the walk leaves.
+  // listener ([runtimes.hotspot] perf_map; jvm_perf_maps.hpp), for JIT frames the walk leaves.
   explicit HotSpotFrames(std::string proc_root = "/proc", bool perf_maps = false);
   ~HotSpotFrames() override;
 

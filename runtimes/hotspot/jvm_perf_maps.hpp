@@ -2,7 +2,7 @@
 //
 // HotSpot JVMs of the target are asked for their perf map (jcmd's Compiler.perfmap through
 // their attach listener, symbols/jvm_attach.hpp), so that JIT frames get method names
-// without the JVM having been started with a flag ([session] jvm_perf_map).
+// without the JVM having been started with a flag ([runtimes.hotspot] perf_map).
 //
 // The map lists the code cache as it is when asked: methods compiled later, or moved by a
 // recompilation, are missing until the next ask. So a JVM is asked when it is found (it

@@ -202,3 +202,34 @@ TEST(Profile, MissingFileIsAClearError) {
               "/nonexistent/p.toml: error: cannot read profile: no such file");
   }
 }
+
+// A runtime's keys are its own table's, declared by its row of the runtime table: the
+// profile's validator checks them as a plugin's, and names no runtime itself.
+TEST(Profile, ARuntimeTakesItsOwnKeysInATableOfItsOwn) {
+  auto p = loupe::parse_profile_text("[runtimes.hotspot]\nperf_map = true\n", "p.toml");
+  ASSERT_TRUE(p.session.runtimes.count("hotspot"));
+  EXPECT_TRUE(p.session.runtimes.at("hotspot")->values.at("perf_map").b);
+  // Without the table: every runtime of the table still gets its defaults.
+  p = loupe::parse_profile_text("[session]\nduration = 1\n", "p.toml");
+  ASSERT_TRUE(p.session.runtimes.count("hotspot"));
+  EXPECT_FALSE(p.session.runtimes.at("hotspot")->values.at("perf_map").b);
+  EXPECT_TRUE(p.session.runtimes.count("python"));
+
+  // Every error at once, each where it is.
+  auto e = error_of(
+      "[runtimes.hotspt]\nperf_map = true\n[runtimes.python]\nframes = 1\n"
+      "[runtimes.hotspot]\nperf_map = 3\n");
+  EXPECT_NE(e.find("p.toml:1:11: error: unknown runtime 'hotspt' in runtimes; did you mean "
+                   "'hotspot'? (known: python, hotspot)"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("p.toml:4:1: error: unknown key 'frames' in runtimes.python"), std::string::npos)
+      << e;
+  EXPECT_NE(e.find("p.toml:6:12: error: runtimes.hotspot.perf_map: expected boolean"),
+            std::string::npos)
+      << e;
+  // The key that was [session]'s before runtimes had tables of their own.
+  e = error_of("[session]\njvm_perf_map = true\n");
+  EXPECT_NE(e.find("p.toml:2:1: error: unknown key 'jvm_perf_map' in session"), std::string::npos)
+      << e;
+}

@@ -3,6 +3,7 @@
 
 #include "loupe/config_schema.hpp"
 #include "plugins/config_schema.hpp"
+#include "session/runtime.hpp"
 
 #include <fmt/format.h>
 
@@ -93,10 +94,6 @@ const loupe_config_key kSessionKeys[] = {
      "processes whose symbols are kept, exited ones included (reports name their stacks "
      "after they exit)",
      16, 1 << 20},
-    {"jvm_perf_map", LOUPE_CFG_BOOL, 0, "false",
-     "also ask the target's HotSpot JVMs (JDK 17+) for their perf map through their attach "
-     "listener (a signal and a socket); off: Java frames are read from the VM's own "
-     "structures, without attach"},
     {"unwind_rows", LOUPE_CFG_INT, 0, "0",
      "rows of the in-kernel unwinder's tables, shared by every plugin (12 bytes each, allocated "
      "at start; libc has 28k); 0 = 262144 (3 MiB) for a command or --pid, 2097152 (24 MiB) "
@@ -143,7 +140,6 @@ void parse_session(const toml::table& t, SessionSpec& s, Checker& c) {
   s.allow_insecure_plugins = v["allow_insecure_plugins"].b;
   s.stats = v["stats"].b;
   s.symbol_processes = static_cast<std::size_t>(v["symbol_processes"].i);
-  s.jvm_perf_map = v["jvm_perf_map"].b;
   s.unwind_rows = static_cast<std::uint32_t>(v["unwind_rows"].i);
   s.rotate_s = v["rotate"].f;
   s.retain = static_cast<std::size_t>(v["retain"].i);
@@ -190,6 +186,40 @@ void parse_session(const toml::table& t, SessionSpec& s, Checker& c) {
               fmt::format("session.command: expected a string or an array of strings, found {}",
                           toml_type_name(*node)));
     }
+  }
+}
+
+// [runtimes.<key>]: each runtime's own keys, as its row of the runtime table declares them.
+// Every runtime gets a table (its defaults when the profile has none), so a runtime reads
+// its keys without knowing whether the profile named them.
+void parse_runtimes(const toml::node* node, SessionSpec& s, Checker& c) {
+  std::vector<std::string> known;
+  for (const auto& row : runtime_table()) known.emplace_back(row.key);
+  const toml::table* t = node ? node->as_table() : nullptr;
+  if (node && !t) c.error(*node, "'runtimes' must be a table of tables ([runtimes.<runtime>])");
+  if (t)
+    for (auto&& [key, sub] : *t) {
+      const std::string k(key.str());
+      if (std::find(known.begin(), known.end(), k) != known.end() && sub.is_table()) continue;
+      if (std::find(known.begin(), known.end(), k) != known.end()) {
+        c.error(sub, fmt::format("runtimes.{}: expected a table ([runtimes.{}])", k, k));
+        continue;
+      }
+      std::string list;
+      for (const auto& n : known) list += (list.empty() ? "" : ", ") + n;
+      const std::string hint = nearest_name(k, known);
+      c.error(key,
+              fmt::format("unknown runtime '{}' in runtimes{} (known: {})", k,
+                          hint.empty() ? "" : fmt::format("; did you mean '{}'?", hint), list));
+    }
+  static const toml::table kNone;
+  for (const auto& row : runtime_table()) {
+    const toml::node* sub = t ? t->get(row.key) : nullptr;
+    const toml::table* table = sub && sub->is_table() ? sub->as_table() : &kNone;
+    auto cfg = std::make_shared<loupe_config>();
+    validate_table(*table, row.keys, row.n_keys, sizeof(loupe_config_key),
+                   std::string("runtimes.") + row.key, {}, *cfg, c);
+    s.runtimes[row.key] = std::move(cfg);
   }
 }
 
@@ -245,6 +275,7 @@ Profile parse_table(std::shared_ptr<toml::table> doc, const std::string& origin,
   p.file = origin;
   Checker c(origin);
   auto base = std::filesystem::path(origin).parent_path();
+  parse_runtimes(root.get("runtimes"), p.session, c);
   for (auto&& [key, node] : root) {
     const std::string k(key.str());
     if (k == "session") {
@@ -256,11 +287,11 @@ Profile parse_table(std::shared_ptr<toml::table> doc, const std::string& origin,
       parse_plugin_list(node, PluginSpec::Kind::kProfiler, "plugins", p, base, c);
     } else if (k == "sinks") {
       parse_plugin_list(node, PluginSpec::Kind::kSink, "sinks", p, base, c);
-    } else {
-      std::string hint = nearest_name(k, {"session", "plugins", "sinks"});
-      c.error(key, fmt::format(
-                       "unknown top-level key '{}' (expected [session], [[plugins]], [[sinks]]){}",
-                       k, hint.empty() ? "" : fmt::format("; did you mean '{}'?", hint)));
+    } else if (k != "runtimes") {
+      std::string hint = nearest_name(k, {"session", "plugins", "sinks", "runtimes"});
+      c.error(key, fmt::format("unknown top-level key '{}' (expected [session], [[plugins]], "
+                               "[[sinks]], [runtimes.<runtime>]){}",
+                               k, hint.empty() ? "" : fmt::format("; did you mean '{}'?", hint)));
     }
   }
   c.move_to(diags);

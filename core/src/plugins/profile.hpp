@@ -5,6 +5,7 @@
 #ifndef LOUPE_PROFILE_HPP
 #define LOUPE_PROFILE_HPP
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -55,9 +56,9 @@ struct SessionSpec {
   // Processes the symbolizer keeps, exited ones included (their stacks are named at
   // reports after they exit); past it the least recently used go, counted.
   std::size_t symbol_processes = 1024;
-  // HotSpot JVMs of the target are also asked for their perf map (Compiler.perfmap through
-  // their attach listener): off by default, the HotSpot runtime reads the VM's structures.
-  bool jvm_perf_map = false;
+  // Each runtime's own table, [runtimes.<key>], by key: validated against the keys its row
+  // of the runtime table declares, defaults filled (a table for every runtime of the table).
+  std::map<std::string, std::shared_ptr<const loupe_config>> runtimes;
   // Rows of the session's unwinder tables (0: by the target, see the key's description).
   std::uint32_t unwind_rows = 0;
   // Windows ([session] rotate): every rotate_s seconds the sinks write what the window's

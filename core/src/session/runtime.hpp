@@ -31,8 +31,10 @@
 #include <string>
 #include <vector>
 
+#include "loupe/abi/plugin.h"
 #include "loupe/symbolizer.hpp"
 #include "loupe/unwind.h"
+#include "plugins/config_tree.hpp"
 #include "symbols/process_maps.hpp"
 #include "util/result.hpp"
 
@@ -80,14 +82,30 @@ class Runtime {
   virtual void before_final_report(const std::vector<pid_t>& processes) { (void)processes; }
 };
 
-struct RuntimeOptions {
+// What a runtime is made with: where processes are read, and its own profile table,
+// [runtimes.<key>], validated against the keys its row declares (defaults filled when the
+// profile has no such table), as a plugin's table is against its schema.
+struct RuntimeConfig {
   std::string proc_root = "/proc";
-  // [session] jvm_perf_map: HotSpot JVMs are also asked for their perf map (attach).
-  bool jvm_perf_map = false;
+  const loupe_config* values = nullptr;
 };
 
-// The table of runtimes (runtimes/registry.cpp): one of each, in LOUPE_RUNTIME_* order.
-std::vector<std::unique_ptr<Runtime>> make_runtimes(const RuntimeOptions& opts);
+// One row of the table of runtimes (runtimes/registry.cpp).
+struct RuntimeRow {
+  const char* key;  // its profile table: [runtimes.<key>]
+  const loupe_config_key* keys;
+  std::uint32_t n_keys;
+  std::unique_ptr<Runtime> (*make)(const RuntimeConfig&);
+};
+
+// The table of runtimes: one row each, in LOUPE_RUNTIME_* order.
+const std::vector<RuntimeRow>& runtime_table();
+
+// One of each runtime of the table, each with its [runtimes.<key>] values (`values` by key,
+// as the profile parsed them).
+std::vector<std::unique_ptr<Runtime>> make_runtimes(
+    const std::string& proc_root,
+    const std::map<std::string, std::shared_ptr<const loupe_config>>& values);
 
 }  // namespace loupe
 

@@ -48,10 +48,8 @@ SessionUnwinder* TargetScope::unwinder() {
   const std::uint32_t rows = spec_.unwind_rows ? std::max<std::uint32_t>(spec_.unwind_rows, 1024)
                              : spec_.pid > 0 || !spec_.command.empty() ? 262144u
                                                                        : 2097152u;
-  RuntimeOptions runtimes;
-  runtimes.jvm_perf_map = spec_.jvm_perf_map;
-  unwinder_ =
-      std::make_unique<SessionUnwinder>(unwind_tables_, watch_, make_runtimes(runtimes), rows);
+  unwinder_ = std::make_unique<SessionUnwinder>(unwind_tables_, watch_,
+                                                make_runtimes("/proc", spec_.runtimes), rows);
   unwind_tables_.set_runtimes(
       {[u = unwinder_.get()](std::uint32_t pid, const std::vector<MapsEntry>& maps) {
          return u->update(pid, maps);

@@ -2,7 +2,7 @@
 //
 // Java methods named in cpusample's stacks of a HotSpot JVM started without any flag: by
 // default read from the VM's own structures (runtimes/hotspot: no attach, no signal, no
-// perf map written); with [session] jvm_perf_map = true the session also asks the JVM for
+// perf map written); with [runtimes.hotspot] perf_map = true the session also asks the JVM for
 // its perf map through its attach listener. TwoHot.java is compiled with javac at test
 // time; without java and javac the tests skip.
 #include <fcntl.h>
@@ -22,8 +22,8 @@
 extern char** environ;
 
 using loupe::test::CliRun;
-using loupe::test::RunResult;
 using loupe::test::frame_str;
+using loupe::test::RunResult;
 using nlohmann::json;
 
 namespace {
@@ -163,8 +163,8 @@ class CpuSampleJava : public CliRun {
 };
 
 const std::string kProfile = "[[plugins]]\nname = \"cpusample\"\nper_thread = true\n";
-// The attach path, asked for explicitly ([session] keys).
-const std::string kAttach = "jvm_perf_map = true\n";
+// The attach path, asked for explicitly: the HotSpot runtime's own table, after [session].
+const std::string kAttach = "[runtimes.hotspot]\nperf_map = true\n";
 
 // Named from the VM's structures: the runtime's row counts the JVM, and nothing was asked
 // of it (no attach row, no perf map file: no SIGQUIT, no socket).

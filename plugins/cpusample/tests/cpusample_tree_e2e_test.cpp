@@ -12,9 +12,9 @@
 
 namespace {
 
+using loupe::test::frame_str;
 using loupe::test::kTreeWorkload;
 using loupe::test::RunResult;
-using loupe::test::frame_str;
 using nlohmann::json;
 
 std::int64_t samples_of(const json& rec) {

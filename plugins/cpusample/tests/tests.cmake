@@ -23,7 +23,7 @@ loupe_cli_e2e_test(cpusample_dwarf_e2e_test SOURCE ${CMAKE_CURRENT_LIST_DIR}/cpu
   DEFINITIONS CPU_SPIN_WORKLOAD="$<TARGET_FILE:cpu_spin>"
   DEPENDS cpu_spin loupe-cpusample ONE_ENTRY PROPERTIES TIMEOUT 900 RUN_SERIAL TRUE)
 # Java methods of a HotSpot JVM started without flags, named through the perf map the
-# session asks it for ([session] jvm_perf_map). TwoHot.java is compiled with javac at test
+# session asks it for ([runtimes.hotspot] perf_map). TwoHot.java is compiled with javac at test
 # time, into the build dir; the tests skip without java and javac. Host only (label jvm):
 # what they test, the JVM's attach listener and its perf map, is the same on every kernel,
 # and under emulation the JVM's start-up takes most of a run (6.1 and 6.12 guests: 53-54 %
