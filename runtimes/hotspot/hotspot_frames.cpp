@@ -352,7 +352,6 @@ HotSpotFrames::Jvm* HotSpotFrames::jvm(std::uint32_t pid) {
 }
 
 Runtime::Update HotSpotFrames::update(std::uint32_t pid, const std::vector<MapsEntry>& maps) {
-  if (procs_fd_ < 0) return Update::kNo;
   const MapsEntry* lib = nullptr;
   for (const auto& m : maps)
     if (m.offset == 0 && m.path.size() > 10 &&
@@ -360,6 +359,9 @@ Runtime::Update HotSpotFrames::update(std::uint32_t pid, const std::vector<MapsE
       lib = &m;
       break;
     }
+  // The perf map fallback learns its JVMs from the same one read of the maps.
+  lib ? perf_maps_.found(static_cast<pid_t>(pid)) : perf_maps_.lost(static_cast<pid_t>(pid));
+  if (procs_fd_ < 0) return Update::kNo;
   std::unique_lock lock(mu_);
   if (!lib) {
     if (jvms_.erase(pid)) bpf_map_delete_elem(procs_fd_, &pid);

@@ -270,14 +270,6 @@ Status start_listener(std::uint32_t pid, const std::string& proc_dir, const JvmS
 
 }  // namespace
 
-bool maps_libjvm(std::uint32_t pid, const std::string& proc_root) {
-  std::ifstream in(proc_root + "/" + std::to_string(pid) + "/maps");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.ends_with("/libjvm.so")) return true;
-  return false;
-}
-
 Result<JvmAnswer> jvm_command(std::uint32_t pid, const std::string& command,
                               const JvmAttachOptions& opts) {
   const auto start = Clock::now();

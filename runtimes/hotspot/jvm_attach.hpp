@@ -51,9 +51,6 @@ struct JvmAnswer {
   std::chrono::microseconds took{0};
 };
 
-// Whether `pid` maps libjvm.so: a HotSpot JVM, whatever its launcher.
-bool maps_libjvm(std::uint32_t pid, const std::string& proc_root = "/proc");
-
 // Runs `command` ("Compiler.perfmap") in the JVM `pid`, bounded by opts.timeout. Never
 // signals a process that does not catch SIGQUIT (its default action would kill it).
 Result<JvmAnswer> jvm_command(std::uint32_t pid, const std::string& command,

@@ -16,10 +16,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// A launcher maps libjvm.so within milliseconds of its exec: a process is looked at while
-// it is young or has just exec'd, not for ever (its maps can be long).
-constexpr auto kLookFor = 5s;
-constexpr auto kLookEvery = 100ms;
 // A JVM installs its SIGQUIT handler late in its start-up (hundreds of ms under load), and
 // its attach listener can take longer than the attach bound to come up on a loaded machine
 // (host beside two emulated guests: 1 JVM in 2 had none within 3 s). HotSpot's own client
@@ -29,50 +25,32 @@ constexpr auto kFirstInterval = 500ms;
 constexpr auto kMaxInterval = 10s;
 const std::string kCommand = "Compiler.perfmap";
 
-std::uint64_t exe_identity(pid_t pid) {
-  struct stat st {};
-  if (::stat(fmt::format("/proc/{}/exe", pid).c_str(), &st) != 0) return 0;
-  return (static_cast<std::uint64_t>(st.st_dev) << 40) ^ static_cast<std::uint64_t>(st.st_ino);
-}
-
 double ms(std::chrono::microseconds us) {
   return static_cast<double>(us.count()) / 1000.0;
 }
 
 }  // namespace
 
-void JvmPerfMaps::tick(const std::vector<pid_t>& processes) {
+void JvmPerfMaps::found(pid_t pid) {
   if (!enabled_) return;
   const auto now = Clock::now();
-  for (pid_t pid : processes) {
-    auto it = jvms_.find(pid);
-    if (it == jvms_.end()) {
-      if (!is_new_jvm(pid, now)) continue;
-      it = jvms_.emplace(pid, Jvm{now, now, kFirstInterval, 0, 0, false, {}}).first;
-      spdlog::debug("pid {} is a JVM: asking it for its perf map", pid);
-    }
-    if (!it->second.done && now >= it->second.next_ask) ask(pid, it->second, now);
-  }
-  if (others_.size() > processes.size()) {  // exited ones
-    std::vector<pid_t> live(processes);
-    std::sort(live.begin(), live.end());
-    std::erase_if(others_, [&](const auto& o) {
-      return !std::binary_search(live.begin(), live.end(), o.first);
-    });
-  }
+  if (jvms_.try_emplace(pid, Jvm{now, now, kFirstInterval, 0, 0, false, {}}).second)
+    spdlog::debug("pid {} is a JVM: asking it for its perf map", pid);
 }
 
-bool JvmPerfMaps::is_new_jvm(pid_t pid, Clock::time_point now) {
-  auto [it, fresh] = others_.try_emplace(pid);
-  Candidate& c = it->second;
-  const std::uint64_t exe = exe_identity(pid);
-  if (!fresh && exe == c.exe && (now - c.since > kLookFor || now < c.next_look)) return false;
-  if (fresh || exe != c.exe) c.since = now;
-  c.exe = exe;
-  c.next_look = now + kLookEvery;
-  if (!exe || !maps_libjvm(static_cast<std::uint32_t>(pid))) return false;
-  others_.erase(it);
-  return true;
+void JvmPerfMaps::lost(pid_t pid) {
+  // One that exec'd something else before answering was never a failure; one that
+  // answered keeps its row.
+  if (auto it = jvms_.find(pid); it != jvms_.end() && it->second.answers == 0) jvms_.erase(it);
+}
+
+void JvmPerfMaps::tick(const std::vector<pid_t>& processes) {
+  if (!enabled_ || jvms_.empty()) return;
+  const auto now = Clock::now();
+  for (pid_t pid : processes)
+    if (auto it = jvms_.find(pid);
+        it != jvms_.end() && !it->second.done && now >= it->second.next_ask)
+      ask(pid, it->second, now);
 }
 
 void JvmPerfMaps::ask(pid_t pid, Jvm& jvm, Clock::time_point now) {

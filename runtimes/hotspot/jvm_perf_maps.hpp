@@ -4,6 +4,8 @@
 // their attach listener, symbols/jvm_attach.hpp), so that JIT frames get method names
 // without the JVM having been started with a flag ([runtimes.hotspot] perf_map).
 //
+// Session thread: JVMs are found by the HotSpot runtime's update(), on the tables' refresh.
+//
 // The map lists the code cache as it is when asked: methods compiled later, or moved by a
 // recompilation, are missing until the next ask. So a JVM is asked when it is found (it
 // maps libjvm.so), again 0.5 s later and then at doubling intervals up to 10 s (a JVM
@@ -31,6 +33,10 @@ class HealthReport;
 class JvmPerfMaps {
  public:
   void enable(bool on) { enabled_ = on; }
+  // A process the session's one read of its maps found mapping libjvm.so (the runtime's
+  // update()), or found no longer mapping it (an exec): asked from the next tick on, or not.
+  void found(pid_t pid);
+  void lost(pid_t pid);
 
   // The target's live processes, once per session tick: new JVMs are asked, answered ones
   // again when their interval is up. Each ask blocks for at most the attach bound.
@@ -42,11 +48,6 @@ class JvmPerfMaps {
 
  private:
   using Clock = std::chrono::steady_clock;
-  struct Candidate {
-    std::uint64_t exe = 0;  // identity of /proc/PID/exe when its maps were last read
-    Clock::time_point since;
-    Clock::time_point next_look;
-  };
   struct Jvm {
     Clock::time_point found;
     Clock::time_point next_ask;
@@ -57,11 +58,9 @@ class JvmPerfMaps {
     std::string failure;  // why it refused (no map was ever written)
     std::string stale;    // why the last ask failed, after a map was written
   };
-  bool is_new_jvm(pid_t pid, Clock::time_point now);
   void ask(pid_t pid, Jvm& jvm, Clock::time_point now);
 
   bool enabled_ = false;
-  std::map<pid_t, Candidate> others_;
   std::map<pid_t, Jvm> jvms_;
 };
 

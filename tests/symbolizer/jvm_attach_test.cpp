@@ -26,6 +26,16 @@ using loupe::JvmAttachError;
 using loupe::JvmAttachOptions;
 using namespace std::chrono_literals;
 
+// Whether `pid` maps libjvm.so yet (the test's own look: loupe learns it from the session's
+// one read of the maps).
+bool maps_libjvm(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/maps");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.ends_with("/libjvm.so")) return true;
+  return false;
+}
+
 using loupe::test::on_path;
 
 class JvmAttach : public ::testing::Test {
@@ -66,7 +76,7 @@ class JvmAttach : public ::testing::Test {
       while (std::getline(status, line))
         if (line.starts_with("SigCgt:")) {
           unsigned long long mask = std::stoull(line.substr(7), nullptr, 16);
-          if (mask & (1ull << (SIGQUIT - 1)) && loupe::maps_libjvm(jvm_)) return;
+          if (mask & (1ull << (SIGQUIT - 1)) && maps_libjvm(jvm_)) return;
         }
       std::this_thread::sleep_for(10ms);
     }

@@ -10,9 +10,11 @@
 //     includes (bpf/include/loupe/unwind_<runtime>.bpf.h);
 //   - the BPF maps that step reads (its per-process entries), which the session creates
 //     once and every plugin's walk shares;
-//   - update(pid): whether a process runs it (from its mappings), writing the entry the
-//     walk reads. Called on the unwinder's table threads, never the session loop's, so a
-//     slow read of a process's memory stalls no ring and no report;
+//   - update(pid): whether a process runs it (from its mappings, the session's one read),
+//     writing the entry the walk reads. Called on the session's thread, at the tables'
+//     refresh, so that the entry is written before the process's next sample: a runtime
+//     keeps it cheap (a few reads of the process's memory; a JVM's layout once per libjvm);
+
 //   - seen(): the first sighting of something its frames refer to (a code object, a
 //     method), told by the walk through the session's ring, to be read while the process
 //     lives (a script that exits right after its last sample keeps its names);
