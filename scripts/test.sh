@@ -31,13 +31,16 @@ fi
 if [[ -n "${LOUPE_MATRIX_GTEST_FILTER:-}" ]]; then export GTEST_FILTER="$LOUPE_MATRIX_GTEST_FILTER"; fi
 # One Python interpreter per process shape in the guests, every version on the host
 # (tests/python/python_frames_e2e_test.cpp says why).
-export LOUPE_PYTHON_MATRIX=${LOUPE_PYTHON_MATRIX:-shapes}
+# One Python process shape per guest, in turn (tests/python/python_frames_e2e_test.cpp):
+# Debian's interpreter in the first kernel, the newest other build in the second.
+shapes=(debian newest)
 t0=$SECONDS
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 declare -A pids
+i=0
 for k in ${LOUPE_MATRIX:-6.1 6.12}; do
-  $SUDO ./scripts/vmtest.sh "$k" ctest --test-dir build -L kernel -j 2 --output-on-failure \
+  LOUPE_PYTHON_MATRIX=${LOUPE_PYTHON_MATRIX:-${shapes[i++ % 2]}} $SUDO ./scripts/vmtest.sh "$k" ctest --test-dir build -L kernel -j 2 --output-on-failure \
     --timeout 600 >"$logs/$k.log" 2>&1 &
   pids[$k]=$!
 done

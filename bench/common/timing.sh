@@ -33,15 +33,18 @@ measure_beside() {
   wait $p 2>/dev/null
 }
 
+# Runs per median: 5; 1 in the smoke mode (LOUPE_BENCH_SMOKE=1, ctest's label `bench`),
+# which shows a script still runs, not what anything costs.
+runs() { [[ ${LOUPE_BENCH_SMOKE:-0} == 1 ]] && echo 1 || echo 5; }
 # median_of_5 MEASURE: the median of 5 runs of MEASURE (a function printing one number).
-median_of_5() { for _ in 1 2 3 4 5; do "$1"; done | median; }
+median_of_5() { for _ in $(seq "$(runs)"); do "$1"; done | median; }
 
 # measure_under_loupe LOUPE PROFILE DIVISOR COMMAND: the median of 5 runs of COMMAND (a
 # shell command line) as loupe's target under PROFILE, each its elapsed ns / DIVISOR,
 # timed inside the target so loupe's own start and report are not counted.
 measure_under_loupe() {
   local loupe=$1 profile=$2 divisor=$3 cmd=$4
-  for _ in 1 2 3 4 5; do
+  for _ in $(seq "$(runs)"); do
     "$loupe" run "$profile" -- sh -c "t0=\$(date +%s%N); $cmd >/dev/null; t1=\$(date +%s%N); echo per=\$(((t1 - t0) / $divisor))" 2>&1 |
       sed -n 's/^per=//p'
   done | median

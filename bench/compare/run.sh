@@ -27,6 +27,9 @@ work=$build/bin/syscount_workload
 calls=3000000
 rounds=5
 [ "$quick" = --quick ] && { calls=500000; rounds=3; }
+# The smoke mode (ctest's label `bench`): every part once, briefly; the benches below read
+# LOUPE_BENCH_SMOKE themselves.
+[ "${LOUPE_BENCH_SMOKE:-0}" = 1 ] && { calls=100000; rounds=1; quick=--quick; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 [ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
@@ -55,8 +58,24 @@ start_bpftrace() {
   for _ in $(seq 100); do grep -q Attaching "$tmp/bt.log" 2>/dev/null && break; sleep 0.1; done; sleep 0.5
 }
 # Without a command, perf stat -a counts until SIGINT (with one, SIGINT would wait for it).
-start_perf() { perf stat -e raw_syscalls:sys_enter -a >"$tmp/perf.log" 2>&1 & tpid=$!; sleep 1; }
-stop_tool() { kill -INT "$tpid" 2>/dev/null; wait "$tpid" 2>/dev/null; }
+# Counting once its perf_event fds are open: a fixed second was not always enough, and a
+# SIGINT that came before perf set its handler was ignored (a background job's SIGINT is).
+start_perf() {
+  perf stat -e raw_syscalls:sys_enter -a >"$tmp/perf.log" 2>&1 & tpid=$!
+  for _ in $(seq 100); do
+    ls -l "/proc/$tpid/fd" 2>/dev/null | grep -q perf_event && break
+    sleep 0.1
+  done
+  sleep 0.2
+}
+# Asked until it is gone (a tool still starting may not have its handler yet).
+stop_tool() {
+  for _ in $(seq 50); do
+    kill -INT "$tpid" 2>/dev/null || break
+    for _ in $(seq 30); do kill -0 "$tpid" 2>/dev/null || break 2; sleep 0.1; done
+  done
+  wait "$tpid" 2>/dev/null
+}
 # timed TOOL LOG: one timed loop beside TOOL (already started, pid $tpid), kept only when
 # the loop ran and TOOL was attached all along; then TOOL is stopped.
 timed() {
@@ -145,7 +164,10 @@ run_bench() {
   if [ "$rc" = 124 ]; then fail "$name" "still running after 600 s"
   elif [ "$rc" != 0 ]; then fail "$name" "exit $rc"; fi
 }
-if [ "$quick" = --quick ]; then
+if [ "${LOUPE_BENCH_SMOKE:-0}" = 1 ]; then  # each part once, peers included
+  run_bench latency_overhead --rounds 1 --uprobe-calls 20000 --syscall-calls 100000
+  run_bench memalloc_overhead --rounds 1 --calls 2000 --budget 30
+elif [ "$quick" = --quick ]; then
   run_bench latency_overhead --rounds 3
   run_bench memalloc_overhead --rounds 3 --budget 120
 else

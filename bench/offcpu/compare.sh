@@ -126,7 +126,7 @@ cat >"$tmp/pingpong.py" <<'PY'
 import os, sys, threading, time
 if sys.argv[1:] == ["settle"]:
     time.sleep(0.5)
-n = 200000
+n = 20000 if os.environ.get("LOUPE_BENCH_SMOKE") == "1" else 200000
 a, b = os.pipe(), os.pipe()
 os.sched_setaffinity(0, {0})
 def partner():
@@ -147,7 +147,7 @@ measure() {  # measure LABEL [command that attaches, run in the background]
   local label=$1; shift
   local pid=""
   if [ $# -gt 0 ]; then "$@" >/dev/null 2>&1 & pid=$!; sleep 3; fi
-  local m; m=$(for _ in 1 2 3 4 5; do pingpong; done | median)
+  local m; m=$(for _ in $(seq "$(runs)"); do pingpong; done | median)
   [ -n "$pid" ] && { kill -INT "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }
   echo "$label $m"
 }
@@ -168,7 +168,7 @@ profile "$tmp/stacks.toml" $'wakers = false\nrun_queue = false'
     runqlat -P 60 1 >/dev/null 2>&1 &
     p2=$!
     sleep 3
-    echo "offcputime+runqlat $(for _ in 1 2 3 4 5; do pingpong; done | median)"
+    echo "offcputime+runqlat $(for _ in $(seq "$(runs)"); do pingpong; done | median)"
     kill -INT $p1 $p2 2>/dev/null
     wait $p1 $p2 2>/dev/null
   fi
@@ -181,7 +181,7 @@ profile "$tmp/tables.toml" $'wakers = false\nunwind = "tables"'
 profile "$tmp/tables_stacks.toml" $'wakers = false\nunwind = "tables"\nrun_queue = false'
 as_target() {  # as_target LABEL [profile]: the ping-pong run 5 times, median ns per round trip
   local label=$1 m
-  m=$(for _ in 1 2 3 4 5; do
+  m=$(for _ in $(seq "$(runs)"); do
         if [ $# -gt 1 ]; then "$loupe" run "$2" -- python3 "$tmp/pingpong.py" settle 2>/dev/null
         else python3 "$tmp/pingpong.py" settle; fi | sed -n 's/^pingpong_ns=//p'
       done | median)

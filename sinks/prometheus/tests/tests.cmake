@@ -27,8 +27,10 @@ endif()
 # Native histograms through the CLI on the real kernel: latency plugin, prometheus sink,
 # a real `prometheus --enable-feature=native-histograms`, the jsonl sink's percentiles.
 if(TARGET loupe-latency AND TARGET loupe-prometheus)
+# Host only (label `report`): what it asserts is the sink's exposition against a real
+# Prometheus, the same on every kernel; the latency plugin's kernel side has its own tests.
 loupe_cli_e2e_test(prometheus_native_e2e_test
-  SOURCE ${CMAKE_CURRENT_LIST_DIR}/prometheus_native_e2e_test.cpp
+  SOURCE ${CMAKE_CURRENT_LIST_DIR}/prometheus_native_e2e_test.cpp LABEL report
   DEPENDS loupe-prometheus loupe-latency PROPERTIES RUN_SERIAL TRUE TIMEOUT ${LOUPE_KERNEL_TEST_TIMEOUT})
 target_link_libraries(prometheus_native_e2e_test PRIVATE PkgConfig::HTTPLIB Threads::Threads)
 endif()
@@ -37,8 +39,9 @@ endif()
 # counters) and syscount through the CLI, a real Prometheus scraping every 200 ms across
 # several intervals, rate()/resets()/histogram_quantile() against the workload's counts.
 if(TARGET loupe-latency AND TARGET loupe-prometheus AND TARGET loupe-syscount)
+# Host only (label `report`), as the native histograms' test above.
 loupe_cli_e2e_test(prometheus_cumulative_e2e_test
-  SOURCE ${CMAKE_CURRENT_LIST_DIR}/prometheus_cumulative_e2e_test.cpp
+  SOURCE ${CMAKE_CURRENT_LIST_DIR}/prometheus_cumulative_e2e_test.cpp LABEL report
   DEPENDS loupe-prometheus loupe-latency loupe-syscount PROPERTIES RUN_SERIAL TRUE TIMEOUT ${LOUPE_KERNEL_TEST_TIMEOUT})
 target_link_libraries(prometheus_cumulative_e2e_test PRIVATE PkgConfig::HTTPLIB Threads::Threads)
 endif()
