@@ -189,17 +189,21 @@ class ConsoleSink : public sdk::Sink {
     // One screen at the defaults: each step shows fewer rows and draws fewer histograms
     // until the report fits (or nothing is left to cut); every table still counts what it
     // left out, and the note says how to see it all.
+    // A stack profiler's secondary tables go before any primary table loses rows.
     struct Step {
       std::size_t top, per_name, per_section;
+      bool primary_only;
     };
-    constexpr Step kSteps[] = {{SIZE_MAX, 1, 2}, {7, 1, 1}, {5, 1, 1}, {5, 0, 0},
-                               {3, 0, 0},        {2, 0, 0}, {1, 0, 0}};
+    constexpr Step kSteps[] = {{SIZE_MAX, 1, 2, false}, {SIZE_MAX, 1, 2, true}, {7, 1, 1, true},
+                               {5, 1, 1, true},         {5, 0, 0, true},        {3, 0, 0, true},
+                               {2, 0, 0, true},         {1, 0, 0, true}};
     for (const Step& step : kSteps) {
       if (count_lines(text) <= opt.lines) break;
       ReportOptions cut = opt;
       cut.top = std::min(opt.top, step.top);
       cut.drawn_per_name = std::min(opt.drawn_per_name, step.per_name);
       cut.drawn_per_section = std::min(opt.drawn_per_section, step.per_section);
+      cut.primary_only = step.primary_only;
       cut.fit_note = "(cut to " + std::to_string(opt.lines) + " lines: " + std::to_string(cut.top) +
                      " rows a table, histograms drawn " + std::to_string(cut.drawn_per_name) +
                      " a name and " + std::to_string(cut.drawn_per_section) +
@@ -234,10 +238,26 @@ class ConsoleSink : public sdk::Sink {
       if (it == b.producers.end() || !it->second.has_data()) continue;
       Blocks blocks;
       std::string headline;
-      render_metrics(it->second, opt, style, blocks, headline);
-      render_histograms(it->second, opt, style, blocks);
-      render_stacks(it->second, opt, style, blocks);
-      render_events(it->second, opt, style, blocks);
+      if (opt.primary_only && !it->second.stacks.empty()) {
+        // A stack profiler cut to fit: its stacks are the answer; its tables, histograms
+        // and events are counted, not shown.
+        Blocks secondary;
+        render_metrics(it->second, opt, style, secondary, headline);
+        render_histograms(it->second, opt, style, secondary);
+        render_events(it->second, opt, style, secondary);
+        render_stacks(it->second, opt, style, blocks);
+        if (!secondary.empty())
+          blocks.push_back("  " +
+                           style.dim("… " + std::to_string(secondary.size()) +
+                                     " table(s) and histogram(s) left out to fit "
+                                     "(console lines = 0 shows them)") +
+                           "\n");
+      } else {
+        render_metrics(it->second, opt, style, blocks, headline);
+        render_histograms(it->second, opt, style, blocks);
+        render_stacks(it->second, opt, style, blocks);
+        render_events(it->second, opt, style, blocks);
+      }
       std::string heading = name.empty() ? "(unnamed)" : name;
       // The headline joins the heading when it fits the rule, else it leads the section.
       if (!headline.empty() && display_width(heading + headline) + 12 <= report_width(opt))

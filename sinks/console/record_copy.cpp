@@ -180,9 +180,49 @@ std::string fit_run(const std::vector<FrameCopy>& frames, std::size_t from, std:
   return out + more_suffix(to - i);
 }
 
+// A stack that holds frames of a language runtime (Python, Java) reads as the program's own
+// call path: the native leaf (a regex match, a syscall) kept short, what lies between it
+// and the innermost language frame counted, then the language frames alone, innermost
+// first. The interpreter's own frames between them (_PyEval_EvalFrameDefault, call stubs)
+// are what every stack of that runtime holds: folded, as kernel frames give way below.
+std::string fit_language(const std::vector<FrameCopy>& frames, std::size_t from, std::size_t to,
+                         std::size_t columns) {
+  std::vector<FrameCopy> lang;
+  std::size_t first = to;
+  for (std::size_t i = from; i < to; ++i)
+    if (LOUPE_FRAME_IS_SOURCE(frames[i].kind)) {
+      if (first == to) first = i;
+      // A JVM's stubs (itable and call stubs) are its internals too.
+      if (!frames[i].symbol || *frames[i].symbol != "[jvm stub]") lang.push_back(frames[i]);
+    }
+  if (lang.empty()) return {};
+  std::string lead;
+  if (first > from) {
+    lead = elide_middle(frame_text(frames[from]), std::max<std::size_t>(columns / 6, 12));
+    if (first - from > 1) lead += more_suffix(first - from - 1, "native");
+    lead += ";";
+  }
+  // The program's functions whole, as many as fit: a name cut in its middle reads as
+  // nothing (only the innermost is elided, when even it alone does not fit).
+  const std::size_t room = columns > display_width(lead) + 24 ? columns - display_width(lead) : 24;
+  std::string out;
+  std::size_t i = 0;
+  for (; i < lang.size(); ++i) {
+    const std::string next = (i ? out + ";" : out) + frame_text(lang[i]);
+    if (display_width(next + more_suffix(lang.size() - i - 1)) > room) break;
+    out = next;
+  }
+  if (i == 0) {
+    out = elide_middle(frame_text(lang[0]), room - display_width(more_suffix(lang.size() - 1)));
+    i = 1;
+  }
+  return lead + out + more_suffix(lang.size() - i);
+}
+
 std::string fit_stack(const std::vector<FrameCopy>& frames, std::size_t from, std::size_t to,
                       std::size_t columns) {
   if (from >= to) return "(no frames)";
+  if (std::string lang = fit_language(frames, from, to, columns); !lang.empty()) return lang;
   std::size_t shown = 0;
   std::string all = fit_run(frames, from, to, columns, &shown);
   // Kernel frames above the user ones (a blocked read, a page fault) fill the room with

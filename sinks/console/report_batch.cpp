@@ -126,6 +126,8 @@ void ReportBatch::add_stack(ProducerRecords& p, const std::string& name, Labels 
   // was spread over rows that looked the same and could fall out of the top list).
   std::string key = labels_text(labels);
   for (const auto& f : frames) key += '\x1f' + frame_text(f);
+  if (std::find(p.stack_order.begin(), p.stack_order.end(), name) == p.stack_order.end())
+    p.stack_order.push_back(name);
   StackEntry& entry = p.stacks[name][key];
   entry.since_start = entry.since_start || since_start;
   if (entry.frames.empty() && entry.values.empty()) {

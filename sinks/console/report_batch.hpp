@@ -80,6 +80,9 @@ struct ProducerRecords {
   std::map<std::string, EventLog> events;                              // by name
   std::vector<std::pair<double, std::string>> findings;                // weight, "rule: statement"
   std::vector<std::string> order;
+  // Stack names as they first arrived: the first is the profiler's primary view (cpu,
+  // offcpu, lock_wait, alloc_sites), which the flat table sums and a cut report keeps.
+  std::vector<std::string> stack_order;
   bool has_data() const {
     return !histograms.empty() || !metrics.empty() || !stacks.empty() || !events.empty() ||
            !findings.empty();

@@ -33,6 +33,10 @@ struct ReportOptions {
   std::size_t lines = 60;
   // Said above the verdict when the report was cut to `lines`.
   std::string fit_note;
+  // A cut report keeps each stack profiler's primary view (its flat table and first stack
+  // table) and drops the secondary ones (per-CPU and per-process tables, histograms,
+  // blockers, wakers), counting them, before any table loses rows.
+  bool primary_only = false;
 };
 
 // ANSI emphasis, or nothing when the output is not a terminal (or color = "never").

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "human_units.hpp"
 #include "report_sections.hpp"
@@ -16,11 +18,101 @@ std::int64_t first_value(const StackEntry& e) {
   return e.values.empty() ? 0 : e.values[0].value;
 }
 
+// A function as the flat table sums it: a language frame by its name and file (its line
+// differs from sample to sample), any other frame as every report names it.
+std::string function_of(const FrameCopy& f) {
+  if (LOUPE_FRAME_IS_SOURCE(f.kind) && f.symbol) {
+    std::string file = f.module ? *f.module : "";
+    if (auto slash = file.rfind('/'); slash != std::string::npos) file = file.substr(slash + 1);
+    return file.empty() ? *f.symbol : *f.symbol + " (" + file + ")";
+  }
+  return frame_text(f);
+}
+
+// The frames that are the program's own view of a stack: its language frames when it has
+// any (the interpreter's loop and stubs are in every stack of that runtime); else its user
+// frames (the kernel's, a blocked read's __schedule, are in every off-CPU stack); else the
+// kernel's.
+std::vector<const FrameCopy*> program_frames(const std::vector<FrameCopy>& frames) {
+  std::vector<const FrameCopy*> lang, user, all;
+  for (const auto& f : frames) {
+    if (f.symbol && *f.symbol == "--") break;  // the waker's stack follows
+    all.push_back(&f);
+    if (LOUPE_FRAME_IS_SOURCE(f.kind) && !(f.symbol && *f.symbol == "[jvm stub]"))
+      lang.push_back(&f);
+    else if (f.kind != LOUPE_FRAME_KERNEL)
+      user.push_back(&f);
+  }
+  return !lang.empty() ? lang : !user.empty() ? user : all;
+}
+
+// The flat view perf report, pprof -top and py-spy open with: functions by self (the
+// innermost frame of the program's view) and total (anywhere in it) share of the first
+// value, the heaviest by self first.
+std::string flat_table(const std::string& name, const std::vector<const StackEntry*>& entries,
+                       std::int64_t total, const ReportOptions& opt, const TextStyle& style) {
+  // One stack says it all already.
+  if (total <= 0 || entries.size() < 2) return {};
+  struct Sum {
+    std::int64_t self = 0, total = 0;
+  };
+  std::map<std::string, Sum> by;
+  for (const StackEntry* e : entries) {
+    const auto view = program_frames(e->frames);
+    if (view.empty()) continue;
+    const std::int64_t v = first_value(*e);
+    by[function_of(*view.front())].self += v;
+    std::set<std::string> seen;
+    for (const FrameCopy* f : view)
+      if (seen.insert(function_of(*f)).second) by[function_of(*f)].total += v;
+  }
+  std::vector<std::pair<std::string, Sum>> rows(by.begin(), by.end());
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    return a.second.self != b.second.self ? a.second.self > b.second.self
+                                          : a.second.total > b.second.total;
+  });
+  // Functions that ran themselves (a caller's share is in the stacks below), as many as the
+  // stack rows, up to 8.
+  std::erase_if(rows, [](const auto& r) { return r.second.self <= 0; });
+  const std::size_t shown = std::min(rows.size(), std::min<std::size_t>(opt.top, 8));
+  if (shown == 0) return {};
+  TextTable table({true, true, false});
+  table.row({"self", "total", "function"});
+  const auto pct = [total](std::int64_t v) {
+    return format_percent(static_cast<double>(v) / static_cast<double>(total));
+  };
+  const std::size_t room = opt.width > 24 ? opt.width - 24 : 40;
+  for (std::size_t i = 0; i < shown; ++i)
+    table.row(
+        {pct(rows[i].second.self), pct(rows[i].second.total), elide_middle(rows[i].first, room)});
+  std::string out = "  " + style.bold(name) + "  functions by self, of " +
+                    format_count(rows.size()) +
+                    " (the program's frames: its language's when it "
+                    "has them, else its own code)\n";
+  auto lines = table.lines("    ");
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    out += (i == 0 ? style.dim(lines[i]) : lines[i]) + "\n";
+  return out;
+}
+
 }  // namespace
 
 void render_stacks(const ProducerRecords& p, const ReportOptions& opt, const TextStyle& style,
                    Blocks& blocks) {
-  for (const auto& [name, table_by_key] : p.stacks) {
+  // The primary view first (with its flat table), then the others as they arrived.
+  std::vector<std::string> names = p.stack_order;
+  for (const auto& [name, unused] : p.stacks)
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  std::size_t left_out = 0;
+  for (std::size_t n = 0; n < names.size(); ++n) {
+    const std::string& name = names[n];
+    auto found = p.stacks.find(name);
+    if (found == p.stacks.end()) continue;
+    if (n > 0 && opt.primary_only) {
+      ++left_out;
+      continue;
+    }
+    const auto& table_by_key = found->second;
     std::vector<const StackEntry*> entries;
     std::int64_t total = 0;
     std::string vname = "value", vunit;
@@ -37,6 +129,9 @@ void render_stacks(const ProducerRecords& p, const ReportOptions& opt, const Tex
     std::stable_sort(entries.begin(), entries.end(), [](const StackEntry* a, const StackEntry* b) {
       return first_value(*a) > first_value(*b);
     });
+    if (n == 0)
+      if (std::string flat = flat_table(name, entries, total, opt, style); !flat.empty())
+        blocks.push_back(std::move(flat));
     std::size_t shown = std::min(entries.size(), opt.top);
     // A label every row shown has with the same value (one process, one sampling mode)
     // is said once, in the title, and leaves its room to the frames.
@@ -168,6 +263,12 @@ void render_stacks(const ProducerRecords& p, const ReportOptions& opt, const Tex
     }
     blocks.push_back(std::move(out));
   }
+  if (left_out)
+    blocks.push_back("  " +
+                     style.dim("… " + std::to_string(left_out) +
+                               " more stack table(s) left out to fit (console lines = 0 "
+                               "shows them)") +
+                     "\n");
 }
 
 }  // namespace loupe::sinks

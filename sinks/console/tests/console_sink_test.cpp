@@ -641,8 +641,9 @@ TEST_F(ConsoleSinkTest, AWakeeStackAndItsWakersReadLeafFirst) {
   EXPECT_TRUE(has(text, "⇐ woken by write;write_site;writer_main")) << text;
 }
 
-// A report at the defaults is one screen: past `lines` (60), tables show fewer rows and
-// fewer histograms are drawn, each cut still counted, and a note says how to see it all.
+// A report at the defaults is one screen: past `lines` (60), a stack profiler's secondary
+// tables (its histograms, a second stack table) are left out first, counted, and then the
+// primary stacks show fewer rows, each cut still counted; a note says how to see it all.
 TEST_F(ConsoleSinkTest, AReportLongerThanItsLinesIsCutAndSaysSo) {
   std::deque<SampleRecord> recs;
   for (int i = 0; i < 30; ++i) {
@@ -667,13 +668,85 @@ TEST_F(ConsoleSinkTest, AReportLongerThanItsLinesIsCutAndSaysSo) {
   EXPECT_LE(split_lines(text).size(), 60u) << text;
   EXPECT_TRUE(has(text, "(cut to 60 lines: ")) << text;
   EXPECT_TRUE(has(text, "console lines = 0 shows all")) << text;
-  EXPECT_TRUE(has(text, "more row(s)")) << text;
+  EXPECT_TRUE(has(text, "table(s) and histogram(s) left out to fit")) << text;
+  EXPECT_TRUE(has(text, "1 more stack table(s) left out to fit")) << text;
+  EXPECT_TRUE(has(text, "blocked  top")) << "the primary view, the first to arrive, stays\n"
+                                         << text;
+  EXPECT_FALSE(has(text, "woken  top")) << text;
   EXPECT_TRUE(has(text, "more stack(s)")) << text;
 
   host_.set("lines", std::int64_t{0});
   text = final_report(recs);
   EXPECT_GT(split_lines(text).size(), 60u) << text;
   EXPECT_FALSE(has(text, "cut to")) << text;
+}
+
+// A Python program's stacks read as its own call path: the native leaf kept short, the
+// interpreter's frames between its functions folded; the flat table sums its functions
+// (by name and file, whatever the line) by self and total, before the stacks.
+TEST_F(ConsoleSinkTest, ALanguagesFramesAreTheRowAndTheFlatTableSumsItsFunctions) {
+  struct F {
+    const char* symbol;
+    const char* module;
+    std::uint64_t line;
+    std::uint32_t kind;
+  };
+  auto stack = [](std::vector<F> fs) {
+    std::vector<loupe_frame> out;
+    for (const auto& f : fs)
+      out.push_back(
+          {0x500000u, f.symbol, f.module, f.line, f.kind,
+           f.kind == LOUPE_FRAME_PYTHON ? LOUPE_RESOLVED_RUNTIME : LOUPE_RESOLVED_SYMTAB});
+    return out;
+  };
+  const char* py = "/usr/bin/python3.11";
+  const std::vector<F> interp = {{"_PyEval_EvalFrameDefault", py, 0, LOUPE_FRAME_USER},
+                                 {"_PyFunction_Vectorcall", py, 0, LOUPE_FRAME_USER}};
+  auto with_interp = [&](std::vector<F> head, const std::vector<F>& pyframes) {
+    for (const auto& p : pyframes) {
+      head.insert(head.end(), interp.begin(), interp.end());
+      head.push_back(p);
+    }
+    head.push_back({"main", py, 0, LOUPE_FRAME_USER});
+    return head;
+  };
+  const auto parse = stack(with_interp({{"sre_ucs1_match", py, 0, LOUPE_FRAME_USER},
+                                        {"_sre_SRE_Pattern_match", py, 0, LOUPE_FRAME_USER}},
+                                       {{"parse", "/srv/app.py", 3, LOUPE_FRAME_PYTHON},
+                                        {"handle", "/srv/app.py", 11, LOUPE_FRAME_PYTHON},
+                                        {"<module>", "/srv/app.py", 30, LOUPE_FRAME_PYTHON}}));
+  const auto parse2 = stack(with_interp({{"sre_ucs1_match", py, 0, LOUPE_FRAME_USER}},
+                                        {{"parse", "/srv/app.py", 4, LOUPE_FRAME_PYTHON},
+                                         {"handle", "/srv/app.py", 11, LOUPE_FRAME_PYTHON},
+                                         {"<module>", "/srv/app.py", 30, LOUPE_FRAME_PYTHON}}));
+  const auto digest = stack(with_interp({{"sha256_update", py, 0, LOUPE_FRAME_USER}},
+                                        {{"digest", "/srv/app.py", 7, LOUPE_FRAME_PYTHON},
+                                         {"handle", "/srv/app.py", 13, LOUPE_FRAME_PYTHON},
+                                         {"<module>", "/srv/app.py", 30, LOUPE_FRAME_PYTHON}}));
+  std::deque<SampleRecord> recs;
+  const std::vector<std::pair<const std::vector<loupe_frame>*, int>> rows = {
+      {&parse, 50}, {&parse2, 20}, {&digest, 30}};
+  for (const auto& [frames, n] : rows) {
+    recs.emplace_back(LOUPE_RECORD_STACK_SAMPLE, "cpu");
+    recs.back()
+        .builder()
+        .label("pid", "7")
+        .frames(frames->data(), static_cast<std::uint32_t>(frames->size()))
+        .value("samples", "", n);
+  }
+  host_.set("width", std::int64_t{120});
+  const std::string text = final_report(recs);
+  const std::string row = line_with(text, "parse (app.py:3)");
+  EXPECT_TRUE(has(row,
+                  "sre_ucs1_match;… +3 native;parse (app.py:3);handle (app.py:11);"
+                  "<module> (app.py:30)"))
+      << text;
+  EXPECT_FALSE(has(text, "_PyEval_EvalFrameDefault")) << "the interpreter's loop is folded\n"
+                                                      << text;
+  // parse at two lines is one function: 70 of 100 self; handle is under all of them.
+  EXPECT_TRUE(has(line_with(text, "parse (app.py)"), "70.0%")) << text;
+  EXPECT_TRUE(has(line_with(text, "digest (app.py)"), "30.0%")) << text;
+  EXPECT_LT(text.find("functions by self"), text.find("top 3 of 3 stacks")) << text;
 }
 
 TEST(ConsoleWrapLine, BreaksAtSeparatorsAndLosesNothing) {
