@@ -536,8 +536,10 @@ static __always_inline void loupe_runtime_tell(struct loupe_unwind_state *st)
 	/* The value is a byte nobody reads: the key's own first one. */
 	if (bpf_map_update_elem(&loupe_runtime_seen, &st->seen_key, &st->seen_key, BPF_NOEXIST))
 		return; /* another CPU's sighting won, or the LRU had no free node: seen again */
-	if (bpf_ringbuf_output(&loupe_runtime_ring, &st->seen_key, sizeof(st->seen_key),
-			       BPF_RB_NO_WAKEUP)) {
+	/* Woken (adaptively: only when the reader is waiting): its reader reads the object
+	 * within microseconds, before a process that exits right after can take it along.
+	 * Sightings are rare (once per object, LRU-deduplicated), so are the wake-ups. */
+	if (bpf_ringbuf_output(&loupe_runtime_ring, &st->seen_key, sizeof(st->seen_key), 0)) {
 		bpf_map_delete_elem(&loupe_runtime_seen, &st->seen_key);
 		st->rt_lost++;
 	}

@@ -5,6 +5,7 @@
 
 #include <bpf/bpf.h>
 #include <spdlog/spdlog.h>
+#include <sys/epoll.h>
 
 #include <chrono>
 #include <cstring>
@@ -47,7 +48,20 @@ Result<const std::vector<loupe_map_ref>*> SessionUnwinder::maps() {
 }
 
 SessionUnwinder::~SessionUnwinder() {
+  stop_ = true;
+  if (reader_.joinable()) reader_.join();
   if (ring_) ring_buffer__free(ring_);
+}
+
+void SessionUnwinder::read_loop() {
+  epoll_event ev{};
+  const int ep = ring_buffer__epoll_fd(ring_);
+  while (!stop_) {
+    // Bounded, so that the end of the session is seen within a tenth of a second.
+    if (::epoll_wait(ep, &ev, 1, 100) <= 0) continue;
+    std::lock_guard lock(ring_mu_);
+    ring_buffer__consume(ring_);
+  }
 }
 
 Status SessionUnwinder::make_map(const RuntimeMapSpec& spec, const char* kernel_name) {
@@ -96,6 +110,7 @@ Status SessionUnwinder::create() {
                            nullptr);
   if (!ring_)
     return make_error("reading the unwinder's ring: " + std::string(std::strerror(errno)));
+  reader_ = std::thread([this] { read_loop(); });
   if (Status st =
           tables_.attach(by_name_.at("loupe_unwind_rows"), by_name_.at("loupe_unwind_procs"));
       !st)

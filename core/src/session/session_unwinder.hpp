@@ -20,12 +20,14 @@
 
 #include <bpf/libbpf.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "loupe/abi/host.h"
@@ -88,6 +90,12 @@ class SessionUnwinder {
   std::vector<loupe_map_ref> refs_;
   std::map<std::string, int> by_name_;
   ring_buffer* ring_ = nullptr;
+  // Reads the ring as soon as a walk tells a sighting (the ring wakes it), so a runtime
+  // reads what a frame refers to while its process lives: a script's last sightings came
+  // within its last milliseconds, and the session's tick came after it had exited.
+  std::thread reader_;
+  std::atomic<bool> stop_{false};
+  void read_loop();
   // Processes a runtime said to ask again (kLater), and when they were last asked.
   std::mutex later_mu_;
   std::map<std::uint32_t, std::uint64_t> later_;
