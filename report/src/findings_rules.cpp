@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "loupe/report/program_view.hpp"
 #include "loupe/sdk/units.hpp"
 
 namespace loupe::report {
@@ -17,25 +18,6 @@ std::string labels_of(const loupe_record& r) {
   for (std::uint32_t i = 0; i < r.n_labels; ++i)
     s += std::string(s.empty() ? "{" : ",") + r.labels[i].key + "=" + r.labels[i].value;
   return s.empty() ? s : s + "}";
-}
-
-// What a finding may name: the program's own frames. A stack with a language's frames is
-// its functions (every Python stack is under _PyEval_EvalFrameDefault, every Java one under
-// call stubs: true of every run, so never a finding); else its user frames (every off-CPU
-// stack is under __schedule); else the kernel's. A waker's stack after "--" is another
-// task's.
-std::vector<const loupe_frame*> program_view(const loupe_stack_sample& st) {
-  std::vector<const loupe_frame*> lang, user, all;
-  for (std::uint32_t i = 0; i < st.n_frames; ++i) {
-    const loupe_frame& f = st.frames[i];
-    if (f.symbol && !std::strcmp(f.symbol, "--")) break;
-    all.push_back(&f);
-    if (LOUPE_FRAME_IS_SOURCE(f.kind) && !(f.symbol && !std::strcmp(f.symbol, "[jvm stub]")))
-      lang.push_back(&f);
-    else if (f.kind != LOUPE_FRAME_KERNEL)
-      user.push_back(&f);
-  }
-  return !lang.empty() ? lang : !user.empty() ? user : all;
 }
 
 }  // namespace
@@ -53,7 +35,9 @@ void FindingsRules::add(const loupe_record& r) {
     const double w = static_cast<double>(v.value);
     if (w <= 0) return;
     s.total += w;
-    const std::vector<const loupe_frame*> view = program_view(*r.stack);
+    const auto view = program_view(
+        r.stack->frames, r.stack->n_frames, [](const loupe_frame& f) { return f.kind; },
+        [](const loupe_frame& f) { return std::string_view(f.symbol ? f.symbol : ""); });
     std::set<std::string> seen;  // recursion: a function counts once per stack
     if (!view.empty() && view[0]->symbol) s.self[view[0]->symbol] += w;
     for (std::size_t i = 0; i < view.size(); ++i) {

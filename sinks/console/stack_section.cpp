@@ -4,6 +4,7 @@
 #include <set>
 
 #include "human_units.hpp"
+#include "loupe/report/program_view.hpp"
 #include "report_sections.hpp"
 
 namespace loupe::sinks {
@@ -29,23 +30,6 @@ std::string function_of(const FrameCopy& f) {
   return frame_text(f);
 }
 
-// The frames that are the program's own view of a stack: its language frames when it has
-// any (the interpreter's loop and stubs are in every stack of that runtime); else its user
-// frames (the kernel's, a blocked read's __schedule, are in every off-CPU stack); else the
-// kernel's.
-std::vector<const FrameCopy*> program_frames(const std::vector<FrameCopy>& frames) {
-  std::vector<const FrameCopy*> lang, user, all;
-  for (const auto& f : frames) {
-    if (f.symbol && *f.symbol == "--") break;  // the waker's stack follows
-    all.push_back(&f);
-    if (LOUPE_FRAME_IS_SOURCE(f.kind) && !(f.symbol && *f.symbol == "[jvm stub]"))
-      lang.push_back(&f);
-    else if (f.kind != LOUPE_FRAME_KERNEL)
-      user.push_back(&f);
-  }
-  return !lang.empty() ? lang : !user.empty() ? user : all;
-}
-
 // The flat view perf report, pprof -top and py-spy open with: functions by self (the
 // innermost frame of the program's view) and total (anywhere in it) share of the first
 // value, the heaviest by self first.
@@ -58,7 +42,9 @@ std::string flat_table(const std::string& name, const std::vector<const StackEnt
   };
   std::map<std::string, Sum> by;
   for (const StackEntry* e : entries) {
-    const auto view = program_frames(e->frames);
+    const auto view = report::program_view(
+        e->frames.data(), e->frames.size(), [](const FrameCopy& f) { return f.kind; },
+        [](const FrameCopy& f) { return std::string_view(f.symbol ? *f.symbol : ""); });
     if (view.empty()) continue;
     const std::int64_t v = first_value(*e);
     by[function_of(*view.front())].self += v;
