@@ -2,8 +2,8 @@
 //
 // The table of runtimes: the one place that names them. A new runtime is a folder here,
 // a BPF step header (bpf/include/loupe/unwind_<name>.bpf.h), a LOUPE_RUNTIME_* value
-// (loupe/unwind.h) and a row below; its profile keys ([runtimes.<key>]) are the row's, so
-// the profile's validator and `loupe` never name it either.
+// (loupe/unwind.h), a row below and, when it takes profile keys ([runtimes.<key>]), a row
+// in runtime_keys.cpp (the profile's validator reads that table alone).
 #include "hotspot/hotspot_frames.hpp"
 #include "python/python_frames.hpp"
 #include "session/runtime.hpp"
@@ -11,13 +11,6 @@
 namespace loupe {
 
 namespace {
-
-const loupe_config_key kHotSpotKeys[] = {
-    {"perf_map", LOUPE_CFG_BOOL, 0, "false",
-     "also ask the target's HotSpot JVMs (JDK 17+) for their perf map through their attach "
-     "listener (a signal and a socket); off: Java frames are read from the VM's own "
-     "structures, without attach"},
-};
 
 bool bool_key(const RuntimeConfig& c, const char* key) {
   if (!c.values) return false;
@@ -29,11 +22,11 @@ bool bool_key(const RuntimeConfig& c, const char* key) {
 
 const std::vector<RuntimeRow>& runtime_table() {
   static const std::vector<RuntimeRow> rows = {
-      {"python", nullptr, 0,
+      {"python",
        [](const RuntimeConfig& c) -> std::unique_ptr<Runtime> {
          return std::make_unique<PythonFrames>(c.proc_root);
        }},
-      {"hotspot", kHotSpotKeys, static_cast<std::uint32_t>(std::size(kHotSpotKeys)),
+      {"hotspot",
        [](const RuntimeConfig& c) -> std::unique_ptr<Runtime> {
          return std::make_unique<HotSpotFrames>(c.proc_root, bool_key(c, "perf_map"));
        }},

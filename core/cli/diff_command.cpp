@@ -27,6 +27,7 @@
 
 #include "commands.hpp"
 #include "loupe/report/folded_frame.hpp"
+#include "loupe/report/program_view.hpp"
 #include "loupe/report/records_file.hpp"
 #include "loupe/sdk/units.hpp"
 #include "loupe/session.hpp"
@@ -61,14 +62,26 @@ std::string key_of(const json& r) {
 }
 
 // Root first, each frame named as the folded sink names it (an unsymbolized frame is its
-// module's file name + offset), so --folded-diff lines match cpu.folded's.
+// module's file name + offset), so --folded-diff lines match cpu.folded's. A stack that
+// holds a language's frames is its program view (report/program_view.hpp): its functions
+// alone, so that two runs' stacks of one Python or Java call path meet however their
+// interpreter's frames and native leaves differ.
 std::string folded(const json& frames) {
-  std::string s;
+  std::vector<loupe_frame> all;
   if (frames.is_array())
-    for (std::size_t i = frames.size(); i-- > 0;) {  // records are leaf first
-      if (!s.empty()) s += ';';
-      report::append_folded_frame(report::frame_from_json(frames[i]), s);
-    }
+    for (const auto& f : frames) all.push_back(report::frame_from_json(f));
+  auto view = report::program_view(
+      all.data(), all.size(), [](const loupe_frame& f) { return f.kind; },
+      [](const loupe_frame& f) { return std::string_view(f.symbol ? f.symbol : ""); });
+  if (view.empty() || !LOUPE_FRAME_IS_SOURCE(view.front()->kind)) {
+    view.clear();
+    for (const auto& f : all) view.push_back(&f);
+  }
+  std::string s;
+  for (std::size_t i = view.size(); i-- > 0;) {  // records are leaf first
+    if (!s.empty()) s += ';';
+    report::append_folded_frame(*view[i], s);
+  }
   return s.empty() ? "[no stack]" : s;
 }
 

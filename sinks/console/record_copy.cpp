@@ -190,10 +190,12 @@ std::string fit_language(const std::vector<FrameCopy>& frames, std::size_t from,
   std::vector<FrameCopy> lang;
   std::size_t first = to;
   for (std::size_t i = from; i < to; ++i)
-    if (LOUPE_FRAME_IS_SOURCE(frames[i].kind)) {
+    // Named ones: an unnamed one says nothing of the program; a JVM's stubs (itable and
+    // call stubs) are its internals.
+    if (LOUPE_FRAME_IS_SOURCE(frames[i].kind) && frames[i].symbol &&
+        *frames[i].symbol != "[jvm stub]") {
       if (first == to) first = i;
-      // A JVM's stubs (itable and call stubs) are its internals too.
-      if (!frames[i].symbol || *frames[i].symbol != "[jvm stub]") lang.push_back(frames[i]);
+      lang.push_back(frames[i]);
     }
   if (lang.empty()) return {};
   std::string lead;

@@ -3,7 +3,7 @@
 
 #include "loupe/config_schema.hpp"
 #include "plugins/config_schema.hpp"
-#include "session/runtime.hpp"
+#include "plugins/runtime_keys.hpp"
 
 #include <fmt/format.h>
 
@@ -194,7 +194,7 @@ void parse_session(const toml::table& t, SessionSpec& s, Checker& c) {
 // its keys without knowing whether the profile named them.
 void parse_runtimes(const toml::node* node, SessionSpec& s, Checker& c) {
   std::vector<std::string> known;
-  for (const auto& row : runtime_table()) known.emplace_back(row.key);
+  for (const auto& row : runtime_keys()) known.emplace_back(row.name);
   const toml::table* t = node ? node->as_table() : nullptr;
   if (node && !t) c.error(*node, "'runtimes' must be a table of tables ([runtimes.<runtime>])");
   if (t)
@@ -213,13 +213,13 @@ void parse_runtimes(const toml::node* node, SessionSpec& s, Checker& c) {
                           hint.empty() ? "" : fmt::format("; did you mean '{}'?", hint), list));
     }
   static const toml::table kNone;
-  for (const auto& row : runtime_table()) {
-    const toml::node* sub = t ? t->get(row.key) : nullptr;
+  for (const auto& row : runtime_keys()) {
+    const toml::node* sub = t ? t->get(row.name) : nullptr;
     const toml::table* table = sub && sub->is_table() ? sub->as_table() : &kNone;
     auto cfg = std::make_shared<loupe_config>();
     validate_table(*table, row.keys, row.n_keys, sizeof(loupe_config_key),
-                   std::string("runtimes.") + row.key, {}, *cfg, c);
-    s.runtimes[row.key] = std::move(cfg);
+                   std::string("runtimes.") + row.name, {}, *cfg, c);
+    s.runtimes[row.name] = std::move(cfg);
   }
 }
 

@@ -85,8 +85,8 @@ class Runtime {
 };
 
 // What a runtime is made with: where processes are read, and its own profile table,
-// [runtimes.<key>], validated against the keys its row declares (defaults filled when the
-// profile has no such table), as a plugin's table is against its schema.
+// [runtimes.<key>], validated against its keys (plugins/runtime_keys.hpp; defaults filled
+// when the profile has no such table), as a plugin's table is against its schema.
 struct RuntimeConfig {
   std::string proc_root = "/proc";
   const loupe_config* values = nullptr;
@@ -95,8 +95,6 @@ struct RuntimeConfig {
 // One row of the table of runtimes (runtimes/registry.cpp).
 struct RuntimeRow {
   const char* key;  // its profile table: [runtimes.<key>]
-  const loupe_config_key* keys;
-  std::uint32_t n_keys;
   std::unique_ptr<Runtime> (*make)(const RuntimeConfig&);
 };
 

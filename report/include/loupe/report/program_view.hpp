@@ -29,7 +29,9 @@ std::vector<const Frame*> program_view(const Frame* frames, std::size_t n, Kind 
     if (sym == "--") break;
     all.push_back(&f);
     const std::uint32_t k = kind(f);
-    if (LOUPE_FRAME_IS_SOURCE(k) && sym != "[jvm stub]")
+    // A language frame without a name says nothing of the program (and a frame-pointer
+    // walk through code without them can leave an address that reads as one).
+    if (LOUPE_FRAME_IS_SOURCE(k) && !sym.empty() && sym != "[jvm stub]")
       lang.push_back(&f);
     else if (k != LOUPE_FRAME_KERNEL)
       user.push_back(&f);

@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The runtimes' profile keys: a row per runtime of registry.cpp, in its order (checked by
+// tests/core/profile_test.cpp), each runtime's keys as it reads them from its table.
+#include "plugins/runtime_keys.hpp"
+
+#include <iterator>
+
+namespace loupe {
+namespace {
+
+const loupe_config_key kHotSpotKeys[] = {
+    {"perf_map", LOUPE_CFG_BOOL, 0, "false",
+     "also ask the target's HotSpot JVMs (JDK 17+) for their perf map through their attach "
+     "listener (a signal and a socket); off: Java frames are read from the VM's own "
+     "structures, without attach"},
+};
+
+}  // namespace
+
+const std::vector<RuntimeKeys>& runtime_keys() {
+  static const std::vector<RuntimeKeys> rows = {
+      {"python", nullptr, 0},
+      {"hotspot", kHotSpotKeys, static_cast<std::uint32_t>(std::size(kHotSpotKeys))},
+  };
+  return rows;
+}
+
+}  // namespace loupe
