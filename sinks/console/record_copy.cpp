@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "loupe/report/frame_name.hpp"
+#include "loupe/report/program_view.hpp"
 #include "report_text.hpp"
 
 namespace loupe::sinks {
@@ -187,17 +188,13 @@ std::string fit_run(const std::vector<FrameCopy>& frames, std::size_t from, std:
 // are what every stack of that runtime holds: folded, as kernel frames give way below.
 std::string fit_language(const std::vector<FrameCopy>& frames, std::size_t from, std::size_t to,
                          std::size_t columns) {
-  std::vector<FrameCopy> lang;
-  std::size_t first = to;
-  for (std::size_t i = from; i < to; ++i)
-    // Named ones: an unnamed one says nothing of the program; a JVM's stubs (itable and
-    // call stubs) are its internals.
-    if (LOUPE_FRAME_IS_SOURCE(frames[i].kind) && frames[i].symbol &&
-        *frames[i].symbol != "[jvm stub]") {
-      if (first == to) first = i;
-      lang.push_back(frames[i]);
-    }
-  if (lang.empty()) return {};
+  // The one rule every report takes the program's frames by (report/program_view.hpp):
+  // named language frames, the JVM's stubs left out.
+  const auto lang = report::program_view(
+      frames.data() + from, to - from, [](const FrameCopy& f) { return f.kind; },
+      [](const FrameCopy& f) { return std::string_view(f.symbol ? *f.symbol : ""); });
+  if (lang.empty() || !LOUPE_FRAME_IS_SOURCE(lang.front()->kind)) return {};
+  const auto first = static_cast<std::size_t>(lang.front() - frames.data());
   std::string lead;
   if (first > from) {
     lead = elide_middle(frame_text(frames[from]), std::max<std::size_t>(columns / 6, 12));
@@ -210,12 +207,12 @@ std::string fit_language(const std::vector<FrameCopy>& frames, std::size_t from,
   std::string out;
   std::size_t i = 0;
   for (; i < lang.size(); ++i) {
-    const std::string next = (i ? out + ";" : out) + frame_text(lang[i]);
+    const std::string next = (i ? out + ";" : out) + frame_text(*lang[i]);
     if (display_width(next + more_suffix(lang.size() - i - 1)) > room) break;
     out = next;
   }
   if (i == 0) {
-    out = elide_middle(frame_text(lang[0]), room - display_width(more_suffix(lang.size() - 1)));
+    out = elide_middle(frame_text(*lang[0]), room - display_width(more_suffix(lang.size() - 1)));
     i = 1;
   }
   return lead + out + more_suffix(lang.size() - i);
