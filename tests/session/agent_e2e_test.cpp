@@ -427,7 +427,12 @@ TEST_F(AgentE2E, ABudgetPassedThinsTheCostliestProfilerAndItsCountsStayEstimates
       << "each kept block counts as the divisor: the estimate is of every block";
   // Unscaled, the kept blocks alone would be the whole less what was skipped.
   EXPECT_GT(estimate, whole - thinned);
-  EXPECT_LT(thinned_cost.switch_ns, 0.9 * unthinned.switch_ns)
+  // A switch-out thinned out takes no stacks, its program's cost: counted in walks, not
+  // timed (the ns a switch above move by half between two runs in an emulated guest beside
+  // another, and thinned ran slower than unthinned once at 1 in 32).
+  const std::int64_t walks = metric(r, "unwind_walks");
+  EXPECT_GT(walks, 0) << r.output;
+  EXPECT_LE(static_cast<double>(walks), static_cast<double>(whole - thinned) + 0.01 * whole)
       << "a switch-out thinned out takes no stacks";
 }
 

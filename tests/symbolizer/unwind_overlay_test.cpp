@@ -76,4 +76,50 @@ TEST(UnwindTableStore, ACommandPrebuiltByPathIsBuiltOnceWhenItsProcessMapsIt) {
                         : "the files as stat() does (the check holds trivially here)");
 }
 
+// A short command gone before its records were read (a shell loop's `cat`) is learnt by
+// its path in loupe's namespace, when that path is the file its mapping named. On an
+// overlay root stat() of the path cannot say so (the mapping names the lower file): its
+// processes stayed unlearnt, and every later `cat` of the loop was walked by frame pointers
+// alone (0 of 3,268 allocations reached main in the 6.1 guest under load). Holds
+// trivially on a root whose maps and stat() agree.
+TEST(UnwindTableStore, ACommandGoneBeforeItWasReadIsLearntByThePathItMapped) {
+  if (::geteuid() != 0) GTEST_SKIP() << "reads another process's maps: needs root";
+  const std::string exe = std::filesystem::canonical("/bin/sleep").string();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl(exe.c_str(), "sleep", "5", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // The key its mapping of the file has, read while it runs.
+  unsigned major_no = 0, minor_no = 0;
+  unsigned long long ino = 0;
+  for (int i = 0; i < 500 && ino == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::ifstream in("/proc/" + std::to_string(pid) + "/maps");
+    for (std::string line; std::getline(in, line);) {
+      if (!line.ends_with(" " + exe)) continue;
+      char perms[8];
+      unsigned long long start, end, off;
+      if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %x:%x %llu", &start, &end, perms, &off,
+                      &major_no, &minor_no, &ino) == 7)
+        break;
+    }
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  ASSERT_NE(ino, 0u) << "no mapping of " << exe;
+  loupe::UnwindTableStore store;
+  store.learn_file(static_cast<std::uint32_t>(pid), (std::uint64_t{major_no} << 32) | minor_no, ino,
+                   exe);
+  EXPECT_EQ(store.stats().files, 1u) << "a file its gone process mapped was not learnt";
+  EXPECT_GT(store.rows().size(), 0u);
+  struct stat st {};
+  ASSERT_EQ(::stat(exe.c_str(), &st), 0);
+  const bool other_key =
+      st.st_ino != ino || major(st.st_dev) != major_no || minor(st.st_dev) != minor_no;
+  std::printf("  the mapping names %s\n",
+              other_key ? "the file by another key than stat() (an overlay's lower file)"
+                        : "the file as stat() does (the check holds trivially here)");
+}
+
 }  // namespace

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "symbols/process_maps.hpp"
 
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <fcntl.h>
@@ -70,6 +71,32 @@ std::uint64_t exe_identity(const std::string& proc_dir) {
   struct stat st {};
   if (::stat((proc_dir + "/exe").c_str(), &st) != 0) return 0;
   return (static_cast<std::uint64_t>(st.st_dev) << 40) ^ static_cast<std::uint64_t>(st.st_ino);
+}
+
+bool mapped_identity(const std::string& path, std::uint32_t* dev_major, std::uint32_t* dev_minor,
+                     std::uint64_t* inode) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const long page = ::sysconf(_SC_PAGESIZE);
+  void* at = ::mmap(nullptr, static_cast<std::size_t>(page), PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (at == MAP_FAILED) return false;
+  std::vector<MapsEntry> self;
+  int err = 0;
+  bool found = false;
+  if (read_process_maps("/proc", static_cast<std::uint32_t>(::getpid()), &self, &err)) {
+    const auto addr = reinterpret_cast<std::uint64_t>(at);
+    for (const MapsEntry& m : self) {
+      if (addr < m.start || addr >= m.end) continue;
+      *dev_major = m.dev_major;
+      *dev_minor = m.dev_minor;
+      *inode = m.inode;
+      found = true;
+      break;
+    }
+  }
+  ::munmap(at, static_cast<std::size_t>(page));
+  return found;
 }
 
 bool read_process_maps(const std::string& proc_root, std::uint32_t pid, std::vector<MapsEntry>* out,

@@ -35,6 +35,14 @@ bool read_process_maps(const std::string& proc_root, std::uint32_t pid, std::vec
 // it cannot be read (the process is gone, or a kernel thread).
 std::uint64_t exe_identity(const std::string& proc_dir);
 
+// The device and inode a mapping of the file at `path` lists in maps, as (dev_major, dev_minor,
+// inode); false when it cannot be mapped. On overlayfs (containers, a guest's overlay root)
+// a mapping names the lower file, which stat() of the path does not give: so a file known
+// only by path and a mapping's key (a process gone before it was read) are compared by
+// mapping one page of it here and reading loupe's own maps.
+bool mapped_identity(const std::string& path, std::uint32_t* dev_major, std::uint32_t* dev_minor,
+                     std::uint64_t* inode);
+
 // Parses the text of a maps file (exposed for tests on bytes).
 std::vector<MapsEntry> parse_process_maps(const std::string& text);
 

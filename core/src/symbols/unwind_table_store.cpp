@@ -142,7 +142,17 @@ const UnwindTableStore::FileEntry* UnwindTableStore::file(std::uint32_t pid, std
   const FileKey identity{(std::uint64_t{major(st.st_dev)} << 32) | minor(st.st_dev), st.st_ino};
   if (auto same = identities_.find(identity); same != identities_.end())
     return &alias(key, same->second);
-  if (!through_root && identity != key) return nullptr;
+  if (!through_root && identity != key) {
+    // On overlayfs the maps' key is the lower file's: the path is this file when mapping
+    // it here gives that key (a short command in a container or the guests' overlay root,
+    // gone before its records were read, was never learnt: every later run of it walked
+    // by frame pointers alone).
+    std::uint32_t major_no = 0, minor_no = 0;
+    std::uint64_t ino = 0;
+    if (!mapped_identity(path, &major_no, &minor_no, &ino) ||
+        FileKey{(std::uint64_t{major_no} << 32) | minor_no, ino} != key)
+      return nullptr;
+  }
   BuildJob job{key, identity, path, at};
   if (builder_ && !now) {
     deferred_ = true;

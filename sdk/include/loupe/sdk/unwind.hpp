@@ -229,6 +229,11 @@ inline void emit_unwind_health(const Host& host, const std::string& component, i
   rb.metric(LOUPE_METRIC_GAUGE, "count",
             c.walks ? static_cast<double>(c.frames) / static_cast<double>(c.walks) : 0.0);
   rb.emit(host);
+  // Walks made (one a stack taken): what a thinned or filtered event did not cost.
+  RecordBuilder wk(LOUPE_RECORD_METRIC, "unwind_walks");
+  wk.final(is_final).window(ws, we);
+  wk.metric(LOUPE_METRIC_COUNTER, "count", static_cast<double>(c.walks));
+  wk.emit(host);
   // Frames of processes without an entry yet, unwound by the rows of the file they were in.
   RecordBuilder vf(LOUPE_RECORD_METRIC, "unwind_vma_frames");
   vf.final(is_final).window(ws, we);
