@@ -92,22 +92,25 @@ Agreement check_against_libdw(const std::string& path, const UnwindTable& t, std
     }();
     if (!e.covered) {
       ++a.gaps;
-      EXPECT_EQ(r->cfa, LOUPE_UNWIND_CFA_NONE) << at;
+      EXPECT_EQ(loupe_unwind_row_cfa(r), LOUPE_UNWIND_CFA_NONE) << at;
       continue;
     }
     if (e.signal) {
-      EXPECT_EQ(r->cfa, LOUPE_UNWIND_CFA_SIGNAL) << at;
+      EXPECT_EQ(loupe_unwind_row_cfa(r), LOUPE_UNWIND_CFA_SIGNAL) << at;
     } else if (e.ra_undefined) {
-      EXPECT_EQ(r->cfa, LOUPE_UNWIND_CFA_END) << at;
+      EXPECT_EQ(loupe_unwind_row_cfa(r), LOUPE_UNWIND_CFA_END) << at;
     } else if (e.simple && (e.reg == 7 || e.reg == 6)) {
       ++a.simple;
       // (glibc's vfork keeps its return address in rdi: its own rule, on rsp.)
-      if (r->cfa != LOUPE_UNWIND_CFA_RSP_RA_RDI || e.reg != 7)
-        EXPECT_EQ(r->cfa, e.reg == 7 ? LOUPE_UNWIND_CFA_RSP : LOUPE_UNWIND_CFA_RBP) << at;
-      EXPECT_EQ(r->cfa_off, e.off) << at;
+      if (loupe_unwind_row_cfa(r) != LOUPE_UNWIND_CFA_RSP_RA_RDI || e.reg != 7)
+        EXPECT_EQ(loupe_unwind_row_cfa(r), e.reg == 7 ? LOUPE_UNWIND_CFA_RSP : LOUPE_UNWIND_CFA_RBP)
+            << at;
+      EXPECT_EQ(loupe_unwind_row_cfa_off(r), e.off) << at;
     } else {
       ++a.other;
-      EXPECT_TRUE(r->cfa == LOUPE_UNWIND_CFA_PLT || r->cfa == LOUPE_UNWIND_CFA_UNSUPPORTED) << at;
+      EXPECT_TRUE(loupe_unwind_row_cfa(r) == LOUPE_UNWIND_CFA_PLT ||
+                  loupe_unwind_row_cfa(r) == LOUPE_UNWIND_CFA_UNSUPPORTED)
+          << at;
     }
   }
   if (cfi) dwarf_cfi_end(cfi);
@@ -160,10 +163,11 @@ TEST(UnwindTable, PltStubsGetThePltRule) {
   EXPECT_GT(t.stats.plt, 0u);
   bool found = false;
   for (const auto& r : t.rows)
-    if (r.cfa == LOUPE_UNWIND_CFA_PLT) {
+    if (loupe_unwind_row_cfa(&r) == LOUPE_UNWIND_CFA_PLT) {
       found = true;
-      EXPECT_GE(r.cfa_off, 10);  // the stub's push sits at byte 10 or 11 of its 16
-      EXPECT_LE(r.cfa_off, 11);
+      EXPECT_GE(loupe_unwind_row_cfa_off(&r),
+                10);  // the stub's push sits at byte 10 or 11 of its 16
+      EXPECT_LE(loupe_unwind_row_cfa_off(&r), 11);
     }
   EXPECT_TRUE(found);
 }
@@ -197,12 +201,12 @@ TEST(UnwindTable, VforkKeepsItsReturnAddressInRdi) {
   ASSERT_NE(vfork, 0u) << "no vfork in " << libc;
   const loupe_unwind_row* entry = t.find(vfork);
   ASSERT_NE(entry, nullptr);
-  EXPECT_EQ(entry->cfa, LOUPE_UNWIND_CFA_RSP);  // before the pop: as any function
+  EXPECT_EQ(loupe_unwind_row_cfa(entry), LOUPE_UNWIND_CFA_RSP);  // before the pop: as any function
   bool rdi = false;
   for (std::uint64_t pc = vfork + 1; pc < vfork + 32 && !rdi; ++pc) {
     const loupe_unwind_row* r = t.find(pc);
-    rdi = r && r->cfa == LOUPE_UNWIND_CFA_RSP_RA_RDI;
-    if (rdi) EXPECT_EQ(r->cfa_off, 0) << "right after the pop";
+    rdi = r && loupe_unwind_row_cfa(r) == LOUPE_UNWIND_CFA_RSP_RA_RDI;
+    if (rdi) EXPECT_EQ(loupe_unwind_row_cfa_off(r), 0) << "right after the pop";
   }
   EXPECT_TRUE(rdi) << "no row of vfork keeps its return address in rdi";
 }
@@ -298,18 +302,19 @@ std::vector<std::uint64_t> table_walk(const loupe::UnwindTableStore& store,
                                               m->page_first, m->page_count, m->page_base, link);
     if (!row) break;
     std::uint64_t cfa = 0;
-    if (row->cfa == LOUPE_UNWIND_CFA_RSP)
-      cfa = sp + static_cast<std::uint64_t>(std::int64_t{row->cfa_off});
-    else if (row->cfa == LOUPE_UNWIND_CFA_RBP)
-      cfa = bp + static_cast<std::uint64_t>(std::int64_t{row->cfa_off});
-    else if (row->cfa == LOUPE_UNWIND_CFA_PLT)
-      cfa = sp + 8 + (((pc & 15) >= static_cast<std::uint64_t>(row->cfa_off)) ? 8 : 0);
+    if (loupe_unwind_row_cfa(row) == LOUPE_UNWIND_CFA_RSP)
+      cfa = sp + static_cast<std::uint64_t>(std::int64_t{loupe_unwind_row_cfa_off(row)});
+    else if (loupe_unwind_row_cfa(row) == LOUPE_UNWIND_CFA_RBP)
+      cfa = bp + static_cast<std::uint64_t>(std::int64_t{loupe_unwind_row_cfa_off(row)});
+    else if (loupe_unwind_row_cfa(row) == LOUPE_UNWIND_CFA_PLT)
+      cfa = sp + 8 +
+            (((pc & 15) >= static_cast<std::uint64_t>(loupe_unwind_row_cfa_off(row))) ? 8 : 0);
     else
       break;
     std::uint64_t ra = 0;
     if (!read(cfa - 8, &ra)) break;
-    if (row->rbp == LOUPE_UNWIND_RBP_AT_CFA &&
-        !read(cfa + static_cast<std::uint64_t>(std::int64_t{row->rbp_off}), &bp))
+    if (loupe_unwind_row_rbp(row) == LOUPE_UNWIND_RBP_AT_CFA &&
+        !read(cfa + static_cast<std::uint64_t>(std::int64_t{loupe_unwind_row_rbp_off(row)}), &bp))
       break;
     sp = cfa;
     pc = ra;
@@ -407,3 +412,51 @@ TEST(UnwindTable, AFileHandedToTheBuilderIsLeftOutUntilItsResultIsBack) {
     EXPECT_EQ(proc.maps[i].row_count, want.maps[i].row_count);
   }
 }
+
+namespace {
+
+// A row is 8 bytes (ABI 1.11): the rule's four parts come back as packed, at the ends of
+// their ranges too, and a rule that does not fit is refused (built as unsupported), never
+// cut to another offset.
+TEST(UnwindRow, ItsRuleComesBackAsPackedAndWhatDoesNotFitIsRefused) {
+  static_assert(sizeof(loupe_unwind_row) == 8, "an array map pads to 8: no more, no less");
+  static_assert(sizeof(loupe_unwind_row_v1) == 12, "ABI 1.5-1.10's row, for their plugins");
+  struct Case {
+    std::uint32_t cfa, rbp;
+    std::int32_t rbp_off, cfa_off;
+  };
+  const Case fits[] = {
+      {LOUPE_UNWIND_CFA_RSP, LOUPE_UNWIND_RBP_SAME, 0, 8},
+      {LOUPE_UNWIND_CFA_RBP, LOUPE_UNWIND_RBP_AT_CFA, -16, 16},
+      {LOUPE_UNWIND_CFA_RSP, LOUPE_UNWIND_RBP_AT_CFA, LOUPE_UNWIND_RBP_OFF_MIN,
+       LOUPE_UNWIND_CFA_OFF_MAX},
+      {LOUPE_UNWIND_CFA_RSP_RA_RDI, LOUPE_UNWIND_RBP_UNDEFINED, LOUPE_UNWIND_RBP_OFF_MAX,
+       LOUPE_UNWIND_CFA_OFF_MIN},
+      {LOUPE_UNWIND_CFA_PLT, LOUPE_UNWIND_RBP_SAME, 0, 11},
+      {LOUPE_UNWIND_CFA_RSP, LOUPE_UNWIND_RBP_AT_CFA, -56, 33 * 1024 + 8},  // libc's largest
+  };
+  for (const Case& c : fits) {
+    loupe_unwind_row r{0x1234, 0};
+    ASSERT_EQ(loupe_unwind_rule(c.cfa, c.rbp, c.rbp_off, c.cfa_off, &r.rule), 1) << c.cfa_off;
+    EXPECT_EQ(loupe_unwind_row_cfa(&r), c.cfa);
+    EXPECT_EQ(loupe_unwind_row_rbp(&r), c.rbp);
+    EXPECT_EQ(loupe_unwind_row_rbp_off(&r), c.rbp_off);
+    EXPECT_EQ(loupe_unwind_row_cfa_off(&r), c.cfa_off);
+  }
+  const Case refused[] = {
+      {LOUPE_UNWIND_CFA_RSP, LOUPE_UNWIND_RBP_SAME, 0, LOUPE_UNWIND_CFA_OFF_MAX + 1},
+      {LOUPE_UNWIND_CFA_RSP, LOUPE_UNWIND_RBP_SAME, 0, LOUPE_UNWIND_CFA_OFF_MIN - 1},
+      {LOUPE_UNWIND_CFA_RSP, LOUPE_UNWIND_RBP_AT_CFA, -12, 16},  // not a multiple of 8
+      {LOUPE_UNWIND_CFA_RSP, LOUPE_UNWIND_RBP_AT_CFA, LOUPE_UNWIND_RBP_OFF_MIN - 8, 16},
+  };
+  for (const Case& c : refused) {
+    std::uint32_t rule = 0xdead;
+    EXPECT_EQ(loupe_unwind_rule(c.cfa, c.rbp, c.rbp_off, c.cfa_off, &rule), 0) << c.cfa_off;
+    EXPECT_EQ(rule, 0xdeadu);
+  }
+  // Rule 0 is a gap (CFA_NONE): the page index's entries and the row after an FDE.
+  const loupe_unwind_row gap{};
+  EXPECT_EQ(loupe_unwind_row_cfa(&gap), static_cast<std::uint32_t>(LOUPE_UNWIND_CFA_NONE));
+}
+
+}  // namespace

@@ -660,7 +660,9 @@ static long loupe_unwind_step(__u32 i, void *arg)
 	struct loupe_unwind_row *row = NULL;
 	__u64 pc, cfa, ra = 0, bp;
 	bool ok;
-	__u32 d, key, ret;
+	/* The row's rule, unpacked (loupe_unwind_row): CFA rule and offset, rbp rule and offset. */
+	__u32 d, key, ret, kind = LOUPE_UNWIND_CFA_NONE, rbp_rule = 0;
+	__s32 off = 0, rbp_off = 0;
 	int idx;
 
 	if (!st)
@@ -698,8 +700,14 @@ static long loupe_unwind_step(__u32 i, void *arg)
 		key = (__u32)idx;
 		row = bpf_map_lookup_elem(&loupe_unwind_rows, &key);
 	}
+	if (row) {
+		kind = loupe_unwind_row_cfa(row);
+		off = loupe_unwind_row_cfa_off(row);
+		rbp_rule = loupe_unwind_row_rbp(row);
+		rbp_off = loupe_unwind_row_rbp_off(row);
+	}
 
-	if (!row || row->cfa == LOUPE_UNWIND_CFA_NONE) {
+	if (kind == LOUPE_UNWIND_CFA_NONE) {
 		/* No rows: the frame pointer's chain, as runtimes that JIT keep it. Counted
 		 * once a stack: code without frame pointers is cut here (a process or a library
 		 * whose tables are not written yet). */
@@ -716,12 +724,12 @@ static long loupe_unwind_step(__u32 i, void *arg)
 		st->fp_frames++;
 		cfa = st->bp + 16;
 	} else {
-		switch (row->cfa) {
+		switch (kind) {
 		case LOUPE_UNWIND_CFA_RSP:
-			cfa = st->sp + row->cfa_off;
+			cfa = st->sp + off;
 			break;
 		case LOUPE_UNWIND_CFA_RBP:
-			cfa = st->bp + row->cfa_off;
+			cfa = st->bp + off;
 			break;
 		case LOUPE_UNWIND_CFA_RSP_RA_RDI:
 			if (ret) {
@@ -729,10 +737,10 @@ static long loupe_unwind_step(__u32 i, void *arg)
 				st->done = 1;
 				return 1;
 			}
-			cfa = st->sp + row->cfa_off;
+			cfa = st->sp + off;
 			break;
 		case LOUPE_UNWIND_CFA_PLT:
-			cfa = st->sp + 8 + ((pc & 15) >= (__u64)row->cfa_off ? 8 : 0);
+			cfa = st->sp + 8 + ((pc & 15) >= (__u64)off ? 8 : 0);
 			st->plt_frames++;
 			break;
 		case LOUPE_UNWIND_CFA_END:
@@ -750,7 +758,7 @@ static long loupe_unwind_step(__u32 i, void *arg)
 		}
 		/* The caller's sp is above this frame's, but for a return address kept in a
 		 * register, where nothing of this frame is left on the stack. */
-		if (cfa < st->sp || (cfa == st->sp && row->cfa != LOUPE_UNWIND_CFA_RSP_RA_RDI)) {
+		if (cfa < st->sp || (cfa == st->sp && kind != LOUPE_UNWIND_CFA_RSP_RA_RDI)) {
 			st->stop = LOUPE_UNWIND_STOP_BAD_FRAME;
 			st->done = 1;
 			return 1;
@@ -759,11 +767,11 @@ static long loupe_unwind_step(__u32 i, void *arg)
 		 * where the row saved it, read into the scratch: a local whose address is taken
 		 * lives on the BPF stack, and 6.1 bounds the whole call chain's at 512 bytes. */
 		st->pair[0] = bp;
-		ok = (row->cfa == LOUPE_UNWIND_CFA_RSP_RA_RDI ||
+		ok = (kind == LOUPE_UNWIND_CFA_RSP_RA_RDI ||
 		      loupe_unwind_read(st, &st->pair[1], cfa - 8)) &&
-		     (row->rbp != LOUPE_UNWIND_RBP_AT_CFA ||
-		      loupe_unwind_read(st, &st->pair[0], cfa + row->rbp_off));
-		ra = row->cfa == LOUPE_UNWIND_CFA_RSP_RA_RDI ? st->leaf_di : st->pair[1];
+		     (rbp_rule != LOUPE_UNWIND_RBP_AT_CFA ||
+		      loupe_unwind_read(st, &st->pair[0], cfa + rbp_off));
+		ra = kind == LOUPE_UNWIND_CFA_RSP_RA_RDI ? st->leaf_di : st->pair[1];
 		bp = st->pair[0];
 		if (!ok) {
 			st->stop = LOUPE_UNWIND_STOP_READ_FAILED;

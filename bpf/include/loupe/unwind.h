@@ -16,7 +16,7 @@
 #include <linux/types.h>
 #endif
 
-/* loupe_unwind_row.cfa */
+/* A row's CFA rule (loupe_unwind_row_cfa) */
 #define LOUPE_UNWIND_CFA_NONE 0 /* no FDE covers the pc (a gap): frame pointers instead */
 #define LOUPE_UNWIND_CFA_RSP 1	/* CFA = rsp + cfa_off */
 #define LOUPE_UNWIND_CFA_RBP 2	/* CFA = rbp + cfa_off */
@@ -32,17 +32,62 @@
  * blocked off the CPU); higher up rdi is unknown and the walk stops (unsupported). */
 #define LOUPE_UNWIND_CFA_RSP_RA_RDI 7
 
-/* loupe_unwind_row.rbp */
+/* A row's rbp rule (loupe_unwind_row_rbp) */
 #define LOUPE_UNWIND_RBP_SAME 0	     /* the caller's rbp is this frame's */
 #define LOUPE_UNWIND_RBP_AT_CFA 1    /* saved at CFA + rbp_off */
 #define LOUPE_UNWIND_RBP_UNDEFINED 2 /* clobbered: unknown in the caller */
 
+/* One row, 8 bytes (ABI 1.11): an array map rounds its values up to 8 bytes, so the 12 of
+ * loupe_unwind_row_v1 took 16, and a system-wide session's 2M rows locked 32 MiB where they
+ * now lock 16. `rule` packs, from bit 0: the CFA rule (3 bits), the rbp rule (2), rbp_off / 8
+ * (8, signed: rbp is saved at a multiple of 8 within 1 KiB of the CFA) and cfa_off (19,
+ * signed: frames up to 256 KiB; libc's largest is 33 KiB). A rule that does not fit is
+ * built as LOUPE_UNWIND_CFA_UNSUPPORTED: the walk stops there, counted. */
 struct loupe_unwind_row {
 	__u32 pc; /* link-time address (files are below 4 GiB) */
-	__u8 cfa; /* LOUPE_UNWIND_CFA_* */
-	__u8 rbp; /* LOUPE_UNWIND_RBP_* */
+	__u32 rule;
+};
+
+#define LOUPE_UNWIND_CFA_OFF_MAX ((1 << 18) - 1)
+#define LOUPE_UNWIND_CFA_OFF_MIN (-(1 << 18))
+#define LOUPE_UNWIND_RBP_OFF_MAX (127 * 8)
+#define LOUPE_UNWIND_RBP_OFF_MIN (-128 * 8)
+
+static inline __u32 loupe_unwind_row_cfa(const struct loupe_unwind_row *r)
+{
+	return r->rule & 7;
+}
+static inline __u32 loupe_unwind_row_rbp(const struct loupe_unwind_row *r)
+{
+	return (r->rule >> 3) & 3;
+}
+static inline __s32 loupe_unwind_row_rbp_off(const struct loupe_unwind_row *r)
+{
+	return (__s32)(__s8)(__u8)(r->rule >> 5) * 8;
+}
+static inline __s32 loupe_unwind_row_cfa_off(const struct loupe_unwind_row *r)
+{
+	return (__s32)r->rule >> 13;
+}
+/* The rule word of a row; 0 (and *rule untouched) when an offset does not fit. */
+static inline int loupe_unwind_rule(__u32 cfa, __u32 rbp, __s32 rbp_off, __s32 cfa_off, __u32 *rule)
+{
+	if (cfa_off < LOUPE_UNWIND_CFA_OFF_MIN || cfa_off > LOUPE_UNWIND_CFA_OFF_MAX ||
+	    rbp_off < LOUPE_UNWIND_RBP_OFF_MIN || rbp_off > LOUPE_UNWIND_RBP_OFF_MAX ||
+	    rbp_off % 8 != 0 || cfa > 7 || rbp > 3)
+		return 0;
+	*rule = cfa | (rbp << 3) | (((__u32)(rbp_off / 8) & 0xff) << 5) | ((__u32)cfa_off << 13);
+	return 1;
+}
+
+/* The row of ABI 1.5-1.10, 12 bytes: what the host writes into the rows map of a plugin
+ * built against those (its map's values are 12 bytes; it keeps its own copy). */
+struct loupe_unwind_row_v1 {
+	__u32 pc;
+	__u8 cfa;
+	__u8 rbp;
 	__s16 rbp_off;
-	__s32 cfa_off; /* frames of more than 32 KiB exist (libc has one of 33 KiB) */
+	__s32 cfa_off;
 };
 
 /* Executable mappings of one process with rows, sorted by start. */

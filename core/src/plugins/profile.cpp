@@ -95,7 +95,7 @@ const loupe_config_key kSessionKeys[] = {
      "after they exit)",
      16, 1 << 20},
     {"unwind_rows", LOUPE_CFG_INT, 0, "0",
-     "rows of the in-kernel unwinder's tables, shared by every plugin (12 bytes each, allocated "
+     "rows of the in-kernel unwinder's tables, shared by every plugin (8 bytes each, allocated "
      "at start; libc has 28k); 0 = 262144 (3 MiB) for a command or --pid, 2097152 (24 MiB) "
      "system-wide, where every binary of the machine needs rows; files past it unwind by frame "
      "pointers (counted in unwind_rows_full)",

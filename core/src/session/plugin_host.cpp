@@ -206,6 +206,12 @@ int svc_unwinder_maps(loupe_host* h, const loupe_map_ref** maps, std::uint32_t* 
   if (!maps || !n) return fail(LOUPE_ERR_INVALID_ARG, "unwinder_maps: NULL outputs");
   if (h->ctx.replay || !h->ctx.unwinder)
     return fail(LOUPE_ERR_UNSUPPORTED, "unwinder_maps: no unwinder in this session");
+  // Rows are 8 bytes since ABI 1.11: a plugin of 1.10 declares 12 and would be refused by
+  // the verifier on the session's map. It keeps its own copy, written in its layout.
+  if (h->plugin_abi_minor < 11)
+    return fail(LOUPE_ERR_UNSUPPORTED,
+                "unwinder_maps: the session's rows are ABI 1.11's; a plugin of ABI 1." +
+                    std::to_string(h->plugin_abi_minor) + " keeps its own unwinder maps");
   auto refs = h->ctx.unwinder->maps();
   if (!refs) return fail(LOUPE_ERR_UNSUPPORTED, "unwinder_maps: " + refs.error());
   *maps = (*refs)->data();

@@ -44,6 +44,9 @@ struct loupe_host {
   loupe::HostContext& ctx;
   std::string instance;
   std::string plugin;
+  // The ABI minor the plugin was built against: services whose layout changed since answer
+  // an older plugin in its own (unwinder_maps).
+  std::uint16_t plugin_abi_minor = LOUPE_ABI_MINOR;
   loupe_host_services services{};
   std::atomic<std::uint64_t> emitted{0}, rejected{0};
 };

@@ -130,6 +130,7 @@ Status PluginSet::setup(std::size_t index, HostContext& ctx, RecordBus& bus,
                         loupe_session_info& info) {
   Live live;
   live.host = std::make_unique<PluginHost>(ctx, instance_names_[index], libs_[index]->name());
+  live.host->plugin_abi_minor = libs_[index]->descriptor().abi_minor;
   live.instance = std::make_unique<PluginInstance>(libs_[index], instance_names_[index]);
   loupe_setup_args args{sizeof(args), 0, &live.host->services,
                         profile_->plugins[index].config.get(), &info};

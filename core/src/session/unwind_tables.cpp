@@ -101,8 +101,12 @@ Status UnwindTables::attach(int rows_fd, int procs_fd) {
   std::lock_guard tables(mu_);
   bpf_map_info rows{}, procs{};
   __u32 len = sizeof(rows);
+  // A plugin built against ABI 1.5-1.10 declares rows of 12 bytes (loupe_unwind_row_v1):
+  // written in that layout, so it keeps working with its own copy.
   if (bpf_obj_get_info_by_fd(rows_fd, &rows, &len) != 0 ||
-      rows.value_size != sizeof(loupe_unwind_row) || rows.type != BPF_MAP_TYPE_ARRAY)
+      (rows.value_size != sizeof(loupe_unwind_row) &&
+       rows.value_size != sizeof(loupe_unwind_row_v1)) ||
+      rows.type != BPF_MAP_TYPE_ARRAY)
     return make_error("unwind_tables_attach: rows_fd is not an array of loupe_unwind_row");
   len = sizeof(procs);
   if (bpf_obj_get_info_by_fd(procs_fd, &procs, &len) != 0 ||
@@ -115,7 +119,8 @@ Status UnwindTables::attach(int rows_fd, int procs_fd) {
       request_build(job, priority);
     });
   }
-  consumers_.push_back({rows_fd, procs_fd, rows.max_entries});
+  consumers_.push_back(
+      {rows_fd, procs_fd, rows.max_entries, rows.value_size == sizeof(loupe_unwind_row_v1)});
   {
     std::lock_guard lock(learnt_mu_);
     accepting_ = true;
@@ -194,12 +199,26 @@ void UnwindTables::write_new_rows(Consumer& c) {
   if (c.written >= end) return;
   std::vector<std::uint32_t> keys(end - c.written);
   for (std::uint32_t i = 0; i < keys.size(); ++i) keys[i] = c.written + i;
+  std::vector<loupe_unwind_row_v1> v1;
+  if (c.legacy) {
+    v1.reserve(keys.size());
+    for (std::uint32_t k = c.written; k < end; ++k) {
+      const loupe_unwind_row& r = rows[k];
+      v1.push_back({r.pc, static_cast<__u8>(loupe_unwind_row_cfa(&r)),
+                    static_cast<__u8>(loupe_unwind_row_rbp(&r)),
+                    static_cast<__s16>(loupe_unwind_row_rbp_off(&r)),
+                    loupe_unwind_row_cfa_off(&r)});
+    }
+  }
+  const std::size_t size = c.legacy ? sizeof(loupe_unwind_row_v1) : sizeof(loupe_unwind_row);
+  const char* values = c.legacy ? reinterpret_cast<const char*>(v1.data())
+                                : reinterpret_cast<const char*>(&rows[c.written]);
   __u32 count = static_cast<__u32>(keys.size());
   LIBBPF_OPTS(bpf_map_batch_opts, opts);
-  if (bpf_map_update_batch(c.rows_fd, keys.data(), &rows[c.written], &count, &opts) != 0) {
+  if (bpf_map_update_batch(c.rows_fd, keys.data(), values, &count, &opts) != 0) {
     // Kernels without batch ops on arrays: one at a time.
     for (std::uint32_t k = c.written; k < end; ++k)
-      if (bpf_map_update_elem(c.rows_fd, &k, &rows[k], BPF_ANY) != 0) {
+      if (bpf_map_update_elem(c.rows_fd, &k, values + (k - c.written) * size, BPF_ANY) != 0) {
         ++write_errors_;
         break;
       }

@@ -119,6 +119,7 @@ class UnwindTables {
     int rows_fd;
     int procs_fd;
     std::uint32_t capacity;
+    bool legacy = false;        // a plugin of ABI 1.5-1.10's own map: loupe_unwind_row_v1
     std::uint32_t written = 0;  // rows copied so far
     int files_fd = -1;
     std::size_t files_written = 0;  // of the store's files in the order they were built

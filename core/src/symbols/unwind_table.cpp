@@ -46,18 +46,9 @@ constexpr int kRsp = 7;
 constexpr int kRip = 16;
 constexpr int kRdi = 5;
 
-bool same_rule(const loupe_unwind_row& a, const loupe_unwind_row& b) {
-  return a.cfa == b.cfa && a.rbp == b.rbp && a.cfa_off == b.cfa_off && a.rbp_off == b.rbp_off;
-}
-
 bool fits32(std::int64_t v) {
   return v >= std::numeric_limits<std::int32_t>::min() &&
          v <= std::numeric_limits<std::int32_t>::max();
-}
-
-bool fits16(std::int64_t v) {
-  return v >= std::numeric_limits<std::int16_t>::min() &&
-         v <= std::numeric_limits<std::int16_t>::max();
 }
 
 // "caller's register at CFA + off" (DW_CFA_offset): libdw spells it call_frame_cfa, then
@@ -92,10 +83,17 @@ int plt_threshold(const Dwarf_Op* ops, std::size_t nops) {
   return shape ? ops[4].atom - DW_OP_lit0 : -1;
 }
 
-// The row of `frame`; counts the kinds the kernel side does not unwind by rule.
-loupe_unwind_row classify(Dwarf_Frame* frame, bool signal, UnwindTableStats* st) {
-  loupe_unwind_row row{};
-  row.cfa = LOUPE_UNWIND_CFA_UNSUPPORTED;
+// A row's rule before it is packed into loupe_unwind_row::rule.
+struct Rule {
+  std::uint32_t cfa = LOUPE_UNWIND_CFA_UNSUPPORTED;
+  std::uint32_t rbp = LOUPE_UNWIND_RBP_SAME;
+  std::int64_t rbp_off = 0;
+  std::int64_t cfa_off = 0;
+};
+
+// The rule of `frame`; counts the kinds the kernel side does not unwind by rule.
+Rule classify_rule(Dwarf_Frame* frame, bool signal, UnwindTableStats* st) {
+  Rule row;
   if (signal) {
     row.cfa = LOUPE_UNWIND_CFA_SIGNAL;
     ++st->signal;
@@ -126,7 +124,7 @@ loupe_unwind_row classify(Dwarf_Frame* frame, bool signal, UnwindTableStats* st)
       (!ra_in_rdi || cfa_ops[0].number == kRsp)) {
     row.cfa = cfa_ops[0].number == kRsp ? LOUPE_UNWIND_CFA_RSP : LOUPE_UNWIND_CFA_RBP;
     if (ra_in_rdi) row.cfa = LOUPE_UNWIND_CFA_RSP_RA_RDI;
-    row.cfa_off = static_cast<std::int32_t>(static_cast<std::int64_t>(cfa_ops[0].number2));
+    row.cfa_off = static_cast<std::int64_t>(cfa_ops[0].number2);
   } else if (int n = plt_threshold(cfa_ops, cfa_nops); n >= 0) {
     row.cfa = LOUPE_UNWIND_CFA_PLT;
     row.cfa_off = n;
@@ -138,23 +136,35 @@ loupe_unwind_row classify(Dwarf_Frame* frame, bool signal, UnwindTableStats* st)
 
   if (dwarf_frame_register(frame, kRbp, mem, &ops, &nops) != 0) {
     row = {};
-    row.cfa = LOUPE_UNWIND_CFA_UNSUPPORTED;
     ++st->unsupported;
     return row;
   }
   std::int64_t rbp_off = 0;
   if (nops == 0) {
     row.rbp = ops == mem ? LOUPE_UNWIND_RBP_UNDEFINED : LOUPE_UNWIND_RBP_SAME;
-  } else if (saved_at_cfa(ops, nops, &rbp_off) && fits16(rbp_off)) {
+  } else if (saved_at_cfa(ops, nops, &rbp_off)) {
     row.rbp = LOUPE_UNWIND_RBP_AT_CFA;
-    row.rbp_off = static_cast<std::int16_t>(rbp_off);
+    row.rbp_off = rbp_off;
   } else if (ops[0].atom == DW_OP_bregx && ops[0].number == kRbp && ops[0].number2 == 0 &&
              nops == 1) {
     row.rbp = LOUPE_UNWIND_RBP_SAME;  // same as "rbp is rbp"
   } else {
     row = {};
-    row.cfa = LOUPE_UNWIND_CFA_UNSUPPORTED;
     ++st->unsupported;
+  }
+  return row;
+}
+
+// The packed row of `frame`: a rule whose offsets do not fit the row is unsupported too.
+loupe_unwind_row classify(Dwarf_Frame* frame, bool signal, UnwindTableStats* st) {
+  const Rule r = classify_rule(frame, signal, st);
+  loupe_unwind_row row{};
+  const bool fits = fits32(r.cfa_off) && fits32(r.rbp_off) &&
+                    loupe_unwind_rule(r.cfa, r.rbp, static_cast<std::int32_t>(r.rbp_off),
+                                      static_cast<std::int32_t>(r.cfa_off), &row.rule);
+  if (!fits) {
+    ++st->unsupported;
+    loupe_unwind_rule(LOUPE_UNWIND_CFA_UNSUPPORTED, LOUPE_UNWIND_RBP_SAME, 0, 0, &row.rule);
   }
   return row;
 }
@@ -222,7 +232,7 @@ Status build_unwind_table(const std::string& path, UnwindTable* out) {
     // A row that starts where the previous ends at the same pc replaces it (an FDE
     // starting right at the previous one's end replaces that one's CFA_NONE).
     if (!rows.empty() && rows.back().pc == row.pc) rows.pop_back();
-    if (!rows.empty() && same_rule(rows.back(), row)) return;
+    if (!rows.empty() && rows.back().rule == row.rule) return;
     rows.push_back(row);
   };
   for (const auto& f : fdes) {
@@ -246,9 +256,7 @@ Status build_unwind_table(const std::string& path, UnwindTable* out) {
       if (end <= pc) break;
       pc = std::min<std::uint64_t>(end, f.end);
     }
-    loupe_unwind_row gap{};
-    gap.cfa = LOUPE_UNWIND_CFA_NONE;
-    push(f.end, gap);
+    push(f.end, loupe_unwind_row{});  // rule 0: LOUPE_UNWIND_CFA_NONE
   }
   out->rows = std::move(rows);
   return {};

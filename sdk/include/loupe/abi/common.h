@@ -34,8 +34,10 @@ extern "C" {
  * 1.7: unwind_python_attach, LOUPE_FRAME_PYTHON; 1.8: loupe_session_info.rotate_s,
  * loupe_flush_args.window_dir; 1.9: loupe_plugin_descriptor.set_rate (thinning under a
  * budget); 1.10: unwinder_maps (the session's unwinder, shared by every plugin's walk),
- * LOUPE_FRAME_JAVA, symbolize_stack (a frame that expands into the methods inlined at it) */
-#define LOUPE_ABI_MINOR 10
+ * LOUPE_FRAME_JAVA, symbolize_stack (a frame that expands into the methods inlined at it);
+ * 1.11: loupe_unwind_row packed into 8 bytes (the host writes 1.10's 12 into an older
+ * plugin's own rows map, and shares the session's unwinder only with 1.11 and later) */
+#define LOUPE_ABI_MINOR 11
 
 /* The one symbol a plugin library exports. Its type is loupe_plugin_entry_fn (plugin.h). */
 #define LOUPE_PLUGIN_ENTRY_SYMBOL "loupe_plugin_entry"

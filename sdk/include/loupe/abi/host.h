@@ -233,7 +233,8 @@ typedef struct loupe_host_services {
 
   /* ABI 1.5. Native unwind tables for the in-kernel unwinder (bpf/include/loupe/unwind.bpf.h):
    * from now until destroy() the host keeps `rows_fd` (its loupe_unwind_rows: an array of
-   * loupe_unwind_row, each file's rows followed by its page index) and `procs_fd`
+   * loupe_unwind_row, or of loupe_unwind_row_v1 for a plugin of ABI 1.5-1.10, each file's
+   * rows followed by its page index) and `procs_fd`
    * (loupe_unwind_procs: loupe_unwind_proc by tgid) filled for every process of the
    * session's target (the command or --pid, and its descendants when following), from the
    * .eh_frame of the files they map, rewriting a process's entry when its code mappings

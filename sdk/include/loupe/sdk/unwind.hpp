@@ -38,7 +38,7 @@ inline constexpr loupe_config_key kUnwindRowsKey = {
     0,
     "0",
     "unwind = \"tables\" on a host without the session's unwinder (before ABI 1.10, or its "
-    "maps refused): this plugin's own table rows (12 bytes each); 0 = 262144 for a command or "
+    "maps refused): this plugin's own table rows (8 bytes each); 0 = 262144 for a command or "
     "--pid, 2097152 system-wide. With the session's unwinder (the default), `[session] "
     "unwind_rows` sizes the one table every plugin shares",
     0,
@@ -134,7 +134,7 @@ inline bool reuse_session_unwinder(bpf_object* obj, const Host& host) {
 // unwind.bpf.h costs no memory). Otherwise room for `max_stacks` distinct stacks (1 KiB
 // each, the plugin's own), and the shared maps: the session's when it keeps an unwinder
 // (then `rows` and `python` are the session's business: `[session] unwind_rows`), else
-// this object's own, with room for `rows` table rows (12 bytes each; libc alone has 28k)
+// this object's own, with room for `rows` table rows (8 bytes each; libc alone has 28k)
 // and, with `python`, the interpreters whose Python frames the walk records. Runtimes
 // other than Python (HotSpot) need the session's unwinder: an older host names none.
 template <typename Skel>
