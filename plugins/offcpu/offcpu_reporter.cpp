@@ -227,30 +227,40 @@ void OffcpuReporter::emit_health(bool is_final) {
   metric("missed_switch_in_recovered_ns", static_cast<double>(c.recovered_ns), "ns");
   const sdk::HealthRow rows[] = {
       {"offcpu/blocked_full", c.blocked_full,
-       "blocks lost: too many threads off the CPU at once (raise max_threads)"},
+       "blocks lost: too many threads off the CPU at once (raise max_threads)", c.switches_out,
+       "switch-outs", LOUPE_HEALTH_EFFECT_LOST},
       {"offcpu/keys_full", c.keys_full,
        "blocks not aggregated: too many distinct (process, stacks, reason, waker) keys (raise "
-       "max_keys); their time is in offcpu/lost_ns"},
+       "max_keys); their time is in offcpu/lost_ns",
+       c.switches_out, "switch-outs", LOUPE_HEALTH_EFFECT_DEGRADED},
       {"offcpu/lost_ns", c.lost_ns,
-       "off-CPU nanoseconds not attributed to a stack (raise max_keys)"},
+       "off-CPU nanoseconds not attributed to a stack (raise max_keys)", 0, nullptr,
+       LOUPE_HEALTH_EFFECT_DEGRADED},
       {"offcpu/user_stack_fail", c.user_stack_fail,
-       "user stacks that could not be taken (stack map full or collision: raise max_stacks)"},
+       "user stacks that could not be taken (stack map full or collision: raise max_stacks)",
+       c.switches_out, "switch-outs", LOUPE_HEALTH_EFFECT_DEGRADED},
       {"offcpu/kernel_stack_fail", c.kernel_stack_fail,
-       "kernel stacks that could not be taken (raise max_stacks)"},
+       "kernel stacks that could not be taken (raise max_stacks)", c.switches_out, "switch-outs",
+       LOUPE_HEALTH_EFFECT_DEGRADED},
       {"offcpu/waker_stack_fail", c.waker_stack_fail,
-       "waker stacks that could not be taken (raise max_stacks)"},
+       "waker stacks that could not be taken (raise max_stacks)", 0, nullptr,
+       LOUPE_HEALTH_EFFECT_DEGRADED},
       {"offcpu/runq_procs_full", c.runq_procs_full,
        "run-queue waits only in the per-CPU histograms: too many processes (raise "
-       "process_limit)"},
+       "process_limit)",
+       0, nullptr, LOUPE_HEALTH_EFFECT_DEGRADED},
       {"offcpu/blockers_full", c.blockers_full,
-       "run-queue blockers not kept: the map is full (raise max_blockers)"},
+       "run-queue blockers not kept: the map is full (raise max_blockers)", 0, nullptr,
+       LOUPE_HEALTH_EFFECT_LOST},
       // Now and then a switch never reaches the program (README "Switches the program did
       // not see"): noticed at the thread's next switch, told apart from what was recovered.
       {"offcpu/missed_switch_outs", c.missed_outs,
        "switch-outs the program never saw: those blocks' time is in offcpu/missed_out_ns, "
-       "without stacks or reason"},
+       "without stacks or reason",
+       c.switches_out + c.missed_outs, "switch-outs", LOUPE_HEALTH_EFFECT_DEGRADED},
       {"offcpu/missed_out_ns", c.missed_out_ns,
-       "off-CPU nanoseconds of blocks whose switch-out was not delivered"},
+       "off-CPU nanoseconds of blocks whose switch-out was not delivered", 0, nullptr,
+       LOUPE_HEALTH_EFFECT_DEGRADED},
   };
   sdk::emit_health_rows(host_, "offcpu", rows, is_final, ws_, we_);
   if (maps_.thinning && maps_.thinning->highest() > 1) {

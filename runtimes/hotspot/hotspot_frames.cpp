@@ -735,12 +735,14 @@ void HotSpotFrames::report_health(HealthReport& health) const {
                                   "before they were read)",
                                   read_failed_, stale_)
                     : "",
-                true);
+                true,
+                {methods_read_ + nmethods_read_ + read_failed_ + stale_, "methods",
+                 LOUPE_HEALTH_EFFECT_DEGRADED});
   health.health("hotspot_frames_unnamed", comp, unnamed_, warn_if(unnamed_),
                 unnamed_ ? "Java frames named by their tag only: what they referred to was not "
                            "read while the JVM lived"
                          : "",
-                true);
+                true, {0, nullptr, LOUPE_HEALTH_EFFECT_DEGRADED});
   health.health("hotspot_entries_refused", comp, write_errors_, warn_if(write_errors_),
                 write_errors_ ? "JVMs the kernel's map refused (it holds 256): their Java frames "
                                 "are unwound as JIT code by frame pointers"

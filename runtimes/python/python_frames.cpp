@@ -226,23 +226,24 @@ void PythonFrames::report_health(HealthReport& health) const {
                             "named ({:.1f} KiB)",
                             c.codes_read, static_cast<double>(c.code_bytes) / 1024.0),
                 true);
-  health.health("python_codes_unread", comp, c.codes_failed, warn_if(c.codes_failed),
-                c.codes_failed
-                    ? "code objects the stacks met that could not be read (their process "
-                      "exited first): those frames keep the code object's address"
-                    : "",
-                true);
+  health.health(
+      "python_codes_unread", comp, c.codes_failed, warn_if(c.codes_failed),
+      c.codes_failed ? "code objects the stacks met that could not be read (their process "
+                       "exited first): those frames keep the code object's address"
+                     : "",
+      true, {c.codes_read + c.codes_failed, "code objects", LOUPE_HEALTH_EFFECT_DEGRADED});
   health.health("python_frames_unnamed", comp, c.names_missed, warn_if(c.names_missed),
                 c.names_missed
                     ? "Python frames named by their code object's address only: it could "
                       "not be read (its process exited before the frame was first named)"
                     : "",
-                true);
+                true, {0, nullptr, LOUPE_HEALTH_EFFECT_DEGRADED});
   health.health("python_codes_dropped", comp, c.codes_dropped, warn_if(c.codes_dropped),
                 c.codes_dropped ? "code objects not named: the session keeps the names of 262144, "
                                   "and more were seen; those frames keep the code object's address"
                                 : "",
-                true);
+                true,
+                {c.codes_read + c.codes_dropped, "code objects", LOUPE_HEALTH_EFFECT_DEGRADED});
   health.health("python_entries_refused", comp, c.write_errors, warn_if(c.write_errors),
                 c.write_errors
                     ? "interpreters the kernel's map refused (it holds 1024): their stacks "

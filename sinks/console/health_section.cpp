@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
+#include <cstdio>
 
 #include "human_units.hpp"
 #include "report_sections.hpp"
@@ -36,6 +37,21 @@ std::string where(const HealthEntry& e) {
   if (!e.health.component.empty()) s += "@" + e.health.component;
   if (!e.labels.empty()) s += "{" + labels_text(e.labels) + "}";
   return s;
+}
+
+// "3 of 196 stacks (1.5%) at stacks@cpusample/unwind_bad_frame" when the producer says what
+// the count is a part of, else "stacks@cpusample/unwind_bad_frame (3)": a share reads the
+// same for 3 of 196 and 3 of 3 million only when there is none to give.
+std::string loss_text(const HealthEntry& e) {
+  const HealthCopy& h = e.health;
+  if (h.whole == 0) return where(e) + " (" + format_count(h.value) + ")";
+  std::string s = format_count(h.value) + " of " + format_count(h.whole);
+  if (!h.whole_unit.empty()) s += " " + h.whole_unit;
+  // Two digits however small ("0.033%"): a loss of 0.0% reads as none.
+  const double pct = 100.0 * static_cast<double>(h.value) / static_cast<double>(h.whole);
+  char share[32];
+  std::snprintf(share, sizeof share, pct >= 10 ? "%.0f%%" : pct >= 1 ? "%.1f%%" : "%.2g%%", pct);
+  return s + " (" + share + ") at " + where(e);
 }
 
 }  // namespace
@@ -79,19 +95,35 @@ void render_health(const ReportBatch& batch, const ReportOptions& opt, const Tex
 
   TextTable table({false, false, false, true, false});
   // WARN values are counts of different things (records, requests, ns of wait time, silent
-  // probes), so the verdict names each place with its value instead of summing them.
-  std::vector<std::string> degraded_where, warned_where, failed_where;
+  // probes), so the verdict names each place with its value (and its share, when the
+  // producer gives the whole) instead of summing them. What is not in the report at all
+  // (lost) is told from what is in it less exactly (degraded); a producer that does not say
+  // (ABI 1.10) keeps the old words.
+  std::vector<std::string> lost_where, degraded_where, unsaid_where, warned_where, failed_where;
+  // The largest share first in each list; counts without one after, as they came.
+  std::vector<std::pair<double, std::string>> lost_by, degraded_by, unsaid_by;
   for (const HealthEntry* e : rows) {
     const HealthCopy& h = e->health;
     table.row({severity_name(h.severity), h.component.empty() ? "-" : h.component,
                e->labels.empty() ? e->name : e->name + "{" + labels_text(e->labels) + "}",
                format_count(h.value), h.message});
     if (h.severity == LOUPE_HEALTH_WARN && h.value > 0)
-      degraded_where.push_back(where(*e) + " (" + format_count(h.value) + ")");
+      (h.effect == LOUPE_HEALTH_EFFECT_LOST       ? lost_by
+       : h.effect == LOUPE_HEALTH_EFFECT_DEGRADED ? degraded_by
+                                                  : unsaid_by)
+          .emplace_back(h.whole ? static_cast<double>(h.value) / static_cast<double>(h.whole) : -1,
+                        loss_text(*e));
     else if (h.severity == LOUPE_HEALTH_WARN)
       warned_where.push_back(where(*e) + (h.message.empty() ? "" : ": " + h.message));
     else if (h.severity == LOUPE_HEALTH_ERROR)
       failed_where.push_back(where(*e) + (h.message.empty() ? "" : ": " + h.message));
+  }
+  for (auto [by, where] :
+       {std::pair{&lost_by, &lost_where}, std::pair{&degraded_by, &degraded_where},
+        std::pair{&unsaid_by, &unsaid_where}}) {
+    std::stable_sort(by->begin(), by->end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (auto& [share, text] : *by) where->push_back(std::move(text));
   }
   if (!rows.empty()) {
     out += style.bold(
@@ -109,7 +141,8 @@ void render_health(const ReportBatch& batch, const ReportOptions& opt, const Tex
     }
   }
 
-  if (degraded_where.empty() && warned_where.empty() && failed_where.empty()) {
+  if (lost_where.empty() && degraded_where.empty() && unsaid_where.empty() &&
+      warned_where.empty() && failed_where.empty()) {
     out += style.good(verdict_head + "no data lost (" + std::to_string(checks) +
                       " health checks OK)") +
            "\n" + never_fired;
@@ -123,11 +156,16 @@ void render_health(const ReportBatch& batch, const ReportOptions& opt, const Tex
     verdict += head;
     for (std::size_t i = 0; i < where.size(); ++i) verdict += (i ? ", " : "") + where[i];
   };
-  part("data lost or degraded at " + std::to_string(degraded_where.size()) + " place(s): ",
-       degraded_where);
+  part("data lost at " + std::to_string(lost_where.size()) + " place(s): ", lost_where);
+  part("data lost or degraded at " + std::to_string(unsaid_where.size()) + " place(s): ",
+       unsaid_where);
+  // Only degraded: said first that nothing is missing.
+  if (lost_where.empty() && unsaid_where.empty() && !degraded_where.empty())
+    verdict = verdict_head + "nothing lost";
+  part("degraded at " + std::to_string(degraded_where.size()) + " place(s): ", degraded_where);
   part(std::to_string(failed_where.size()) + " component(s) failed: ", failed_where);
   part(std::to_string(warned_where.size()) + " warning(s): ", warned_where);
-  const bool bad = !degraded_where.empty() || !failed_where.empty();
+  const bool bad = !lost_where.empty() || !unsaid_where.empty() || !failed_where.empty();
   out += (bad ? style.error(verdict) : style.warn(verdict)) + "\n" + never_fired;
   blocks.push_back(std::move(out));
 }

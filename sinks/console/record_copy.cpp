@@ -258,4 +258,14 @@ std::optional<std::vector<FrameCopy>> split_waker(std::vector<FrameCopy>& frames
   return waker;
 }
 
+HealthCopy copy_health(const loupe_health& h) {
+  HealthCopy c{h.severity, copy_str(h.component), h.value, copy_str(h.message)};
+  if (LOUPE_ABI_HAS_FIELD(&h, loupe_health, effect)) {
+    c.whole = h.whole;
+    c.whole_unit = copy_str(h.whole_unit);
+    c.effect = h.effect;
+  }
+  return c;
+}
+
 }  // namespace loupe::sinks

@@ -60,7 +60,12 @@ struct HealthCopy {
   std::string component;
   std::uint64_t value = 0;
   std::string message;
+  std::uint64_t whole = 0;  // what value is a part of (ABI 1.11); 0: no share
+  std::string whole_unit;
+  std::uint32_t effect = 0;  // loupe_health_effect
 };
+
+HealthCopy copy_health(const loupe_health& h);
 
 std::string copy_str(const char* s);
 Labels copy_labels(const loupe_record& rec);

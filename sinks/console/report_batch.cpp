@@ -63,8 +63,7 @@ void ReportBatch::add(const loupe_record& rec) {
 
   if (rec.kind == LOUPE_RECORD_HEALTH) {
     if (!rec.health) return;
-    HealthCopy h{rec.health->severity, copy_str(rec.health->component), rec.health->value,
-                 copy_str(rec.health->message)};
+    HealthCopy h = copy_health(*rec.health);
     std::string key = h.component + '\x1f' + name + '\x1f' + labels_text(labels);
     health[key] = HealthEntry{name, std::move(labels), std::move(h)};
     return;

@@ -81,9 +81,19 @@ void ReportData::add(const loupe_record& rec) {
                       : h.severity == LOUPE_HEALTH_WARN ? "warn"
                                                         : "error";
     std::string comp = h.component ? h.component : "";
-    health_[comp + '\n' + rec.name] = {
-        {"check", rec.name}, {"component", comp}, {"plugin", plugin},
-        {"value", h.value},  {"severity", sev},   {"message", h.message ? h.message : ""}};
+    nlohmann::json row = {{"check", rec.name}, {"component", comp},
+                          {"plugin", plugin},  {"value", h.value},
+                          {"severity", sev},   {"message", h.message ? h.message : ""}};
+    // ABI 1.11: what the value is a part of, and whether the data is missing or blurred.
+    if (LOUPE_ABI_HAS_FIELD(&h, loupe_health, effect)) {
+      if (h.whole) {
+        row["whole"] = h.whole;
+        row["whole_unit"] = h.whole_unit ? h.whole_unit : "";
+      }
+      if (h.effect == LOUPE_HEALTH_EFFECT_LOST) row["effect"] = "lost";
+      if (h.effect == LOUPE_HEALTH_EFFECT_DEGRADED) row["effect"] = "degraded";
+    }
+    health_[comp + '\n' + rec.name] = std::move(row);
   }
 }
 

@@ -114,11 +114,22 @@ Json metric_json(const loupe_metric& m) {
           {"value", m.value}};
 }
 
+const char* kEffects[] = {"unsaid", "lost", "degraded"};
+
 Json health_json(const loupe_health& h) {
-  return {{"severity", enum_name(h.severity, kSeverities)},
-          {"component", str_or_null(h.component)},
-          {"value", h.value},
-          {"message", str_or_null(h.message)}};
+  Json j = {{"severity", enum_name(h.severity, kSeverities)},
+            {"component", str_or_null(h.component)},
+            {"value", h.value},
+            {"message", str_or_null(h.message)}};
+  // ABI 1.11: the share and what the loss did, when the producer says.
+  if (LOUPE_ABI_HAS_FIELD(&h, loupe_health, effect)) {
+    if (h.whole) {
+      j["whole"] = h.whole;
+      j["whole_unit"] = str_or_null(h.whole_unit);
+    }
+    if (h.effect) j["effect"] = enum_name(h.effect, kEffects);
+  }
+  return j;
 }
 
 }  // namespace

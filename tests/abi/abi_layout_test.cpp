@@ -10,9 +10,9 @@
 
 #include "loupe/abi/loupe.h"
 
-TEST(AbiLayout, VersionIsOneSix) {
+TEST(AbiLayout, VersionIsOneEleven) {
   EXPECT_EQ(LOUPE_ABI_MAJOR, 1);
-  EXPECT_EQ(LOUPE_ABI_MINOR, 10);
+  EXPECT_EQ(LOUPE_ABI_MINOR, 11);
   EXPECT_STREQ(LOUPE_PLUGIN_ENTRY_SYMBOL, "loupe_plugin_entry");
 }
 
@@ -92,7 +92,10 @@ TEST(AbiLayout, EveryFieldOffsetIsPinned) {
   EXPECT_EQ(offsetof(loupe_health, component), 8u);
   EXPECT_EQ(offsetof(loupe_health, value), 16u);
   EXPECT_EQ(offsetof(loupe_health, message), 24u);
-  EXPECT_EQ(sizeof(loupe_health), 32u);
+  EXPECT_EQ(offsetof(loupe_health, whole), 32u);       // 1.11
+  EXPECT_EQ(offsetof(loupe_health, whole_unit), 40u);  // 1.11
+  EXPECT_EQ(offsetof(loupe_health, effect), 48u);      // 1.11
+  EXPECT_EQ(sizeof(loupe_health), 56u);
   // loupe_record
   EXPECT_EQ(offsetof(loupe_record, size), 0u);
   EXPECT_EQ(offsetof(loupe_record, kind), 4u);

@@ -110,6 +110,15 @@ inline SampleRecord health(loupe_health_severity sev, const char* name, const ch
   return r;
 }
 
+// The same with its share and effect (ABI 1.11): `value` of `whole` `unit`.
+inline SampleRecord health_of(loupe_health_severity sev, const char* name, const char* component,
+                              std::uint64_t value, std::uint64_t whole, const char* unit,
+                              loupe_health_effect effect) {
+  SampleRecord r(LOUPE_RECORD_HEALTH, name);
+  r.builder().health(sev, component, value).of(whole, unit, effect);
+  return r;
+}
+
 }  // namespace loupe::test
 
 #endif

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace loupe {
 
@@ -170,10 +171,15 @@ OwnedRecord::OwnedRecord(const loupe_record& src, const std::string& plugin,
       rec_.metric = &metric_;
       break;
     case LOUPE_RECORD_HEALTH:
-      health_ = *src.health;
+      // A producer of an older ABI passes a shorter table: only its own fields are read.
+      health_ = loupe_health{};
+      std::memcpy(&health_, src.health,
+                  std::min<std::size_t>(sizeof(health_),
+                                        src.health->size ? src.health->size : sizeof(health_)));
       health_.size = sizeof(health_);
       health_.component = keep(health_.component ? health_.component : "");
       health_.message = keep(health_.message);
+      health_.whole_unit = keep(health_.whole_unit);
       rec_.health = &health_;
       break;
     case LOUPE_RECORD_FINDING: {

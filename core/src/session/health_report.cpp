@@ -16,26 +16,33 @@ std::uint32_t warn_if(std::uint64_t v) {
 
 void HealthReport::health(const std::string& name, const std::string& component,
                           std::uint64_t value, std::uint32_t severity, const std::string& message,
-                          bool is_final) {
+                          bool is_final, const Share& share) {
   sdk::RecordBuilder b(LOUPE_RECORD_HEALTH, name);
   b.final(is_final).health(static_cast<loupe_health_severity>(severity), component, value, message);
+  b.of(share.whole, share.unit, share.effect);
   publish_(b.build());
 }
 
 void HealthReport::rings(const std::vector<RingStats>& stats, std::vector<CoalescedCount> coalesced,
                          bool is_final) {
   std::map<std::string, std::uint64_t> lost_by_plugin;  // every counted loss of its rings
+  std::map<std::string, std::uint64_t> produced_by_plugin;
   for (const auto& st : stats) {
     lost_by_plugin[st.plugin] += st.lost_kernel + st.dropped_queue + st.coalesced + st.count_only +
                                  st.malformed + st.decode_errors;
+    // Of what the kernel side produced: what it could not reserve, and what it wrote.
+    const std::uint64_t produced = st.lost_kernel + st.received;
+    produced_by_plugin[st.plugin] += produced;
     const std::string comp = st.plugin + "/" + st.ring;
-    auto h = [&](const char* name, std::uint64_t v, std::uint32_t sev,
-                 const std::string& msg = {}) { health(name, comp, v, sev, msg, is_final); };
+    const Share lost{produced, "records", LOUPE_HEALTH_EFFECT_LOST};
+    auto h = [&](const char* name, std::uint64_t v, std::uint32_t sev, const std::string& msg = {},
+                 const Share& share = {}) { health(name, comp, v, sev, msg, is_final, share); };
     h("ring_received", st.received, LOUPE_HEALTH_OK);
     if (st.lost_kernel_known)
       h("ring_lost_kernel", st.lost_kernel, warn_if(st.lost_kernel),
         st.lost_kernel ? "ring full: records lost in the kernel (raise the ring size or sample)"
-                       : "");
+                       : "",
+        lost);
     else if (!replay_)
       h("ring_lost_kernel_unknown", 0, LOUPE_HEALTH_WARN,
         "the plugin does not count reserve failures");
@@ -46,12 +53,14 @@ void HealthReport::rings(const std::vector<RingStats>& stats, std::vector<Coales
     if (st.abandoned)
       why += (why.empty() ? "" : "; ") + std::to_string(st.abandoned) +
              " still queued when the drain ended ([session] drain_timeout gives it more time)";
-    h("ring_dropped_queue", st.dropped_queue, warn_if(st.dropped_queue), why);
-    h("ring_coalesced", st.coalesced, warn_if(st.coalesced));
+    h("ring_dropped_queue", st.dropped_queue, warn_if(st.dropped_queue), why, lost);
+    // Merged into one record by key: counted, their detail gone.
+    h("ring_coalesced", st.coalesced, warn_if(st.coalesced), {},
+      Share{produced, "records", LOUPE_HEALTH_EFFECT_DEGRADED});
     h("ring_count_only", st.count_only, warn_if(st.count_only),
-      st.count_only ? "queue full: the ring was degraded to counting records" : "");
-    h("ring_malformed", st.malformed, warn_if(st.malformed));
-    h("ring_decode_errors", st.decode_errors, warn_if(st.decode_errors));
+      st.count_only ? "queue full: the ring was degraded to counting records" : "", lost);
+    h("ring_malformed", st.malformed, warn_if(st.malformed), {}, lost);
+    h("ring_decode_errors", st.decode_errors, warn_if(st.decode_errors), {}, lost);
     h("ring_decoded", st.decoded, LOUPE_HEALTH_OK);
     h("ring_queued", st.queued, LOUPE_HEALTH_OK);
     h("ring_queue_high_water", st.queue_high_water, LOUPE_HEALTH_OK);
@@ -65,7 +74,7 @@ void HealthReport::rings(const std::vector<RingStats>& stats, std::vector<Coales
   for (const auto& [plugin, lost] : lost_by_plugin)
     health("plugin_ring_loss", plugin, lost, warn_if(lost),
            lost ? "ring records lost, dropped, merged or malformed: see the ring_* records" : "",
-           is_final);
+           is_final, Share{produced_by_plugin[plugin], "records", LOUPE_HEALTH_EFFECT_LOST});
 
   // Records merged under pressure keep their key: one counter per (ring, key), cumulative.
   for (auto& c : coalesced) coalesced_totals_[{c.plugin + "/" + c.ring, c.key}] += c.count;

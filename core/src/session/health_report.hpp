@@ -38,6 +38,14 @@ struct SinkHealth {
   SinkStats stats;
 };
 
+// What a health value is a part of and what it did to the data (loupe_health.whole,
+// effect); whole 0: no share to give.
+struct HealthShare {
+  std::uint64_t whole = 0;
+  const char* unit = nullptr;
+  loupe_health_effect effect = LOUPE_HEALTH_EFFECT_UNSAID;
+};
+
 // Session-thread only, except dispatch_event(), which the ring reader calls; both reach
 // `publish`, which must be safe from either thread (the record bus is).
 class HealthReport {
@@ -85,8 +93,10 @@ class HealthReport {
   void dispatch_event(const DispatchEvent& ev, std::uint64_t wall_ns);
 
   // One row of a part's own (a runtime's): `name` under `component`, final.
+  using Share = HealthShare;
   void health(const std::string& name, const std::string& component, std::uint64_t value,
-              std::uint32_t severity, const std::string& message, bool is_final);
+              std::uint32_t severity, const std::string& message, bool is_final,
+              const Share& share = {});
 
  private:
   Publish publish_;

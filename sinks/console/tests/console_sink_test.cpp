@@ -185,6 +185,38 @@ TEST_F(ConsoleSinkTest, HealthVerdictCountsLossesAndFailuresAndMarksThem) {
       << text;
 }
 
+// A producer that says what a loss is a part of gets a share, and lost is told from
+// degraded: "3 of 196 stacks" is not "3 records missing", and neither reads like 50 %.
+TEST_F(ConsoleSinkTest, HealthVerdictGivesSharesAndTellsLostFromDegraded) {
+  host_.set("width", std::int64_t{1000});
+  PluginInstance sink(lib_);
+  ASSERT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
+  SampleRecord stopped = health_of(LOUPE_HEALTH_WARN, "stacks", "cpusample/unwind_bad_frame", 3,
+                                   196, "stacks", LOUPE_HEALTH_EFFECT_DEGRADED);
+  SampleRecord missed = health_of(LOUPE_HEALTH_WARN, "offcpu", "offcpu/missed_switch_outs", 11,
+                                  33000, "switch-outs", LOUPE_HEALTH_EFFECT_DEGRADED);
+  for (auto* r : {&stopped, &missed}) ASSERT_EQ(sink.consume(r->record()), LOUPE_OK);
+  ASSERT_EQ(sink.flush(true), LOUPE_OK);
+  std::string text = report();
+  EXPECT_TRUE(has(text,
+                  "VERDICT: nothing lost; degraded at 2 place(s): 3 of 196 stacks (1.5%) at "
+                  "stacks@cpusample/unwind_bad_frame, 11 of 33,000 switch-outs (0.033%) at "
+                  "offcpu@offcpu/missed_switch_outs"))
+      << text;
+  EXPECT_FALSE(has(text, "data lost")) << text;
+
+  // With a loss too: lost first, then degraded.
+  SampleRecord lost = health_of(LOUPE_HEALTH_WARN, "ring_lost_kernel", "latency/outliers", 17,
+                                52110, "records", LOUPE_HEALTH_EFFECT_LOST);
+  for (auto* r : {&stopped, &missed, &lost}) ASSERT_EQ(sink.consume(r->record()), LOUPE_OK);
+  ASSERT_EQ(sink.flush(true), LOUPE_OK);
+  text = report();
+  EXPECT_TRUE(has(text,
+                  "VERDICT: data lost at 1 place(s): 17 of 52,110 records (0.033%) at "
+                  "ring_lost_kernel@latency/outliers; degraded at 2 place(s): 3 of 196"))
+      << text;
+}
+
 // A WARN of value 0 (losses that cannot be counted) is no loss, but the run is not "all OK".
 TEST_F(ConsoleSinkTest, WarningsWithoutLossAreNamedNotCalledOk) {
   PluginInstance sink(lib_);

@@ -328,8 +328,11 @@ function renderHealth() {
   const host = document.getElementById('health');
   host.appendChild(el('h2', {}, 'Health'));
   const bad = data.health.filter(h => h.severity !== 'ok').length;
+  const lost = data.health.filter(h => h.severity !== 'ok' && h.value > 0 &&
+    h.effect !== 'degraded').length;
   host.appendChild(el('div', {class: 'health-summary'}, data.health.length + ' checks, ' + bad +
-    (bad ? ' with data lost or a failure: this report is incomplete' : ' problems')));
+    (!bad ? ' problems' : lost ? ' with data lost or a failure: this report is incomplete'
+                               : ' with data degraded (nothing lost): see the shares below')));
   if (!data.health.length) return;
   const t = el('table', {class: 'health'});
   const head = el('tr');
@@ -338,7 +341,12 @@ function renderHealth() {
   t.appendChild(head);
   for (const h of data.health) {
     const r = el('tr', {class: h.severity});
-    for (const c of [h.severity, h.check, h.component, String(h.value), h.message])
+    // "3 of 196 stacks (1.5%), degraded" when the producer gives the whole.
+    let value = String(h.value);
+    if (h.whole) value += ' of ' + h.whole + (h.whole_unit ? ' ' + h.whole_unit : '') + ' (' +
+      (100 * h.value / h.whole).toPrecision(2) + '%)';
+    if (h.effect && h.value > 0) value += ', ' + h.effect;
+    for (const c of [h.severity, h.check, h.component, value, h.message])
       r.appendChild(el('td', {class: 'l'}, c));
     t.appendChild(r);
   }

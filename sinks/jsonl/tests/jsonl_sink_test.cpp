@@ -153,6 +153,21 @@ TEST_F(JsonlSinkTest, EveryKindRoundTrips) {
                                {"message", "reserve failed"}}));
 }
 
+// A loss with its whole and effect (ABI 1.11) carries them, for a program to take the share.
+TEST_F(JsonlSinkTest, AHealthShareAndEffectAreWritten) {
+  PluginInstance sink(lib_);
+  ASSERT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();
+  SampleRecord rec = health_of(LOUPE_HEALTH_WARN, "stacks", "cpusample/unwind_bad_frame", 3, 196,
+                               "stacks", LOUPE_HEALTH_EFFECT_DEGRADED);
+  ASSERT_EQ(sink.consume(rec.record()), LOUPE_OK);
+  ASSERT_EQ(sink.flush(true), LOUPE_OK) << sink.last_error();
+  auto lines = lines_of(dir_.file("records.jsonl"));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["health"]["whole"], 196);
+  EXPECT_EQ(lines[0]["health"]["whole_unit"], "stacks");
+  EXPECT_EQ(lines[0]["health"]["effect"], "degraded");
+}
+
 TEST_F(JsonlSinkTest, WritesOnlyAtFlushByDefault) {
   PluginInstance sink(lib_);
   ASSERT_EQ(sink.setup(host_), LOUPE_OK) << sink.last_error();

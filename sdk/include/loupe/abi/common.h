@@ -36,7 +36,8 @@ extern "C" {
  * budget); 1.10: unwinder_maps (the session's unwinder, shared by every plugin's walk),
  * LOUPE_FRAME_JAVA, symbolize_stack (a frame that expands into the methods inlined at it);
  * 1.11: loupe_unwind_row packed into 8 bytes (the host writes 1.10's 12 into an older
- * plugin's own rows map, and shares the session's unwinder only with 1.11 and later) */
+ * plugin's own rows map, and shares the session's unwinder only with 1.11 and later),
+ * loupe_health.whole, whole_unit and effect (a loss as a share, lost told from degraded) */
 #define LOUPE_ABI_MINOR 11
 
 /* The one symbol a plugin library exports. Its type is loupe_plugin_entry_fn (plugin.h). */

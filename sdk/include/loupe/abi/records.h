@@ -195,12 +195,30 @@ typedef enum loupe_health_severity {
 
 /* Health is a first-class stream: losses, unmatched pairs, stack failures, queue depth.
  * `component` says where (a ring, a queue, a probe); `name` what (lost_kernel, ...). */
+/* What a WARN's `value` did to the data (ABI 1.11), so a verdict can tell a hole from a
+ * blur: LOST, events or records that are not in the report at all (a full ring, a full
+ * map); DEGRADED, events that are in it less exactly (a stack stopped early, a block whose
+ * switch-in was missed and its time recovered). 0: unsaid (a producer of ABI 1.10). */
+typedef enum loupe_health_effect {
+  LOUPE_HEALTH_EFFECT_UNSAID = 0,
+  LOUPE_HEALTH_EFFECT_LOST = 1,
+  LOUPE_HEALTH_EFFECT_DEGRADED = 2,
+} loupe_health_effect;
+
+/* Health is a first-class stream: losses, unmatched pairs, stack failures, queue depth.
+ * `component` says where (a ring, a queue, a probe); `name` what (lost_kernel, ...). */
 typedef struct loupe_health {
   uint32_t size;
   uint32_t severity; /* loupe_health_severity */
   const char* component;
   uint64_t value;
   const char* message; /* optional human explanation */
+  /* ABI 1.11: the whole `value` is a part of, in the same unit ("3 of 196 stacks"), for a
+   * share; 0 when there is none (a count of failures without a count of tries). */
+  uint64_t whole;
+  const char* whole_unit; /* a plural noun: "stacks", "samples", "records"; optional */
+  uint32_t effect;        /* loupe_health_effect */
+  uint32_t reserved;
 } loupe_health;
 
 /* ---- finding (ABI 1.4) ---------------------------------------------------------- */

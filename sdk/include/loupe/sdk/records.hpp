@@ -67,8 +67,23 @@ class RecordBuilder {
   }
   RecordBuilder& health(loupe_health_severity sev, std::string component, std::uint64_t value,
                         std::string message = {}) {
-    health_ = {sizeof(health_), static_cast<std::uint32_t>(sev), intern(component), value,
-               message.empty() ? nullptr : intern(message)};
+    health_ = {sizeof(health_),
+               static_cast<std::uint32_t>(sev),
+               intern(component),
+               value,
+               message.empty() ? nullptr : intern(message),
+               0,
+               nullptr,
+               0,
+               0};
+    return *this;
+  }
+  // After health(): what its value is a part of ("3 of 196 stacks") and what it did to the
+  // data (LOUPE_HEALTH_EFFECT_LOST or _DEGRADED), so a report gives a share, not a count.
+  RecordBuilder& of(std::uint64_t whole, const char* whole_unit, loupe_health_effect effect) {
+    health_.whole = whole;
+    health_.whole_unit = whole_unit ? intern(whole_unit) : nullptr;
+    health_.effect = static_cast<std::uint32_t>(effect);
     return *this;
   }
 
@@ -215,6 +230,10 @@ struct HealthRow {
   const char* component;  // "plugin/what", e.g. "offcpu/keys_full"
   std::uint64_t value;
   const char* message;  // why it matters and what to raise; shown when value != 0
+  // What `value` is a part of and what it did (RecordBuilder::of); whole 0: no share.
+  std::uint64_t whole = 0;
+  const char* whole_unit = nullptr;
+  loupe_health_effect effect = LOUPE_HEALTH_EFFECT_UNSAID;
 };
 
 // One HEALTH record `name` per row: WARN with its message when the counter is not zero,
@@ -226,6 +245,7 @@ void emit_health_rows(const Host& host, const char* name, const Rows& rows, bool
     RecordBuilder rb(LOUPE_RECORD_HEALTH, name);
     rb.final(is_final).window(window_start_ns, window_end_ns);
     rb.health(r.value ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK, r.component, r.value, r.message);
+    rb.of(r.whole, r.whole_unit, r.effect);
     rb.emit(host);
   }
 }

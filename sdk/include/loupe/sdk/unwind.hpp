@@ -199,29 +199,40 @@ inline void emit_unwind_health(const Host& host, const std::string& component, i
       p + "runtime_seen_lost", p + "event_cut"};
   const HealthRow rows[] = {
       {names[0].c_str(), c.depth_bound,
-       "user stacks cut at the unwinder's bound (127 frames): their root is missing"},
+       "user stacks cut at the unwinder's bound (127 frames): their root is missing", c.walks,
+       "stacks", LOUPE_HEALTH_EFFECT_DEGRADED},
       {names[1].c_str(), c.unsupported,
-       "user stacks stopped at a frame whose CFI rule the in-kernel unwinder does not follow"},
+       "user stacks stopped at a frame whose CFI rule the in-kernel unwinder does not follow",
+       c.walks, "stacks", LOUPE_HEALTH_EFFECT_DEGRADED},
       {names[2].c_str(), c.signal_frames,
-       "user stacks stopped at a signal trampoline (not followed yet)"},
+       "user stacks stopped at a signal trampoline (not followed yet)", c.walks, "stacks",
+       LOUPE_HEALTH_EFFECT_DEGRADED},
       {names[3].c_str(), c.read_failed,
-       "user stacks stopped where the stack could not be read (a page not resident)"},
-      {names[4].c_str(), c.bad_frame, "user stacks stopped at a frame with an impossible CFA"},
-      {names[5].c_str(), c.ids_full, "user stacks lost: the unwinder's stack store was full"},
+       "user stacks stopped where the stack could not be read (a page not resident)", c.walks,
+       "stacks", LOUPE_HEALTH_EFFECT_DEGRADED},
+      {names[4].c_str(), c.bad_frame, "user stacks stopped at a frame with an impossible CFA",
+       c.walks, "stacks", LOUPE_HEALTH_EFFECT_DEGRADED},
+      // The event stays, counted without its user stack.
+      {names[5].c_str(), c.ids_full, "user stacks lost: the unwinder's stack store was full",
+       c.walks, "stacks", LOUPE_HEALTH_EFFECT_DEGRADED},
       // Python frames the walk met but could not record: the native frames stay, the
       // Python functions of that activation are missing.
       {names[6].c_str(), c.python_no_thread,
        "evaluation-loop activations without a readable thread state: their Python frames "
-       "are missing (the interpreter's key not made yet, or its TLS unreadable)"},
+       "are missing (the interpreter's key not made yet, or its TLS unreadable)",
+       0, nullptr, LOUPE_HEALTH_EFFECT_DEGRADED},
       {names[7].c_str(), c.python_read_failed,
-       "Python frame chains cut where a frame could not be read (a page not resident)"},
+       "Python frame chains cut where a frame could not be read (a page not resident)", 0, nullptr,
+       LOUPE_HEALTH_EFFECT_DEGRADED},
       {names[8].c_str(), c.runtime_seen_lost,
        "runtime objects (Python code objects, Java methods and compiled methods) not told to "
-       "user space (their ring was full): their frames stay unnamed until seen again"},
+       "user space (their ring was full): their frames stay unnamed until seen again",
+       0, nullptr, LOUPE_HEALTH_EFFECT_DEGRADED},
       {names[9].c_str(), c.event_cut,
        "user stacks cut at the frames an event carries (latency's outliers 32, fileio's slow "
        "events 64; "
-       "Python frames make stacks deeper): their root is missing"},
+       "Python frames make stacks deeper): their root is missing",
+       c.walks, "stacks", LOUPE_HEALTH_EFFECT_DEGRADED},
   };
   emit_health_rows(host, "stacks", rows, is_final, ws, we);
   RecordBuilder rb(LOUPE_RECORD_METRIC, "unwind_frames_per_stack");
