@@ -100,17 +100,22 @@ class CliRun : public ::testing::Test {
 
   // PROFILE = [session] output_dir (+ `session_keys`), then `body` (plugins and any extra
   // sinks), then the jsonl sink the records are read from.
+  // `debug_log`: loupe runs with -vv and its log goes to that file as it runs (a command can
+  // wait on what the session did), and into the output after.
   RunResult run(const std::string& body, const std::vector<std::string>& cmd,
-                const std::string& extra_args = "", const std::string& session_keys = "") {
+                const std::string& extra_args = "", const std::string& session_keys = "",
+                const std::string& debug_log = "") {
     std::string profile = dir_ + "/profile.toml";
     std::filesystem::remove_all(dir_ + "/out");  // a second run in one test starts clean
     std::ofstream(profile) << "[session]\noutput_dir = \"" << dir_ << "/out\"\n"
                            << session_keys << "\n"
                            << body << "\n[[sinks]]\nname = \"jsonl\"\n";
     // No command: `extra_args` names the target (--pid P) or the session is system-wide.
-    std::string line = loupe_ + " run " + profile + " " + extra_args + (cmd.empty() ? "" : " --");
+    std::string line = loupe_ + (debug_log.empty() ? "" : " -vv") + " run " + profile + " " +
+                       extra_args + (cmd.empty() ? "" : " --");
     for (const auto& c : cmd) line += " " + c;
-    line += " 2>&1";
+    line += debug_log.empty() ? " 2>&1"
+                              : " 2>" + debug_log + "; rc=$?; cat " + debug_log + "; exit $rc";
     RunResult r;
     FILE* p = popen(line.c_str(), "r");
     char buf[4096];
