@@ -47,6 +47,7 @@ void FindingsRules::add(const loupe_record& r) {
       s.under[f.symbol] += w;
       s.depth[f.symbol] += w * static_cast<double>(view.size() - 1 - i);
       if (f.kind != LOUPE_FRAME_KERNEL) s.user.insert(f.symbol);
+      if (LOUPE_FRAME_IS_SOURCE(f.kind)) s.source.insert(f.symbol);
       if (f.module && !s.module.count(f.symbol)) {
         const char* slash = std::strrchr(f.module, '/');
         s.module[f.symbol] = slash ? slash + 1 : f.module;
@@ -81,11 +82,23 @@ void FindingsRules::add(const loupe_record& r) {
     said_.emplace_back(r.finding->weight, rule + ": " + r.finding->statement);
   } else if (r.kind == LOUPE_RECORD_HEALTH && r.health && r.health->value > 0 &&
              r.health->severity != LOUPE_HEALTH_OK) {
-    losses_.push_back("data lost: " + std::string(r.health->component ? r.health->component : who) +
-                      " = " + std::to_string(r.health->value) +
-                      (r.health->message && *r.health->message
-                           ? std::string(" (") + r.health->message + ")"
-                           : std::string()));
+    const loupe_health& h = *r.health;
+    // ABI 1.11: a share of its whole, and lost told from degraded.
+    const bool said = LOUPE_ABI_HAS_FIELD(&h, loupe_health, effect);
+    const bool degraded = said && h.effect == LOUPE_HEALTH_EFFECT_DEGRADED;
+    std::string amount = std::to_string(h.value);
+    if (said && h.whole) {
+      char share[96];
+      std::snprintf(share, sizeof share, " of %llu%s%s (%.2g%%)",
+                    static_cast<unsigned long long>(h.whole), h.whole_unit ? " " : "",
+                    h.whole_unit ? h.whole_unit : "",
+                    100.0 * static_cast<double>(h.value) / static_cast<double>(h.whole));
+      amount += share;
+    }
+    losses_.push_back(
+        std::string(degraded ? "data degraded: " : "data lost: ") +
+        (h.component ? h.component : who) + " = " + amount +
+        (h.message && *h.message ? std::string(" (") + h.message + ")" : std::string()));
   }
 }
 
@@ -186,6 +199,26 @@ std::vector<std::string> FindingsRules::statements() const {
                    [](const auto& a, const auto& b) { return a.first > b.first; });
   for (const auto& [ratio, line] : tails) out.push_back(line);
   out.insert(out.end(), losses_.begin(), losses_.end());
+  return out;
+}
+
+std::vector<FindingsRules::FunctionShare> FindingsRules::functions(const std::string& who,
+                                                                   std::size_t limit) const {
+  std::vector<FunctionShare> out;
+  auto it = stacks_.find(who);
+  if (it == stacks_.end() || it->second.total <= 0) return out;
+  const Stacks& s = it->second;
+  for (const auto& [fn, w] : s.self) {
+    if (w <= 0) continue;
+    std::string name = fn;
+    if (s.source.count(fn))
+      if (auto m = s.module.find(fn); m != s.module.end()) name += " (" + m->second + ")";
+    out.push_back({name, w / s.total, s.under.at(fn) / s.total});
+  }
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return a.self != b.self ? a.self > b.self : a.total > b.total;
+  });
+  if (out.size() > limit) out.resize(limit);
   return out;
 }
 

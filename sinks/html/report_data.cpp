@@ -145,6 +145,13 @@ nlohmann::json ReportData::to_json(const std::string& title,
     // Stacks only in the base have no width in the new run's graph, but their weight is
     // part of the base's total the shares are taken of.
     if (base) prof["base_total"] = base_total;
+    // The flat view the console opens with, by the same rule (the program's own frames):
+    // [function, self share, total share], heaviest by self first.
+    nlohmann::json functions = nlohmann::json::array();
+    for (const auto& f :
+         findings_.functions((id.first.empty() ? "?" : id.first) + "/" + id.second, 10))
+      functions.push_back({f.function, f.self, f.total});
+    prof["functions"] = std::move(functions);
     j["profiles"].push_back(std::move(prof));
   }
   j["histograms"] = nlohmann::json::array();

@@ -291,6 +291,24 @@ function histogramSection(h) {
   return sec;
 }
 
+// The flat view first, as perf report and pprof -top open: the program's functions (its
+// language's frames when it has them) by self and total share.
+function functionsTable(rows) {
+  const t = el('table', {class: 'functions'});
+  const head = el('tr');
+  for (const c of ['self', 'total', 'function']) head.appendChild(el('th', {class: c === 'function' ? 'l' : ''}, c));
+  t.appendChild(head);
+  const pct = v => (100 * v).toFixed(1) + '%';
+  for (const [fn, self, total] of rows) {
+    const r = el('tr');
+    r.appendChild(el('td', {}, pct(self)));
+    r.appendChild(el('td', {}, pct(total)));
+    r.appendChild(el('td', {class: 'l'}, fn));
+    t.appendChild(r);
+  }
+  return t;
+}
+
 // One section per profiler instance, in the order the profile lists them; producers the
 // profile does not list (the host's own records) follow by name.
 function renderProfilers() {
@@ -316,6 +334,7 @@ function renderProfilers() {
         p.stacks.reduce((a, s) => a + s[1], 0), p.unit) + ' in ' + p.stacks.length + ' stacks' +
         (diffMode ? '; base ' + fmt(p.base_total || 0, p.unit) : '') + ')'));
       sec.appendChild(sub);
+      if ((p.functions || []).length > 1) sub.appendChild(functionsTable(p.functions));
       window.flameGraphs.push(new FlameGraph(sub, p));
     }
     for (const h of hists) sec.appendChild(histogramSection(h));

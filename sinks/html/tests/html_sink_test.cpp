@@ -118,6 +118,10 @@ TEST_F(HtmlSinkTest, ReportIsSelfContainedAndEmbedsEverything) {
       << findings;
   EXPECT_EQ(d["base"], "");
   EXPECT_FALSE(d["profiles"][1].contains("base_total"));
+  // The flat view, by the rule every report takes functions by: spin runs 70 of 100 itself.
+  ASSERT_GE(d["profiles"][1]["functions"].size(), 2u) << d["profiles"][1].dump();
+  EXPECT_EQ(d["profiles"][1]["functions"][0][0], "spin");
+  EXPECT_DOUBLE_EQ(d["profiles"][1]["functions"][0][1].get<double>(), 0.7);
 }
 
 TEST_F(HtmlSinkTest, ABaseThatCannotBeReadFailsSetup) {

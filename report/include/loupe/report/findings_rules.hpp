@@ -35,6 +35,16 @@ class FindingsRules {
   // spots (by record), then long tails (largest ratio first), then losses.
   std::vector<std::string> statements() const;
 
+  // The flat view of the stack record `who` ("plugin/name"), as the console's table: the
+  // program's functions (report/program_view.hpp) by self share (innermost frame of the
+  // view) and total share (anywhere in it), those that ran themselves, heaviest first. A
+  // language frame reads "function (file)".
+  struct FunctionShare {
+    std::string function;
+    double self = 0, total = 0;  // of the record's whole, 0..1
+  };
+  std::vector<FunctionShare> functions(const std::string& who, std::size_t limit) const;
+
  private:
   struct Stacks {
     std::string value_name, unit;
@@ -42,6 +52,7 @@ class FindingsRules {
     std::map<std::string, double> under;        // function -> weight of the stacks that hold it
     std::map<std::string, double> depth;        // function -> weighted distance from the root
     std::set<std::string> user;                 // functions seen as user-space frames
+    std::set<std::string> source;               // functions seen as language frames
     std::map<std::string, std::string> module;  // function -> its module's file name
     std::map<std::string, double> self;         // leaf function -> weight of its own stacks
   };
