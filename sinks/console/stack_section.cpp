@@ -39,6 +39,7 @@ std::string flat_table(const std::string& name, const std::vector<const StackEnt
   if (total <= 0 || entries.size() < 2) return {};
   struct Sum {
     std::int64_t self = 0, total = 0;
+    double from_root = 0;  // frames from the root, weighted: callers sit nearer it
   };
   std::map<std::string, Sum> by;
   for (const StackEntry* e : entries) {
@@ -49,18 +50,44 @@ std::string flat_table(const std::string& name, const std::vector<const StackEnt
     const std::int64_t v = first_value(*e);
     by[function_of(*view.front())].self += v;
     std::set<std::string> seen;
-    for (const FrameCopy* f : view)
-      if (seen.insert(function_of(*f)).second) by[function_of(*f)].total += v;
+    for (std::size_t i = 0; i < view.size(); ++i) {
+      const std::string fn = function_of(*view[i]);
+      if (!seen.insert(fn).second) continue;
+      by[fn].total += v;
+      by[fn].from_root += static_cast<double>(v) * static_cast<double>(view.size() - 1 - i);
+    }
   }
   std::vector<std::pair<std::string, Sum>> rows(by.begin(), by.end());
   std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
     return a.second.self != b.second.self ? a.second.self > b.second.self
                                           : a.second.total > b.second.total;
   });
-  // Functions that ran themselves (a caller's share is in the stacks below), as many as the
-  // stack rows, up to 8.
-  std::erase_if(rows, [](const auto& r) { return r.second.self <= 0; });
-  const std::size_t shown = std::min(rows.size(), std::min<std::size_t>(opt.top, 8));
+  // Functions that ran themselves, as many as the stack rows, up to 8; then the callers
+  // that hold a tenth or more of the total without running much themselves (perf report's
+  // children view: `parse` under which a library's decoder runs), three at most, leaving
+  // out what nearly every stack holds (`<module>`, `main`: true of every run).
+  std::vector<std::pair<std::string, Sum>> shown_rows;
+  for (const auto& r : rows)
+    if (r.second.self > 0 && shown_rows.size() < std::min<std::size_t>(opt.top, 8))
+      shown_rows.push_back(r);
+  std::vector<std::pair<std::string, Sum>> callers;
+  for (const auto& r : rows) {
+    const double share = static_cast<double>(r.second.total) / static_cast<double>(total);
+    const bool shown = std::any_of(shown_rows.begin(), shown_rows.end(),
+                                   [&](const auto& s) { return s.first == r.first; });
+    if (!shown && share >= 0.10 && share < 0.99) callers.push_back(r);
+  }
+  // The heaviest first; of callers on the same stacks (parse -> loads -> decode), the
+  // one nearest the root: the program's own.
+  std::stable_sort(callers.begin(), callers.end(), [](const auto& a, const auto& b) {
+    if (a.second.total != b.second.total) return a.second.total > b.second.total;
+    return a.second.from_root < b.second.from_root;
+  });
+  if (callers.size() > 3) callers.resize(3);
+  const std::size_t functions = rows.size();
+  rows = std::move(shown_rows);
+  rows.insert(rows.end(), callers.begin(), callers.end());
+  const std::size_t shown = rows.size();
   if (shown == 0) return {};
   TextTable table({true, true, false});
   table.row({"self", "total", "function"});
@@ -71,8 +98,7 @@ std::string flat_table(const std::string& name, const std::vector<const StackEnt
   for (std::size_t i = 0; i < shown; ++i)
     table.row(
         {pct(rows[i].second.self), pct(rows[i].second.total), elide_middle(rows[i].first, room)});
-  std::string out = "  " + style.bold(name) + "  functions by self, of " +
-                    format_count(rows.size()) +
+  std::string out = "  " + style.bold(name) + "  functions by self, of " + format_count(functions) +
                     " (the program's frames: its language's when it "
                     "has them, else its own code)\n";
   auto lines = table.lines("    ");

@@ -781,6 +781,41 @@ TEST_F(ConsoleSinkTest, ALanguagesFramesAreTheRowAndTheFlatTableSumsItsFunctions
   EXPECT_LT(text.find("functions by self"), text.find("top 3 of 3 stacks")) << text;
 }
 
+// A caller that runs nothing itself but holds a large part (parse, under which a library's
+// decoder runs) follows the functions by self, as perf report's children view has it; what
+// every stack holds (handle, <module>) is left out.
+TEST_F(ConsoleSinkTest, TheFlatTableNamesTheCallersThatHoldAPartAfterThoseThatRan) {
+  const auto frames = [](std::vector<std::pair<const char*, const char*>> fs) {
+    std::vector<loupe_frame> out;
+    for (const auto& [sym, file] : fs)
+      out.push_back({0x500000u, sym, file, 1, LOUPE_FRAME_PYTHON, LOUPE_RESOLVED_RUNTIME});
+    return out;
+  };
+  const auto decode = frames({{"raw_decode", "/usr/lib/python3.11/json/decoder.py"},
+                              {"parse", "/srv/app.py"},
+                              {"handle", "/srv/app.py"},
+                              {"<module>", "/srv/app.py"}});
+  const auto digest =
+      frames({{"digest", "/srv/app.py"}, {"handle", "/srv/app.py"}, {"<module>", "/srv/app.py"}});
+  std::deque<SampleRecord> recs;
+  for (const auto& [f, n] :
+       std::vector<std::pair<const std::vector<loupe_frame>*, int>>{{&decode, 60}, {&digest, 40}}) {
+    recs.emplace_back(LOUPE_RECORD_STACK_SAMPLE, "cpu");
+    recs.back()
+        .builder()
+        .label("pid", "7")
+        .frames(f->data(), static_cast<std::uint32_t>(f->size()))
+        .value("samples", "", n);
+  }
+  host_.set("width", std::int64_t{120});
+  const std::string text = final_report(recs);
+  EXPECT_TRUE(has(line_with(text, "raw_decode (decoder.py)"), "60.0%")) << text;
+  const std::string parse = line_with(text, "parse (app.py)");
+  EXPECT_TRUE(has(parse, "0.0%") && has(parse, "60.0%")) << text;
+  EXPECT_LT(text.find("digest (app.py)"), text.find("parse (app.py)")) << text;
+  EXPECT_FALSE(has(text, "handle (app.py)\n")) << "every stack holds it\n" << text;
+}
+
 TEST(ConsoleWrapLine, BreaksAtSeparatorsAndLosesNothing) {
   std::string line = "VERDICT: data lost or degraded at 3 place(s): ";
   for (int i = 0; i < 12; ++i)
