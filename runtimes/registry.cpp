@@ -7,6 +7,7 @@
 #include "hotspot/hotspot_frames.hpp"
 #include "python/python_frames.hpp"
 #include "session/runtime.hpp"
+#include "v8/v8_frames.hpp"
 
 namespace loupe {
 
@@ -29,6 +30,10 @@ const std::vector<RuntimeRow>& runtime_table() {
       {"hotspot",
        [](const RuntimeConfig& c) -> std::unique_ptr<Runtime> {
          return std::make_unique<HotSpotFrames>(c.proc_root, bool_key(c, "perf_map"));
+       }},
+      {"v8",
+       [](const RuntimeConfig& c) -> std::unique_ptr<Runtime> {
+         return std::make_unique<V8Frames>(c.proc_root);
        }},
   };
   return rows;

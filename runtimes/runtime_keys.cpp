@@ -22,6 +22,7 @@ const std::vector<RuntimeKeys>& runtime_keys() {
   static const std::vector<RuntimeKeys> rows = {
       {"python", nullptr, 0},
       {"hotspot", kHotSpotKeys, static_cast<std::uint32_t>(std::size(kHotSpotKeys))},
+      {"v8", nullptr, 0},
   };
   return rows;
 }

@@ -39,6 +39,7 @@ constexpr loupe_config_key kOwnKeys[] = {
     {"per_thread", LOUPE_CFG_BOOL, 0, "false", "keep threads apart (a tid label per stack)"},
     {"include_idle", LOUPE_CFG_BOOL, 0, "false", "also count samples of the idle task"},
     {"max_stacks", LOUPE_CFG_INT, 0, "16384", "distinct stacks kept (stack map size)", 64, 1048576},
+    sdk::kKernelStackDepthKey,
     {"max_keys", LOUPE_CFG_INT, 0, "16384", "distinct (process, stacks) counts kept in the kernel",
      1, 1048576},
     {"symbolize_interval_ms", LOUPE_CFG_INT, 0, "250",
@@ -150,8 +151,12 @@ class CpuSampleProfiler : public sdk::Profiler {
                           static_cast<std::uint32_t>(cfg.value_int("max_stacks")),
                           sdk::python_frames(cfg));
     sdk::write_target_filter(filter, skel_.get());
-    bpf_map__set_max_entries(skel_->maps.stacks,
-                             static_cast<std::uint32_t>(cfg.value_int("max_stacks")));
+    // User stacks go in the stack map only when the kernel walks them by frame pointers.
+    const bool user_in_map = user && !tables_ && !dwarf_;
+    sdk::size_stack_map(skel_->maps.stacks, static_cast<std::uint32_t>(cfg.value_int("max_stacks")),
+                        user_in_map
+                            ? sdk::kStackMapDepth
+                            : static_cast<std::uint32_t>(cfg.value_int("kernel_stack_depth")));
     bpf_map__set_max_entries(skel_->maps.counts,
                              static_cast<std::uint32_t>(cfg.value_int("max_keys")));
     if (!user && !kernel) bpf_map__set_max_entries(skel_->maps.stacks, 1);

@@ -71,6 +71,7 @@ void StackReporter::add_dwarf_sample(const cs_dwarf_rec& rec,
                       static_cast<std::uint32_t>(user.size()), frames.data());
       const std::uint32_t id = next_dwarf_stack_++;
       dwarf_frames_.emplace(id, std::move(frames));
+      if (user.size() >= CS_MAX_STACK_DEPTH) dwarf_depth_.insert(id);
       it = dwarf_index_.emplace(std::make_pair(rec.tgid, user), id).first;
     }
     key.user_stack = it->second;
@@ -86,7 +87,7 @@ void StackReporter::add_dwarf_sample(const cs_dwarf_rec& rec,
 
 void StackReporter::emit_stack(std::uint32_t tgid, std::uint32_t tid, const char* comm,
                                std::size_t comm_len, const std::string& kb, std::uint64_t total,
-                               const Frames* kernel, const Frames* user, bool is_final,
+                               const Frames* kernel, const Frames* user, bool cut, bool is_final,
                                std::uint64_t ws, std::uint64_t we, std::uint64_t* truncated) {
   std::uint64_t value = total;
   if (!is_final) {
@@ -96,14 +97,9 @@ void StackReporter::emit_stack(std::uint32_t tgid, std::uint32_t tid, const char
     prev = total;
   }
   Frames frames;
-  if (kernel) {
-    if (kernel->size() >= CS_MAX_STACK_DEPTH) *truncated += total;
-    frames.insert(frames.end(), kernel->begin(), kernel->end());
-  }
-  if (user) {
-    if (user->size() >= CS_MAX_STACK_DEPTH) *truncated += total;
-    frames.insert(frames.end(), user->begin(), user->end());
-  }
+  if (cut) *truncated += total;
+  if (kernel) frames.insert(frames.end(), kernel->begin(), kernel->end());
+  if (user) frames.insert(frames.end(), user->begin(), user->end());
   if (value == 0) return;
   sdk::RecordBuilder rb(LOUPE_RECORD_STACK_SAMPLE, opts_.record_name);
   rb.label("pid", std::to_string(tgid)).label("comm", std::string(comm, strnlen(comm, comm_len)));
@@ -130,16 +126,22 @@ void StackReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) {
   for (const auto& [k, total] : counts) {
     const Frames* kf = k.kernel_stack_id >= 0 ? &frames_.kernel(k.kernel_stack_id) : nullptr;
     const Frames* uf = k.user_stack_id >= 0 ? &user_frames_.user(k.tgid, k.user_stack_id) : nullptr;
-    emit_stack(k.tgid, k.pid, k.comm, sizeof(k.comm), key_bytes(k), total, kf, uf, is_final, ws, we,
-               &truncated);
+    const bool cut =
+        frames_.kernel_cut(k.kernel_stack_id) || user_frames_.user_cut(k.tgid, k.user_stack_id);
+    emit_stack(k.tgid, k.pid, k.comm, sizeof(k.comm), key_bytes(k), total, kf, uf, cut, is_final,
+               ws, we, &truncated);
   }
   for (const auto& [k, total] : dwarf_counts_) {
     const Frames* kf = k.kernel_stack_id >= 0 ? &frames_.kernel(k.kernel_stack_id) : nullptr;
     const Frames* uf = k.user_stack != kNoStack ? &dwarf_frames_.at(k.user_stack) : nullptr;
     std::string kb = "dwarf:";
     kb.append(reinterpret_cast<const char*>(&k), sizeof(k));
-    emit_stack(k.tgid, k.pid, k.comm.data(), k.comm.size(), kb, total, kf, uf, is_final, ws, we,
-               &truncated);
+    // The user-space unwinder stops at CS_MAX_STACK_DEPTH addresses (inlined frames may
+    // add names beyond it).
+    const bool cut = frames_.kernel_cut(k.kernel_stack_id) ||
+                     (uf && k.user_stack != kNoStack && dwarf_depth_.count(k.user_stack));
+    emit_stack(k.tgid, k.pid, k.comm.data(), k.comm.size(), kb, total, kf, uf, cut, is_final, ws,
+               we, &truncated);
   }
   if (evicting) evict(counts, gone);
   if (!is_final) previous_.end_read();
@@ -202,6 +204,7 @@ void StackReporter::evict(const std::vector<std::pair<cs_key, std::uint64_t>>& c
       continue;
     }
     dwarf_frames_.erase(it->second);
+    dwarf_depth_.erase(it->second);
     it = dwarf_index_.erase(it);
   }
   auto freed = sweep.erase();
@@ -256,8 +259,9 @@ void StackReporter::emit_health(const cs_counters& c, std::uint64_t truncated, b
        "samples lost: the aggregation map is full (raise max_keys)", c.samples, "samples",
        LOUPE_HEALTH_EFFECT_LOST},
       {"cpusample/truncated_stacks", truncated,
-       "samples whose stack reached the depth limit (127 frames) and lost its root", c.samples,
-       "samples", LOUPE_HEALTH_EFFECT_DEGRADED},
+       "samples whose stack filled its map's depth (user 127 frames, kernel kernel_stack_depth) "
+       "and may have lost its root",
+       c.samples, "samples", LOUPE_HEALTH_EFFECT_DEGRADED},
   };
   sdk::emit_health_rows(host_, "stacks", rows, is_final, ws, we);
   if (maps_.thinning && maps_.thinning->highest() > 1) {

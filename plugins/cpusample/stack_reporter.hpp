@@ -90,7 +90,7 @@ class StackReporter {
   static constexpr std::uint32_t kNoStack = 0xffffffffu;
   void emit_stack(std::uint32_t tgid, std::uint32_t tid, const char* comm, std::size_t comm_len,
                   const std::string& key_bytes, std::uint64_t total, const Frames* kernel,
-                  const Frames* user, bool is_final, std::uint64_t ws, std::uint64_t we,
+                  const Frames* user, bool cut, bool is_final, std::uint64_t ws, std::uint64_t we,
                   std::uint64_t* truncated);
   std::vector<std::pair<cs_key, std::uint64_t>> read_counts() const;
   cs_counters read_counters() const;
@@ -113,6 +113,7 @@ class StackReporter {
   std::map<DwarfKey, std::uint64_t> dwarf_counts_;
   std::map<std::pair<std::uint32_t, std::vector<std::uint64_t>>, std::uint32_t> dwarf_index_;
   std::map<std::uint32_t, Frames> dwarf_frames_;  // by the index dwarf_index_ hands out
+  std::set<std::uint32_t> dwarf_depth_;           // dwarf_frames_ cut at CS_MAX_STACK_DEPTH
   std::uint32_t next_dwarf_stack_ = 0;
   // eviction (rotating sessions)
   std::set<std::uint32_t> tgids_read_;  // the processes of the last read

@@ -43,6 +43,7 @@ constexpr loupe_config_key kOwnKeys[] = {
     {"max_keys", LOUPE_CFG_INT, 0, "16384",
      "distinct (process, stacks, reason, waker) rows kept; the rest is counted", 1, 4194304},
     {"max_stacks", LOUPE_CFG_INT, 0, "16384", "stack map size", 64, 4194304},
+    sdk::kKernelStackDepthKey,
     {"process_limit", LOUPE_CFG_INT, 0, "1024", "processes with a run-queue histogram of their own",
      1, 65536},
     {"max_blockers", LOUPE_CFG_INT, 0, "4096",
@@ -108,7 +109,11 @@ class OffcpuProfiler : public sdk::Profiler {
     };
     size(skel_->maps.blocked, "max_threads");
     size(skel_->maps.offcpu, "max_keys");
-    size(skel_->maps.stacks, "max_stacks");
+    // User stacks go in the stack map only when the kernel walks them by frame pointers.
+    sdk::size_stack_map(skel_->maps.stacks, static_cast<std::uint32_t>(cfg.value_int("max_stacks")),
+                        ro->targ_user_stacks && !tables_
+                            ? sdk::kStackMapDepth
+                            : static_cast<std::uint32_t>(cfg.value_int("kernel_stack_depth")));
     size(skel_->maps.runq_procs, "process_limit");
     size(skel_->maps.blockers, "max_blockers");
     if (!opts_.run_queue)

@@ -109,9 +109,12 @@ void OffcpuReporter::emit_offcpu(bool is_final) {
     }
     return true;
   };
+  truncated_ = 0;
   for (const auto& [id, kv] : plain) {
     const auto& [k, v] = kv;
     emit("offcpu", "p" + id, k, v, stack_of(k.tgid, k.user_stack_id, k.kernel_stack_id), false);
+    if (frames_.kernel_cut(k.kernel_stack_id) || user_frames_.user_cut(k.tgid, k.user_stack_id))
+      truncated_ += v.count;
   }
   for (const auto& [k, v] : woken) {
     // offwaketime's layout, leaf first as records are: the waker's frames root first,
@@ -258,6 +261,10 @@ void OffcpuReporter::emit_health(bool is_final) {
        "switch-outs the program never saw: those blocks' time is in offcpu/missed_out_ns, "
        "without stacks or reason",
        c.switches_out + c.missed_outs, "switch-outs", LOUPE_HEALTH_EFFECT_DEGRADED},
+      {"offcpu/truncated_stacks", truncated_,
+       "blocks whose stack filled its map's depth (user 127 frames, kernel kernel_stack_depth) "
+       "and may have lost its root",
+       c.blocks, "blocks", LOUPE_HEALTH_EFFECT_DEGRADED},
       {"offcpu/missed_out_ns", c.missed_out_ns,
        "off-CPU nanoseconds of blocks whose switch-out was not delivered", 0, nullptr,
        LOUPE_HEALTH_EFFECT_DEGRADED},

@@ -104,6 +104,7 @@ class OffcpuReporter {
   bool evict_now_ = true;
   std::uint64_t ws_ = 0, we_ = 0;
   std::uint64_t session_start_ = 0;  // the first window's start: the counters' window
+  std::uint64_t truncated_ = 0;      // blocks under stacks that filled their map (a total)
 };
 
 }  // namespace loupe::offcpu

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "loupe/report/health_share.hpp"
 #include "loupe/report/program_view.hpp"
 #include "loupe/sdk/units.hpp"
 
@@ -87,14 +88,7 @@ void FindingsRules::add(const loupe_record& r) {
     const bool said = LOUPE_ABI_HAS_FIELD(&h, loupe_health, effect);
     const bool degraded = said && h.effect == LOUPE_HEALTH_EFFECT_DEGRADED;
     std::string amount = std::to_string(h.value);
-    if (said && h.whole) {
-      char share[96];
-      std::snprintf(share, sizeof share, " of %llu%s%s (%.2g%%)",
-                    static_cast<unsigned long long>(h.whole), h.whole_unit ? " " : "",
-                    h.whole_unit ? h.whole_unit : "",
-                    100.0 * static_cast<double>(h.value) / static_cast<double>(h.whole));
-      amount += share;
-    }
+    if (said && h.whole) amount = health_share(h.value, h.whole, h.whole_unit ? h.whole_unit : "");
     losses_.push_back(
         std::string(degraded ? "data degraded: " : "data lost: ") +
         (h.component ? h.component : who) + " = " + amount +

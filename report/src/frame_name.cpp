@@ -19,7 +19,9 @@ std::string_view base_name(std::string_view path) {
 // source names it, and where it was.
 std::string source_frame_name(const loupe_frame& frame) {
   if (!frame.symbol || !*frame.symbol)
-    return frame.kind == LOUPE_FRAME_JAVA ? "[java]" : "[python]";
+    return frame.kind == LOUPE_FRAME_JAVA ? "[java]"
+           : frame.kind == LOUPE_FRAME_JS ? "[js]"
+                                          : "[python]";
   std::string out = frame.symbol;
   if (frame.module && *frame.module) {
     out += " (";

@@ -75,6 +75,7 @@ loupe_frame frame_from_json(const nlohmann::json& f) {
             : kind == "jit"    ? LOUPE_FRAME_JIT
             : kind == "python" ? LOUPE_FRAME_PYTHON
             : kind == "java"   ? LOUPE_FRAME_JAVA
+            : kind == "js"     ? LOUPE_FRAME_JS
                                : LOUPE_FRAME_USER;
   return lf;
 }

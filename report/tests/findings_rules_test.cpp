@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "loupe/report/findings_rules.hpp"
+#include "loupe/report/health_share.hpp"
 #include "sample_records.hpp"
 
 namespace {
@@ -64,6 +65,16 @@ TEST(FindingsRules, ALeafThatIsTheDominantFunctionIsSaidOnce) {
   const auto said = rules.statements();
   EXPECT_TRUE(says(said, "dominant function: 90 % of cpusample/cpu samples")) << said.size();
   EXPECT_FALSE(says(said, "hot spot")) << ::testing::PrintToString(said);
+}
+
+// A loss reads as a part of its whole, with two digits however small: 17 of 52,110 is not
+// "0.0%", and the console's verdict and the findings write it alike.
+TEST(HealthShare, APartOfItsWholeKeepsTwoDigitsHoweverSmall) {
+  using loupe::report::health_share;
+  EXPECT_EQ(health_share(3, 196, "stacks"), "3 of 196 stacks (1.5%)");
+  EXPECT_EQ(health_share(17, 52110, "records"), "17 of 52,110 records (0.033%)");
+  EXPECT_EQ(health_share(2268, 2565, ""), "2,268 of 2,565 (88%)");
+  EXPECT_EQ(health_share(1234567, 1234567, "samples"), "1,234,567 of 1,234,567 samples (100%)");
 }
 
 }  // namespace

@@ -4,17 +4,14 @@
 #include <bpf/bpf.h>
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <spdlog/spdlog.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 
+#include "process_memory.hpp"
 #include "session/health_report.hpp"
-#include "util/unique_fd.hpp"
 
 namespace loupe {
 
@@ -43,10 +40,7 @@ struct HotSpotLayout {
 namespace {
 
 bool read_mem(std::uint32_t pid, std::uint64_t addr, void* out, std::size_t len) {
-  iovec local{out, len};
-  iovec remote{reinterpret_cast<void*>(addr), len};
-  return ::process_vm_readv(static_cast<pid_t>(pid), &local, 1, &remote, 1, 0) ==
-         static_cast<ssize_t>(len);
+  return read_process_memory(pid, addr, out, len);
 }
 
 template <typename T>
@@ -69,26 +63,8 @@ std::string read_cstr(std::uint32_t pid, std::uint64_t addr) {
 
 // The gHotSpot* globals of libjvm's .dynsym, link-time addresses.
 std::map<std::string, std::uint64_t> vmstructs_symbols(const std::string& path) {
-  std::map<std::string, std::uint64_t> out;
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return out;
-  elf_version(EV_CURRENT);
-  Elf* elf = elf_begin(fd.get(), ELF_C_READ_MMAP, nullptr);
-  if (!elf) return out;
-  Elf_Scn* scn = nullptr;
-  while ((scn = elf_nextscn(elf, scn)) != nullptr) {
-    GElf_Shdr sh;
-    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || sh.sh_entsize == 0) continue;
-    Elf_Data* data = elf_getdata(scn, nullptr);
-    for (std::size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; ++i) {
-      GElf_Sym sym;
-      if (!gelf_getsym(data, static_cast<int>(i), &sym)) continue;
-      const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
-      if (name && std::strncmp(name, "gHotSpotVM", 10) == 0) out[name] = sym.st_value;
-    }
-  }
-  elf_end(elf);
-  return out;
+  const auto syms = elf_symbol_values(path, {"gHotSpotVM"});
+  return {syms.address.begin(), syms.address.end()};
 }
 
 constexpr const char* kNotYet = "its tables are not made yet";

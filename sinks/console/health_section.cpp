@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
-#include <cstdio>
 
 #include "human_units.hpp"
+#include "loupe/report/health_share.hpp"
 #include "report_sections.hpp"
 
 namespace loupe::sinks {
@@ -45,13 +45,7 @@ std::string where(const HealthEntry& e) {
 std::string loss_text(const HealthEntry& e) {
   const HealthCopy& h = e.health;
   if (h.whole == 0) return where(e) + " (" + format_count(h.value) + ")";
-  std::string s = format_count(h.value) + " of " + format_count(h.whole);
-  if (!h.whole_unit.empty()) s += " " + h.whole_unit;
-  // Two digits however small ("0.033%"): a loss of 0.0% reads as none.
-  const double pct = 100.0 * static_cast<double>(h.value) / static_cast<double>(h.whole);
-  char share[32];
-  std::snprintf(share, sizeof share, pct >= 10 ? "%.0f%%" : pct >= 1 ? "%.1f%%" : "%.2g%%", pct);
-  return s + " (" + share + ") at " + where(e);
+  return report::health_share(h.value, h.whole, h.whole_unit) + " at " + where(e);
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ Json enum_name(std::uint32_t v, const char* const (&names)[N], std::uint32_t fir
 
 const char* kKinds[] = {"histogram", "stack", "event", "metric", "health", "finding"};
 const char* kSchemes[] = {"log2", "log2_linear", "explicit"};
-const char* kFrameKinds[] = {"user", "kernel", "jit", "python", "java"};
+const char* kFrameKinds[] = {"user", "kernel", "jit", "python", "java", "js"};
 const char* kResolved[] = {"symtab",  "dynsym",   "kallsyms", "perf_map",
                            "jitdump", "eh_frame", "python",   "runtime"};
 const char* kUnresolved[] = {"no_symbol", "no_module", "process_gone", "not_attempted"};

@@ -12,7 +12,7 @@
 
 TEST(AbiLayout, VersionIsOneEleven) {
   EXPECT_EQ(LOUPE_ABI_MAJOR, 1);
-  EXPECT_EQ(LOUPE_ABI_MINOR, 11);
+  EXPECT_EQ(LOUPE_ABI_MINOR, 12);
   EXPECT_STREQ(LOUPE_PLUGIN_ENTRY_SYMBOL, "loupe_plugin_entry");
 }
 

@@ -40,6 +40,7 @@
 
 #include "loupe/hotspot.h"
 #include "loupe/unwind.h"
+#include "loupe/v8.h"
 
 const volatile __u32 loupe_unwind_max_stacks = 16384;
 
@@ -144,6 +145,15 @@ struct {
 	__type(value, struct loupe_hotspot_proc);
 } loupe_hotspot_procs SEC(".maps");
 
+/* V8s (Node.js; loupe/v8.h), written by user space (runtimes/v8/). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* written by user space only */
+	__type(key, __u32);		      /* tgid */
+	__type(value, struct loupe_v8_proc);
+} loupe_v8_procs SEC(".maps");
+
 #define LOUPE_UNWIND_WINDOWS 2
 #define LOUPE_UNWIND_PAGE 4096
 
@@ -190,6 +200,13 @@ struct loupe_unwind_state {
 	__u64 leaf_r13;
 	struct loupe_hotspot_proc hs;
 	__u8 hs_buf[LOUPE_HOTSPOT_BLOB_BYTES];
+	/* V8: the process's entry (copied at the walk's start when v8_on), the JavaScript
+	 * frames recorded, and the hash before the last frame's pc was mixed in (a frame the
+	 * V8 step names replaces its pc). */
+	__u32 v8_on;
+	__u32 v8_frames;
+	__u64 hash_before;
+	struct loupe_v8_proc v8;
 	/* A saved rbp and the return address above it, read at once: here, not on the BPF
 	 * stack, whose 512 bytes the walk's calls share (6.1 counted 544 with it there). */
 	__u64 pair[2];
@@ -650,6 +667,7 @@ static __always_inline long loupe_unwind_to_caller(struct loupe_unwind_state *st
 }
 
 #include "loupe/unwind_hotspot.bpf.h"
+#include "loupe/unwind_v8.bpf.h"
 
 /* One frame: records pc, then moves the state to the caller. 1 ends the walk. The state is
  * looked up again here: bpf_loop() passes only a pointer to the caller's stack. */
@@ -682,6 +700,7 @@ static long loupe_unwind_step(__u32 i, void *arg)
 		return loupe_hotspot_step(d) ? 1 : 0;
 	st->stack.addrs[d] = pc;
 	st->depth = d + 1;
+	st->hash_before = st->hash;
 	st->hash = (st->hash ^ pc) * 0x100000001b3ULL;
 	ret = st->nat > 0;
 	st->nat++;
@@ -712,6 +731,9 @@ static long loupe_unwind_step(__u32 i, void *arg)
 		 * once a stack: code without frame pointers is cut here (a process or a library
 		 * whose tables are not written yet). */
 		st->fp_walked = 1;
+		/* A V8 frame (JIT code, builtins): named by its JavaScript function. */
+		if (st->v8_on)
+			loupe_v8_frame(d);
 		/* The saved rbp and the return address above it, in one read. */
 		if (bp <= st->sp || !loupe_unwind_read(st, &st->pair[0], bp) ||
 		    !loupe_unwind_read(st, &st->pair[1], bp + 8)) {
@@ -886,6 +908,16 @@ __attribute__((noinline)) int loupe_unwind_user_walk(void)
 			st->hs_on = 1;
 		}
 	}
+	st->v8_on = 0;
+	if (proc && (proc->flags & LOUPE_UNWIND_PROC_V8)) {
+		const struct loupe_v8_proc *v8 = bpf_map_lookup_elem(&loupe_v8_procs, &st->tgid);
+
+		if (v8) {
+			__builtin_memcpy(&st->v8, v8, sizeof(st->v8));
+			st->v8_on = 1;
+		}
+	}
+	st->v8_frames = 0;
 	st->hs_frames = st->hs_lost = 0;
 	st->py_init = st->py_done_pc = st->py_frames = st->py_stop = st->rt_lost = 0;
 	st->py_frame = 0;
@@ -909,6 +941,8 @@ __attribute__((noinline)) int loupe_unwind_user_walk(void)
 	c->hotspot_frames += st->hs_frames;
 	c->hotspot_stacks += st->hs_frames > 0;
 	c->hotspot_lost += st->hs_lost;
+	c->v8_frames += st->v8_frames;
+	c->v8_stacks += st->v8_frames > 0;
 	switch (st->stop) {
 	case LOUPE_UNWIND_STOP_END:
 		c->end_of_stack++;

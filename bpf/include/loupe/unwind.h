@@ -119,6 +119,7 @@ struct loupe_unwind_mapping {
 #define LOUPE_UNWIND_PROC_RUNTIME(id) (1u << (id))
 #define LOUPE_UNWIND_PROC_PYTHON 1  /* a CPython interpreter: loupe_python_procs has it */
 #define LOUPE_UNWIND_PROC_HOTSPOT 2 /* a HotSpot JVM: loupe_hotspot_procs has it */
+#define LOUPE_UNWIND_PROC_V8 4	    /* a V8 (Node.js): loupe_v8_procs has it */
 
 struct loupe_unwind_proc {
 	__u32 count;
@@ -200,6 +201,8 @@ struct loupe_unwind_counters {
 	__u64 hotspot_stacks;	  /* stacks with Java frames */
 	__u64 hotspot_lost;	  /* walks stopped at a CodeCache frame that could not be
 				   * unwound (no blob for the pc, an unreadable frame) */
+	__u64 v8_frames;	  /* JavaScript frames recorded (V8's, named by their function) */
+	__u64 v8_stacks;	  /* stacks with JavaScript frames */
 };
 
 /*

@@ -34,3 +34,10 @@ loupe_cli_e2e_test(cpusample_java_e2e_test
   DEFINITIONS JAVA_SOURCE="${CMAKE_CURRENT_LIST_DIR}/TwoHot.java ${CMAKE_CURRENT_LIST_DIR}/Inlined.java"
               JAVA_CLASSES_DIR="${CMAKE_BINARY_DIR}/tests/workloads/java"
   LABEL jvm DEPENDS loupe-cpusample PROPERTIES TIMEOUT ${LOUPE_KERNEL_TEST_TIMEOUT} RUN_SERIAL TRUE)
+# JavaScript functions of a Node.js program started without any flag, named from V8's own
+# structures (runtimes/v8). Every kernel: the walk's V8 step is verified by each. Alone: a
+# node process takes a core, and the shares are held to its own clock.
+loupe_cli_e2e_test(cpusample_node_e2e_test
+  SOURCE ${CMAKE_CURRENT_LIST_DIR}/cpusample_node_e2e_test.cpp
+  DEFINITIONS TWO_HOT_JS="${CMAKE_CURRENT_LIST_DIR}/two_hot.js"
+  DEPENDS loupe-cpusample PROPERTIES TIMEOUT ${LOUPE_KERNEL_TEST_TIMEOUT} RUN_SERIAL TRUE)

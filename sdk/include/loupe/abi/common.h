@@ -37,8 +37,9 @@ extern "C" {
  * LOUPE_FRAME_JAVA, symbolize_stack (a frame that expands into the methods inlined at it);
  * 1.11: loupe_unwind_row packed into 8 bytes (the host writes 1.10's 12 into an older
  * plugin's own rows map, and shares the session's unwinder only with 1.11 and later),
- * loupe_health.whole, whole_unit and effect (a loss as a share, lost told from degraded) */
-#define LOUPE_ABI_MINOR 11
+ * loupe_health.whole, whole_unit and effect (a loss as a share, lost told from degraded);
+ * 1.12: LOUPE_FRAME_JS (V8's JavaScript frames) */
+#define LOUPE_ABI_MINOR 12
 
 /* The one symbol a plugin library exports. Its type is loupe_plugin_entry_fn (plugin.h). */
 #define LOUPE_PLUGIN_ENTRY_SYMBOL "loupe_plugin_entry"

@@ -94,11 +94,16 @@ typedef enum loupe_frame_kind {
    * Python frame, `symbol` its name (package.Class.method), `module` its source file,
    * `offset` its line (0: unknown). An inlined method is a frame of its own. */
   LOUPE_FRAME_JAVA = 5,
+  /* ABI 1.12: a JavaScript function run by V8 (Node.js; the in-kernel unwinder's V8
+   * frames): `symbol` its name ("<anonymous>" when it has none), `module` its script, `offset`
+   * its line (0: unknown). */
+  LOUPE_FRAME_JS = 6,
 } loupe_frame_kind;
 
-/* A frame of a program a runtime runs (Python, Java): named by its source, `module` the
- * file and `offset` the line, not an address in a module. */
-#define LOUPE_FRAME_IS_SOURCE(kind) ((kind) == LOUPE_FRAME_PYTHON || (kind) == LOUPE_FRAME_JAVA)
+/* A frame of a program a runtime runs (Python, Java, JavaScript): named by its source,
+ * `module` the file and `offset` the line, not an address in a module. */
+#define LOUPE_FRAME_IS_SOURCE(kind) \
+  ((kind) == LOUPE_FRAME_PYTHON || (kind) == LOUPE_FRAME_JAVA || (kind) == LOUPE_FRAME_JS)
 
 typedef enum loupe_frame_resolution {
   LOUPE_RESOLVED_SYMTAB = 1, /* ELF .symtab */

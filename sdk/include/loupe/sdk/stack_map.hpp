@@ -11,6 +11,7 @@
 #define LOUPE_SDK_STACK_MAP_HPP
 
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 
 #include <cstdint>
 #include <iterator>
@@ -24,13 +25,41 @@
 
 namespace loupe::sdk {
 
+// perf's bound on a stack (kernel.perf_event_max_stack's default): the depth of a stack
+// map that holds user stacks (unwind = "fp").
+inline constexpr std::uint32_t kStackMapDepth = 127;
+
+// A stack map that holds kernel stacks only (user stacks in the unwinder's store) needs
+// far fewer frames: a kernel stack is a syscall and an interrupt deep. The deepest of 20 s
+// of every CPU sample and every switch on a 2-CPU host running a full build and test run
+// were 17 and 23 frames (bpftrace, kstack 127). Half of perf's bound halves the map (8
+// instead of 16 MiB for 16384 stacks); a stack that fills it is counted in the profiler's
+// truncated_stacks row, never cut silently.
+inline constexpr loupe_config_key kKernelStackDepthKey = {
+    "kernel_stack_depth",
+    LOUPE_CFG_INT,
+    0,
+    "64",
+    "frames kept of a kernel stack when user stacks are unwound by tables (a stack map of "
+    "kernel stacks only is sized for this many; deeper ones are counted as truncated)",
+    8,
+    kStackMapDepth};
+
+// Sizes a stack map (BPF_MAP_TYPE_STACK_TRACE) of an opened object for `entries` stacks of
+// `depth` frames each (before load).
+inline void size_stack_map(bpf_map* map, std::uint32_t entries, std::uint32_t depth) {
+  bpf_map__set_max_entries(map, entries);
+  bpf_map__set_value_size(map, depth * static_cast<std::uint32_t>(sizeof(std::uint64_t)));
+}
+
 class StackMapFrames {
  public:
   using Frames = std::vector<loupe_frame>;
 
-  // `max_depth`: the map's value size in addresses.
+  // `max_depth`: the map's value size in addresses, as the map says (a map sized by
+  // size_stack_map()); the argument where it cannot.
   StackMapFrames(const Host& host, int stacks_fd, std::uint32_t max_depth)
-      : host_(host), fd_(stacks_fd), max_depth_(max_depth) {}
+      : host_(host), fd_(stacks_fd), max_depth_(depth_of(stacks_fd, max_depth)) {}
 
   // The user stack `id` of process `tgid`, leaf first; empty when id < 0 or it is gone.
   // A stack none of whose frames has a name is read again at the next call while its
@@ -40,8 +69,10 @@ class StackMapFrames {
     if (id < 0) return empty_;
     auto [it, inserted] = user_.try_emplace({tgid, id});
     if (inserted || unnamed_.count({tgid, id})) {
-      if (auto ips = addresses(id); !ips.empty() || inserted)
+      if (auto ips = addresses(id); !ips.empty() || inserted) {
         it->second = symbolized(tgid, LOUPE_FRAME_USER, ips);
+        if (ips.size() >= max_depth_) user_cut_.insert({tgid, id});
+      }
       remember_unnamed(tgid, id, it->second);
     }
     return it->second;
@@ -62,7 +93,9 @@ class StackMapFrames {
     if (id < 0) return empty_;
     auto [it, inserted] = kernel_.try_emplace(id);
     if (inserted) {
-      Frames all = symbolized(0, LOUPE_FRAME_KERNEL, addresses(id));
+      const std::vector<std::uint64_t> ips = addresses(id);
+      if (ips.size() >= max_depth_) kernel_cut_.insert(id);
+      Frames all = symbolized(0, LOUPE_FRAME_KERNEL, ips);
       std::size_t skip = 0;
       while (skip < all.size() && is_tracing_frame(all[skip].symbol)) ++skip;
       it->second.assign(all.begin() + static_cast<std::ptrdiff_t>(skip), all.end());
@@ -91,22 +124,43 @@ class StackMapFrames {
 
   std::uint32_t max_depth() const { return max_depth_; }
 
+  // Whether a stack read before filled the map's value: its root may be cut off.
+  bool kernel_cut(std::int32_t id) const { return kernel_cut_.count(id) > 0; }
+  bool user_cut(std::uint32_t tgid, std::int32_t id) const {
+    return user_cut_.count({tgid, id}) > 0;
+  }
+
   // Eviction (sdk/eviction.hpp): an exited process's stacks, and ids deleted from the map
   // (a later stack may take the id: its frames must be read again, not these).
   void forget_process(std::uint32_t tgid) {
     user_.erase(user_.lower_bound({tgid, INT32_MIN}), user_.upper_bound({tgid, INT32_MAX}));
     unnamed_.erase(unnamed_.lower_bound({tgid, INT32_MIN}),
                    unnamed_.upper_bound({tgid, INT32_MAX}));
+    user_cut_.erase(user_cut_.lower_bound({tgid, INT32_MIN}),
+                    user_cut_.upper_bound({tgid, INT32_MAX}));
   }
   void forget_ids(const std::set<std::int32_t>& ids) {
     if (ids.empty()) return;
-    for (std::int32_t id : ids) kernel_.erase(id);
+    for (std::int32_t id : ids) {
+      kernel_.erase(id);
+      kernel_cut_.erase(id);
+    }
     for (auto it = user_.begin(); it != user_.end();)
       it = ids.count(it->first.second) ? user_.erase(it) : std::next(it);
+    for (auto it = user_cut_.begin(); it != user_cut_.end();)
+      it = ids.count(it->second) ? user_cut_.erase(it) : std::next(it);
   }
   std::size_t cached() const { return user_.size() + kernel_.size(); }
 
  private:
+  static std::uint32_t depth_of(int fd, std::uint32_t otherwise) {
+    bpf_map_info info{};
+    __u32 len = sizeof(info);
+    if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len) != 0 || info.value_size == 0)
+      return otherwise;
+    return info.value_size / static_cast<std::uint32_t>(sizeof(std::uint64_t));
+  }
+
   Frames symbolized(std::uint32_t pid, loupe_frame_kind kind,
                     const std::vector<std::uint64_t>& ips) const {
     // A frame may stand for several (a compiled Java frame and the methods inlined in it).
@@ -133,7 +187,9 @@ class StackMapFrames {
   std::uint32_t max_depth_;
   std::map<std::pair<std::uint32_t, std::int32_t>, Frames> user_;
   std::map<std::int32_t, Frames> kernel_;
-  std::set<std::pair<std::uint32_t, std::int32_t>> unnamed_;  // user_ keys read again
+  std::set<std::pair<std::uint32_t, std::int32_t>> unnamed_;   // user_ keys read again
+  std::set<std::pair<std::uint32_t, std::int32_t>> user_cut_;  // filled the map's value
+  std::set<std::int32_t> kernel_cut_;
   const Frames empty_;
 };
 

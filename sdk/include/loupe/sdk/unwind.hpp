@@ -150,6 +150,7 @@ void size_unwind_maps(Skel* skel, const Host& host, std::uint32_t rows, std::uin
   bpf_map__set_max_entries(skel->maps.loupe_unwind_procs, on ? 1024 : 1);
   bpf_map__set_max_entries(skel->maps.loupe_unwind_files, on ? 4096 : 1);
   bpf_map__set_max_entries(skel->maps.loupe_hotspot_procs, 1);
+  bpf_map__set_max_entries(skel->maps.loupe_v8_procs, 1);
   // Python frames: an interpreter per process, code objects seen (24 bytes each), and the
   // ring that tells user space of new ones (a page when unused: the smallest ring).
   bpf_map__set_max_entries(skel->maps.loupe_python_procs, py ? 1024 : 1);

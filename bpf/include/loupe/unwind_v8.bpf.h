@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The in-kernel unwinder's V8 step (included by unwind.bpf.h; not on its own). A frame of
+ * a V8 process whose pc no row covers (JIT code, the embedded builtins) is unwound by its
+ * frame pointer, as before; this step only decides what the frame is (loupe/v8.h):
+ *
+ *   JavaScript  fp[context] is a tagged Context and fp[function] a JSFunction (its map's
+ *               instance type says so, as does its SharedFunctionInfo's): recorded as one
+ *               runtime frame of that function, instead of the pc. A bytecode handler or
+ *               a builtin that builds no frame runs in its JavaScript caller's frame, so
+ *               the frame at rbp is that function's.
+ *   typed       fp[context] is a small integer, V8's frame-type marker (entry, exit, stub,
+ *               internal): the pc stays, named from the binary's Builtins_* symbols.
+ *
+ * The tier: interpreted when the function's code is the interpreter's (not baseline or
+ * optimized code) and the frame holds a bytecode offset; baseline and optimized by the
+ * code's kind. An optimized frame's inlined functions are not recovered here.
+ */
+#ifndef LOUPE_UNWIND_V8_BPF_H
+#define LOUPE_UNWIND_V8_BPF_H
+
+/* The instance type of the heap object `tagged` (a tagged pointer), or 0. */
+static __always_inline __u16 loupe_v8_type(const struct loupe_unwind_state *st, __u64 tagged)
+{
+	__u64 map = 0;
+	__u16 type = 0;
+
+	if ((tagged & 3) != 1 ||
+	    bpf_probe_read_user(&map, sizeof(map), (void *)(tagged - 1 + st->v8.off_map)) ||
+	    (map & 3) != 1 ||
+	    bpf_probe_read_user(&type, sizeof(type), (void *)(map - 1 + st->v8.off_instance_type)))
+		return 0;
+	return type;
+}
+
+/* The frame just recorded at depth d (its pc, unwound by the frame pointer next): made a
+ * JavaScript frame when it is one. A global function: verified once, on its own. */
+__attribute__((noinline)) int loupe_v8_frame(__u32 d)
+{
+	__u32 zero = 0;
+	struct loupe_unwind_state *st = bpf_map_lookup_elem(&loupe_unwind_scratch, &zero);
+	__u64 fp, ctx = 0, fn = 0, sfi = 0, code = 0, slot = 0, tier, offset = LOUPE_V8_OFFSET_UNKNOWN;
+	__u32 flags = 0, kind;
+	__u16 type;
+
+	if (!st || d >= LOUPE_UNWIND_MAX_DEPTH)
+		return 0;
+	fp = st->bp;
+	/* A frame pointer into this stack, above sp: anything else is not a V8 frame. */
+	if (fp <= st->sp || fp - st->sp > (1 << 20))
+		return 0;
+	if (bpf_probe_read_user(&ctx, sizeof(ctx), (void *)(fp + st->v8.fp_context)) ||
+	    (ctx & 1) == 0) /* a typed frame's marker, or not readable */
+		return 0;
+	if (bpf_probe_read_user(&fn, sizeof(fn), (void *)(fp + st->v8.fp_function)))
+		return 0;
+	type = loupe_v8_type(st, fn);
+	if (type < st->v8.type_jsfunction_first || type > st->v8.type_jsfunction_last || !type)
+		return 0;
+	if (bpf_probe_read_user(&sfi, sizeof(sfi), (void *)(fn - 1 + st->v8.off_shared)) ||
+	    loupe_v8_type(st, sfi) != st->v8.type_sfi)
+		return 0;
+	tier = LOUPE_V8_OPTIMIZED;
+	kind = 0xffff;
+	if (st->v8.off_code && st->v8.off_code_flags &&
+	    !bpf_probe_read_user(&code, sizeof(code), (void *)(fn - 1 + st->v8.off_code)) &&
+	    (code & 3) == 1 &&
+	    !bpf_probe_read_user(&flags, sizeof(flags), (void *)(code - 1 + st->v8.off_code_flags)))
+		kind = flags & st->v8.kind_mask;
+	if (kind == st->v8.kind_baseline) {
+		tier = LOUPE_V8_BASELINE;
+	} else if (kind != st->v8.kind_turbofan && kind != st->v8.kind_maglev) {
+		/* The interpreter's trampoline: an Ignition frame, whose offset slot holds a
+		 * Smi (a frame of on-stack-replaced code holds something else there). */
+		tier = LOUPE_V8_INTERPRETED;
+		if (!bpf_probe_read_user(&slot, sizeof(slot),
+					 (void *)(fp + st->v8.fp_bytecode_offset)) &&
+		    (slot & 1) == 0) {
+			__s64 off = (__s32)(slot >> 32) - (__s64)st->v8.bytecode_offset_bias;
+
+			if (off >= 0 && off < (__s64)LOUPE_V8_OFFSET_UNKNOWN)
+				offset = (__u64)off;
+		} else {
+			tier = LOUPE_V8_OPTIMIZED;
+		}
+	}
+	sfi -= 1;
+	/* d again: spilled across the reads above, its bound lost with the spill. */
+	asm volatile("" : "+r"(d));
+	if (d >= LOUPE_UNWIND_MAX_DEPTH)
+		return 0;
+	st->stack.addrs[d] = LOUPE_RUNTIME_FRAME(LOUPE_RUNTIME_V8, LOUPE_V8_FRAME(tier, offset, sfi));
+	st->hash = (st->hash_before ^ st->stack.addrs[d]) * 0x100000001b3ULL;
+	st->v8_frames++;
+	st->seen_key.tgid = st->tgid;
+	st->seen_key.runtime = LOUPE_RUNTIME_V8;
+	st->seen_key.kind = LOUPE_V8_SEEN_SFI;
+	st->seen_key.ptr = sfi;
+	st->seen_key.token = 0;
+	loupe_runtime_tell(st);
+	return 1;
+}
+
+#endif /* LOUPE_UNWIND_V8_BPF_H */

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// JavaScript functions named in cpusample's stacks of a Node.js program started without any
+// flag (no --perf-basic-prof): read from V8's own structures (runtimes/v8). two_hot.js
+// runs two functions in turn and says, every 250 ms, how long each took by its own clock;
+// the samples that name each are held to that. Skipped without node on PATH.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "cli_run.hpp"
+#include "on_path.hpp"
+#include "user_frames.hpp"
+
+extern char** environ;
+
+using loupe::test::CliRun;
+using loupe::test::frame_str;
+using loupe::test::RunResult;
+using nlohmann::json;
+
+namespace {
+
+// Samples of node's main thread (its tid is its pid; V8's helper threads have their own)
+// and those whose stack names each function.
+struct Split {
+  std::int64_t main_thread = 0, a = 0, b = 0;
+  std::string pid;
+  std::uint64_t start_ns = 0, end_ns = 0;         // the session's window (realtime)
+  std::map<std::string, std::int64_t> elsewhere;  // leaf of the rest, for the message
+};
+
+Split split_of(const RunResult& r) {
+  Split s;
+  for (const auto* rec : r.all("stack", "cpu")) {
+    const auto& labels = (*rec)["labels"];
+    if (labels.value("comm", "") != "node" || labels.value("tid", "") != labels.value("pid", ""))
+      continue;
+    s.pid = labels.value("pid", "");
+    s.start_ns = (*rec)["window"].value("start_ns", std::uint64_t{0});
+    s.end_ns = (*rec)["window"].value("end_ns", std::uint64_t{0});
+    const std::int64_t n = (*rec)["stack"]["values"][0]["value"].get<std::int64_t>();
+    s.main_thread += n;
+    std::string named, leaf;
+    for (const auto& f : (*rec)["stack"]["frames"]) {
+      if (f.value("kind", "") == "kernel") continue;
+      std::string sym = frame_str(f, "symbol");
+      if (sym.empty()) sym = "?";
+      if (leaf.empty()) leaf = sym + " (" + frame_str(f, "module") + ")";
+      // The function as its JavaScript frame names it, in its script.
+      if (f.value("kind", "") == "js" && (sym == "spinSines" || sym == "hashLoop") &&
+          frame_str(f, "module").find("two_hot.js") != std::string::npos) {
+        named = sym;
+        break;
+      }
+    }
+    if (named == "spinSines")
+      s.a += n;
+    else if (named == "hashLoop")
+      s.b += n;
+    else
+      s.elsewhere[leaf] += n;
+  }
+  return s;
+}
+
+// spinSines' share of the two functions' time by two_hot.js's own clock, over the
+// session's window: from its last line at or before the window's start to its first at or
+// after the end.
+double own_a_share(const std::vector<json>& said, const Split& s) {
+  double a0 = 0, b0 = 0, a1 = 0, b1 = 0;
+  for (const auto& line : said) {
+    if (!line.contains("a_s")) continue;
+    const auto t = line.value("wall_ns", std::uint64_t{0});
+    if (t <= s.start_ns) {
+      a0 = line.value("a_s", 0.0);
+      b0 = line.value("b_s", 0.0);
+    }
+    a1 = line.value("a_s", 0.0);
+    b1 = line.value("b_s", 0.0);
+    if (t >= s.end_ns) break;
+  }
+  const double a = a1 - a0, b = b1 - b0;
+  return a + b > 0 ? a / (a + b) : 0;
+}
+
+const json* health(const RunResult& r, const std::string& name) {
+  for (const auto& rec : r.records)
+    if (rec.value("kind", "") == "health" && rec.value("name", "") == name &&
+        rec.value("is_final", false))
+      return &rec;
+  return nullptr;
+}
+
+// At least 85 % of the main thread's samples name one of the two functions, and their
+// split is the program's own within 7 points.
+void expect_functions_named(const Split& s, double own) {
+  std::string rest;
+  for (const auto& [leaf, n] : s.elsewhere) rest += "\n    " + std::to_string(n) + " " + leaf;
+  const double share = s.a + s.b ? double(s.a) / double(s.a + s.b) : 0.0;
+  std::printf(
+      "  main thread: %lld samples, spinSines %lld, hashLoop %lld (%.0f%% named): spinSines "
+      "%.1f%% of the two (its own clock: %.1f%%)%s\n",
+      (long long)s.main_thread, (long long)s.a, (long long)s.b,
+      s.main_thread ? 100.0 * double(s.a + s.b) / double(s.main_thread) : 0.0, 100 * share,
+      100 * own, rest.c_str());
+  ASSERT_GE(s.main_thread, 30) << "too few samples of node's main thread";
+  EXPECT_GE((s.a + s.b) * 100, s.main_thread * 85);
+  ASSERT_GT(own, 0) << "two_hot.js said nothing of its own time";
+  EXPECT_NEAR(share, own, 0.07);
+}
+
+class CpuSampleNode : public CliRun {
+ protected:
+  void SetUp() override {
+    CliRun::SetUp();
+    if (IsSkipped()) return;
+    node_ = loupe::test::on_path("node");
+    if (node_.empty()) GTEST_SKIP() << "node not on PATH";
+  }
+  void TearDown() override {
+    if (child_ > 0) {
+      ::kill(child_, SIGKILL);
+      ::waitpid(child_, nullptr, 0);
+    }
+    CliRun::TearDown();
+  }
+
+  std::string node_;
+  pid_t child_ = -1;
+};
+
+const std::string kProfile = "[[plugins]]\nname = \"cpusample\"\nper_thread = true\n";
+
+}  // namespace
+
+TEST_F(CpuSampleNode, CommandFunctionsAreNamedFromV8WithoutAFlag) {
+  auto r = run(kProfile, {node_, TWO_HOT_JS, "4"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Split s = split_of(r);
+  expect_functions_named(s, own_a_share(loupe::test::json_lines(r.output), s));
+  const json* h = health(r, "v8_processes");
+  ASSERT_NE(h, nullptr) << r.output;
+  std::printf("  %s\n", (*h)["health"].value("message", "").c_str());
+}
+
+TEST_F(CpuSampleNode, RunningNodeGivenByPidIsNamedToo) {
+  const std::string said = dir_ + "/said.jsonl";
+  std::vector<std::string> cmd = {node_, TWO_HOT_JS, "30"};
+  std::vector<char*> argv;
+  for (const auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  ::posix_spawn_file_actions_init(&fa);
+  ::posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, said.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
+  const int spawned = ::posix_spawn(&child_, argv[0], &fa, nullptr, argv.data(), environ);
+  ::posix_spawn_file_actions_destroy(&fa);
+  ASSERT_EQ(spawned, 0);
+  // Long enough for both functions to be compiled before the session begins.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  auto r = run(kProfile, {}, "--pid " + std::to_string(child_) + " --duration 4");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Split s = split_of(r);
+  EXPECT_EQ(s.pid, std::to_string(child_));
+  // Its next line, 250 ms on, closes the window.
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  std::ifstream in(said);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  expect_functions_named(s, own_a_share(loupe::test::json_lines(text), s));
+}
