@@ -33,7 +33,8 @@ const std::vector<RuntimeRow>& runtime_table() {
        }},
       {"v8",
        [](const RuntimeConfig& c) -> std::unique_ptr<Runtime> {
-         return std::make_unique<V8Frames>(c.proc_root);
+         // Made in code, without the profile's tables: at its default, on.
+         return std::make_unique<V8Frames>(c.proc_root, !c.values || bool_key(c, "frames"));
        }},
   };
   return rows;

@@ -16,13 +16,19 @@ const loupe_config_key kHotSpotKeys[] = {
      "structures, without attach"},
 };
 
+const loupe_config_key kV8Keys[] = {
+    {"frames", LOUPE_CFG_BOOL, 0, "true",
+     "name Node.js processes' JavaScript frames from V8's own structures (false: their JIT "
+     "frames by address, or by the perf map node writes with --perf-basic-prof)"},
+};
+
 }  // namespace
 
 const std::vector<RuntimeKeys>& runtime_keys() {
   static const std::vector<RuntimeKeys> rows = {
       {"python", nullptr, 0},
       {"hotspot", kHotSpotKeys, static_cast<std::uint32_t>(std::size(kHotSpotKeys))},
-      {"v8", nullptr, 0},
+      {"v8", kV8Keys, static_cast<std::uint32_t>(std::size(kV8Keys))},
   };
   return rows;
 }

@@ -22,16 +22,16 @@ struct V8Layout {
   loupe_v8_proc walk{};                      // the entry, without the process's addresses
   // Naming.
   std::uint32_t map = 0, itype = 0, first_nonstring = 0;
-  std::uint32_t t_scope = 0, t_script = 0, t_fixed_array = 0, t_bytecode = 0, t_byte_array = 0,
-                t_code = 0;
+  std::uint32_t t_sfi = 0, t_scope = 0, t_script = 0, t_fixed_array = 0, t_bytecode = 0,
+                t_byte_array = 0, t_code = 0;
   std::uint32_t sfi_data = 0, sfi_name = 0, sfi_script = 0;
   std::uint32_t scope_ncontext = 0, scope_first_vars = 0;
   std::uint32_t script_source = 0, script_name = 0, script_line_ends = 0;
   std::uint32_t fa_length = 0, fa_data = 0, bytecode_positions = 0, code_bytecode = 0;
   std::uint32_t str_length = 0, seq1 = 0, seq2 = 0, cons_first = 0, cons_second = 0,
                 thin_actual = 0, sliced_parent = 0, sliced_offset = 0, ext_resource = 0;
-  std::uint32_t rep_mask = 0, enc_mask = 0, one_byte = 0, rep_seq = 0, rep_cons = 0,
-                rep_thin = 0, rep_sliced = 0, rep_external = 0;
+  std::uint32_t rep_mask = 0, enc_mask = 0, one_byte = 0, rep_seq = 0, rep_cons = 0, rep_thin = 0,
+                rep_sliced = 0, rep_external = 0;
 };
 
 struct V8Frames::Process {
@@ -76,8 +76,9 @@ Result<std::shared_ptr<V8Layout>> make_layout(std::uint32_t pid, const std::stri
   auto u = [&](std::string_view name) { return static_cast<std::uint32_t>(v(name)); };
   if (v("TaggedSize") != 8 || v("SmiShiftSize") != 31 || v("HeapObjectTag") != 1) {
     if (!ok) return make_error("its metadata could not be read");
-    return make_error("a V8 with pointer compression or another tagging (only 64-bit tagged "
-                      "pointers are read)");
+    return make_error(
+        "a V8 with pointer compression or another tagging (only 64-bit tagged "
+        "pointers are read)");
   }
   L->map = u("class_HeapObject__map__Map");
   L->itype = u("class_Map__instance_type__uint16_t");
@@ -128,14 +129,14 @@ Result<std::shared_ptr<V8Layout>> make_layout(std::uint32_t pid, const std::stri
   w.type_jsfunction_first = static_cast<std::uint16_t>(u("type_JSFunction__JS_FUNCTION_TYPE"));
   // JSFunction's subtypes (class constructors, bound-like kinds) follow it: 15 since V8 9.6.
   w.type_jsfunction_last = static_cast<std::uint16_t>(w.type_jsfunction_first + 14);
-  w.type_sfi = static_cast<std::uint16_t>(u("type_SharedFunctionInfo__SHARED_FUNCTION_INFO_TYPE"));
+  L->t_sfi = u("type_SharedFunctionInfo__SHARED_FUNCTION_INFO_TYPE");
   w.bytecode_offset_bias =
       static_cast<std::uint16_t>(u("class_BytecodeArray__data__uintptr_t") - 1);
   if (!missing.empty()) return make_error("its metadata lacks " + missing);
   if (!ok) return make_error("its metadata could not be read");
 
-  const auto other = elf_symbol_values(
-      path, {"v8_Default_embedded_blob_code", "_ZN2v88internal7Version"}, true);
+  const auto other =
+      elf_symbol_values(path, {"v8_Default_embedded_blob_code", "_ZN2v88internal7Version"}, true);
   auto addr = [&](const char* name) -> std::uint64_t {
     auto it = other.address.find(name);
     return it == other.address.end() ? 0 : it->second;
@@ -151,21 +152,10 @@ Result<std::shared_ptr<V8Layout>> make_layout(std::uint32_t pid, const std::stri
       ver[i] = read_process_value<std::int32_t>(pid, bias + a, &ver_ok);
   if (ver_ok && ver[0] >= 0 && ver[1] >= 0 && ver[2] >= 0)
     L->version = fmt::format("{}.{}.{}", ver[0], ver[1], ver[2]);
-  // The tiers: JSFunction's code and the Code's kind have no metadata of their own; their
-  // places are known for V8 11.1 to 11.4 (Node 20), checked against live processes there.
-  if (ver_ok && ver[0] == 11 && ver[1] >= 1 && ver[1] <= 4) {
-    w.off_code = static_cast<std::uint16_t>(w.off_shared + 3 * 8);
-    w.off_code_flags =
-        static_cast<std::uint16_t>(u("class_Code__source_position_table__ByteArray") + 3 * 8);
-    w.kind_mask = static_cast<std::uint16_t>(u("CodeKindFieldMask"));
-    w.kind_baseline = static_cast<std::uint16_t>(u("CodeKindBaseline"));
-    w.kind_maglev = static_cast<std::uint16_t>(w.kind_baseline + 1);
-    w.kind_turbofan = static_cast<std::uint16_t>(w.kind_baseline + 2);
-    L->code_bytecode = u("class_Code__bytecode_or_interpreter_data__HeapObject");
-  } else {
-    // Unknown kinds: the step tells interpreted frames by their bytecode offset alone.
-    w.kind_baseline = w.kind_maglev = w.kind_turbofan = 0xfffe;
-  }
+  // Baseline code keeps its bytecode (V8 11); without the field, interpreted lines only.
+  if (auto it = syms.address.find("v8dbg_class_Code__bytecode_or_interpreter_data__HeapObject");
+      it != syms.address.end())
+    L->code_bytecode = read_process_value<std::int32_t>(pid, bias + it->second, &ver_ok);
   return L;
 }
 
@@ -221,8 +211,8 @@ class Heap {
       const std::uint64_t off = field(tagged, L_.sliced_offset);
       std::string parent;
       if (!is_smi(off) || smi(off) < 0 ||
-          !string(field(tagged, L_.sliced_parent), &parent, static_cast<std::size_t>(smi(off)) + len,
-                  depth - 1))
+          !string(field(tagged, L_.sliced_parent), &parent,
+                  static_cast<std::size_t>(smi(off)) + len, depth - 1))
         return false;
       *out = parent.substr(std::min(parent.size(), static_cast<std::size_t>(smi(off))), len);
       return true;
@@ -301,12 +291,12 @@ std::uint32_t V8Frames::Function::line_at(std::uint32_t offset) const {
   return line;
 }
 
-V8Frames::V8Frames(std::string proc_root) : proc_root_(std::move(proc_root)) {}
+V8Frames::V8Frames(std::string proc_root, bool enabled)
+    : proc_root_(std::move(proc_root)), enabled_(enabled) {}
 V8Frames::~V8Frames() = default;
 
 std::vector<RuntimeMapSpec> V8Frames::maps() const {
-  return {
-      {"loupe_v8_procs", BPF_MAP_TYPE_HASH, 4, sizeof(loupe_v8_proc), 256, BPF_F_NO_PREALLOC}};
+  return {{"loupe_v8_procs", BPF_MAP_TYPE_HASH, 4, sizeof(loupe_v8_proc), 256, BPF_F_NO_PREALLOC}};
 }
 
 Status V8Frames::attach(const std::map<std::string, int>& fds) {
@@ -323,7 +313,7 @@ Runtime::Update V8Frames::update(std::uint32_t pid, const std::vector<MapsEntry>
       bin = &m;
       break;
     }
-  if (procs_fd_ < 0) return Update::kNo;
+  if (procs_fd_ < 0 || !enabled_) return Update::kNo;
   std::unique_lock lock(mu_);
   if (!bin) {
     if (procs_.erase(pid)) bpf_map_delete_elem(procs_fd_, &pid);
@@ -345,9 +335,10 @@ Runtime::Update V8Frames::update(std::uint32_t pid, const std::vector<MapsEntry>
     if (!made) {
       layouts_[path] = nullptr;
       if (unsupported_.insert(path + ": " + made.error()).second)
-        spdlog::warn("pid {} runs {}, whose JavaScript frames loupe cannot read ({}): its "
-                     "stacks keep their native frames, JIT code by address",
-                     pid, path, made.error());
+        spdlog::warn(
+            "pid {} runs {}, whose JavaScript frames loupe cannot read ({}): its "
+            "stacks keep their native frames, JIT code by address",
+            pid, path, made.error());
       return Update::kNo;
     }
     layouts_[path] = *made;
@@ -409,8 +400,7 @@ const V8Frames::Function* V8Frames::read_function(std::uint32_t pid, std::uint64
   std::lock_guard lock(mu_);
   auto it = procs_.find(pid);
   if (it == procs_.end()) return nullptr;
-  if (auto f = it->second->functions.find(sfi); f != it->second->functions.end())
-    return &f->second;
+  if (auto f = it->second->functions.find(sfi); f != it->second->functions.end()) return &f->second;
   return read_locked(*it->second, pid, sfi);
 }
 
@@ -420,7 +410,7 @@ const V8Frames::Function* V8Frames::read_locked(Process& p, std::uint32_t pid,
   const V8Layout& L = *p.layout;
   Heap h(pid, L);
   const std::uint64_t sfi = sfi_addr + 1;  // tagged
-  if (h.type(sfi) != L.walk.type_sfi) {
+  if (h.type(sfi) != L.t_sfi) {
     ++read_failed_;
     return nullptr;
   }
@@ -469,7 +459,8 @@ const V8Frames::Function* V8Frames::read_locked(Process& p, std::uint32_t pid,
         if (Heap::is_smi(n) && Heap::smi(n) > 0 && Heap::smi(n) < (1 << 24)) {
           std::vector<std::uint64_t> raw(static_cast<std::size_t>(Heap::smi(n)));
           if (read_process_memory(pid, le - 1 + L.fa_data, raw.data(), raw.size() * 8))
-            for (std::uint64_t w : raw) it->second.push_back(static_cast<std::uint32_t>(Heap::smi(w)));
+            for (std::uint64_t w : raw)
+              it->second.push_back(static_cast<std::uint32_t>(Heap::smi(w)));
         }
       } else {
         std::string src;
@@ -484,7 +475,8 @@ const V8Frames::Function* V8Frames::read_locked(Process& p, std::uint32_t pid,
   // An interpreted frame's line: its bytecode's source positions (the table V8 keeps with
   // the bytecode; baseline code keeps the bytecode too).
   std::uint64_t bytecode = h.field(sfi, L.sfi_data);
-  if (L.code_bytecode && h.type(bytecode) == L.t_code) bytecode = h.field(bytecode, L.code_bytecode);
+  if (L.code_bytecode && h.type(bytecode) == L.t_code)
+    bytecode = h.field(bytecode, L.code_bytecode);
   if (ends && h.type(bytecode) == L.t_bytecode) {
     const std::uint64_t table = h.field(bytecode, L.bytecode_positions);
     const std::uint64_t n = h.type(table) == L.t_byte_array ? h.field(table, L.fa_length) : 0;
@@ -541,17 +533,15 @@ void V8Frames::report_health(HealthReport& health) const {
                             "structures (no flag, no restart); {} function(s) read",
                             functions_read_),
                 true);
-  health.health("v8_unsupported", comp, unsupported_.size(), warn_if(unsupported_.size()),
-                unsupported_.empty() ? ""
-                                     : "binaries whose V8 loupe cannot read: " +
-                                           *unsupported_.begin(),
-                true);
+  health.health(
+      "v8_unsupported", comp, unsupported_.size(), warn_if(unsupported_.size()),
+      unsupported_.empty() ? "" : "binaries whose V8 loupe cannot read: " + *unsupported_.begin(),
+      true);
   health.health("v8_unreadable", comp, read_failed_, warn_if(read_failed_),
                 read_failed_ ? "functions the stacks met that could not be read (the process "
                                "was gone, or the collector had moved them)"
                              : "",
-                true,
-                {functions_read_ + read_failed_, "functions", LOUPE_HEALTH_EFFECT_DEGRADED});
+                true, {functions_read_ + read_failed_, "functions", LOUPE_HEALTH_EFFECT_DEGRADED});
   health.health("v8_frames_unnamed", comp, unnamed_, warn_if(unnamed_),
                 unnamed_ ? "JavaScript frames named by their tag only" : "", true,
                 {0, nullptr, LOUPE_HEALTH_EFFECT_DEGRADED});

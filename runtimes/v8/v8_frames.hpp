@@ -30,8 +30,8 @@
 #include <string>
 #include <vector>
 
-#include "session/runtime.hpp"  // loupe/abi/host.h before loupe/v8.h
 #include "loupe/v8.h"
+#include "session/runtime.hpp"  // loupe/abi/host.h before loupe/v8.h
 
 namespace loupe {
 
@@ -40,7 +40,9 @@ struct V8Layout;
 
 class V8Frames final : public Runtime {
  public:
-  explicit V8Frames(std::string proc_root = "/proc");
+  // `enabled` false ([runtimes.v8] frames = false): no process is read, JIT frames stay
+  // by address (or named by a perf map node writes).
+  explicit V8Frames(std::string proc_root = "/proc", bool enabled = true);
   ~V8Frames() override;
 
   const char* name() const override { return "v8_frames"; }
@@ -77,6 +79,7 @@ class V8Frames final : public Runtime {
   const Function* read_locked(Process& p, std::uint32_t pid, std::uint64_t sfi);
 
   std::string proc_root_;
+  bool enabled_ = true;
   int procs_fd_ = -1;
   mutable std::mutex mu_;
   // By binary path: its layout, or null with the reason in unsupported_.

@@ -220,7 +220,7 @@ TEST(Profile, ARuntimeTakesItsOwnKeysInATableOfItsOwn) {
       "[runtimes.hotspt]\nperf_map = true\n[runtimes.python]\nframes = 1\n"
       "[runtimes.hotspot]\nperf_map = 3\n");
   EXPECT_NE(e.find("p.toml:1:11: error: unknown runtime 'hotspt' in runtimes; did you mean "
-                   "'hotspot'? (known: python, hotspot)"),
+                   "'hotspot'? (known: python, hotspot, v8)"),
             std::string::npos)
       << e;
   EXPECT_NE(e.find("p.toml:4:1: error: unknown key 'frames' in runtimes.python"), std::string::npos)

@@ -207,6 +207,7 @@ struct loupe_unwind_state {
 	__u32 v8_frames;
 	__u64 hash_before;
 	struct loupe_v8_proc v8;
+	__u8 v8_slots[48]; /* a frame's slots below its fp, read at once */
 	/* A saved rbp and the return address above it, read at once: here, not on the BPF
 	 * stack, whose 512 bytes the walk's calls share (6.1 counted 544 with it there). */
 	__u64 pair[2];

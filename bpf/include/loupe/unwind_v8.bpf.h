@@ -12,9 +12,9 @@
  *   typed       fp[context] is a small integer, V8's frame-type marker (entry, exit, stub,
  *               internal): the pc stays, named from the binary's Builtins_* symbols.
  *
- * The tier: interpreted when the function's code is the interpreter's (not baseline or
- * optimized code) and the frame holds a bytecode offset; baseline and optimized by the
- * code's kind. An optimized frame's inlined functions are not recovered here.
+ * The tier: interpreted when the pc is the interpreter's (the embedded builtins) and the
+ * frame holds a bytecode offset; compiled (baseline, Maglev, TurboFan) otherwise. An
+ * optimized frame's inlined functions are not recovered here.
  */
 #ifndef LOUPE_UNWIND_V8_BPF_H
 #define LOUPE_UNWIND_V8_BPF_H
@@ -34,13 +34,16 @@ static __always_inline __u16 loupe_v8_type(const struct loupe_unwind_state *st, 
 }
 
 /* The frame just recorded at depth d (its pc, unwound by the frame pointer next): made a
- * JavaScript frame when it is one. A global function: verified once, on its own. */
+ * JavaScript frame when it is one. Four reads a JavaScript frame: its slots below fp at
+ * once, the function's map and the map's type, the SharedFunctionInfo (whose type user
+ * space checks when it reads it). A global function: verified once, on its own. */
 __attribute__((noinline)) int loupe_v8_frame(__u32 d)
 {
 	__u32 zero = 0;
 	struct loupe_unwind_state *st = bpf_map_lookup_elem(&loupe_unwind_scratch, &zero);
-	__u64 fp, ctx = 0, fn = 0, sfi = 0, code = 0, slot = 0, tier, offset = LOUPE_V8_OFFSET_UNKNOWN;
-	__u32 flags = 0, kind;
+	__u64 fp, ctx, fn, sfi = 0, slot, tier = LOUPE_V8_COMPILED,
+			   offset = LOUPE_V8_OFFSET_UNKNOWN;
+	__s64 lo, at;
 	__u16 type;
 
 	if (!st || d >= LOUPE_UNWIND_MAX_DEPTH)
@@ -49,47 +52,45 @@ __attribute__((noinline)) int loupe_v8_frame(__u32 d)
 	/* A frame pointer into this stack, above sp: anything else is not a V8 frame. */
 	if (fp <= st->sp || fp - st->sp > (1 << 20))
 		return 0;
-	if (bpf_probe_read_user(&ctx, sizeof(ctx), (void *)(fp + st->v8.fp_context)) ||
-	    (ctx & 1) == 0) /* a typed frame's marker, or not readable */
+	/* The slots, fp + lo up to fp: the lowest is the bytecode offset's. */
+	lo = st->v8.fp_bytecode_offset;
+	if (lo < -(__s64)sizeof(st->v8_slots) || lo >= 0 ||
+	    bpf_probe_read_user(st->v8_slots, sizeof(st->v8_slots), (void *)(fp + lo)))
 		return 0;
-	if (bpf_probe_read_user(&fn, sizeof(fn), (void *)(fp + st->v8.fp_function)))
+	at = st->v8.fp_context - lo;
+	if (at < 0 || at > (__s64)sizeof(st->v8_slots) - 8)
 		return 0;
+	ctx = *(__u64 *)&st->v8_slots[at & 0x3f];
+	/* A typed frame's marker is a small integer (low bit 0): V8's own frame, pc kept. */
+	if ((ctx & 1) == 0)
+		return 0;
+	at = st->v8.fp_function - lo;
+	if (at < 0 || at > (__s64)sizeof(st->v8_slots) - 8)
+		return 0;
+	fn = *(__u64 *)&st->v8_slots[at & 0x3f];
 	type = loupe_v8_type(st, fn);
-	if (type < st->v8.type_jsfunction_first || type > st->v8.type_jsfunction_last || !type)
+	if (!type || type < st->v8.type_jsfunction_first || type > st->v8.type_jsfunction_last)
 		return 0;
 	if (bpf_probe_read_user(&sfi, sizeof(sfi), (void *)(fn - 1 + st->v8.off_shared)) ||
-	    loupe_v8_type(st, sfi) != st->v8.type_sfi)
+	    (sfi & 3) != 1)
 		return 0;
-	tier = LOUPE_V8_OPTIMIZED;
-	kind = 0xffff;
-	if (st->v8.off_code && st->v8.off_code_flags &&
-	    !bpf_probe_read_user(&code, sizeof(code), (void *)(fn - 1 + st->v8.off_code)) &&
-	    (code & 3) == 1 &&
-	    !bpf_probe_read_user(&flags, sizeof(flags), (void *)(code - 1 + st->v8.off_code_flags)))
-		kind = flags & st->v8.kind_mask;
-	if (kind == st->v8.kind_baseline) {
-		tier = LOUPE_V8_BASELINE;
-	} else if (kind != st->v8.kind_turbofan && kind != st->v8.kind_maglev) {
-		/* The interpreter's trampoline: an Ignition frame, whose offset slot holds a
-		 * Smi (a frame of on-stack-replaced code holds something else there). */
-		tier = LOUPE_V8_INTERPRETED;
-		if (!bpf_probe_read_user(&slot, sizeof(slot),
-					 (void *)(fp + st->v8.fp_bytecode_offset)) &&
-		    (slot & 1) == 0) {
-			__s64 off = (__s32)(slot >> 32) - (__s64)st->v8.bytecode_offset_bias;
+	/* Interpreted: the pc is the interpreter's (the builtins' code), and the frame holds a
+	 * bytecode offset (a small integer; compiled code's frames hold something else there). */
+	slot = *(__u64 *)&st->v8_slots[0];
+	if (st->pc >= st->v8.blob_low && st->pc < st->v8.blob_high && (slot & 1) == 0) {
+		__s64 off = (__s32)(slot >> 32) - (__s64)st->v8.bytecode_offset_bias;
 
-			if (off >= 0 && off < (__s64)LOUPE_V8_OFFSET_UNKNOWN)
-				offset = (__u64)off;
-		} else {
-			tier = LOUPE_V8_OPTIMIZED;
-		}
+		tier = LOUPE_V8_INTERPRETED;
+		if (off >= 0 && off < (__s64)LOUPE_V8_OFFSET_UNKNOWN)
+			offset = (__u64)off;
 	}
 	sfi -= 1;
 	/* d again: spilled across the reads above, its bound lost with the spill. */
 	asm volatile("" : "+r"(d));
 	if (d >= LOUPE_UNWIND_MAX_DEPTH)
 		return 0;
-	st->stack.addrs[d] = LOUPE_RUNTIME_FRAME(LOUPE_RUNTIME_V8, LOUPE_V8_FRAME(tier, offset, sfi));
+	st->stack.addrs[d] =
+	    LOUPE_RUNTIME_FRAME(LOUPE_RUNTIME_V8, LOUPE_V8_FRAME(tier, offset, sfi));
 	st->hash = (st->hash_before ^ st->stack.addrs[d]) * 0x100000001b3ULL;
 	st->v8_frames++;
 	st->seen_key.tgid = st->tgid;

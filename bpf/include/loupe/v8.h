@@ -26,8 +26,7 @@
  * frame (LOUPE_V8_OFFSET_UNKNOWN: not known, or past it), bits 43:0 the
  * SharedFunctionInfo's address >> 3 (heap objects are 8-aligned, below 2^47). */
 #define LOUPE_V8_INTERPRETED 0ULL /* Ignition: the bytecode offset is the frame's */
-#define LOUPE_V8_BASELINE 1ULL	  /* Sparkplug */
-#define LOUPE_V8_OPTIMIZED 2ULL	  /* TurboFan or Maglev */
+#define LOUPE_V8_COMPILED 1ULL	  /* Sparkplug, Maglev or TurboFan code */
 #define LOUPE_V8_OFFSET_UNKNOWN 0xfffULL
 #define LOUPE_V8_FRAME(tier, offset, sfi)                                                          \
 	((((__u64)(tier)&3ULL) << 56) | (((__u64)(offset)&0xfffULL) << 44) |                       \
@@ -43,24 +42,18 @@
 /* One process's V8 (loupe_v8_procs, by tgid): where its builtins are and the layout the
  * step reads, all from the binary's v8dbg_* values. */
 struct loupe_v8_proc {
-	__u64 blob_low;	 /* the embedded builtins' code (interpreter entry, bytecode handlers) */
-	__u64 blob_high; /* 0 when the binary does not say */
-	__s16 fp_context;	  /* off_fp_context: a Context, or a typed frame's marker */
-	__s16 fp_function;	  /* off_fp_function: the JSFunction */
-	__s16 fp_bytecode_offset; /* off_fp_bytecode_offset: interpreted frames' Smi */
+	__u64 blob_low;	   /* the embedded builtins' code (interpreter entry, bytecode handlers) */
+	__u64 blob_high;   /* 0 when the binary does not say: no frame reads as interpreted */
+	__s16 fp_context;  /* off_fp_context: a Context, or a typed frame's marker */
+	__s16 fp_function; /* off_fp_function: the JSFunction */
+	__s16 fp_bytecode_offset; /* off_fp_bytecode_offset: interpreted frames' Smi, the lowest */
 	__u16 off_map;		  /* HeapObject::map */
 	__u16 off_instance_type;  /* Map::instance_type (16 bits) */
 	__u16 off_shared;	  /* JSFunction::shared */
-	__u16 off_code;		  /* JSFunction::code; 0: not known for this version */
-	__u16 off_code_flags;	  /* Code's flags (kind in kind_mask); 0: not known */
 	__u16 type_jsfunction_first;
 	__u16 type_jsfunction_last;
-	__u16 type_sfi;
-	__u16 kind_mask; /* Code kind bits of the flags, at bit 0 */
-	__u16 kind_baseline;
-	__u16 kind_maglev;
-	__u16 kind_turbofan;
 	__u16 bytecode_offset_bias; /* the Smi holds offset + this (BytecodeArray's header) */
+	__u16 pad[3];
 };
 
 #endif /* LOUPE_V8_H */

@@ -81,8 +81,9 @@ TEST_F(CpuSampleE2E, UserSpinLandsInItsFunctionWithRootedStacks) {
       (long long)before_exec);
   // Between its release and its exec the held child runs only the exec itself (tearing
   // down its copy of loupe's address space): a fixed cost, tens of ms under emulation, so
-  // bounded in samples (6 = ~60 ms at 99 Hz) or 5 % of a long run, not a share alone.
-  EXPECT_LE(before_exec, std::max<std::int64_t>(6, total / 20))
+  // bounded in samples (10 = ~100 ms at 99 Hz: a 6.12 guest beside a host build took 7)
+  // or 5 % of a long run, not a share alone.
+  EXPECT_LE(before_exec, std::max<std::int64_t>(10, total / 20))
       << "more samples before the command's exec than its exec explains";
   // 1.5 s at 99 Hz is ~148 samples on an idle CPU; a loaded 2-core box gives far fewer.
   ASSERT_GE(total, 10);
