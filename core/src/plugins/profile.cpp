@@ -96,7 +96,8 @@ const loupe_config_key kSessionKeys[] = {
      16, 1 << 20},
     {"unwind_rows", LOUPE_CFG_INT, 0, "0",
      "rows of the in-kernel unwinder's tables, shared by every plugin (8 bytes each, allocated "
-     "at start; libc has 28k); 0 = 262144 (3 MiB) for a command or --pid, 2097152 (24 MiB) "
+     "at start; libc has 28k); 0 = 1048576 (8 MiB: node alone has 372k) for a command or --pid, "
+     "2097152 (16 MiB) "
      "system-wide, where every binary of the machine needs rows; files past it unwind by frame "
      "pointers (counted in unwind_rows_full)",
      0, 16777216},

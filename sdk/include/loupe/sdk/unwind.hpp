@@ -38,7 +38,7 @@ inline constexpr loupe_config_key kUnwindRowsKey = {
     0,
     "0",
     "unwind = \"tables\" on a host without the session's unwinder (before ABI 1.10, or its "
-    "maps refused): this plugin's own table rows (8 bytes each); 0 = 262144 for a command or "
+    "maps refused): this plugin's own table rows (8 bytes each); 0 = 1048576 for a command or "
     "--pid, 2097152 system-wide. With the session's unwinder (the default), `[session] "
     "unwind_rows` sizes the one table every plugin shares",
     0,
@@ -63,7 +63,7 @@ inline bool python_frames(const Config& cfg) {
 inline std::uint32_t unwind_rows(const Config& cfg, const loupe_session_info* session) {
   const auto rows = static_cast<std::uint32_t>(cfg.value_int("unwind_rows"));
   if (rows) return rows < 1024 ? 1024 : rows;
-  return session && session->target_pid > 0 ? 262144u : 2097152u;
+  return session && session->target_pid > 0 ? 1048576u : 2097152u;
 }
 
 // The keys of plugins whose user stacks come from the kernel only (no stack copy to unwind
