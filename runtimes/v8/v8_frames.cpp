@@ -36,6 +36,9 @@ struct V8Layout {
 
 struct V8Frames::Process {
   std::shared_ptr<const V8Layout> layout;
+  // Exited: its entry is gone, what was read of it stays to name the stacks that hold it
+  // (a plugin names some only at its final report).
+  bool gone = false;
   loupe_v8_proc entry{};
   std::map<std::uint64_t, Function> functions;                  // by SharedFunctionInfo
   std::map<std::uint64_t, std::vector<std::uint32_t>> scripts;  // line ends, by Script
@@ -44,6 +47,7 @@ struct V8Frames::Process {
 namespace {
 
 constexpr std::size_t kMaxFunctions = 1 << 16;  // per process
+constexpr std::size_t kMaxGone = 64;            // exited processes whose names are kept
 constexpr std::size_t kMaxSource = 64u << 20;   // bytes of a script scanned for its lines
 
 // The binaries that carry a V8 this reads: node itself, or libnode (Node embedded). Named,
@@ -319,7 +323,8 @@ Runtime::Update V8Frames::update(std::uint32_t pid, const std::vector<MapsEntry>
     if (procs_.erase(pid)) bpf_map_delete_elem(procs_fd_, &pid);
     return Update::kNo;
   }
-  if (auto it = procs_.find(pid); it != procs_.end() && it->second->layout->path == bin->path)
+  if (auto it = procs_.find(pid);
+      it != procs_.end() && !it->second->gone && it->second->layout->path == bin->path)
     return Update::kYes;
   std::shared_ptr<const V8Layout> layout;
   const std::string path = bin->path;
@@ -371,13 +376,28 @@ Runtime::Update V8Frames::update(std::uint32_t pid, const std::vector<MapsEntry>
 
 void V8Frames::forget(std::uint32_t pid) {
   std::lock_guard lock(mu_);
-  if (procs_.erase(pid) && procs_fd_ >= 0) bpf_map_delete_elem(procs_fd_, &pid);
+  auto it = procs_.find(pid);
+  if (it == procs_.end() || it->second->gone) return;
+  if (procs_fd_ >= 0) bpf_map_delete_elem(procs_fd_, &pid);
+  it->second->gone = true;
+  it->second->scripts.clear();  // only a live process's functions are read
+  // A system-wide session sees node processes come and go: the names of the last
+  // kMaxGone are kept.
+  std::size_t gone = 0;
+  for (const auto& [p, proc] : procs_) gone += proc->gone;
+  for (auto g = procs_.begin(); gone > kMaxGone && g != procs_.end();)
+    if (g->second->gone && g->first != pid) {
+      g = procs_.erase(g);
+      --gone;
+    } else {
+      ++g;
+    }
 }
 
 bool V8Frames::entry(std::uint32_t pid, loupe_v8_proc* out) const {
   std::lock_guard lock(mu_);
   auto it = procs_.find(pid);
-  if (it == procs_.end()) return false;
+  if (it == procs_.end() || it->second->gone) return false;
   *out = it->second->entry;
   return true;
 }
@@ -392,7 +412,7 @@ void V8Frames::seen(const loupe_runtime_seen_key& key) {
   if (key.kind != LOUPE_V8_SEEN_SFI) return;
   std::lock_guard lock(mu_);
   auto it = procs_.find(key.tgid);
-  if (it == procs_.end() || it->second->functions.count(key.ptr)) return;
+  if (it == procs_.end() || it->second->gone || it->second->functions.count(key.ptr)) return;
   read_locked(*it->second, key.tgid, key.ptr);
 }
 
@@ -401,7 +421,7 @@ const V8Frames::Function* V8Frames::read_function(std::uint32_t pid, std::uint64
   auto it = procs_.find(pid);
   if (it == procs_.end()) return nullptr;
   if (auto f = it->second->functions.find(sfi); f != it->second->functions.end()) return &f->second;
-  return read_locked(*it->second, pid, sfi);
+  return it->second->gone ? nullptr : read_locked(*it->second, pid, sfi);
 }
 
 const V8Frames::Function* V8Frames::read_locked(Process& p, std::uint32_t pid,
