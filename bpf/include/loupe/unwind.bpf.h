@@ -208,6 +208,7 @@ struct loupe_unwind_state {
 	__u64 hash_before;
 	struct loupe_v8_proc v8;
 	__u8 v8_slots[48]; /* a frame's slots below its fp, read at once */
+	__u64 v8_word[2];  /* an object's fields, read here rather than on the BPF stack */
 	/* A saved rbp and the return address above it, read at once: here, not on the BPF
 	 * stack, whose 512 bytes the walk's calls share (6.1 counted 544 with it there). */
 	__u64 pair[2];
@@ -733,8 +734,12 @@ static long loupe_unwind_step(__u32 i, void *arg)
 		 * whose tables are not written yet). */
 		st->fp_walked = 1;
 		/* A V8 frame (JIT code, builtins): named by its JavaScript function. */
-		if (st->v8_on)
-			loupe_v8_frame(d);
+		if (st->v8_on) {
+			/* No argument, and what it changed read back: values kept across
+			 * the call would cost the walk's callback stack, which 6.1 sums. */
+			loupe_v8_frame();
+			bp = st->bp;
+		}
 		/* The saved rbp and the return address above it, in one read. */
 		if (bp <= st->sp || !loupe_unwind_read(st, &st->pair[0], bp) ||
 		    !loupe_unwind_read(st, &st->pair[1], bp + 8)) {

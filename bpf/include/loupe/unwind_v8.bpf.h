@@ -19,34 +19,37 @@
 #ifndef LOUPE_UNWIND_V8_BPF_H
 #define LOUPE_UNWIND_V8_BPF_H
 
-/* The instance type of the heap object `tagged` (a tagged pointer), or 0. */
-static __always_inline __u16 loupe_v8_type(const struct loupe_unwind_state *st, __u64 tagged)
+/* The instance type of the heap object `tagged` (a tagged pointer), or 0. Read into the
+ * scratch, not the BPF stack: 6.1 bounds the whole call chain's stack at 512 bytes. */
+static __always_inline __u16 loupe_v8_type(struct loupe_unwind_state *st, __u64 tagged)
 {
-	__u64 map = 0;
-	__u16 type = 0;
-
 	if ((tagged & 3) != 1 ||
-	    bpf_probe_read_user(&map, sizeof(map), (void *)(tagged - 1 + st->v8.off_map)) ||
-	    (map & 3) != 1 ||
-	    bpf_probe_read_user(&type, sizeof(type), (void *)(map - 1 + st->v8.off_instance_type)))
+	    bpf_probe_read_user(&st->v8_word[0], 8, (void *)(tagged - 1 + st->v8.off_map)) ||
+	    (st->v8_word[0] & 3) != 1 ||
+	    bpf_probe_read_user(&st->v8_word[1], 2,
+				(void *)(st->v8_word[0] - 1 + st->v8.off_instance_type)))
 		return 0;
-	return type;
+	return (__u16)st->v8_word[1];
 }
 
-/* The frame just recorded at depth d (its pc, unwound by the frame pointer next): made a
+/* The frame just recorded (its pc, unwound by the frame pointer next): made a
  * JavaScript frame when it is one. Four reads a JavaScript frame: its slots below fp at
  * once, the function's map and the map's type, the SharedFunctionInfo (whose type user
  * space checks when it reads it). A global function: verified once, on its own. */
-__attribute__((noinline)) int loupe_v8_frame(__u32 d)
+__attribute__((noinline)) int loupe_v8_frame(void)
 {
 	__u32 zero = 0;
 	struct loupe_unwind_state *st = bpf_map_lookup_elem(&loupe_unwind_scratch, &zero);
+	__u32 d;
 	__u64 fp, ctx, fn, sfi = 0, slot, tier = LOUPE_V8_COMPILED,
 			   offset = LOUPE_V8_OFFSET_UNKNOWN;
 	__s64 lo, at;
 	__u16 type;
 
-	if (!st || d >= LOUPE_UNWIND_MAX_DEPTH)
+	if (!st)
+		return 0;
+	d = st->depth - 1; /* the frame the walk just recorded */
+	if (d >= LOUPE_UNWIND_MAX_DEPTH)
 		return 0;
 	fp = st->bp;
 	/* A frame pointer into this stack, above sp: anything else is not a V8 frame. */
@@ -71,8 +74,11 @@ __attribute__((noinline)) int loupe_v8_frame(__u32 d)
 	type = loupe_v8_type(st, fn);
 	if (!type || type < st->v8.type_jsfunction_first || type > st->v8.type_jsfunction_last)
 		return 0;
-	if (bpf_probe_read_user(&sfi, sizeof(sfi), (void *)(fn - 1 + st->v8.off_shared)) ||
-	    (sfi & 3) != 1)
+	st->v8_word[1] = 0;
+	if (bpf_probe_read_user(&st->v8_word[1], 8, (void *)(fn - 1 + st->v8.off_shared)))
+		return 0;
+	sfi = st->v8_word[1];
+	if ((sfi & 3) != 1)
 		return 0;
 	/* Interpreted: the pc is the interpreter's (the builtins' code), and the frame holds a
 	 * bytecode offset (a small integer; compiled code's frames hold something else there). */
