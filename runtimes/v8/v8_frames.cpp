@@ -318,11 +318,13 @@ Runtime::Update V8Frames::update(std::uint32_t pid, const std::vector<MapsEntry>
       break;
     }
   if (procs_fd_ < 0 || !enabled_) return Update::kNo;
-  std::unique_lock lock(mu_);
   if (!bin) {
-    if (procs_.erase(pid)) bpf_map_delete_elem(procs_fd_, &pid);
+    // Exec'd into another program, or exiting (a zombie's maps read empty, before its exit
+    // is told): what was read of it stays to name the stacks that hold it.
+    forget(pid);
     return Update::kNo;
   }
+  std::unique_lock lock(mu_);
   if (auto it = procs_.find(pid);
       it != procs_.end() && !it->second->gone && it->second->layout->path == bin->path)
     return Update::kYes;

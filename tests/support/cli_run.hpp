@@ -78,6 +78,29 @@ inline std::vector<nlohmann::json> json_lines(const std::string& text) {
   return out;
 }
 
+// `a`'s share of the time two parts of a workload took by its own clock, over a session's
+// window [start_ns, end_ns] (realtime): the workload prints its running totals (keys `a`
+// and `b`, in seconds) with `wall_ns` now and then; the share is from its last line at or
+// before the window's start (none: it started in the session) to its first at or after
+// the end (none: it ended in the session). 0 when it said nothing.
+inline double own_share_over(const std::vector<nlohmann::json>& said, const std::string& a,
+                             const std::string& b, std::uint64_t start_ns, std::uint64_t end_ns) {
+  double a0 = 0, b0 = 0, a1 = 0, b1 = 0;
+  for (const auto& line : said) {
+    if (!line.contains(a)) continue;
+    const auto t = line.value("wall_ns", std::uint64_t{0});
+    if (t <= start_ns) {
+      a0 = line.value(a, 0.0);
+      b0 = line.value(b, 0.0);
+    }
+    a1 = line.value(a, 0.0);
+    b1 = line.value(b, 0.0);
+    if (t >= end_ns) break;
+  }
+  const double da = a1 - a0, db = b1 - b0;
+  return da + db > 0 ? da / (da + db) : 0;
+}
+
 class CliRun : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -74,22 +74,9 @@ Split split_of(const RunResult& r) {
 }
 
 // heavy()'s share of the two methods' CPU time by TwoHot's own clock, over the session's
-// window: from its last report at or before the window's start (none: the JVM started in
-// the session) to its first at or after the end (none: it ended in the session).
+// window.
 double own_heavy_share(const std::vector<json>& said, const Split& s) {
-  double h0 = 0, l0 = 0, h1 = 0, l1 = 0;
-  for (const auto& line : said) {
-    const auto t = line.value("wall_ns", std::uint64_t{0});
-    if (t <= s.start_ns) {
-      h0 = line.value("heavy_s", 0.0);
-      l0 = line.value("light_s", 0.0);
-    }
-    h1 = line.value("heavy_s", 0.0);
-    l1 = line.value("light_s", 0.0);
-    if (t >= s.end_ns) break;
-  }
-  const double h = h1 - h0, l = l1 - l0;
-  return h + l > 0 ? h / (h + l) : 0;
+  return loupe::test::own_share_over(said, "heavy_s", "light_s", s.start_ns, s.end_ns);
 }
 
 const json* health(const RunResult& r, const std::string& name) {

@@ -76,34 +76,6 @@ Split split_of(const RunResult& r) {
   return s;
 }
 
-// spinSines' share of the two functions' time by two_hot.js's own clock, over the
-// session's window: from its last line at or before the window's start to its first at or
-// after the end.
-double own_a_share(const std::vector<json>& said, const Split& s) {
-  double a0 = 0, b0 = 0, a1 = 0, b1 = 0;
-  for (const auto& line : said) {
-    if (!line.contains("a_s")) continue;
-    const auto t = line.value("wall_ns", std::uint64_t{0});
-    if (t <= s.start_ns) {
-      a0 = line.value("a_s", 0.0);
-      b0 = line.value("b_s", 0.0);
-    }
-    a1 = line.value("a_s", 0.0);
-    b1 = line.value("b_s", 0.0);
-    if (t >= s.end_ns) break;
-  }
-  const double a = a1 - a0, b = b1 - b0;
-  return a + b > 0 ? a / (a + b) : 0;
-}
-
-const json* health(const RunResult& r, const std::string& name) {
-  for (const auto& rec : r.records)
-    if (rec.value("kind", "") == "health" && rec.value("name", "") == name &&
-        rec.value("is_final", false))
-      return &rec;
-  return nullptr;
-}
-
 // At least 85 % of the main thread's samples while the script ran (a frame of two_hot.js
 // under them: node's start-up, a quarter of a run under emulation, is not the script's)
 // name one of the two functions, and their split is the program's own within 7 points. On
@@ -154,8 +126,9 @@ TEST_F(CpuSampleNode, CommandFunctionsAreNamedFromV8WithoutAFlag) {
   auto r = run(kProfile, {node_, TWO_HOT_JS, "4"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const Split s = split_of(r);
-  expect_functions_named(s, own_a_share(loupe::test::json_lines(r.output), s));
-  const json* h = health(r, "v8_processes");
+  expect_functions_named(s, loupe::test::own_share_over(loupe::test::json_lines(r.output), "a_s",
+                                                        "b_s", s.start_ns, s.end_ns));
+  const json* h = r.loss("v8_processes");
   ASSERT_NE(h, nullptr) << r.output;
   std::printf("  %s\n", (*h)["health"].value("message", "").c_str());
 }
@@ -183,5 +156,6 @@ TEST_F(CpuSampleNode, RunningNodeGivenByPidIsNamedToo) {
   std::this_thread::sleep_for(std::chrono::milliseconds(600));
   std::ifstream in(said);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  expect_functions_named(s, own_a_share(loupe::test::json_lines(text), s));
+  expect_functions_named(s, loupe::test::own_share_over(loupe::test::json_lines(text), "a_s", "b_s",
+                                                        s.start_ns, s.end_ns));
 }
