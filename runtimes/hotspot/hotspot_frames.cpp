@@ -166,6 +166,9 @@ struct HotSpotFrames::Jvm {
   std::shared_ptr<const HotSpotLayout> layout;
   std::uint64_t code_low = 0;
   loupe_hotspot_proc entry{};
+  // Exited (or its maps read without libjvm: a zombie's read empty before its exit is
+  // told): its entry is gone, its names stay for the stacks that hold them.
+  bool gone = false;
   std::map<std::uint64_t, std::unique_ptr<Method>> methods;  // by Method*
   std::map<std::uint64_t, std::uint64_t> method_tokens;      // Method* -> ConstMethod*
   // By (code begin, compile id): code freed and reused holds several generations, and a
@@ -340,12 +343,16 @@ Runtime::Update HotSpotFrames::update(std::uint32_t pid, const std::vector<MapsE
   if (procs_fd_ < 0) return Update::kNo;
   std::unique_lock lock(mu_);
   if (!lib) {
-    if (jvms_.erase(pid)) bpf_map_delete_elem(procs_fd_, &pid);
+    if (Jvm* j = jvm(pid); j && !j->gone) {
+      bpf_map_delete_elem(procs_fd_, &pid);
+      j->gone = true;
+    }
     return Update::kNo;
   }
   const std::string libjvm = lib->path;
   const std::uint64_t bias = lib->start;
-  if (Jvm* j = jvm(pid); j && j->layout->libjvm == libjvm && j->code_low) return Update::kYes;
+  if (Jvm* j = jvm(pid); j && !j->gone && j->layout->libjvm == libjvm && j->code_low)
+    return Update::kYes;
   lock.unlock();
   // Each JVM's own tables: the statics' addresses are its own (libjvm loads anywhere).
   auto layout = make_layout(pid, libjvm, bias);
@@ -394,7 +401,7 @@ Runtime::Update HotSpotFrames::update(std::uint32_t pid, const std::vector<MapsE
     return Update::kNo;
   }
   auto& j = jvms_[pid];
-  if (!j) {
+  if (!j || j->gone) {  // a new JVM (a pid reused after one exited starts afresh)
     j = std::make_unique<Jvm>();
     j->pid = pid;
     ++jvms_seen_;
@@ -409,7 +416,10 @@ Runtime::Update HotSpotFrames::update(std::uint32_t pid, const std::vector<MapsE
 void HotSpotFrames::forget(std::uint32_t pid) {
   std::lock_guard lock(mu_);
   // The names stay: stacks of an exited JVM are named at the next report. Its entry goes.
-  if (jvms_.count(pid) && procs_fd_ >= 0) bpf_map_delete_elem(procs_fd_, &pid);
+  Jvm* j = jvm(pid);
+  if (!j || j->gone) return;
+  if (procs_fd_ >= 0) bpf_map_delete_elem(procs_fd_, &pid);
+  j->gone = true;
 }
 
 bool HotSpotFrames::entry(std::uint32_t pid, loupe_hotspot_proc* out) const {
