@@ -5,7 +5,9 @@
 #ifndef LOUPE_TESTS_CLI_RUN_HPP
 #define LOUPE_TESTS_CLI_RUN_HPP
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <spawn.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -15,9 +17,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+extern char** environ;
 
 namespace loupe::test {
 
@@ -76,6 +81,28 @@ inline std::vector<nlohmann::json> json_lines(const std::string& text) {
     pos = end + 1;
   }
   return out;
+}
+
+// Starts `cmd` with its standard output into `out_file` (what a workload says of itself, read
+// after a session given its pid); its pid, or -1.
+inline pid_t spawn_to_file(const std::vector<std::string>& cmd, const std::string& out_file) {
+  std::vector<char*> argv;
+  for (const auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  ::posix_spawn_file_actions_init(&fa);
+  ::posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out_file.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  const int spawned = ::posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  ::posix_spawn_file_actions_destroy(&fa);
+  return spawned == 0 ? pid : -1;
+}
+
+// The whole of a file (empty when it cannot be read).
+inline std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 // `a`'s share of the time two parts of a workload took by its own clock, over a session's

@@ -249,19 +249,10 @@ TEST_F(CpuSampleJava, CommandJvmMethodsAreNamedFromItsPerfMapWhenAsked) {
 }
 
 TEST_F(CpuSampleJava, RunningJvmGivenByPidIsNamedToo) {
-  const auto cmd = java("40");
-  std::vector<char*> argv;
-  for (const auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
   // What it says of its own time goes to a file, read after the session.
   const std::string said = classes_ + "/said.jsonl";
-  posix_spawn_file_actions_t fa;
-  ::posix_spawn_file_actions_init(&fa);
-  ::posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, said.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-  const int spawned = ::posix_spawn(&jvm_, argv[0], &fa, nullptr, argv.data(), environ);
-  ::posix_spawn_file_actions_destroy(&fa);
-  ASSERT_EQ(spawned, 0);
+  jvm_ = loupe::test::spawn_to_file(java("40"), said);
+  ASSERT_GT(jvm_, 0);
   // Long enough for both methods to be compiled before the session begins.
   std::this_thread::sleep_for(std::chrono::seconds(2));
   auto r = run(kProfile, {}, "--pid " + std::to_string(jvm_) + " --duration 6");
@@ -270,9 +261,8 @@ TEST_F(CpuSampleJava, RunningJvmGivenByPidIsNamedToo) {
   EXPECT_EQ(s.pid, std::to_string(jvm_));
   // Its next report, 200 ms on, closes the window.
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
-  std::ifstream in(said);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  expect_methods_named(s, own_heavy_share(loupe::test::json_lines(text), s));
+  expect_methods_named(s,
+                       own_heavy_share(loupe::test::json_lines(loupe::test::file_text(said)), s));
   expect_read_without_attach(r, std::to_string(jvm_));
 }
 

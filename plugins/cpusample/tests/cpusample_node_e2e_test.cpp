@@ -135,17 +135,8 @@ TEST_F(CpuSampleNode, CommandFunctionsAreNamedFromV8WithoutAFlag) {
 
 TEST_F(CpuSampleNode, RunningNodeGivenByPidIsNamedToo) {
   const std::string said = dir_ + "/said.jsonl";
-  std::vector<std::string> cmd = {node_, TWO_HOT_JS, "30"};
-  std::vector<char*> argv;
-  for (const auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  ::posix_spawn_file_actions_init(&fa);
-  ::posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, said.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-  const int spawned = ::posix_spawn(&child_, argv[0], &fa, nullptr, argv.data(), environ);
-  ::posix_spawn_file_actions_destroy(&fa);
-  ASSERT_EQ(spawned, 0);
+  child_ = loupe::test::spawn_to_file({node_, TWO_HOT_JS, "30"}, said);
+  ASSERT_GT(child_, 0);
   // Long enough for both functions to be compiled before the session begins.
   std::this_thread::sleep_for(std::chrono::seconds(1));
   auto r = run(kProfile, {}, "--pid " + std::to_string(child_) + " --duration 4");
@@ -154,8 +145,7 @@ TEST_F(CpuSampleNode, RunningNodeGivenByPidIsNamedToo) {
   EXPECT_EQ(s.pid, std::to_string(child_));
   // Its next line, 250 ms on, closes the window.
   std::this_thread::sleep_for(std::chrono::milliseconds(600));
-  std::ifstream in(said);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = loupe::test::file_text(said);
   expect_functions_named(s, loupe::test::own_share_over(loupe::test::json_lines(text), "a_s", "b_s",
                                                         s.start_ns, s.end_ns));
 }
