@@ -58,10 +58,13 @@ bool may_be_node(const std::string& path) {
          base.rfind("libnode.so", 0) == 0;
 }
 
+// `start`: where the binary's mapping of offset 0 begins (its bias, unless it is an
+// executable loaded at its link-time addresses).
 Result<std::shared_ptr<V8Layout>> make_layout(std::uint32_t pid, const std::string& path,
-                                              std::uint64_t bias) {
+                                              std::uint64_t start) {
   const auto syms = elf_symbol_values(path, {"v8dbg_"});
   if (!syms.read) return make_error(path + ": not an ELF file loupe can read");
+  const std::uint64_t bias = syms.executable ? 0 : start;
   if (syms.address.size() < 64) return make_error("no V8 postmortem metadata (v8dbg_*)");
   auto L = std::make_shared<V8Layout>();
   L->path = path;
@@ -334,10 +337,7 @@ Runtime::Update V8Frames::update(std::uint32_t pid, const std::vector<MapsEntry>
   if (known) layout = layouts_[path];
   lock.unlock();
   if (!known) {
-    // The bias is the binary's: 0 for an executable, its first mapping for a library.
-    const auto probe = elf_symbol_values(path, {"v8dbg_TaggedSize"});
-    const std::uint64_t bias = probe.executable ? 0 : bin->start;
-    auto made = make_layout(pid, path, bias);
+    auto made = make_layout(pid, path, bin->start);
     lock.lock();
     if (!made) {
       layouts_[path] = nullptr;
