@@ -14,6 +14,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -37,6 +38,7 @@ struct JvmStatus {
   uid_t euid = 0;
   gid_t egid = 0;
   bool catches_sigquit = false;
+  std::int64_t started_ns = 0;  // wall clock; 0 trusts any socket found
 };
 
 // The second field of "Uid:"/"Gid:" (real, effective, saved, fs) is the effective id.
@@ -107,9 +109,34 @@ bool attach_disabled(const std::string& proc_dir) {
   return disabled;
 }
 
-bool is_socket(const std::string& path) {
+// When the process started, in wall-clock nanoseconds (0 if unreadable): its start in
+// /proc/PID/stat counts clock ticks since boot.
+std::int64_t start_wall_ns(const std::string& proc_dir) {
+  const std::string stat = read_all(proc_dir + "/stat");
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string field;
+  for (int i = 3; i < 22 && fields >> field; ++i) {
+  }
+  unsigned long long ticks = 0;
+  if (!(fields >> ticks)) return 0;
+  timespec boot{}, wall{};
+  ::clock_gettime(CLOCK_BOOTTIME, &boot);
+  ::clock_gettime(CLOCK_REALTIME, &wall);
+  const auto ns = [](const timespec& t) { return t.tv_sec * 1'000'000'000LL + t.tv_nsec; };
+  const long hz = ::sysconf(_SC_CLK_TCK);
+  return ns(wall) - ns(boot) + static_cast<std::int64_t>(ticks) * (1'000'000'000LL / hz);
+}
+
+// The JVM's listener socket, if it is this JVM's: a JVM killed without cleanup leaves its
+// socket behind, and a later process given the same pid would be asked through it (and
+// refuse: ECONNREFUSED). A socket older than the process is such a leftover.
+bool is_socket(const std::string& path, std::int64_t not_before_ns) {
   struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
+  if (::stat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) return false;
+  const std::int64_t made = st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec;
+  return made >= not_before_ns;
 }
 
 int remaining_ms(Clock::time_point deadline) {
@@ -251,14 +278,14 @@ Status start_listener(std::uint32_t pid, const std::string& proc_dir, const JvmS
     // bound, and so does this (a JVM as nobody once never listened after one, 1 run in 3).
     const auto again = Clock::now() + (deadline - Clock::now()) / 2;
     bool resent = false;
-    while (!is_socket(socket_path) && Clock::now() < deadline) {
+    while (!is_socket(socket_path, st.started_ns) && Clock::now() < deadline) {
       if (!resent && Clock::now() >= again) {
         resent = true;
         (void)::kill(static_cast<pid_t>(pid), SIGQUIT);
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    if (!is_socket(socket_path))
+    if (!is_socket(socket_path, st.started_ns))
       result = attach_error(::kill(static_cast<pid_t>(pid), 0) != 0 ? JvmAttachError::kGone
                                                                     : JvmAttachError::kTimeout,
                             "no attach listener within the bound (attach disabled with "
@@ -280,10 +307,11 @@ Result<JvmAnswer> jvm_command(std::uint32_t pid, const std::string& command,
     return attach_error(JvmAttachError::kGone, "the process is gone");
   JvmAnswer answer;
   const std::string socket_path = proc_dir + "/root/tmp/.java_pid" + std::to_string(st.nspid);
-  if (!is_socket(socket_path)) {
-    if (attach_disabled(proc_dir))
-      return attach_error(JvmAttachError::kDisabled,
-                          "attach disabled (-XX:+DisableAttachMechanism)");
+  // Disabled first: such a JVM never listens, so a socket at its path is a leftover.
+  if (attach_disabled(proc_dir))
+    return attach_error(JvmAttachError::kDisabled, "attach disabled (-XX:+DisableAttachMechanism)");
+  st.started_ns = start_wall_ns(proc_dir);
+  if (!is_socket(socket_path, st.started_ns)) {
     if (!st.catches_sigquit)
       return attach_error(JvmAttachError::kNotReady,
                           "it does not catch SIGQUIT (started with -Xrs, or not initialized)");

@@ -6,9 +6,12 @@
 // test time; without java and javac the tests skip.
 #include "hotspot/jvm_attach.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -108,6 +111,27 @@ TEST_F(JvmAttach, PerfmapIsWrittenAndTheListenerIsReused) {
   EXPECT_NE(map.str().find(" long TwoHot.heavy(long)\n"), std::string::npos) << perf_map();
   EXPECT_NE(map.str().find(" Interpreter\n"), std::string::npos)
       << "the template interpreter's blob, for interpreted frames";
+}
+
+// A JVM killed without cleanup leaves /tmp/.java_pid<pid>; the next process given that pid
+// must not be asked through it (connect would be refused: CI met this once, pid reuse).
+TEST_F(JvmAttach, ASocketLeftByAnEarlierProcessOfTheSamePidIsNotTrusted) {
+  start_jvm();
+  const std::string path = "/tmp/.java_pid" + std::to_string(jvm_);
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0) << path;
+  ::close(fd);  // bound, never listening: what a killed JVM leaves
+  const timespec before_boot[2] = {{1, 0}, {1, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), before_boot, 0), 0);
+  JvmAttachOptions opts;
+  opts.timeout = 20s;
+  auto r = loupe::jvm_command(jvm_, "Compiler.perfmap", opts);
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_TRUE(r->started_listener) << "the leftover was taken for the JVM's listener";
 }
 
 TEST_F(JvmAttach, AnUnknownCommandIsTheJvmsOwnError) {
