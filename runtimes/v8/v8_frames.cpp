@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 #include "process_memory.hpp"
 #include "session/health_report.hpp"
@@ -32,6 +33,28 @@ struct V8Layout {
                 thin_actual = 0, sliced_parent = 0, sliced_offset = 0, ext_resource = 0;
   std::uint32_t rep_mask = 0, enc_mask = 0, one_byte = 0, rep_seq = 0, rep_cons = 0, rep_thin = 0,
                 rep_sliced = 0, rep_external = 0;
+  // Optimized code (walk.off_code != 0): the Code's tables and its DeoptimizationData's
+  // slots (the inlined functions and where each was inlined).
+  std::uint32_t code_positions = 0, code_deopt = 0;
+  std::uint32_t dd_inlined_count = 0, dd_literals = 0, dd_sfi = 0, dd_inlining = 0;
+};
+
+// An optimized Code object as read while its process lived: what each pc offset of it runs,
+// through the functions inlined there.
+struct V8Code {
+  std::uint64_t sfi = 0;  // the function whose code it is (untagged)
+  struct Position {
+    std::uint32_t pc = 0;      // from here on (to the next position)
+    std::uint16_t inlined = 0;  // 0: the function's own; k: inlining[k - 1]
+    std::uint32_t line = 0;    // in that function's script
+  };
+  std::vector<Position> positions;  // by pc
+  struct Inlining {
+    std::uint64_t sfi = 0;        // the inlined function (untagged)
+    std::uint16_t caller = 0;     // where it was inlined: 0 the code's function, else k
+    std::uint32_t caller_line = 0;
+  };
+  std::vector<Inlining> inlining;
 };
 
 struct V8Frames::Process {
@@ -41,12 +64,14 @@ struct V8Frames::Process {
   bool gone = false;
   loupe_v8_proc entry{};
   std::map<std::uint64_t, Function> functions;                  // by SharedFunctionInfo
+  std::map<std::uint64_t, V8Code> codes;                        // by instruction start
   std::map<std::uint64_t, std::vector<std::uint32_t>> scripts;  // line ends, by Script
 };
 
 namespace {
 
 constexpr std::size_t kMaxFunctions = 1 << 16;  // per process
+constexpr std::size_t kMaxCodes = 1 << 14;      // per process
 constexpr std::size_t kMaxGone = 64;            // exited processes whose names are kept
 constexpr std::size_t kMaxSource = 64u << 20;   // bytes of a script scanned for its lines
 
@@ -139,6 +164,15 @@ Result<std::shared_ptr<V8Layout>> make_layout(std::uint32_t pid, const std::stri
   L->t_sfi = u("type_SharedFunctionInfo__SHARED_FUNCTION_INFO_TYPE");
   w.bytecode_offset_bias =
       static_cast<std::uint16_t>(u("class_BytecodeArray__data__uintptr_t") - 1);
+  L->code_positions = u("class_Code__source_position_table__ByteArray");
+  L->code_deopt = u("class_Code__deoptimization_data__FixedArray");
+  L->dd_inlined_count = u("DeoptimizationDataInlinedFunctionCountIndex");
+  L->dd_literals = u("DeoptimizationDataLiteralArrayIndex");
+  L->dd_sfi = u("DeoptimizationDataSharedFunctionInfoIndex");
+  L->dd_inlining = u("DeoptimizationDataInliningPositionsIndex");
+  const std::uint32_t kind_mask = u("CodeKindFieldMask");
+  const std::uint32_t kind_baseline = u("CodeKindBaseline");
+  const std::int64_t kind_shift = v("CodeKindFieldShift");
   if (!missing.empty()) return make_error("its metadata lacks " + missing);
   if (!ok) return make_error("its metadata could not be read");
 
@@ -159,6 +193,23 @@ Result<std::shared_ptr<V8Layout>> make_layout(std::uint32_t pid, const std::stri
       ver[i] = read_process_value<std::int32_t>(pid, bias + a, &ver_ok);
   if (ver_ok && ver[0] >= 0 && ver[1] >= 0 && ver[2] >= 0)
     L->version = fmt::format("{}.{}.{}", ver[0], ver[1], ver[2]);
+  // Optimized code, by pc: V8 11's Code (the metadata lost its instruction start, size and
+  // flags, and JSFunction::code, in V8 11; where they are follows V8's own layout of each
+  // version, as OTel's profiler has it): instruction start two words after the source
+  // positions, the flags a word after it, the size after the flags (and, before 11.4.59,
+  // after the builtin id and kind-specific flags). Other versions: by function only.
+  const auto at_least = [&](int a, int b, int c) {
+    return std::tie(ver[0], ver[1], ver[2]) >= std::make_tuple(a, b, c);
+  };
+  if (ver_ok && ver[0] == 11 && kind_shift == 0 && kind_mask && kind_mask < 0x100 &&
+      L->code_positions && L->code_deopt && L->dd_inlining) {
+    w.off_code = static_cast<std::uint16_t>(w.off_shared + (at_least(11, 7, 368) ? -8 : 24));
+    w.off_code_start = static_cast<std::uint16_t>(L->code_positions + 16);
+    w.code_flags_at = 8;
+    w.code_size_at = at_least(11, 4, 59) ? 12 : 16;
+    w.code_kind_mask = static_cast<std::uint8_t>(kind_mask);
+    w.code_kind_baseline = static_cast<std::uint8_t>(kind_baseline);
+  }
   // Baseline code keeps its bytecode (V8 11); without the field, interpreted lines only.
   if (auto it = syms.address.find("v8dbg_class_Code__bytecode_or_interpreter_data__HeapObject");
       it != syms.address.end())
@@ -411,11 +462,111 @@ std::string V8Frames::version(std::uint32_t pid) const {
 }
 
 void V8Frames::seen(const loupe_runtime_seen_key& key) {
-  if (key.kind != LOUPE_V8_SEEN_SFI) return;
   std::lock_guard lock(mu_);
   auto it = procs_.find(key.tgid);
-  if (it == procs_.end() || it->second->gone || it->second->functions.count(key.ptr)) return;
-  read_locked(*it->second, key.tgid, key.ptr);
+  if (it == procs_.end() || it->second->gone) return;
+  if (key.kind == LOUPE_V8_SEEN_SFI && !it->second->functions.count(key.ptr))
+    read_locked(*it->second, key.tgid, key.ptr);
+  if (key.kind == LOUPE_V8_SEEN_CODE) read_code_locked(*it->second, key.tgid, key.ptr, key.token);
+}
+
+// The Code's source positions (pc offset -> position, whose inlining id says in which of the
+// functions inlined there) and its DeoptimizationData (the inlined functions, and where each
+// was inlined), decoded into lines now: the scripts' line ends are read only while the
+// process lives.
+void V8Frames::read_code_locked(Process& p, std::uint32_t pid, std::uint64_t code_addr,
+                                std::uint64_t start) {
+  if (auto c = p.codes.find(start); c != p.codes.end() && c->second.sfi) return;
+  if (p.codes.size() >= kMaxCodes) return;
+  const V8Layout& L = *p.layout;
+  Heap h(pid, L);
+  const std::uint64_t code = code_addr + 1;
+  auto fail = [&] { ++codes_failed_; };
+  if (h.type(code) != L.t_code || h.field(code, p.entry.off_code_start) != start) return fail();
+  // The slots of a FixedArray-shaped object (FixedArray, WeakFixedArray), up to `max`.
+  auto slots = [&](std::uint64_t arr, std::size_t max, std::vector<std::uint64_t>* out) {
+    const std::uint64_t n = h.field(arr, L.fa_length);
+    if (!Heap::is_heap(arr) || !Heap::is_smi(n) || Heap::smi(n) < 0) return false;
+    out->resize(std::min<std::size_t>(static_cast<std::size_t>(Heap::smi(n)), max));
+    return out->empty() || read_process_memory(pid, arr - 1 + L.fa_data, out->data(), out->size() * 8);
+  };
+  auto bytes = [&](std::uint64_t arr, std::vector<std::uint8_t>* out) {
+    const std::uint64_t n = h.type(arr) == L.t_byte_array ? h.field(arr, L.fa_length) : 1;
+    if (!Heap::is_smi(n) || Heap::smi(n) < 0 || Heap::smi(n) > (1 << 22)) return false;
+    out->resize(static_cast<std::size_t>(Heap::smi(n)));
+    return out->empty() || read_process_memory(pid, arr - 1 + L.fa_data, out->data(), out->size());
+  };
+  std::vector<std::uint64_t> dd;
+  const std::size_t need =
+      std::max({L.dd_inlined_count, L.dd_literals, L.dd_sfi, L.dd_inlining}) + 1;
+  if (h.type(h.field(code, L.code_deopt)) != L.t_fixed_array ||
+      !slots(h.field(code, L.code_deopt), need, &dd) || dd.size() < need)
+    return fail();
+  V8Code c;
+  c.sfi = dd[L.dd_sfi] - 1;
+  const Function* outer = read_locked(p, pid, c.sfi);
+  if (!outer) return fail();
+  // The inlined functions: the first `count` literals (weak references, some).
+  const std::int32_t count = Heap::is_smi(dd[L.dd_inlined_count]) ? Heap::smi(dd[L.dd_inlined_count]) : -1;
+  std::vector<std::uint64_t> literals;
+  std::vector<std::uint8_t> inlining;
+  if (count < 0 || (count > 0 && (!slots(dd[L.dd_literals], static_cast<std::size_t>(count), &literals) ||
+                                  literals.size() < static_cast<std::size_t>(count) ||
+                                  !bytes(dd[L.dd_inlining], &inlining))))
+    return fail();
+  // Each InliningPosition: the call's SourcePosition (8 bytes), the inlined function's index
+  // among the literals (int32), padding.
+  const auto script_line = [&](const Function* f, std::uint64_t pos) -> std::uint32_t {
+    if (!f) return 0;
+    if (pos & 1) return f->first_line;  // external (a position in another file): not this one's
+    auto s = p.scripts.find(f->script);
+    const std::int64_t offset = static_cast<std::int64_t>((pos >> 1) & ((1u << 30) - 1)) - 1;
+    return s == p.scripts.end() || offset < 0 ? f->first_line : line_of(s->second, offset);
+  };
+  std::vector<const Function*> fns;  // by inlining id - 1
+  for (std::size_t k = 0; k + 16 <= inlining.size(); k += 16) {
+    std::uint64_t pos;
+    std::int32_t index;
+    std::memcpy(&pos, &inlining[k], 8);
+    std::memcpy(&index, &inlining[k + 8], 4);
+    V8Code::Inlining in;
+    const Function* f = outer;
+    if (index >= 0 && index < count) {
+      const std::uint64_t lit = literals[static_cast<std::size_t>(index)] & ~std::uint64_t{2};
+      if (const Function* g = Heap::is_heap(lit) ? read_locked(p, pid, lit - 1) : nullptr) {
+        f = g;
+        in.sfi = lit - 1;
+      }
+    }
+    if (!in.sfi) in.sfi = c.sfi;
+    in.caller = static_cast<std::uint16_t>(pos >> 31);
+    c.inlining.push_back(in);
+    fns.push_back(f);
+  }
+  // Callers' lines, once every function is known (a caller is inlined before its callee).
+  for (std::size_t k = 0, i = 0; k + 16 <= inlining.size(); k += 16, ++i) {
+    std::uint64_t pos;
+    std::memcpy(&pos, &inlining[k], 8);
+    const std::uint16_t caller = c.inlining[i].caller;
+    c.inlining[i].caller_line =
+        script_line(caller == 0 ? outer : caller <= fns.size() ? fns[caller - 1] : nullptr, pos);
+  }
+  std::vector<std::uint8_t> table;
+  if (!bytes(h.field(code, L.code_positions), &table)) return fail();
+  std::int64_t pc = -1, pos = 0, d = 0;
+  std::size_t i = 0;
+  while (vlq(table, &i, &d)) {
+    pc += d >= 0 ? d : -(d + 1);  // negative: not a statement
+    if (!vlq(table, &i, &d)) break;
+    pos += d;
+    const auto id = static_cast<std::uint16_t>(static_cast<std::uint64_t>(pos) >> 31);
+    const Function* f = id == 0 ? outer : id <= fns.size() ? fns[id - 1] : nullptr;
+    if (!f) continue;
+    c.positions.push_back({static_cast<std::uint32_t>(pc), id,
+                           script_line(f, static_cast<std::uint64_t>(pos))});
+  }
+  ++codes_read_;
+  p.codes[start] = std::move(c);
 }
 
 const V8Frames::Function* V8Frames::read_function(std::uint32_t pid, std::uint64_t sfi) {
@@ -472,6 +623,7 @@ const V8Frames::Function* V8Frames::read_locked(Process& p, std::uint32_t pid,
   const std::uint64_t script = h.field(sfi, L.sfi_script);
   const std::vector<std::uint32_t>* ends = nullptr;
   if (h.type(script) == L.t_script) {
+    f.script = script;
     h.string(h.field(script, L.script_name), &f.file, 4096);
     auto [it, fresh] = p.scripts.try_emplace(script);
     if (fresh) {
@@ -526,6 +678,7 @@ std::uint32_t V8Frames::name(std::uint32_t pid, std::uint64_t frame, Symbolizer:
                              std::uint32_t max) {
   if (max == 0) return 0;
   const std::uint64_t payload = LOUPE_RUNTIME_PAYLOAD(frame);
+  if (LOUPE_V8_TIER(payload) == LOUPE_V8_OPTIMIZED) return name_code(pid, payload, out, max);
   const std::uint64_t sfi = LOUPE_V8_SFI(payload);
   const Function* f = read_function(pid, sfi);
   if (!f) {
@@ -545,6 +698,54 @@ std::uint32_t V8Frames::name(std::uint32_t pid, std::uint64_t frame, Symbolizer:
   return 1;
 }
 
+// An optimized frame: the function running at its pc, then each function it was inlined
+// into, out to the code's own function (innermost first, as a stack is).
+std::uint32_t V8Frames::name_code(std::uint32_t pid, std::uint64_t payload,
+                                  Symbolizer::RuntimeName* out, std::uint32_t max) {
+  std::lock_guard lock(mu_);
+  auto p = procs_.find(pid);
+  const auto c = p == procs_.end() ? decltype(p->second->codes)::const_iterator{}
+                                   : p->second->codes.find(LOUPE_V8_CODE_START(payload));
+  if (p == procs_.end() || c == p->second->codes.end()) {
+    ++unnamed_;
+    return 0;
+  }
+  const V8Code& code = c->second;
+  const auto& fns = p->second->functions;
+  const auto pc = static_cast<std::uint32_t>(LOUPE_V8_CODE_OFFSET(payload));
+  auto at = std::upper_bound(code.positions.begin(), code.positions.end(), pc,
+                             [](std::uint32_t v, const V8Code::Position& q) { return v < q.pc; });
+  std::uint16_t id = 0;
+  std::uint32_t line = 0;
+  if (at != code.positions.begin()) {
+    id = std::prev(at)->inlined;
+    line = std::prev(at)->line;
+  }
+  std::uint32_t n = 0;
+  auto emit = [&](std::uint64_t sfi, std::uint32_t l) {
+    auto f = fns.find(sfi);
+    if (f == fns.end() || n >= max) return;
+    out[n].address = sfi;
+    out[n].function = f->second.name;
+    out[n].file = f->second.file;
+    out[n].line = l ? l : f->second.first_line;
+    out[n].kind = LOUPE_FRAME_JS;
+    out[n].resolution = LOUPE_RESOLVED_RUNTIME;
+    ++n;
+  };
+  for (int guard = 0; id != 0 && id <= code.inlining.size() && guard < 64; ++guard) {
+    const V8Code::Inlining& in = code.inlining[id - 1];
+    emit(in.sfi, line);
+    if (in.caller >= id) break;  // callers are inlined first: a table that says otherwise is not one
+    line = in.caller_line;
+    id = in.caller;
+  }
+  emit(code.sfi, line);
+  inlined_named_ += n > 1 ? n - 1 : 0;
+  if (n == 0) ++unnamed_;
+  return n;
+}
+
 void V8Frames::report_health(HealthReport& health) const {
   std::lock_guard lock(mu_);
   if (!processes_seen_ && unsupported_.empty()) return;
@@ -552,8 +753,10 @@ void V8Frames::report_health(HealthReport& health) const {
   const auto warn_if = [](std::uint64_t v) { return v ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK; };
   health.health("v8_processes", comp, processes_seen_, LOUPE_HEALTH_OK,
                 fmt::format("Node.js processes whose JavaScript frames were read from V8's own "
-                            "structures (no flag, no restart); {} function(s) read",
-                            functions_read_),
+                            "structures (no flag, no restart); {} function(s) read, {} optimized "
+                            "code object(s) whose inlined functions are frames of their own ({} "
+                            "such frames named)",
+                            functions_read_, codes_read_, inlined_named_),
                 true);
   health.health(
       "v8_unsupported", comp, unsupported_.size(), warn_if(unsupported_.size()),
@@ -564,6 +767,12 @@ void V8Frames::report_health(HealthReport& health) const {
                                "was gone, or the collector had moved them)"
                              : "",
                 true, {functions_read_ + read_failed_, "functions", LOUPE_HEALTH_EFFECT_DEGRADED});
+  health.health("v8_code_unreadable", comp, codes_failed_, warn_if(codes_failed_),
+                codes_failed_ ? "optimized code objects the stacks met that could not be read: "
+                                "their frames are unnamed (the process was gone, or the code "
+                                "was collected first)"
+                              : "",
+                true, {codes_read_ + codes_failed_, "code objects", LOUPE_HEALTH_EFFECT_DEGRADED});
   health.health("v8_frames_unnamed", comp, unnamed_, warn_if(unnamed_),
                 unnamed_ ? "JavaScript frames named by their tag only" : "", true,
                 {0, nullptr, LOUPE_HEALTH_EFFECT_DEGRADED});

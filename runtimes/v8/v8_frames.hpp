@@ -14,9 +14,11 @@
 //     table and the script's line ends).
 //
 // Limits: x86-64; builds without pointer compression (Node's); V8 11 (Node 20) for the
-// tiers, any version the metadata describes for names; an optimized frame names the
-// function whose frame it is, not the functions inlined into it (their time is the
-// caller's); a SharedFunctionInfo moved by the garbage collector before it was read is
+// tiers, any version the metadata describes for names; an optimized frame (Maglev,
+// TurboFan) of V8 11 names the functions inlined at its pc as frames of their own, from the
+// code's source positions and deoptimization data read at first sight; on-stack-replaced
+// code and other versions' optimized code name the function whose frame it is (inlined
+// callees' time is then its own); a SharedFunctionInfo moved by the garbage collector before it was read is
 // named by what then lives at its address, or not at all (counted). Threads: update() on
 // the tables' threads, seen() on the ring's reader, name() on any; one lock.
 #ifndef LOUPE_RUNTIMES_V8_V8_FRAMES_HPP
@@ -62,6 +64,7 @@ class V8Frames final : public Runtime {
     std::string name;  // "hotA", "Module._compile", "<anonymous>"
     std::string file;  // the script's name: a path, or node:internal/...
     std::uint32_t first_line = 0;
+    std::uint64_t script = 0;  // its Script (tagged), whose line ends the process holds
     // (bytecode offset, line), by offset: an interpreted frame's line.
     std::vector<std::pair<std::uint32_t, std::uint32_t>> lines;
     std::uint32_t line_at(std::uint32_t offset) const;
@@ -77,6 +80,9 @@ class V8Frames final : public Runtime {
  private:
   struct Process;
   const Function* read_locked(Process& p, std::uint32_t pid, std::uint64_t sfi);
+  void read_code_locked(Process& p, std::uint32_t pid, std::uint64_t code, std::uint64_t start);
+  std::uint32_t name_code(std::uint32_t pid, std::uint64_t payload, Symbolizer::RuntimeName* out,
+                          std::uint32_t max);
 
   std::string proc_root_;
   bool enabled_ = true;
@@ -87,7 +93,7 @@ class V8Frames final : public Runtime {
   std::map<std::uint32_t, std::unique_ptr<Process>> procs_;
   std::set<std::string> unsupported_;
   std::uint64_t processes_seen_ = 0, functions_read_ = 0, read_failed_ = 0, unnamed_ = 0,
-                write_errors_ = 0;
+                write_errors_ = 0, codes_read_ = 0, codes_failed_ = 0, inlined_named_ = 0;
 };
 
 }  // namespace loupe

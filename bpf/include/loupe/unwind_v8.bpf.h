@@ -13,8 +13,9 @@
  *               internal): the pc stays, named from the binary's Builtins_* symbols.
  *
  * The tier: interpreted when the pc is the interpreter's (the embedded builtins) and the
- * frame holds a bytecode offset; compiled (baseline, Maglev, TurboFan) otherwise. An
- * optimized frame's inlined functions are not recovered here.
+ * frame holds a bytecode offset; optimized when the pc lies in the Maglev or TurboFan code
+ * the function holds (recorded by code and pc: user space expands the functions inlined
+ * there); compiled, by function only, otherwise (baseline code, on-stack replacement).
  */
 #ifndef LOUPE_UNWIND_V8_BPF_H
 #define LOUPE_UNWIND_V8_BPF_H
@@ -41,7 +42,7 @@ __attribute__((noinline)) int loupe_v8_frame(void)
 	__u32 zero = 0;
 	struct loupe_unwind_state *st = bpf_map_lookup_elem(&loupe_unwind_scratch, &zero);
 	__u32 d;
-	__u64 fp, ctx, fn, sfi = 0, slot, tier = LOUPE_V8_COMPILED,
+	__u64 fp, ctx, fn, sfi = 0, slot, frame, tier = LOUPE_V8_COMPILED,
 			   offset = LOUPE_V8_OFFSET_UNKNOWN;
 	__s64 lo, at;
 	__u16 type;
@@ -91,19 +92,42 @@ __attribute__((noinline)) int loupe_v8_frame(void)
 			offset = (__u64)off;
 	}
 	sfi -= 1;
+	frame = LOUPE_V8_FRAME(tier, offset, sfi);
+	st->seen_key.kind = LOUPE_V8_SEEN_SFI;
+	st->seen_key.ptr = sfi;
+	st->seen_key.token = 0;
+	/* Optimized code that is the function's own (on-stack-replaced code is not: the
+	 * function does not hold it, and its pc falls outside): by pc, so that user space
+	 * finds the functions inlined there. Two reads: the code, its start, kind and size. */
+	if (tier == LOUPE_V8_COMPILED && st->v8.off_code &&
+	    !bpf_probe_read_user(&st->v8_word[0], 8, (void *)(fn - 1 + st->v8.off_code)) &&
+	    (st->v8_word[0] & 3) == 1 &&
+	    !bpf_probe_read_user(st->v8_slots, 24,
+				 (void *)(st->v8_word[0] - 1 + st->v8.off_code_start))) {
+		__u64 start = *(__u64 *)&st->v8_slots[0];
+		__u32 flags = *(__u32 *)&st->v8_slots[st->v8.code_flags_at & 0x1f];
+		__u32 size = *(__u32 *)&st->v8_slots[st->v8.code_size_at & 0x1f];
+		/* A caller's pc is its return address: the call is the byte before. */
+		__u64 pc = st->pc - (d > 0 ? 1 : 0);
+
+		if ((flags & st->v8.code_kind_mask) != st->v8.code_kind_baseline &&
+		    (start & 63) == 0 && pc >= start && pc - start < size &&
+		    pc - start <= LOUPE_V8_CODE_OFFSET_MAX) {
+			frame = LOUPE_V8_CODE_FRAME(start, pc - start);
+			st->seen_key.kind = LOUPE_V8_SEEN_CODE;
+			st->seen_key.ptr = st->v8_word[0] - 1;
+			st->seen_key.token = start;
+		}
+	}
 	/* d again: spilled across the reads above, its bound lost with the spill. */
 	asm volatile("" : "+r"(d));
 	if (d >= LOUPE_UNWIND_MAX_DEPTH)
 		return 0;
-	st->stack.addrs[d] =
-	    LOUPE_RUNTIME_FRAME(LOUPE_RUNTIME_V8, LOUPE_V8_FRAME(tier, offset, sfi));
+	st->stack.addrs[d] = LOUPE_RUNTIME_FRAME(LOUPE_RUNTIME_V8, frame);
 	st->hash = (st->hash_before ^ st->stack.addrs[d]) * 0x100000001b3ULL;
 	st->v8_frames++;
 	st->seen_key.tgid = st->tgid;
 	st->seen_key.runtime = LOUPE_RUNTIME_V8;
-	st->seen_key.kind = LOUPE_V8_SEEN_SFI;
-	st->seen_key.ptr = sfi;
-	st->seen_key.token = 0;
 	loupe_runtime_tell(st);
 	return 1;
 }

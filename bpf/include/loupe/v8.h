@@ -21,12 +21,23 @@
 #include <linux/types.h>
 #endif
 
-/* A V8 runtime frame's payload (LOUPE_RUNTIME_FRAME(LOUPE_RUNTIME_V8, payload)):
- * bits 57:56 the tier the frame runs in, bits 55:44 the bytecode offset of an interpreted
+/* A V8 runtime frame's payload (LOUPE_RUNTIME_FRAME(LOUPE_RUNTIME_V8, payload)), by tier
+ * (bits 57:56). Interpreted and compiled: bits 55:44 the bytecode offset of an interpreted
  * frame (LOUPE_V8_OFFSET_UNKNOWN: not known, or past it), bits 43:0 the
- * SharedFunctionInfo's address >> 3 (heap objects are 8-aligned, below 2^47). */
+ * SharedFunctionInfo's address >> 3 (heap objects are 8-aligned, below 2^47). Optimized:
+ * the code the frame runs and where in it, so that user space finds the functions inlined
+ * there (the code's source positions and deoptimization data): bits 55:15 the code's
+ * instruction start >> 6 (V8 aligns code to 64 bytes on x86-64), bits 14:0 the pc's
+ * offset in it (the call's, for a caller: its return address - 1). */
 #define LOUPE_V8_INTERPRETED 0ULL /* Ignition: the bytecode offset is the frame's */
-#define LOUPE_V8_COMPILED 1ULL	  /* Sparkplug, Maglev or TurboFan code */
+#define LOUPE_V8_COMPILED 1ULL	  /* Sparkplug, Maglev or TurboFan code, by function only */
+#define LOUPE_V8_OPTIMIZED 2ULL	  /* Maglev or TurboFan code the function's own: by pc */
+#define LOUPE_V8_CODE_OFFSET_MAX 0x7fffULL
+#define LOUPE_V8_CODE_FRAME(start, offset)                                                         \
+	((LOUPE_V8_OPTIMIZED << 56) | ((((__u64)(start) >> 6) & ((1ULL << 41) - 1)) << 15) |       \
+	 ((__u64)(offset)&LOUPE_V8_CODE_OFFSET_MAX))
+#define LOUPE_V8_CODE_START(p) ((((__u64)(p) >> 15) & ((1ULL << 41) - 1)) << 6)
+#define LOUPE_V8_CODE_OFFSET(p) ((__u64)(p)&LOUPE_V8_CODE_OFFSET_MAX)
 #define LOUPE_V8_OFFSET_UNKNOWN 0xfffULL
 #define LOUPE_V8_FRAME(tier, offset, sfi)                                                          \
 	((((__u64)(tier)&3ULL) << 56) | (((__u64)(offset)&0xfffULL) << 44) |                       \
@@ -35,9 +46,12 @@
 #define LOUPE_V8_OFFSET(p) (((__u64)(p) >> 44) & 0xfffULL)
 #define LOUPE_V8_SFI(p) (((__u64)(p) & ((1ULL << 44) - 1)) << 3) /* untagged */
 
-/* What the walk tells user space on first sight (loupe_runtime_seen_key.kind): a
- * SharedFunctionInfo (ptr: its untagged address), read while the process lives. */
+/* What the walk tells user space on first sight (loupe_runtime_seen_key.kind), read while
+ * the process lives: a SharedFunctionInfo (ptr: its untagged address), or an optimized
+ * Code object (ptr: its untagged address, token: its instruction start; code replaced at
+ * that address is told again). */
 #define LOUPE_V8_SEEN_SFI 1
+#define LOUPE_V8_SEEN_CODE 2
 
 /* One process's V8 (loupe_v8_procs, by tgid): where its builtins are and the layout the
  * step reads, all from the binary's v8dbg_* values. */
@@ -53,6 +67,15 @@ struct loupe_v8_proc {
 	__u16 type_jsfunction_first;
 	__u16 type_jsfunction_last;
 	__u16 bytecode_offset_bias; /* the Smi holds offset + this (BytecodeArray's header) */
+	/* Optimized code (V8 11): JSFunction::code, 0 when this V8's layout is not known (its
+	 * frames are then by function only); Code::instruction_start, then Code::flags and
+	 * Code::instruction_size at these distances from it (within 24 bytes). */
+	__u16 off_code;
+	__u16 off_code_start;
+	__u8 code_flags_at;
+	__u8 code_size_at;
+	__u8 code_kind_mask; /* the kind in the flags' low bits */
+	__u8 code_kind_baseline; /* Sparkplug: by function only (its pc maps to bytecode) */
 	__u16 pad[3];
 };
 

@@ -3,7 +3,9 @@
 // JavaScript functions named in cpusample's stacks of a Node.js program started without any
 // flag (no --perf-basic-prof): read from V8's own structures (runtimes/v8). two_hot.js
 // runs two functions in turn and says, every 250 ms, how long each took by its own clock;
-// the samples that name each are held to that. Skipped without node on PATH.
+// the samples that name each are held to that. inlined.js has two leaves TurboFan inlines
+// into their callers: they are frames of their own, held to V8's own profiler (--cpu-prof)
+// on the same run. Skipped without node on PATH.
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -148,4 +150,104 @@ TEST_F(CpuSampleNode, RunningNodeGivenByPidIsNamedToo) {
   const std::string text = loupe::test::file_text(said);
   expect_functions_named(s, loupe::test::own_share_over(loupe::test::json_lines(text), "a_s", "b_s",
                                                         s.start_ns, s.end_ns));
+}
+
+namespace {
+
+// Samples of inlined.js's run (a frame of it under them), and what each says runs: the
+// innermost JavaScript frame, and the one right after it (its direct caller).
+struct InlinedSplit {
+  std::int64_t in_script = 0;
+  std::map<std::string, std::int64_t> innermost;   // by function
+  std::map<std::string, std::int64_t> caller_of;   // "leafSin<-outerA" -> samples
+};
+
+InlinedSplit inlined_split_of(const RunResult& r) {
+  InlinedSplit s;
+  for (const auto* rec : r.all("stack", "cpu")) {
+    const auto& labels = (*rec)["labels"];
+    if (labels.value("comm", "") != "node" || labels.value("tid", "") != labels.value("pid", ""))
+      continue;
+    const std::int64_t n = (*rec)["stack"]["values"][0]["value"].get<std::int64_t>();
+    const auto& frames = (*rec)["stack"]["frames"];
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+      if (frames[i].value("kind", "") != "js" ||
+          frame_str(frames[i], "module").find("inlined.js") == std::string::npos)
+        continue;
+      s.in_script += n;
+      const std::string fn = frame_str(frames[i], "symbol");
+      s.innermost[fn] += n;
+      if (i + 1 < frames.size())
+        s.caller_of[fn + "<-" + frame_str(frames[i + 1], "symbol")] += n;
+      break;
+    }
+  }
+  return s;
+}
+
+// Self samples by function of V8's own profile (.cpuprofile: nodes, and a node id a sample).
+std::map<std::string, double> v8_self_shares(const std::string& dir, double* total) {
+  std::map<std::string, double> by;
+  *total = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".cpuprofile") continue;
+    const json p = json::parse(loupe::test::file_text(e.path().string()));
+    std::map<std::int64_t, std::string> names;
+    for (const auto& node : p["nodes"])
+      names[node["id"].get<std::int64_t>()] = node["callFrame"].value("functionName", "");
+    for (const auto& id : p["samples"]) {
+      by[names[id.get<std::int64_t>()]] += 1;
+      *total += 1;
+    }
+  }
+  return by;
+}
+
+}  // namespace
+
+// Before, an inlined leaf had no frame: its time was its caller's, as JFR's hottest leaf
+// Java methods were. V8's profiler names leafSin (it keeps inlined frames at calls, here
+// Math.sin's); leafHash, which calls nothing, it gives to outerB.
+TEST_F(CpuSampleNode, InlinedFunctionsAreFramesOfTheirOwnAsV8sProfilerSaysThem) {
+  const std::string prof = dir_ + "/cpuprof";
+  std::filesystem::create_directories(prof);
+  auto r = run(kProfile, {node_, "--cpu-prof", "--cpu-prof-dir=" + prof, INLINED_JS, "4"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const InlinedSplit s = inlined_split_of(r);
+  double v8_total = 0;
+  auto v8 = v8_self_shares(prof, &v8_total);
+  ASSERT_GT(v8_total, 100) << "node wrote no profile to " << prof;
+  const double v8_script = v8["leafSin"] + v8["leafHash"] + v8["outerA"] + v8["outerB"];
+  auto share = [&](std::int64_t n) { return s.in_script ? double(n) / double(s.in_script) : 0.0; };
+  std::printf(
+      "  loupe, %lld samples of the script: leafSin %.1f%% (called by outerA: %lld), leafHash "
+      "%.1f%% (called by outerB: %lld), outerA %.1f%%, outerB %.1f%%\n"
+      "  V8's profiler, %.0f of the script: leafSin %.1f%%, leafHash %.1f%%, outerA %.1f%%, "
+      "outerB %.1f%%\n",
+      (long long)s.in_script, 100 * share(s.innermost.count("leafSin") ? s.innermost.at("leafSin") : 0),
+      (long long)(s.caller_of.count("leafSin<-outerA") ? s.caller_of.at("leafSin<-outerA") : 0),
+      100 * share(s.innermost.count("leafHash") ? s.innermost.at("leafHash") : 0),
+      (long long)(s.caller_of.count("leafHash<-outerB") ? s.caller_of.at("leafHash<-outerB") : 0),
+      100 * share(s.innermost.count("outerA") ? s.innermost.at("outerA") : 0),
+      100 * share(s.innermost.count("outerB") ? s.innermost.at("outerB") : 0), v8_script,
+      100 * v8["leafSin"] / v8_script, 100 * v8["leafHash"] / v8_script,
+      100 * v8["outerA"] / v8_script, 100 * v8["outerB"] / v8_script);
+  ASSERT_GE(s.in_script, 30) << "too few samples of node's main thread in the script";
+  auto at = [](const std::map<std::string, std::int64_t>& m, const std::string& k) {
+    auto it = m.find(k);
+    return it == m.end() ? std::int64_t{0} : it->second;
+  };
+  // leafSin as V8 says it, within 7 points, and always right under the function that
+  // inlined it: its direct caller, not a grandparent.
+  EXPECT_NEAR(share(at(s.innermost, "leafSin")), v8["leafSin"] / v8_script, 0.07);
+  EXPECT_EQ(at(s.caller_of, "leafSin<-outerA"), at(s.innermost, "leafSin"));
+  // leafHash is outerB's loop body: outerB's time by V8 is leafHash's and outerB's by loupe,
+  // and at least half of it is leafHash's (the loop's own work is an add and a compare).
+  const std::int64_t b = at(s.innermost, "leafHash") + at(s.innermost, "outerB");
+  EXPECT_NEAR(share(b), (v8["outerB"] + v8["leafHash"]) / v8_script, 0.07);
+  EXPECT_GE(at(s.innermost, "leafHash") * 2, b);
+  EXPECT_EQ(at(s.caller_of, "leafHash<-outerB"), at(s.innermost, "leafHash"));
+  const json* h = r.loss("v8_processes");
+  ASSERT_NE(h, nullptr) << r.output;
+  std::printf("  %s\n", (*h)["health"].value("message", "").c_str());
 }

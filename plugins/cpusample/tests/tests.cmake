@@ -40,4 +40,5 @@ loupe_cli_e2e_test(cpusample_java_e2e_test
 loupe_cli_e2e_test(cpusample_node_e2e_test
   SOURCE ${CMAKE_CURRENT_LIST_DIR}/cpusample_node_e2e_test.cpp
   DEFINITIONS TWO_HOT_JS="${CMAKE_CURRENT_LIST_DIR}/two_hot.js"
+              INLINED_JS="${CMAKE_CURRENT_LIST_DIR}/inlined.js"
   DEPENDS loupe-cpusample PROPERTIES TIMEOUT ${LOUPE_KERNEL_TEST_TIMEOUT} RUN_SERIAL TRUE)
