@@ -148,6 +148,9 @@ TEST_F(CpuSampleNode, RunningNodeGivenByPidIsNamedToo) {
   // Its next line, 250 ms on, closes the window.
   std::this_thread::sleep_for(std::chrono::milliseconds(600));
   const std::string text = loupe::test::file_text(said);
+  for (const char* row : {"v8_processes", "v8_code_unreadable", "v8_unreadable", "v8_frames_unnamed"})
+    if (const json* h = r.loss(row))
+      std::printf("  %s: %s\n", row, (*h)["health"].dump().c_str());
   expect_functions_named(s, loupe::test::own_share_over(loupe::test::json_lines(text), "a_s", "b_s",
                                                         s.start_ns, s.end_ns));
 }
@@ -206,9 +209,11 @@ std::map<std::string, double> v8_self_shares(const std::string& dir, double* tot
 }  // namespace
 
 // Before, an inlined leaf had no frame: its time was its caller's, as JFR's hottest leaf
-// Java methods were. V8's profiler names leafSin (it keeps inlined frames at calls, here
-// Math.sin's); leafHash, which calls nothing, it gives to outerB.
-TEST_F(CpuSampleNode, InlinedFunctionsAreFramesOfTheirOwnAsV8sProfilerSaysThem) {
+// Java methods were. Each leaf is its caller's loop body (the loop's own work is an add and
+// a compare), so most of each caller's samples are the leaf's. V8's own profiler, on the
+// same run, is held to each caller's total (it names inlined functions only at some pcs:
+// a leaf that calls nothing it gives to its caller).
+TEST_F(CpuSampleNode, InlinedFunctionsAreFramesOfTheirOwnUnderTheirDirectCaller) {
   const std::string prof = dir_ + "/cpuprof";
   std::filesystem::create_directories(prof);
   auto r = run(kProfile, {node_, "--cpu-prof", "--cpu-prof-dir=" + prof, INLINED_JS, "4"});
@@ -217,6 +222,12 @@ TEST_F(CpuSampleNode, InlinedFunctionsAreFramesOfTheirOwnAsV8sProfilerSaysThem) 
   double v8_total = 0;
   auto v8 = v8_self_shares(prof, &v8_total);
   ASSERT_GT(v8_total, 100) << "node wrote no profile to " << prof;
+  auto at = [](const std::map<std::string, std::int64_t>& m, const std::string& k) {
+    auto it = m.find(k);
+    return it == m.end() ? std::int64_t{0} : it->second;
+  };
+  const std::int64_t leaf_a = at(s.innermost, "leafSin"), leaf_b = at(s.innermost, "leafHash");
+  const std::int64_t a = leaf_a + at(s.innermost, "outerA"), b = leaf_b + at(s.innermost, "outerB");
   const double v8_script = v8["leafSin"] + v8["leafHash"] + v8["outerA"] + v8["outerB"];
   auto share = [&](std::int64_t n) { return s.in_script ? double(n) / double(s.in_script) : 0.0; };
   std::printf(
@@ -224,29 +235,21 @@ TEST_F(CpuSampleNode, InlinedFunctionsAreFramesOfTheirOwnAsV8sProfilerSaysThem) 
       "%.1f%% (called by outerB: %lld), outerA %.1f%%, outerB %.1f%%\n"
       "  V8's profiler, %.0f of the script: leafSin %.1f%%, leafHash %.1f%%, outerA %.1f%%, "
       "outerB %.1f%%\n",
-      (long long)s.in_script, 100 * share(s.innermost.count("leafSin") ? s.innermost.at("leafSin") : 0),
-      (long long)(s.caller_of.count("leafSin<-outerA") ? s.caller_of.at("leafSin<-outerA") : 0),
-      100 * share(s.innermost.count("leafHash") ? s.innermost.at("leafHash") : 0),
-      (long long)(s.caller_of.count("leafHash<-outerB") ? s.caller_of.at("leafHash<-outerB") : 0),
-      100 * share(s.innermost.count("outerA") ? s.innermost.at("outerA") : 0),
-      100 * share(s.innermost.count("outerB") ? s.innermost.at("outerB") : 0), v8_script,
+      (long long)s.in_script, 100 * share(leaf_a), (long long)at(s.caller_of, "leafSin<-outerA"),
+      100 * share(leaf_b), (long long)at(s.caller_of, "leafHash<-outerB"),
+      100 * share(at(s.innermost, "outerA")), 100 * share(at(s.innermost, "outerB")), v8_script,
       100 * v8["leafSin"] / v8_script, 100 * v8["leafHash"] / v8_script,
       100 * v8["outerA"] / v8_script, 100 * v8["outerB"] / v8_script);
   ASSERT_GE(s.in_script, 30) << "too few samples of node's main thread in the script";
-  auto at = [](const std::map<std::string, std::int64_t>& m, const std::string& k) {
-    auto it = m.find(k);
-    return it == m.end() ? std::int64_t{0} : it->second;
-  };
-  // leafSin as V8 says it, within 7 points, and always right under the function that
-  // inlined it: its direct caller, not a grandparent.
-  EXPECT_NEAR(share(at(s.innermost, "leafSin")), v8["leafSin"] / v8_script, 0.07);
-  EXPECT_EQ(at(s.caller_of, "leafSin<-outerA"), at(s.innermost, "leafSin"));
-  // leafHash is outerB's loop body: outerB's time by V8 is leafHash's and outerB's by loupe,
-  // and at least half of it is leafHash's (the loop's own work is an add and a compare).
-  const std::int64_t b = at(s.innermost, "leafHash") + at(s.innermost, "outerB");
-  EXPECT_NEAR(share(b), (v8["outerB"] + v8["leafHash"]) / v8_script, 0.07);
-  EXPECT_GE(at(s.innermost, "leafHash") * 2, b);
-  EXPECT_EQ(at(s.caller_of, "leafHash<-outerB"), at(s.innermost, "leafHash"));
+  EXPECT_NEAR(share(a), (v8["leafSin"] + v8["outerA"]) / v8_script, 0.07);
+  EXPECT_NEAR(share(b), (v8["leafHash"] + v8["outerB"]) / v8_script, 0.07);
+  // The leaves: most of their caller's time (host: 95 % and 100 %; emulated, where sin and
+  // cos dwarf the rest, 94 % and 60-70 %), always right under the function that inlined
+  // them: their direct caller, not a grandparent.
+  EXPECT_GE(leaf_a * 10, a * 8);
+  EXPECT_GE(leaf_b * 3, b);
+  EXPECT_EQ(at(s.caller_of, "leafSin<-outerA"), leaf_a);
+  EXPECT_EQ(at(s.caller_of, "leafHash<-outerB"), leaf_b);
   const json* h = r.loss("v8_processes");
   ASSERT_NE(h, nullptr) << r.output;
   std::printf("  %s\n", (*h)["health"].value("message", "").c_str());
