@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <tuple>
 
 #include "process_memory.hpp"
@@ -44,14 +46,14 @@ struct V8Layout {
 struct V8Code {
   std::uint64_t sfi = 0;  // the function whose code it is (untagged)
   struct Position {
-    std::uint32_t pc = 0;      // from here on (to the next position)
+    std::uint32_t pc = 0;       // from here on (to the next position)
     std::uint16_t inlined = 0;  // 0: the function's own; k: inlining[k - 1]
-    std::uint32_t line = 0;    // in that function's script
+    std::uint32_t line = 0;     // in that function's script
   };
   std::vector<Position> positions;  // by pc
   struct Inlining {
-    std::uint64_t sfi = 0;        // the inlined function (untagged)
-    std::uint16_t caller = 0;     // where it was inlined: 0 the code's function, else k
+    std::uint64_t sfi = 0;     // the inlined function (untagged)
+    std::uint16_t caller = 0;  // where it was inlined: 0 the code's function, else k
     std::uint32_t caller_line = 0;
   };
   std::vector<Inlining> inlining;
@@ -81,6 +83,38 @@ bool may_be_node(const std::string& path) {
   const std::string base = path.substr(path.rfind('/') + 1);
   return base == "node" || base == "nodejs" || base.rfind("node-", 0) == 0 ||
          base.rfind("libnode.so", 0) == 0;
+}
+
+// Whether node was asked to write its own map of JIT code (--perf-basic-prof, its
+// -only-functions form, or --perf-prof's jitdump), on its command line or in NODE_OPTIONS:
+// the user chose those names, and they win (symbols/ reads the map as for any JIT).
+bool writes_perf_map(const std::string& proc_dir) {
+  for (const char* file : {"/cmdline", "/environ"}) {
+    std::ifstream in(proc_dir + file, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (std::size_t at = 0; at < text.size();) {
+      std::size_t end = text.find('\0', at);
+      if (end == std::string::npos) end = text.size();
+      std::string_view word(text.data() + at, end - at);
+      at = end + 1;
+      if (file[1] == 'e') {
+        if (!word.starts_with("NODE_OPTIONS=")) continue;
+        word.remove_prefix(13);
+      }
+      for (std::string_view flag :
+           {"--perf-basic-prof", "--perf-prof", "--perf_basic_prof", "--perf_prof"})
+        for (std::size_t f = word.find(flag); f != std::string_view::npos;
+             f = word.find(flag, f + 1)) {
+          if (f != 0 && word[f - 1] != ' ') continue;
+          // Not --perf-prof-unwinding-info and the like; --perf-basic-prof-only-functions is.
+          const std::string_view rest = word.substr(f + flag.size());
+          if (rest.empty() || rest[0] == ' ' || rest.starts_with("-only-functions") ||
+              rest.starts_with("_only_functions"))
+            return true;
+        }
+    }
+  }
+  return false;
 }
 
 // `start`: where the binary's mapping of offset 0 begins (its bias, unless it is an
@@ -372,6 +406,16 @@ Runtime::Update V8Frames::update(std::uint32_t pid, const std::vector<MapsEntry>
       break;
     }
   if (procs_fd_ < 0 || !enabled_) return Update::kNo;
+  if (bin) {
+    std::lock_guard lock(mu_);
+    if (by_perf_map_.count(pid)) return Update::kNo;
+  }
+  if (bin && writes_perf_map(proc_root_ + "/" + std::to_string(pid))) {
+    forget(pid);
+    std::lock_guard lock(mu_);
+    if (by_perf_map_.insert(pid).second) ++perf_map_processes_;
+    return Update::kNo;
+  }
   if (!bin) {
     // Exec'd into another program, or exiting (a zombie's maps read empty, before its exit
     // is told): what was read of it stays to name the stacks that hold it.
@@ -429,6 +473,7 @@ Runtime::Update V8Frames::update(std::uint32_t pid, const std::vector<MapsEntry>
 
 void V8Frames::forget(std::uint32_t pid) {
   std::lock_guard lock(mu_);
+  by_perf_map_.erase(pid);
   auto it = procs_.find(pid);
   if (it == procs_.end() || it->second->gone) return;
   if (procs_fd_ >= 0) bpf_map_delete_elem(procs_fd_, &pid);
@@ -488,7 +533,8 @@ void V8Frames::read_code_locked(Process& p, std::uint32_t pid, std::uint64_t cod
     const std::uint64_t n = h.field(arr, L.fa_length);
     if (!Heap::is_heap(arr) || !Heap::is_smi(n) || Heap::smi(n) < 0) return false;
     out->resize(std::min<std::size_t>(static_cast<std::size_t>(Heap::smi(n)), max));
-    return out->empty() || read_process_memory(pid, arr - 1 + L.fa_data, out->data(), out->size() * 8);
+    return out->empty() ||
+           read_process_memory(pid, arr - 1 + L.fa_data, out->data(), out->size() * 8);
   };
   auto bytes = [&](std::uint64_t arr, std::vector<std::uint8_t>* out) {
     const std::uint64_t n = h.type(arr) == L.t_byte_array ? h.field(arr, L.fa_length) : 1;
@@ -507,12 +553,14 @@ void V8Frames::read_code_locked(Process& p, std::uint32_t pid, std::uint64_t cod
   const Function* outer = read_locked(p, pid, c.sfi);
   if (!outer) return fail();
   // The inlined functions: the first `count` literals (weak references, some).
-  const std::int32_t count = Heap::is_smi(dd[L.dd_inlined_count]) ? Heap::smi(dd[L.dd_inlined_count]) : -1;
+  const std::int32_t count =
+      Heap::is_smi(dd[L.dd_inlined_count]) ? Heap::smi(dd[L.dd_inlined_count]) : -1;
   std::vector<std::uint64_t> literals;
   std::vector<std::uint8_t> inlining;
-  if (count < 0 || (count > 0 && (!slots(dd[L.dd_literals], static_cast<std::size_t>(count), &literals) ||
-                                  literals.size() < static_cast<std::size_t>(count) ||
-                                  !bytes(dd[L.dd_inlining], &inlining))))
+  if (count < 0 ||
+      (count > 0 &&
+       (!slots(dd[L.dd_literals], static_cast<std::size_t>(count), &literals) ||
+        literals.size() < static_cast<std::size_t>(count) || !bytes(dd[L.dd_inlining], &inlining))))
     return fail();
   // Each InliningPosition: the call's SourcePosition (8 bytes), the inlined function's index
   // among the literals (int32), padding.
@@ -548,8 +596,10 @@ void V8Frames::read_code_locked(Process& p, std::uint32_t pid, std::uint64_t cod
     std::uint64_t pos;
     std::memcpy(&pos, &inlining[k], 8);
     const std::uint16_t caller = c.inlining[i].caller;
-    c.inlining[i].caller_line =
-        script_line(caller == 0 ? outer : caller <= fns.size() ? fns[caller - 1] : nullptr, pos);
+    c.inlining[i].caller_line = script_line(caller == 0            ? outer
+                                            : caller <= fns.size() ? fns[caller - 1]
+                                                                   : nullptr,
+                                            pos);
   }
   std::vector<std::uint8_t> table;
   if (!bytes(h.field(code, L.code_positions), &table)) return fail();
@@ -562,8 +612,8 @@ void V8Frames::read_code_locked(Process& p, std::uint32_t pid, std::uint64_t cod
     const auto id = static_cast<std::uint16_t>(static_cast<std::uint64_t>(pos) >> 31);
     const Function* f = id == 0 ? outer : id <= fns.size() ? fns[id - 1] : nullptr;
     if (!f) continue;
-    c.positions.push_back({static_cast<std::uint32_t>(pc), id,
-                           script_line(f, static_cast<std::uint64_t>(pos))});
+    c.positions.push_back(
+        {static_cast<std::uint32_t>(pc), id, script_line(f, static_cast<std::uint64_t>(pos))});
   }
   ++codes_read_;
   p.codes[start] = std::move(c);
@@ -736,7 +786,8 @@ std::uint32_t V8Frames::name_code(std::uint32_t pid, std::uint64_t payload,
   for (int guard = 0; id != 0 && id <= code.inlining.size() && guard < 64; ++guard) {
     const V8Code::Inlining& in = code.inlining[id - 1];
     emit(in.sfi, line);
-    if (in.caller >= id) break;  // callers are inlined first: a table that says otherwise is not one
+    if (in.caller >= id)
+      break;  // callers are inlined first: a table that says otherwise is not one
     line = in.caller_line;
     id = in.caller;
   }
@@ -748,7 +799,7 @@ std::uint32_t V8Frames::name_code(std::uint32_t pid, std::uint64_t payload,
 
 void V8Frames::report_health(HealthReport& health) const {
   std::lock_guard lock(mu_);
-  if (!processes_seen_ && unsupported_.empty()) return;
+  if (!processes_seen_ && unsupported_.empty() && !perf_map_processes_) return;
   const std::string comp = "v8_frames";
   const auto warn_if = [](std::uint64_t v) { return v ? LOUPE_HEALTH_WARN : LOUPE_HEALTH_OK; };
   health.health("v8_processes", comp, processes_seen_, LOUPE_HEALTH_OK,
@@ -757,6 +808,13 @@ void V8Frames::report_health(HealthReport& health) const {
                             "code object(s) whose inlined functions are frames of their own ({} "
                             "such frames named)",
                             functions_read_, codes_read_, inlined_named_),
+                true);
+  health.health("v8_by_perf_map", comp, perf_map_processes_, LOUPE_HEALTH_OK,
+                perf_map_processes_
+                    ? "Node.js processes started with --perf-basic-prof or --perf-prof: their JIT "
+                      "frames are named by the map they write, as asked (functions by code "
+                      "object, no inlined functions; interpreted time under bytecode handlers)"
+                    : "",
                 true);
   health.health(
       "v8_unsupported", comp, unsupported_.size(), warn_if(unsupported_.size()),

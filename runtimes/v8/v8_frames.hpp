@@ -18,8 +18,8 @@
 // TurboFan) of V8 11 names the functions inlined at its pc as frames of their own, from the
 // code's source positions and deoptimization data read at first sight; on-stack-replaced
 // code and other versions' optimized code name the function whose frame it is (inlined
-// callees' time is then its own); a SharedFunctionInfo moved by the garbage collector before it was read is
-// named by what then lives at its address, or not at all (counted). Threads: update() on
+// callees' time is then its own); a SharedFunctionInfo moved by the garbage collector before it was
+// read is named by what then lives at its address, or not at all (counted). Threads: update() on
 // the tables' threads, seen() on the ring's reader, name() on any; one lock.
 #ifndef LOUPE_RUNTIMES_V8_V8_FRAMES_HPP
 #define LOUPE_RUNTIMES_V8_V8_FRAMES_HPP
@@ -92,8 +92,10 @@ class V8Frames final : public Runtime {
   std::map<std::string, std::shared_ptr<const V8Layout>> layouts_;
   std::map<std::uint32_t, std::unique_ptr<Process>> procs_;
   std::set<std::string> unsupported_;
+  std::set<std::uint32_t> by_perf_map_;  // live processes named by the map they write
   std::uint64_t processes_seen_ = 0, functions_read_ = 0, read_failed_ = 0, unnamed_ = 0,
-                write_errors_ = 0, codes_read_ = 0, codes_failed_ = 0, inlined_named_ = 0;
+                write_errors_ = 0, codes_read_ = 0, codes_failed_ = 0, inlined_named_ = 0,
+                perf_map_processes_ = 0;
 };
 
 }  // namespace loupe

@@ -74,7 +74,7 @@ struct loupe_v8_proc {
 	__u16 off_code_start;
 	__u8 code_flags_at;
 	__u8 code_size_at;
-	__u8 code_kind_mask; /* the kind in the flags' low bits */
+	__u8 code_kind_mask;	 /* the kind in the flags' low bits */
 	__u8 code_kind_baseline; /* Sparkplug: by function only (its pc maps to bytecode) */
 	__u16 pad[3];
 };

@@ -148,9 +148,9 @@ TEST_F(CpuSampleNode, RunningNodeGivenByPidIsNamedToo) {
   // Its next line, 250 ms on, closes the window.
   std::this_thread::sleep_for(std::chrono::milliseconds(600));
   const std::string text = loupe::test::file_text(said);
-  for (const char* row : {"v8_processes", "v8_code_unreadable", "v8_unreadable", "v8_frames_unnamed"})
-    if (const json* h = r.loss(row))
-      std::printf("  %s: %s\n", row, (*h)["health"].dump().c_str());
+  for (const char* row :
+       {"v8_processes", "v8_code_unreadable", "v8_unreadable", "v8_frames_unnamed"})
+    if (const json* h = r.loss(row)) std::printf("  %s: %s\n", row, (*h)["health"].dump().c_str());
   expect_functions_named(s, loupe::test::own_share_over(loupe::test::json_lines(text), "a_s", "b_s",
                                                         s.start_ns, s.end_ns));
 }
@@ -161,8 +161,8 @@ namespace {
 // innermost JavaScript frame, and the one right after it (its direct caller).
 struct InlinedSplit {
   std::int64_t in_script = 0;
-  std::map<std::string, std::int64_t> innermost;   // by function
-  std::map<std::string, std::int64_t> caller_of;   // "leafSin<-outerA" -> samples
+  std::map<std::string, std::int64_t> innermost;  // by function
+  std::map<std::string, std::int64_t> caller_of;  // "leafSin<-outerA" -> samples
 };
 
 InlinedSplit inlined_split_of(const RunResult& r) {
@@ -180,8 +180,7 @@ InlinedSplit inlined_split_of(const RunResult& r) {
       s.in_script += n;
       const std::string fn = frame_str(frames[i], "symbol");
       s.innermost[fn] += n;
-      if (i + 1 < frames.size())
-        s.caller_of[fn + "<-" + frame_str(frames[i + 1], "symbol")] += n;
+      if (i + 1 < frames.size()) s.caller_of[fn + "<-" + frame_str(frames[i + 1], "symbol")] += n;
       break;
     }
   }
@@ -253,4 +252,41 @@ TEST_F(CpuSampleNode, InlinedFunctionsAreFramesOfTheirOwnUnderTheirDirectCaller)
   const json* h = r.loss("v8_processes");
   ASSERT_NE(h, nullptr) << r.output;
   std::printf("  %s\n", (*h)["health"].value("message", "").c_str());
+}
+
+// A node started with --perf-basic-prof was asked by its user for names of its own: its map
+// names its JIT frames, and the V8 walk leaves it (said in v8_by_perf_map).
+TEST_F(CpuSampleNode, ANodeWritingItsPerfMapIsNamedByItsMap) {
+  auto r = run(kProfile, {node_, "--perf-basic-prof", TWO_HOT_JS, "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::int64_t main_thread = 0, in_script = 0, by_map = 0, js = 0;
+  for (const auto* rec : r.all("stack", "cpu")) {
+    const auto& labels = (*rec)["labels"];
+    if (labels.value("comm", "") != "node" || labels.value("tid", "") != labels.value("pid", ""))
+      continue;
+    const std::int64_t n = (*rec)["stack"]["values"][0]["value"].get<std::int64_t>();
+    main_thread += n;
+    bool map = false, walk = false, script = false;
+    for (const auto& f : (*rec)["stack"]["frames"]) {
+      const std::string sym = frame_str(f, "symbol");
+      script |= sym.find("two_hot.js") != std::string::npos;
+      map |=
+          f.value("resolution", "") == "perf_map" && sym.starts_with("JS:") &&
+          (sym.find("spinSines") != std::string::npos || sym.find("hashLoop") != std::string::npos);
+      walk |= f.value("kind", "") == "js";
+    }
+    by_map += map ? n : 0;
+    in_script += script ? n : 0;
+    js += walk ? n : 0;
+  }
+  std::printf(
+      "  main thread: %lld samples, %lld in the script's run (a frame of two_hot.js by the "
+      "map), %lld naming spinSines or hashLoop by the map, %lld with V8 walk frames\n",
+      (long long)main_thread, (long long)in_script, (long long)by_map, (long long)js);
+  ASSERT_GE(in_script, 30);
+  EXPECT_GE(by_map * 100, in_script * 85);
+  EXPECT_EQ(js, 0);
+  const json* h = r.loss("v8_by_perf_map");
+  ASSERT_NE(h, nullptr) << r.output;
+  EXPECT_EQ((*h)["health"].value("value", 0.0), 1.0) << h->dump();
 }
