@@ -520,14 +520,15 @@ void V8Frames::seen(const loupe_runtime_seen_key& key) {
 // was inlined), decoded into lines now: the scripts' line ends are read only while the
 // process lives.
 void V8Frames::read_code_locked(Process& p, std::uint32_t pid, std::uint64_t code_addr,
-                                std::uint64_t start) {
-  if (auto c = p.codes.find(start); c != p.codes.end() && c->second.sfi) return;
+                                std::uint64_t sfi) {
   if (p.codes.size() >= kMaxCodes) return;
   const V8Layout& L = *p.layout;
   Heap h(pid, L);
   const std::uint64_t code = code_addr + 1;
   auto fail = [&] { ++codes_failed_; };
-  if (h.type(code) != L.t_code || h.field(code, p.entry.off_code_start) != start) return fail();
+  if (h.type(code) != L.t_code) return fail();
+  const std::uint64_t start = h.field(code, p.entry.off_code_start);
+  if (!start || (start & 63) || p.codes.count(start)) return;
   // The slots of a FixedArray-shaped object (FixedArray, WeakFixedArray), up to `max`.
   auto slots = [&](std::uint64_t arr, std::size_t max, std::vector<std::uint64_t>* out) {
     const std::uint64_t n = h.field(arr, L.fa_length);
@@ -542,19 +543,23 @@ void V8Frames::read_code_locked(Process& p, std::uint32_t pid, std::uint64_t cod
     out->resize(static_cast<std::size_t>(Heap::smi(n)));
     return out->empty() || read_process_memory(pid, arr - 1 + L.fa_data, out->data(), out->size());
   };
+  // Code that cannot deoptimize has empty deoptimization data: its function is the one the
+  // walk told, and nothing was inlined into it.
   std::vector<std::uint64_t> dd;
   const std::size_t need =
       std::max({L.dd_inlined_count, L.dd_literals, L.dd_sfi, L.dd_inlining}) + 1;
   if (h.type(h.field(code, L.code_deopt)) != L.t_fixed_array ||
-      !slots(h.field(code, L.code_deopt), need, &dd) || dd.size() < need)
+      !slots(h.field(code, L.code_deopt), need, &dd) || (!dd.empty() && dd.size() < need))
     return fail();
   V8Code c;
-  c.sfi = dd[L.dd_sfi] - 1;
-  const Function* outer = read_locked(p, pid, c.sfi);
+  c.sfi = sfi;
+  auto known = p.functions.find(sfi);
+  const Function* outer = known != p.functions.end() ? &known->second : read_locked(p, pid, sfi);
   if (!outer) return fail();
   // The inlined functions: the first `count` literals (weak references, some).
-  const std::int32_t count =
-      Heap::is_smi(dd[L.dd_inlined_count]) ? Heap::smi(dd[L.dd_inlined_count]) : -1;
+  std::int32_t count = 0;
+  if (!dd.empty())
+    count = Heap::is_smi(dd[L.dd_inlined_count]) ? Heap::smi(dd[L.dd_inlined_count]) : -1;
   std::vector<std::uint64_t> literals;
   std::vector<std::uint8_t> inlining;
   if (count < 0 ||

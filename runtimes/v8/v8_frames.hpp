@@ -80,7 +80,7 @@ class V8Frames final : public Runtime {
  private:
   struct Process;
   const Function* read_locked(Process& p, std::uint32_t pid, std::uint64_t sfi);
-  void read_code_locked(Process& p, std::uint32_t pid, std::uint64_t code, std::uint64_t start);
+  void read_code_locked(Process& p, std::uint32_t pid, std::uint64_t code, std::uint64_t sfi);
   std::uint32_t name_code(std::uint32_t pid, std::uint64_t payload, Symbolizer::RuntimeName* out,
                           std::uint32_t max);
 

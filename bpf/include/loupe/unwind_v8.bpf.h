@@ -116,7 +116,7 @@ __attribute__((noinline)) int loupe_v8_frame(void)
 			frame = LOUPE_V8_CODE_FRAME(start, pc - start);
 			st->seen_key.kind = LOUPE_V8_SEEN_CODE;
 			st->seen_key.ptr = st->v8_word[0] - 1;
-			st->seen_key.token = start;
+			st->seen_key.token = sfi;
 		}
 	}
 	/* d again: spilled across the reads above, its bound lost with the spill. */

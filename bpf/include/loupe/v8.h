@@ -48,8 +48,8 @@
 
 /* What the walk tells user space on first sight (loupe_runtime_seen_key.kind), read while
  * the process lives: a SharedFunctionInfo (ptr: its untagged address), or an optimized
- * Code object (ptr: its untagged address, token: its instruction start; code replaced at
- * that address is told again). */
+ * Code object (ptr: its untagged address, token: its function's SharedFunctionInfo, which
+ * code without deoptimization data does not name). */
 #define LOUPE_V8_SEEN_SFI 1
 #define LOUPE_V8_SEEN_CODE 2
 
