@@ -40,6 +40,16 @@ PY
   "$LOUPE" --disable-feature tracepoint check --json | python3 -c '
 import json,sys; f={x["name"]:x for x in json.load(sys.stdin)["features"]}
 assert f["tracepoint"]["forced_off"] and not f["tracepoint"]["available"]' || fail "--disable-feature"
+  # The default unwinder's kernel needs are in the table, and they decide: without
+  # bpf_find_vma the profilers fall back to frame pointers and say so.
+  "$LOUPE" check | grep -qE "^ *bpf_loop " || fail "loupe check does not list bpf_loop"
+  "$LOUPE" check | grep -qE "^ *find_vma " || fail "loupe check does not list find_vma"
+  if [[ $(id -u) -eq 0 ]]; then
+    "$LOUPE" --disable-feature find_vma run cpu --duration 1 -- true >"$TMP/out" 2>&1 ||
+      fail "cpu without find_vma did not run: $(cat "$TMP/out")"
+    grep -q 'unwind = "tables" is not possible here (find_vma: disabled by --disable-feature)' \
+      "$TMP/out" || fail "the frame-pointer fallback was not said: $(cat "$TMP/out")"
+  fi
 }
 
 case_validate() {

@@ -711,6 +711,10 @@ const FeatureEntry kFeatures[] = {
      [](Ctx&) { return probe_helper(BPF_PROG_TYPE_TRACEPOINT, "tracepoint", BPF_FUNC_ringbuf_query, "bpf_ringbuf_query"); }},
     {{"ktime_get_boot_ns", "helper", "bpf_ktime_get_boot_ns: a clock that counts suspend"},
      [](Ctx&) { return probe_helper(BPF_PROG_TYPE_TRACEPOINT, "tracepoint", BPF_FUNC_ktime_get_boot_ns, "bpf_ktime_get_boot_ns"); }},
+    {{"bpf_loop", "helper", "bpf_loop (5.17+): the in-kernel unwinder's frames (unwind = \"tables\", the default; without it, frame pointers)"},
+     [](Ctx&) { return probe_helper(BPF_PROG_TYPE_PERF_EVENT, "perf_event", BPF_FUNC_loop, "bpf_loop"); }},
+    {{"find_vma", "helper", "bpf_find_vma (5.17+): the in-kernel unwinder finds the mapping of a pc its tables do not index"},
+     [](Ctx&) { return probe_helper(BPF_PROG_TYPE_PERF_EVENT, "perf_event", BPF_FUNC_find_vma, "bpf_find_vma"); }},
 };
 // clang-format on
 

@@ -80,11 +80,18 @@ inline constexpr loupe_config_key kUnwindKeys[] = {
     kPythonFramesKey,
 };
 
-// Whether this kernel runs the in-kernel unwinder (bpf_loop, Linux 5.17+); else why not.
-inline bool unwind_tables_supported(std::string* why) {
-  if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, nullptr) == 1) return true;
-  if (why) *why = "the kernel has no bpf_loop (Linux 5.17+)";
-  return false;
+// Whether this kernel runs the in-kernel unwinder (bpf_loop and bpf_find_vma, Linux 5.17+),
+// as the session's preflight says (`loupe check` lists both; --disable-feature turns them
+// off); else why not.
+inline bool unwind_tables_supported(const Host& host, std::string* why) {
+  for (const char* helper : {"bpf_loop", "find_vma"}) {
+    std::string reason;
+    if (!host.feature(helper, &reason)) {
+      if (why) *why = std::string(helper) + ": " + reason;
+      return false;
+    }
+  }
+  return true;
 }
 
 // unwind = "tables" as configured and possible here: a kernel without the unwinder's
@@ -95,7 +102,7 @@ inline bool use_unwind_tables(const Config& cfg, const Host& host, const std::st
   std::string why;
   if (!host.can_keep_unwind_tables())
     why = "the host keeps no unwind tables (it predates loupe ABI 1.5)";
-  else if (unwind_tables_supported(&why))
+  else if (unwind_tables_supported(host, &why))
     return true;
   host.warn(plugin + ": unwind = \"tables\" is not possible here (" + why +
             "): user stacks by frame pointers, whose callers of frameless functions are lost");
