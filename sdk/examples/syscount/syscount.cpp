@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // syscount: how many times each syscall was entered, optionally per process. The SDK's
-// example plugin: counting happens in the kernel (per-CPU hash), user space only merges
-// the CPUs and emits one counter record per syscall at each collect().
+// example plugin: counting happens in the kernel (a per-CPU array by syscall number, or a
+// per-CPU hash per process), user space only merges the CPUs and emits one counter record
+// per syscall at each collect(). The hook is the
+// cheapest flavour of raw_syscalls:sys_enter the kernel has (sdk/flavour.hpp): tp_btf or
+// raw_tp take the syscall number as it is, the classic tracepoint after a record copy.
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "loupe/sdk.hpp"
+#include "loupe/sdk/flavour.hpp"
 #include "loupe/sdk/skeleton.hpp"
 #include "loupe/sdk/target_filter.hpp"
 #include "syscall_names.hpp"
@@ -27,7 +31,8 @@ namespace {
 
 using loupe::sdk::Error;
 
-constexpr const char* kTracepoint = "raw_syscalls:sys_enter";
+// The hook each flavour attaches to, as a link's label says it.
+constexpr const char* kHookNames[] = {"sys_enter", "sys_enter", "raw_syscalls:sys_enter"};
 
 constexpr loupe_config_key kOwnKeys[] = {
     {.name = "per_process",
@@ -42,7 +47,8 @@ constexpr loupe_config_key kOwnKeys[] = {
      .max_int = SYSCOUNT_MAX_ENTRIES},
 };
 // The pid, tid, comm and cgroup filters of loupe/filter.bpf.h, declared by the SDK.
-constexpr auto kKeys = loupe::sdk::concat_keys(kOwnKeys, loupe::sdk::kTargetFilterKeys);
+constexpr auto kKeys =
+    loupe::sdk::concat_keys(kOwnKeys, loupe::sdk::kMechanismKey, loupe::sdk::kTargetFilterKeys);
 
 struct Row {
   syscount_key key;
@@ -56,14 +62,10 @@ class SyscountProfiler : public loupe::sdk::Profiler {
     host_.emplace(args.host);
     per_process_ = args.config.value_bool("per_process");
     top_ = static_cast<std::size_t>(args.config.value_int("top"));
-    std::string why;
-    if (!host_->feature("tracepoint", &why))
-      throw Error(LOUPE_ERR_UNSUPPORTED, "tracepoint programs unavailable: " + why);
-    // Check the hook before loading, so a missing tracefs is reported as such rather than
-    // as an attach failure after the verifier ran.
-    if (!host_->tracepoint_exists(kTracepoint))
-      throw Error(LOUPE_ERR_NOT_FOUND,
-                  std::string("tracepoint ") + kTracepoint + " not found (is tracefs mounted?)");
+    // Probed before loading, so a kernel without any flavour (or a classic tracepoint
+    // without tracefs) is said as such rather than as an attach failure after the verifier.
+    mechanism_ = loupe::sdk::choose_flavour(*host_, args.config.value_string("mechanism"),
+                                            "raw_syscalls", {"sys_enter"});
 
     skel_.reset(syscount_bpf__open());
     if (!skel_)
@@ -71,14 +73,20 @@ class SyscountProfiler : public loupe::sdk::Profiler {
     // pid (default: the session's target), tid, comm, cgroup -> the loupe_filter_* knobs.
     const auto filter = loupe::sdk::apply_target_filter(args.config, args.session, skel_.get());
     skel_->rodata->targ_per_process = per_process_;
-    host_->debug("syscount: pid=" + std::to_string(filter.pid) +
+    bpf_program* progs[] = {skel_->progs.syscount_sys_enter_btf,
+                            skel_->progs.syscount_sys_enter_raw, skel_->progs.syscount_sys_enter};
+    for (std::uint32_t m = 0; m < std::size(progs); ++m)
+      bpf_program__set_autoload(progs[m], m == mechanism_);
+    prog_ = progs[mechanism_];
+    host_->debug(std::string("syscount: mechanism=") + loupe::sdk::kFlavourNames[mechanism_] +
+                 " pid=" + std::to_string(filter.pid) +
                  " per_process=" + (per_process_ ? "true" : "false"));
   }
 
   void start(const loupe::sdk::StartArgs&) override {
     if (int rc = host_->bpf_load(skel_->obj); rc != LOUPE_OK)
       throw Error(static_cast<loupe_status>(rc), host_->last_error());
-    if (int rc = host_->bpf_attach(skel_->progs.syscount_sys_enter, kTracepoint); rc != LOUPE_OK)
+    if (int rc = host_->bpf_attach(prog_, kHookNames[mechanism_]); rc != LOUPE_OK)
       throw Error(static_cast<loupe_status>(rc), host_->last_error());
   }
 
@@ -138,6 +146,20 @@ class SyscountProfiler : public loupe::sdk::Profiler {
       }
       rows.push_back(std::move(row));
     }
+    // The array: every slot in one batch (one system call, not one per syscall number).
+    const int arr = bpf_map__fd(skel_->maps.by_nr);
+    std::vector<std::uint32_t> keys(SYSCOUNT_ARRAY_NR);
+    std::vector<std::uint64_t> values(SYSCOUNT_ARRAY_NR * static_cast<std::size_t>(ncpu));
+    std::uint32_t out_batch = 0, count = SYSCOUNT_ARRAY_NR;
+    int rc =
+        bpf_map_lookup_batch(arr, nullptr, &out_batch, keys.data(), values.data(), &count, nullptr);
+    if (rc != 0 && errno != ENOENT)  // ENOENT: the last batch, `count` holds it
+      throw Error(LOUPE_ERR_KERNEL, std::string("reading the counts: ") + std::strerror(errno));
+    for (std::uint32_t i = 0; i < count; ++i) {
+      std::uint64_t n = 0;
+      for (int c = 0; c < ncpu; ++c) n += values[i * static_cast<std::size_t>(ncpu) + c];
+      if (n) rows.push_back(Row{syscount_key{0, keys[i]}, n, {}});
+    }
     return rows;
   }
 
@@ -155,6 +177,8 @@ class SyscountProfiler : public loupe::sdk::Profiler {
   loupe::sdk::Skeleton<syscount_bpf> skel_;
   bool per_process_ = false;
   std::size_t top_ = 20;
+  std::uint32_t mechanism_ = loupe::sdk::kTpBtf;
+  bpf_program* prog_ = nullptr;
 };
 
 }  // namespace

@@ -9,6 +9,9 @@
 
 #define SYSCOUNT_COMM_LEN 16
 #define SYSCOUNT_MAX_ENTRIES 16384
+/* Syscall numbers below this are counted in an array (no hashing) when counts are not per
+ * process; x86-64 has about 460. */
+#define SYSCOUNT_ARRAY_NR 1024
 
 /* tgid is 0 unless the plugin runs with per_process = true. */
 struct syscount_key {
