@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "dispatch/sink_runner.hpp"
+#include "loupe/sdk/thread_name.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -13,7 +14,10 @@ SinkRunner::~SinkRunner() {
 }
 
 void SinkRunner::start() {
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    sdk::name_this_thread("sink:" + name());
+    run();
+  });
 }
 
 bool SinkRunner::offer(const RecordPtr& rec) {
