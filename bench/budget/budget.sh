@@ -10,7 +10,11 @@
 # the workload's own throughput (forks and round trips a second), so what thinning saved
 # the machine is seen beside what it cost in precision.
 #
-#   bench/budget/budget.sh BUILD_DIR [SECONDS=60] [BUDGET=1] [WORKLOAD=forks]
+#   bench/budget/budget.sh BUILD_DIR [SECONDS=60] [BUDGET=1] [WORKLOAD=forks] [LOOPS=1]
+#
+# LOOPS: how many fork loops run side by side (each ~600-1,300 processes a second here).
+# FREE=0 in the environment skips the run without a budget (issue 46's run: the budget
+# alone, 45 s).
 #
 # WORKLOAD: `forks`, a shell starting /bin/true in a loop (a fork, an exec and an exit
 # each: new processes, their switches and their stacks); `pingpong`, two processes passing
@@ -22,6 +26,8 @@ build=$(cd "${1:?usage: budget.sh BUILD_DIR [SECONDS] [BUDGET]}" && pwd)
 secs=${2:-60}
 budget=${3:-1}
 workload=${4:-forks}
+loops=${5:-1}
+free=${FREE:-1}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 loupe=$build/bin/loupe
 tmp=$(mktemp -d)
@@ -48,7 +54,8 @@ SH
 # The cost as anyone can check it from outside, beside loupe's own figure: every 5 s from
 # loupe's start (its reports' cadence), the process's CPU time (utime + stime, all its
 # threads) and its BPF programs' run time as the kernel counts it (bpftool; loupe turns
-# kernel.bpf_stats_enabled on when a budget is set, and so does this).
+# kernel.bpf_stats_enabled on when a budget is set, and so does this); and each thread's
+# CPU time by its name (loupe names its threads: loupe-rings, loupe-tables, sink:jsonl...).
 outside() {  # outside PID FILE
   local pid=$1 file=$2 t=0
   : >"$file"
@@ -62,6 +69,10 @@ outside() {  # outside PID FILE
         awk '{print $2}' || echo 0)))
     done
     echo "$t $ticks $bpf" >>"$file"
+    for task in /proc/"$pid"/task/*; do
+      awk -v t="$t" -v tid="${task##*/}" '{ sub(/^.*\) /, ""); print "T", t, tid, $12 + $13 }' \
+        "$task/stat" 2>/dev/null | sed "s/\$/ $(tr ' ' _ <"$task/comm" 2>/dev/null)/"
+    done >>"$file"
     sleep 5
     t=$((t + 5))
   done
@@ -81,18 +92,26 @@ one() {  # one NAME PERCENT
   sleep 4  # attached, baseline taken
   : >"$out/work.txt"
   case $workload in pingpong | both) python3 "$tmp/pingpong.py" "$secs" >"$out/pp.txt" & ;; esac
-  case $workload in forks | both) sh "$tmp/forks.sh" "$secs" >"$out/forks.txt" & ;; esac
+  case $workload in forks | both)
+    for i in $(seq "$loops"); do sh "$tmp/forks.sh" "$secs" >"$out/forks$i.txt" & done ;;
+  esac
   wait $l
   wait
-  cat "$out"/pp.txt "$out"/forks.txt >"$out/work.txt" 2>/dev/null
+  cat "$out"/pp.txt >"$out/work.txt" 2>/dev/null
+  # Each fork loop's rate, summed.
+  cat "$out"/forks*.txt 2>/dev/null | awk -F= '/forks_per_s/ {n += $2} END {if (NR) print "forks_per_s=" n}' \
+    >>"$out/work.txt"
 }
-one free 100
+[ "$free" = 0 ] && mkdir -p "$tmp/free" || one free 100
 one budget "$budget"
 
 python3 - "$tmp" "$budget" <<'PY'
 import json, os, sys
 tmp, budget = sys.argv[1], sys.argv[2]
+hz, cpus = os.sysconf("SC_CLK_TCK"), os.cpu_count()
 def load(name):
+    if not os.path.exists(f"{tmp}/{name}/records.jsonl"):
+        return [], [], {}, [], [0], {}, [], {}
     recs = [json.loads(l) for l in open(f"{tmp}/{name}/records.jsonl")]
     cost = [r["metric"]["value"] for r in recs if r.get("name") == "cost_cpu_percent"
             and not r.get("is_final") and r["labels"].get("part") == "total"]
@@ -109,14 +128,20 @@ def load(name):
              and r.get("is_final") and r["labels"].get("part") == "total"]
     work = dict(l.strip().split("=") for l in open(f"{tmp}/{name}/work.txt") if "=" in l)
     # From outside: per 5 s, (threads' CPU + BPF run time) / (5 s x CPUs).
-    rows = [tuple(int(x) for x in l.split()) for l in open(f"{tmp}/{name}/outside.txt")
-            if len(l.split()) == 3]
-    hz, cpus = os.sysconf("SC_CLK_TCK"), os.cpu_count()
+    lines = [l.split() for l in open(f"{tmp}/{name}/outside.txt")]
+    rows = [tuple(int(x) for x in l) for l in lines if len(l) == 3]
     out = [((b[1] - a[1]) / hz * 1e9, b[2] - a[2], (b[0] - a[0]) * 1e9 * cpus)
            for a, b in zip(rows, rows[1:])]
     outside = [(100 * (t + k) / cap, 100 * t / cap, 100 * k / cap) for t, k, cap in out]
-    return cost, div, final, events, total, work, outside
+    # Per thread: ticks at each sample time, by (tid, name).
+    threads = {}
+    for l in lines:
+        if len(l) >= 4 and l[0] == "T":
+            threads.setdefault(int(l[1]), {})[(l[2], l[4] if len(l) > 4 else "?")] = int(l[3])
+    return cost, div, final, events, total, work, outside, {"rows": rows, "threads": threads}
 free, budg = load("free"), load("budget")
+over = sum(1 for c in budg[0] if c > float(budget))
+print(f"budget {budget}%: loupe's own account passed it in {over} of {len(budg[0])} reports")
 print(f"interval  cost, no budget  cost, budget {budget}%  outside (threads + BPF)  divisors in force")
 for i in range(max(len(free[0]), len(budg[0]))):
     a = f"{free[0][i]:.2f}%" if i < len(free[0]) else "-"
@@ -125,7 +150,25 @@ for i in range(max(len(free[0]), len(budg[0]))):
          if i < len(budg[6]) else "-")
     d = ", ".join(f"{k} {v}" for k, v in sorted(budg[1][i].items())) if i < len(budg[1]) else ""
     print(f"{i + 1:>8}  {a:>15}  {b:>17}  {o:>23}  {d}")
+# The issue's check: loupe's threads from outside over the last 20 s of the budget run, and
+# which thread it was.
+rows, threads = budg[7]["rows"], budg[7]["threads"]
+if len(rows) >= 5:
+    a, b = rows[-5], rows[-1]
+    cap = (b[0] - a[0]) * cpus
+    print(f"\nbudget {budget}%, last {b[0] - a[0]} s, from outside: loupe's threads "
+          f"{100 * (b[1] - a[1]) / hz / cap:.2f}%, its BPF programs "
+          f"{100 * (b[2] - a[2]) / 1e9 / cap:.2f}% of the machine; by thread:")
+    old, new = threads.get(a[0], {}), threads.get(b[0], {})
+    by = {}
+    for k, v in new.items():
+        by[k[1]] = by.get(k[1], 0) + v - old.get(k, 0)
+    gone = (b[1] - a[1]) - sum(by.values())
+    for n, v in sorted(by.items(), key=lambda x: -x[1]):
+        if v: print(f"  {n:>16}: {100 * v / hz / cap:.2f}%")
+    if gone > 0: print(f"  {'(threads ended)':>16}: {100 * gone / hz / cap:.2f}%")
 for name, run in (("no budget", free), (f"budget {budget}%", budg)):
+    if not run[0]: continue
     print(f"\n{name}: session cost {run[4][0]:.2f}%; workload {run[5]}")
     b = run[2].get("loupe/max_cpu_percent")
     if b: print(f"  budget: {b['severity']}: {b.get('message', '')}")

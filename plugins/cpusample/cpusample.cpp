@@ -26,6 +26,7 @@
 #include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/skeleton.hpp"
 #include "loupe/sdk/target_filter.hpp"
+#include "loupe/sdk/thread_name.hpp"
 #include "loupe/sdk/unwind.hpp"
 #include "loupe/sdk/ustack.hpp"
 #include "stack_reporter.hpp"
@@ -82,6 +83,7 @@ class SymbolWarmer {
  public:
   SymbolWarmer(StackReporter& reporter, std::chrono::milliseconds every)
       : thread_([this, &reporter, every] {
+          sdk::name_this_thread("cpusample-warm");
           std::unique_lock lock(mu_);
           while (!cv_.wait_for(lock, every, [this] { return stop_; })) {
             lock.unlock();

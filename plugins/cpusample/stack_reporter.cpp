@@ -121,6 +121,7 @@ void StackReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) {
   const std::set<std::uint32_t> gone =
       evicting ? sdk::exited(tgids_read_) : std::set<std::uint32_t>{};
   auto counts = read_counts();
+  if (is_final) user_frames_.rename_unnamed_now();
   if (!session_start_) session_start_ = ws;
   std::uint64_t truncated = 0;
   for (const auto& [k, total] : counts) {

@@ -302,6 +302,7 @@ void LockReporter::emit_counters(const std::vector<std::uint64_t>& c) {
 void LockReporter::collect(bool is_final, std::uint64_t window_start_ns,
                            std::uint64_t window_end_ns) {
   is_final_ = is_final;
+  if (is_final) symbols_.rename_unnamed_now();
   if (!first_window_start_) first_window_start_ = window_start_ns;
   window_start_ = first_window_start_;  // cumulative since start
   window_end_ = window_end_ns;

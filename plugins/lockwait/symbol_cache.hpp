@@ -46,6 +46,12 @@ class SymbolCache {
   // (an id the kernel's stack map never hands out) for user_stack().
   void put_user_stack(std::uint32_t tgid, std::int32_t id, const std::vector<std::uint64_t>& addrs);
 
+  // Before the final report: stacks still unnamed are named again at once.
+  void rename_unnamed_now() {
+    std::lock_guard lock(mu_);
+    user_frames_.rename_unnamed_now();
+  }
+
   // Human label: symbol[+0xoff] or 0xaddr.
   static std::string label(const LockName& n, std::uint64_t addr);
 

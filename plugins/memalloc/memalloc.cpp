@@ -28,6 +28,7 @@
 #include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/skeleton.hpp"
 #include "loupe/sdk/target_filter.hpp"
+#include "loupe/sdk/thread_name.hpp"
 #include "loupe/sdk/unwind.hpp"
 #include "loupe/sdk/ustack.hpp"
 #include "memalloc.skel.h"
@@ -306,6 +307,7 @@ class MemallocProfiler : public sdk::Profiler {
   }
   void start_warmer() {
     warmer_ = std::thread([this] {
+      sdk::name_this_thread("memalloc-warm");
       std::unique_lock lock(warm_mu_);
       while (!warm_stop_) {
         warm_cv_.wait_for(lock, std::chrono::milliseconds(20));

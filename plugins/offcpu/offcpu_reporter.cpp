@@ -305,6 +305,7 @@ void OffcpuReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) 
                                                          gone.erase(b.waker_tgid);
                                                      });
   }
+  if (is_final) user_frames_.rename_unnamed_now();
   emit_offcpu(is_final);
   if (is_final) emit_in_flight();
   emit_runq(is_final);

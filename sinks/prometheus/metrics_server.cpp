@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "loupe/sdk/plugin.hpp"
+#include "loupe/sdk/thread_name.hpp"
 
 namespace loupe::sinks {
 
@@ -133,6 +134,7 @@ MetricsServer::MetricsServer(const ListenAddress& addr, std::string token, Rende
                          " (port in use, or not a local address?)");
   }
   thread_ = std::thread([this] {
+    sdk::name_this_thread("prometheus-http");
     server_->listen_after_bind();
     loop_exited_ = true;
   });

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -20,6 +21,7 @@
 #include "loupe/sdk/library.hpp"
 #include "loupe/sdk/percpu.hpp"
 #include "loupe/sdk/perf_event.hpp"
+#include "loupe/sdk/stack_map.hpp"
 #include "loupe/sdk/target_filter.hpp"
 #include "loupe/sdk/thinning.hpp"
 #include "loupe/sdk/uprobe.hpp"
@@ -544,5 +546,70 @@ TEST(SdkThinning, TheDivisorIsWrittenWhereTheProgramReadsIt) {
   EXPECT_STREQ(row.component, "p/thinned");
   EXPECT_EQ(row.value, 42u);
   EXPECT_NE(std::string(row.message).find("1 in 16"), std::string::npos) << row.message;
+  ::close(fd);
+}
+
+namespace {
+
+// A host whose symbolizer names nothing until told to, and counts its calls.
+struct NamingHost {
+  int calls = 0;
+  const char* name = nullptr;  // set: every frame has it
+  static int symbolize_stack(loupe_host* h, std::uint32_t, std::uint32_t kind,
+                             const std::uint64_t* addrs, std::uint32_t n, loupe_frame* out,
+                             std::uint32_t max_out, std::uint32_t* n_out) {
+    auto* self = reinterpret_cast<NamingHost*>(h);
+    ++self->calls;
+    *n_out = std::min(n, max_out);
+    for (std::uint32_t i = 0; i < *n_out; ++i)
+      out[i] = {addrs[i], self->name,
+                nullptr,  0,
+                kind,     self->name ? LOUPE_RESOLVED_SYMTAB : LOUPE_UNRESOLVED_NO_MODULE};
+    return LOUPE_OK;
+  }
+};
+
+}  // namespace
+
+// A stack none of whose frames has a name (JIT code no map names yet) is named again, but
+// on a schedule that backs off to every 8 s, not at every warm-up and report: two JVMs'
+// unnamed stacks cost the cpusample warmer 1,600 syscalls a second. The final report
+// names them all again.
+TEST(SdkStackMapFrames, UnnamedStacksAreNamedAgainLessAndLessOften) {
+  using Clock = sdk::RenameSchedule::Clock;
+  // A hash map of the stack map's layout (a stack map cannot be written from user space).
+  const int fd = bpf_map_create(BPF_MAP_TYPE_HASH, "loupe_stacks", 4, 4 * 8, 4, nullptr);
+  if (fd < 0)
+    GTEST_SKIP() << "cannot create a BPF map here (root needed): " << std::strerror(errno);
+  const std::int32_t id = 1;
+  const std::uint64_t ips[4] = {0x1000, 0x2000, 0, 0};
+  ASSERT_EQ(bpf_map_update_elem(fd, &id, ips, BPF_ANY), 0);
+  NamingHost naming;
+  loupe_host_services svc{};
+  svc.size = sizeof(svc);
+  svc.host = reinterpret_cast<loupe_host*>(&naming);
+  svc.symbolize_stack = &NamingHost::symbolize_stack;
+  sdk::StackMapFrames frames(sdk::Host(&svc), fd, 4);
+  ASSERT_EQ(frames.max_depth(), 4u);
+
+  const Clock::time_point t0 = Clock::now();
+  EXPECT_EQ(frames.user(7, id, t0).size(), 2u);
+  EXPECT_EQ(naming.calls, 1);
+  EXPECT_EQ(frames.unnamed(), 1u);
+  // Asked for 4 times a second (the warmer's pace) for a minute: named again at 0.25,
+  // 0.75, 1.75, 3.75, 7.75 s, then every 8 s: 11 times, not 240.
+  for (int ms = 250; ms <= 60'000; ms += 250)
+    frames.user(7, id, t0 + std::chrono::milliseconds(ms));
+  EXPECT_EQ(naming.calls, 1 + 11);
+  // The last report names it again at once, and a name found keeps it named.
+  naming.name = "jitted";
+  frames.rename_unnamed_now();
+  const auto& named = frames.user(7, id, t0 + std::chrono::milliseconds(60'001));
+  EXPECT_EQ(naming.calls, 13);
+  ASSERT_EQ(named.size(), 2u);
+  EXPECT_STREQ(named[0].symbol, "jitted");
+  EXPECT_EQ(frames.unnamed(), 0u);
+  frames.user(7, id, t0 + std::chrono::seconds(120));
+  EXPECT_EQ(naming.calls, 13);
   ::close(fd);
 }

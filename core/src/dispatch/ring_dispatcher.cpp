@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "dispatch/ring_dispatcher.hpp"
+#include "loupe/sdk/thread_name.hpp"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -352,8 +353,15 @@ void RingDispatcher::start() {
   started_ = true;
   stop_reader_ = stop_worker_ = abandon_ = false;
   next_feedback_ = std::chrono::steady_clock::now() + opts_.feedback_period;
-  if (!opts_.replay && !rings_.empty()) reader_ = std::thread([this] { reader_loop(); });
-  worker_ = std::thread([this] { worker_loop(); });
+  if (!opts_.replay && !rings_.empty())
+    reader_ = std::thread([this] {
+      sdk::name_this_thread("loupe-rings");
+      reader_loop();
+    });
+  worker_ = std::thread([this] {
+    sdk::name_this_thread("loupe-records");
+    worker_loop();
+  });
 }
 
 void RingDispatcher::stop(std::chrono::steady_clock::time_point deadline) {

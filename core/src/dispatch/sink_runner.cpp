@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "dispatch/sink_runner.hpp"
+#include "loupe/sdk/thread_name.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -13,7 +14,10 @@ SinkRunner::~SinkRunner() {
 }
 
 void SinkRunner::start() {
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    sdk::name_this_thread("sink:" + name());
+    run();
+  });
 }
 
 bool SinkRunner::offer(const RecordPtr& rec) {
@@ -48,51 +52,56 @@ void SinkRunner::stop() {
 
 void SinkRunner::run() {
   std::uint64_t consecutive_failures = 0;
+  std::deque<Item> batch;
   for (;;) {
-    auto item = queue_.pop(std::chrono::milliseconds(200));
-    if (!item) {
+    if (!queue_.pop_all(std::chrono::milliseconds(200), &batch)) {
       if (queue_.closed() && queue_.size() == 0) return;
       continue;
     }
-    if (auto* flush = std::get_if<FlushRequest>(&*item)) {
-      bool ok = !disabled_;
-      if (ok) {
-        try {
-          sink_.flush(flush->is_final, flush->window ? &*flush->window : nullptr);
-        } catch (const HookError& e) {
-          ok = false;
-          errors_.fetch_add(1);
-          std::lock_guard lock(err_mu_);
-          last_error_ = e.what();
-          spdlog::error("{}", e.what());
-        }
+    for (Item& item : batch) handle(item, &consecutive_failures);
+    batch.clear();  // the records go now, not after the next wait
+  }
+}
+
+void SinkRunner::handle(Item& item, std::uint64_t* consecutive_failures) {
+  if (auto* flush = std::get_if<FlushRequest>(&item)) {
+    bool ok = !disabled_;
+    if (ok) {
+      try {
+        sink_.flush(flush->is_final, flush->window ? &*flush->window : nullptr);
+      } catch (const HookError& e) {
+        ok = false;
+        errors_.fetch_add(1);
+        std::lock_guard lock(err_mu_);
+        last_error_ = e.what();
+        spdlog::error("{}", e.what());
       }
-      flush->done->set_value(ok);
-      continue;
     }
-    if (disabled_) {
-      dropped_.fetch_add(1);
-      continue;
-    }
-    const auto& rec = std::get<RecordPtr>(*item);
-    int rc = sink_.consume(rec->view());
-    if (rc == LOUPE_OK) {
-      delivered_.fetch_add(1, std::memory_order_relaxed);
-      consecutive_failures = 0;
-      continue;
-    }
-    errors_.fetch_add(1);
-    {
-      std::lock_guard lock(err_mu_);
-      last_error_ = sink_.last_error();
-    }
-    if (++consecutive_failures >= kMaxConsecutiveFailures) {
-      disabled_ = true;
-      spdlog::error("sink '{}' disabled after {} consecutive failures: {}", sink_.name(),
-                    consecutive_failures, sink_.last_error());
-    } else if (consecutive_failures == 1) {
-      spdlog::warn("sink '{}' failed to consume a record: {}", sink_.name(), sink_.last_error());
-    }
+    flush->done->set_value(ok);
+    return;
+  }
+  if (disabled_) {
+    dropped_.fetch_add(1);
+    return;
+  }
+  const auto& rec = std::get<RecordPtr>(item);
+  int rc = sink_.consume(rec->view());
+  if (rc == LOUPE_OK) {
+    delivered_.fetch_add(1, std::memory_order_relaxed);
+    *consecutive_failures = 0;
+    return;
+  }
+  errors_.fetch_add(1);
+  {
+    std::lock_guard lock(err_mu_);
+    last_error_ = sink_.last_error();
+  }
+  if (++*consecutive_failures >= kMaxConsecutiveFailures) {
+    disabled_ = true;
+    spdlog::error("sink '{}' disabled after {} consecutive failures: {}", sink_.name(),
+                  *consecutive_failures, sink_.last_error());
+  } else if (*consecutive_failures == 1) {
+    spdlog::warn("sink '{}' failed to consume a record: {}", sink_.name(), sink_.last_error());
   }
 }
 

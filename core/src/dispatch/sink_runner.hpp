@@ -64,6 +64,7 @@ class SinkRunner {
   std::optional<bool> request_flush(FlushRequest req, std::chrono::milliseconds timeout);
   using Item = std::variant<RecordPtr, FlushRequest>;
   void run();
+  void handle(Item& item, std::uint64_t* consecutive_failures);
 
   PluginInstance& sink_;
   BoundedQueue<Item> queue_;

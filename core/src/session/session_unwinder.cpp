@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "loupe/sdk/thread_name.hpp"
 #include "session/health_report.hpp"
 #include "session/unwind_tables.hpp"
 
@@ -110,7 +111,10 @@ Status SessionUnwinder::create() {
                            nullptr);
   if (!ring_)
     return make_error("reading the unwinder's ring: " + std::string(std::strerror(errno)));
-  reader_ = std::thread([this] { read_loop(); });
+  reader_ = std::thread([this] {
+    sdk::name_this_thread("loupe-runtimes");
+    read_loop();
+  });
   if (Status st =
           tables_.attach(by_name_.at("loupe_unwind_rows"), by_name_.at("loupe_unwind_procs"));
       !st)

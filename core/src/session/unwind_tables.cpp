@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "session/unwind_tables.hpp"
+#include "loupe/sdk/thread_name.hpp"
 
 #include <bpf/bpf.h>
 #include <spdlog/spdlog.h>
@@ -60,7 +61,11 @@ void UnwindTables::request_build(const UnwindTableStore::BuildJob& job, std::uin
     } else {
       return;  // being built, or built
     }
-    if (!builder_.joinable()) builder_ = std::thread([this] { build_loop(); });
+    if (!builder_.joinable())
+      builder_ = std::thread([this] {
+        sdk::name_this_thread("loupe-tables");
+        build_loop();
+      });
   }
   build_cv_.notify_one();
 }

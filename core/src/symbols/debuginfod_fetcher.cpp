@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "symbols/debuginfod_fetcher.hpp"
+#include "loupe/sdk/thread_name.hpp"
 
 #include <elfutils/debuginfod.h>
 #include <spdlog/spdlog.h>
@@ -49,7 +50,10 @@ std::unique_ptr<DebuginfodFetcher> DebuginfodFetcher::start(const std::string& u
   std::unique_ptr<DebuginfodFetcher> f(new DebuginfodFetcher());
   f->client_ = c;
   f->per_lookup_ = per_lookup;
-  f->worker_ = std::thread([p = f.get()] { p->run(); });
+  f->worker_ = std::thread([p = f.get()] {
+    sdk::name_this_thread("loupe-debuginfo");
+    p->run();
+  });
   spdlog::info("debuginfod: asking {} for debug files of stripped modules ({} ms per lookup)", urls,
                per_lookup.count());
   return f;
