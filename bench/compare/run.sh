@@ -125,7 +125,7 @@ for tool in none loupe bpftrace perf; do
   [ "$tool" = none ] && ratio=-
   label=$tool
   case $tool in
-    loupe) label="loupe syscount (BPF hash count)" ;;
+    loupe) label="loupe syscount (BPF count by number)" ;;
     bpftrace) label="bpftrace count() per id" ;;
     perf) label="perf stat (kernel counter)" ;;
   esac
