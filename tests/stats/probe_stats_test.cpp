@@ -55,8 +55,10 @@ class ProbeStatsTest : public ::testing::Test {
     const fs::path profile = dir_ / "stats.toml";
     std::ofstream(profile)
         << "[session]\nduration = 0.0\noutput_dir = \"" << (dir_ / "out").string() << "\"\n"
-        << session_extra << "\n"
-        << "[[plugins]]\nname = \"syscount\"\n"
+        << session_extra
+        << "\n"
+        // The classic tracepoint: its program and target names are what this test holds.
+        << "[[plugins]]\nname = \"syscount\"\nmechanism = \"tracepoint\"\n"
         << "[[plugins]]\nname = \"latency\"\n[[plugins.targets]]\nsyscall = \"acct\"\n"
         << "[[sinks]]\nname = \"jsonl\"\n";
     const fs::path log = dir_ / "loupe.log";

@@ -25,7 +25,9 @@
 #include "plugins/plugin_instance.hpp"
 #include "plugins/profile.hpp"
 #include "session/budget_controller.hpp"
+#include "session/cadence.hpp"
 #include "session/health_report.hpp"
+#include "session/overrides.hpp"
 #include "session/plugin_host.hpp"
 #include "session/plugin_set.hpp"
 #include "session/privilege_plan.hpp"
@@ -72,7 +74,6 @@ class Session::Impl {
  private:
   Status conduct();
   Status load_profile();
-  Status check_overrides();
   Status check_replay();
   void make_services();
   void describe_session();
@@ -209,49 +210,11 @@ Status Session::Impl::load_profile() {
   profile_ = opts_.profile_path.empty()
                  ? read_profile_text(opts_.profile_text, "<profile>", diagnostics_)
                  : read_profile_file(opts_.profile_path, diagnostics_);
-  LOUPE_TRY(check_overrides());
-  auto& s = profile_.session;
-  if (opts_.duration_s) s.duration_s = *opts_.duration_s;
-  if (opts_.interval_s) s.interval_s = *opts_.interval_s;
-  if (opts_.pid) s.pid = *opts_.pid;
-  if (opts_.follow) s.follow = *opts_.follow;
-  if (opts_.output_dir) s.output_dir = *opts_.output_dir;
-  if (!opts_.user.empty()) s.user = opts_.user;
-  s.allow_insecure_plugins |= opts_.allow_insecure_plugins;
-  if (!opts_.command.empty()) s.command = opts_.command;
-  if (s.pid && !s.command.empty())
-    return session_error(ExitCode::kUsage, "give either a pid or a command to profile, not both");
+  LOUPE_TRY(apply_overrides(opts_, profile_.session, &result_.option_errors));
   if (opts_.on_record) plugins_.add_embedder_sink({opts_.on_record, opts_.on_flush});
   Status st = plugins_.resolve(profile_, opts_.extra_plugin_dirs, diagnostics_);
   for (const auto& d : diagnostics_) result_.profile_errors.push_back(d.str());
   return st;
-}
-
-// What the embedder or the command line (loupe run --duration ...) sets over the profile
-// is held to the bounds of the profile's own keys, all of it at once, before anything runs.
-Status Session::Impl::check_overrides() {
-  std::vector<std::string> errors;
-  auto seconds = [&](const char* flag, const char* key, const std::optional<double>& v) {
-    if (!v) return;
-    std::string why = check_session_seconds(key, *v);
-    if (!why.empty()) errors.push_back(fmt::format("{}: {}", flag, why));
-  };
-  seconds("--duration", "duration", opts_.duration_s);
-  seconds("--interval", "interval", opts_.interval_s);
-  if (opts_.pid && (*opts_.pid <= 0 || *opts_.pid > kMaxPid))
-    errors.push_back(
-        fmt::format("--pid: {} is not a process id (1 to {}; leave --pid out to "
-                    "profile the whole system)",
-                    *opts_.pid, kMaxPid));
-  if (opts_.delivery_delay_ms &&
-      !(*opts_.delivery_delay_ms >= 0 && *opts_.delivery_delay_ms <= 10000))
-    errors.push_back(fmt::format("--delivery-delay: {} is out of range [0, 10000] ms",
-                                 *opts_.delivery_delay_ms));
-  if (opts_.output_dir && opts_.output_dir->empty())
-    errors.push_back("--output: must not be empty");
-  if (errors.empty()) return {};
-  result_.option_errors = errors;
-  return session_error(ExitCode::kUsage, fmt::format("{}", fmt::join(errors, "\n")));
 }
 
 Status Session::Impl::check_replay() {
@@ -322,15 +285,14 @@ void Session::Impl::run_loop() {
   const auto& s = profile_.session;
   const auto start = Clock::now();
   const auto end = s.duration_s > 0 ? start + seconds(s.duration_s) : Clock::time_point::max();
-  const auto interval = seconds(s.interval_s);
-  auto next_report = s.interval_s > 0 ? start + interval : Clock::time_point::max();
+  Cadence clocks(start);
+  const auto report = clocks.every(seconds(s.interval_s), seconds(s.interval_s));
   // A window ends with an interval report of its own, whatever `interval` is: interval
   // stack records are deltas, so the window's files hold the window alone.
-  const auto rotate = seconds(s.rotate_s);
-  auto next_rotate = windows_ ? start + rotate : Clock::time_point::max();
+  const auto rotate =
+      clocks.every(windows_ ? seconds(s.rotate_s) : Clock::duration{}, seconds(s.rotate_s));
   // The budget is kept at a finer grain than reports: thinning reacts within seconds.
-  const auto budget_tick = std::chrono::seconds(1);
-  auto next_budget = budget_ ? start : Clock::time_point::max();
+  const auto budget = clocks.every(budget_ ? std::chrono::seconds(1) : Clock::duration{}, {});
   // 20 ms while something happens; an idle system-wide session backs off to 100 ms (an
   // idle agent's wake-ups were most of its own cost).
   constexpr auto kTick = std::chrono::milliseconds(20), kIdleTick = std::chrono::milliseconds(100);
@@ -344,23 +306,17 @@ void Session::Impl::run_loop() {
       break;
     }
     tick = scope_.tick() ? std::min(tick + kTick, kIdleTick) : kTick;
-    if (now >= next_budget) {
+    const auto due = clocks.due(now);
+    if (Cadence::has(due, budget))
       budget_->tick(links_.program_stats(), clock_ns(LOUPE_CLOCK_MONOTONIC),
                     ProbeAccounting::self_cpu_ns(), clock_ns(LOUPE_CLOCK_REALTIME));
-      while (next_budget <= now) next_budget += budget_tick;
-    }
-    if (now >= next_report || now >= next_rotate) {
+    if (Cadence::has(due, report) || Cadence::has(due, rotate)) {
       std::uint64_t window_end = clock_ns(LOUPE_CLOCK_REALTIME);
       report_window(report_start_wall_, window_end);
-      if (now >= next_rotate) {
-        end_window(window_end);
-        while (next_rotate <= now) next_rotate += rotate;
-      }
-      while (next_report <= now) next_report += interval;
+      if (Cadence::has(due, rotate)) end_window(window_end);
     }
     // Never past a deadline: reports, windows and the budget keep their times.
-    const auto wake = std::min({Clock::now() + tick, next_report, next_rotate, next_budget, end});
-    std::this_thread::sleep_until(wake);
+    std::this_thread::sleep_until(std::min({Clock::now() + tick, clocks.next(), end}));
   }
 }
 
