@@ -1,13 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "process_memory.hpp"
 
-#include <fcntl.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <sys/uio.h>
-#include <unistd.h>
 
-#include "util/unique_fd.hpp"
+#include "symbols/elf_file.hpp"
 
 namespace loupe {
 
@@ -21,13 +17,11 @@ bool read_process_memory(std::uint32_t pid, std::uint64_t addr, void* out, std::
 ElfSymbolValues elf_symbol_values(const std::string& path,
                                   std::initializer_list<std::string_view> prefixes, bool symtab) {
   ElfSymbolValues out;
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return out;
-  elf_version(EV_CURRENT);
-  Elf* elf = elf_begin(fd.get(), ELF_C_READ_MMAP, nullptr);
+  const ElfFile file(path);
+  Elf* elf = file.get();
   if (!elf) return out;
   GElf_Ehdr eh;
-  if (gelf_getehdr(elf, &eh)) {
+  if (file.header(&eh)) {
     out.read = true;
     out.executable = eh.e_type == ET_EXEC;
   }
@@ -51,7 +45,6 @@ ElfSymbolValues elf_symbol_values(const std::string& path,
       out.size.emplace(name, sym.st_size);
     }
   }
-  elf_end(elf);
   return out;
 }
 

@@ -17,6 +17,7 @@
 
 #include "loupe/unwind.h"
 #include "symbols/eh_frame_ranges.hpp"
+#include "symbols/elf_file.hpp"
 #include "symbols/process_maps.hpp"
 #include "util/unique_fd.hpp"
 
@@ -53,24 +54,6 @@ const PythonLayout* intern_layout(const PythonLayout& l) {
     if (std::memcmp(&m, &l, sizeof(l)) == 0) return &m;
   return &made.emplace_back(l);
 }
-
-class Elf {
- public:
-  explicit Elf(int fd) {
-    static std::once_flag once;
-    std::call_once(once, [] { elf_version(EV_CURRENT); });
-    elf_ = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
-  }
-  ~Elf() {
-    if (elf_) elf_end(elf_);
-  }
-  Elf(const Elf&) = delete;
-  Elf& operator=(const Elf&) = delete;
-  ::Elf* get() const { return elf_; }
-
- private:
-  ::Elf* elf_ = nullptr;
-};
 
 struct Symbols {
   std::map<std::string, GElf_Sym> wanted;      // the names asked for, found
@@ -392,8 +375,8 @@ Result<PythonLayout> layout_from_debug_offsets(int fd, ::Elf* elf, std::uint64_t
 Result<PythonRuntime> read_python_runtime(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) return make_error(path + ": " + std::strerror(errno));
-  Elf elf(fd.get());
-  if (!elf.get() || elf_kind(elf.get()) != ELF_K_ELF) return make_error(path + ": not an ELF file");
+  const ElfFile elf = ElfFile::borrow(fd.get());
+  if (!elf.valid()) return make_error(path + ": not an ELF file");
   const Symbols syms =
       read_symbols(elf.get(), {"_PyRuntime", "Py_Version", "_PyEval_EvalFrameDefault"});
   auto find = [&](const char* n) {
@@ -471,7 +454,7 @@ Result<PythonProcess> find_python_process(const std::string& proc_root, std::uin
     // The executable mapping's first byte is file offset m.offset: the segment holding it
     // gives its link-time address, and the bias is what moved it.
     UniqueFd fd(::open(at.c_str(), O_RDONLY | O_CLOEXEC));
-    Elf elf(fd.get());
+    const ElfFile elf = ElfFile::borrow(fd.get());
     std::size_t n = 0;
     if (!elf.get() || elf_getphdrnum(elf.get(), &n) != 0) continue;
     for (std::size_t i = 0; i < n; ++i) {

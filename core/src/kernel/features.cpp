@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "kernel/capabilities.hpp"
+#include "symbols/elf_file.hpp"
 #include "util/errno_text.hpp"
 #include "util/unique_fd.hpp"
 
@@ -260,18 +261,10 @@ SelfEntry self_entry_point() {
     return out;
   }
   out.path.assign(buf.data(), static_cast<size_t>(n));
-  if (elf_version(EV_CURRENT) == EV_NONE) {
-    out.error = std::string("libelf: ") + elf_errmsg(-1);
-    return out;
-  }
-  UniqueFd fd(::open(out.path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) {
-    out.error = "open(" + out.path + ") failed: " + errno_text(errno);
-    return out;
-  }
-  Elf* elf = elf_begin(fd.get(), ELF_C_READ, nullptr);
+  const ElfFile file(out.path);
+  Elf* elf = file.get();
   if (!elf) {
-    out.error = out.path + ": libelf: " + elf_errmsg(-1);
+    out.error = out.path + ": " + file.error();
     return out;
   }
   GElf_Ehdr ehdr{};
@@ -289,7 +282,6 @@ SelfEntry self_entry_point() {
       }
     }
   }
-  elf_end(elf);
   if (!found) out.error = out.path + ": ELF entry point is in no executable PT_LOAD segment";
   return out;
 }

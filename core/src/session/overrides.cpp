@@ -22,10 +22,9 @@ Status apply_overrides(const SessionOptions& opts, SessionSpec& s,
         fmt::format("--pid: {} is not a process id (1 to {}; leave --pid out to "
                     "profile the whole system)",
                     *opts.pid, kMaxPid));
-  if (opts.delivery_delay_ms &&
-      !(*opts.delivery_delay_ms >= 0 && *opts.delivery_delay_ms <= 10000))
-    errors->push_back(fmt::format("--delivery-delay: {} is out of range [0, 10000] ms",
-                                  *opts.delivery_delay_ms));
+  if (opts.delivery_delay_ms && !(*opts.delivery_delay_ms >= 0 && *opts.delivery_delay_ms <= 10000))
+    errors->push_back(
+        fmt::format("--delivery-delay: {} is out of range [0, 10000] ms", *opts.delivery_delay_ms));
   if (opts.output_dir && opts.output_dir->empty()) errors->push_back("--output: must not be empty");
   if (!errors->empty())
     return session_error(ExitCode::kUsage, fmt::format("{}", fmt::join(*errors, "\n")));

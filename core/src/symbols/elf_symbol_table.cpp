@@ -1,16 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "symbols/elf_symbol_table.hpp"
 
-#include "util/unique_fd.hpp"
-
-#include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
-#include <mutex>
+
+#include "symbols/elf_file.hpp"
 
 namespace loupe {
 namespace {
@@ -22,25 +19,6 @@ constexpr std::uint64_t kMaxImplicitSize = 64 * 1024;
 // How far back a lookup walks to find an enclosing symbol when a smaller one (a local
 // label inside a function) sits between it and the address.
 constexpr int kMaxNestedWalk = 8;
-
-void init_libelf() {
-  static std::once_flag once;
-  std::call_once(once, [] { elf_version(EV_CURRENT); });
-}
-
-class ElfHandle {
- public:
-  explicit ElfHandle(int fd) : elf_(elf_begin(fd, ELF_C_READ_MMAP, nullptr)) {}
-  ~ElfHandle() {
-    if (elf_) elf_end(elf_);
-  }
-  ElfHandle(const ElfHandle&) = delete;
-  ElfHandle& operator=(const ElfHandle&) = delete;
-  Elf* get() const { return elf_; }
-
- private:
-  Elf* elf_;
-};
 
 // Lower rank wins among symbols at one address: sized over unsized, global over weak
 // over local, .symtab over .dynsym (same symbol seen twice).
@@ -165,11 +143,8 @@ struct ElfSymbolTable::Builder {
 
 Result<std::shared_ptr<const ElfSymbolTable>> ElfSymbolTable::load(
     int fd, const std::string& debug_root, const DebugLookup& fetched_debug) {
-  init_libelf();
-  ElfHandle elf(fd);
-  if (!elf.get() || elf_kind(elf.get()) != ELF_K_ELF) {
-    return make_error(std::string("not an ELF file: ") + elf_errmsg(-1));
-  }
+  const ElfFile elf = ElfFile::borrow(fd);
+  if (!elf.valid()) return make_error(std::string("not an ELF file: ") + elf_errmsg(-1));
   auto table = std::make_shared<ElfSymbolTable>();
   Builder b{*table, {}, {}};
   b.read_segments(elf.get());
@@ -180,16 +155,14 @@ Result<std::shared_ptr<const ElfSymbolTable>> ElfSymbolTable::load(
     // Distribution packages ship the full table in a -dbgsym file found by build-id.
     std::string path = debug_root + "/usr/lib/debug/.build-id/" + table->build_id_.substr(0, 2) +
                        "/" + table->build_id_.substr(2) + ".debug";
-    UniqueFd dbg(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (dbg.get() < 0 && fetched_debug) {
-      std::string fetched = fetched_debug(table->build_id_);
-      if (!fetched.empty()) dbg = UniqueFd(::open(fetched.c_str(), O_RDONLY | O_CLOEXEC));
-    }
-    if (dbg.get() >= 0) {
-      ElfHandle dbg_elf(dbg.get());
-      if (dbg_elf.get() && elf_kind(dbg_elf.get()) == ELF_K_ELF)
-        table->has_symtab_ = b.read_symbols(dbg_elf.get(), SHT_SYMTAB) > 0;
-    }
+    auto debug_file = [&]() {
+      ElfFile local(path);
+      if (local.valid() || !fetched_debug) return local;
+      const std::string fetched = fetched_debug(table->build_id_);
+      return fetched.empty() ? std::move(local) : ElfFile(fetched);
+    };
+    const ElfFile dbg = debug_file();
+    if (dbg.valid()) table->has_symtab_ = b.read_symbols(dbg.get(), SHT_SYMTAB) > 0;
   }
   b.read_symbols(elf.get(), SHT_DYNSYM);
   table->functions_ = Builder::finish(b.functions);

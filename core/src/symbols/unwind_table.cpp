@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "symbols/eh_frame_ranges.hpp"
+#include "symbols/elf_file.hpp"
 
 #ifdef LOUPE_HAVE_LIBDW
 #include <dwarf.h>
@@ -169,32 +170,25 @@ loupe_unwind_row classify(Dwarf_Frame* frame, bool signal, UnwindTableStats* st)
   return row;
 }
 
+// The file and its call-frame information, released in that order's reverse.
 struct ElfHandle {
-  int fd = -1;
-  Elf* elf = nullptr;
-  Dwarf_CFI* cfi = nullptr;
+  explicit ElfHandle(const std::string& path) : file(path), elf(file.get()) {}
   ~ElfHandle() {
     if (cfi) dwarf_cfi_end(cfi);
-    if (elf) elf_end(elf);
-    if (fd >= 0) ::close(fd);
   }
+  ElfFile file;
+  Elf* elf;
+  Dwarf_CFI* cfi = nullptr;
 };
 
 }  // namespace
 
 Status build_unwind_table(const std::string& path, UnwindTable* out) {
   *out = {};
-  elf_version(EV_CURRENT);
-  ElfHandle h;
-  h.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (h.fd < 0) {
-    return make_error(path + ": " + std::strerror(errno));
-  }
-  h.elf = elf_begin(h.fd, ELF_C_READ_MMAP, nullptr);
+  ElfHandle h(path);
   GElf_Ehdr ehdr;
-  if (!h.elf || !gelf_getehdr(h.elf, &ehdr)) {
-    return make_error(path + ": not an ELF file");
-  }
+  if (!h.file.header(&ehdr))
+    return make_error(path + ": " + (h.file.valid() ? "no ELF header" : h.file.error()));
   if (ehdr.e_machine != EM_X86_64) {
     return make_error(path + ": not x86-64");
   }

@@ -14,6 +14,7 @@
 #include <deque>
 #include <set>
 
+#include "symbols/elf_file.hpp"
 #include "symbols/process_maps.hpp"
 #include "symbols/process_watch.hpp"
 
@@ -23,10 +24,8 @@ namespace {
 // The interpreter (PT_INTERP) and the DT_NEEDED names of the ELF file at `path`.
 void elf_dependencies(const std::string& path, std::string* interp,
                       std::vector<std::string>* needed, std::vector<std::string>* runpath) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  elf_version(EV_CURRENT);
-  Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  const ElfFile file(path);
+  Elf* elf = file.get();
   std::size_t nph = 0;
   if (elf && elf_getphdrnum(elf, &nph) == 0) {
     for (std::size_t i = 0; i < nph; ++i) {
@@ -51,8 +50,6 @@ void elf_dependencies(const std::string& path, std::string* interp,
       (dyn.d_tag == DT_NEEDED ? needed : runpath)->emplace_back(name);
     }
   }
-  if (elf) elf_end(elf);
-  ::close(fd);
 }
 
 }  // namespace
