@@ -97,35 +97,19 @@ long long file_offset_of(::Elf* elf, std::uint64_t vaddr, std::uint64_t len) {
   return -1;
 }
 
-std::vector<FdeRange> fde_ranges(::Elf* elf) {
-  std::size_t shstrndx = 0;
-  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return {};
-  Elf_Scn* scn = nullptr;
-  while ((scn = elf_nextscn(elf, scn)) != nullptr) {
-    GElf_Shdr sh;
-    if (!gelf_getshdr(scn, &sh)) continue;
-    const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
-    if (!name || std::strcmp(name, ".eh_frame") != 0) continue;
-    Elf_Data* data = elf_getdata(scn, nullptr);
-    if (!data || !data->d_buf) return {};
-    return parse_eh_frame_ranges(static_cast<const std::uint8_t*>(data->d_buf), data->d_size,
-                                 sh.sh_addr);
-  }
-  return {};
-}
-
 // The parts of a function the compiler moved out of it (GCC's ".cold" split): code its
 // near jumps reach outside [start, end), in an FDE of its own that no function symbol
 // starts. Scanning bytes for jump opcodes also meets operands that look like one; only a
 // target inside such an unnamed FDE counts, which an operand's does not by chance.
-std::vector<CodeRange> cold_parts(int fd, ::Elf* elf, std::uint64_t start, std::uint64_t end,
+std::vector<CodeRange> cold_parts(const ElfFile& file, std::uint64_t start, std::uint64_t end,
                                   const std::vector<std::uint64_t>& function_starts) {
   std::vector<CodeRange> out;
-  const long long off = file_offset_of(elf, start, end - start);
+  const long long off = file_offset_of(file.get(), start, end - start);
   if (off < 0 || end - start > (8u << 20)) return out;
   std::vector<std::uint8_t> code(end - start);
-  if (::pread(fd, code.data(), code.size(), off) != static_cast<ssize_t>(code.size())) return out;
-  const std::vector<FdeRange> fdes = fde_ranges(elf);
+  if (::pread(file.fd(), code.data(), code.size(), off) != static_cast<ssize_t>(code.size()))
+    return out;
+  const std::vector<FdeRange> fdes = file.eh_frame_ranges();
   auto unnamed_fde = [&](std::uint64_t target) -> const FdeRange* {
     auto it = std::upper_bound(fdes.begin(), fdes.end(), target,
                                [](std::uint64_t a, const FdeRange& f) { return a < f.start; });
@@ -402,8 +386,8 @@ Result<PythonRuntime> read_python_runtime(const std::string& path) {
     rt.hexversion = v;
   }
   rt.eval.push_back({eval->st_value, eval->st_value + eval->st_size});
-  for (const auto& cold : cold_parts(fd.get(), elf.get(), eval->st_value,
-                                     eval->st_value + eval->st_size, syms.function_starts))
+  for (const auto& cold :
+       cold_parts(elf, eval->st_value, eval->st_value + eval->st_size, syms.function_starts))
     rt.eval.push_back(cold);
   rt.layout = rt.hexversion ? python_layout(rt.major(), rt.minor()) : nullptr;
   if (rt.layout && rt.hexversion >= 0x030d0000) {

@@ -45,6 +45,22 @@ ElfFile::ElfFile(ElfFile&& other) noexcept
   other.elf_ = nullptr;
 }
 
+std::vector<FdeRange> ElfFile::eh_frame_ranges() const {
+  std::size_t shstrndx = 0;
+  if (!elf_ || elf_getshdrstrndx(elf_, &shstrndx) != 0) return {};
+  for (Elf_Scn* scn = elf_nextscn(elf_, nullptr); scn; scn = elf_nextscn(elf_, scn)) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS) continue;
+    const char* name = elf_strptr(elf_, shstrndx, sh.sh_name);
+    if (!name || std::strcmp(name, ".eh_frame") != 0) continue;
+    Elf_Data* data = elf_rawdata(scn, nullptr);
+    if (!data || !data->d_buf) return {};
+    return parse_eh_frame_ranges(static_cast<const std::uint8_t*>(data->d_buf), data->d_size,
+                                 sh.sh_addr);
+  }
+  return {};
+}
+
 ElfFile::~ElfFile() {
   if (elf_) elf_end(elf_);
   if (owns_fd_ && fd_ >= 0) ::close(fd_);

@@ -12,6 +12,9 @@
 #include <libelf.h>
 
 #include <string>
+#include <vector>
+
+#include "symbols/eh_frame_ranges.hpp"
 
 namespace loupe {
 
@@ -34,6 +37,9 @@ class ElfFile {
   int fd() const { return fd_; }
   // The ELF header; false when it cannot be read.
   bool header(GElf_Ehdr* out) const { return elf_ && gelf_getehdr(elf_, out) != nullptr; }
+  // The function ranges of its .eh_frame (empty without one): where a stripped file's
+  // functions start and end, and what the unwind tables are built over.
+  std::vector<FdeRange> eh_frame_ranges() const;
 
  private:
   ElfFile() = default;

@@ -81,25 +81,6 @@ struct ElfSymbolTable::Builder {
     }
   }
 
-  // The function ranges of .eh_frame: what a stripped file still says about where its
-  // functions start and end.
-  void read_fde_ranges(Elf* elf) {
-    std::size_t shstrndx = 0;
-    if (elf_getshdrstrndx(elf, &shstrndx) != 0) return;
-    for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
-      GElf_Shdr shdr;
-      if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_PROGBITS) continue;
-      const char* name = elf_strptr(elf, shstrndx, shdr.sh_name);
-      if (!name || std::strcmp(name, ".eh_frame") != 0) continue;
-      Elf_Data* data = elf_rawdata(scn, nullptr);
-      if (!data || !data->d_buf) return;
-      table.fdes_ = parse_eh_frame_ranges(static_cast<const std::uint8_t*>(data->d_buf),
-                                          data->d_size, shdr.sh_addr);
-      table.fdes_.shrink_to_fit();
-      return;
-    }
-  }
-
   void read_build_id(Elf* elf) {
     for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
       GElf_Shdr shdr;
@@ -149,7 +130,9 @@ Result<std::shared_ptr<const ElfSymbolTable>> ElfSymbolTable::load(
   Builder b{*table, {}, {}};
   b.read_segments(elf.get());
   b.read_build_id(elf.get());
-  b.read_fde_ranges(elf.get());
+  // What a stripped file still says about where its functions start and end.
+  table->fdes_ = elf.eh_frame_ranges();
+  table->fdes_.shrink_to_fit();
   table->has_symtab_ = b.read_symbols(elf.get(), SHT_SYMTAB) > 0;
   if (!table->has_symtab_ && table->build_id_.size() > 2) {
     // Distribution packages ship the full table in a -dbgsym file found by build-id.

@@ -199,21 +199,7 @@ Status build_unwind_table(const std::string& path, UnwindTable* out) {
       if (gelf_getphdr(h.elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD)
         out->segments.push_back({ph.p_offset, ph.p_vaddr, ph.p_filesz, (ph.p_flags & PF_X) != 0});
     }
-  std::size_t shstrndx = 0;
-  if (elf_getshdrstrndx(h.elf, &shstrndx) != 0) {
-    return make_error(path + ": no section names");
-  }
-  std::vector<FdeRange> fdes;
-  for (Elf_Scn* scn = elf_nextscn(h.elf, nullptr); scn; scn = elf_nextscn(h.elf, scn)) {
-    GElf_Shdr sh;
-    if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS) continue;
-    const char* name = elf_strptr(h.elf, shstrndx, sh.sh_name);
-    if (!name || std::strcmp(name, ".eh_frame") != 0) continue;
-    Elf_Data* data = elf_getdata(scn, nullptr);
-    if (data && data->d_buf)
-      fdes = parse_eh_frame_ranges(static_cast<const std::uint8_t*>(data->d_buf), data->d_size,
-                                   sh.sh_addr);
-  }
+  const std::vector<FdeRange> fdes = h.file.eh_frame_ranges();
   h.cfi = dwarf_getcfi_elf(h.elf);
   if (fdes.empty() || !h.cfi) {
     return make_error(path + ": no .eh_frame");
