@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The budget controller's rules, fed the counts a kernel would give: over the budget the
-// costliest profiler that can be thinned is thinned, by more when far over; a change is
+// costliest profiler that can be thinned is thinned, as far as its cost per event says; a change is
 // followed by ticks that only measure; well under for a while gives events back; a
 // profiler that refuses is not asked again; loupe's own threads being the cost thins
 // nothing. The real thinning (a BPF program keeping 1 in N, the counts scaled) is tested
@@ -162,8 +162,9 @@ TEST(BudgetController, AProfilerThatRefusesIsNotAskedAgainAndTheNextIs) {
   EXPECT_EQ(rig.set["offcpu"], 0u);  // asked once
   EXPECT_NE(rig.ctl.summary().find("offcpu refused to be thinned (not in this mode)"),
             std::string::npos);
+  // cpusample's 10 ms alone cannot take off the 20 over: the largest step.
   rig.second({{"cpusample", 10 * kMs}, {"offcpu", 30 * kMs}}, 0);
-  EXPECT_EQ(rig.events, std::vector<std::string>{"cpusample 1->4"});
+  EXPECT_EQ(rig.events, std::vector<std::string>{"cpusample 1->8"});
 }
 
 // A million events a second at e + f / N ns each: e = 20 the bare entry, f = 12 what
@@ -187,6 +188,29 @@ TEST(BudgetController, ThinningStopsWhereItNoLongerLowersTheCostOfAnEvent) {
   EXPECT_NE(rig.ctl.summary().find("not thinned further: its programs still cost 23 ns an event"),
             std::string::npos)
       << rig.ctl.summary();
+}
+
+// A million events a second at e + f / N ns each, e = 10 and f = 50, against a budget of
+// 0.5% (10 ms a second of 2 CPUs). 60 ms at first: one step to where f alone would fit,
+// 1 in 8 (16.25 ns). There e and f are known, e alone is over what fits, so the next step
+// goes to where a doubling takes less than a tenth off (4f / e = 20: 1 in 32), and no
+// further: two changes, where doubling would have taken four.
+TEST(BudgetController, TheDivisorGoesWhereTheCostPerEventSaysInAStepOrTwo) {
+  Rig rig(0.5);
+  rig.thinnable = {"offcpu"};
+  const std::uint64_t n = 1000000;
+  auto at = [&](std::uint32_t divisor, int ticks) {
+    const auto ns = static_cast<std::uint64_t>((10.0 + 50.0 / divisor) * n);
+    for (int i = 0; i < ticks; ++i) rig.second({{"offcpu", ns}}, 1 * kMs, {{"offcpu", n}});
+  };
+  rig.second({}, 0);
+  at(1, 1);
+  ASSERT_EQ(rig.events, std::vector<std::string>{"offcpu 1->8"});
+  at(8, BudgetController::kSettleTicks + 1);
+  ASSERT_EQ(rig.events.back(), "offcpu 8->32");
+  at(32, BudgetController::kSettleTicks + 10);
+  EXPECT_EQ(rig.events.size(), 2u);
+  EXPECT_NE(rig.ctl.summary().find("not thinned further"), std::string::npos) << rig.ctl.summary();
 }
 
 TEST(BudgetController, ThinningStopsAtTheLargestDivisor) {

@@ -60,8 +60,6 @@ void BudgetController::tick(const std::vector<ProgramStats>& now, std::uint64_t 
     // threads do with its events.
     const double excess_ns = (cost - budget_) / 100 * capacity;
     const double budget_ns = budget_ / 100 * capacity;
-    const double over = cost / budget_;
-    const std::uint32_t step = over >= 4 ? 8 : over >= 2 ? 4 : 2;
     std::string pick;
     double pick_ns = 0;
     for (const auto& instance : knobs) {
@@ -70,7 +68,7 @@ void BudgetController::tick(const std::vector<ProgramStats>& now, std::uint64_t 
       if (divisor(instance) >= kMaxDivisor || ns <= pick_ns || ns < budget_ns / 10) continue;
       auto t = thinned_.find(instance);
       if (t != thinned_.end() && t->second.floor_ns > 0) continue;
-      if (t != thinned_.end() && saturated(t->second, per_event(instance), step)) {
+      if (t != thinned_.end() && saturated(t->second, per_event(instance), 2)) {
         t->second.floor_ns = per_event(instance);
         spdlog::warn(
             "{}: at 1 in {} its programs cost {:.0f} ns an event (1 in {}: {:.0f}); thinning "
@@ -95,7 +93,10 @@ void BudgetController::tick(const std::vector<ProgramStats>& now, std::uint64_t 
       said_cannot_ = true;
       return;
     }
-    change(pick, std::min(kMaxDivisor, divisor(pick) * step), cost, 100 * pick_ns / capacity,
+    // Rounded up to a power of two, the divisor leaves room below the budget for noise.
+    const double allowed_ns = pick_ns - excess_ns;
+    const double events = runs.count(pick) ? runs.at(pick) : 0;
+    change(pick, next_divisor(pick, pick_ns, allowed_ns, events), cost, 100 * pick_ns / capacity,
            per_event(pick), wall_ns);
     return;
   }
@@ -145,6 +146,40 @@ void BudgetController::change(const std::string& instance, std::uint32_t to, dou
       .field("instance_bpf_cpu_percent", instance_percent)
       .field("max_cpu_percent", budget_);
   publish_(b.build());
+}
+
+// The divisor at which `instance`'s programs, at pick_ns over the tick, would take allowed_ns:
+// with c = e + f / N per event, e and f known from the last raise (else e taken as 0, all
+// of it thinnable), the N where c = allowed_ns / events; where even e alone is over that, the
+// N past which a doubling takes less than a tenth off (f / 2N < (e + f / N) / 10, N > 4f / e).
+// A power of two, from twice the divisor now to kMaxStep times it (a model from one tick
+// is not trusted further), at most kMaxDivisor.
+std::uint32_t BudgetController::next_divisor(const std::string& instance, double pick_ns,
+                                             double allowed_ns, double events) const {
+  const std::uint32_t now = divisor(instance);
+  double want = 2.0 * now;
+  if (events > 0) {
+    const double c = pick_ns / events, target = std::max(allowed_ns, 0.0) / events;
+    double e = 0, f = c * now;
+    auto t = thinned_.find(instance);
+    if (t != thinned_.end() && t->second.ns_per_event_before > 0 &&
+        t->second.divisor > t->second.divisor_before) {
+      const double d1 = t->second.divisor_before, d2 = t->second.divisor;
+      f = std::max(0.0, (t->second.ns_per_event_before - c) / (1 / d1 - 1 / d2));
+      e = std::max(0.0, c - f / d2);
+    }
+    if (target > e && f > 0)
+      want = f / (target - e);
+    else if (e > 0)
+      want = 4 * f / e;
+  } else if (allowed_ns > 0) {
+    want = now * pick_ns / allowed_ns;
+  } else {
+    want = kMaxDivisor;
+  }
+  std::uint32_t to = 2 * now;
+  while (to < want && to < now * kMaxStep && to < kMaxDivisor) to *= 2;
+  return std::min(to, kMaxDivisor);
 }
 
 // With c = e + f / N per event at the divisors before and after the last raise, what the

@@ -6,9 +6,11 @@
 // online CPUs' time) and compared with the budget:
 //
 //   over it   the costliest profiler that can be thinned (plugin ABI 1.9 set_rate) keeps
-//             fewer events: its divisor is doubled, or more when the cost is several times
-//             the budget; each kept event then weighs the divisor, so its counts stay
-//             estimates of the whole;
+//             fewer events: its divisor jumps in one step to where its programs' cost
+//             would bring loupe's within the budget (rounded up to a power of two;
+//             its cost per event modelled from its last raise), so a session reaches its divisor in
+//             a step or two, not a doubling every few seconds; each kept event then weighs the
+//             divisor, so its counts stay estimates of the whole;
 //   under half of it for kCalmTicks ticks in a row, the most thinned profiler gets twice
 //             as many events back.
 //
@@ -50,6 +52,7 @@ class BudgetController {
         set_rate;
   };
   static constexpr std::uint32_t kMaxDivisor = 1024;
+  static constexpr std::uint32_t kMaxStep = 8;
   static constexpr int kSettleTicks = 2;
   static constexpr int kCalmTicks = 5;
 
@@ -74,6 +77,8 @@ class BudgetController {
     double floor_ns = 0;               // > 0: thinning further saves little; the cost then
   };
   static bool saturated(const Thinned& t, double ns_per_event, std::uint32_t step);
+  std::uint32_t next_divisor(const std::string& instance, double pick_ns, double allowed_ns,
+                             double events) const;
   void change(const std::string& instance, std::uint32_t to, double cost_percent,
               double instance_percent, double ns_per_event, std::uint64_t wall_ns);
 
