@@ -13,9 +13,10 @@
 #    with the workload's own figures.
 # 2. Cost: a pipe ping-pong between two threads on one CPU (2 switches per round trip),
 #    timed with nothing attached, under loupe's offcpu (wakers on, then off, then off-CPU
-#    stacks alone: run_queue = false) and under offcputime, then offcputime and runqlat -P
-#    together (the function set of offcpu without wakers); ns added per round trip, median
-#    of 5 rounds, all in this one run.
+#    stacks alone: run_queue = false, walked by tables and by frame pointers as offcputime
+#    walks them) and under offcputime, then offcputime and runqlat -P together (the
+#    function set of offcpu without wakers); ns added per round trip, median of 5 rounds,
+#    each round every mode once in turn, all in this one run.
 # 3. User stacks by the in-kernel unwinder's tables vs frame pointers: the same ping-pong,
 #    now the session's target (tables are loaded for the processes loupe follows), under
 #    offcpu with unwind = "fp" and "tables" (wakers off); ns added per round trip beside
@@ -143,37 +144,61 @@ print(f"pingpong_ns={(t1 - t0) / n:.0f}")
 PY
 pingpong() { python3 "$tmp/pingpong.py" | sed -n 's/^pingpong_ns=//p'; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
-measure() {  # measure LABEL [command that attaches, run in the background]
-  local label=$1; shift
-  local pid=""
-  if [ $# -gt 0 ]; then "$@" >/dev/null 2>&1 & pid=$!; sleep 3; fi
-  local m; m=$(for _ in $(seq "$(runs)"); do pingpong; done | median)
-  [ -n "$pid" ] && { kill -INT "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }
-  echo "$label $m"
-}
 profile "$tmp/all.toml" "wakers = true"
 profile "$tmp/nowake.toml" "wakers = false"
-# offcputime's function set: off-CPU stacks only (no run queue, no wakers, no sched_waking).
+# offcputime's function set: off-CPU stacks only (no run queue, no wakers, no sched_waking);
+# with unwind = "fp" its stack walk too (offcputime's bpf_get_stackid), so the two differ
+# by nothing but the programs; the default walk (tables) is the price of whole stacks
+# through code without frame pointers, which section 3 shows apart.
 profile "$tmp/stacks.toml" $'wakers = false\nrun_queue = false'
-{
-  measure none
-  measure loupe_wakers "$loupe" run "$tmp/all.toml" --duration 60
-  measure loupe_no_wakers "$loupe" run "$tmp/nowake.toml" --duration 60
-  measure loupe_stacks "$loupe" run "$tmp/stacks.toml" --duration 60
-  if have offcputime; then measure offcputime offcputime 60; fi
-  # loupe_no_wakers' function set from the peers: off-CPU stacks and run-queue latency.
-  if have offcputime && have runqlat; then
-    offcputime 60 >/dev/null 2>&1 &
-    p1=$!
-    runqlat -P 60 1 >/dev/null 2>&1 &
-    p2=$!
-    sleep 3
-    echo "offcputime+runqlat $(for _ in $(seq "$(runs)"); do pingpong; done | median)"
-    kill -INT $p1 $p2 2>/dev/null
-    wait $p1 $p2 2>/dev/null
-  fi
-} >"$tmp/cost.txt"
+profile "$tmp/stacks_fp.toml" $'wakers = false\nrun_queue = false\nunwind = "fp"'
+profile "$tmp/nowake_fp.toml" $'wakers = false\nunwind = "fp"'
+# One mode: what attaches (nothing for `none`). Every round runs each mode once, in turn,
+# so a neighbour's burst or a drift of the machine falls on every mode alike; the median
+# of the rounds is printed.
+attach() {  # attach MODE: starts it in the background, its pids in $pids
+  local q=(--duration 60)
+  pids=""
+  case $1 in
+    none) return ;;
+    loupe_wakers) "$loupe" run "$tmp/all.toml" "${q[@]}" >/dev/null 2>&1 & ;;
+    loupe_no_wakers) "$loupe" run "$tmp/nowake.toml" "${q[@]}" >/dev/null 2>&1 & ;;
+    loupe_stacks) "$loupe" run "$tmp/stacks.toml" "${q[@]}" >/dev/null 2>&1 & ;;
+    loupe_stacks_fp) "$loupe" run "$tmp/stacks_fp.toml" "${q[@]}" >/dev/null 2>&1 & ;;
+    loupe_no_wakers_fp) "$loupe" run "$tmp/nowake_fp.toml" "${q[@]}" >/dev/null 2>&1 & ;;
+    offcputime) offcputime 60 >/dev/null 2>&1 & ;;
+    offcputime+runqlat)
+      offcputime 60 >/dev/null 2>&1 &
+      pids=$!
+      runqlat -P 60 1 >/dev/null 2>&1 &
+      ;;
+  esac
+  pids="$pids $!"
+  sleep 3
+}
+modes="none loupe_wakers loupe_no_wakers loupe_no_wakers_fp loupe_stacks loupe_stacks_fp"
+have offcputime && modes="$modes offcputime"
+# loupe_no_wakers' function set from the peers: off-CPU stacks and run-queue latency.
+have offcputime && have runqlat && modes="$modes offcputime+runqlat"
+for _ in $(seq "$(runs)"); do
+  for m in $modes; do
+    attach "$m"
+    echo "$m $(pingpong)"
+    [ -n "$pids" ] && { kill -INT $pids 2>/dev/null; wait $pids 2>/dev/null; }
+  done
+done >"$tmp/rounds.txt"
+for m in $modes; do
+  echo "$m $(awk -v m="$m" '$1 == m {print $2}' "$tmp/rounds.txt" | median)"
+done >"$tmp/cost.txt"
 awk 'NR == 1 {base = $2} {printf "%-19s %8.0f ns per round trip (2 switches)  +%6.0f ns  x%.2f\n", $1, $2, $2 - base, $2 / base}' "$tmp/cost.txt"
+# The issue's comparisons, on the added ns: each of offcpu's function sets against the peers
+# that do the same.
+awk 'NR == 1 {base = $2} {add[$1] = $2 - base}
+     function ratio(a, b) { if ((a in add) && (b in add) && add[b] > 0)
+                              printf "  %s / %s: %.2fx added ns\n", a, b, add[a] / add[b] }
+     END { ratio("loupe_stacks_fp", "offcputime"); ratio("loupe_stacks", "offcputime");
+           ratio("loupe_no_wakers_fp", "offcputime+runqlat");
+           ratio("loupe_no_wakers", "offcputime+runqlat") }' "$tmp/cost.txt"
 
 # ---- 3. unwind = "tables" vs "fp", the ping-pong as the target ------------------------
 profile "$tmp/fp.toml" $'wakers = false\nunwind = "fp"'

@@ -20,6 +20,10 @@ class Cadence {
   using Duty = std::uint32_t;  // an index; a bit of what due() returns
 
   explicit Cadence(Clock::time_point start) : start_(start) {}
+  // A profile's seconds (a double) as the clock's duration.
+  static Clock::duration seconds(double s) {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  }
 
   // A duty every `period`, first at start + `first`. A period of zero or less: never due
   // (an unset `interval`). At most 32 duties.

@@ -23,6 +23,7 @@
 #include "loupe/plugin_registry.hpp"
 #include "plugins/plugin_instance.hpp"
 #include "plugins/profile.hpp"
+#include "session/budget_controller.hpp"
 #include "session/health_report.hpp"
 #include "session/plugin_host.hpp"
 #include "util/result.hpp"
@@ -78,6 +79,13 @@ class PluginSet {
   // Asks `instance` to keep 1 in `divisor` of its events. False, with the plugin's reason
   // in *why, when it refused (then it is not asked again).
   bool set_rate(const std::string& instance, std::uint32_t divisor, std::string* why);
+  // The two above, as the budget controller turns them.
+  BudgetController::Knobs budget_knobs() {
+    return {[this] { return thinnable(); },
+            [this](const std::string& instance, std::uint32_t divisor, std::string* why) {
+              return set_rate(instance, divisor, why);
+            }};
+  }
 
   std::size_t profiler_count() const { return profilers_.size(); }
   std::size_t sink_count() const { return sinks_.size(); }

@@ -14,7 +14,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <optional>
 #include <thread>
 
@@ -38,26 +37,8 @@
 #include "session/window_store.hpp"
 
 namespace loupe {
-namespace {
 
-namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-Clock::duration seconds(double s) {
-  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
-}
-
-Status make_output_dir(const std::string& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec)
-    return session_error(ExitCode::kRuntime,
-                         fmt::format("cannot create output directory {}: {}", dir, ec.message()));
-  ::chmod(dir.c_str(), 0700);
-  return {};
-}
-
-}  // namespace
 
 class Session::Impl {
  public:
@@ -156,12 +137,7 @@ Status Session::Impl::conduct() {
     if (probes_.counting() && profile_.session.max_cpu_percent > 0)
       budget_.emplace(
           profile_.session.max_cpu_percent, static_cast<unsigned>(sysconf(_SC_NPROCESSORS_ONLN)),
-          [this](const loupe_record& r) { publish(r); },
-          BudgetController::Knobs{
-              [this] { return plugins_.thinnable(); },
-              [this](const std::string& instance, std::uint32_t divisor, std::string* why) {
-                return plugins_.set_rate(instance, divisor, why);
-              }});
+          [this](const loupe_record& r) { publish(r); }, plugins_.budget_knobs());
     probes_.set_budget(profile_.session.max_cpu_percent,
                        [this] { return budget_ ? budget_->summary() : std::string(); });
   }
@@ -284,13 +260,14 @@ void Session::Impl::publish(const loupe_record& rec) {
 void Session::Impl::run_loop() {
   const auto& s = profile_.session;
   const auto start = Clock::now();
-  const auto end = s.duration_s > 0 ? start + seconds(s.duration_s) : Clock::time_point::max();
+  const auto end =
+      s.duration_s > 0 ? start + Cadence::seconds(s.duration_s) : Clock::time_point::max();
   Cadence clocks(start);
-  const auto report = clocks.every(seconds(s.interval_s), seconds(s.interval_s));
+  const auto report = clocks.every(Cadence::seconds(s.interval_s), Cadence::seconds(s.interval_s));
   // A window ends with an interval report of its own, whatever `interval` is: interval
   // stack records are deltas, so the window's files hold the window alone.
-  const auto rotate =
-      clocks.every(windows_ ? seconds(s.rotate_s) : Clock::duration{}, seconds(s.rotate_s));
+  const auto rotate = clocks.every(windows_ ? Cadence::seconds(s.rotate_s) : Clock::duration{},
+                                   Cadence::seconds(s.rotate_s));
   // The budget is kept at a finer grain than reports: thinning reacts within seconds.
   const auto budget = clocks.every(budget_ ? std::chrono::seconds(1) : Clock::duration{}, {});
   // 20 ms while something happens; an idle system-wide session backs off to 100 ms (an
@@ -382,7 +359,7 @@ Status Session::Impl::shutdown() {
   links_.detach_all();  // nothing new enters the rings from here on
   // The drain's time starts after the detach: under emulation the detach alone took the
   // whole default 2 s, and 9 of 10 outlier events still queued were abandoned.
-  const auto deadline = Clock::now() + seconds(drain_s);
+  const auto deadline = Clock::now() + Cadence::seconds(drain_s);
   plugins_.stop_profilers(clock_ns(LOUPE_CLOCK_MONOTONIC) +
                           static_cast<std::uint64_t>(drain_s * 1e9));
   rings_.stop(deadline);

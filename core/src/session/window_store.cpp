@@ -12,8 +12,20 @@
 #include <fstream>
 #include <system_error>
 
+#include "session/session_error.hpp"
+
 namespace loupe {
 namespace fs = std::filesystem;
+
+Status make_output_dir(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    return session_error(ExitCode::kRuntime,
+                         fmt::format("cannot create output directory {}: {}", dir, ec.message()));
+  ::chmod(dir.c_str(), 0700);
+  return {};
+}
 
 namespace {
 

@@ -17,8 +17,13 @@
 #include <vector>
 
 #include "plugins/plugin_instance.hpp"
+#include "util/result.hpp"
 
 namespace loupe {
+
+// The session's output directory, made (with its parents) and closed to others (0700):
+// profiles name processes, paths and stacks.
+Status make_output_dir(const std::string& dir);
 
 class WindowStore {
  public:
