@@ -2,10 +2,11 @@
 # Each sink is a room of its own: editing one sink must never change another sink or the
 # CLI behind their back. What several of them share lives in report/ (report/README.md).
 # This check fails when
-#   - a sink's CMake files (CMakeLists.txt, tests/*.cmake) or core/CMakeLists.txt link a
-#     target defined in another sink's folder, or name another sink's folder as a path;
-#   - a source in a sink's folder, or in core/, includes a header that lives in another
-#     sink's folder (and not in its own).
+#   - a sink's CMake files (CMakeLists.txt, tests/*.cmake), core/CMakeLists.txt or
+#     cli/CMakeLists.txt link a target defined in another sink's folder, or name another
+#     sink's folder as a path;
+#   - a source in a sink's folder, in core/ or in cli/, includes a header that lives in
+#     another sink's folder (and not in its own).
 # A test naming another sink's plugin as a runtime dependency (DEPENDS loupe-jsonl) is
 # fine: that is the plugin as the CLI loads it, not its code.
 #
@@ -94,15 +95,15 @@ def check(root):
         return None
 
     problems = []
-    # (room name or None for the CLI/core, folder, CMake files, source files)
+    # (sink name, or None for the engine and the CLI; folder)
     rooms = [(s, os.path.join(sinks_dir, s)) for s in sinks]
-    core = os.path.join(root, "core")
-    if os.path.isdir(core):
-        rooms.append((None, core))
+    for shared in ("core", "cli"):
+        if os.path.isdir(os.path.join(root, shared)):
+            rooms.append((None, os.path.join(root, shared)))
     for room, top in rooms:
-        who = f"sink {room}" if room else "core"
+        who = f"sink {room}" if room else os.path.basename(top)
         cmake_files = list(files_under(top, is_cmake)) if room else [
-            p for p in [os.path.join(core, "CMakeLists.txt")] if os.path.exists(p)
+            p for p in [os.path.join(top, "CMakeLists.txt")] if os.path.exists(p)
         ]
         for f in cmake_files:
             text = strip_cmake_comments(open(f, encoding="utf-8").read())
@@ -161,8 +162,8 @@ def self_test():
         write(root, "sinks/b/tests/helper.hpp", "")
         write(root, "sinks/b/b.cpp", '#include "b.hpp"\n#include "loupe/sdk.hpp"\n')
         write(root, "core/CMakeLists.txt", "target_link_libraries(loupe PRIVATE loupe_core)\n")
-        write(root, "core/cli/diff.cpp", '#include "commands.hpp"\n')
-        write(root, "core/cli/commands.hpp", "")
+        write(root, "cli/diff.cpp", '#include "commands.hpp"\n')
+        write(root, "cli/commands.hpp", "")
         clean = check(root)
         if clean:
             print("self-test: a clean tree was reported:\n" + "\n".join(clean))
@@ -177,8 +178,8 @@ def self_test():
         write(root, "sinks/b/b.cpp", '#include "b.hpp"\n#include "a.hpp"\n')
         write(root, "core/CMakeLists.txt",
               "target_link_libraries(loupe PRIVATE loupe_core\n  b_lib)\n")
-        write(root, "core/cli/diff.cpp",
-              '#include "commands.hpp"\n#include "../../sinks/a/a.hpp"\n')
+        write(root, "cli/diff.cpp",
+              '#include "commands.hpp"\n#include "../sinks/a/a.hpp"\n')
         got = check(root)
         want = [
             "sinks/b/CMakeLists.txt:3: sink b links a_lib",
@@ -187,7 +188,7 @@ def self_test():
             'sinks/a/tests/t.cpp:1: sink a includes "helper.hpp" from sink b',
             'sinks/b/b.cpp:2: sink b includes "a.hpp" from sink a',
             "core/CMakeLists.txt:2: core links b_lib",
-            'core/cli/diff.cpp:2: core includes "../../sinks/a/a.hpp" from sink a',
+            'cli/diff.cpp:2: cli includes "../sinks/a/a.hpp" from sink a',
         ]
         missing = [w for w in want if not any(g.startswith(w) for g in got)]
         extra = [g for g in got if not any(g.startswith(w) for w in want)]

@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
         loupe::biolat::rq_tracepoint_single_arg("block_rq_issue", &why).value_or(true);
     bio->rodata->targ_bio_arg = static_cast<std::uint32_t>(
         loupe::biolat::tracepoint_pointer_arg("block_bio_backmerge", "bio", &why).value_or(0));
-    bio->rodata->targ_per_process = true;
+    bio->rodata->targ_per_process = !getenv("BIO_NO_PROC");
     for (auto* p :
          {bio->progs.bio_raw_insert, bio->progs.bio_raw_issue, bio->progs.bio_raw_complete,
           bio->progs.bio_raw_rq_merge, bio->progs.bio_raw_backmerge, bio->progs.bio_raw_frontmerge,
