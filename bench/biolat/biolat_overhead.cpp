@@ -12,6 +12,9 @@
 // separate pass so the stats do not tax the wall-clock pass.
 //
 //   biolat_overhead [--rounds R] [--ios N] [--dir D] [--no-peers]
+//
+// BIO_NO_PROC=1 in the environment: biolat without its per-process table (per_process =
+// false), to see that table's share of the cost.
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <fcntl.h>
