@@ -12,6 +12,7 @@
 
 #include "loupe/emit.bpf.h"
 #include "loupe/filter.bpf.h"
+#include "loupe/handover.bpf.h"
 #include "loupe/thin.bpf.h"
 #include "loupe/unwind.bpf.h"
 #include "loupe/ustack.bpf.h"
@@ -47,6 +48,9 @@ struct {
 	__type(key, __u32);
 	__type(value, struct cs_counters);
 } counters SEC(".maps");
+
+/* A process's keys leave the map at its exit, handed to user space (loupe/handover.bpf.h). */
+LOUPE_HANDOVER(handover, struct cs_key, __u64, struct cs_handover_rec);
 
 /* unwind = "dwarf": samples travel one by one with their stack copy. User space sizes the
  * ring (a page when unused). */
@@ -170,7 +174,22 @@ int cs_sample(struct bpf_perf_event_data *ctx)
 			__sync_fetch_and_add(val, one);
 	} else if (err) {
 		c->counts_full += one;
+	} else {
+		handover_track(key.tgid, &key);
 	}
+	return 0;
+}
+
+/* A process's last thread exits: its keys go to user space, their room back to the map. */
+SEC("tracepoint/sched/sched_process_exit")
+int cs_exit(void *ctx)
+{
+	__u32 zero = 0;
+	struct cs_counters *c = bpf_map_lookup_elem(&counters, &zero);
+
+	if (c)
+		c->handed_over += handover_exit(&counts, CS_REC_HANDOVER, CS_REC_HANDOVER_VERSION,
+						&c->handover_full);
 	return 0;
 }
 

@@ -75,6 +75,21 @@ class DwarfDecoder {
   std::vector<std::uint64_t> addrs_;  // reused: one decode at a time
 };
 
+// Keys handed over as their process exited (loupe/handover.bpf.h): on the ring worker.
+class HandoverDecoder {
+ public:
+  explicit HandoverDecoder(StackReporter& reporter) : reporter_(reporter) {}
+  int decode(const void* data, std::uint32_t len) {
+    if (len != sizeof(cs_handover_rec)) return LOUPE_ERR_INVALID_ARG;
+    const auto* rec = static_cast<const cs_handover_rec*>(data);
+    reporter_.handed_over(rec->key, rec->value);
+    return LOUPE_OK;
+  }
+
+ private:
+  StackReporter& reporter_;
+};
+
 }  // namespace
 
 // Symbolizes new stacks periodically so processes that exit before the final report
@@ -166,6 +181,14 @@ class CpuSampleProfiler : public sdk::Profiler {
     // One program per mode; the other is never loaded (nor verified).
     bpf_program__set_autoload(dwarf_ ? skel_->progs.cs_sample : skel_->progs.cs_sample_dwarf,
                               false);
+    // The dwarf mode counts in user space: nothing of its to hand over at an exit.
+    if (dwarf_) {
+      bpf_program__set_autoload(skel_->progs.cs_exit, false);
+      bpf_map__set_max_entries(skel_->maps.handover_lists, 1);
+      bpf_map__set_max_entries(skel_->maps.handover_ring, 4096);
+    } else {
+      bpf_map__set_max_entries(skel_->maps.handover_lists, kHandoverProcesses);
+    }
     if (!dwarf_) {
       bpf_map__set_max_entries(skel_->maps.dwarf_ring, 4096);
       bpf_map__set_max_entries(skel_->maps.dwarf_scratch, 1);
@@ -191,7 +214,20 @@ class CpuSampleProfiler : public sdk::Profiler {
       maps.unwind_stats_fd = bpf_map__fd(skel_->maps.loupe_unwind_stats);
       maps.user_slots_fd = bpf_map__fd(skel_->maps.loupe_unwind_slots);
     }
+    if (!dwarf_) maps.handover_lists_fd = bpf_map__fd(skel_->maps.handover_lists);
     reporter_ = std::make_unique<StackReporter>(*host_, maps, opts_);
+    if (!dwarf_) {
+      // Its losses are the counters' handover_full (the keys stay in the map), not the
+      // ring's: no _lost map, and never sampled.
+      handover_ = std::make_unique<HandoverDecoder>(*reporter_);
+      sdk::register_fixed_ring<cs_handover_rec>(
+          *host_,
+          {"exited_keys", bpf_map__fd(skel_->maps.handover_ring), CS_REC_HANDOVER,
+           CS_REC_HANDOVER_VERSION, LOUPE_RING_MUST_KEEP, -1, -1},
+          handover_.get());
+      if (host_->bpf_attach(skel_->progs.cs_exit, "sched_process_exit") != LOUPE_OK)
+        throw sdk::Error(LOUPE_ERR_KERNEL, "attaching sched_process_exit: " + host_->last_error());
+    }
     if (dwarf_) {
       decoder_ = std::make_unique<DwarfDecoder>(*host_, *reporter_, user_);
       sdk::FixedRing ring{"samples",
@@ -248,7 +284,11 @@ class CpuSampleProfiler : public sdk::Profiler {
   sdk::Thinning thinning_;
   std::unique_ptr<StackReporter> reporter_;
   std::unique_ptr<DwarfDecoder> decoder_;
+  std::unique_ptr<HandoverDecoder> handover_;
   std::unique_ptr<SymbolWarmer> warmer_;
+  // Processes with keys at once whose keys leave the map at their exit (16 keys each);
+  // the keys of more, or past 16, wait for user space's eviction as before.
+  static constexpr std::uint32_t kHandoverProcesses = 1024;
 };
 
 }  // namespace loupe::cpusample

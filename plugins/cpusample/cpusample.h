@@ -40,6 +40,10 @@ struct cs_counters {
   __u64 kernel_other;
   __u64 counts_full; /* the aggregation map refused a new key: sample lost */
   __u64 dwarf_sent;  /* unwind = "dwarf": records handed to the ring (losses: its _lost map) */
+  /* Keys handed to user space at their process's exit (loupe/handover.bpf.h), and those
+   * left in the map because the handover ring was full (evicted by user space later). */
+  __u64 handed_over;
+  __u64 handover_full;
 };
 
 /* unwind = "dwarf": one ring record per sample, unwound in user space. */
@@ -57,6 +61,19 @@ struct cs_dwarf_rec {
   __u16 weight;          /* the samples it stands for (thinning); 0 in a version-1 recording: 1 */
   char comm[CS_COMM_LEN];
   struct loupe_ustack us; /* last: us.stack_len bytes of stack follow */
+};
+
+/* A key of an exited process and its total, handed over as the process exited: the map no
+ * longer holds it (loupe/handover.bpf.h). */
+#define CS_REC_HANDOVER 2
+#define CS_REC_HANDOVER_VERSION 1
+
+struct cs_handover_rec {
+  __u16 type; /* loupe_ring_header */
+  __u16 version;
+  __u32 len;
+  struct cs_key key;
+  __u64 value;
 };
 
 #endif /* LOUPE_CPUSAMPLE_H */

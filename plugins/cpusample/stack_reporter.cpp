@@ -85,6 +85,11 @@ void StackReporter::add_dwarf_sample(const cs_dwarf_rec& rec,
   slot->second += weight;
 }
 
+void StackReporter::handed_over(const cs_key& key, std::uint64_t total) {
+  std::lock_guard lock(mu_);
+  handed_[key_bytes(key)] = {key, total};
+}
+
 void StackReporter::emit_stack(std::uint32_t tgid, std::uint32_t tid, const char* comm,
                                std::size_t comm_len, const std::string& kb, std::uint64_t total,
                                const Frames* kernel, const Frames* user, bool cut, bool is_final,
@@ -124,14 +129,19 @@ void StackReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) {
   if (is_final) user_frames_.rename_unnamed_now();
   if (!session_start_) session_start_ = ws;
   std::uint64_t truncated = 0;
-  for (const auto& [k, total] : counts) {
-    const Frames* kf = k.kernel_stack_id >= 0 ? &frames_.kernel(k.kernel_stack_id) : nullptr;
-    const Frames* uf = k.user_stack_id >= 0 ? &user_frames_.user(k.tgid, k.user_stack_id) : nullptr;
-    const bool cut =
-        frames_.kernel_cut(k.kernel_stack_id) || user_frames_.user_cut(k.tgid, k.user_stack_id);
-    emit_stack(k.tgid, k.pid, k.comm, sizeof(k.comm), key_bytes(k), total, kf, uf, cut, is_final,
-               ws, we, &truncated);
-  }
+  std::vector<std::pair<cs_key, std::uint64_t>> handed;
+  handed.reserve(handed_.size());
+  for (const auto& [kb, entry] : handed_) handed.push_back(entry);
+  for (const auto* keys : {&counts, &handed})
+    for (const auto& [k, total] : *keys) {
+      const Frames* kf = k.kernel_stack_id >= 0 ? &frames_.kernel(k.kernel_stack_id) : nullptr;
+      const Frames* uf =
+          k.user_stack_id >= 0 ? &user_frames_.user(k.tgid, k.user_stack_id) : nullptr;
+      const bool cut =
+          frames_.kernel_cut(k.kernel_stack_id) || user_frames_.user_cut(k.tgid, k.user_stack_id);
+      emit_stack(k.tgid, k.pid, k.comm, sizeof(k.comm), key_bytes(k), total, kf, uf, cut, is_final,
+                 ws, we, &truncated);
+    }
   for (const auto& [k, total] : dwarf_counts_) {
     const Frames* kf = k.kernel_stack_id >= 0 ? &frames_.kernel(k.kernel_stack_id) : nullptr;
     const Frames* uf = k.user_stack != kNoStack ? &dwarf_frames_.at(k.user_stack) : nullptr;
@@ -144,8 +154,7 @@ void StackReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) {
     emit_stack(k.tgid, k.pid, k.comm.data(), k.comm.size(), kb, total, kf, uf, cut, is_final, ws,
                we, &truncated);
   }
-  if (evicting) evict(counts, gone);
-  if (!is_final) previous_.end_read();
+  if (evicting) evict(counts, handed, gone);
   emit_health(read_counters(), truncated, is_final, ws, we);
   if (maps_.unwind_stats_fd >= 0)
     sdk::emit_unwind_health(host_, "cpusample", maps_.unwind_stats_fd, is_final, ws, we);
@@ -168,8 +177,19 @@ void StackReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) {
 // Exited processes' keys (counted in full by the read just reported), the stack ids only
 // they used, and what the caches hold for them.
 void StackReporter::evict(const std::vector<std::pair<cs_key, std::uint64_t>>& counts,
+                          const std::vector<std::pair<cs_key, std::uint64_t>>& handed,
                           const std::set<std::uint32_t>& gone) {
   sdk::StackSweep sweep;
+  // Handed over at their exit and now reported: their stacks may go.
+  std::set<std::uint32_t> handed_tgids;
+  for (const auto& [k, total] : handed) {
+    const std::string kb = key_bytes(k);
+    handed_.erase(kb);
+    previous_.erase(kb);
+    handed_tgids.insert(k.tgid);
+    sweep.evicted(maps_.stacks_fd, k.kernel_stack_id);
+    sweep.evicted(user_store_fd(), k.user_stack_id);
+  }
   // Only keys the report read are deleted; the ids to keep come from a read after the
   // deletes, which holds every key counted since.
   for (const auto& [k, total] : counts) {
@@ -188,6 +208,11 @@ void StackReporter::evict(const std::vector<std::pair<cs_key, std::uint64_t>>& c
     sweep.kept(maps_.stacks_fd, k.kernel_stack_id);
     sweep.kept(user_store_fd(), k.user_stack_id);
   }
+  // Handed over since the report's read: reported at the next one.
+  for (const auto& [kb, entry] : handed_) {
+    sweep.kept(maps_.stacks_fd, entry.first.kernel_stack_id);
+    sweep.kept(user_store_fd(), entry.first.user_stack_id);
+  }
   for (auto it = dwarf_counts_.begin(); it != dwarf_counts_.end();) {
     if (!gone.count(it->first.tgid)) {
       read.insert(it->first.tgid);
@@ -197,6 +222,9 @@ void StackReporter::evict(const std::vector<std::pair<cs_key, std::uint64_t>>& c
     }
     sweep.evicted(maps_.stacks_fd, it->first.kernel_stack_id);
     ++evicted_.keys;
+    std::string kb = "dwarf:";
+    kb.append(reinterpret_cast<const char*>(&it->first), sizeof(it->first));
+    previous_.erase(kb);
     it = dwarf_counts_.erase(it);
   }
   for (auto it = dwarf_index_.begin(); it != dwarf_index_.end();) {
@@ -211,6 +239,13 @@ void StackReporter::evict(const std::vector<std::pair<cs_key, std::uint64_t>>& c
   auto freed = sweep.erase();
   for (const auto& [fd, ids] : freed) evicted_.stacks += ids.size();
   for (std::uint32_t tgid : gone) {
+    frames_.forget_process(tgid);
+    user_frames_.forget_process(tgid);
+    // A list a key made after its process's exit handover (or one never handed over).
+    if (maps_.handover_lists_fd >= 0) bpf_map_delete_elem(maps_.handover_lists_fd, &tgid);
+  }
+  for (std::uint32_t tgid : handed_tgids) {
+    if (gone.count(tgid) || read.count(tgid)) continue;
     frames_.forget_process(tgid);
     user_frames_.forget_process(tgid);
   }
@@ -238,6 +273,10 @@ void StackReporter::emit_health(const cs_counters& c, std::uint64_t truncated, b
   metric("samples", static_cast<double>(c.samples));
   metric("samples_idle", static_cast<double>(c.idle));
   metric("samples_filtered_out", static_cast<double>(c.filtered));
+  // Keys the kernel took out of the map at their process's exit (loupe/handover.bpf.h), and
+  // those it left for user space's eviction for want of room in the handover ring.
+  metric("keys_handed_over", static_cast<double>(c.handed_over));
+  metric("keys_left_at_exit", static_cast<double>(c.handover_full));
 
   const sdk::HealthRow rows[] = {
       {"cpusample/user_stack_efault", c.user_efault,

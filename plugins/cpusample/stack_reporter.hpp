@@ -12,8 +12,14 @@
 // with user stacks already unwound; they are symbolized at first sight (their process is
 // running) and counted here under the same kind of key, so both modes report alike.
 //
+// A process's keys also leave the map at its exit, handed over by the kernel with their
+// totals (loupe/handover.bpf.h, handed_over() on the ring worker): they are reported from
+// here as if read from the map, so the map's room follows the live processes even when
+// reports are far apart or this thread is starved.
+//
 // Rotating sessions evict the keys, stacks and cached frames of exited processes once an
-// interval report has carried their last counts (sdk/eviction.hpp).
+// interval report has carried their last counts (sdk/eviction.hpp); handed-over keys go
+// with the first report that carries them.
 #ifndef LOUPE_CPUSAMPLE_STACK_REPORTER_HPP
 #define LOUPE_CPUSAMPLE_STACK_REPORTER_HPP
 
@@ -40,9 +46,10 @@ struct ReporterMaps {
   int counts_fd = -1;
   int stacks_fd = -1;
   int counters_fd = -1;
-  int user_stacks_fd = -1;   // unwind = "tables": loupe_unwind_stacks; else in stacks_fd
-  int unwind_stats_fd = -1;  // unwind = "tables": loupe_unwind_stats
-  int user_slots_fd = -1;    // unwind = "tables": loupe_unwind_slots (user ids are freed there)
+  int user_stacks_fd = -1;     // unwind = "tables": loupe_unwind_stacks; else in stacks_fd
+  int unwind_stats_fd = -1;    // unwind = "tables": loupe_unwind_stats
+  int user_slots_fd = -1;      // unwind = "tables": loupe_unwind_slots (user ids are freed there)
+  int handover_lists_fd = -1;  // keys listed per process for the exit handover, or -1
   sdk::Thinning* thinning = nullptr;  // the plugin's; its skipped samples are reported here
 };
 
@@ -72,6 +79,8 @@ class StackReporter {
   // dwarf mode: one sample with its unwound user stack (`user` empty: none) and its
   // kernel stack id. Any thread.
   void add_dwarf_sample(const cs_dwarf_rec& rec, const std::vector<std::uint64_t>& user);
+  // A key the kernel took out of the map at its process's exit, with its total. Any thread.
+  void handed_over(const cs_key& key, std::uint64_t total);
   // Extra health of the dwarf path (rows appended to the fp path's), set by the plugin.
   void set_dwarf_health(std::function<void(bool, std::uint64_t, std::uint64_t)> fn) {
     dwarf_health_ = std::move(fn);
@@ -97,6 +106,7 @@ class StackReporter {
   void emit_health(const cs_counters& c, std::uint64_t truncated, bool is_final, std::uint64_t ws,
                    std::uint64_t we);
   void evict(const std::vector<std::pair<cs_key, std::uint64_t>>& counts,
+             const std::vector<std::pair<cs_key, std::uint64_t>>& handed,
              const std::set<std::uint32_t>& gone);
   int user_store_fd() const {
     return maps_.user_slots_fd >= 0 ? maps_.user_slots_fd : maps_.stacks_fd;
@@ -106,9 +116,13 @@ class StackReporter {
   ReporterMaps maps_;
   ReporterOptions opts_;
   std::mutex mu_;
-  sdk::StackMapFrames frames_;                   // fp mode's stack ids; guarded by mu_
-  sdk::StackMapFrames user_frames_;              // user stack ids (tables or fp); mu_
-  sdk::PreviousTotals<std::uint64_t> previous_;  // key bytes -> count at the last interval
+  sdk::StackMapFrames frames_;       // fp mode's stack ids; guarded by mu_
+  sdk::StackMapFrames user_frames_;  // user stack ids (tables or fp); mu_
+  // key bytes -> count at the last interval; erased with the key (evicted, or handed over
+  // and reported), never by absence from a read: a key handed over between the map's read
+  // and its record's arrival keeps its total, so its record adds only what is new.
+  sdk::PreviousTotals<std::uint64_t> previous_;
+  std::map<std::string, std::pair<cs_key, std::uint64_t>> handed_;  // by key bytes; mu_
   // dwarf mode
   std::map<DwarfKey, std::uint64_t> dwarf_counts_;
   std::map<std::pair<std::uint32_t, std::vector<std::uint64_t>>, std::uint32_t> dwarf_index_;

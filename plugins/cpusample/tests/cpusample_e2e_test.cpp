@@ -4,6 +4,7 @@
 // sampled through the CLI and its stacks are checked. Counts are asserted loosely (the
 // machine is shared and noisy); what must hold is where the samples land.
 #include <map>
+#include <set>
 #include <string>
 
 #include "cli_run.hpp"
@@ -133,6 +134,39 @@ TEST_F(CpuSampleE2E, TinyCountMapCountsEverySampleItCannotKeep) {
               static_cast<long long>(kept), static_cast<long long>(lost));
   EXPECT_EQ(static_cast<double>(kept + lost), taken) << "kept " << kept << ", lost " << lost;
   EXPECT_GT(lost, 0);
+}
+
+// The map's room follows the live processes without waiting for a report: 60 processes in
+// turn, each spinning 60 ms, into a map with room for 32 keys, and no interval report (user
+// space evicts nothing before the end). Each process's keys leave the map as it exits,
+// handed to user space with their counts (loupe/handover.bpf.h), so none is refused and
+// every sample is in the final report. Without the handover the map fills after a few
+// processes and every later one's samples are refused.
+TEST_F(CpuSampleE2E, AProcessKeysLeaveTheMapAtItsExitSoChurnWaitsForNoReport) {
+  const std::string loop = "i=0; while [ $i -lt 60 ]; do " + kSpin + " 0.06 user; i=$((i+1)); done";
+  auto r =
+      run("[[plugins]]\nname = \"cpusample\"\nfrequency = 199\nkernel_stacks = false\n"
+          "max_keys = 32\n",
+          {"sh", "-c", "'" + loop + "'"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::int64_t kept = 0;
+  std::set<std::string> pids;
+  for (const auto* rec : r.all("stack", "cpu")) {
+    kept += samples_of(*rec);
+    pids.insert((*rec)["labels"].value("pid", ""));
+  }
+  const double taken = metric(r, "samples"), handed = metric(r, "keys_handed_over");
+  const json* full = r.loss("cpusample/counts_full");
+  const auto lost = full ? (*full)["health"].value("value", std::int64_t{0}) : std::int64_t{0};
+  std::printf(
+      "  %zu processes sampled; samples: %.0f taken, %lld kept, %lld refused; "
+      "keys handed over at exit: %.0f, left at exit: %.0f\n",
+      pids.size(), taken, static_cast<long long>(kept), static_cast<long long>(lost), handed,
+      metric(r, "keys_left_at_exit"));
+  ASSERT_GE(pids.size(), 40u) << "the loop's processes were not sampled: the test proves nothing";
+  EXPECT_GE(handed, static_cast<double>(pids.size()) - 2) << "a key each, but the shell's";
+  EXPECT_EQ(lost, 0) << "keys refused: the map held exited processes' keys";
+  EXPECT_EQ(static_cast<double>(kept + lost), taken);
 }
 
 TEST_F(CpuSampleE2E, PeriodModeSamplesByCpuTime) {
