@@ -19,6 +19,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "loupe/filter.bpf.h"
+#include "loupe/handover.bpf.h"
 #include "loupe/hist.bpf.h"
 #include "loupe/map.bpf.h"
 #include "loupe/thin.bpf.h"
@@ -55,6 +56,10 @@ struct {
 	__type(key, struct oc_key);
 	__type(value, struct oc_val);
 } offcpu SEC(".maps");
+
+/* A process's keys leave `offcpu` at its last switch, handed to user space
+ * (loupe/handover.bpf.h). */
+LOUPE_HANDOVER(handover, struct oc_key, struct oc_val, struct oc_handover_rec);
 
 struct oc_proc_key {
 	__u32 tgid;
@@ -317,6 +322,8 @@ static __always_inline void add_offcpu(struct oc_counters *c, const struct oc_bl
 	} else if (err) {
 		c->keys_full += w;
 		c->lost_ns += delta * w;
+	} else {
+		handover_track(k.tgid, &k);
 	}
 }
 
@@ -410,11 +417,19 @@ static __always_inline __u32 reason_of_state(bool preempt, __u32 state)
 	return OC_REASON_OTHER;
 }
 
-/* The thread's last switch: it never comes back, and its entry goes with it. */
+/* The thread's last switch (it is the current task): it never comes back, and its entry
+ * goes with it; the process's last thread takes its keys out of the map, handed to user
+ * space. */
 static __always_inline void thread_exit(__u32 tid)
 {
+	struct oc_counters *c;
+
 	if (tid)
 		bpf_map_delete_elem(&blocked, &tid);
+	c = get_counters();
+	if (c)
+		c->handed_over += handover_exit(&offcpu, OC_REC_HANDOVER, OC_REC_HANDOVER_VERSION,
+						&c->handover_full);
 }
 
 static __always_inline void on_switch_btf(void *ctx, bool preempt, struct task_struct *prev,

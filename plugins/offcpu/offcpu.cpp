@@ -13,6 +13,7 @@
 
 #include "loupe/sdk/flavour.hpp"
 #include "loupe/sdk/plugin.hpp"
+#include "loupe/sdk/ring.hpp"
 #include "loupe/sdk/skeleton.hpp"
 #include "loupe/sdk/target_filter.hpp"
 #include "loupe/sdk/unwind.hpp"
@@ -57,6 +58,21 @@ constexpr auto kKeys =
 constexpr const char* kHooks[] = {"sched_switch", "sched_waking"};
 
 }  // namespace
+
+// Keys handed over as their process exited (loupe/handover.bpf.h): on the ring worker.
+class HandoverDecoder {
+ public:
+  explicit HandoverDecoder(OffcpuReporter& reporter) : reporter_(reporter) {}
+  int decode(const void* data, std::uint32_t len) {
+    if (len != sizeof(oc_handover_rec)) return LOUPE_ERR_INVALID_ARG;
+    const auto* rec = static_cast<const oc_handover_rec*>(data);
+    reporter_.handed_over(rec->key, rec->value);
+    return LOUPE_OK;
+  }
+
+ private:
+  OffcpuReporter& reporter_;
+};
 
 class OffcpuProfiler : public sdk::Profiler {
  public:
@@ -114,6 +130,9 @@ class OffcpuProfiler : public sdk::Profiler {
                         ro->targ_user_stacks && !tables_
                             ? sdk::kStackMapDepth
                             : static_cast<std::uint32_t>(cfg.value_int("kernel_stack_depth")));
+    // Processes with keys at once whose keys leave the map at their exit (16 keys each); the
+    // keys of more, or past 16, wait for user space's eviction as before.
+    bpf_map__set_max_entries(skel_->maps.handover_lists, 1024);
     size(skel_->maps.runq_procs, "process_limit");
     size(skel_->maps.blockers, "max_blockers");
     if (!opts_.run_queue)
@@ -145,7 +164,16 @@ class OffcpuProfiler : public sdk::Profiler {
     maps.counters_fd = bpf_map__fd(skel_->maps.counters);
     thinning_.bind(bpf_map__fd(skel_->maps.loupe_thin));
     maps.thinning = &thinning_;
+    maps.handover_lists_fd = bpf_map__fd(skel_->maps.handover_lists);
     reporter_ = std::make_unique<OffcpuReporter>(*host_, maps, opts_);
+    // Its losses are the counters' handover_full (the keys stay in the map), not the
+    // ring's: no _lost map, and never sampled.
+    handover_ = std::make_unique<HandoverDecoder>(*reporter_);
+    sdk::register_fixed_ring<oc_handover_rec>(
+        *host_,
+        {"exited_keys", bpf_map__fd(skel_->maps.handover_ring), OC_REC_HANDOVER,
+         OC_REC_HANDOVER_VERSION, LOUPE_RING_MUST_KEEP, -1, -1},
+        handover_.get());
   }
 
   // Under a budget: 1 in `divisor` switch-outs takes its stacks and is followed to its
@@ -171,6 +199,7 @@ class OffcpuProfiler : public sdk::Profiler {
   ReporterOptions opts_;
   sdk::Thinning thinning_;
   std::unique_ptr<OffcpuReporter> reporter_;
+  std::unique_ptr<HandoverDecoder> handover_;
 };
 
 }  // namespace loupe::offcpu

@@ -111,6 +111,23 @@ struct oc_counters {
   __u64 recovered_ns;  /* ... that time, aggregated under the block's own stacks */
   __u64 missed_outs;   /* a switch-out: the block's stack and reason are unknown */
   __u64 missed_out_ns; /* ... its time off the CPU (tp_btf, raw_tp; 0 with tracepoint) */
+  /* Keys handed to user space at their process's exit (loupe/handover.bpf.h), and those
+   * left in the map because the handover ring was full (evicted by user space later). */
+  __u64 handed_over;
+  __u64 handover_full;
+};
+
+/* A key of an exited process and its totals, handed over at the process's last switch:
+ * the map no longer holds it (loupe/handover.bpf.h). */
+#define OC_REC_HANDOVER 1
+#define OC_REC_HANDOVER_VERSION 1
+
+struct oc_handover_rec {
+  __u16 type; /* loupe_ring_header */
+  __u16 version;
+  __u32 len;
+  struct oc_key key;
+  struct oc_val value;
 };
 
 #endif /* LOUPE_OFFCPU_H */

@@ -65,22 +65,40 @@ OffcpuReporter::Frames OffcpuReporter::stack_of(std::uint32_t tgid, std::int32_t
 std::uint64_t OffcpuReporter::delta(const std::string& key, std::uint64_t total, bool is_final) {
   if (is_final) return total;
   std::uint64_t& prev = previous_.at(key);
-  std::uint64_t d = total - std::min(prev, total);
+  // A row short of a key in flight from the handover reads lower for one report: not a
+  // fall to count from (an evicted key's share is taken off explicitly, in evict()).
+  if (total <= prev) return 0;
+  std::uint64_t d = total - prev;
   prev = total;
   return d;
+}
+
+void OffcpuReporter::handed_over(const oc_key& key, const oc_val& value) {
+  std::lock_guard lock(handed_mu_);
+  handed_[bytes_of("h", key)] = {key, value};
 }
 
 void OffcpuReporter::emit_offcpu(bool is_final) {
   std::map<std::string, std::pair<oc_key, oc_val>> plain;
   std::vector<std::pair<oc_key, oc_val>> woken;
   read_keys_.clear();
-  sdk::for_each_entry<oc_key, oc_val>(maps_.offcpu_fd, [&](const oc_key& k, const oc_val& v) {
-    read_keys_.emplace_back(k, v);
+  auto add = [&](const oc_key& k, const oc_val& v) {
     auto& slot = plain.try_emplace(plain_key(k), k, oc_val{}).first->second;
     slot.second.total_ns += v.total_ns;
     slot.second.count += v.count;
     if (opts_.wakers && k.waker_tgid != 0) woken.emplace_back(k, v);
+  };
+  sdk::for_each_entry<oc_key, oc_val>(maps_.offcpu_fd, [&](const oc_key& k, const oc_val& v) {
+    read_keys_.emplace_back(k, v);
+    add(k, v);
   });
+  // Keys the kernel handed over as their process exited: no longer in the map.
+  {
+    std::lock_guard lock(handed_mu_);
+    handed_read_.clear();
+    for (const auto& [kb, kv] : handed_) handed_read_.push_back(kv);
+  }
+  for (const auto& [k, v] : handed_read_) add(k, v);
 
   std::uint64_t total_ns = 0, blocks = 0;
   // One record; false when nothing changed since the last interval report.
@@ -228,6 +246,10 @@ void OffcpuReporter::emit_health(bool is_final) {
   // take until its next switch-out, and is counted under the block's stacks.
   metric("missed_switch_ins_recovered", static_cast<double>(c.missed_ins));
   metric("missed_switch_in_recovered_ns", static_cast<double>(c.recovered_ns), "ns");
+  // Keys the kernel took out of the map at their process's exit (loupe/handover.bpf.h), and
+  // those it left for user space's eviction for want of room in the handover ring.
+  metric("keys_handed_over", static_cast<double>(c.handed_over));
+  metric("keys_left_at_exit", static_cast<double>(c.handover_full));
   const sdk::HealthRow rows[] = {
       {"offcpu/blocked_full", c.blocked_full,
        "blocks lost: too many threads off the CPU at once (raise max_threads)", c.switches_out,
@@ -311,10 +333,6 @@ void OffcpuReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) 
   emit_runq(is_final);
   emit_blockers(is_final);
   if (evicting) evict(gone);
-  if (!is_final) {
-    previous_.end_read();
-    previous_hist_.end_read();
-  }
   emit_health(is_final);
 }
 
@@ -355,6 +373,31 @@ void OffcpuReporter::evict(const std::set<std::uint32_t>& gone) {
     stacks(false, k.user_stack_id, k.kernel_stack_id);
     stacks(false, k.waker_user_stack_id, k.waker_kernel_stack_id);
   }
+  // Handed over at their exit and now reported: their rows' totals and stacks may go.
+  std::set<std::uint32_t> handed_tgids;
+  for (const auto& [k, v] : handed_read_) {
+    {
+      std::lock_guard lock(handed_mu_);
+      handed_.erase(bytes_of("h", k));
+    }
+    handed_tgids.insert(k.tgid);
+    previous_.erase(bytes_of("w", k) + "ns");
+    previous_.erase(bytes_of("w", k) + "n");
+    // Its plain row may still hold keys of its process past the handover's bound: what
+    // this key had is taken off the row's total, as for an evicted waker's key below.
+    const std::string id = "p" + plain_key(k);
+    std::uint64_t& ns = previous_.at(id + "ns");
+    ns -= std::min<std::uint64_t>(ns, v.total_ns);
+    std::uint64_t& n = previous_.at(id + "n");
+    n -= std::min<std::uint64_t>(n, v.count);
+    if (ns == 0 && n == 0) {
+      previous_.erase(id + "ns");
+      previous_.erase(id + "n");
+    }
+    stacks(false, k.user_stack_id, k.kernel_stack_id);
+    stacks(false, k.waker_user_stack_id, k.waker_kernel_stack_id);
+  }
+  handed_read_.clear();
   for (const oc_blocker_key& k : read_blockers_) {
     if (!gone.count(k.tgid)) continue;
     drop(maps_.blockers_fd, k);
@@ -390,10 +433,25 @@ void OffcpuReporter::evict(const std::set<std::uint32_t>& gone) {
         stacks(true, b.waker_user_stack_id, b.waker_kernel_stack_id);
       });
   for (const ProcKey& k : sdk::map_keys<ProcKey>(maps_.runq_procs_fd)) read.insert(k.tgid);
+  {
+    // Handed over since the report's read: reported at the next one.
+    std::lock_guard lock(handed_mu_);
+    for (const auto& [kb, kv] : handed_) {
+      stacks(true, kv.first.user_stack_id, kv.first.kernel_stack_id);
+      stacks(true, kv.first.waker_user_stack_id, kv.first.waker_kernel_stack_id);
+    }
+  }
 
   auto freed = sweep.erase();
   for (const auto& [fd, ids] : freed) evicted_.stacks += ids.size();
   for (std::uint32_t tgid : gone) {
+    frames_.forget_process(tgid);
+    user_frames_.forget_process(tgid);
+    // A list a key made after its process's exit handover (or one never handed over).
+    if (maps_.handover_lists_fd >= 0) bpf_map_delete_elem(maps_.handover_lists_fd, &tgid);
+  }
+  for (std::uint32_t tgid : handed_tgids) {
+    if (gone.count(tgid) || read.count(tgid)) continue;
     frames_.forget_process(tgid);
     user_frames_.forget_process(tgid);
   }

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
@@ -44,7 +45,8 @@ struct ReporterMaps {
   int runq_cpus_fd = -1;
   int blockers_fd = -1;
   int counters_fd = -1;
-  int user_slots_fd = -1;  // unwind = "tables": loupe_unwind_slots (user ids are freed there)
+  int user_slots_fd = -1;      // unwind = "tables": loupe_unwind_slots (user ids are freed there)
+  int handover_lists_fd = -1;  // keys listed per process for the exit handover
   sdk::Thinning* thinning = nullptr;  // the plugin's; its skipped switch-outs are reported here
 };
 
@@ -67,6 +69,9 @@ class OffcpuReporter {
   // From stop(): the window reported after it is the session's last, and the final report
   // holds what it leaves, so what exited in it stays there too.
   void stop_evicting() { evict_now_ = false; }
+  // A key the kernel took out of `offcpu` at its process's last switch, with its totals
+  // (loupe/handover.bpf.h): reported from here as if read from the map. Any thread.
+  void handed_over(const oc_key& key, const oc_val& value);
 
  private:
   using Frames = sdk::StackMapFrames::Frames;
@@ -88,8 +93,15 @@ class OffcpuReporter {
   ReporterOptions opts_;
   sdk::StackMapFrames frames_;
   sdk::StackMapFrames user_frames_;
+  // Erased with their keys (evicted, or handed over and reported), never by absence from a
+  // read, and never lowered by a read: a key handed over between the map's read and its
+  // record's arrival leaves its row short for one report, and must not be counted twice
+  // when it comes back.
   sdk::PreviousTotals<std::uint64_t> previous_;
   sdk::PreviousTotals<oc_hist> previous_hist_;
+  std::mutex handed_mu_;
+  std::map<std::string, std::pair<oc_key, oc_val>> handed_;  // by key bytes; handed_mu_
+  std::vector<std::pair<oc_key, oc_val>> handed_read_;       // the last report's
   // What the last report read, for eviction: only keys a report carried are deleted.
   struct ProcKey {
     std::uint32_t tgid;

@@ -44,7 +44,7 @@ static __always_inline bool loupe_handover_group_dead(void)
 
 #define LOUPE_HANDOVER(name, key_t, val_t, rec_t)                                                  \
 	struct name##_list {                                                                       \
-		__u32 n; /* keys listed, at most LOUPE_HANDOVER_KEYS */                             \
+		__u32 n; /* keys listed, at most LOUPE_HANDOVER_KEYS */                            \
 		__u32 pad;                                                                         \
 		key_t keys[LOUPE_HANDOVER_KEYS];                                                   \
 	};                                                                                         \
@@ -79,9 +79,9 @@ static __always_inline bool loupe_handover_group_dead(void)
 			if (!l)                                                                    \
 				return false;                                                      \
 		}                                                                                  \
-		/* Not atomic (a fetch-add's result needs BPF v3): two threads of one process   \
-		 * adding keys at once on two CPUs may list one over the other, and that key is  \
-		 * then left to user space's eviction, as one past the bound is. */               \
+		/* Not atomic (a fetch-add's result needs BPF v3): two threads of one process      \
+		 * adding keys at once on two CPUs may list one over the other, and that key is    \
+		 * then left to user space's eviction, as one past the bound is. */                \
 		i = l->n;                                                                          \
 		if (i >= LOUPE_HANDOVER_KEYS)                                                      \
 			return false;                                                              \
@@ -90,8 +90,8 @@ static __always_inline bool loupe_handover_group_dead(void)
 		return true;                                                                       \
 	}                                                                                          \
                                                                                                    \
-	/* From the exit hook: the exiting process's listed keys out of `map` into the ring.    \
-	 * Returns the keys handed over; *full counts those left in the map for want of room. */  \
+	/* From the exit hook: the exiting process's listed keys out of `map` into the ring.       \
+	 * Returns the keys handed over; *full counts those left in the map for want of room. */   \
 	static __always_inline __u32 name##_exit(void *map, __u16 rec_type, __u16 rec_version,     \
 						 __u64 *full)                                      \
 	{                                                                                          \

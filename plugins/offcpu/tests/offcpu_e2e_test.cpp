@@ -505,6 +505,40 @@ TEST_F(OffcpuBounds, TinyKeyMapCountsEveryBlockItCannotKeep) {
   EXPECT_GT(r.expect_loss("offcpu/lost_ns", "max_keys"), 0u);
 }
 
+// The map's room follows the live processes without waiting for a report: 60 processes in
+// turn, each sleeping 20 ms, into a map with room for 24 keys and no interval report (user
+// space evicts nothing before the end). Each process's keys leave the map at its last
+// switch, handed to user space with their totals (loupe/handover.bpf.h), so none is
+// refused and every block is in the final report. Wakers off: the shell waiting for each
+// child would make a key per child (its waker), and the shell lives the whole run.
+TEST_F(OffcpuBounds, AProcessKeysLeaveTheMapAtItsExitSoChurnWaitsForNoReport) {
+  const std::string loop = "i=0; while [ $i -lt 60 ]; do sleep 0.02; i=$((i+1)); done";
+  RunResult r = run("[[plugins]]\nname = \"offcpu\"\nwakers = false\nmax_keys = 24\n",
+                    {"sh", "-c", "'" + loop + "'"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  double kept = 0, ended = -1, handed = -1;
+  std::set<std::string> pids;
+  for (const auto& rec : r.records) {
+    if (!rec.value("is_final", false)) continue;
+    if (rec.value("kind", "") == "metric") {
+      if (rec["name"] == "offcpu_blocks") kept += rec["metric"]["value"].get<double>();
+      if (rec["name"] == "blocks_ended") ended = rec["metric"]["value"].get<double>();
+      if (rec["name"] == "keys_handed_over") handed = rec["metric"]["value"].get<double>();
+    } else if (rec.value("kind", "") == "stack" && rec.value("name", "") == "offcpu") {
+      pids.insert(rec["labels"].value("pid", ""));
+    }
+  }
+  const double lost = health_value(r, "offcpu/keys_full");
+  std::printf(
+      "  %zu processes blocked; blocks: %.0f ended, %.0f kept, %.0f refused; keys "
+      "handed over at exit: %.0f\n",
+      pids.size(), ended, kept, lost, handed);
+  ASSERT_GE(pids.size(), 50u) << "the loop's processes were not seen: the test proves nothing";
+  EXPECT_GE(handed, static_cast<double>(pids.size()) - 2) << "a key each, but the shell's";
+  EXPECT_EQ(lost, 0) << "keys refused: the map held exited processes' keys";
+  EXPECT_EQ(kept + lost, ended);
+}
+
 class OffcpuBadInput : public loupe::test::CliRun {};
 
 TEST_F(OffcpuBadInput, AnUnknownMechanismIsRefusedWithTheChoices) {
