@@ -286,9 +286,9 @@ class CpuSampleProfiler : public sdk::Profiler {
   std::unique_ptr<DwarfDecoder> decoder_;
   std::unique_ptr<HandoverDecoder> handover_;
   std::unique_ptr<SymbolWarmer> warmer_;
-  // Processes with keys at once whose keys leave the map at their exit (16 keys each);
-  // the keys of more, or past 16, wait for user space's eviction as before.
-  static constexpr std::uint32_t kHandoverProcesses = 1024;
+  // Processes with keys at once whose keys leave the map at their exit (32 keys each);
+  // the keys of more, or past 32, wait for user space's eviction as before.
+  static constexpr std::uint32_t kHandoverProcesses = 512;
 };
 
 }  // namespace loupe::cpusample

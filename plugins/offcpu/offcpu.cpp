@@ -130,9 +130,9 @@ class OffcpuProfiler : public sdk::Profiler {
                         ro->targ_user_stacks && !tables_
                             ? sdk::kStackMapDepth
                             : static_cast<std::uint32_t>(cfg.value_int("kernel_stack_depth")));
-    // Processes with keys at once whose keys leave the map at their exit (16 keys each); the
-    // keys of more, or past 16, wait for user space's eviction as before.
-    bpf_map__set_max_entries(skel_->maps.handover_lists, 1024);
+    // Processes with keys at once whose keys leave the map at their exit (32 keys each); the
+    // keys of more, or past 32, wait for user space's eviction as before.
+    bpf_map__set_max_entries(skel_->maps.handover_lists, 512);
     size(skel_->maps.runq_procs, "process_limit");
     size(skel_->maps.blockers, "max_blockers");
     if (!opts_.run_queue)

@@ -8,7 +8,8 @@
  * own context, so it cannot fall behind:
  *
  *   - each new key is also written to its process's list (LOUPE_HANDOVER_KEYS at most; the
- *     keys past that stay for user space's eviction, as before);
+ *     keys past that stay for user space's eviction, as before: a process that blocks or
+ *     is sampled under more distinct stacks than that is long-lived, not churn);
  *   - at the process's exit (its last thread's sched_process_exit) every listed key still in
  *     the map is copied with its value into a ring record and deleted from the map.
  *
@@ -31,7 +32,7 @@
 
 #include "loupe/emit.bpf.h"
 
-#define LOUPE_HANDOVER_KEYS 16
+#define LOUPE_HANDOVER_KEYS 32
 
 /* The current task is its process's last thread to exit (signal->live is decremented
  * before sched_process_exit fires, in every kernel since 2.6). */
@@ -50,8 +51,8 @@ static __always_inline bool loupe_handover_group_dead(void)
 	};                                                                                         \
 	struct {                                                                                   \
 		__uint(type, BPF_MAP_TYPE_HASH);                                                   \
-		__uint(max_entries, 4096);                                                         \
-		__type(key, __u32); /* tgid */                                                     \
+		__uint(max_entries, 512); /* user space sizes it */                                \
+		__type(key, __u32);	  /* tgid */                                               \
 		__type(value, struct name##_list);                                                 \
 	} name##_lists SEC(".maps");                                                               \
 	/* Never written: a new list starts from it (too big for the BPF stack). */                \
