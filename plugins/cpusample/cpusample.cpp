@@ -75,21 +75,6 @@ class DwarfDecoder {
   std::vector<std::uint64_t> addrs_;  // reused: one decode at a time
 };
 
-// Keys handed over as their process exited (loupe/handover.bpf.h): on the ring worker.
-class HandoverDecoder {
- public:
-  explicit HandoverDecoder(StackReporter& reporter) : reporter_(reporter) {}
-  int decode(const void* data, std::uint32_t len) {
-    if (len != sizeof(cs_handover_rec)) return LOUPE_ERR_INVALID_ARG;
-    const auto* rec = static_cast<const cs_handover_rec*>(data);
-    reporter_.handed_over(rec->key, rec->value);
-    return LOUPE_OK;
-  }
-
- private:
-  StackReporter& reporter_;
-};
-
 }  // namespace
 
 // Symbolizes new stacks periodically so processes that exit before the final report
@@ -219,7 +204,10 @@ class CpuSampleProfiler : public sdk::Profiler {
     if (!dwarf_) {
       // Its losses are the counters' handover_full (the keys stay in the map), not the
       // ring's: no _lost map, and never sampled.
-      handover_ = std::make_unique<HandoverDecoder>(*reporter_);
+      handover_ = std::make_unique<sdk::CallbackDecoder<cs_handover_rec>>(
+          [r = reporter_.get()](const cs_handover_rec& rec) {
+            r->handed_over(rec.key, rec.value);
+          });
       sdk::register_fixed_ring<cs_handover_rec>(
           *host_,
           {"exited_keys", bpf_map__fd(skel_->maps.handover_ring), CS_REC_HANDOVER,
@@ -284,7 +272,8 @@ class CpuSampleProfiler : public sdk::Profiler {
   sdk::Thinning thinning_;
   std::unique_ptr<StackReporter> reporter_;
   std::unique_ptr<DwarfDecoder> decoder_;
-  std::unique_ptr<HandoverDecoder> handover_;
+  // Keys handed over as their process exited (loupe/handover.bpf.h).
+  std::unique_ptr<sdk::CallbackDecoder<cs_handover_rec>> handover_;
   std::unique_ptr<SymbolWarmer> warmer_;
   // Processes with keys at once whose keys leave the map at their exit (32 keys each);
   // the keys of more, or past 32, wait for user space's eviction as before.

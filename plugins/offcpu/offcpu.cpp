@@ -59,21 +59,6 @@ constexpr const char* kHooks[] = {"sched_switch", "sched_waking"};
 
 }  // namespace
 
-// Keys handed over as their process exited (loupe/handover.bpf.h): on the ring worker.
-class HandoverDecoder {
- public:
-  explicit HandoverDecoder(OffcpuReporter& reporter) : reporter_(reporter) {}
-  int decode(const void* data, std::uint32_t len) {
-    if (len != sizeof(oc_handover_rec)) return LOUPE_ERR_INVALID_ARG;
-    const auto* rec = static_cast<const oc_handover_rec*>(data);
-    reporter_.handed_over(rec->key, rec->value);
-    return LOUPE_OK;
-  }
-
- private:
-  OffcpuReporter& reporter_;
-};
-
 class OffcpuProfiler : public sdk::Profiler {
  public:
   void setup(const sdk::SetupArgs& args) override {
@@ -168,7 +153,8 @@ class OffcpuProfiler : public sdk::Profiler {
     reporter_ = std::make_unique<OffcpuReporter>(*host_, maps, opts_);
     // Its losses are the counters' handover_full (the keys stay in the map), not the
     // ring's: no _lost map, and never sampled.
-    handover_ = std::make_unique<HandoverDecoder>(*reporter_);
+    handover_ = std::make_unique<sdk::CallbackDecoder<oc_handover_rec>>(
+        [r = reporter_.get()](const oc_handover_rec& rec) { r->handed_over(rec.key, rec.value); });
     sdk::register_fixed_ring<oc_handover_rec>(
         *host_,
         {"exited_keys", bpf_map__fd(skel_->maps.handover_ring), OC_REC_HANDOVER,
@@ -199,7 +185,8 @@ class OffcpuProfiler : public sdk::Profiler {
   ReporterOptions opts_;
   sdk::Thinning thinning_;
   std::unique_ptr<OffcpuReporter> reporter_;
-  std::unique_ptr<HandoverDecoder> handover_;
+  // Keys handed over as their process exited (loupe/handover.bpf.h).
+  std::unique_ptr<sdk::CallbackDecoder<oc_handover_rec>> handover_;
 };
 
 }  // namespace loupe::offcpu

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli_run.hpp"
+#include "handover_room.hpp"
 #include "user_frames.hpp"
 
 using loupe::test::CliRun;
@@ -182,20 +183,7 @@ TEST_F(CpuSampleE2E, AProcessKeysLeaveTheMapAtItsExitSoChurnWaitsForNoReport) {
   };
   const Seen all = go(65536);
   ASSERT_EQ(all.lost, 0);
-  constexpr std::size_t kListed = 32;  // LOUPE_HANDOVER_KEYS
-  std::size_t total = 0, shell_keys = 0, child_max = 0, past_list = 0;
-  for (const auto& [pid, n] : all.keys) {
-    total += n;
-    if (pid == all.shell) {
-      shell_keys = n;
-    } else {
-      child_max = std::max(child_max, n);
-      past_list += n > kListed ? n - kListed : 0;
-    }
-  }
-  const std::size_t room = 2 * shell_keys + 2 * std::min(child_max, kListed) + 2 * past_list + 4;
-  std::printf("  keys: %zu in all, the shell's %zu, a child's at most %zu, past the list %zu\n",
-              total, shell_keys, child_max, past_list);
+  const auto [total, room] = loupe::test::handover_room(all.keys, all.shell);
   ASSERT_GE(all.keys.size(), 40u)
       << "the loop's processes were not sampled: the test proves nothing";
   ASSERT_LT(room * 2, total) << "room for half the keys or more: the test proves nothing";

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cli_run.hpp"
+#include "handover_room.hpp"
 
 using nlohmann::json;
 
@@ -551,23 +552,7 @@ TEST_F(OffcpuBounds, AProcessKeysLeaveTheMapAtItsExitSoChurnWaitsForNoReport) {
   std::string shell;
   const auto [all, all_lost] = go(65536, &shell);
   ASSERT_EQ(all_lost, 0);
-  // A process's keys past the handover's list (LOUPE_HANDOVER_KEYS, 32) stay in the map
-  // until a report evicts them: room for those too (many only beside busy loops in a guest,
-  // where a child is preempted under dozens of stacks), twice over.
-  constexpr std::size_t kListed = 32;
-  std::size_t total = 0, shell_keys = 0, child_max = 0, past_list = 0;
-  for (const auto& [pid, n] : all.keys) {
-    total += n;
-    if (pid == shell) {
-      shell_keys = n;
-    } else {
-      child_max = std::max(child_max, n);
-      past_list += n > kListed ? n - kListed : 0;
-    }
-  }
-  const std::size_t room = 2 * shell_keys + 2 * std::min(child_max, kListed) + 2 * past_list + 4;
-  std::printf("  keys: %zu in all, the shell's %zu, a child's at most %zu, past the list %zu\n",
-              total, shell_keys, child_max, past_list);
+  const auto [total, room] = loupe::test::handover_room(all.keys, shell);
   ASSERT_GE(all.keys.size(), 50u) << "the loop's processes were not seen: the test proves nothing";
   ASSERT_LT(room * 2, total) << "room for half the keys or more: the test proves nothing";
   const auto [tight, lost] = go(room, nullptr);

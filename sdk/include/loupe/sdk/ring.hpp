@@ -9,7 +9,9 @@
 #define LOUPE_SDK_RING_HPP
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <utility>
 
 #include "loupe/sdk/host.hpp"
 #include "loupe/sdk/plugin.hpp"
@@ -65,6 +67,22 @@ template <typename Record, typename Decoder>
 void register_fixed_ring(const Host& host, const FixedRing& ring, Decoder* decoder) {
   register_variable_ring(host, ring, sizeof(Record), sizeof(Record), decoder);
 }
+
+// A Decoder for records that need no state of their own: each record, checked to be a
+// whole `Record`, goes to `fn` (on the core's ring worker thread).
+template <typename Record>
+class CallbackDecoder {
+ public:
+  explicit CallbackDecoder(std::function<void(const Record&)> fn) : fn_(std::move(fn)) {}
+  int decode(const void* data, std::uint32_t len) {
+    if (len != sizeof(Record)) return LOUPE_ERR_INVALID_ARG;
+    fn_(*static_cast<const Record*>(data));
+    return LOUPE_OK;
+  }
+
+ private:
+  std::function<void(const Record&)> fn_;
+};
 
 // The session's target pid, after refusing a plugin `pid` key that names another process.
 inline std::int64_t session_target_pid(std::int64_t configured_pid,
