@@ -35,9 +35,10 @@ inline HandoverRoom handover_room(const std::map<std::string, std::size_t>& keys
       past_list += n > kListed ? n - kListed : 0;
     }
   }
-  std::printf("  keys: %zu in all, the long-lived process's %zu, a child's at most %zu, past "
-              "the list %zu\n",
-              total, shell, child_max, past_list);
+  std::printf(
+      "  keys: %zu in all, the long-lived process's %zu, a child's at most %zu, past "
+      "the list %zu\n",
+      total, shell, child_max, past_list);
   return {total, 2 * shell + 2 * std::min(child_max, kListed) + 2 * past_list + 4};
 }
 

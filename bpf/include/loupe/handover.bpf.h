@@ -69,13 +69,18 @@ static __always_inline bool loupe_handover_group_dead(void)
 	{                                                                                          \
 		struct name##_list *l = bpf_map_lookup_elem(&name##_lists, &tgid);                 \
 		__u32 zero = 0, i;                                                                 \
+		long err;                                                                          \
                                                                                                    \
 		if (!l) {                                                                          \
 			struct name##_list *e = bpf_map_lookup_elem(&name##_empty, &zero);         \
                                                                                                    \
 			if (!e)                                                                    \
 				return false;                                                      \
-			bpf_map_update_elem(&name##_lists, &tgid, e, BPF_NOEXIST);                 \
+			/* EEXIST: another CPU made it meanwhile. Else no room for one more        \
+			 * process: its keys are left to user space's eviction, not lost. */       \
+			err = bpf_map_update_elem(&name##_lists, &tgid, e, BPF_NOEXIST);           \
+			if (err && err != -17)                                                     \
+				return false;                                                      \
 			l = bpf_map_lookup_elem(&name##_lists, &tgid);                             \
 			if (!l)                                                                    \
 				return false;                                                      \
