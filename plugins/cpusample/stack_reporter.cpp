@@ -125,13 +125,14 @@ void StackReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) {
   const bool evicting = opts_.evict && opts_.evict_now && !is_final;
   const std::set<std::uint32_t> gone =
       evicting ? sdk::exited(tgids_read_) : std::set<std::uint32_t>{};
+  // Handed over before the map is read: a key handed over after the read is not in it.
+  std::vector<std::pair<cs_key, std::uint64_t>> handed;
+  handed.reserve(handed_.size());
+  for (const auto& [kb, entry] : handed_) handed.push_back(entry);
   auto counts = read_counts();
   if (is_final) user_frames_.rename_unnamed_now();
   if (!session_start_) session_start_ = ws;
   std::uint64_t truncated = 0;
-  std::vector<std::pair<cs_key, std::uint64_t>> handed;
-  handed.reserve(handed_.size());
-  for (const auto& [kb, entry] : handed_) handed.push_back(entry);
   for (const auto* keys : {&counts, &handed})
     for (const auto& [k, total] : *keys) {
       const Frames* kf = k.kernel_stack_id >= 0 ? &frames_.kernel(k.kernel_stack_id) : nullptr;

@@ -88,16 +88,18 @@ void OffcpuReporter::emit_offcpu(bool is_final) {
     slot.second.count += v.count;
     if (opts_.wakers && k.waker_tgid != 0) woken.emplace_back(k, v);
   };
-  sdk::for_each_entry<oc_key, oc_val>(maps_.offcpu_fd, [&](const oc_key& k, const oc_val& v) {
-    read_keys_.emplace_back(k, v);
-    add(k, v);
-  });
-  // Keys the kernel handed over as their process exited: no longer in the map.
+  // Keys the kernel handed over as their process exited, taken before the map is read: the
+  // kernel deletes a key before its record can arrive, so one handed over after this is
+  // not in the read below either, and none is counted twice.
   {
     std::lock_guard lock(handed_mu_);
     handed_read_.clear();
     for (const auto& [kb, kv] : handed_) handed_read_.push_back(kv);
   }
+  sdk::for_each_entry<oc_key, oc_val>(maps_.offcpu_fd, [&](const oc_key& k, const oc_val& v) {
+    read_keys_.emplace_back(k, v);
+    add(k, v);
+  });
   for (const auto& [k, v] : handed_read_) add(k, v);
 
   std::uint64_t total_ns = 0, blocks = 0;

@@ -126,8 +126,10 @@ static __always_inline bool loupe_handover_group_dead(void)
 			}                                                                          \
 			r->key = l->keys[i];                                                       \
 			r->value = *v;                                                             \
-			LOUPE_SUBMIT(name##_ring, r);                                              \
+			/* Out of the map before the record can be read: a report never finds a    \
+			 * key both in the map and handed over (it would count it twice). */       \
 			bpf_map_delete_elem(map, &l->keys[i]);                                     \
+			LOUPE_SUBMIT(name##_ring, r);                                              \
 			handed++;                                                                  \
 		}                                                                                  \
 		bpf_map_delete_elem(&name##_lists, &tgid);                                         \

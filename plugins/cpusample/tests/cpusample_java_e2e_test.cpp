@@ -281,9 +281,13 @@ TEST_F(CpuSampleJava, AJvmThatStopsAnsweringKeepsItsMapAndTheStaleOneIsSaid) {
   ::posix_spawn_file_actions_destroy(&fa);
   ASSERT_EQ(spawned, 0);
   jvm_pids_.push_back(std::to_string(jvm_));
-  std::this_thread::sleep_for(std::chrono::seconds(2));
-  // Stopped once its first map is written (the session asks when it finds the JVM).
+  // Stopped once its first map is written (the session asks when it finds the JVM). A map
+  // already there was left by an earlier process of the same pid (pids wrap within a CI
+  // run beside the fork loops; the JVM writes only when asked): gone before the session,
+  // or the stopper would stop the JVM before it was ever asked.
   const std::string map = "/tmp/perf-" + std::to_string(jvm_) + ".map";
+  std::filesystem::remove(map);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
   bool stopped = false;
   std::thread stopper([&] {
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
