@@ -133,16 +133,23 @@ void StackReporter::collect(bool is_final, std::uint64_t ws, std::uint64_t we) {
   if (is_final) user_frames_.rename_unnamed_now();
   if (!session_start_) session_start_ = ws;
   std::uint64_t truncated = 0;
+  // One row a key: a key made again after its process's handover (a thread sampled on its
+  // way out) adds to the handed-over total, not replaces it.
+  std::map<std::string, std::pair<cs_key, std::uint64_t>> rows;
   for (const auto* keys : {&counts, &handed})
     for (const auto& [k, total] : *keys) {
-      const Frames* kf = k.kernel_stack_id >= 0 ? &frames_.kernel(k.kernel_stack_id) : nullptr;
-      const Frames* uf =
-          k.user_stack_id >= 0 ? &user_frames_.user(k.tgid, k.user_stack_id) : nullptr;
-      const bool cut =
-          frames_.kernel_cut(k.kernel_stack_id) || user_frames_.user_cut(k.tgid, k.user_stack_id);
-      emit_stack(k.tgid, k.pid, k.comm, sizeof(k.comm), key_bytes(k), total, kf, uf, cut, is_final,
-                 ws, we, &truncated);
+      auto& row = rows.try_emplace(key_bytes(k), k, 0).first->second;
+      row.second += total;
     }
+  for (const auto& [kb, row] : rows) {
+    const auto& [k, total] = row;
+    const Frames* kf = k.kernel_stack_id >= 0 ? &frames_.kernel(k.kernel_stack_id) : nullptr;
+    const Frames* uf = k.user_stack_id >= 0 ? &user_frames_.user(k.tgid, k.user_stack_id) : nullptr;
+    const bool cut =
+        frames_.kernel_cut(k.kernel_stack_id) || user_frames_.user_cut(k.tgid, k.user_stack_id);
+    emit_stack(k.tgid, k.pid, k.comm, sizeof(k.comm), kb, total, kf, uf, cut, is_final, ws, we,
+               &truncated);
+  }
   for (const auto& [k, total] : dwarf_counts_) {
     const Frames* kf = k.kernel_stack_id >= 0 ? &frames_.kernel(k.kernel_stack_id) : nullptr;
     const Frames* uf = k.user_stack != kNoStack ? &dwarf_frames_.at(k.user_stack) : nullptr;
