@@ -175,7 +175,8 @@ int cs_sample(struct bpf_perf_event_data *ctx)
 	} else if (err) {
 		c->counts_full += one;
 	} else {
-		handover_track(key.tgid, &key);
+		if (!handover_track(key.tgid, &key))
+			c->handover_unlisted++;
 	}
 	return 0;
 }

@@ -282,9 +282,11 @@ void StackReporter::emit_health(const cs_counters& c, std::uint64_t truncated, b
   metric("samples_idle", static_cast<double>(c.idle));
   metric("samples_filtered_out", static_cast<double>(c.filtered));
   // Keys the kernel took out of the map at their process's exit (loupe/handover.bpf.h), and
-  // those it left for user space's eviction for want of room in the handover ring.
+  // those it left for user space's eviction: no room in the handover ring, or never listed
+  // (32 a process, 512 processes at once).
   metric("keys_handed_over", static_cast<double>(c.handed_over));
   metric("keys_left_at_exit", static_cast<double>(c.handover_full));
+  metric("keys_not_listed_for_exit", static_cast<double>(c.handover_unlisted));
 
   const sdk::HealthRow rows[] = {
       {"cpusample/user_stack_efault", c.user_efault,

@@ -323,7 +323,8 @@ static __always_inline void add_offcpu(struct oc_counters *c, const struct oc_bl
 		c->keys_full += w;
 		c->lost_ns += delta * w;
 	} else {
-		handover_track(k.tgid, &k);
+		if (!handover_track(k.tgid, &k))
+			c->handover_unlisted++;
 	}
 }
 

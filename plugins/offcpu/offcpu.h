@@ -115,6 +115,9 @@ struct oc_counters {
    * left in the map because the handover ring was full (evicted by user space later). */
   __u64 handed_over;
   __u64 handover_full;
+  /* New keys not listed for the handover (their process's list held 32, or the lists were
+   * full): left in the map for user space's eviction, not lost. */
+  __u64 handover_unlisted;
 };
 
 /* A key of an exited process and its totals, handed over at the process's last switch:

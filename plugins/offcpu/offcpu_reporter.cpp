@@ -249,9 +249,11 @@ void OffcpuReporter::emit_health(bool is_final) {
   metric("missed_switch_ins_recovered", static_cast<double>(c.missed_ins));
   metric("missed_switch_in_recovered_ns", static_cast<double>(c.recovered_ns), "ns");
   // Keys the kernel took out of the map at their process's exit (loupe/handover.bpf.h), and
-  // those it left for user space's eviction for want of room in the handover ring.
+  // those it left for user space's eviction: no room in the handover ring, or never listed
+  // (32 a process, 512 processes at once).
   metric("keys_handed_over", static_cast<double>(c.handed_over));
   metric("keys_left_at_exit", static_cast<double>(c.handover_full));
+  metric("keys_not_listed_for_exit", static_cast<double>(c.handover_unlisted));
   const sdk::HealthRow rows[] = {
       {"offcpu/blocked_full", c.blocked_full,
        "blocks lost: too many threads off the CPU at once (raise max_threads)", c.switches_out,
