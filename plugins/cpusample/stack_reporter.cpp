@@ -202,7 +202,10 @@ void StackReporter::evict(const std::vector<std::pair<cs_key, std::uint64_t>>& c
   // deletes, which holds every key counted since.
   for (const auto& [k, total] : counts) {
     if (!gone.count(k.tgid)) continue;
-    if (bpf_map_delete_elem(maps_.counts_fd, &k) == 0) ++evicted_.keys;
+    // Not there any more: handed over since the read. Its record brings the whole total,
+    // and the previous total stays until then to say what of it was counted already.
+    if (bpf_map_delete_elem(maps_.counts_fd, &k) != 0) continue;
+    ++evicted_.keys;
     previous_.erase(key_bytes(k));
     sweep.evicted(maps_.stacks_fd, k.kernel_stack_id);
     sweep.evicted(user_store_fd(), k.user_stack_id);

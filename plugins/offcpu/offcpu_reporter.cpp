@@ -65,8 +65,8 @@ OffcpuReporter::Frames OffcpuReporter::stack_of(std::uint32_t tgid, std::int32_t
 std::uint64_t OffcpuReporter::delta(const std::string& key, std::uint64_t total, bool is_final) {
   if (is_final) return total;
   std::uint64_t& prev = previous_.at(key);
-  // A row short of a key in flight from the handover reads lower for one report: not a
-  // fall to count from (an evicted key's share is taken off explicitly, in evict()).
+  // A kernel key only grows while it lives; a lower total is the same bytes made again
+  // after a handover, counted once the handed-over key's total is forgotten (evict()).
   if (total <= prev) return 0;
   std::uint64_t d = total - prev;
   prev = total;
@@ -79,14 +79,26 @@ void OffcpuReporter::handed_over(const oc_key& key, const oc_val& value) {
 }
 
 void OffcpuReporter::emit_offcpu(bool is_final) {
-  std::map<std::string, std::pair<oc_key, oc_val>> plain;
-  std::vector<std::pair<oc_key, oc_val>> woken;
+  // What each row adds in this interval (at the final report, the whole run's).
+  struct Added {
+    oc_key key;
+    std::uint64_t ns = 0, n = 0;
+    std::uint64_t whole_n = 0;  // the keys' totals, for the truncated-stacks row
+  };
+  std::map<std::string, Added> plain;
+  std::vector<Added> woken;
   read_keys_.clear();
+  // Deltas are taken per kernel key, then summed per row: a plain row sums keys that leave
+  // at different reports (handed over, evicted, in flight between the two), and only a key's
+  // own previous total says what of it was counted already.
   auto add = [&](const oc_key& k, const oc_val& v) {
-    auto& slot = plain.try_emplace(plain_key(k), k, oc_val{}).first->second;
-    slot.second.total_ns += v.total_ns;
-    slot.second.count += v.count;
-    if (opts_.wakers && k.waker_tgid != 0) woken.emplace_back(k, v);
+    const std::string id = bytes_of("k", k);
+    Added a{k, delta(id + "ns", v.total_ns, is_final), delta(id + "n", v.count, is_final)};
+    Added& row = plain.try_emplace(plain_key(k), Added{k}).first->second;
+    row.ns += a.ns;
+    row.n += a.n;
+    row.whole_n += v.count;
+    if (opts_.wakers && k.waker_tgid != 0) woken.push_back(a);
   };
   // Keys the kernel handed over as their process exited, taken before the map is read: the
   // kernel deletes a key before its record can arrive, so one handed over after this is
@@ -96,19 +108,16 @@ void OffcpuReporter::emit_offcpu(bool is_final) {
     handed_read_.clear();
     for (const auto& [kb, kv] : handed_) handed_read_.push_back(kv);
   }
+  for (const auto& [k, v] : handed_read_) add(k, v);
   sdk::for_each_entry<oc_key, oc_val>(maps_.offcpu_fd, [&](const oc_key& k, const oc_val& v) {
     read_keys_.emplace_back(k, v);
     add(k, v);
   });
-  for (const auto& [k, v] : handed_read_) add(k, v);
 
   std::uint64_t total_ns = 0, blocks = 0;
-  // One record; false when nothing changed since the last interval report.
-  auto emit = [&](const char* name, const std::string& id, const oc_key& k, const oc_val& v,
-                  const Frames& frames, bool with_waker) {
-    const std::uint64_t ns = delta(id + "ns", v.total_ns, is_final);
-    const std::uint64_t n = delta(id + "n", v.count, is_final);
-    if (n == 0 && ns == 0) return false;
+  auto emit = [&](const char* name, const Added& a, const Frames& frames, bool with_waker) {
+    if (a.n == 0 && a.ns == 0) return;
+    const oc_key& k = a.key;
     sdk::RecordBuilder rb(LOUPE_RECORD_STACK_SAMPLE, name);
     rb.label("pid", std::to_string(k.tgid)).label("comm", comm_of(k.comm));
     if (opts_.per_thread) rb.label("tid", std::to_string(k.tid));
@@ -117,26 +126,26 @@ void OffcpuReporter::emit_offcpu(bool is_final) {
       rb.label("waker_pid", std::to_string(k.waker_tgid))
           .label("waker_comm", comm_of(k.waker_comm));
     rb.final(is_final).window(ws_, we_);
-    rb.value("offcpu_ns", "ns", static_cast<std::int64_t>(ns))
-        .value("blocks", "count", static_cast<std::int64_t>(n));
+    rb.value("offcpu_ns", "ns", static_cast<std::int64_t>(a.ns))
+        .value("blocks", "count", static_cast<std::int64_t>(a.n));
     // cpusample's records carry their on-CPU estimate under the same name: a folded sink
     // with value = "time_ns" draws a thread's whole life (profiles/wall.toml).
-    if (!with_waker) rb.value("time_ns", "ns", static_cast<std::int64_t>(ns));
+    if (!with_waker) rb.value("time_ns", "ns", static_cast<std::int64_t>(a.ns));
     rb.frames(frames.data(), static_cast<std::uint32_t>(frames.size())).emit(host_);
     if (!with_waker) {
-      total_ns += ns;
-      blocks += n;
+      total_ns += a.ns;
+      blocks += a.n;
     }
-    return true;
   };
   truncated_ = 0;
-  for (const auto& [id, kv] : plain) {
-    const auto& [k, v] = kv;
-    emit("offcpu", "p" + id, k, v, stack_of(k.tgid, k.user_stack_id, k.kernel_stack_id), false);
+  for (const auto& [id, a] : plain) {
+    const oc_key& k = a.key;
+    emit("offcpu", a, stack_of(k.tgid, k.user_stack_id, k.kernel_stack_id), false);
     if (frames_.kernel_cut(k.kernel_stack_id) || user_frames_.user_cut(k.tgid, k.user_stack_id))
-      truncated_ += v.count;
+      truncated_ += a.whole_n;
   }
-  for (const auto& [k, v] : woken) {
+  for (const Added& a : woken) {
+    const oc_key& k = a.key;
     // offwaketime's layout, leaf first as records are: the waker's frames root first,
     // then "--", then the wakee's leaf first; a folded line then reads wakee root..leaf,
     // --, waker leaf..root.
@@ -149,7 +158,7 @@ void OffcpuReporter::emit_offcpu(bool is_final) {
     both.push_back(sep);
     Frames wakee = stack_of(k.tgid, k.user_stack_id, k.kernel_stack_id);
     both.insert(both.end(), wakee.begin(), wakee.end());
-    emit("offcpu_wakers", bytes_of("w", k), k, v, both, true);
+    emit("offcpu_wakers", a, both, true);
   }
   auto metric = [&](const char* name, const char* unit, double v) {
     sdk::RecordBuilder rb(LOUPE_RECORD_METRIC, name);
@@ -357,27 +366,26 @@ void OffcpuReporter::evict(const std::set<std::uint32_t>& gone) {
   auto drop = [&](int fd, const auto& key) {
     if (bpf_map_delete_elem(fd, &key) == 0) ++evicted_.keys;
   };
-  for (const auto& [k, v] : read_keys_) {
-    if (!gone.count(k.tgid) && !gone.count(k.waker_tgid)) continue;
-    drop(maps_.offcpu_fd, k);
-    previous_.erase(bytes_of("w", k) + "ns");
-    previous_.erase(bytes_of("w", k) + "n");
-    const std::string id = "p" + plain_key(k);
-    if (gone.count(k.tgid)) {
-      previous_.erase(id + "ns");
-      previous_.erase(id + "n");
-    } else {
-      // A live thread's plain row sums its keys of every waker: without what this one
-      // held, its next total would read as a fall and hide the growth.
-      std::uint64_t& ns = previous_.at(id + "ns");
-      ns -= std::min<std::uint64_t>(ns, v.total_ns);
-      std::uint64_t& n = previous_.at(id + "n");
-      n -= std::min<std::uint64_t>(n, v.count);
-    }
+  auto forget = [&](const oc_key& k) {
+    previous_.erase(bytes_of("k", k) + "ns");
+    previous_.erase(bytes_of("k", k) + "n");
     stacks(false, k.user_stack_id, k.kernel_stack_id);
     stacks(false, k.waker_user_stack_id, k.waker_kernel_stack_id);
+  };
+  for (const auto& [k, v] : read_keys_) {
+    if (!gone.count(k.tgid) && !gone.count(k.waker_tgid)) continue;
+    // Not there any more: the kernel handed it over since the read (a process reaped before
+    // its last thread's final switch). Its record brings the whole total, and the key's
+    // previous total must stay until then to say what of it was counted already.
+    if (bpf_map_delete_elem(maps_.offcpu_fd, &k) != 0) {
+      stacks(true, k.user_stack_id, k.kernel_stack_id);
+      stacks(true, k.waker_user_stack_id, k.waker_kernel_stack_id);
+      continue;
+    }
+    ++evicted_.keys;
+    forget(k);
   }
-  // Handed over at their exit and now reported: their rows' totals and stacks may go.
+  // Handed over at their exit and now reported: their totals and stacks may go.
   std::set<std::uint32_t> handed_tgids;
   for (const auto& [k, v] : handed_read_) {
     {
@@ -385,21 +393,7 @@ void OffcpuReporter::evict(const std::set<std::uint32_t>& gone) {
       handed_.erase(bytes_of("h", k));
     }
     handed_tgids.insert(k.tgid);
-    previous_.erase(bytes_of("w", k) + "ns");
-    previous_.erase(bytes_of("w", k) + "n");
-    // Its plain row may still hold keys of its process past the handover's bound: what
-    // this key had is taken off the row's total, as for an evicted waker's key below.
-    const std::string id = "p" + plain_key(k);
-    std::uint64_t& ns = previous_.at(id + "ns");
-    ns -= std::min<std::uint64_t>(ns, v.total_ns);
-    std::uint64_t& n = previous_.at(id + "n");
-    n -= std::min<std::uint64_t>(n, v.count);
-    if (ns == 0 && n == 0) {
-      previous_.erase(id + "ns");
-      previous_.erase(id + "n");
-    }
-    stacks(false, k.user_stack_id, k.kernel_stack_id);
-    stacks(false, k.waker_user_stack_id, k.waker_kernel_stack_id);
+    forget(k);
   }
   handed_read_.clear();
   for (const oc_blocker_key& k : read_blockers_) {
