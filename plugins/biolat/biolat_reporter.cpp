@@ -117,18 +117,45 @@ bio_counters BiolatReporter::read_counters() const {
   return sdk::read_per_cpu_sum<bio_counters>(maps_.counters_fd, &zero);
 }
 
-std::uint64_t BiolatReporter::count_in_flight() const {
+std::uint64_t BiolatReporter::count_in_flight() {
   bio_start_key key{}, next{};
   std::uint64_t n = 0;
   bool first = true;
+  // ktime of the window's end: a request inserted after the stop was not in flight at it.
+  const std::uint64_t stop = is_final_ ? host_.monotonic_at_wall(window_end_) : 0;
   while (bpf_map_get_next_key(maps_.starts_fd, first ? nullptr : &key, &next) == 0) {
     first = false;
     key = next;
     bio_start s{};
     // Markers of filtered-out requests are not the target's requests in flight.
-    if (bpf_map_lookup_elem(maps_.starts_fd, &key, &s) == 0 && !s.untracked) ++n;
+    if (bpf_map_lookup_elem(maps_.starts_fd, &key, &s) != 0 || s.untracked) continue;
+    ++n;
+    if (is_final_) emit_in_flight(s, stop);
   }
   return n;
+}
+
+// A request the session saw start and not end: named at the final report, so a count short
+// of what a program did says whose request it was and how far it got.
+void BiolatReporter::emit_in_flight(const bio_start& s, std::uint64_t stop) {
+  const std::uint64_t since = s.insert_ns ? s.insert_ns : s.issue_ns;
+  char comm[BIO_COMM_LEN + 1] = {};
+  std::memcpy(comm, s.comm, BIO_COMM_LEN);
+  const std::string device = devices_.name(s.dev);
+  sdk::RecordBuilder rb(LOUPE_RECORD_EVENT, "request_in_flight");
+  rb.label("device", device).label("op", op_name(s.op)).label("mechanism", mechanism_);
+  rb.final(true).window(window_start_, window_end_);
+  rb.field("device", device)
+      .field_u("sector", s.sector)
+      .field_u("bytes", s.bytes)
+      .field_u("done_bytes", s.done)
+      .field("op", std::string(op_name(s.op)))
+      .field("issued", static_cast<std::int64_t>(s.issue_ns != 0))
+      .field_u("age_ns", stop > since ? stop - since : 0)
+      .field("pid", static_cast<std::int64_t>(s.pid))
+      .field("tid", static_cast<std::int64_t>(s.tid))
+      .field("comm", std::string(comm));
+  rb.emit(host_);
 }
 
 void BiolatReporter::emit_health(const bio_counters& c, std::uint64_t in_flight) {

@@ -47,7 +47,8 @@ class BiolatReporter {
   void metric(const char* name, loupe_metric_type type, const char* unit, double v,
               const Labels& labels, bool now = false);
   bio_counters read_counters() const;
-  std::uint64_t count_in_flight() const;
+  std::uint64_t count_in_flight();
+  void emit_in_flight(const bio_start& s, std::uint64_t stop);
 
   sdk::Host host_;
   ReporterMaps maps_;

@@ -182,7 +182,11 @@ std::string accounting(const RunResult& r) {
     for (const char* n :
          {"completed", "issued_without_insert", "filtered_out", "in_flight",
           "unmatched_completions", "requeued", "partial_completions", "map_full", "merged_total"})
-      if (name == n) out += " " + name + "=" + rec.dump();
+      if (name == n) {
+        const json& v = rec.contains("metric") ? rec["metric"] : rec["health"];
+        out += " " + name + "=" + v["value"].dump();
+      }
+    if (name == "request_in_flight") out += "\n  in flight at the stop: " + rec["event"].dump();
   }
   return out;
 }
@@ -236,10 +240,23 @@ void expect_workload(const RunResult& r, const std::string& device, const std::s
     if (merged > 0)
       std::printf("  [%s] %s: %.0f of the workload's requests merged into queued ones\n",
                   mech.c_str(), op.c_str(), merged);
-    const double own = kN - merged;
+    // Where every request is an event too (outlier_ns = 1), one of another size is the
+    // workload's own too, not its data: a page of its binary or a metadata block read back
+    // after the warm-up run's pages were reclaimed (seen beside two parallel test builds:
+    // one 4 KiB read). Each is named by its event; without events there is none to allow.
+    double extra = 0, extra_bytes = 0;
+    for (const json* e : select(r, "event", "slow_request", {{"device", device}, {"op", op}})) {
+      const auto& f = (*e)["event"]["fields"];
+      if (f["comm"] != "biolat_workload" || f["bytes"].get<std::uint64_t>() == kSize) continue;
+      std::printf("  [%s] %s: a request of the workload's not of its data: %s\n", mech.c_str(),
+                  op.c_str(), f.dump().c_str());
+      extra += 1;
+      extra_bytes += f["bytes"].get<double>();
+    }
+    const double own = kN - merged + extra;
     EXPECT_EQ(metric_sum(r, "process_requests", who), own);
     EXPECT_EQ(metric_sum(r, "process_bytes", who) + metric_sum(r, "process_merged_bytes", who),
-              kN * kSize);
+              kN * kSize + extra_bytes);
     EXPECT_EQ(metric_sum(r, "process_errors", who), 0);
 
     // Device totals (the pid filter keeps only the workload's requests).
@@ -249,14 +266,14 @@ void expect_workload(const RunResult& r, const std::string& device, const std::s
     // Offsets ascend by SIZE: all but the first are judged; on a contiguous file all are
     // sequential, a fragmented one may show a jump or two.
     EXPECT_EQ(metric_sum(r, "sequential", dev) + metric_sum(r, "random", dev), own - 1);
-    EXPECT_GE(metric_sum(r, "sequential", dev), own - 3 - merged);
+    EXPECT_GE(metric_sum(r, "sequential", dev), own - 3 - merged - 2 * extra);
     auto sizes = select(r, "histogram", "request_size", dev);
     ASSERT_FALSE(sizes.empty());
     std::uint64_t sized = 0;
     for (const json* h : sizes)
       for (const auto& b : (*h)["histogram"]["buckets"]) {
         // kSize, a power of two, is the inclusive top of its bucket (kSize/2, kSize].
-        if (merged == 0) {
+        if (merged == 0 && extra == 0) {
           EXPECT_EQ(b["upper"].get<std::uint64_t>(), kSize + 1) << h->dump();
         }
         sized += b["count"].get<std::uint64_t>();
@@ -308,7 +325,8 @@ TEST_P(BiolatMechanisms, FileIoAttributedToPidWithExactCountsAndBytes) {
     // reads and writes counted here.
     if (f["comm"] != "biolat_workload" || (f["op"] != "write" && f["op"] != "read")) continue;
     EXPECT_EQ(std::to_string(f["pid"].get<int>()), pid);
-    EXPECT_EQ(f["bytes"].get<std::uint64_t>(), kSize);
+    // Of another size: not its data (expect_workload counted it aside).
+    if (f["bytes"].get<std::uint64_t>() != kSize) continue;
     EXPECT_GE(f["latency_ns"].get<std::uint64_t>(), f["service_ns"].get<std::uint64_t>());
     writes += f["op"] == "write";
     reads += f["op"] == "read";
