@@ -6,7 +6,8 @@
 #
 #   LOUPE_SKIP_MATRIX=1   skip the guests (quick local runs; CI never sets it)
 #   LOUPE_MATRIX="6.1 6.12"  the kernels of the matrix
-# Extra arguments go to the host ctest run.
+# Extra arguments go to the host ctest run. A test that fails is run once more, alone
+# (scripts/ctest-again.sh): the output names it either way, and only twice fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Each phase says how long it took: CI has 35 minutes, and this is where a reader looks first.
@@ -18,7 +19,7 @@ if [[ $(id -u) -ne 0 ]]; then SUDO="sudo --preserve-env=GTEST_FILTER,LOUPE_MATRI
 
 status=0
 t0=$SECONDS
-$SUDO ctest --preset default -j 2 "$@" || status=$?
+$SUDO ./scripts/ctest-again.sh --preset default -j 2 "$@" || status=$?
 echo "===== host tests: $((SECONDS - t0)) s ====="
 
 if [[ "${LOUPE_SKIP_MATRIX:-0}" == 1 ]]; then
@@ -40,7 +41,7 @@ trap 'rm -rf "$logs"' EXIT
 declare -A pids
 i=0
 for k in ${LOUPE_MATRIX:-6.1 6.12}; do
-  LOUPE_PYTHON_MATRIX=${LOUPE_PYTHON_MATRIX:-${shapes[i++ % 2]}} $SUDO ./scripts/vmtest.sh "$k" ctest --test-dir build -L kernel -j 2 --output-on-failure \
+  LOUPE_PYTHON_MATRIX=${LOUPE_PYTHON_MATRIX:-${shapes[i++ % 2]}} $SUDO ./scripts/vmtest.sh "$k" ./scripts/ctest-again.sh --test-dir build -L kernel -j 2 --output-on-failure \
     --timeout 600 >"$logs/$k.log" 2>&1 &
   pids[$k]=$!
 done
