@@ -6,13 +6,15 @@
 #   scripts/ctest-again.sh --preset default -j 2
 #   scripts/ctest-again.sh --test-dir build -L kernel -j 2 --output-on-failure
 set -uo pipefail
-ctest "$@" && exit 0
 dir=build
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
   [[ ${args[i]} == --test-dir ]] && dir=${args[i + 1]}
 done
+# ctest rewrites the list only when something failed: an old one must not be taken for it.
 failed="$dir/Testing/Temporary/LastTestsFailed.log"
+rm -f "$failed"
+ctest "$@" && exit 0
 if [[ ! -s $failed ]]; then
   echo "ctest-again: ctest failed and listed no failed test: not run again"
   exit 1
