@@ -6,7 +6,7 @@
 // in runtime_keys.cpp (the profile's validator reads that table alone).
 #include "hotspot/hotspot_frames.hpp"
 #include "python/python_frames.hpp"
-#include "session/runtime.hpp"
+#include "runtimes/runtime.hpp"
 #include "v8/v8_frames.hpp"
 
 namespace loupe {

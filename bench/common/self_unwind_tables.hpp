@@ -18,7 +18,7 @@
 #include <string>
 #include <thread>
 
-#include "session/unwind_tables.hpp"
+#include "unwind/unwind_tables.hpp"
 
 namespace loupe_bench {
 

@@ -30,7 +30,7 @@
 
 #include "hotspot/jvm_perf_maps.hpp"
 #include "loupe/hotspot.h"
-#include "session/runtime.hpp"  // loupe/abi/host.h before loupe/hotspot.h
+#include "runtimes/runtime.hpp"  // loupe/abi/host.h before loupe/hotspot.h
 
 namespace loupe {
 

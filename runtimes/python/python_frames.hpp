@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "python/python_runtime.hpp"
-#include "session/runtime.hpp"  // loupe/abi/host.h before loupe/unwind.h
+#include "runtimes/runtime.hpp"  // loupe/abi/host.h before loupe/unwind.h
 #include "util/result.hpp"
 
 namespace loupe {

@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "loupe/v8.h"
-#include "session/runtime.hpp"  // loupe/abi/host.h before loupe/v8.h
+#include "runtimes/runtime.hpp"  // loupe/abi/host.h before loupe/v8.h
 
 namespace loupe {
 

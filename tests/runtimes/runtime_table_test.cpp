@@ -7,7 +7,7 @@
 
 #include "plugins/profile.hpp"
 #include "plugins/runtime_keys.hpp"
-#include "session/runtime.hpp"
+#include "runtimes/runtime.hpp"
 
 TEST(RuntimeTable, EveryRuntimeHasItsKeysRowInItsOrder) {
   const auto& keys = loupe::runtime_keys();

@@ -20,7 +20,7 @@
 #include <string>
 #include <thread>
 
-#include "symbols/unwind_table_store.hpp"
+#include "unwind/unwind_table_store.hpp"
 
 namespace {
 

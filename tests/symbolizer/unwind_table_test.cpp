@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Unwind tables (core/src/symbols/unwind_table.cpp) against libdw's own answer, on the
+// Unwind tables (unwind/unwind_table.cpp) against libdw's own answer, on the
 // system's real files, and the walk the kernel does with them (unwind.bpf.h) replayed in
 // user space over this process's own captured stack, against the libdwfl unwinder.
 #include <dwarf.h>
@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "loupe/symbolizer.hpp"
-#include "symbols/unwind_table.hpp"
-#include "symbols/unwind_table_store.hpp"
+#include "unwind/unwind_table.hpp"
+#include "unwind/unwind_table_store.hpp"
 #include "unwind_chain.h"
 
 namespace {

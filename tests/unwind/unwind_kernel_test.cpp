@@ -26,7 +26,7 @@
 
 #include "loupe/sdk/skeleton.hpp"
 #include "loupe/symbolizer.hpp"
-#include "session/unwind_tables.hpp"
+#include "unwind/unwind_tables.hpp"
 #include "unwind_probe.h"
 #include "unwind_probe.skel.h"
 

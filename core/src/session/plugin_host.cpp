@@ -15,8 +15,7 @@
 #include <vector>
 
 #include "plugins/config_tree.hpp"
-#include "session/session_unwinder.hpp"
-#include "session/unwind_tables.hpp"
+#include "session/stack_walk.hpp"
 #include "symbols/kallsyms_table.hpp"
 
 namespace loupe {
@@ -178,17 +177,17 @@ int svc_unwind_user(loupe_host* h, std::uint32_t pid, const loupe_user_regs* reg
 }
 
 int svc_unwind_tables_attach(loupe_host* h, int rows_fd, int procs_fd) {
-  if (h->ctx.replay || !h->ctx.unwind_tables)
+  if (h->ctx.replay || !h->ctx.walk)
     return fail(LOUPE_ERR_UNSUPPORTED, "unwind_tables_attach: no unwind tables in this session");
-  if (Status st = h->ctx.unwind_tables->attach(rows_fd, procs_fd); !st)
+  if (Status st = h->ctx.walk->attach(rows_fd, procs_fd); !st)
     return fail(LOUPE_ERR_INVALID_ARG, st.error());
   return LOUPE_OK;
 }
 
 int svc_unwind_files_attach(loupe_host* h, int procs_fd, int files_fd) {
-  if (h->ctx.replay || !h->ctx.unwind_tables)
+  if (h->ctx.replay || !h->ctx.walk)
     return fail(LOUPE_ERR_UNSUPPORTED, "unwind_files_attach: no unwind tables in this session");
-  if (Status st = h->ctx.unwind_tables->attach_files(procs_fd, files_fd); !st)
+  if (Status st = h->ctx.walk->attach_files(procs_fd, files_fd); !st)
     return fail(LOUPE_ERR_INVALID_ARG, st.error());
   return LOUPE_OK;
 }
@@ -204,7 +203,7 @@ int svc_unwind_python_attach(loupe_host*, int, int, int, int) {
 
 int svc_unwinder_maps(loupe_host* h, const loupe_map_ref** maps, std::uint32_t* n) {
   if (!maps || !n) return fail(LOUPE_ERR_INVALID_ARG, "unwinder_maps: NULL outputs");
-  if (h->ctx.replay || !h->ctx.unwinder)
+  if (h->ctx.replay || !h->ctx.walk)
     return fail(LOUPE_ERR_UNSUPPORTED, "unwinder_maps: no unwinder in this session");
   // Rows are 8 bytes since ABI 1.11: a plugin of 1.10 declares 12 and would be refused by
   // the verifier on the session's map. It keeps its own copy, written in its layout.
@@ -212,7 +211,7 @@ int svc_unwinder_maps(loupe_host* h, const loupe_map_ref** maps, std::uint32_t* 
     return fail(LOUPE_ERR_UNSUPPORTED,
                 "unwinder_maps: the session's rows are ABI 1.11's; a plugin of ABI 1." +
                     std::to_string(h->plugin_abi_minor) + " keeps its own unwinder maps");
-  auto refs = h->ctx.unwinder->maps();
+  auto refs = h->ctx.walk->maps();
   if (!refs) return fail(LOUPE_ERR_UNSUPPORTED, "unwinder_maps: " + refs.error());
   *maps = (*refs)->data();
   *n = static_cast<std::uint32_t>((*refs)->size());

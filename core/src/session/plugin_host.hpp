@@ -19,8 +19,7 @@
 
 namespace loupe {
 
-class SessionUnwinder;
-class UnwindTables;
+class StackWalk;
 
 // Everything a session shares with all of its plugin hosts. Owned by the session.
 struct HostContext {
@@ -29,9 +28,8 @@ struct HostContext {
   RingDispatcher* rings = nullptr;
   RecordBus* bus = nullptr;
   LinkSet* links = nullptr;
-  UnwindTables* unwind_tables = nullptr;  // the in-kernel unwinder's tables (session thread)
-  SessionUnwinder* unwinder = nullptr;    // its maps, shared by every plugin (session thread)
-  bool replay = false;                    // replaying a capture: the kernel must not be touched
+  StackWalk* walk = nullptr;  // its tables and the maps every plugin's walk shares (session thread)
+  bool replay = false;        // replaying a capture: the kernel must not be touched
   std::atomic<std::uint64_t> window_start_ns{0};
   std::atomic<std::uint64_t> window_end_ns{0};  // 0 = "now" when a record is emitted
 };

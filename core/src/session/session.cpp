@@ -213,8 +213,7 @@ void Session::Impl::make_services() {
   ctx_.rings = &rings_;
   ctx_.bus = &bus_;
   ctx_.links = &links_;
-  ctx_.unwind_tables = &scope_.unwind_tables();
-  ctx_.unwinder = scope_.unwinder();
+  ctx_.walk = scope_.walk();
   ctx_.replay = recording_.replaying();
   install_libbpf_logging();
 }

@@ -41,25 +41,15 @@ std::string find_on_path(const std::string& exe) {
 
 TargetScope::TargetScope(const SessionSpec& spec) : spec_(spec) {}
 
-// Made on first use, once the profile is read (the scope is built before it is).
-SessionUnwinder* TargetScope::unwinder() {
-  if (unwinder_) return unwinder_.get();
+StackWalk* TargetScope::walk() {
+  if (walk_) return walk_.get();
   // A command or a pid: its processes' files (node alone has 372k rows, libjvm 200k);
   // system-wide: every binary of the machine.
   const std::uint32_t rows = spec_.unwind_rows ? std::max<std::uint32_t>(spec_.unwind_rows, 1024)
                              : spec_.pid > 0 || !spec_.command.empty() ? 1048576u
                                                                        : 2097152u;
-  unwinder_ = std::make_unique<SessionUnwinder>(unwind_tables_, watch_,
-                                                make_runtimes("/proc", spec_.runtimes), rows);
-  unwind_tables_.set_runtimes(
-      {[u = unwinder_.get()](std::uint32_t pid, const std::vector<MapsEntry>& maps) {
-         return u->update(pid, maps);
-       },
-       [u = unwinder_.get()](std::uint32_t pid) { u->forget(pid); },
-       [u = unwinder_.get()](const std::function<void(std::uint32_t, std::uint32_t)>& rewrite) {
-         u->poll(rewrite);
-       }});
-  return unwinder_.get();
+  walk_ = make_stack_walk({&watch_, rows, "/proc", &spec_.runtimes});
+  return walk_.get();
 }
 
 // The symbolizer outlives the scope (the session made it first): it reads on its own after.
@@ -77,8 +67,8 @@ Status TargetScope::start(FeatureSet& features, Symbolizer* symbolizer) {
   if (symbolizer_) symbolizer_->read_maps_from(&watch_);
   if (symbolizer_)
     symbolizer_->name_runtime_frames(
-        [u = unwinder()](std::uint32_t pid, std::uint64_t frame, Symbolizer::RuntimeName* out,
-                         std::uint32_t max) { return u->name(pid, frame, out, max); });
+        [w = walk()](std::uint32_t pid, std::uint64_t frame, Symbolizer::RuntimeName* out,
+                     std::uint32_t max) { return w->name(pid, frame, out, max); });
   if (!spec_.command.empty()) {
     try {
       target_ = std::make_unique<TargetProcess>(spec_.command);
@@ -116,7 +106,7 @@ Status TargetScope::release() {
                                                           released.error()));
   }
   track_tables();
-  unwinder()->tick(processes());
+  walk()->tick(processes());
   return {};
 }
 
@@ -129,17 +119,17 @@ bool TargetScope::command_execd() const {
 }
 
 bool TargetScope::tick() {
-  if (target_ && unwind_tables_.attached() && !command_tracked_ && command_execd()) {
+  if (target_ && walk()->attached() && !command_tracked_ && command_execd()) {
     command_tracked_ = true;
-    unwind_tables_.track(static_cast<std::uint32_t>(pid()));
+    walk()->track(static_cast<std::uint32_t>(pid()));
   }
   poll_tree();
-  unwind_tables_.refresh();
-  unwinder()->tick(processes());
+  walk()->refresh();
+  walk()->tick(processes());
   if (symbolizer_) symbolizer_->pump();
   // A target's exit and exec are followed closely; a system-wide session with nothing to
   // do may wait longer (its records and rings keep what happens meanwhile).
-  return pid() <= 0 && !unwind_tables_.busy();
+  return pid() <= 0 && !walk()->busy();
 }
 
 bool TargetScope::ended(std::optional<int>* exit_status) {
@@ -202,13 +192,13 @@ void TargetScope::poll_tree() {
   tree_->poll([&](const loupe_tree_event& ev) {
     if (ev.kind == LOUPE_TREE_FORK) {
       descendants_.insert(static_cast<pid_t>(ev.tgid));
-      unwind_tables_.track(ev.tgid);
+      walk()->track(ev.tgid);
       // With mmap records the symbolizer learnt the fork itself, in order: dropping the
       // child's space now could lose mappings of a process that is already gone.
       if (symbolizer_ && !mappings_followed_) symbolizer_->forget(ev.tgid);
     } else if (ev.kind == LOUPE_TREE_EXIT) {
       descendants_.erase(static_cast<pid_t>(ev.tgid));
-      unwind_tables_.forget(ev.tgid);
+      walk()->forget(ev.tgid);
     }
   });
 }
@@ -238,7 +228,7 @@ void TargetScope::follow_mappings() {
   // The files a short-lived command ran get their unwind tables from its records, for the
   // next process that runs them (a shell loop's commands exit before their maps are read).
   symbolizer_->on_code_mapping([this](const Symbolizer::CodeMapping& m) {
-    unwind_tables_.learn_file(m.pid, m.path, m.dev_major, m.dev_minor, m.inode);
+    walk()->learn_file(m.pid, m.path, m.dev_major, m.dev_minor, m.inode);
   });
   mappings_followed_ = true;
 }
@@ -246,7 +236,7 @@ void TargetScope::follow_mappings() {
 // System-wide, once the plugins asked for unwind tables: the kernel's records of every
 // process say which ones changed, so none is polled (ProcessWatch).
 void TargetScope::follow_processes() {
-  if (pid() > 0 || !unwind_tables_.attached()) return;
+  if (pid() > 0 || !walk()->attached()) return;
   if (Status st = watch_.follow_system(); !st)
     spdlog::warn(
         "no mmap records of the machine's processes ({}): each is read again every few "
@@ -256,10 +246,10 @@ void TargetScope::follow_processes() {
 
 // The command's executable and its libraries get their tables before it is released.
 void TargetScope::prebuild_tables() {
-  if (!unwind_tables_.attached() || !target_) return;
+  if (!walk()->attached() || !target_) return;
   const std::string exe = find_on_path(spec_.command[0]);
   const auto t0 = Clock::now();
-  const std::size_t n = unwind_tables_.prebuild(exe);
+  const std::size_t n = walk()->prebuild(exe);
   spdlog::debug("unwind tables of {} and its libraries: {} file(s) built in {:.1f} ms", exe, n,
                 std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
 }
@@ -268,11 +258,11 @@ void TargetScope::prebuild_tables() {
 // asked for them): the command once it exec'd, or --pid and the descendants it has; the
 // tree's forks add the rest. Without a target, every process of the machine.
 void TargetScope::track_tables() {
-  if (!unwind_tables_.attached()) return;
+  if (!walk()->attached()) return;
   const pid_t root = pid();
   if (root <= 0) {
-    unwind_tables_.track_all();  // system-wide
-    unwind_tables_.refresh();
+    walk()->track_all();  // system-wide
+    walk()->refresh();
     return;
   }
   if (target_) {
@@ -283,11 +273,11 @@ void TargetScope::track_tables() {
       std::this_thread::sleep_for(std::chrono::microseconds(250));
     command_tracked_ = command_execd();
   }
-  if (!target_ || command_tracked_) unwind_tables_.track(static_cast<std::uint32_t>(root));
+  if (!target_ || command_tracked_) walk()->track(static_cast<std::uint32_t>(root));
   if (!target_ && spec_.follow)
     for (pid_t p : descendants_of(root, read_parent_links()))
-      unwind_tables_.track(static_cast<std::uint32_t>(p));
-  unwind_tables_.refresh();
+      walk()->track(static_cast<std::uint32_t>(p));
+  walk()->refresh();
   if (target_) {
     // The command has just been released: it execs, then its loader maps the libraries
     // within a millisecond or two. Follow that closely (the tables are prebuilt, so a
@@ -297,27 +287,16 @@ void TargetScope::track_tables() {
     int quiet = 0;
     for (int i = 0; i < kPolls && quiet < kQuietPolls; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      quiet = unwind_tables_.refresh() ? 0 : quiet + 1;
+      quiet = walk()->refresh() ? 0 : quiet + 1;
     }
   }
-  auto c = unwind_tables_.counters();
-  spdlog::info(
-      "unwind tables: {} process(es), {} file(s) ({} without tables), {} rows ({} KiB), "
-      "built in {:.1f} ms",
-      c.processes, c.files, c.files_failed, c.rows, c.rows * sizeof(loupe_unwind_row) / 1024,
-      static_cast<double>(c.build_ns) / 1e6);
+  spdlog::info("{}", walk()->summary());
 }
 
 void TargetScope::report_health(HealthReport& health) const {
-  if (unwind_tables_.attached()) {
-    const auto c = unwind_tables_.counters();
-    health.unwind_tables(c.processes, c.files, c.rows, c.rows_full, c.write_errors, c.build_ns,
-                         c.pending);
-    if (unwinder_ && unwinder_->created()) unwinder_->report_health(health);
-  }
+  if (walk_) walk_->report_health(health);
   if (const auto c = watch_.counters(); c.reads || c.following || !watch_.follow_error().empty())
-    health.process_watch(c, watch_.follow_error(),
-                         unwind_tables_.attached() ? unwind_tables_.counters().ended_unread : 0);
+    health.process_watch(c, watch_.follow_error(), walk_ ? walk_->ended_unread() : 0);
   if (symbolizer_) {
     SymbolizerStats st = symbolizer_->stats();
     if (st.debuginfod) health.debuginfod(st);

@@ -21,9 +21,9 @@
 #include "loupe/abi/plugin.h"
 #include "loupe/symbolizer.hpp"
 #include "plugins/profile.hpp"
-#include "session/session_unwinder.hpp"
+#include "session/stack_walk.hpp"
 #include "session/target_process.hpp"
-#include "session/unwind_tables.hpp"
+#include "symbols/process_watch.hpp"
 #include "util/result.hpp"
 
 namespace loupe {
@@ -65,7 +65,7 @@ class TargetScope {
   // The tree's last events, before the final health.
   void drain() { poll_tree(); }
   // Just before the final report: the runtimes' last look at the live processes.
-  void before_final_report() { unwinder()->before_final_report(processes()); }
+  void before_final_report() { walk()->before_final_report(processes()); }
   void report_health(HealthReport& health) const;
 
   // The target's live processes as the tree knows them: the command or pid, the
@@ -73,8 +73,8 @@ class TargetScope {
   // when the session is system-wide.
   std::vector<pid_t> processes() const;
 
-  UnwindTables& unwind_tables() { return unwind_tables_; }
-  SessionUnwinder* unwinder();
+  // Made on first use, once the profile is read (the scope is built before it is).
+  StackWalk* walk();
   pid_t pid() const { return target_ ? target_->pid() : spec_.pid; }
   bool started_command() const { return target_ != nullptr; }
 
@@ -91,13 +91,10 @@ class TargetScope {
   // Declared before the target: the tree map and the tables outlive the plugins' use of
   // them (the session destroys its plugins before its scope).
   std::unique_ptr<ProcessTree> tree_;
-  // The maps every plugin's walk shares, and the runtimes that write theirs: declared
-  // before the tables, whose builder thread writes into its maps, so they outlive it.
-  std::unique_ptr<SessionUnwinder> unwinder_;
-  // The one reader of what the processes map, for the tables, the runtimes and the
-  // symbolizer: declared before them, it outlives them all.
+  // The one reader of what the processes map, for the walk's tables, its runtimes and the
+  // symbolizer: declared before the walk, it outlives it.
   ProcessWatch watch_;
-  UnwindTables unwind_tables_{&watch_};
+  std::unique_ptr<StackWalk> walk_;
   std::unique_ptr<TargetProcess> target_;
   std::set<pid_t> descendants_;  // live, as the tree's fork and exit events say
   std::string command_text_;

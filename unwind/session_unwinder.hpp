@@ -15,8 +15,8 @@
 // limit) leaves the session without it: every plugin then keeps its own copy (said once).
 // Threads: create() and describe() on the session's thread before plugins start; poll() on
 // the tables' refresh; name() on any thread.
-#ifndef LOUPE_CORE_SESSION_SESSION_UNWINDER_HPP
-#define LOUPE_CORE_SESSION_SESSION_UNWINDER_HPP
+#ifndef LOUPE_UNWIND_SESSION_UNWINDER_HPP
+#define LOUPE_UNWIND_SESSION_UNWINDER_HPP
 
 #include <bpf/libbpf.h>
 
@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "loupe/abi/host.h"
-#include "session/runtime.hpp"
+#include "runtimes/runtime.hpp"
 #include "symbols/process_maps.hpp"
 #include "util/result.hpp"
 #include "util/unique_fd.hpp"
@@ -105,4 +105,4 @@ class SessionUnwinder {
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_SESSION_SESSION_UNWINDER_HPP
+#endif  // LOUPE_UNWIND_SESSION_UNWINDER_HPP

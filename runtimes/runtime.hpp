@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // A language runtime whose frames the in-kernel unwinder walks (CPython, HotSpot): the
-// contract between the session's unwinder (session_unwinder.hpp) and one runtime's folder
-// under runtimes/. The core never names a runtime: it holds them as this interface, from
-// the table runtimes/registry.cpp makes, as the kernel features are one table.
+// contract between the session's unwinder (unwind/session_unwinder.hpp) and one runtime's
+// folder under runtimes/. The walk holds them as this interface, from the table
+// runtimes/registry.cpp makes, as the kernel features are one table; the engine never
+// names one.
 //
 // A runtime brings
 //   - its frame tag (LOUPE_RUNTIME_*, loupe/unwind.h) and its BPF step, a header the walk
@@ -21,8 +22,8 @@
 //   - name(): the functions a tagged frame stands for, innermost first (a compiled Java
 //     frame names the methods inlined at its pc too), also after the process is gone;
 //   - its own health rows: what it could not read, counted.
-#ifndef LOUPE_CORE_SESSION_RUNTIME_HPP
-#define LOUPE_CORE_SESSION_RUNTIME_HPP
+#ifndef LOUPE_RUNTIMES_RUNTIME_HPP
+#define LOUPE_RUNTIMES_RUNTIME_HPP
 
 #include <linux/bpf.h>
 #include <sys/types.h>
@@ -109,4 +110,4 @@ std::vector<std::unique_ptr<Runtime>> make_runtimes(
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_SESSION_RUNTIME_HPP
+#endif  // LOUPE_RUNTIMES_RUNTIME_HPP

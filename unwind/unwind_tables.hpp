@@ -21,8 +21,8 @@
 // pointers (counted); a system-wide run's memory is bounded by the rows map's size (files
 // past it are counted and unwind by frame pointers), not by the live processes. Any thread
 // (the builder's writes what it built itself).
-#ifndef LOUPE_CORE_SESSION_UNWIND_TABLES_HPP
-#define LOUPE_CORE_SESSION_UNWIND_TABLES_HPP
+#ifndef LOUPE_UNWIND_UNWIND_TABLES_HPP
+#define LOUPE_UNWIND_UNWIND_TABLES_HPP
 
 #include <condition_variable>
 #include <cstdint>
@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "symbols/process_watch.hpp"
-#include "symbols/unwind_table_store.hpp"
+#include "unwind/unwind_table_store.hpp"
 #include "util/result.hpp"
 
 namespace loupe {
@@ -201,4 +201,4 @@ class UnwindTables {
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_SESSION_UNWIND_TABLES_HPP
+#endif  // LOUPE_UNWIND_UNWIND_TABLES_HPP

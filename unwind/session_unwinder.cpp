@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "session/session_unwinder.hpp"
+#include "unwind/session_unwinder.hpp"
 
 #include "symbols/process_watch.hpp"
 
@@ -12,7 +12,7 @@
 
 #include "loupe/sdk/thread_name.hpp"
 #include "session/health_report.hpp"
-#include "session/unwind_tables.hpp"
+#include "unwind/unwind_tables.hpp"
 
 namespace loupe {
 namespace {

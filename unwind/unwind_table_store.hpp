@@ -7,8 +7,8 @@
 // copy and the process entries; this class touches no map, so it is tested on its own.
 // Not thread-safe: one owner's thread. Building a file's table (seconds for libjvm under
 // emulation) can be handed to another thread (set_builder, build, add_built).
-#ifndef LOUPE_CORE_UNWIND_TABLE_STORE_HPP
-#define LOUPE_CORE_UNWIND_TABLE_STORE_HPP
+#ifndef LOUPE_UNWIND_UNWIND_TABLE_STORE_HPP
+#define LOUPE_UNWIND_UNWIND_TABLE_STORE_HPP
 
 #include <chrono>
 #include <cstdint>
@@ -20,7 +20,7 @@
 
 #include "loupe/unwind.h"
 #include "symbols/process_maps.hpp"
-#include "symbols/unwind_table.hpp"
+#include "unwind/unwind_table.hpp"
 #include "util/result.hpp"
 
 namespace loupe {
@@ -140,4 +140,4 @@ class UnwindTableStore {
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_UNWIND_TABLE_STORE_HPP
+#endif  // LOUPE_UNWIND_UNWIND_TABLE_STORE_HPP

@@ -5,8 +5,8 @@
 // by pc, as the OpenTelemetry profiler's stack deltas and Parca's unwind tables do. Every
 // row of the CFI becomes one row here (identical neighbours merged); a rule the kernel side
 // does not follow is kept as a marked row, so the walk stops there instead of guessing.
-#ifndef LOUPE_CORE_UNWIND_TABLE_HPP
-#define LOUPE_CORE_UNWIND_TABLE_HPP
+#ifndef LOUPE_UNWIND_UNWIND_TABLE_HPP
+#define LOUPE_UNWIND_UNWIND_TABLE_HPP
 
 #include <cstdint>
 #include <string>
@@ -61,4 +61,4 @@ Status build_unwind_table(const std::string& path, UnwindTable* out);
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_UNWIND_TABLE_HPP
+#endif  // LOUPE_UNWIND_UNWIND_TABLE_HPP

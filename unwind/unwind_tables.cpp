@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "session/unwind_tables.hpp"
+#include "unwind/unwind_tables.hpp"
 #include "loupe/sdk/thread_name.hpp"
 
 #include <bpf/bpf.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "symbols/unwind_table.hpp"
+#include "unwind/unwind_table.hpp"
 
 #include <fcntl.h>
 #include <gelf.h>
