@@ -69,8 +69,8 @@ class StackWalkParts final : public StackWalk {
   void report_health(HealthReport& health) const override {
     if (!tables_.attached()) return;
     const auto c = tables_.counters();
-    health.unwind_tables(c.processes, c.files, c.rows, c.rows_full, c.write_errors, c.build_ns,
-                         c.pending);
+    health.unwind_tables(c.processes, c.files, c.rows, sizeof(loupe_unwind_row), c.rows_full,
+                         c.write_errors, c.build_ns, c.pending);
     if (unwinder_->created()) unwinder_->report_health(health);
   }
   std::uint64_t ended_unread() const override {

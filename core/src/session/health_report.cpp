@@ -165,13 +165,15 @@ void HealthReport::mapping_records(const SymbolizerStats* stats, const std::stri
 }
 
 void HealthReport::unwind_tables(std::uint64_t processes, std::uint64_t files, std::uint64_t rows,
-                                 std::uint64_t rows_full, std::uint64_t write_errors,
-                                 std::uint64_t build_ns, std::uint64_t pending) {
+                                 std::uint64_t row_bytes, std::uint64_t rows_full,
+                                 std::uint64_t write_errors, std::uint64_t build_ns,
+                                 std::uint64_t pending) {
   const std::string comp = "unwind_tables";
-  health("unwind_tables", comp, rows, LOUPE_HEALTH_OK,
-         fmt::format("rows ({} KiB) of {} file(s) for {} process(es), built in {:.0f} ms",
-                     rows * 12 / 1024, files, processes, static_cast<double>(build_ns) / 1e6),
-         true);
+  health(
+      "unwind_tables", comp, rows, LOUPE_HEALTH_OK,
+      fmt::format("rows ({} KiB) of {} file(s) for {} process(es), built in {:.0f} ms",
+                  rows * row_bytes / 1024, files, processes, static_cast<double>(build_ns) / 1e6),
+      true);
   // Their samples are in unwind_fp_only_stacks: the first seconds of a busy system-wide
   // run, or a run shorter than a big file's build.
   health("unwind_files_unbuilt", comp, pending, LOUPE_HEALTH_OK,

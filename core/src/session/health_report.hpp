@@ -75,8 +75,8 @@ class HealthReport {
   // files left without rows (the rows map was full, or still being built at the end: their
   // frames unwind by frame pointers).
   void unwind_tables(std::uint64_t processes, std::uint64_t files, std::uint64_t rows,
-                     std::uint64_t rows_full, std::uint64_t write_errors, std::uint64_t build_ns,
-                     std::uint64_t pending);
+                     std::uint64_t row_bytes, std::uint64_t rows_full, std::uint64_t write_errors,
+                     std::uint64_t build_ns, std::uint64_t pending);
   // At the end, when a process's maps were asked for: how often /proc was read and how
   // often one read served several parts; system-wide, what the kernel's records of every
   // process said (or why there were none).
