@@ -15,39 +15,22 @@ BudgetController::BudgetController(double budget_percent, unsigned online_cpus, 
                                    Knobs knobs)
     : budget_(budget_percent),
       cpus_(online_cpus ? online_cpus : 1),
+      meter_(cpus_),
       publish_(std::move(publish)),
       knobs_(std::move(knobs)) {}
 
 void BudgetController::tick(const std::vector<ProgramStats>& now, std::uint64_t mono_ns,
                             std::uint64_t self_cpu_ns, std::uint64_t wall_ns) {
-  // A program attached by several probes has one set of counts: count it once.
-  std::map<std::string, double> bpf_ns, runs;  // by instance, over the tick
-  std::map<std::uint32_t, Totals> totals;
-  for (const auto& s : now) {
-    if (!totals.emplace(s.prog_id, Totals{s.run_cnt, s.run_time_ns}).second) continue;
-    auto prev = prev_.find(s.prog_id);
-    const Totals base = prev == prev_.end() ? Totals{s.run_cnt, s.run_time_ns} : prev->second;
-    bpf_ns[s.instance] += static_cast<double>(s.run_time_ns - std::min(base.ns, s.run_time_ns));
-    runs[s.instance] += static_cast<double>(s.run_cnt - std::min(base.runs, s.run_cnt));
+  if (!meter_.started()) {
+    // The first tick sets the baseline.
+    meter_.start(mono_ns, self_cpu_ns, now);
+    first_mono_ = mono_ns;
+    return;
   }
-  prev_ = std::move(totals);
-  auto per_event = [&](const std::string& instance) {
-    const double n = runs.count(instance) ? runs.at(instance) : 0;
-    return n > 0 ? bpf_ns.at(instance) / n : 0.0;
-  };
-  const bool first = !started_;
-  if (first) first_mono_ = mono_ns;
-  const std::uint64_t dt = mono_ns - std::min(prev_mono_, mono_ns);
-  const double self_ns = static_cast<double>(self_cpu_ns - std::min(prev_self_, self_cpu_ns));
-  started_ = true;
-  prev_mono_ = mono_ns;
-  prev_self_ = self_cpu_ns;
-  if (first || dt == 0) return;
-
-  const double capacity = static_cast<double>(dt) * cpus_;
-  double bpf_total = 0;
-  for (const auto& [instance, ns] : bpf_ns) bpf_total += ns;
-  const double cost = 100 * (bpf_total + self_ns) / capacity;
+  const CostWindow w = meter_.measure(now, mono_ns, self_cpu_ns);
+  if (w.seconds <= 0) return;
+  const double capacity = w.capacity_ns();
+  const double cost = w.total_percent();
   if (settle_ > 0) {
     --settle_;
     return;
@@ -63,17 +46,17 @@ void BudgetController::tick(const std::vector<ProgramStats>& now, std::uint64_t 
     std::string pick;
     double pick_ns = 0;
     for (const auto& instance : knobs) {
-      const double ns = bpf_ns.count(instance) ? bpf_ns.at(instance) : 0;
+      const double ns = w.instance_ns(instance);
       // One whose programs take under a tenth of the budget is not worth its precision.
       if (divisor(instance) >= kMaxDivisor || ns <= pick_ns || ns < budget_ns / 10) continue;
       auto t = thinned_.find(instance);
       if (t != thinned_.end() && t->second.floor_ns > 0) continue;
-      if (t != thinned_.end() && saturated(t->second, per_event(instance), 2)) {
-        t->second.floor_ns = per_event(instance);
+      if (t != thinned_.end() && saturated(t->second, w.ns_per_event(instance), 2)) {
+        t->second.floor_ns = w.ns_per_event(instance);
         spdlog::warn(
             "{}: at 1 in {} its programs cost {:.0f} ns an event (1 in {}: {:.0f}); thinning "
             "it further would take less than a tenth off",
-            instance, t->second.divisor, per_event(instance), t->second.divisor_before,
+            instance, t->second.divisor, w.ns_per_event(instance), t->second.divisor_before,
             t->second.ns_per_event_before);
         continue;
       }
@@ -95,9 +78,9 @@ void BudgetController::tick(const std::vector<ProgramStats>& now, std::uint64_t 
     }
     // Rounded up to a power of two, the divisor leaves room below the budget for noise.
     const double allowed_ns = pick_ns - excess_ns;
-    const double events = runs.count(pick) ? runs.at(pick) : 0;
+    const double events = w.instance_runs(pick);
     change(pick, next_divisor(pick, pick_ns, allowed_ns, events), cost, 100 * pick_ns / capacity,
-           per_event(pick), wall_ns);
+           w.ns_per_event(pick), wall_ns);
     return;
   }
   if (cost >= budget_ / 2) {
@@ -112,8 +95,8 @@ void BudgetController::tick(const std::vector<ProgramStats>& now, std::uint64_t 
       pick = instance;
   if (pick.empty()) return;
   calm_ = 0;
-  const double ns = bpf_ns.count(pick) ? bpf_ns.at(pick) : 0;
-  change(pick, divisor(pick) / 2, cost, 100 * ns / capacity, per_event(pick), wall_ns);
+  const double ns = w.instance_ns(pick);
+  change(pick, divisor(pick) / 2, cost, 100 * ns / capacity, w.ns_per_event(pick), wall_ns);
 }
 
 void BudgetController::change(const std::string& instance, std::uint32_t to, double cost_percent,

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "loupe/program_stats.hpp"
+#include "session/cost_meter.hpp"
 
 namespace loupe {
 
@@ -86,13 +87,8 @@ class BudgetController {
   unsigned cpus_;
   Publish publish_;
   Knobs knobs_;
-  bool started_ = false;
-  std::uint64_t prev_mono_ = 0, prev_self_ = 0;
-  std::uint64_t first_mono_ = 0;  // the first tick's, for "n s into the session"
-  struct Totals {
-    std::uint64_t runs = 0, ns = 0;
-  };
-  std::map<std::uint32_t, Totals> prev_;        // by program id
+  CostMeter meter_;                             // tick to tick
+  std::uint64_t first_mono_ = 0;                // the first tick's, for "n s into the session"
   std::map<std::string, Thinned> thinned_;      // by instance
   std::map<std::string, std::string> refused_;  // instance -> why
   int settle_ = 0, calm_ = 0;

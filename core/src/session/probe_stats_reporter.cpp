@@ -40,7 +40,7 @@ std::map<std::uint32_t, Program> by_program(const std::vector<ProgramStats>& now
 }  // namespace
 
 ProbeStatsReporter::ProbeStatsReporter(Publish publish, unsigned online_cpus)
-    : publish_(std::move(publish)), cpus_(online_cpus ? online_cpus : 1) {}
+    : publish_(std::move(publish)), cpus_(online_cpus ? online_cpus : 1), meter_(cpus_) {}
 
 void ProbeStatsReporter::metric(const char* name, std::uint32_t type, const char* unit, double v,
                                 const loupe_label* labels, std::uint32_t n, bool is_final) {
@@ -87,15 +87,13 @@ void ProbeStatsReporter::report_misses(const std::vector<ProgramStats>& now, boo
 void ProbeStatsReporter::report(const std::vector<ProgramStats>& now, std::uint64_t mono_ns,
                                 std::uint64_t self_cpu_ns, bool is_final) {
   const std::map<std::uint32_t, Program> programs = by_program(now);
-  const std::uint64_t since = is_final ? start_ns_ : prev_ns_;
-  const double window_s = mono_ns > since ? static_cast<double>(mono_ns - since) / 1e9 : 0;
-  std::map<std::string, double> bpf_ns;  // by instance, over the window
+  // Interval reports cover the window since the previous one; the final the session.
+  const CostWindow w = meter_.measure(now, mono_ns, self_cpu_ns, is_final);
+  const double window_s = w.seconds;
   for (const auto& [id, p] : programs) {
     const auto& s = *p.stats;
-    Totals base = is_final ? Totals{} : prev_[id];
-    const double runs = static_cast<double>(s.run_cnt - std::min(base.run_cnt, s.run_cnt));
-    const double ns =
-        static_cast<double>(s.run_time_ns - std::min(base.run_time_ns, s.run_time_ns));
+    const ProgramCost d = w.by_program.count(id) ? w.by_program.at(id) : ProgramCost{};
+    const double runs = static_cast<double>(d.runs), ns = static_cast<double>(d.ns);
     const std::string probes = join(p.probes), targets = join(p.targets),
                       id_text = std::to_string(id);
     loupe_label labels[] = {{"instance", s.instance.c_str()},
@@ -123,27 +121,19 @@ void ProbeStatsReporter::report(const std::vector<ProgramStats>& now, std::uint6
                fmt::format("program '{}' attached{}{} but never ran during the session", s.program,
                            targets.empty() ? "" : " to ", targets),
                is_final);
-    prev_[id] = {s.run_cnt, s.run_time_ns};
-    bpf_ns[s.instance] += ns;
   }
-  const std::uint64_t self_base = is_final ? self_start_ : self_prev_;
-  cost(bpf_ns, static_cast<double>(self_cpu_ns - std::min(self_base, self_cpu_ns)), window_s,
-       is_final);
-  prev_ns_ = mono_ns;
-  self_prev_ = self_cpu_ns;
+  cost(w, is_final);
 }
 
-void ProbeStatsReporter::cost(const std::map<std::string, double>& bpf_ns_by_instance,
-                              double self_ns, double window_s, bool is_final) {
-  const double capacity_ns = window_s * 1e9 * cpus_;
-  auto percent = [&](double ns) { return capacity_ns > 0 ? 100 * ns / capacity_ns : 0; };
-  double bpf_ns = 0;
-  for (const auto& [instance, ns] : bpf_ns_by_instance) {
-    bpf_ns += ns;
+void ProbeStatsReporter::cost(const CostWindow& w, bool is_final) {
+  auto percent = [&](double ns) { return w.percent(ns); };
+  const double bpf_ns = w.bpf_ns(), self_ns = w.self_ns;
+  for (const auto& [instance, c] : w.by_instance) {
     loupe_label labels[] = {{"part", "bpf"}, {"instance", instance.c_str()}};
-    metric("cost_cpu_percent", LOUPE_METRIC_GAUGE, "percent", percent(ns), labels, 2, is_final);
+    metric("cost_cpu_percent", LOUPE_METRIC_GAUGE, "percent", percent(static_cast<double>(c.ns)),
+           labels, 2, is_final);
   }
-  const double total = percent(bpf_ns + self_ns);
+  const double total = w.total_percent();
   for (auto [part, ns] : {std::pair{"bpf", bpf_ns}, std::pair{"threads", self_ns},
                           std::pair{"total", bpf_ns + self_ns}}) {
     loupe_label labels[] = {{"part", part}};
@@ -158,7 +148,8 @@ void ProbeStatsReporter::cost(const std::map<std::string, double>& bpf_ns_by_ins
       if (total > worst_percent_) {
         std::string parts;
         std::vector<std::pair<double, std::string>> by_cost;
-        for (const auto& [instance, ns] : bpf_ns_by_instance) by_cost.emplace_back(ns, instance);
+        for (const auto& [instance, c] : w.by_instance)
+          by_cost.emplace_back(static_cast<double>(c.ns), instance);
         std::sort(by_cost.rbegin(), by_cost.rend());
         for (const auto& [ns, instance] : by_cost)
           parts += fmt::format("{}{} {:.2f}%", parts.empty() ? "" : ", ", instance, percent(ns));

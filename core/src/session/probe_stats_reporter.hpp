@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "loupe/program_stats.hpp"
+#include "session/cost_meter.hpp"
 
 namespace loupe {
 
@@ -32,9 +33,8 @@ class ProbeStatsReporter {
   // (CLOCK_REALTIME), where the cumulative counters' window starts.
   // `self_cpu_ns`: loupe's threads' CPU time then (CLOCK_PROCESS_CPUTIME_ID).
   void start(std::uint64_t mono_ns, std::uint64_t wall_ns, std::uint64_t self_cpu_ns) {
-    start_ns_ = prev_ns_ = mono_ns;
+    meter_.start(mono_ns, self_cpu_ns);
     session_start_wall_ = wall_ns;
-    self_start_ = self_prev_ = self_cpu_ns;
   }
   // `[session] max_cpu_percent` (0: none): reports over it are counted and said, with what
   // `thinned()` says the budget controller thinned to stay within it (empty: nothing).
@@ -42,7 +42,7 @@ class ProbeStatsReporter {
     budget_percent_ = percent;
     thinned_ = std::move(thinned);
   }
-  std::uint64_t start_ns() const { return start_ns_; }
+  std::uint64_t start_ns() const { return meter_.start_ns(); }
   // Interval reports cover the window since the previous report; the final one the session.
   void report(const std::vector<ProgramStats>& now, std::uint64_t mono_ns,
               std::uint64_t self_cpu_ns, bool is_final);
@@ -52,23 +52,17 @@ class ProbeStatsReporter {
   void report_misses(const std::vector<ProgramStats>& now, bool is_final);
 
  private:
-  struct Totals {
-    std::uint64_t run_cnt = 0, run_time_ns = 0;
-  };
   void metric(const char* name, std::uint32_t type, const char* unit, double v,
               const loupe_label* labels, std::uint32_t n, bool is_final);
   void health(const char* name, const std::string& component, std::uint64_t v, std::uint32_t sev,
               const std::string& msg, bool is_final);
   void misses(const ProgramStats& s, const std::string& probes, bool is_final);
-  void cost(const std::map<std::string, double>& bpf_ns_by_instance, double self_ns,
-            double window_s, bool is_final);
+  void cost(const CostWindow& w, bool is_final);
 
   Publish publish_;
   unsigned cpus_;
-  std::uint64_t start_ns_ = 0, prev_ns_ = 0;
+  CostMeter meter_;  // report to report; the final one from the start
   std::uint64_t session_start_wall_ = 0;
-  std::map<std::uint32_t, Totals> prev_;  // by program id
-  std::uint64_t self_start_ = 0, self_prev_ = 0;
   double budget_percent_ = 0;
   std::function<std::string()> thinned_;
   std::uint64_t reports_ = 0, reports_over_ = 0;
