@@ -10,8 +10,8 @@
 // Limits: glibc's thread descriptor (the first 32 pthread keys); x86-64; a code object
 // freed and another allocated at its address is told apart by its first line and name
 // (the walk's token), and its frames sampled before then take the newer one's name.
-#ifndef LOUPE_CORE_SESSION_PYTHON_FRAMES_HPP
-#define LOUPE_CORE_SESSION_PYTHON_FRAMES_HPP
+#ifndef LOUPE_RUNTIMES_PYTHON_PYTHON_FRAMES_HPP
+#define LOUPE_RUNTIMES_PYTHON_PYTHON_FRAMES_HPP
 
 #include <bpf/libbpf.h>
 
@@ -109,4 +109,4 @@ class PythonFrames final : public Runtime {
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_SESSION_PYTHON_FRAMES_HPP
+#endif  // LOUPE_RUNTIMES_PYTHON_PYTHON_FRAMES_HPP

@@ -15,8 +15,8 @@
 // Offsets are those of x86-64 release builds (the Python frames issue's table: OpenTelemetry's
 // profiler, py-spy and Parca's runtime data agree, and the local 3.11 was checked against its
 // own type objects).
-#ifndef LOUPE_CORE_PYTHON_RUNTIME_HPP
-#define LOUPE_CORE_PYTHON_RUNTIME_HPP
+#ifndef LOUPE_RUNTIMES_PYTHON_PYTHON_RUNTIME_HPP
+#define LOUPE_RUNTIMES_PYTHON_PYTHON_RUNTIME_HPP
 
 #include <cstdint>
 #include <map>
@@ -112,4 +112,4 @@ Result<PythonProcess> find_python_process(const std::string& proc_root, std::uin
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_PYTHON_RUNTIME_HPP
+#endif  // LOUPE_RUNTIMES_PYTHON_PYTHON_RUNTIME_HPP

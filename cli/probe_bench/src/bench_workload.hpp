@@ -11,8 +11,8 @@
 //     a uprobe or uretprobe on any of them fires once per iteration. A uprobe target is
 //     matched by address: the probed file offset, mapped into this process, must be the
 //     entry of the very function the loop calls.
-#ifndef LOUPE_BENCH_WORKLOAD_HPP
-#define LOUPE_BENCH_WORKLOAD_HPP
+#ifndef LOUPE_CLI_PROBE_BENCH_SRC_BENCH_WORKLOAD_HPP
+#define LOUPE_CLI_PROBE_BENCH_SRC_BENCH_WORKLOAD_HPP
 
 #include <cstdint>
 #include <memory>
@@ -194,4 +194,4 @@ std::optional<std::uintptr_t> self_address_of(const std::string& path, std::uint
 
 }  // namespace loupe
 
-#endif  // LOUPE_BENCH_WORKLOAD_HPP
+#endif  // LOUPE_CLI_PROBE_BENCH_SRC_BENCH_WORKLOAD_HPP

@@ -4,8 +4,8 @@
 // `loupe bench` subtracts, so the cost a plugin adds is told apart from the cost of the
 // attach mechanism itself (trap, context setup, program dispatch). Built from raw
 // instructions, so the core needs no compiled object for it.
-#ifndef LOUPE_EMPTY_PROBE_HPP
-#define LOUPE_EMPTY_PROBE_HPP
+#ifndef LOUPE_CLI_PROBE_BENCH_SRC_EMPTY_PROBE_HPP
+#define LOUPE_CLI_PROBE_BENCH_SRC_EMPTY_PROBE_HPP
 
 #include <string>
 #include <vector>
@@ -44,4 +44,4 @@ class EmptyProbe {
 
 }  // namespace loupe
 
-#endif  // LOUPE_EMPTY_PROBE_HPP
+#endif  // LOUPE_CLI_PROBE_BENCH_SRC_EMPTY_PROBE_HPP

@@ -8,8 +8,8 @@
 // the session thread and two switches per record and sink: under process churn, thousands
 // of per-process stack records at every report, 9 % of the session thread's time). A
 // batch in the consumer's hands no longer counts against the capacity.
-#ifndef LOUPE_BOUNDED_QUEUE_HPP
-#define LOUPE_BOUNDED_QUEUE_HPP
+#ifndef LOUPE_DISPATCH_BOUNDED_QUEUE_HPP
+#define LOUPE_DISPATCH_BOUNDED_QUEUE_HPP
 
 #include <chrono>
 #include <condition_variable>
@@ -100,4 +100,4 @@ class BoundedQueue {
 
 }  // namespace loupe
 
-#endif  // LOUPE_BOUNDED_QUEUE_HPP
+#endif  // LOUPE_DISPATCH_BOUNDED_QUEUE_HPP

@@ -9,8 +9,8 @@
 //   records:   u32 ring index | u32 len | u64 CLOCK_MONOTONIC ns when read | len bytes
 // Records are written exactly as the kernel ring handed them, before the header checks,
 // so a replay reproduces malformed counts as well as decoded records.
-#ifndef LOUPE_CAPTURE_FILE_HPP
-#define LOUPE_CAPTURE_FILE_HPP
+#ifndef LOUPE_DISPATCH_CAPTURE_FILE_HPP
+#define LOUPE_DISPATCH_CAPTURE_FILE_HPP
 
 #include <cstdint>
 #include <cstdio>
@@ -75,4 +75,4 @@ class CaptureReader {
 
 }  // namespace loupe
 
-#endif  // LOUPE_CAPTURE_FILE_HPP
+#endif  // LOUPE_DISPATCH_CAPTURE_FILE_HPP

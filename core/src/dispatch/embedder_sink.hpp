@@ -5,8 +5,8 @@
 // drops records, counted in its health row, and never stalls the rings or another sink.
 // The callbacks reach the instance through the host services pointer its setup() gets,
 // which is unique to that instance: several sessions in one process each keep their own.
-#ifndef LOUPE_EMBEDDER_SINK_HPP
-#define LOUPE_EMBEDDER_SINK_HPP
+#ifndef LOUPE_DISPATCH_EMBEDDER_SINK_HPP
+#define LOUPE_DISPATCH_EMBEDDER_SINK_HPP
 
 #include <functional>
 #include <memory>
@@ -31,4 +31,4 @@ void withdraw_embedder_callbacks(const loupe_host_services* services);
 
 }  // namespace loupe
 
-#endif  // LOUPE_EMBEDDER_SINK_HPP
+#endif  // LOUPE_DISPATCH_EMBEDDER_SINK_HPP

@@ -3,8 +3,8 @@
 // A deep copy of a loupe_record that owns every string and array it points to. Built once
 // from a plugin's borrowed record (with the host's additions: plugin name, window,
 // percentiles), immutable afterwards, and shared by every sink queue without copying.
-#ifndef LOUPE_OWNED_RECORD_HPP
-#define LOUPE_OWNED_RECORD_HPP
+#ifndef LOUPE_DISPATCH_OWNED_RECORD_HPP
+#define LOUPE_DISPATCH_OWNED_RECORD_HPP
 
 #include <deque>
 #include <memory>
@@ -59,4 +59,4 @@ std::string check_record(const loupe_record& rec);
 
 }  // namespace loupe
 
-#endif  // LOUPE_OWNED_RECORD_HPP
+#endif  // LOUPE_DISPATCH_OWNED_RECORD_HPP

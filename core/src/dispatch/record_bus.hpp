@@ -2,8 +2,8 @@
 //
 // Fan-out of records to every sink runner. Publishing never blocks: each sink's own queue
 // decides, and counts, what it cannot take.
-#ifndef LOUPE_RECORD_BUS_HPP
-#define LOUPE_RECORD_BUS_HPP
+#ifndef LOUPE_DISPATCH_RECORD_BUS_HPP
+#define LOUPE_DISPATCH_RECORD_BUS_HPP
 
 #include <atomic>
 #include <mutex>
@@ -37,4 +37,4 @@ class RecordBus {
 
 }  // namespace loupe
 
-#endif  // LOUPE_RECORD_BUS_HPP
+#endif  // LOUPE_DISPATCH_RECORD_BUS_HPP

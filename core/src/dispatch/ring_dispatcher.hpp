@@ -10,8 +10,8 @@
 // to count-only) and counts; the reader never blocks on a consumer. Under sustained loss
 // the reader raises the ring's in-kernel sampling divisor and lowers it once the loss
 // stops; every change is reported through the event handler.
-#ifndef LOUPE_RING_DISPATCHER_HPP
-#define LOUPE_RING_DISPATCHER_HPP
+#ifndef LOUPE_DISPATCH_RING_DISPATCHER_HPP
+#define LOUPE_DISPATCH_RING_DISPATCHER_HPP
 
 #include <atomic>
 #include <chrono>
@@ -156,4 +156,4 @@ class RingDispatcher {
 
 }  // namespace loupe
 
-#endif  // LOUPE_RING_DISPATCHER_HPP
+#endif  // LOUPE_DISPATCH_RING_DISPATCHER_HPP

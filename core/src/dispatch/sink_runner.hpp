@@ -3,8 +3,8 @@
 // Runs one sink on its own thread behind its own bounded queue, so a slow sink never
 // stalls the reader or another sink. Drops (queue full) and consume failures are counted;
 // a sink that keeps failing is disabled and the session goes on.
-#ifndef LOUPE_SINK_RUNNER_HPP
-#define LOUPE_SINK_RUNNER_HPP
+#ifndef LOUPE_DISPATCH_SINK_RUNNER_HPP
+#define LOUPE_DISPATCH_SINK_RUNNER_HPP
 
 #include <atomic>
 #include <chrono>
@@ -77,4 +77,4 @@ class SinkRunner {
 
 }  // namespace loupe
 
-#endif  // LOUPE_SINK_RUNNER_HPP
+#endif  // LOUPE_DISPATCH_SINK_RUNNER_HPP

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Loading BPF objects with verifier-log capture, and the links the session owns.
-#ifndef LOUPE_BPF_LIFECYCLE_HPP
-#define LOUPE_BPF_LIFECYCLE_HPP
+#ifndef LOUPE_KERNEL_BPF_LIFECYCLE_HPP
+#define LOUPE_KERNEL_BPF_LIFECYCLE_HPP
 
 #include <mutex>
 #include <string>
@@ -58,4 +58,4 @@ class LinkSet {
 
 }  // namespace loupe
 
-#endif  // LOUPE_BPF_LIFECYCLE_HPP
+#endif  // LOUPE_KERNEL_BPF_LIFECYCLE_HPP

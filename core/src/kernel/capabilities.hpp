@@ -4,8 +4,8 @@
 // and CAP_PERFMON), the names messages print, and how the calling thread's effective set
 // is read. The preflight (features.cpp), the session's privilege check and the privilege
 // drop (privileges.cpp) all use this table.
-#ifndef LOUPE_CORE_KERNEL_CAPABILITIES_HPP
-#define LOUPE_CORE_KERNEL_CAPABILITIES_HPP
+#ifndef LOUPE_KERNEL_CAPABILITIES_HPP
+#define LOUPE_KERNEL_CAPABILITIES_HPP
 
 #include <cstdint>
 #include <string>
@@ -36,4 +36,4 @@ EffectiveCapabilities effective_capabilities();
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_KERNEL_CAPABILITIES_HPP
+#endif  // LOUPE_KERNEL_CAPABILITIES_HPP

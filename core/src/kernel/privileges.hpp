@@ -6,8 +6,8 @@
 // needs far less. Credentials are per thread on Linux, and the session already runs
 // threads (sink runners, ring reader and worker, plugin threads) when it drops: every
 // thread of the process is made to apply the same change, or the drop fails.
-#ifndef LOUPE_PRIVILEGES_HPP
-#define LOUPE_PRIVILEGES_HPP
+#ifndef LOUPE_KERNEL_PRIVILEGES_HPP
+#define LOUPE_KERNEL_PRIVILEGES_HPP
 
 #include <sys/types.h>
 
@@ -50,4 +50,4 @@ Status drop_privileges(const std::vector<int>& keep, const std::optional<UserIde
 
 }  // namespace loupe
 
-#endif  // LOUPE_PRIVILEGES_HPP
+#endif  // LOUPE_KERNEL_PRIVILEGES_HPP

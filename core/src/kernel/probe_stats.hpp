@@ -3,8 +3,8 @@
 // Per-probe run-time statistics (`loupe run --stats`): the kernel counts runs and time of
 // every BPF program only while a BPF_ENABLE_STATS fd is held, so the cost is paid for
 // this session only and stops when the fd closes, even after a crash.
-#ifndef LOUPE_PROBE_STATS_HPP
-#define LOUPE_PROBE_STATS_HPP
+#ifndef LOUPE_KERNEL_PROBE_STATS_HPP
+#define LOUPE_KERNEL_PROBE_STATS_HPP
 
 #include <cstdint>
 #include <string>
@@ -36,4 +36,4 @@ class ProbeStats {
 
 }  // namespace loupe
 
-#endif  // LOUPE_PROBE_STATS_HPP
+#endif  // LOUPE_KERNEL_PROBE_STATS_HPP

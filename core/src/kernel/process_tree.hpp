@@ -4,8 +4,8 @@
 // fork and exit (process_tree.bpf.c) in one BPF hash map the core owns. Loaded before any
 // plugin starts; plugins' filters read the same map (loupe_session_info.tree_map_fd,
 // bpf/include/loupe/filter.bpf.h, sdk::write_target_filter).
-#ifndef LOUPE_CORE_KERNEL_PROCESS_TREE_HPP
-#define LOUPE_CORE_KERNEL_PROCESS_TREE_HPP
+#ifndef LOUPE_KERNEL_PROCESS_TREE_HPP
+#define LOUPE_KERNEL_PROCESS_TREE_HPP
 
 #include <sys/types.h>
 
@@ -82,4 +82,4 @@ std::vector<pid_t> descendants_of(pid_t root, const std::vector<std::pair<pid_t,
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_KERNEL_PROCESS_TREE_HPP
+#endif  // LOUPE_KERNEL_PROCESS_TREE_HPP

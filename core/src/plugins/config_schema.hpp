@@ -4,8 +4,8 @@
 // plugin compiled (config_key_size), and touching fields added after ABI 1.0 only when
 // that stride covers them. Used by the descriptor check, the profile validator and
 // `loupe describe`, so the three never disagree about what a key allows.
-#ifndef LOUPE_CORE_PLUGINS_CONFIG_SCHEMA_HPP
-#define LOUPE_CORE_PLUGINS_CONFIG_SCHEMA_HPP
+#ifndef LOUPE_PLUGINS_CONFIG_SCHEMA_HPP
+#define LOUPE_PLUGINS_CONFIG_SCHEMA_HPP
 
 #include <cstddef>
 #include <cstdint>
@@ -49,4 +49,4 @@ std::string nearest_name(std::string_view word, const std::vector<std::string>& 
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_PLUGINS_CONFIG_SCHEMA_HPP
+#endif  // LOUPE_PLUGINS_CONFIG_SCHEMA_HPP

@@ -2,8 +2,8 @@
 //
 // The validated, defaults-applied config of one plugin instance, as the host serves it
 // through loupe_config handles. Built by the schema validator; immutable afterwards.
-#ifndef LOUPE_CONFIG_TREE_HPP
-#define LOUPE_CONFIG_TREE_HPP
+#ifndef LOUPE_PLUGINS_CONFIG_TREE_HPP
+#define LOUPE_PLUGINS_CONFIG_TREE_HPP
 
 #include <cstdint>
 #include <map>
@@ -49,4 +49,4 @@ int config_list_table(const loupe_config* cfg, const char* key, std::uint32_t id
                       const loupe_config** out);
 }  // namespace loupe
 
-#endif  // LOUPE_CONFIG_TREE_HPP
+#endif  // LOUPE_PLUGINS_CONFIG_TREE_HPP

@@ -2,8 +2,8 @@
 //
 // One live instance of a plugin: calls its hooks with argument structs and turns failures
 // into HookError text naming the plugin and the hook. Knows nothing of what the plugin does.
-#ifndef LOUPE_PLUGIN_INSTANCE_HPP
-#define LOUPE_PLUGIN_INSTANCE_HPP
+#ifndef LOUPE_PLUGINS_PLUGIN_INSTANCE_HPP
+#define LOUPE_PLUGINS_PLUGIN_INSTANCE_HPP
 
 #include <memory>
 #include <stdexcept>
@@ -68,4 +68,4 @@ class PluginInstance {
 
 }  // namespace loupe
 
-#endif  // LOUPE_PLUGIN_INSTANCE_HPP
+#endif  // LOUPE_PLUGINS_PLUGIN_INSTANCE_HPP

@@ -2,8 +2,8 @@
 //
 // A TOML profile: parsed, then validated against the schemas plugins declare, before any
 // plugin code runs (verification check 2). Every diagnostic carries file:line:col.
-#ifndef LOUPE_PROFILE_HPP
-#define LOUPE_PROFILE_HPP
+#ifndef LOUPE_PLUGINS_PROFILE_HPP
+#define LOUPE_PLUGINS_PROFILE_HPP
 
 #include <map>
 #include <memory>
@@ -116,4 +116,4 @@ bool parse_default(const loupe_config_key& key, std::uint32_t stride, ConfigValu
 
 }  // namespace loupe
 
-#endif  // LOUPE_PROFILE_HPP
+#endif  // LOUPE_PLUGINS_PROFILE_HPP

@@ -4,8 +4,8 @@
 // table of runtimes declares them (runtimes/runtime_keys.cpp): the profile's validator
 // checks them as a plugin's, and knows no runtime. A table of its own, apart from the
 // runtimes' code, so that a parser (and its fuzzer) links no unwinder.
-#ifndef LOUPE_CORE_PLUGINS_RUNTIME_KEYS_HPP
-#define LOUPE_CORE_PLUGINS_RUNTIME_KEYS_HPP
+#ifndef LOUPE_PLUGINS_RUNTIME_KEYS_HPP
+#define LOUPE_PLUGINS_RUNTIME_KEYS_HPP
 
 #include <cstdint>
 #include <vector>
@@ -25,4 +25,4 @@ const std::vector<RuntimeKeys>& runtime_keys();
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_PLUGINS_RUNTIME_KEYS_HPP
+#endif  // LOUPE_PLUGINS_RUNTIME_KEYS_HPP

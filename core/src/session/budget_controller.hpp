@@ -26,8 +26,8 @@
 // Every change is an event record (`budget_thinning`); every report has the divisors in
 // force (`thinning_divisor` gauges), and summary() says what was thinned for the `budget`
 // health row. Session thread; not thread-safe.
-#ifndef LOUPE_BUDGET_CONTROLLER_HPP
-#define LOUPE_BUDGET_CONTROLLER_HPP
+#ifndef LOUPE_SESSION_BUDGET_CONTROLLER_HPP
+#define LOUPE_SESSION_BUDGET_CONTROLLER_HPP
 
 #include <loupe/abi/records.h>
 
@@ -97,4 +97,4 @@ class BudgetController {
 
 }  // namespace loupe
 
-#endif  // LOUPE_BUDGET_CONTROLLER_HPP
+#endif  // LOUPE_SESSION_BUDGET_CONTROLLER_HPP

@@ -5,8 +5,8 @@
 // per plugin, per probe that failed to attach, per sink that dropped, plus the dispatch
 // changes made under pressure. The session gathers the facts; this turns them into
 // records, so neither Session nor a sink has to know the other's bookkeeping.
-#ifndef LOUPE_CORE_SESSION_HEALTH_REPORT_HPP
-#define LOUPE_CORE_SESSION_HEALTH_REPORT_HPP
+#ifndef LOUPE_SESSION_HEALTH_REPORT_HPP
+#define LOUPE_SESSION_HEALTH_REPORT_HPP
 
 #include <cstdint>
 #include <functional>
@@ -108,4 +108,4 @@ class HealthReport {
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_SESSION_HEALTH_REPORT_HPP
+#endif  // LOUPE_SESSION_HEALTH_REPORT_HPP

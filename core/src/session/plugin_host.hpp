@@ -3,8 +3,8 @@
 // The host side of one plugin instance: it IS the C ABI's opaque loupe_host and fills the
 // loupe_host_services table whose functions forward to the session's shared services
 // (features, links, rings, records, symbols, clocks).
-#ifndef LOUPE_PLUGIN_HOST_HPP
-#define LOUPE_PLUGIN_HOST_HPP
+#ifndef LOUPE_SESSION_PLUGIN_HOST_HPP
+#define LOUPE_SESSION_PLUGIN_HOST_HPP
 
 #include <atomic>
 #include <string>
@@ -53,4 +53,4 @@ namespace loupe {
 using PluginHost = loupe_host;
 }  // namespace loupe
 
-#endif  // LOUPE_PLUGIN_HOST_HPP
+#endif  // LOUPE_SESSION_PLUGIN_HOST_HPP

@@ -6,8 +6,8 @@
 // destroyed. It applies the profile's on_plugin_error policy: a failing plugin either ends
 // the session (its hook's status says how) or is contained, said in a health record
 // through `publish`, and the session goes on without it.
-#ifndef LOUPE_PLUGIN_SET_HPP
-#define LOUPE_PLUGIN_SET_HPP
+#ifndef LOUPE_SESSION_PLUGIN_SET_HPP
+#define LOUPE_SESSION_PLUGIN_SET_HPP
 
 #include <chrono>
 #include <cstdint>
@@ -121,4 +121,4 @@ class PluginSet {
 
 }  // namespace loupe
 
-#endif  // LOUPE_PLUGIN_SET_HPP
+#endif  // LOUPE_SESSION_PLUGIN_SET_HPP

@@ -2,8 +2,8 @@
 //
 // What the session needs of the process's privileges, from the check before anything loads
 // to the drop once every probe is attached (docs/reliability.md "Privileges").
-#ifndef LOUPE_PRIVILEGE_PLAN_HPP
-#define LOUPE_PRIVILEGE_PLAN_HPP
+#ifndef LOUPE_SESSION_PRIVILEGE_PLAN_HPP
+#define LOUPE_SESSION_PRIVILEGE_PLAN_HPP
 
 #include <optional>
 #include <string>
@@ -31,4 +31,4 @@ class PrivilegePlan {
 
 }  // namespace loupe
 
-#endif  // LOUPE_PRIVILEGE_PLAN_HPP
+#endif  // LOUPE_SESSION_PRIVILEGE_PLAN_HPP

@@ -4,8 +4,8 @@
 // stats`) every program's runs and run time, reported each window; always, at the end, the
 // events each program missed because it was already running on that CPU (recursion misses
 // need no statistics switched on), so no event is lost to that silently.
-#ifndef LOUPE_PROBE_ACCOUNTING_HPP
-#define LOUPE_PROBE_ACCOUNTING_HPP
+#ifndef LOUPE_SESSION_PROBE_ACCOUNTING_HPP
+#define LOUPE_SESSION_PROBE_ACCOUNTING_HPP
 
 #include <cstdint>
 #include <functional>
@@ -57,4 +57,4 @@ class ProbeAccounting {
 
 }  // namespace loupe
 
-#endif  // LOUPE_PROBE_ACCOUNTING_HPP
+#endif  // LOUPE_SESSION_PROBE_ACCOUNTING_HPP

@@ -8,8 +8,8 @@
 // And loupe's whole cost over each report's window (`cost_cpu_percent`): its programs' run
 // time plus its own threads' CPU time, as a share of all online CPUs' time, per plugin
 // instance, checked against `[session] max_cpu_percent` when one is declared.
-#ifndef LOUPE_PROBE_STATS_REPORTER_HPP
-#define LOUPE_PROBE_STATS_REPORTER_HPP
+#ifndef LOUPE_SESSION_PROBE_STATS_REPORTER_HPP
+#define LOUPE_SESSION_PROBE_STATS_REPORTER_HPP
 
 #include <loupe/abi/records.h>
 
@@ -72,4 +72,4 @@ class ProbeStatsReporter {
 
 }  // namespace loupe
 
-#endif  // LOUPE_PROBE_STATS_REPORTER_HPP
+#endif  // LOUPE_SESSION_PROBE_STATS_REPORTER_HPP

@@ -2,8 +2,8 @@
 //
 // A session's capture file: every raw ring record written as it is read (`loupe run
 // --record`), or a capture fed back through decode and sinks with no kernel (`loupe replay`).
-#ifndef LOUPE_RECORDING_HPP
-#define LOUPE_RECORDING_HPP
+#ifndef LOUPE_SESSION_RECORDING_HPP
+#define LOUPE_SESSION_RECORDING_HPP
 
 #include <atomic>
 #include <cstdint>
@@ -45,4 +45,4 @@ class Recording {
 
 }  // namespace loupe
 
-#endif  // LOUPE_RECORDING_HPP
+#endif  // LOUPE_SESSION_RECORDING_HPP

@@ -3,8 +3,8 @@
 // How the session's parts say why a run cannot go on: a Status whose code is the exit code
 // the session ends with (loupe::ExitCode), so each part decides what kind of failure it
 // met and the conductor only passes it up.
-#ifndef LOUPE_SESSION_ERROR_HPP
-#define LOUPE_SESSION_ERROR_HPP
+#ifndef LOUPE_SESSION_SESSION_ERROR_HPP
+#define LOUPE_SESSION_SESSION_ERROR_HPP
 
 #include <string>
 
@@ -26,4 +26,4 @@ ExitCode exit_code_for_plugin_status(int status);
 
 }  // namespace loupe
 
-#endif  // LOUPE_SESSION_ERROR_HPP
+#endif  // LOUPE_SESSION_SESSION_ERROR_HPP

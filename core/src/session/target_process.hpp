@@ -2,8 +2,8 @@
 //
 // The command loupe profiles: forked and held before exec until every probe is attached
 // (so its first instructions are observed), then released; reaped on exit.
-#ifndef LOUPE_TARGET_PROCESS_HPP
-#define LOUPE_TARGET_PROCESS_HPP
+#ifndef LOUPE_SESSION_TARGET_PROCESS_HPP
+#define LOUPE_SESSION_TARGET_PROCESS_HPP
 
 #include <sys/types.h>
 
@@ -41,4 +41,4 @@ class TargetProcess {
 
 }  // namespace loupe
 
-#endif  // LOUPE_TARGET_PROCESS_HPP
+#endif  // LOUPE_SESSION_TARGET_PROCESS_HPP

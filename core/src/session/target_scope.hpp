@@ -5,8 +5,8 @@
 // every plugin's filter reads, the kernel's mmap records of those processes, and which of
 // them get unwind tables. Forks and exits of the tree reach the tables and the symbolizer
 // here; nothing else in the session knows which processes are the target's.
-#ifndef LOUPE_TARGET_SCOPE_HPP
-#define LOUPE_TARGET_SCOPE_HPP
+#ifndef LOUPE_SESSION_TARGET_SCOPE_HPP
+#define LOUPE_SESSION_TARGET_SCOPE_HPP
 
 #include <sys/types.h>
 
@@ -106,4 +106,4 @@ class TargetScope {
 
 }  // namespace loupe
 
-#endif  // LOUPE_TARGET_SCOPE_HPP
+#endif  // LOUPE_SESSION_TARGET_SCOPE_HPP

@@ -8,8 +8,8 @@
 // sees a window half written: a directory's name appears only once its files are complete.
 //
 // Session thread only.
-#ifndef LOUPE_CORE_SESSION_WINDOW_STORE_HPP
-#define LOUPE_CORE_SESSION_WINDOW_STORE_HPP
+#ifndef LOUPE_SESSION_WINDOW_STORE_HPP
+#define LOUPE_SESSION_WINDOW_STORE_HPP
 
 #include <cstdint>
 #include <filesystem>
@@ -67,4 +67,4 @@ class WindowStore {
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_SESSION_WINDOW_STORE_HPP
+#endif  // LOUPE_SESSION_WINDOW_STORE_HPP

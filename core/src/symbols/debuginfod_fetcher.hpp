@@ -12,8 +12,8 @@
 // the file there at once.
 //
 // Thread-safe.
-#ifndef LOUPE_CORE_SYMBOLS_DEBUGINFOD_FETCHER_HPP
-#define LOUPE_CORE_SYMBOLS_DEBUGINFOD_FETCHER_HPP
+#ifndef LOUPE_SYMBOLS_DEBUGINFOD_FETCHER_HPP
+#define LOUPE_SYMBOLS_DEBUGINFOD_FETCHER_HPP
 
 #include <chrono>
 #include <condition_variable>
@@ -73,4 +73,4 @@ class DebuginfodFetcher {
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_SYMBOLS_DEBUGINFOD_FETCHER_HPP
+#endif  // LOUPE_SYMBOLS_DEBUGINFOD_FETCHER_HPP

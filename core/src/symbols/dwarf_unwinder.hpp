@@ -7,8 +7,8 @@
 // files opened through /proc/PID/root or map_files) and dropped with it (exec, eviction,
 // invalidate). Not thread-safe: the symbolizer's lock guards it. Without libdw in the
 // build every unwind answers LOUPE_UNWIND_UNSUPPORTED.
-#ifndef LOUPE_CORE_DWARF_UNWINDER_HPP
-#define LOUPE_CORE_DWARF_UNWINDER_HPP
+#ifndef LOUPE_SYMBOLS_DWARF_UNWINDER_HPP
+#define LOUPE_SYMBOLS_DWARF_UNWINDER_HPP
 
 #include <cstdint>
 #include <memory>
@@ -54,4 +54,4 @@ class DwarfUnwinder {
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_DWARF_UNWINDER_HPP
+#endif  // LOUPE_SYMBOLS_DWARF_UNWINDER_HPP

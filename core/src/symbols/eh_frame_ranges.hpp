@@ -3,8 +3,8 @@
 // The code ranges of the FDEs in an .eh_frame section: the function boundaries a stripped
 // file still carries (every function the compiler emits unwind info for has one), used to
 // group addresses per function where no symbol names them.
-#ifndef LOUPE_CORE_EH_FRAME_RANGES_HPP
-#define LOUPE_CORE_EH_FRAME_RANGES_HPP
+#ifndef LOUPE_SYMBOLS_EH_FRAME_RANGES_HPP
+#define LOUPE_SYMBOLS_EH_FRAME_RANGES_HPP
 
 #include <cstddef>
 #include <cstdint>
@@ -26,4 +26,4 @@ std::vector<FdeRange> parse_eh_frame_ranges(const std::uint8_t* data, std::size_
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_EH_FRAME_RANGES_HPP
+#endif  // LOUPE_SYMBOLS_EH_FRAME_RANGES_HPP

@@ -4,8 +4,8 @@
 // or from its separate debug file found by build-id. Keeps the file open while cached,
 // so it is opened only for files whose source lines are asked for. Without libdw in the
 // build (LOUPE_HAVE_LIBDW unset) it finds nothing.
-#ifndef LOUPE_CORE_ELF_DWARF_LINES_HPP
-#define LOUPE_CORE_ELF_DWARF_LINES_HPP
+#ifndef LOUPE_SYMBOLS_ELF_DWARF_LINES_HPP
+#define LOUPE_SYMBOLS_ELF_DWARF_LINES_HPP
 
 #include <cstdint>
 #include <memory>
@@ -43,4 +43,4 @@ class ElfDwarfLines {
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_ELF_DWARF_LINES_HPP
+#endif  // LOUPE_SYMBOLS_ELF_DWARF_LINES_HPP

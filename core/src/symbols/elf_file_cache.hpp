@@ -5,8 +5,8 @@
 // file replaced in place (new inode, or same inode rewritten) is read again. Bounded by
 // count with least-recently-used eviction; a table still used by a cached process stays
 // alive through that process's reference. Not thread-safe: the symbolizer's lock guards it.
-#ifndef LOUPE_CORE_ELF_FILE_CACHE_HPP
-#define LOUPE_CORE_ELF_FILE_CACHE_HPP
+#ifndef LOUPE_SYMBOLS_ELF_FILE_CACHE_HPP
+#define LOUPE_SYMBOLS_ELF_FILE_CACHE_HPP
 
 #include <cstdint>
 #include <list>
@@ -53,4 +53,4 @@ class ElfFileCache {
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_ELF_FILE_CACHE_HPP
+#endif  // LOUPE_SYMBOLS_ELF_FILE_CACHE_HPP

@@ -4,8 +4,8 @@
 // function and data symbols (sorted, sized), its PT_LOAD segments (to turn a runtime
 // address into a link-time one) and its GNU build-id. Immutable once loaded, so one table
 // is shared by every process that maps the file.
-#ifndef LOUPE_CORE_ELF_SYMBOL_TABLE_HPP
-#define LOUPE_CORE_ELF_SYMBOL_TABLE_HPP
+#ifndef LOUPE_SYMBOLS_ELF_SYMBOL_TABLE_HPP
+#define LOUPE_SYMBOLS_ELF_SYMBOL_TABLE_HPP
 
 #include <cstdint>
 #include <functional>
@@ -94,4 +94,4 @@ class ElfSymbolTable {
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_ELF_SYMBOL_TABLE_HPP
+#endif  // LOUPE_SYMBOLS_ELF_SYMBOL_TABLE_HPP

@@ -6,8 +6,8 @@
 // the file is read incrementally from where the last read stopped. It is written by the
 // profiled program: every length is checked against the record and the file, a half
 // written record waits for the next read, and garbage stops the reading of that file.
-#ifndef LOUPE_CORE_JITDUMP_HPP
-#define LOUPE_CORE_JITDUMP_HPP
+#ifndef LOUPE_SYMBOLS_JITDUMP_HPP
+#define LOUPE_SYMBOLS_JITDUMP_HPP
 
 #include <sys/types.h>
 
@@ -92,4 +92,4 @@ class JitDump {
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_JITDUMP_HPP
+#endif  // LOUPE_SYMBOLS_JITDUMP_HPP

@@ -2,8 +2,8 @@
 //
 // The kernel's symbol table as /proc/kallsyms shows it: text (or data) symbols of vmlinux,
 // modules and BPF programs, sorted by address. Loaded once; names live as long as the table.
-#ifndef LOUPE_CORE_KALLSYMS_TABLE_HPP
-#define LOUPE_CORE_KALLSYMS_TABLE_HPP
+#ifndef LOUPE_SYMBOLS_KALLSYMS_TABLE_HPP
+#define LOUPE_SYMBOLS_KALLSYMS_TABLE_HPP
 
 #include <cstdint>
 #include <string>
@@ -52,4 +52,4 @@ class KallsymsTable {
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_KALLSYMS_TABLE_HPP
+#endif  // LOUPE_SYMBOLS_KALLSYMS_TABLE_HPP

@@ -10,8 +10,8 @@
 // these records synchronously in mmap(2) and exec(2), so no process is too short.
 //
 // Threading: not thread-safe; the symbolizer drains it under its own lock.
-#ifndef LOUPE_CORE_SYMBOLS_MAPPING_EVENTS_HPP
-#define LOUPE_CORE_SYMBOLS_MAPPING_EVENTS_HPP
+#ifndef LOUPE_SYMBOLS_MAPPING_EVENTS_HPP
+#define LOUPE_SYMBOLS_MAPPING_EVENTS_HPP
 
 #include <sys/types.h>
 
@@ -82,4 +82,4 @@ std::vector<pid_t> threads_of(const std::vector<pid_t>& pids,
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_SYMBOLS_MAPPING_EVENTS_HPP
+#endif  // LOUPE_SYMBOLS_MAPPING_EVENTS_HPP

@@ -4,8 +4,8 @@
 // hex, written by V8/Node --perf-basic-prof, the JVM's perf-map-agent, .NET, LuaJIT...).
 // The file grows while the JIT runs (or is rewritten whole: the JVM's Compiler.perfmap),
 // so it is re-read whenever its size or mtime changes.
-#ifndef LOUPE_CORE_PERF_MAP_HPP
-#define LOUPE_CORE_PERF_MAP_HPP
+#ifndef LOUPE_SYMBOLS_PERF_MAP_HPP
+#define LOUPE_SYMBOLS_PERF_MAP_HPP
 
 #include <cstdint>
 #include <ctime>
@@ -73,4 +73,4 @@ class PerfMap {
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_PERF_MAP_HPP
+#endif  // LOUPE_SYMBOLS_PERF_MAP_HPP

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // One process's address space as /proc/PID/maps lists it.
-#ifndef LOUPE_CORE_SYMBOLIZER_PROCESS_MAPS_HPP
-#define LOUPE_CORE_SYMBOLIZER_PROCESS_MAPS_HPP
+#ifndef LOUPE_SYMBOLS_PROCESS_MAPS_HPP
+#define LOUPE_SYMBOLS_PROCESS_MAPS_HPP
 
 #include <cstdint>
 #include <string>
@@ -48,4 +48,4 @@ std::vector<MapsEntry> parse_process_maps(const std::string& text);
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_SYMBOLIZER_PROCESS_MAPS_HPP
+#endif  // LOUPE_SYMBOLS_PROCESS_MAPS_HPP

@@ -4,8 +4,8 @@
 // file-backed one (executable ones when the maps are read, data ones on first use; shared
 // through ElfFileCache) with its load bias, and its JIT symbol files (perf map, jitdump).
 // Not thread-safe: the symbolizer's lock guards it.
-#ifndef LOUPE_CORE_SYMBOLIZER_PROCESS_SPACE_HPP
-#define LOUPE_CORE_SYMBOLIZER_PROCESS_SPACE_HPP
+#ifndef LOUPE_SYMBOLS_PROCESS_SPACE_HPP
+#define LOUPE_SYMBOLS_PROCESS_SPACE_HPP
 
 #include <chrono>
 #include <cstdint>
@@ -124,4 +124,4 @@ class ProcessSpace {
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_SYMBOLIZER_PROCESS_SPACE_HPP
+#endif  // LOUPE_SYMBOLS_PROCESS_SPACE_HPP

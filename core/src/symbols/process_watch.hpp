@@ -13,8 +13,8 @@
 //
 // Threading: any thread. maps() may run on the table builder's thread and on the
 // symbolizer's while poll() runs on the session's.
-#ifndef LOUPE_CORE_SYMBOLS_PROCESS_WATCH_HPP
-#define LOUPE_CORE_SYMBOLS_PROCESS_WATCH_HPP
+#ifndef LOUPE_SYMBOLS_PROCESS_WATCH_HPP
+#define LOUPE_SYMBOLS_PROCESS_WATCH_HPP
 
 #include <cstdint>
 #include <functional>
@@ -110,4 +110,4 @@ class ProcessWatch {
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_SYMBOLS_PROCESS_WATCH_HPP
+#endif  // LOUPE_SYMBOLS_PROCESS_WATCH_HPP

@@ -5,8 +5,8 @@
 // Grows with the number of distinct names ever returned (bounded by the symbols of the
 // files seen), never with the number of frames. Not thread-safe: the symbolizer's lock
 // guards it.
-#ifndef LOUPE_CORE_SYMBOLIZER_STRING_POOL_HPP
-#define LOUPE_CORE_SYMBOLIZER_STRING_POOL_HPP
+#ifndef LOUPE_SYMBOLS_STRING_POOL_HPP
+#define LOUPE_SYMBOLS_STRING_POOL_HPP
 
 #include <functional>
 #include <string>
@@ -35,4 +35,4 @@ class StringPool {
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_SYMBOLIZER_STRING_POOL_HPP
+#endif  // LOUPE_SYMBOLS_STRING_POOL_HPP

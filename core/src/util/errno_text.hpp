@@ -3,8 +3,8 @@
 // How every core message names an errno: "EINVAL (Invalid argument)". The symbolic name is
 // what users search for; the text is what they read. Kernel-internal codes that the
 // verifier and BPF syscalls return (ENOTSUPP = 524) get a name too.
-#ifndef LOUPE_CORE_UTIL_ERRNO_TEXT_HPP
-#define LOUPE_CORE_UTIL_ERRNO_TEXT_HPP
+#ifndef LOUPE_UTIL_ERRNO_TEXT_HPP
+#define LOUPE_UTIL_ERRNO_TEXT_HPP
 
 #include <string>
 
@@ -15,4 +15,4 @@ std::string errno_text(int err);
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_UTIL_ERRNO_TEXT_HPP
+#endif  // LOUPE_UTIL_ERRNO_TEXT_HPP

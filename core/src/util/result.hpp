@@ -7,8 +7,8 @@
 // the plugin ABI firewall, which turns them into status codes.
 //
 // libstdc++ 12 (Debian 12) has no std::expected in C++20 mode; this is its small subset.
-#ifndef LOUPE_CORE_UTIL_RESULT_HPP
-#define LOUPE_CORE_UTIL_RESULT_HPP
+#ifndef LOUPE_UTIL_RESULT_HPP
+#define LOUPE_UTIL_RESULT_HPP
 
 #include <string>
 #include <utility>
@@ -75,4 +75,4 @@ inline Error make_error(std::string message, int code = 0) {
     if (::loupe::Status st_ = (step); !st_) return st_; \
   } while (false)
 
-#endif  // LOUPE_CORE_UTIL_RESULT_HPP
+#endif  // LOUPE_UTIL_RESULT_HPP

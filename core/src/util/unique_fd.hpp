@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The one owning file descriptor of the core: closes on destruction, moves, never copies.
-#ifndef LOUPE_CORE_UTIL_UNIQUE_FD_HPP
-#define LOUPE_CORE_UTIL_UNIQUE_FD_HPP
+#ifndef LOUPE_UTIL_UNIQUE_FD_HPP
+#define LOUPE_UTIL_UNIQUE_FD_HPP
 
 #include <unistd.h>
 
@@ -41,4 +41,4 @@ class UniqueFd {
 
 }  // namespace loupe
 
-#endif  // LOUPE_CORE_UTIL_UNIQUE_FD_HPP
+#endif  // LOUPE_UTIL_UNIQUE_FD_HPP

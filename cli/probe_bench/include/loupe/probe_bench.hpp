@@ -13,8 +13,8 @@
 // Probes no built-in loop fires (uprobes on other functions, other tracepoints, perf
 // sampling) are listed as skipped with the reason. See docs/performance.md "loupe bench" for the
 // limits.
-#ifndef LOUPE_PROBE_BENCH_HPP
-#define LOUPE_PROBE_BENCH_HPP
+#ifndef LOUPE_CLI_PROBE_BENCH_INCLUDE_LOUPE_PROBE_BENCH_HPP
+#define LOUPE_CLI_PROBE_BENCH_INCLUDE_LOUPE_PROBE_BENCH_HPP
 
 #include <cstdint>
 #include <filesystem>
@@ -75,4 +75,4 @@ BenchReport run_probe_bench(const BenchOptions& opts);
 
 }  // namespace loupe
 
-#endif  // LOUPE_PROBE_BENCH_HPP
+#endif  // LOUPE_CLI_PROBE_BENCH_INCLUDE_LOUPE_PROBE_BENCH_HPP
