@@ -12,7 +12,7 @@
 
 #include "loupe/sdk/thread_name.hpp"
 #include "session/health_report.hpp"
-#include "unwind/unwind_tables.hpp"
+#include "unwind/process_tables.hpp"
 
 namespace loupe {
 namespace {
@@ -29,7 +29,7 @@ constexpr std::uint64_t kLaterEveryNs = 100'000'000ull;
 
 }  // namespace
 
-SessionUnwinder::SessionUnwinder(UnwindTables& tables, ProcessWatch& watch,
+SessionUnwinder::SessionUnwinder(ProcessTables& tables, ProcessWatch& watch,
                                  std::vector<std::unique_ptr<Runtime>> runtimes, std::uint32_t rows)
     : tables_(tables), watch_(watch), rows_(rows), runtimes_(std::move(runtimes)) {}
 

@@ -7,7 +7,7 @@
 // shared). One copy of the rows for the session, however many plugins take stacks: the
 // agent profile (two plugins, system-wide) held two 24 MiB copies before.
 //
-// It keeps the tables' host (UnwindTables) writing into its maps as the first consumer, the
+// It keeps the tables' host (ProcessTables) writing into its maps as the first consumer, the
 // runtimes (runtime.hpp) writing their entries, and the ring read: each first sighting goes
 // to the runtime whose id it carries. Frames are named through it by runtime id.
 //
@@ -39,14 +39,14 @@
 namespace loupe {
 
 class HealthReport;
-class UnwindTables;
+class ProcessTables;
 class ProcessWatch;
 
 class SessionUnwinder {
  public:
   // `rows`: the tables' size ([session] unwind_rows, resolved). A process a runtime was
   // not ready for is read again through `watch` (the session's, outliving this).
-  SessionUnwinder(UnwindTables& tables, ProcessWatch& watch,
+  SessionUnwinder(ProcessTables& tables, ProcessWatch& watch,
                   std::vector<std::unique_ptr<Runtime>> runtimes, std::uint32_t rows);
   ~SessionUnwinder();
   SessionUnwinder(const SessionUnwinder&) = delete;
@@ -80,7 +80,7 @@ class SessionUnwinder {
   static int on_record(void* self, void* data, std::size_t size);
   Status make_map(const RuntimeMapSpec& spec, const char* kernel_name);
 
-  UnwindTables& tables_;
+  ProcessTables& tables_;
   ProcessWatch& watch_;
   std::uint32_t rows_;
   std::string create_error_;  // why the maps could not be made: the first call's

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The session's stack walk (core/src/session/stack_walk.hpp), made of the unwind tables'
-// host (unwind_tables.hpp), the one unwinder whose maps every plugin's walk shares
+// host (process_tables.hpp), the one unwinder whose maps every plugin's walk shares
 // (session_unwinder.hpp), and the runtimes of the table (runtimes/registry.cpp).
 #include <fmt/format.h>
 
@@ -11,7 +11,7 @@
 #include "session/health_report.hpp"
 #include "session/stack_walk.hpp"
 #include "unwind/session_unwinder.hpp"
-#include "unwind/unwind_tables.hpp"
+#include "unwind/process_tables.hpp"
 
 namespace loupe {
 
@@ -81,7 +81,7 @@ class StackWalkParts final : public StackWalk {
   // The maps every plugin's walk shares, and the runtimes that write theirs: declared
   // before the tables, whose builder thread writes into its maps, so they outlive it.
   std::unique_ptr<SessionUnwinder> unwinder_;
-  UnwindTables tables_;
+  ProcessTables tables_;
 };
 
 }  // namespace

@@ -2,7 +2,7 @@
 //
 // For benches of unwind = "tables": a plugin object whose programs use the in-kernel unwinder
 // (bpf/include/loupe/unwind.bpf.h), sized as the plugin sizes it, and after load filled with
-// this process's own unwind tables by the core's UnwindTables, as a session does for its
+// this process's own unwind tables by the core's ProcessTables, as a session does for its
 // target. Link loupe_core and add core/src to the include path.
 #ifndef LOUPE_BENCH_SELF_UNWIND_TABLES_HPP
 #define LOUPE_BENCH_SELF_UNWIND_TABLES_HPP
@@ -18,7 +18,7 @@
 #include <string>
 #include <thread>
 
-#include "unwind/unwind_tables.hpp"
+#include "unwind/process_tables.hpp"
 
 namespace loupe_bench {
 
@@ -34,12 +34,12 @@ void size_self_unwind_maps(Skel* s, std::uint32_t rows = 262144, std::uint32_t s
 
 // After load: this process's tables in the object's maps; kept while the result lives.
 // Refreshed as a session refreshes its target at each tick until every file this process
-// maps has its rows: they are built on UnwindTables' own thread, and the process's entry is
+// maps has its rows: they are built on ProcessTables' own thread, and the process's entry is
 // written (by that thread) only once a file of it is back, so a single refresh writes none.
 // Bounded: a builder that never finishes is an error, not a bench without tables.
 template <typename Skel>
-std::unique_ptr<loupe::UnwindTables> load_self_unwind_tables(Skel* s, double timeout_s = 60) {
-  auto t = std::make_unique<loupe::UnwindTables>();
+std::unique_ptr<loupe::ProcessTables> load_self_unwind_tables(Skel* s, double timeout_s = 60) {
+  auto t = std::make_unique<loupe::ProcessTables>();
   if (auto st = t->attach(bpf_map__fd(s->maps.loupe_unwind_rows),
                           bpf_map__fd(s->maps.loupe_unwind_procs));
       !st)
@@ -48,7 +48,7 @@ std::unique_ptr<loupe::UnwindTables> load_self_unwind_tables(Skel* s, double tim
   const auto t0 = std::chrono::steady_clock::now();
   const auto end = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(timeout_s));
-  loupe::UnwindTables::Counters c;
+  loupe::ProcessTables::Counters c;
   for (;;) {
     t->refresh();
     c = t->counters();

@@ -3,7 +3,7 @@
 // The in-kernel unwinder (bpf/include/loupe/unwind.bpf.h) on the real kernel, at
 // sched_switch: a workload whose blocking calls come straight from sleep_site() (nanosleep)
 // and read_site() (read), built with and without frame pointers. Its tables are built from
-// its files' .eh_frame (UnwindTableStore) and loaded before it starts; every switch-out of
+// its files' .eh_frame (RowStore) and loaded before it starts; every switch-out of
 // its threads is unwound by the tables and, for comparison, by the kernel's frame-pointer
 // walk. The tables must name the direct caller and reach the thread's root; the numbers of
 // both walks are printed.
@@ -26,7 +26,7 @@
 
 #include "loupe/sdk/skeleton.hpp"
 #include "loupe/symbolizer.hpp"
-#include "unwind/unwind_tables.hpp"
+#include "unwind/process_tables.hpp"
 #include "unwind_probe.h"
 #include "unwind_probe.skel.h"
 
@@ -136,7 +136,7 @@ void run(const char* workload, bool frame_pointers) {
   ASSERT_EQ(unwind_probe_bpf__load(skel.get()), 0) << "the verifier refused unwind.bpf.h";
 
   // What the session does for a plugin that asked for tables (unwind_tables_attach).
-  loupe::UnwindTables tables;
+  loupe::ProcessTables tables;
   const loupe::Status attached = tables.attach(bpf_map__fd(skel->maps.loupe_unwind_rows),
                                                bpf_map__fd(skel->maps.loupe_unwind_procs));
   ASSERT_TRUE(attached) << attached.error();

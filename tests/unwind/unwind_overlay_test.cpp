@@ -20,7 +20,7 @@
 #include <string>
 #include <thread>
 
-#include "unwind/unwind_table_store.hpp"
+#include "unwind/row_store.hpp"
 
 namespace {
 
@@ -30,10 +30,10 @@ namespace {
 // not the prebuild's. It must reach the rows already built, not build a second copy (which
 // filled the rows map in the guests and left libpython without rows). On a root whose maps
 // and stat() agree the test holds trivially, and says so.
-TEST(UnwindTableStore, ACommandPrebuiltByPathIsBuiltOnceWhenItsProcessMapsIt) {
+TEST(RowStore, ACommandPrebuiltByPathIsBuiltOnceWhenItsProcessMapsIt) {
   if (::geteuid() != 0) GTEST_SKIP() << "reads another process's maps: needs root";
   const std::string exe = "/bin/sleep";
-  loupe::UnwindTableStore store;
+  loupe::RowStore store;
   ASSERT_GE(store.prebuild(exe), 2u) << "sleep and at least its loader";
   const std::size_t rows = store.rows().size();
   const std::uint64_t files = store.stats().files;
@@ -82,7 +82,7 @@ TEST(UnwindTableStore, ACommandPrebuiltByPathIsBuiltOnceWhenItsProcessMapsIt) {
 // processes stayed unlearnt, and every later `cat` of the loop was walked by frame pointers
 // alone (0 of 3,268 allocations reached main in the 6.1 guest under load). Holds
 // trivially on a root whose maps and stat() agree.
-TEST(UnwindTableStore, ACommandGoneBeforeItWasReadIsLearntByThePathItMapped) {
+TEST(RowStore, ACommandGoneBeforeItWasReadIsLearntByThePathItMapped) {
   if (::geteuid() != 0) GTEST_SKIP() << "reads another process's maps: needs root";
   const std::string exe = std::filesystem::canonical("/bin/sleep").string();
   const pid_t pid = ::fork();
@@ -108,7 +108,7 @@ TEST(UnwindTableStore, ACommandGoneBeforeItWasReadIsLearntByThePathItMapped) {
   ::kill(pid, SIGKILL);
   ::waitpid(pid, nullptr, 0);
   ASSERT_NE(ino, 0u) << "no mapping of " << exe;
-  loupe::UnwindTableStore store;
+  loupe::RowStore store;
   store.learn_file(static_cast<std::uint32_t>(pid), (std::uint64_t{major_no} << 32) | minor_no, ino,
                    exe);
   EXPECT_EQ(store.stats().files, 1u) << "a file its gone process mapped was not learnt";

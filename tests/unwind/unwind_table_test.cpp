@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Unwind tables (unwind/unwind_table.cpp) against libdw's own answer, on the
+// Unwind tables (unwind/file_rows.cpp) against libdw's own answer, on the
 // system's real files, and the walk the kernel does with them (unwind.bpf.h) replayed in
 // user space over this process's own captured stack, against the libdwfl unwinder.
 #include <dwarf.h>
@@ -22,13 +22,13 @@
 #include <vector>
 
 #include "loupe/symbolizer.hpp"
-#include "unwind/unwind_table.hpp"
-#include "unwind/unwind_table_store.hpp"
+#include "unwind/file_rows.hpp"
+#include "unwind/row_store.hpp"
 #include "unwind_chain.h"
 
 namespace {
 
-using loupe::UnwindTable;
+using loupe::FileRows;
 
 // libdw's rule at `pc`, decoded independently of the builder: what the row must say.
 struct Expected {
@@ -66,7 +66,7 @@ struct Agreement {
 };
 
 // Samples `n` pcs across the file's rows and checks each row against libdw.
-Agreement check_against_libdw(const std::string& path, const UnwindTable& t, std::size_t n) {
+Agreement check_against_libdw(const std::string& path, const FileRows& t, std::size_t n) {
   Agreement a;
   int fd = ::open(path.c_str(), O_RDONLY);
   EXPECT_GE(fd, 0) << path;
@@ -121,9 +121,9 @@ Agreement check_against_libdw(const std::string& path, const UnwindTable& t, std
 
 void check_file(const std::string& path) {
   if (::access(path.c_str(), R_OK) != 0) GTEST_SKIP() << path << " is not installed";
-  UnwindTable t;
+  FileRows t;
   const auto t0 = std::chrono::steady_clock::now();
-  ASSERT_TRUE(loupe::build_unwind_table(path, &t)) << path;
+  ASSERT_TRUE(loupe::build_file_rows(path, &t)) << path;
   const auto ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_GT(t.rows.size(), 100u) << path;
@@ -143,22 +143,22 @@ void check_file(const std::string& path) {
       static_cast<unsigned long long>(s.unsupported), ms, a.sampled, a.gaps, a.other);
 }
 
-TEST(UnwindTable, XzRowsAgreeWithLibdw) {
+TEST(FileRows, XzRowsAgreeWithLibdw) {
   check_file("/usr/bin/xz");
 }
-TEST(UnwindTable, LsRowsAgreeWithLibdw) {
+TEST(FileRows, LsRowsAgreeWithLibdw) {
   check_file("/bin/ls");
 }
-TEST(UnwindTable, LibcRowsAgreeWithLibdw) {
+TEST(FileRows, LibcRowsAgreeWithLibdw) {
   check_file("/lib/x86_64-linux-gnu/libc.so.6");
 }
-TEST(UnwindTable, Python3RowsAgreeWithLibdw) {
+TEST(FileRows, Python3RowsAgreeWithLibdw) {
   check_file("/usr/bin/python3.11");
 }
 
-TEST(UnwindTable, PltStubsGetThePltRule) {
-  UnwindTable t;
-  ASSERT_TRUE(loupe::build_unwind_table("/lib/x86_64-linux-gnu/libc.so.6", &t))
+TEST(FileRows, PltStubsGetThePltRule) {
+  FileRows t;
+  ASSERT_TRUE(loupe::build_file_rows("/lib/x86_64-linux-gnu/libc.so.6", &t))
       << "/lib/x86_64-linux-gnu/libc.so.6";
   EXPECT_GT(t.stats.plt, 0u);
   bool found = false;
@@ -172,13 +172,13 @@ TEST(UnwindTable, PltStubsGetThePltRule) {
   EXPECT_TRUE(found);
 }
 
-TEST(UnwindTable, VforkKeepsItsReturnAddressInRdi) {
+TEST(FileRows, VforkKeepsItsReturnAddressInRdi) {
   // glibc's vfork pops its return address into rdi before the syscall (the child shares
   // the stack and would clobber it): after the pop, CFA = rsp + 0 and the return address
   // is rdi, which a blocked vfork parent's saved registers hold.
   const std::string libc = "/lib/x86_64-linux-gnu/libc.so.6";
-  UnwindTable t;
-  ASSERT_TRUE(loupe::build_unwind_table(libc, &t)) << libc;
+  FileRows t;
+  ASSERT_TRUE(loupe::build_file_rows(libc, &t)) << libc;
   Elf* elf = nullptr;
   int fd = ::open(libc.c_str(), O_RDONLY);
   ASSERT_GE(fd, 0);
@@ -211,12 +211,12 @@ TEST(UnwindTable, VforkKeepsItsReturnAddressInRdi) {
   EXPECT_TRUE(rdi) << "no row of vfork keeps its return address in rdi";
 }
 
-TEST(UnwindTable, AFileWithoutEhFrameIsAnError) {
-  UnwindTable t;
-  const loupe::Status text = loupe::build_unwind_table("/etc/passwd", &t);
+TEST(FileRows, AFileWithoutEhFrameIsAnError) {
+  FileRows t;
+  const loupe::Status text = loupe::build_file_rows("/etc/passwd", &t);
   EXPECT_FALSE(text);
   EXPECT_NE(text.error().find("/etc/passwd: not an ELF file"), std::string::npos) << text.error();
-  EXPECT_FALSE(loupe::build_unwind_table("/nonexistent", &t));
+  EXPECT_FALSE(loupe::build_file_rows("/nonexistent", &t));
 }
 
 // The kernel's row lookup (loupe_unwind_row_index): the rows between the page index's
@@ -243,8 +243,8 @@ const loupe_unwind_row* page_lookup(const std::vector<loupe_unwind_row>& rows,
 }
 
 void check_page_index(const std::string& file) {
-  UnwindTable t;
-  ASSERT_TRUE(loupe::build_unwind_table(file, &t)) << file;
+  FileRows t;
+  ASSERT_TRUE(loupe::build_file_rows(file, &t)) << file;
   std::uint32_t base = 0;
   const auto index = loupe::unwind_page_index(t.rows, &base);
   ASSERT_FALSE(index.empty());
@@ -274,7 +274,7 @@ void check_page_index(const std::string& file) {
       file.c_str(), n, pages, LOUPE_UNWIND_PAGE_SIZE, widest, checked);
 }
 
-TEST(UnwindTable, ThePageIndexFindsTheRowInForceAtEveryAddress) {
+TEST(FileRows, ThePageIndexFindsTheRowInForceAtEveryAddress) {
   for (const std::string file : {"/lib/x86_64-linux-gnu/libc.so.6", "/usr/bin/python3.11"}) {
     if (::access(file.c_str(), R_OK) == 0) check_page_index(file);
   }
@@ -282,7 +282,7 @@ TEST(UnwindTable, ThePageIndexFindsTheRowInForceAtEveryAddress) {
 
 // The kernel's walk (unwind.bpf.h) in user space, over a copied stack: the model the BPF
 // code follows, checked here against libdwfl frame by frame.
-std::vector<std::uint64_t> table_walk(const loupe::UnwindTableStore& store,
+std::vector<std::uint64_t> table_walk(const loupe::RowStore& store,
                                       const loupe_unwind_proc& proc, const unwind_capture& c) {
   std::vector<std::uint64_t> out;
   std::uint64_t pc = c.regs[16], sp = c.regs[7], bp = c.regs[6];
@@ -322,10 +322,10 @@ std::vector<std::uint64_t> table_walk(const loupe::UnwindTableStore& store,
   return out;
 }
 
-TEST(UnwindTable, TheKernelsWalkMatchesLibdwflOnAStackWithoutFramePointers) {
+TEST(FileRows, TheKernelsWalkMatchesLibdwflOnAStackWithoutFramePointers) {
   auto capture = std::make_unique<unwind_capture>();
   ASSERT_NE(unwind_chain_level3(capture.get(), 5), -1);
-  loupe::UnwindTableStore store;
+  loupe::RowStore store;
   loupe_unwind_proc proc{};
   const loupe::Status loaded = store.load_process(static_cast<std::uint32_t>(getpid()), &proc);
   ASSERT_TRUE(loaded) << loaded.error();
@@ -363,17 +363,17 @@ TEST(UnwindTable, TheKernelsWalkMatchesLibdwflOnAStackWithoutFramePointers) {
 // With a builder, a file not built yet never blocks the caller: the process's entry leaves
 // its mappings out (deferred) and each file is handed over once, whoever asks; the
 // results, added back, give the same entry as building at once, rows and all.
-TEST(UnwindTable, AFileHandedToTheBuilderIsLeftOutUntilItsResultIsBack) {
+TEST(FileRows, AFileHandedToTheBuilderIsLeftOutUntilItsResultIsBack) {
   const auto self = static_cast<std::uint32_t>(getpid());
-  loupe::UnwindTableStore at_once;
+  loupe::RowStore at_once;
   loupe_unwind_proc want{};
   ASSERT_TRUE(at_once.load_process(self, &want));
   ASSERT_GT(want.count, 1u);
 
-  loupe::UnwindTableStore store;
-  std::vector<loupe::UnwindTableStore::BuildJob> jobs;
-  std::map<loupe::UnwindTableStore::FileKey, std::uint64_t> asked;  // key -> highest priority
-  store.set_builder([&](const loupe::UnwindTableStore::BuildJob& job, std::uint64_t priority) {
+  loupe::RowStore store;
+  std::vector<loupe::RowStore::BuildJob> jobs;
+  std::map<loupe::RowStore::FileKey, std::uint64_t> asked;  // key -> highest priority
+  store.set_builder([&](const loupe::RowStore::BuildJob& job, std::uint64_t priority) {
     auto [it, first] = asked.try_emplace(job.key, priority);
     if (first)
       jobs.push_back(job);
@@ -400,7 +400,7 @@ TEST(UnwindTable, AFileHandedToTheBuilderIsLeftOutUntilItsResultIsBack) {
   ASSERT_TRUE(store.load_process(self, &proc));
   EXPECT_GE(proc.count, 2u) << "prebuilt files are in the entry at once";
 
-  for (auto& job : jobs) store.add_built(loupe::UnwindTableStore::build(job));
+  for (auto& job : jobs) store.add_built(loupe::RowStore::build(job));
   EXPECT_EQ(store.pending(), 0u);
   ASSERT_TRUE(store.load_process(self, &proc));
   EXPECT_FALSE(store.deferred());

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Native unwind tables for the in-kernel unwinder (unwind.bpf.h): rows built in user space
- * from a file's .eh_frame (unwind/unwind_table.cpp), one x86-64 rule per pc
+ * from a file's .eh_frame (unwind/file_rows.cpp), one x86-64 rule per pc
  * range, and the mappings of a process that say which rows cover which addresses. Shared
  * by BPF and user space; fixed-width fields only.
  *

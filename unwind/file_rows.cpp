@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "unwind/unwind_table.hpp"
+#include "unwind/file_rows.hpp"
 
 #include <fcntl.h>
 #include <gelf.h>
@@ -19,7 +19,7 @@
 
 namespace loupe {
 
-const loupe_unwind_row* UnwindTable::find(std::uint64_t pc) const {
+const loupe_unwind_row* FileRows::find(std::uint64_t pc) const {
   if (pc > std::numeric_limits<std::uint32_t>::max()) return nullptr;
   auto it = std::upper_bound(rows.begin(), rows.end(), pc,
                              [](std::uint64_t p, const loupe_unwind_row& r) { return p < r.pc; });
@@ -27,7 +27,7 @@ const loupe_unwind_row* UnwindTable::find(std::uint64_t pc) const {
   return &*(it - 1);
 }
 
-bool UnwindTable::bias_for(std::uint64_t map_start, std::uint64_t file_offset,
+bool FileRows::bias_for(std::uint64_t map_start, std::uint64_t file_offset,
                            std::uint64_t* bias) const {
   for (const auto& s : segments) {
     // Mappings start page-aligned: the segment may begin inside the mapping's first page.
@@ -93,7 +93,7 @@ struct Rule {
 };
 
 // The rule of `frame`; counts the kinds the kernel side does not unwind by rule.
-Rule classify_rule(Dwarf_Frame* frame, bool signal, UnwindTableStats* st) {
+Rule classify_rule(Dwarf_Frame* frame, bool signal, FileRowsStats* st) {
   Rule row;
   if (signal) {
     row.cfa = LOUPE_UNWIND_CFA_SIGNAL;
@@ -157,7 +157,7 @@ Rule classify_rule(Dwarf_Frame* frame, bool signal, UnwindTableStats* st) {
 }
 
 // The packed row of `frame`: a rule whose offsets do not fit the row is unsupported too.
-loupe_unwind_row classify(Dwarf_Frame* frame, bool signal, UnwindTableStats* st) {
+loupe_unwind_row classify(Dwarf_Frame* frame, bool signal, FileRowsStats* st) {
   const Rule r = classify_rule(frame, signal, st);
   loupe_unwind_row row{};
   const bool fits = fits32(r.cfa_off) && fits32(r.rbp_off) &&
@@ -183,7 +183,7 @@ struct ElfHandle {
 
 }  // namespace
 
-Status build_unwind_table(const std::string& path, UnwindTable* out) {
+Status build_file_rows(const std::string& path, FileRows* out) {
   *out = {};
   ElfHandle h(path);
   GElf_Ehdr ehdr;
@@ -244,7 +244,7 @@ Status build_unwind_table(const std::string& path, UnwindTable* out) {
 
 #else
 
-Status build_unwind_table(const std::string& path, UnwindTable* out) {
+Status build_file_rows(const std::string& path, FileRows* out) {
   *out = {};
   return make_error(path + ": loupe was built without libdw (no unwind tables)");
 }

@@ -7,8 +7,8 @@
 // copy and the process entries; this class touches no map, so it is tested on its own.
 // Not thread-safe: one owner's thread. Building a file's table (seconds for libjvm under
 // emulation) can be handed to another thread (set_builder, build, add_built).
-#ifndef LOUPE_UNWIND_UNWIND_TABLE_STORE_HPP
-#define LOUPE_UNWIND_UNWIND_TABLE_STORE_HPP
+#ifndef LOUPE_UNWIND_ROW_STORE_HPP
+#define LOUPE_UNWIND_ROW_STORE_HPP
 
 #include <chrono>
 #include <cstdint>
@@ -20,12 +20,12 @@
 
 #include "loupe/unwind.h"
 #include "symbols/process_maps.hpp"
-#include "unwind/unwind_table.hpp"
+#include "unwind/file_rows.hpp"
 #include "util/result.hpp"
 
 namespace loupe {
 
-class UnwindTableStore {
+class RowStore {
  public:
   struct FileEntry {
     std::string path;
@@ -35,7 +35,7 @@ class UnwindTableStore {
     std::uint32_t page_count = 0;
     std::uint32_t page_base = 0;
     std::uint64_t build_ns = 0;
-    UnwindTable table;  // rows moved to the store; segments and stats kept
+    FileRows table;  // rows moved to the store; segments and stats kept
     std::string error;
   };
   struct Stats {
@@ -56,7 +56,7 @@ class UnwindTableStore {
   };
   struct Built {
     BuildJob job;
-    UnwindTable table;  // rows and page index
+    FileRows table;  // rows and page index
     std::vector<loupe_unwind_row> pages;
     std::uint32_t page_base = 0;
     std::string error;
@@ -66,7 +66,7 @@ class UnwindTableStore {
   // for a job already handed over when a busier process asks for it.
   using Builder = std::function<void(const BuildJob&, std::uint64_t priority)>;
 
-  explicit UnwindTableStore(std::string proc_root = "/proc", std::uint32_t max_rows = 1u << 21)
+  explicit RowStore(std::string proc_root = "/proc", std::uint32_t max_rows = 1u << 21)
       : proc_root_(std::move(proc_root)), max_rows_(max_rows) {}
 
   // From now on a file not built yet is handed to `builder` instead of being built on the
@@ -140,4 +140,4 @@ class UnwindTableStore {
 
 }  // namespace loupe
 
-#endif  // LOUPE_UNWIND_UNWIND_TABLE_STORE_HPP
+#endif  // LOUPE_UNWIND_ROW_STORE_HPP

@@ -5,8 +5,8 @@
 // by pc, as the OpenTelemetry profiler's stack deltas and Parca's unwind tables do. Every
 // row of the CFI becomes one row here (identical neighbours merged); a rule the kernel side
 // does not follow is kept as a marked row, so the walk stops there instead of guessing.
-#ifndef LOUPE_UNWIND_UNWIND_TABLE_HPP
-#define LOUPE_UNWIND_UNWIND_TABLE_HPP
+#ifndef LOUPE_UNWIND_FILE_ROWS_HPP
+#define LOUPE_UNWIND_FILE_ROWS_HPP
 
 #include <cstdint>
 #include <string>
@@ -17,7 +17,7 @@
 
 namespace loupe {
 
-struct UnwindTableStats {
+struct FileRowsStats {
   std::uint64_t fdes = 0;         // FDEs read
   std::uint64_t cfi_rows = 0;     // rows the CFI has (before merging)
   std::uint64_t plt = 0;          // rows of PLT stubs (the linker's CFA expression)
@@ -34,10 +34,10 @@ struct LoadSegment {
   bool executable;
 };
 
-struct UnwindTable {
+struct FileRows {
   std::vector<loupe_unwind_row> rows;  // sorted by pc, no two neighbours alike
   std::vector<LoadSegment> segments;
-  UnwindTableStats stats;
+  FileRowsStats stats;
 
   // runtime - link-time address of a mapping of this file at `map_start` with file offset
   // `file_offset` (/proc/PID/maps); false when no loadable segment holds that offset.
@@ -57,8 +57,8 @@ std::vector<loupe_unwind_row> unwind_page_index(const std::vector<loupe_unwind_r
 
 // Builds the table of the ELF file at `path` from its .eh_frame. An error when the file
 // cannot be read, has no .eh_frame, is not x86-64, or loupe was built without libdw.
-Status build_unwind_table(const std::string& path, UnwindTable* out);
+Status build_file_rows(const std::string& path, FileRows* out);
 
 }  // namespace loupe
 
-#endif  // LOUPE_UNWIND_UNWIND_TABLE_HPP
+#endif  // LOUPE_UNWIND_FILE_ROWS_HPP

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "unwind/unwind_tables.hpp"
+#include "unwind/process_tables.hpp"
 #include "loupe/sdk/thread_name.hpp"
 
 #include <bpf/bpf.h>
@@ -41,7 +41,7 @@ std::uint64_t cpu_ticks(const std::string& proc_root, std::uint32_t pid) {
 
 }  // namespace
 
-UnwindTables::~UnwindTables() {
+ProcessTables::~ProcessTables() {
   {
     std::lock_guard lock(build_mu_);
     stopping_ = true;
@@ -50,7 +50,7 @@ UnwindTables::~UnwindTables() {
   if (builder_.joinable()) builder_.join();
 }
 
-void UnwindTables::request_build(const UnwindTableStore::BuildJob& job, std::uint64_t priority) {
+void ProcessTables::request_build(const RowStore::BuildJob& job, std::uint64_t priority) {
   {
     std::lock_guard lock(build_mu_);
     if (accepted_.insert(job.key).second) {
@@ -70,7 +70,7 @@ void UnwindTables::request_build(const UnwindTableStore::BuildJob& job, std::uin
   build_cv_.notify_one();
 }
 
-void UnwindTables::build_loop() {
+void ProcessTables::build_loop() {
   std::unique_lock lock(build_mu_);
   for (;;) {
     build_cv_.wait(lock, [this] { return stopping_ || !queued_.empty(); });
@@ -79,12 +79,12 @@ void UnwindTables::build_loop() {
       return std::tie(a.second.priority, a.second.asked) <
              std::tie(b.second.priority, b.second.asked);
     });
-    UnwindTableStore::BuildJob job = std::move(next->second.job);
+    RowStore::BuildJob job = std::move(next->second.job);
     spdlog::debug("unwind tables: building {} (priority {}, {} more queued)", job.path,
                   next->second.priority, queued_.size() - 1);
     queued_.erase(next);
     lock.unlock();
-    UnwindTableStore::Built b = UnwindTableStore::build(std::move(job));
+    RowStore::Built b = RowStore::build(std::move(job));
     {
       // Into the kernel from here, not at the session's next tick: that thread can wait
       // on the symbolizer (a second in an emulated guest while a plugin named new stacks),
@@ -102,7 +102,7 @@ void UnwindTables::build_loop() {
   }
 }
 
-Status UnwindTables::attach(int rows_fd, int procs_fd) {
+Status ProcessTables::attach(int rows_fd, int procs_fd) {
   std::lock_guard tables(mu_);
   bpf_map_info rows{}, procs{};
   __u32 len = sizeof(rows);
@@ -119,8 +119,8 @@ Status UnwindTables::attach(int rows_fd, int procs_fd) {
     return make_error("unwind_tables_attach: procs_fd is not a map of loupe_unwind_proc by tgid");
   // One store for all: its row numbers must fit the smallest consumer.
   if (!store_) {
-    store_ = std::make_unique<UnwindTableStore>(watch_->proc_root(), rows.max_entries);
-    store_->set_builder([this](const UnwindTableStore::BuildJob& job, std::uint64_t priority) {
+    store_ = std::make_unique<RowStore>(watch_->proc_root(), rows.max_entries);
+    store_->set_builder([this](const RowStore::BuildJob& job, std::uint64_t priority) {
       request_build(job, priority);
     });
   }
@@ -136,7 +136,7 @@ Status UnwindTables::attach(int rows_fd, int procs_fd) {
   return {};
 }
 
-Status UnwindTables::attach_files(int procs_fd, int files_fd) {
+Status ProcessTables::attach_files(int procs_fd, int files_fd) {
   std::lock_guard tables(mu_);
   bpf_map_info files{};
   __u32 len = sizeof(files);
@@ -156,12 +156,12 @@ Status UnwindTables::attach_files(int procs_fd, int files_fd) {
   return {};
 }
 
-void UnwindTables::mark_runtimes(std::uint32_t pid, const std::vector<MapsEntry>& maps,
+void ProcessTables::mark_runtimes(std::uint32_t pid, const std::vector<MapsEntry>& maps,
                                  loupe_unwind_proc* proc) {
   proc->flags = runtimes_.update ? runtimes_.update(pid, maps) : 0;
 }
 
-void UnwindTables::rewrite_runtimes(std::uint32_t pid, std::uint32_t bits) {
+void ProcessTables::rewrite_runtimes(std::uint32_t pid, std::uint32_t bits) {
   auto p = written_.find(pid);
   if (p == written_.end() || p->second->flags == bits) return;
   p->second->flags = bits;
@@ -169,7 +169,7 @@ void UnwindTables::rewrite_runtimes(std::uint32_t pid, std::uint32_t bits) {
     if (bpf_map_update_elem(c.procs_fd, &pid, p->second.get(), BPF_ANY) != 0) ++write_errors_;
 }
 
-void UnwindTables::write_rows(Consumer& c) {
+void ProcessTables::write_rows(Consumer& c) {
   write_new_rows(c);
   if (c.files_fd < 0) return;
   // Files whose rows the consumer holds: a process without an entry finds them by inode.
@@ -197,7 +197,7 @@ void UnwindTables::write_rows(Consumer& c) {
   }
 }
 
-void UnwindTables::write_new_rows(Consumer& c) {
+void ProcessTables::write_new_rows(Consumer& c) {
   const auto& rows = store_->rows();
   const std::uint32_t end =
       std::min<std::uint32_t>(static_cast<std::uint32_t>(rows.size()), c.capacity);
@@ -231,7 +231,7 @@ void UnwindTables::write_new_rows(Consumer& c) {
   c.written = end;
 }
 
-std::size_t UnwindTables::prebuild(const std::string& exe) {
+std::size_t ProcessTables::prebuild(const std::string& exe) {
   std::lock_guard tables(mu_);
   if (!store_) return 0;
   const std::size_t n = store_->prebuild(exe);
@@ -241,19 +241,19 @@ std::size_t UnwindTables::prebuild(const std::string& exe) {
   return n;
 }
 
-void UnwindTables::learn_file(std::uint32_t pid, const std::string& path, std::uint32_t dev_major,
+void ProcessTables::learn_file(std::uint32_t pid, const std::string& path, std::uint32_t dev_major,
                               std::uint32_t dev_minor, std::uint64_t inode) {
   const FileKey key{(std::uint64_t{dev_major} << 32) | dev_minor, inode};
   std::lock_guard lock(learnt_mu_);
   if (accepting_) arrived_.try_emplace(key, LearntFile{pid, path});
 }
 
-void UnwindTables::forget(std::uint32_t pid) {
+void ProcessTables::forget(std::uint32_t pid) {
   std::lock_guard tables(mu_);
   forget_locked(pid);
 }
 
-void UnwindTables::forget_locked(std::uint32_t pid) {
+void ProcessTables::forget_locked(std::uint32_t pid) {
   tracked_.erase(pid);
   read_generation_.erase(pid);
   waiting_.erase(pid);
@@ -264,7 +264,7 @@ void UnwindTables::forget_locked(std::uint32_t pid) {
     for (auto& c : consumers_) bpf_map_delete_elem(c.procs_fd, &pid);
 }
 
-bool UnwindTables::refresh() {
+bool ProcessTables::refresh() {
   std::lock_guard tables(mu_);
   busy_ = false;
   if (consumers_.empty()) return false;
@@ -374,7 +374,7 @@ bool UnwindTables::refresh() {
   return changed;
 }
 
-void UnwindTables::follow_changes(std::uint64_t now) {
+void ProcessTables::follow_changes(std::uint64_t now) {
   // Read once the loader (or a dlopen's burst) is done: a command that ends sooner is
   // never read, and the files it ran are learnt from its records.
   constexpr std::uint64_t kSettleNs = 50'000'000ull;
@@ -410,7 +410,7 @@ void UnwindTables::follow_changes(std::uint64_t now) {
   for (std::uint32_t pid : gone) forget_locked(pid);
 }
 
-int UnwindTables::load_and_write(std::uint32_t pid, int* err) {
+int ProcessTables::load_and_write(std::uint32_t pid, int* err) {
   auto proc = std::make_unique<loupe_unwind_proc>();
   std::uint64_t& generation = read_generation_[pid];
   const auto read = watch_->maps(pid, generation, err);
@@ -441,7 +441,7 @@ int UnwindTables::load_and_write(std::uint32_t pid, int* err) {
   return 1;
 }
 
-UnwindTables::Counters UnwindTables::counters() const {
+ProcessTables::Counters ProcessTables::counters() const {
   std::lock_guard tables(mu_);
   Counters c;
   c.processes = written_.size();

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "unwind/unwind_table_store.hpp"
+#include "unwind/row_store.hpp"
 
 #include <fcntl.h>
 #include <gelf.h>
@@ -54,7 +54,7 @@ void elf_dependencies(const std::string& path, std::string* interp,
 
 }  // namespace
 
-std::size_t UnwindTableStore::prebuild(const std::string& exe) {
+std::size_t RowStore::prebuild(const std::string& exe) {
   // The dynamic loader's own search order, for what a distribution installs: the file's
   // RUNPATH, then the multiarch and plain library directories.
   static const char* const kDirs[] = {"/lib/x86_64-linux-gnu",
@@ -104,7 +104,7 @@ std::size_t UnwindTableStore::prebuild(const std::string& exe) {
   return built;
 }
 
-const UnwindTableStore::FileEntry* UnwindTableStore::file(std::uint32_t pid, std::uint64_t dev,
+const RowStore::FileEntry* RowStore::file(std::uint32_t pid, std::uint64_t dev,
                                                           std::uint64_t inode,
                                                           const std::string& path, bool now) {
   const FileKey key{dev, inode};
@@ -165,7 +165,7 @@ const UnwindTableStore::FileEntry* UnwindTableStore::file(std::uint32_t pid, std
 }
 
 // `key` shares the rows of the file built under `built` (the same file, another key).
-const UnwindTableStore::FileEntry& UnwindTableStore::alias(const FileKey& key,
+const RowStore::FileEntry& RowStore::alias(const FileKey& key,
                                                            const FileKey& built) {
   const FileEntry entry = files_.at(built);
   auto [slot, added] = files_.try_emplace(key, entry);
@@ -173,11 +173,11 @@ const UnwindTableStore::FileEntry& UnwindTableStore::alias(const FileKey& key,
   return slot->second;
 }
 
-UnwindTableStore::Built UnwindTableStore::build(BuildJob job) {
+RowStore::Built RowStore::build(BuildJob job) {
   Built b;
   b.job = std::move(job);
   const auto t0 = std::chrono::steady_clock::now();
-  if (Status built = build_unwind_table(b.job.at, &b.table); !built)
+  if (Status built = build_file_rows(b.job.at, &b.table); !built)
     b.error = built.error();
   else
     b.pages = unwind_page_index(b.table.rows, &b.page_base);
@@ -187,7 +187,7 @@ UnwindTableStore::Built UnwindTableStore::build(BuildJob job) {
   return b;
 }
 
-void UnwindTableStore::add_built(Built built) {
+void RowStore::add_built(Built built) {
   const FileKey key = built.job.key, identity = built.job.identity;
   pending_.erase(key);
   pending_identities_.erase(identity);
@@ -195,7 +195,7 @@ void UnwindTableStore::add_built(Built built) {
   insert(std::move(built));
 }
 
-UnwindTableStore::FileEntry& UnwindTableStore::insert(Built b) {
+RowStore::FileEntry& RowStore::insert(Built b) {
   identities_.emplace(b.job.identity, b.job.key);
   auto [slot, added] = files_.try_emplace(b.job.key);
   order_.push_back(&*slot);
@@ -227,7 +227,7 @@ UnwindTableStore::FileEntry& UnwindTableStore::insert(Built b) {
   return f;
 }
 
-Status UnwindTableStore::load_process(std::uint32_t pid, loupe_unwind_proc* out) {
+Status RowStore::load_process(std::uint32_t pid, loupe_unwind_proc* out) {
   int e = 0;
   const auto read = ProcessWatch(proc_root_).maps(pid, ProcessWatch::kNow, &e);
   if (!read) return make_error("pid " + std::to_string(pid) + ": " + std::strerror(e));
@@ -235,7 +235,7 @@ Status UnwindTableStore::load_process(std::uint32_t pid, loupe_unwind_proc* out)
   return {};
 }
 
-void UnwindTableStore::load_process(std::uint32_t pid, const std::vector<MapsEntry>& maps,
+void RowStore::load_process(std::uint32_t pid, const std::vector<MapsEntry>& maps,
                                     loupe_unwind_proc* out) {
   std::memset(out, 0, sizeof(*out));
   deferred_ = false;

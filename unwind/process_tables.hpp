@@ -3,7 +3,7 @@
 // The host side of the in-kernel unwinder (bpf/include/loupe/unwind.bpf.h): keeps the
 // unwind rows and per-process mappings of every process of the session's target in the
 // unwinder's maps (the session's, shared by every plugin; a plugin built against ABI <= 1.9
-// attaches its own copy). The tables are built once per file (UnwindTableStore); a
+// attaches its own copy). The tables are built once per file (RowStore); a
 // process's entry is rewritten when its executable mappings change (exec, dlopen), read
 // through the session's ProcessWatch: a target's every tick, a system-wide run's when the
 // kernel's records say it changed.
@@ -21,8 +21,8 @@
 // pointers (counted); a system-wide run's memory is bounded by the rows map's size (files
 // past it are counted and unwind by frame pointers), not by the live processes. Any thread
 // (the builder's writes what it built itself).
-#ifndef LOUPE_UNWIND_UNWIND_TABLES_HPP
-#define LOUPE_UNWIND_UNWIND_TABLES_HPP
+#ifndef LOUPE_UNWIND_PROCESS_TABLES_HPP
+#define LOUPE_UNWIND_PROCESS_TABLES_HPP
 
 #include <condition_variable>
 #include <cstdint>
@@ -36,12 +36,12 @@
 #include <vector>
 
 #include "symbols/process_watch.hpp"
-#include "unwind/unwind_table_store.hpp"
+#include "unwind/row_store.hpp"
 #include "util/result.hpp"
 
 namespace loupe {
 
-class UnwindTables {
+class ProcessTables {
  public:
   struct Counters {
     std::uint64_t processes = 0;  // processes with an entry written
@@ -60,13 +60,13 @@ class UnwindTables {
 
   // Mappings come from `watch` (the session's, which must outlive this); without one,
   // from a watch of its own on /proc.
-  explicit UnwindTables(ProcessWatch* watch = nullptr)
+  explicit ProcessTables(ProcessWatch* watch = nullptr)
       : own_watch_(watch ? nullptr : std::make_unique<ProcessWatch>()),
         watch_(watch ? watch : own_watch_.get()) {}
   // Waits for the file being built, if any (the builder cannot be cut short).
-  ~UnwindTables();
-  UnwindTables(const UnwindTables&) = delete;
-  UnwindTables& operator=(const UnwindTables&) = delete;
+  ~ProcessTables();
+  ProcessTables(const ProcessTables&) = delete;
+  ProcessTables& operator=(const ProcessTables&) = delete;
 
   // A consumer's maps (loupe_unwind_rows, loupe_unwind_procs), loaded. False with `*err`
   // when they are not such maps.
@@ -109,7 +109,7 @@ class UnwindTables {
     return busy_;
   }
   // Builds the tables of a command's executable and its libraries before it runs
-  // (UnwindTableStore::prebuild); 0 when no consumer is attached.
+  // (RowStore::prebuild); 0 when no consumer is attached.
   std::size_t prebuild(const std::string& exe);
 
   Counters counters() const;
@@ -136,7 +136,7 @@ class UnwindTables {
   void rewrite_runtimes(std::uint32_t pid, std::uint32_t bits);
   // The builder thread's side: a job in (started on the first); each result goes into
   // the store, the consumers' rows and the entries of the processes waiting for it.
-  void request_build(const UnwindTableStore::BuildJob& job, std::uint64_t priority);
+  void request_build(const RowStore::BuildJob& job, std::uint64_t priority);
   void build_loop();
   // Reads pid's mappings and writes its entry when they changed: 1 written, 0 unchanged,
   // -1 its maps unreadable (why in `*err`). Under mu_.
@@ -149,7 +149,7 @@ class UnwindTables {
   std::unique_ptr<ProcessWatch> own_watch_;
   ProcessWatch* watch_;
   RuntimeHooks runtimes_;
-  std::unique_ptr<UnwindTableStore> store_;
+  std::unique_ptr<RowStore> store_;
   std::vector<Consumer> consumers_;
   std::map<std::uint32_t, std::uint64_t> tracked_;  // pid -> when its maps are next read (ns)
   static constexpr std::uint64_t kNever = ~std::uint64_t{0};  // until its records say it changed
@@ -188,7 +188,7 @@ class UnwindTables {
   // be a process gone since); a key is accepted once (asked again, its priority rises).
   struct Queued {
     std::uint64_t priority, asked;
-    UnwindTableStore::BuildJob job;
+    RowStore::BuildJob job;
   };
   std::mutex build_mu_;
   std::condition_variable build_cv_;
@@ -201,4 +201,4 @@ class UnwindTables {
 
 }  // namespace loupe
 
-#endif  // LOUPE_UNWIND_UNWIND_TABLES_HPP
+#endif  // LOUPE_UNWIND_PROCESS_TABLES_HPP
