@@ -28,7 +28,7 @@ const loupe_unwind_row* FileRows::find(std::uint64_t pc) const {
 }
 
 bool FileRows::bias_for(std::uint64_t map_start, std::uint64_t file_offset,
-                           std::uint64_t* bias) const {
+                        std::uint64_t* bias) const {
   for (const auto& s : segments) {
     // Mappings start page-aligned: the segment may begin inside the mapping's first page.
     const std::uint64_t page_off = s.offset & ~std::uint64_t{0xfff};

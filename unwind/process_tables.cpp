@@ -157,7 +157,7 @@ Status ProcessTables::attach_files(int procs_fd, int files_fd) {
 }
 
 void ProcessTables::mark_runtimes(std::uint32_t pid, const std::vector<MapsEntry>& maps,
-                                 loupe_unwind_proc* proc) {
+                                  loupe_unwind_proc* proc) {
   proc->flags = runtimes_.update ? runtimes_.update(pid, maps) : 0;
 }
 
@@ -242,7 +242,7 @@ std::size_t ProcessTables::prebuild(const std::string& exe) {
 }
 
 void ProcessTables::learn_file(std::uint32_t pid, const std::string& path, std::uint32_t dev_major,
-                              std::uint32_t dev_minor, std::uint64_t inode) {
+                               std::uint32_t dev_minor, std::uint64_t inode) {
   const FileKey key{(std::uint64_t{dev_major} << 32) | dev_minor, inode};
   std::lock_guard lock(learnt_mu_);
   if (accepting_) arrived_.try_emplace(key, LearntFile{pid, path});

@@ -104,9 +104,8 @@ std::size_t RowStore::prebuild(const std::string& exe) {
   return built;
 }
 
-const RowStore::FileEntry* RowStore::file(std::uint32_t pid, std::uint64_t dev,
-                                                          std::uint64_t inode,
-                                                          const std::string& path, bool now) {
+const RowStore::FileEntry* RowStore::file(std::uint32_t pid, std::uint64_t dev, std::uint64_t inode,
+                                          const std::string& path, bool now) {
   const FileKey key{dev, inode};
   if (auto it = files_.find(key); it != files_.end()) return &it->second;
   if (auto p = pending_.find(key); p != pending_.end()) {
@@ -165,8 +164,7 @@ const RowStore::FileEntry* RowStore::file(std::uint32_t pid, std::uint64_t dev,
 }
 
 // `key` shares the rows of the file built under `built` (the same file, another key).
-const RowStore::FileEntry& RowStore::alias(const FileKey& key,
-                                                           const FileKey& built) {
+const RowStore::FileEntry& RowStore::alias(const FileKey& key, const FileKey& built) {
   const FileEntry entry = files_.at(built);
   auto [slot, added] = files_.try_emplace(key, entry);
   order_.push_back(&*slot);
@@ -236,7 +234,7 @@ Status RowStore::load_process(std::uint32_t pid, loupe_unwind_proc* out) {
 }
 
 void RowStore::load_process(std::uint32_t pid, const std::vector<MapsEntry>& maps,
-                                    loupe_unwind_proc* out) {
+                            loupe_unwind_proc* out) {
   std::memset(out, 0, sizeof(*out));
   deferred_ = false;
   for (const auto& m : maps) {

@@ -10,8 +10,8 @@
 #include "runtimes/runtime.hpp"
 #include "session/health_report.hpp"
 #include "session/stack_walk.hpp"
-#include "unwind/session_unwinder.hpp"
 #include "unwind/process_tables.hpp"
+#include "unwind/session_unwinder.hpp"
 
 namespace loupe {
 

@@ -282,8 +282,8 @@ TEST(FileRows, ThePageIndexFindsTheRowInForceAtEveryAddress) {
 
 // The kernel's walk (unwind.bpf.h) in user space, over a copied stack: the model the BPF
 // code follows, checked here against libdwfl frame by frame.
-std::vector<std::uint64_t> table_walk(const loupe::RowStore& store,
-                                      const loupe_unwind_proc& proc, const unwind_capture& c) {
+std::vector<std::uint64_t> table_walk(const loupe::RowStore& store, const loupe_unwind_proc& proc,
+                                      const unwind_capture& c) {
   std::vector<std::uint64_t> out;
   std::uint64_t pc = c.regs[16], sp = c.regs[7], bp = c.regs[6];
   auto read = [&](std::uint64_t addr, std::uint64_t* v) {
