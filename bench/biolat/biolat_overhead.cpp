@@ -206,14 +206,24 @@ int main(int argc, char** argv) {
       }
     int stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
     std::map<std::string, double> bpf_ns;
+    // Each program's share, by its name: where a mode's time per I/O goes.
+    std::map<std::string, std::vector<std::pair<std::string, double>>> by_program;
     for (auto& m : modes) {
       if (!m.attached_anything() || stats_fd < 0 || wall[m.name].empty()) continue;
       m.attach();
-      loupe_bench::ProgCost before = loupe_bench::prog_cost_by_id(m.ids);
+      std::vector<loupe_bench::ProgCost> before;
+      for (auto id : m.ids) before.push_back(loupe_bench::prog_cost_by_id({id}));
       file.loop(ios);
-      loupe_bench::ProgCost after = loupe_bench::prog_cost_by_id(m.ids);
+      double sum = 0;
+      for (std::size_t i = 0; i < m.ids.size(); ++i) {
+        const double ns = static_cast<double>(loupe_bench::prog_cost_by_id({m.ids[i]}).run_ns -
+                                              before[i].run_ns) /
+                          static_cast<double>(ios);
+        sum += ns;
+        if (ns > 0) by_program[m.name].emplace_back(loupe_bench::prog_name_of_id(m.ids[i]), ns);
+      }
       m.detach();
-      bpf_ns[m.name] = static_cast<double>(after.run_ns - before.run_ns) / static_cast<double>(ios);
+      bpf_ns[m.name] = sum;
     }
     if (stats_fd >= 0) close(stats_fd);
 
@@ -227,6 +237,12 @@ int main(int argc, char** argv) {
       double w = median(wall[m.name]);
       std::printf("  %-11s %12.0f %14.0f %13.2f %12.0f\n", m.name.c_str(), w, w - none,
                   empty_added > 0 ? (w - none) / empty_added : 0.0, bpf_ns[m.name]);
+    }
+    std::printf("  BPF ns/IO by program:\n");
+    for (const auto& [mode, progs] : by_program) {
+      std::printf("    %-11s", mode.c_str());
+      for (const auto& [name, ns] : progs) std::printf(" %s %.0f", name.c_str(), ns);
+      std::printf("\n");
     }
     biolat_bpf__destroy(bio);
     empty_rq_bpf__destroy(empty);

@@ -51,6 +51,18 @@ inline ProgCost prog_cost_by_id(const std::vector<std::uint32_t>& ids) {
   return c;
 }
 
+// The name the kernel keeps for program `id` (its first 15 characters); "" when gone.
+inline std::string prog_name_of_id(std::uint32_t id) {
+  int fd = bpf_prog_get_fd_by_id(id);
+  if (fd < 0) return "";
+  bpf_prog_info info{};
+  std::uint32_t len = sizeof(info);
+  std::string name;
+  if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) name = info.name;
+  close(fd);
+  return name;
+}
+
 inline ProgCost prog_cost(const std::vector<bpf_program*>& progs) {
   ProgCost c;
   for (auto* p : progs) {
