@@ -31,9 +31,7 @@ free=${FREE:-1}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 loupe=$build/bin/loupe
 tmp=$(mktemp -d)
-stats_before=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
-# Left on, every BPF program on the machine pays two clock reads a run: restored.
-trap 'sysctl -qw kernel.bpf_stats_enabled="$stats_before" 2>/dev/null; rm -rf "$tmp"; kill $(jobs -p) 2>/dev/null' EXIT
+trap 'rm -rf "$tmp"; kill $(jobs -p) 2>/dev/null' EXIT
 
 cat >"$tmp/pingpong.py" <<'PY'
 import os, sys, time
@@ -55,8 +53,8 @@ SH
 
 # The cost as anyone can check it from outside, beside loupe's own figure: every 5 s from
 # loupe's start (its reports' cadence), the process's CPU time (utime + stime, all its
-# threads) and its BPF programs' run time as the kernel counts it (bpftool; loupe turns
-# kernel.bpf_stats_enabled on when a budget is set, and so does this); and each thread's
+# threads) and its BPF programs' run time as the kernel counts it (bpftool: statistics on
+# for as long as loupe runs, through with_bpf_stats.py); and each thread's
 # CPU time by its name (loupe names its threads: loupe-rings, loupe-tables, sink:jsonl...).
 outside() {  # outside PID FILE
   local pid=$1 file=$2 t=0
@@ -79,7 +77,6 @@ outside() {  # outside PID FILE
     t=$((t + 5))
   done
 }
-sysctl -qw kernel.bpf_stats_enabled=1 2>/dev/null
 
 one() {  # one NAME PERCENT
   local out=$tmp/$1
@@ -88,7 +85,8 @@ one() {  # one NAME PERCENT
     -e '/^rotate = /d' -e '/^retain/d' \
     -e "s|^\[session\]|[session]\nmax_cpu_percent = $2|" -e '/^listen = /s|9750|9751|' \
     "$root/profiles/agent.toml" >"$tmp/$1.toml"
-  "$loupe" run "$tmp/$1.toml" --duration "$((secs + 4))" >"$out/loupe.log" 2>&1 &
+  "$root/bench/common/with_bpf_stats.py" "$loupe" run "$tmp/$1.toml" --duration "$((secs + 4))" \
+    >"$out/loupe.log" 2>&1 &
   local l=$!
   outside "$l" "$out/outside.txt" &
   sleep 4  # attached, baseline taken

@@ -43,16 +43,14 @@ for v in base loupe perf bpftrace; do
   printf '%-10s %10s %8.2f%%   all: %s\n' "$v" "$m" "$(echo "($m - $base) * 100 / $base" | bc -l)" "${times[$v]}"
 done
 
-# BPF run time per sample of cs_sample (kernel.bpf_stats_enabled while loupe runs), read
-# while the session still runs: 4 s of spinning, read after 3 (the timed runs above can end
-# in well under a second, and then there was nothing left to read).
-old=$(sysctl -n kernel.bpf_stats_enabled)
-sysctl -q kernel.bpf_stats_enabled=1
-"$loupe" run "$tmp/cpu.toml" -- "$spin" 4 user >/dev/null 2>&1 &
+# BPF run time per sample of cs_sample (statistics on while loupe runs), read while the
+# session still runs: 4 s of spinning, read after 3 (the timed runs above can end in well
+# under a second, and then there was nothing left to read).
+"$(dirname "$0")/../common/with_bpf_stats.py" "$loupe" run "$tmp/cpu.toml" -- "$spin" 4 user \
+  >/dev/null 2>&1 &
 lp=$!
 sleep 3
 stats=$(bpftool prog show name cs_sample 2>/dev/null | grep -o 'run_time_ns [0-9]* run_cnt [0-9]*' || true)
 wait $lp || true
 [[ -n $stats ]] || { echo "cpu_overhead: no cs_sample program ran (see loupe run $tmp/cpu.toml)" >&2; exit 1; }
 awk '{t += $2; c += $4} END {if (c) printf "cs_sample: %d runs, %.0f ns per sample (user + kernel stack + hash update)\n", c, t / c}' <<<"$stats"
-sysctl -q kernel.bpf_stats_enabled="$old"

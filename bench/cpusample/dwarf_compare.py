@@ -43,6 +43,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import with_bpf_stats  # noqa: E402
+
 PY_SCRIPT = """
 import sys
 def fib(n):
@@ -292,10 +295,9 @@ def run_variant(variant, build, tmp, data, mb):
 
 
 def bpf_ns_per_run(build, tmp, data, mb, unwind):
-    """cs_sample / cs_sample_dwarf run time per sample (kernel.bpf_stats_enabled), one run."""
+    """cs_sample / cs_sample_dwarf run time per sample (BPF run-time statistics), one run."""
     prog = "cs_sample_dwarf" if unwind == "dwarf" else "cs_sample"
-    old = open("/proc/sys/kernel/bpf_stats_enabled").read().strip()
-    open("/proc/sys/kernel/bpf_stats_enabled", "w").write("1")
+    stats = with_bpf_stats.enable()  # on until closed, however this ends
     try:
         pid = start_stopped(W[0](data, mb))
         profile = os.path.join(tmp, "stats.toml")
@@ -317,7 +319,7 @@ def bpf_ns_per_run(build, tmp, data, mb, unwind):
         prof.wait()
         return (last[0] / last[1], last[1]) if last and last[1] else (0.0, 0)
     finally:
-        open("/proc/sys/kernel/bpf_stats_enabled", "w").write(old)
+        os.close(stats)
 
 
 def main():
