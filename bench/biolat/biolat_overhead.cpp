@@ -9,7 +9,7 @@
 // needs kprobes). All are system-wide, as the plugin is here.
 // Modes are interleaved round by round so drift hits each alike; median of the rounds.
 // "BPF ns/IO" is the programs' own run time per I/O (bpf_enable_stats), measured in a
-// separate pass so the stats do not tax the wall-clock pass.
+// separate pass, interleaved the same way, so the stats do not tax the wall-clock pass.
 //
 //   biolat_overhead [--rounds R] [--ios N] [--dir D] [--no-peers]
 //
@@ -204,28 +204,33 @@ int main(int argc, char** argv) {
         }
         m.detach();
       }
+    // The BPF pass is interleaved round by round too: one round of one mode can land on a
+    // busy moment of a shared machine, and a single run of each once decided the ratio.
     int stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
-    std::map<std::string, double> bpf_ns;
+    std::map<std::string, std::vector<double>> bpf_rounds;
     // Each program's share, by its name: where a mode's time per I/O goes.
-    std::map<std::string, std::vector<std::pair<std::string, double>>> by_program;
-    for (auto& m : modes) {
-      if (!m.attached_anything() || stats_fd < 0 || wall[m.name].empty()) continue;
-      m.attach();
-      std::vector<loupe_bench::ProgCost> before;
-      for (auto id : m.ids) before.push_back(loupe_bench::prog_cost_by_id({id}));
-      file.loop(ios);
-      double sum = 0;
-      for (std::size_t i = 0; i < m.ids.size(); ++i) {
-        const double ns = static_cast<double>(loupe_bench::prog_cost_by_id({m.ids[i]}).run_ns -
-                                              before[i].run_ns) /
-                          static_cast<double>(ios);
-        sum += ns;
-        if (ns > 0) by_program[m.name].emplace_back(loupe_bench::prog_name_of_id(m.ids[i]), ns);
+    std::map<std::string, std::map<std::string, std::vector<double>>> by_program;
+    for (int r = 0; r < rounds && stats_fd >= 0; ++r)
+      for (auto& m : modes) {
+        if (!m.attached_anything() || wall[m.name].empty()) continue;
+        m.attach();
+        std::vector<loupe_bench::ProgCost> before;
+        for (auto id : m.ids) before.push_back(loupe_bench::prog_cost_by_id({id}));
+        file.loop(ios);
+        double sum = 0;
+        for (std::size_t i = 0; i < m.ids.size(); ++i) {
+          const double ns = static_cast<double>(loupe_bench::prog_cost_by_id({m.ids[i]}).run_ns -
+                                                before[i].run_ns) /
+                            static_cast<double>(ios);
+          sum += ns;
+          if (ns > 0) by_program[m.name][loupe_bench::prog_name_of_id(m.ids[i])].push_back(ns);
+        }
+        m.detach();
+        bpf_rounds[m.name].push_back(sum);
       }
-      m.detach();
-      bpf_ns[m.name] = sum;
-    }
     if (stats_fd >= 0) close(stats_fd);
+    std::map<std::string, double> bpf_ns;
+    for (const auto& [name, v] : bpf_rounds) bpf_ns[name] = median(v);
 
     double none = median(wall["none"]);
     double empty_added = median(wall["empty"]) - none;
@@ -238,12 +243,15 @@ int main(int argc, char** argv) {
       std::printf("  %-11s %12.0f %14.0f %13.2f %12.0f\n", m.name.c_str(), w, w - none,
                   empty_added > 0 ? (w - none) / empty_added : 0.0, bpf_ns[m.name]);
     }
-    std::printf("  BPF ns/IO by program:\n");
+    std::printf("  BPF ns/IO by program (median of %d rounds):\n", rounds);
     for (const auto& [mode, progs] : by_program) {
       std::printf("    %-11s", mode.c_str());
-      for (const auto& [name, ns] : progs) std::printf(" %s %.0f", name.c_str(), ns);
+      for (const auto& [name, ns] : progs) std::printf(" %s %.0f", name.c_str(), median(ns));
       std::printf("\n");
     }
+    if (bpf_ns.count("loupe") && bpf_ns.count("biolatency") && bpf_ns["biolatency"] > 0)
+      std::printf("  loupe / biolatency, BPF ns/IO: %.2fx\n",
+                  bpf_ns["loupe"] / bpf_ns["biolatency"]);
     biolat_bpf__destroy(bio);
     empty_rq_bpf__destroy(empty);
   } catch (const std::exception& e) {

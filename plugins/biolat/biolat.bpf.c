@@ -35,6 +35,12 @@ const volatile bool targ_rq_single_arg = true;
 /* block_bio_backmerge/frontmerge lost (q, rq) before their bio in the same release
  * (e8a676d61c07): the bio is argument 0, else 2 (user space reads it from BTF). */
 const volatile __u32 targ_bio_arg = 0;
+/* Slots (loupe/map.bpf.h): max_device_ops (dev, op) pairs and process_limit process rows;
+ * user space sets both with the maps' max_entries. */
+const volatile __u32 targ_device_ops = 512;
+const volatile __u32 targ_process_limit = 256;
+__u32 dev_slot_hint;
+__u32 proc_slot_hint;
 
 /*
  * struct request lost rq_disk in v5.17 (f3fa33acca9f, "block: remove the ->rq_disk field
@@ -50,36 +56,95 @@ struct request___x {
 	struct gendisk *rq_disk;
 } __attribute__((preserve_access_index));
 
+/*
+ * Requests in flight. tp_btf and raw_tp key them by their address alone: an 8-byte key
+ * hashes and compares in less time at each of a request's three hooks than the classic
+ * tracepoints' (dev, sector) pair, which keeps a map of its own. User space sizes the one
+ * in use and leaves the other at one entry.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 10240);
+	__type(key, __u64); /* bio_start_key.id */
+	__type(value, struct bio_start);
+} starts SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 10240);
 	__type(key, struct bio_start_key);
 	__type(value, struct bio_start);
-} starts SEC(".maps");
+} starts_tp SEC(".maps");
 
-/* Where the last issued request of each dev+op ended, for the sequential test. Both this
- * map and stats hold max_device_ops entries (user space sets them). */
+/* `tp`: the classic tracepoints' map. A constant at every call, so each program names one. */
+#define STARTS(tp) ((tp) ? (void *)&starts_tp : (void *)&starts)
+
+/* Each (dev, op) pair: its last end and its slot (struct bio_dev_op). max_device_ops
+ * entries here and in dev_slots_taken, twice that in stats (user space sets them). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
+	__uint(max_entries, 512);
 	__type(key, struct bio_stats_key);
-	__type(value, __u64);
-} last_end SEC(".maps");
+	__type(value, struct bio_dev_op);
+} dev_ops SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 512);
+	__type(key, __u32);
+	__type(value, __u8);
+} dev_slots_taken SEC(".maps");
+
+/* The (dev, op, sync) aggregates, at 2 * slot + sync. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1024);
-	__type(key, struct bio_stats_key);
+	__type(key, __u32);
 	__type(value, struct bio_stats);
 } stats SEC(".maps");
 
-/* max_entries is the per-process cardinality limit (user space sets it). */
+/* Process rows by slot, and each row's key: process_limit entries in all three. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 256);
-	__type(key, struct bio_proc_key);
+	__type(key, __u32);
 	__type(value, struct bio_proc);
 } procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, struct bio_proc_key);
+	__type(value, __u32);
+} proc_slots SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, __u8);
+} proc_slots_taken SEC(".maps");
+
+/*
+ * The last submitter seen on this CPU and its rows by op: a process doing I/O in a loop
+ * finds its row here, where a lookup of proc_slots would hash its 28-byte key at every
+ * request. `seq` is odd while the entry is rewritten: a program preempted on this CPU
+ * in the middle leaves it odd, and the next reader takes the hash instead of half an entry.
+ */
+struct proc_cache {
+	__u32 seq;
+	__u32 pid;
+	__u32 dev;
+	__u32 slot[8]; /* by op_index() */
+	char comm[BIO_COMM_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct proc_cache);
+} proc_cache SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -87,14 +152,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct bio_counters);
 } counters SEC(".maps");
-
-/* Never written: the zeroed value a new stats entry starts from (too big for the stack). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct bio_stats);
-} zero_stats SEC(".maps");
 
 /*
  * A partition's dev_t -> its disk's, filled by user space at start (max_entries: the
@@ -117,13 +174,100 @@ static __always_inline struct bio_counters *get_counters(void)
 	return bpf_map_lookup_elem(&counters, &zero);
 }
 
-/* The (dev, op, sync) aggregate, made from the zeroed value when new; NULL when full. */
-static __always_inline struct bio_stats *stats_of(struct bio_stats_key *sk)
+/* The (dev, op) pair's entry, with a slot claimed when it is new; NULL when none is left. */
+static __always_inline struct bio_dev_op *dev_op_of(__u32 dev, __u8 op)
 {
-	__u32 zero = 0;
-	void *init = bpf_map_lookup_elem(&zero_stats, &zero);
+	struct bio_stats_key k = {.dev = dev, .op = op};
+	struct bio_dev_op *d = bpf_map_lookup_elem(&dev_ops, &k), init = {};
 
-	return init ? loupe_lookup_or_init(&stats, sk, init) : NULL;
+	if (d)
+		return d;
+	init.last_end = BIO_END_UNKNOWN;
+	init.slot = loupe_slot_claim(&dev_slots_taken, &dev_slot_hint, targ_device_ops);
+	if (init.slot == LOUPE_SLOT_NONE)
+		return NULL;
+	/* A CPU that named the pair first keeps it: the claim goes back. */
+	if (bpf_map_update_elem(&dev_ops, &k, &init, BPF_NOEXIST))
+		bpf_map_delete_elem(&dev_slots_taken, &init.slot);
+	return bpf_map_lookup_elem(&dev_ops, &k);
+}
+
+/* The (dev, op, sync) aggregate in its slot; NULL when the pair has none. */
+static __always_inline struct bio_stats *stats_at(__u32 dev_slot, __u8 sync)
+{
+	__u32 i = dev_slot * 2 + (sync ? 1 : 0);
+
+	return dev_slot == LOUPE_SLOT_NONE ? NULL : bpf_map_lookup_elem(&stats, &i);
+}
+
+/* The process row's slot of (dev, pid, op, comm): LOUPE_SLOT_NONE when no row is left. */
+static __always_inline __u32 proc_slot_of(__u32 dev, __u32 pid, __u8 op, const char *comm)
+{
+	struct bio_proc_key k = {.dev = dev, .pid = pid, .op = op};
+
+	__builtin_memcpy(k.comm, comm, sizeof(k.comm));
+	return loupe_slot_of(&proc_slots, &proc_slots_taken, &proc_slot_hint, targ_process_limit,
+			     &k);
+}
+
+/* Ordered against the entry's other loads and stores by the compiler barrier: only a
+ * program on this CPU reads or writes it, so no CPU barrier is needed. */
+#define READ_SEQ(pc)                                                                               \
+	({                                                                                         \
+		asm volatile("" ::: "memory");                                                     \
+		*(volatile __u32 *)&(pc)->seq;                                                     \
+	})
+#define WRITE_SEQ(pc, v)                                                                           \
+	do {                                                                                       \
+		asm volatile("" ::: "memory");                                                     \
+		*(volatile __u32 *)&(pc)->seq = (v);                                               \
+		asm volatile("" ::: "memory");                                                     \
+	} while (0)
+
+/* op & 7, kept: the compiler knows op < 5 and would drop a mask the verifier needs. */
+static __always_inline __u32 op_index(__u8 op)
+{
+	__u32 i = op;
+
+	asm volatile("" : "+r"(i));
+	return i & 7;
+}
+
+/* The same through this CPU's cache of its last submitter (struct proc_cache). */
+static __always_inline __u32 proc_slot_cached(__u32 dev, __u32 pid, __u8 op, const char *comm)
+{
+	__u32 zero = 0, seq, slot, *w = (__u32 *)comm, *cw;
+	struct proc_cache *pc = bpf_map_lookup_elem(&proc_cache, &zero);
+
+	if (!pc)
+		return proc_slot_of(dev, pid, op, comm);
+	cw = (__u32 *)pc->comm;
+	seq = READ_SEQ(pc);
+	/* 0: never written (a zeroed entry would name slot 0 for pid 0). */
+	if (seq && !(seq & 1) && pc->pid == pid && pc->dev == dev && cw[0] == w[0] &&
+	    cw[1] == w[1] && cw[2] == w[2] && cw[3] == w[3]) {
+		slot = pc->slot[op_index(op)];
+		if (slot != LOUPE_SLOT_NONE && READ_SEQ(pc) == seq)
+			return slot;
+	}
+	slot = proc_slot_of(dev, pid, op, comm);
+	if (slot == LOUPE_SLOT_NONE)
+		return slot;
+	WRITE_SEQ(pc, seq | 1);
+	if (pc->pid != pid || pc->dev != dev || cw[0] != w[0] || cw[1] != w[1] || cw[2] != w[2] ||
+	    cw[3] != w[3]) {
+		int i;
+
+		pc->pid = pid;
+		pc->dev = dev;
+		__builtin_memcpy(pc->comm, comm, sizeof(pc->comm));
+#pragma unroll
+		for (i = 0; i < 8; i++)
+			pc->slot[i] = LOUPE_SLOT_NONE;
+	}
+	pc->slot[op_index(op)] = slot;
+	WRITE_SEQ(pc, (seq | 1) + 1);
+	return slot;
 }
 
 static __always_inline void hist_add(struct bio_hist *h, __u64 v)
@@ -218,38 +362,52 @@ static __always_inline void rwbs_read(const char *rwbs, struct rq_info *ri)
 	}
 }
 
-static __always_inline __u8 pattern_of(struct rq_info *ri, struct bio_counters *c)
+/* Where the request starts beside its (dev, op)'s last end; its pair's slot in `slot`. */
+static __always_inline __u8 pattern_of(struct rq_info *ri, struct bio_counters *c, __u32 *slot)
 {
-	struct bio_stats_key k = {.dev = ri->dev, .op = ri->op};
-	__u64 end = ri->sector + (ri->bytes >> 9);
-	__u64 *last = bpf_map_lookup_elem(&last_end, &k);
+	struct bio_dev_op *d = dev_op_of(ri->dev, ri->op);
 	__u8 p;
 
-	if (!last) {
-		if (bpf_map_update_elem(&last_end, &k, &end, BPF_ANY))
-			c->pattern_full++;
+	if (!d) {
+		c->pattern_full++;
+		*slot = LOUPE_SLOT_NONE;
 		return BIO_PATTERN_UNKNOWN;
 	}
-	p = *last == ri->sector ? BIO_PATTERN_SEQUENTIAL : BIO_PATTERN_RANDOM;
-	*last = end;
+	*slot = d->slot;
+	p = d->last_end == BIO_END_UNKNOWN ? BIO_PATTERN_UNKNOWN
+	    : d->last_end == ri->sector	   ? BIO_PATTERN_SEQUENTIAL
+					   : BIO_PATTERN_RANDOM;
+	d->last_end = ri->sector + (ri->bytes >> 9);
 	return p;
 }
 
-static __always_inline void fill_task(struct bio_start *s, __u64 pid_tgid)
+/* The owner: the current task, and its process row when per-process rows are on. */
+static __always_inline void fill_task(struct bio_start *s, __u64 pid_tgid, bool btf)
 {
 	s->pid = pid_tgid >> 32;
 	s->tid = (__u32)pid_tgid;
-	bpf_get_current_comm(s->comm, sizeof(s->comm));
+	if (btf) {
+		/* A trusted pointer: the name is two plain loads, not a helper's copy. */
+		struct task_struct *t = bpf_get_current_task_btf();
+		__u32 *src = (__u32 *)t->comm, *dst = (__u32 *)s->comm;
+
+		dst[0] = src[0];
+		dst[1] = src[1];
+		dst[2] = src[2];
+		dst[3] = src[3];
+	} else {
+		bpf_get_current_comm(s->comm, sizeof(s->comm));
+	}
+	s->proc_slot =
+	    targ_per_process ? proc_slot_cached(s->dev, s->pid, s->op, s->comm) : LOUPE_SLOT_NONE;
 }
 
-static __always_inline int on_insert(struct rq_info *ri)
+static __always_inline int on_insert(struct rq_info *ri, bool btf, bool tp)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	struct bio_counters *c = get_counters();
+	struct bio_counters *c;
 	struct bio_start s = {}, *old;
 
-	if (!c)
-		return 0;
 	if ((targ_dev && ri->dev != targ_dev) || !loupe_filter_pass(pid_tgid)) {
 		/* Under a filter, another task's request is remembered as a marker: when the
 		 * traced task later runs the hardware queue it issues queued requests of other
@@ -261,23 +419,28 @@ static __always_inline int on_insert(struct rq_info *ri)
 			s.untracked = 1;
 			s.bytes = ri->bytes;
 			/* -EEXIST: the traced request's own entry stays, as meant. */
-			if (bpf_map_update_elem(&starts, &ri->key, &s, BPF_NOEXIST) &&
-			    !bpf_map_lookup_elem(&starts, &ri->key))
+			if (bpf_map_update_elem(STARTS(tp), &ri->key, &s, BPF_NOEXIST) &&
+			    !bpf_map_lookup_elem(STARTS(tp), &ri->key) && (c = get_counters()))
 				c->map_full++;
 		}
 		return 0;
 	}
 	s.insert_ns = bpf_ktime_get_ns();
+	s.dev_slot = LOUPE_SLOT_NONE; /* decided at its issue */
 	s.sector = ri->sector;
 	s.bytes = ri->bytes;
 	s.dev = ri->dev;
 	s.op = ri->op;
 	s.sync = ri->sync;
-	fill_task(&s, pid_tgid);
-	/* A new request is the common case: one insert, no lookup first. */
-	if (!bpf_map_update_elem(&starts, &ri->key, &s, BPF_NOEXIST))
+	fill_task(&s, pid_tgid, btf);
+	/* A new request is the common case: one insert, no lookup first, and the counters
+	 * only when there is something to count. */
+	if (!bpf_map_update_elem(STARTS(tp), &ri->key, &s, BPF_NOEXIST))
 		return 0;
-	old = bpf_map_lookup_elem(&starts, &ri->key);
+	c = get_counters();
+	if (!c)
+		return 0;
+	old = bpf_map_lookup_elem(STARTS(tp), &ri->key);
 	if (!old) {
 		c->map_full++;
 		return 0;
@@ -287,13 +450,14 @@ static __always_inline int on_insert(struct rq_info *ri)
 		/* Its place in the dispatch order was counted at its first issue. */
 		s.pattern = old->pattern;
 		s.classified = old->classified;
+		s.dev_slot = old->dev_slot;
 	}
 	*old = s;
 	return 0;
 }
 
 /* `rq` non-NULL: ri holds only the key and the rest is read from rq when needed. */
-static __always_inline int on_issue(struct rq_info *ri, struct request *rq, bool btf)
+static __always_inline int on_issue(struct rq_info *ri, struct request *rq, bool btf, bool tp)
 {
 	struct bio_counters *c = get_counters();
 	struct bio_start *s;
@@ -301,7 +465,7 @@ static __always_inline int on_issue(struct rq_info *ri, struct request *rq, bool
 
 	if (!c)
 		return 0;
-	s = bpf_map_lookup_elem(&starts, &ri->key);
+	s = bpf_map_lookup_elem(STARTS(tp), &ri->key);
 	if (s && s->untracked) {
 		if (rq) /* merges grow it: its completion is whole only at this size */
 			s->bytes = RQ_LOAD(btf, rq, __data_len);
@@ -326,7 +490,7 @@ static __always_inline int on_issue(struct rq_info *ri, struct request *rq, bool
 		/* Once a request: under a busy device the driver refuses a request
 		 * (BLK_STS_RESOURCE) and it is issued again, its sector unchanged. */
 		if (!s->classified) {
-			s->pattern = pattern_of(ri, c);
+			s->pattern = pattern_of(ri, c, &s->dev_slot);
 			s->classified = 1;
 		}
 		return 0;
@@ -348,24 +512,21 @@ static __always_inline int on_issue(struct rq_info *ri, struct request *rq, bool
 		init.dev = ri->dev;
 		init.op = ri->op;
 		init.sync = ri->sync;
-		init.pattern = pattern_of(ri, c);
+		init.pattern = pattern_of(ri, c, &init.dev_slot);
 		init.classified = 1;
-		fill_task(&init, pid_tgid);
+		fill_task(&init, pid_tgid, btf);
 		c->issue_no_insert++;
-		if (bpf_map_update_elem(&starts, &ri->key, &init, BPF_ANY))
+		if (bpf_map_update_elem(STARTS(tp), &ri->key, &init, BPF_ANY))
 			c->map_full++;
 	}
 	return 0;
 }
 
-static __always_inline void record_proc(struct bio_start *s, __u32 dev, __u64 total, int error,
+static __always_inline void record_proc(struct bio_start *s, __u64 total, int error,
 					struct bio_counters *c)
 {
-	struct bio_proc_key k = {.dev = dev, .pid = s->pid, .op = s->op};
-	struct bio_proc *p, init = {};
+	struct bio_proc *p = bpf_map_lookup_elem(&procs, &s->proc_slot);
 
-	__builtin_memcpy(k.comm, s->comm, sizeof(k.comm));
-	p = loupe_lookup_or_init(&procs, &k, &init);
 	if (!p) {
 		c->proc_overflow++;
 		return;
@@ -421,8 +582,8 @@ static __always_inline void emit_outlier(struct bio_start *s, __u32 dev, __u64 q
 static __always_inline void count_merged(struct rq_info *ri, __u32 pid, const char *comm,
 					 struct bio_counters *c)
 {
-	struct bio_stats_key sk = {.dev = ri->dev, .op = ri->op, .sync = ri->sync};
-	struct bio_stats *st = stats_of(&sk);
+	struct bio_dev_op *d = dev_op_of(ri->dev, ri->op);
+	struct bio_stats *st = d ? stats_at(d->slot, ri->sync) : NULL;
 
 	c->merged++;
 	if (st) {
@@ -432,11 +593,9 @@ static __always_inline void count_merged(struct rq_info *ri, __u32 pid, const ch
 		c->stats_full++;
 	}
 	if (targ_per_process) {
-		struct bio_proc_key k = {.dev = ri->dev, .pid = pid, .op = ri->op};
-		struct bio_proc *p, pinit = {};
+		__u32 slot = proc_slot_of(ri->dev, pid, ri->op, comm);
+		struct bio_proc *p = bpf_map_lookup_elem(&procs, &slot);
 
-		__builtin_memcpy(k.comm, comm, sizeof(k.comm));
-		p = loupe_lookup_or_init(&procs, &k, &pinit);
 		if (!p) {
 			c->proc_overflow++;
 			return;
@@ -459,14 +618,14 @@ static __always_inline void count_merged_current(struct rq_info *ri, struct bio_
 }
 
 /* `rq` non-NULL: ri holds only the key, and the rest is read from rq when needed. */
-static __always_inline int on_rq_merge(struct rq_info *ri, struct request *rq, bool btf)
+static __always_inline int on_rq_merge(struct rq_info *ri, struct request *rq, bool btf, bool tp)
 {
 	struct bio_counters *c = get_counters();
 	struct bio_start *s;
 
 	if (!c)
 		return 0;
-	s = bpf_map_lookup_elem(&starts, &ri->key);
+	s = bpf_map_lookup_elem(STARTS(tp), &ri->key);
 	if (s) {
 		/* Inserted earlier, folded into a neighbour now: freed without completing. */
 		if (!s->untracked) {
@@ -476,7 +635,7 @@ static __always_inline int on_rq_merge(struct rq_info *ri, struct request *rq, b
 			ri->bytes = s->bytes;
 			count_merged(ri, s->pid, s->comm, c);
 		}
-		bpf_map_delete_elem(&starts, &ri->key);
+		bpf_map_delete_elem(STARTS(tp), &ri->key);
 		return 0;
 	}
 	/* Folded in at its insert (the scheduler's insert merge), so never inserted itself:
@@ -497,23 +656,23 @@ static __always_inline int on_bio_merge(struct rq_info *ri)
 }
 
 /* `done_bytes` < 0: the flavour cannot tell partial completions apart. */
-static __always_inline int on_complete(struct bio_start_key *key, int error, __s64 done_bytes)
+static __always_inline int on_complete(struct bio_start_key *key, int error, __s64 done_bytes,
+				       bool tp)
 {
 	struct bio_counters *c = get_counters();
-	struct bio_stats_key sk = {};
 	struct bio_start *sp, s;
 	struct bio_stats *st;
 	__u64 now, first, queue = 0, service, total;
 
 	if (!c)
 		return 0;
-	sp = bpf_map_lookup_elem(&starts, key);
+	sp = bpf_map_lookup_elem(STARTS(tp), key);
 	if (sp && sp->untracked) {
 		if (done_bytes >= 0 && (__u64)sp->done + done_bytes < sp->bytes) {
 			sp->done += done_bytes;
 			return 0;
 		}
-		bpf_map_delete_elem(&starts, key);
+		bpf_map_delete_elem(STARTS(tp), key);
 		c->filtered++;
 		return 0;
 	}
@@ -529,7 +688,7 @@ static __always_inline int on_complete(struct bio_start_key *key, int error, __s
 	}
 	now = bpf_ktime_get_ns();
 	s = *sp;
-	bpf_map_delete_elem(&starts, key);
+	bpf_map_delete_elem(STARTS(tp), key);
 	c->completed++;
 
 	first = s.insert_ns ? s.insert_ns : s.issue_ns;
@@ -541,10 +700,7 @@ static __always_inline int on_complete(struct bio_start_key *key, int error, __s
 		c->below_min++;
 		return 0;
 	}
-	sk.dev = s.dev;
-	sk.op = s.op;
-	sk.sync = s.sync;
-	st = stats_of(&sk);
+	st = stats_at(s.dev_slot, s.sync);
 	if (!st) {
 		/* Only the device totals lose it: the process row and the event still come. */
 		c->stats_full++;
@@ -563,7 +719,7 @@ static __always_inline int on_complete(struct bio_start_key *key, int error, __s
 			st->errors++;
 	}
 	if (targ_per_process)
-		record_proc(&s, s.dev, total, error, c);
+		record_proc(&s, total, error, c);
 	if (targ_outlier_ns && total >= targ_outlier_ns)
 		emit_outlier(&s, s.dev, queue, service, total, error, c);
 	return 0;
@@ -582,7 +738,7 @@ static __always_inline int rq_insert(struct request *rq, bool btf)
 	struct rq_info ri = {};
 
 	rq_read(rq, &ri, btf);
-	return on_insert(&ri);
+	return on_insert(&ri, btf, false);
 }
 
 static __always_inline int rq_issue(struct request *rq, bool btf)
@@ -590,14 +746,14 @@ static __always_inline int rq_issue(struct request *rq, bool btf)
 	struct rq_info ri = {};
 
 	ri.key.id = (__u64)rq;
-	return on_issue(&ri, rq, btf);
+	return on_issue(&ri, rq, btf, false);
 }
 
 static __always_inline int rq_complete(struct request *rq, int error, __u32 nr_bytes)
 {
 	struct bio_start_key key = {.id = (__u64)rq};
 
-	return on_complete(&key, error, nr_bytes);
+	return on_complete(&key, error, nr_bytes, false);
 }
 
 static __always_inline struct bio *bio_arg(unsigned long long *args)
@@ -627,7 +783,7 @@ static __always_inline int rq_merge(struct request *rq, bool btf)
 	struct rq_info ri = {};
 
 	ri.key.id = (__u64)rq;
-	return on_rq_merge(&ri, rq, btf);
+	return on_rq_merge(&ri, rq, btf, false);
 }
 
 SEC("tp_btf/block_rq_insert")
@@ -727,7 +883,7 @@ int bio_tp_insert(struct trace_event_raw_block_rq *ctx)
 	struct rq_info ri = {};
 
 	tp_read(ctx, &ri);
-	return on_insert(&ri);
+	return on_insert(&ri, false, true);
 }
 
 SEC("tracepoint/block/block_rq_issue")
@@ -736,7 +892,7 @@ int bio_tp_issue(struct trace_event_raw_block_rq *ctx)
 	struct rq_info ri = {};
 
 	tp_read(ctx, &ri);
-	return on_issue(&ri, NULL, false);
+	return on_issue(&ri, NULL, false, true);
 }
 
 SEC("tracepoint/block/block_rq_complete")
@@ -744,7 +900,7 @@ int bio_tp_complete(struct trace_event_raw_block_rq_completion *ctx)
 {
 	struct bio_start_key key = {.id = ctx->sector, .dev = ctx->dev};
 
-	return on_complete(&key, ctx->error, -1);
+	return on_complete(&key, ctx->error, -1, true);
 }
 
 SEC("tracepoint/block/block_rq_merge")
@@ -753,7 +909,7 @@ int bio_tp_rq_merge(struct trace_event_raw_block_rq *ctx)
 	struct rq_info ri = {};
 
 	tp_read(ctx, &ri);
-	return on_rq_merge(&ri, NULL, false);
+	return on_rq_merge(&ri, NULL, false, true);
 }
 
 /*
@@ -764,9 +920,11 @@ int bio_tp_rq_merge(struct trace_event_raw_block_rq *ctx)
 static __always_inline void tp_follow_front(__u32 dev, __u64 sector, __u32 bytes,
 					    struct bio_counters *c)
 {
+	const bool tp = true;
+
 	struct bio_start_key was = {.id = sector + (bytes >> 9), .dev = dev};
 	struct bio_start_key now = {.id = sector, .dev = dev};
-	struct bio_start *s = bpf_map_lookup_elem(&starts, &was), moved;
+	struct bio_start *s = bpf_map_lookup_elem(STARTS(tp), &was), moved;
 
 	if (!s)
 		return;
@@ -774,11 +932,11 @@ static __always_inline void tp_follow_front(__u32 dev, __u64 sector, __u32 bytes
 	 * at its issue. */
 	moved = *s;
 	moved.sector = sector;
-	if (bpf_map_update_elem(&starts, &now, &moved, BPF_ANY)) {
+	if (bpf_map_update_elem(STARTS(tp), &now, &moved, BPF_ANY)) {
 		c->map_full++;
 		return;
 	}
-	bpf_map_delete_elem(&starts, &was);
+	bpf_map_delete_elem(STARTS(tp), &was);
 }
 
 static __always_inline int tp_bio_merge(struct trace_event_raw_block_bio *ctx, bool front)

@@ -47,9 +47,10 @@ constexpr loupe_config_key kOwnKeys[] = {
     {"process_limit", LOUPE_CFG_INT, 0, "256",
      "most (device, op, pid, comm) entries kept; the rest is counted", 1, 65536},
     {"max_in_flight", LOUPE_CFG_INT, 0, "10240", "size of the in-flight request map", 64, 4194304},
-    {"max_device_ops", LOUPE_CFG_INT, 0, "1024",
-     "most (device, op, sync) aggregates kept; requests of the rest are counted (stats_full)", 1,
-     65536},
+    {"max_device_ops", LOUPE_CFG_INT, 0, "512",
+     "most (device, op) pairs kept, each with its sync and async rows; requests of the rest are "
+     "counted (stats_full)",
+     1, 65536},
 };
 constexpr auto kKeys = sdk::concat_keys(kOwnKeys, sdk::kMechanismKey, sdk::kPidKey);
 
@@ -133,13 +134,21 @@ class BiolatProfiler : public sdk::Profiler {
         skel_->maps.disk_of,
         std::max<std::uint32_t>(1, static_cast<std::uint32_t>(partition_disks_.size())));
 
-    bpf_map__set_max_entries(skel_->maps.starts,
+    // The classic tracepoints key requests by (dev, sector) in a map of their own.
+    const bool by_sector = mechanism_ == BIO_MECH_TRACEPOINT;
+    bpf_map__set_max_entries(by_sector ? skel_->maps.starts_tp : skel_->maps.starts,
                              static_cast<std::uint32_t>(cfg.value_int("max_in_flight")));
-    bpf_map__set_max_entries(skel_->maps.procs,
-                             static_cast<std::uint32_t>(cfg.value_int("process_limit")));
+    bpf_map__set_max_entries(by_sector ? skel_->maps.starts : skel_->maps.starts_tp, 1);
+    // Rows by slot (loupe/map.bpf.h): each bound sizes the rows, their names and the claims.
+    const auto process_limit = static_cast<std::uint32_t>(cfg.value_int("process_limit"));
+    skel_->rodata->targ_process_limit = process_limit;
+    for (bpf_map* m : {skel_->maps.procs, skel_->maps.proc_slots, skel_->maps.proc_slots_taken})
+      bpf_map__set_max_entries(m, process_limit);
     const auto device_ops = static_cast<std::uint32_t>(cfg.value_int("max_device_ops"));
-    bpf_map__set_max_entries(skel_->maps.stats, device_ops);
-    bpf_map__set_max_entries(skel_->maps.last_end, device_ops);
+    skel_->rodata->targ_device_ops = device_ops;
+    bpf_map__set_max_entries(skel_->maps.dev_ops, device_ops);
+    bpf_map__set_max_entries(skel_->maps.dev_slots_taken, device_ops);
+    bpf_map__set_max_entries(skel_->maps.stats, 2 * device_ops);
     host_->debug(std::string("biolat: mechanism=") + mechanism_name(mechanism_) +
                  " rq_single_arg=" + (single_arg ? "true" : "false") +
                  " pid=" + std::to_string(filter.pid) +
@@ -168,10 +177,13 @@ class BiolatProfiler : public sdk::Profiler {
           decoder_.get());
     }
     ReporterMaps maps;
+    maps.dev_ops_fd = bpf_map__fd(skel_->maps.dev_ops);
     maps.stats_fd = bpf_map__fd(skel_->maps.stats);
-    maps.procs_fd = per_process_ ? bpf_map__fd(skel_->maps.procs) : -1;
+    maps.proc_slots_fd = per_process_ ? bpf_map__fd(skel_->maps.proc_slots) : -1;
+    maps.procs_fd = bpf_map__fd(skel_->maps.procs);
     maps.counters_fd = bpf_map__fd(skel_->maps.counters);
-    maps.starts_fd = bpf_map__fd(skel_->maps.starts);
+    maps.starts_fd =
+        bpf_map__fd(mechanism_ == BIO_MECH_TRACEPOINT ? skel_->maps.starts_tp : skel_->maps.starts);
     reporter_ = std::make_unique<BiolatReporter>(*host_, maps, mech);
   }
 

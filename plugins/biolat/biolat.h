@@ -42,8 +42,9 @@ struct bio_hist {
   __u64 slots[BIO_HIST_SLOTS];
 };
 
-/* One in-flight request. tp_btf/raw_tp key it by its struct request address (dev 0);
- * classic tracepoints expose no pointer, so there it is (dev, sector). */
+/* One in-flight request. tp_btf/raw_tp key it by its struct request address alone (the
+ * map starts: its key is `id`); classic tracepoints expose no pointer, so there it is
+ * (dev, sector), in starts_tp. */
 struct bio_start_key {
   __u64 id;
   __u32 dev;
@@ -65,6 +66,8 @@ struct bio_start {
   __u8 pattern;   /* BIO_PATTERN_*, decided at issue */
   __u8 untracked; /* another task's or device's request, kept only as a marker (below) */
   char comm[BIO_COMM_LEN];
+  __u32 dev_slot;  /* its (dev, op)'s slot in bio_dev_op, decided at issue; NONE: no room */
+  __u32 proc_slot; /* its owner's row in procs, decided at insert; NONE: no room */
 };
 
 /* Where a request starts relative to where the previous one of the same dev+op ended
@@ -73,6 +76,19 @@ enum bio_pattern {
   BIO_PATTERN_UNKNOWN = 0,
   BIO_PATTERN_SEQUENTIAL = 1,
   BIO_PATTERN_RANDOM = 2,
+};
+
+/*
+ * One (dev, op) pair seen by the programs, in the hash dev_ops keyed by bio_stats_key with
+ * sync 0: where its last issued request ended (the sequential test) and its slot. Its
+ * aggregates are the per-CPU array stats at 2 * slot + sync, so a completion reaches them
+ * by index instead of by hashing the key again (slots: loupe/map.bpf.h).
+ */
+#define BIO_END_UNKNOWN (~0ULL) /* no request issued yet: the next is neither */
+struct bio_dev_op {
+  __u64 last_end;
+  __u32 slot;
+  __u32 pad;
 };
 
 /* Aggregation key: one device, one operation, sync or not. */

@@ -86,10 +86,13 @@ void BiolatReporter::emit_procs() {
   std::vector<bio_proc> per_cpu(static_cast<std::size_t>(ncpus_));
   bio_proc_key key{}, next{};
   bool first = true;
-  while (bpf_map_get_next_key(maps_.procs_fd, first ? nullptr : &key, &next) == 0) {
+  while (bpf_map_get_next_key(maps_.proc_slots_fd, first ? nullptr : &key, &next) == 0) {
     first = false;
     key = next;
-    if (bpf_map_lookup_elem(maps_.procs_fd, &key, per_cpu.data()) != 0) continue;
+    std::uint32_t slot = 0;
+    if (bpf_map_lookup_elem(maps_.proc_slots_fd, &key, &slot) != 0 ||
+        bpf_map_lookup_elem(maps_.procs_fd, &slot, per_cpu.data()) != 0)
+      continue;
     bio_proc p = merge_per_cpu(std::span<const bio_proc>(per_cpu));
     Labels labels = {{"device", devices_.name(key.dev)},
                      {"dev", dev_string(key.dev)},
@@ -118,7 +121,7 @@ bio_counters BiolatReporter::read_counters() const {
 }
 
 std::uint64_t BiolatReporter::count_in_flight() {
-  bio_start_key key{}, next{};
+  bio_start_key key{}, next{};  // the tp_btf/raw_tp map's keys are its first 8 bytes
   std::uint64_t n = 0;
   bool first = true;
   // ktime of the window's end: a request inserted after the stop was not in flight at it.
@@ -186,13 +189,12 @@ void BiolatReporter::emit_health(const bio_counters& c, std::uint64_t in_flight)
   health("partial_completions", c.partial, LOUPE_HEALTH_OK,
          "partial completions: the request stays in flight until the rest completes");
   health("stats_full", c.stats_full, LOUPE_HEALTH_WARN,
-         "requests of (device, op, sync) combinations beyond the aggregate map: in the "
-         "per-process rows and events only, not in the device histograms (raise "
-         "max_device_ops)");
+         "requests of (device, op) pairs beyond max_device_ops: in the per-process rows and "
+         "events only, not in the device histograms (raise max_device_ops)");
   health("pattern_full", c.pattern_full, LOUPE_HEALTH_WARN,
-         "(device, op) pairs beyond the sequential-test map: their requests are neither "
-         "sequential nor random (raise max_device_ops)");
-  if (maps_.procs_fd >= 0)
+         "issues of (device, op) pairs beyond max_device_ops: neither sequential nor random "
+         "(raise max_device_ops)");
+  if (maps_.proc_slots_fd >= 0)
     health("process_overflow", c.proc_overflow, LOUPE_HEALTH_WARN,
            "per-process limit reached: later processes counted in the device totals only "
            "(raise process_limit)");
@@ -242,23 +244,31 @@ void BiolatReporter::collect(bool is_final, std::uint64_t window_start_ns,
   if (!session_start_) session_start_ = window_start_ns;  // the first window starts the session
   std::vector<bio_stats> per_cpu(static_cast<std::size_t>(ncpus_));
   std::map<std::uint32_t, DeviceTime> device_time;  // all ops of a device, for the findings
-  bio_stats_key key{}, next{};
+  bio_stats_key pair{}, next{};
   bool first = true;
-  while (bpf_map_get_next_key(maps_.stats_fd, first ? nullptr : &key, &next) == 0) {
+  while (bpf_map_get_next_key(maps_.dev_ops_fd, first ? nullptr : &pair, &next) == 0) {
     first = false;
-    key = next;
-    if (bpf_map_lookup_elem(maps_.stats_fd, &key, per_cpu.data()) != 0) continue;
-    const bio_stats total = merge_per_cpu(std::span<const bio_stats>(per_cpu));
-    emit_device(key, total);
-    DeviceTime& d = device_time[key.dev];
-    d.queue_ns += total.queue.sum;
-    d.total_ns += total.total.sum;
-    d.requests += total.total.count;
-    d.queued += total.queue.count;
+    pair = next;
+    bio_dev_op d_op{};
+    if (bpf_map_lookup_elem(maps_.dev_ops_fd, &pair, &d_op) != 0) continue;
+    for (std::uint8_t sync = 0; sync < 2; ++sync) {
+      const std::uint32_t row = 2 * d_op.slot + sync;
+      if (bpf_map_lookup_elem(maps_.stats_fd, &row, per_cpu.data()) != 0) continue;
+      const bio_stats total = merge_per_cpu(std::span<const bio_stats>(per_cpu));
+      if (total.total.count == 0 && total.merged == 0) continue;  // a row never written
+      bio_stats_key key = pair;
+      key.sync = sync;
+      emit_device(key, total);
+      DeviceTime& d = device_time[key.dev];
+      d.queue_ns += total.queue.sum;
+      d.total_ns += total.total.sum;
+      d.requests += total.total.count;
+      d.queued += total.queue.count;
+    }
   }
   if (is_final_)
     for (const auto& [dev, d] : device_time) emit_queue_finding(dev, d);
-  if (maps_.procs_fd >= 0) emit_procs();
+  if (maps_.proc_slots_fd >= 0) emit_procs();
   emit_health(read_counters(), count_in_flight());
 }
 

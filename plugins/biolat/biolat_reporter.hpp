@@ -19,9 +19,12 @@
 
 namespace loupe::biolat {
 
+// Rows live in per-CPU arrays by slot; the hashes name each slot (biolat.h, bio_dev_op).
 struct ReporterMaps {
-  int stats_fd = -1;
-  int procs_fd = -1;  // -1: per-process breakdown off
+  int dev_ops_fd = -1;     // (dev, op) -> bio_dev_op: its stats rows at 2 * slot + sync
+  int stats_fd = -1;       // per-CPU array of bio_stats
+  int proc_slots_fd = -1;  // bio_proc_key -> slot in procs; -1: per-process breakdown off
+  int procs_fd = -1;       // per-CPU array of bio_proc
   int counters_fd = -1;
   int starts_fd = -1;
 };

@@ -33,4 +33,58 @@ static __always_inline void *loupe_lookup_or_init(void *map, const void *key, co
 	return bpf_map_lookup_elem(map, key);
 }
 
+/*
+ * Stable small numbers for keys first seen in BPF: a hot path that finds a key's slot once
+ * (and keeps it where it keeps the event's other state) then reaches the key's row in an
+ * array, an inlined load, instead of hashing the key again in a hash of rows. Slots are
+ * never given back while the maps live, so a slot names one key for the session.
+ *
+ * The claim is a BPF_NOEXIST insert into `taken` (a hash keyed by __u32 slot, max_entries
+ * >= limit), which two CPUs cannot both win; `hint` (a global) is where the next free slot
+ * probably is, read and written without atomics (a stale hint costs a retry, not a
+ * duplicate). LOUPE_SLOT_NONE when `limit` slots are taken (the caller counts it).
+ */
+#define LOUPE_SLOT_NONE 0xffffffffU
+#define LOUPE_SLOT_TRIES 8
+
+static __always_inline __u32 loupe_slot_claim(void *taken, __u32 *hint, __u32 limit)
+{
+	__u32 slot = *hint;
+	__u8 one = 1;
+	int i;
+
+	for (i = 0; i < LOUPE_SLOT_TRIES; i++, slot++) {
+		if (slot >= limit)
+			return LOUPE_SLOT_NONE;
+		if (!bpf_map_update_elem(taken, &slot, &one, BPF_NOEXIST)) {
+			*hint = slot + 1;
+			return slot;
+		}
+	}
+	return LOUPE_SLOT_NONE;
+}
+
+/*
+ * The slot of `key` in the hash `slots` (key -> __u32), claimed when the key is new.
+ * LOUPE_SLOT_NONE when no slot is left or `slots` is full. A CPU that loses the race to
+ * name the same key gives its claim back and takes the winner's slot.
+ */
+static __always_inline __u32 loupe_slot_of(void *slots, void *taken, __u32 *hint, __u32 limit,
+					   const void *key)
+{
+	__u32 *found = bpf_map_lookup_elem(slots, key);
+	__u32 slot;
+
+	if (found)
+		return *found;
+	slot = loupe_slot_claim(taken, hint, limit);
+	if (slot == LOUPE_SLOT_NONE)
+		return slot;
+	if (!bpf_map_update_elem(slots, key, &slot, BPF_NOEXIST))
+		return slot;
+	bpf_map_delete_elem(taken, &slot);
+	found = bpf_map_lookup_elem(slots, key);
+	return found ? *found : LOUPE_SLOT_NONE;
+}
+
 #endif /* LOUPE_MAP_BPF_H */
