@@ -402,9 +402,20 @@ static __always_inline void fill_task(struct bio_start *s, __u64 pid_tgid, bool 
 	    targ_per_process ? proc_slot_cached(s->dev, s->pid, s->op, s->comm) : LOUPE_SLOT_NONE;
 }
 
+/* The current task's ids: from its trusted pointer by plain loads where there is one. */
+static __always_inline __u64 current_pid_tgid(bool btf)
+{
+	struct task_struct *t;
+
+	if (!btf)
+		return bpf_get_current_pid_tgid();
+	t = bpf_get_current_task_btf();
+	return ((__u64)t->tgid << 32) | (__u32)t->pid;
+}
+
 static __always_inline int on_insert(struct rq_info *ri, bool btf, bool tp)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 pid_tgid = current_pid_tgid(btf);
 	struct bio_counters *c;
 	struct bio_start s = {}, *old;
 
