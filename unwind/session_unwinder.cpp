@@ -6,6 +6,8 @@
 #include <bpf/bpf.h>
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -50,16 +52,31 @@ Result<const std::vector<loupe_map_ref>*> SessionUnwinder::maps() {
 
 SessionUnwinder::~SessionUnwinder() {
   stop_ = true;
+  if (wake_.get() >= 0) {
+    const std::uint64_t one = 1;
+    if (::write(wake_.get(), &one, sizeof(one)) < 0) spdlog::debug("unwinder: wake: {}", errno);
+  }
   if (reader_.joinable()) reader_.join();
   if (ring_) ring_buffer__free(ring_);
 }
 
 void SessionUnwinder::read_loop() {
+  // The ring's own epoll and the stop eventfd in one set: the thread sleeps until a walk
+  // tells a sighting or the session ends (a timed wait for the end was 10 wake-ups a
+  // second of an idle agent).
+  UniqueFd ep(::epoll_create1(EPOLL_CLOEXEC));
   epoll_event ev{};
-  const int ep = ring_buffer__epoll_fd(ring_);
+  ev.events = EPOLLIN;
+  bool ok = ep.get() >= 0;
+  for (int fd : {ring_buffer__epoll_fd(ring_), wake_.get()}) {
+    ev.data.fd = fd;
+    ok = ok && fd >= 0 && ::epoll_ctl(ep.get(), EPOLL_CTL_ADD, fd, &ev) == 0;
+  }
+  if (!ok) spdlog::warn("the unwinder's reader: epoll: {}; reading every 100 ms", errno);
+  const int wait_fd = ok ? ep.get() : ring_buffer__epoll_fd(ring_);
   while (!stop_) {
-    // Bounded, so that the end of the session is seen within a tenth of a second.
-    if (::epoll_wait(ep, &ev, 1, 100) <= 0) continue;
+    if (::epoll_wait(wait_fd, &ev, 1, ok ? -1 : 100) <= 0) continue;
+    if (stop_) break;
     std::lock_guard lock(ring_mu_);
     ring_buffer__consume(ring_);
   }
@@ -111,6 +128,7 @@ Status SessionUnwinder::create() {
                            nullptr);
   if (!ring_)
     return make_error("reading the unwinder's ring: " + std::string(std::strerror(errno)));
+  wake_ = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   reader_ = std::thread([this] {
     sdk::name_this_thread("loupe-runtimes");
     read_loop();

@@ -95,6 +95,7 @@ class SessionUnwinder {
   // within its last milliseconds, and the session's tick came after it had exited.
   std::thread reader_;
   std::atomic<bool> stop_{false};
+  UniqueFd wake_;  // an eventfd the destructor writes so the reader sees stop_ at once
   void read_loop();
   // Processes a runtime said to ask again (kLater), and when they were last asked.
   std::mutex later_mu_;

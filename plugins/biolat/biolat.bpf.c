@@ -178,18 +178,10 @@ static __always_inline struct bio_counters *get_counters(void)
 static __always_inline struct bio_dev_op *dev_op_of(__u32 dev, __u8 op)
 {
 	struct bio_stats_key k = {.dev = dev, .op = op};
-	struct bio_dev_op *d = bpf_map_lookup_elem(&dev_ops, &k), init = {};
+	struct bio_dev_op init = {.last_end = BIO_END_UNKNOWN};
 
-	if (d)
-		return d;
-	init.last_end = BIO_END_UNKNOWN;
-	init.slot = loupe_slot_claim(&dev_slots_taken, &dev_slot_hint, targ_device_ops);
-	if (init.slot == LOUPE_SLOT_NONE)
-		return NULL;
-	/* A CPU that named the pair first keeps it: the claim goes back. */
-	if (bpf_map_update_elem(&dev_ops, &k, &init, BPF_NOEXIST))
-		bpf_map_delete_elem(&dev_slots_taken, &init.slot);
-	return bpf_map_lookup_elem(&dev_ops, &k);
+	return loupe_slot_entry(&dev_ops, &dev_slots_taken, &dev_slot_hint, targ_device_ops, &k,
+				&init, &init.slot);
 }
 
 /* The (dev, op, sync) aggregate in its slot; NULL when the pair has none. */
@@ -590,11 +582,10 @@ static __always_inline void emit_outlier(struct bio_start *s, __u32 dev, __u64 q
  * its owner's figures; its bytes and time are the other request's, whoever owns that.
  * These are the merges iostat's rrqm/wrqm count (/proc/diskstats).
  */
-static __always_inline void count_merged(struct rq_info *ri, __u32 pid, const char *comm,
+static __always_inline void count_merged(struct rq_info *ri, __u32 dev_slot, __u32 proc_slot,
 					 struct bio_counters *c)
 {
-	struct bio_dev_op *d = dev_op_of(ri->dev, ri->op);
-	struct bio_stats *st = d ? stats_at(d->slot, ri->sync) : NULL;
+	struct bio_stats *st = stats_at(dev_slot, ri->sync);
 
 	c->merged++;
 	if (st) {
@@ -604,8 +595,7 @@ static __always_inline void count_merged(struct rq_info *ri, __u32 pid, const ch
 		c->stats_full++;
 	}
 	if (targ_per_process) {
-		__u32 slot = proc_slot_of(ri->dev, pid, ri->op, comm);
-		struct bio_proc *p = bpf_map_lookup_elem(&procs, &slot);
+		struct bio_proc *p = bpf_map_lookup_elem(&procs, &proc_slot);
 
 		if (!p) {
 			c->proc_overflow++;
@@ -616,16 +606,27 @@ static __always_inline void count_merged(struct rq_info *ri, __u32 pid, const ch
 	}
 }
 
+static __always_inline __u32 dev_slot_of(__u32 dev, __u8 op)
+{
+	struct bio_dev_op *d = dev_op_of(dev, op);
+
+	return d ? d->slot : LOUPE_SLOT_NONE;
+}
+
 /* The current task's I/O, when the filters keep it. */
 static __always_inline void count_merged_current(struct rq_info *ri, struct bio_counters *c)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	char comm[BIO_COMM_LEN];
+	__u32 proc_slot = LOUPE_SLOT_NONE;
 
 	if ((targ_dev && ri->dev != targ_dev) || !loupe_filter_pass(pid_tgid))
 		return;
-	bpf_get_current_comm(comm, sizeof(comm));
-	count_merged(ri, pid_tgid >> 32, comm, c);
+	if (targ_per_process) {
+		bpf_get_current_comm(comm, sizeof(comm));
+		proc_slot = proc_slot_of(ri->dev, pid_tgid >> 32, ri->op, comm);
+	}
+	count_merged(ri, dev_slot_of(ri->dev, ri->op), proc_slot, c);
 }
 
 /* `rq` non-NULL: ri holds only the key, and the rest is read from rq when needed. */
@@ -644,7 +645,12 @@ static __always_inline int on_rq_merge(struct rq_info *ri, struct request *rq, b
 			ri->op = s->op;
 			ri->sync = s->sync;
 			ri->bytes = s->bytes;
-			count_merged(ri, s->pid, s->comm, c);
+			/* Its slots are the entry's: no key is hashed again. The (dev, op)
+			 * slot is decided at issue, so one merged before it has none yet. */
+			count_merged(ri,
+				     s->dev_slot != LOUPE_SLOT_NONE ? s->dev_slot
+								    : dev_slot_of(ri->dev, ri->op),
+				     s->proc_slot, c);
 		}
 		bpf_map_delete_elem(STARTS(tp), &ri->key);
 		return 0;

@@ -104,6 +104,19 @@ TEST(Profile, ABudgetIsAPercentageOfTheMachine) {
   EXPECT_NE(e.find("session.max_cpu_percent: -1 is not a percentage"), std::string::npos) << e;
 }
 
+TEST(Profile, TheDeliveryDelayIsMillisecondsTheReaderCanWaitOn) {
+  EXPECT_EQ(loupe::parse_profile_text("[session]\n", "p.toml").session.delivery_delay_ms, 20u);
+  EXPECT_EQ(loupe::parse_profile_text("[session]\ndelivery_delay_ms = 250\n", "p.toml")
+                .session.delivery_delay_ms,
+            250u);
+  // 0 would make the reader spin on its rings; past 10 s a record outlives a report.
+  for (const char* bad : {"0", "10001", "0.5"}) {
+    auto e = error_of(std::string("[session]\ndelivery_delay_ms = ") + bad + "\n");
+    EXPECT_NE(e.find("p.toml:2:21: error: "), std::string::npos) << e;
+    EXPECT_NE(e.find("delivery_delay_ms"), std::string::npos) << e;
+  }
+}
+
 TEST(Profile, FollowDefaultsToTheWholeTreeAndIsABoolean) {
   EXPECT_TRUE(loupe::parse_profile_text("[session]\n", "p.toml").session.follow);
   EXPECT_FALSE(loupe::parse_profile_text("[session]\nfollow = false\n", "p.toml").session.follow);

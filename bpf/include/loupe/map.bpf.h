@@ -65,26 +65,35 @@ static __always_inline __u32 loupe_slot_claim(void *taken, __u32 *hint, __u32 li
 }
 
 /*
- * The slot of `key` in the hash `slots` (key -> __u32), claimed when the key is new.
- * LOUPE_SLOT_NONE when no slot is left or `slots` is full. A CPU that loses the race to
- * name the same key gives its claim back and takes the winner's slot.
+ * The value of `key` in the hash `slots`, inserted when the key is new: `init` is the
+ * value to insert and `init_slot` the field of it that gets a claimed slot. NULL when no
+ * slot is left or `slots` is full. A CPU that loses the race to name the same key gives
+ * its claim back and gets the winner's value.
  */
+static __always_inline void *loupe_slot_entry(void *slots, void *taken, __u32 *hint, __u32 limit,
+					      const void *key, void *init, __u32 *init_slot)
+{
+	void *found = bpf_map_lookup_elem(slots, key);
+
+	if (found)
+		return found;
+	*init_slot = loupe_slot_claim(taken, hint, limit);
+	if (*init_slot == LOUPE_SLOT_NONE)
+		return NULL;
+	if (bpf_map_update_elem(slots, key, init, BPF_NOEXIST))
+		bpf_map_delete_elem(taken, init_slot);
+	return bpf_map_lookup_elem(slots, key);
+}
+
+/* The slot of `key` in the hash `slots` (key -> __u32): loupe_slot_entry's value is the
+ * slot alone. LOUPE_SLOT_NONE when no slot is left or `slots` is full. */
 static __always_inline __u32 loupe_slot_of(void *slots, void *taken, __u32 *hint, __u32 limit,
 					   const void *key)
 {
-	__u32 *found = bpf_map_lookup_elem(slots, key);
-	__u32 slot;
+	__u32 init = LOUPE_SLOT_NONE;
+	__u32 *slot = loupe_slot_entry(slots, taken, hint, limit, key, &init, &init);
 
-	if (found)
-		return *found;
-	slot = loupe_slot_claim(taken, hint, limit);
-	if (slot == LOUPE_SLOT_NONE)
-		return slot;
-	if (!bpf_map_update_elem(slots, key, &slot, BPF_NOEXIST))
-		return slot;
-	bpf_map_delete_elem(taken, &slot);
-	found = bpf_map_lookup_elem(slots, key);
-	return found ? *found : LOUPE_SLOT_NONE;
+	return slot ? *slot : LOUPE_SLOT_NONE;
 }
 
 #endif /* LOUPE_MAP_BPF_H */

@@ -263,15 +263,18 @@ void RingDispatcher::process(const ByteQueue::Slot& slot, bool abandon) {
 }
 
 bool RingDispatcher::drain_round() {
-  bool more = false;
+  bool more = false, read = false;
   const std::uint64_t now = mono_ns();  // one clock read per round, not per record
   for (auto& r : rings_) {              // the set is fixed once the reader runs
     r->batch = 0;
     r->round_ns = now;
     int n = ring_buffer__consume(r->rb);
     if (n == kBatchFull) more = true;
+    if (n != 0) read = true;
   }
-  queue_->notify();
+  // An empty round queues nothing: waking the worker for it was two futex calls per
+  // timed drain of an idle agent.
+  if (read) queue_->notify();
   return more;
 }
 

@@ -54,10 +54,7 @@ void SinkRunner::run() {
   std::uint64_t consecutive_failures = 0;
   std::deque<Item> batch;
   for (;;) {
-    if (!queue_.pop_all(std::chrono::milliseconds(200), &batch)) {
-      if (queue_.closed() && queue_.size() == 0) return;
-      continue;
-    }
+    if (!queue_.pop_all(&batch)) return;  // closed and drained
     for (Item& item : batch) handle(item, &consecutive_failures);
     batch.clear();  // the records go now, not after the next wait
   }

@@ -110,6 +110,11 @@ const loupe_config_key kSessionKeys[] = {
      "loupe's declared cost: its BPF programs' run time plus its threads' CPU time, in percent "
      "of all online CPUs; measured at every report (BPF statistics on) and a report over it is "
      "counted and said (health `budget`); 0 = not measured"},
+    {"delivery_delay_ms", LOUPE_CFG_INT, 0, "20",
+     "longest a record waits in a ring before the reader takes it (records past a ring's "
+     "watermark wake it at once); the reader wakes this often while the rings are empty, so an "
+     "always-on agent that reports by the minute can raise it (--delivery-delay overrides)",
+     1, 10000},
     {"retain_bytes", LOUPE_CFG_INT, 0, "0",
      "bytes the kept windows may take, the oldest removed first (the newest is always kept); 0 "
      "= no bound",
@@ -146,6 +151,7 @@ void parse_session(const toml::table& t, SessionSpec& s, Checker& c) {
   s.retain = static_cast<std::size_t>(v["retain"].i);
   s.retain_bytes = static_cast<std::uint64_t>(v["retain_bytes"].i);
   s.max_cpu_percent = v["max_cpu_percent"].f;
+  s.delivery_delay_ms = static_cast<std::uint32_t>(v["delivery_delay_ms"].i);
   if (auto node = t.get("max_cpu_percent");
       node &&
       (!std::isfinite(s.max_cpu_percent) || s.max_cpu_percent < 0 || s.max_cpu_percent > 100))

@@ -69,6 +69,8 @@ struct SessionSpec {
   std::uint64_t retain_bytes = 0;
   // loupe's declared cost, percent of all online CPUs (0: none): measured at every report.
   double max_cpu_percent = 0;
+  // The ring reader's timed drain period, ms (--delivery-delay overrides it).
+  std::uint32_t delivery_delay_ms = 20;
 };
 
 struct PluginSpec {

@@ -321,9 +321,10 @@ void Session::Impl::end_window(std::uint64_t window_end) {
 
 void Session::Impl::configure_dispatch() {
   RingDispatcher::Options o;
-  if (opts_.delivery_delay_ms) {  // bounds checked with the other overrides
-    o.max_delivery_delay = std::chrono::milliseconds(static_cast<long>(*opts_.delivery_delay_ms));
-  }
+  // The command line's bounds are checked with the other overrides, the profile's by its schema.
+  o.max_delivery_delay = std::chrono::milliseconds(
+      opts_.delivery_delay_ms ? static_cast<long>(*opts_.delivery_delay_ms)
+                              : static_cast<long>(profile_.session.delivery_delay_ms));
   o.replay = recording_.replaying();
   rings_.configure(o);
   rings_.set_event_handler([this](const DispatchEvent& ev) {
